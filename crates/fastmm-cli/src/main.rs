@@ -1,0 +1,58 @@
+//! `fastmm`: run, verify and time matrix products from the shell.
+
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Fast, verified dense matrix multiplication C = A·B.
+#[derive(Parser)]
+#[command(name = "fastmm", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Multiply random matrices with one or more algorithms, verify every
+    /// result and print timings.
+    Run(run::RunArgs),
+}
+
+/// Exit status for input the tool cannot use.
+const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status when a computed product fails verification.
+const EXIT_WRONG_RESULT: u8 = 1;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: print them as clap formats them.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("error: invalid arguments");
+            eprintln!("{first} (see 'fastmm --help')");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(&args),
+    };
+    match outcome {
+        Ok(run::Outcome::AllCorrect) => ExitCode::SUCCESS,
+        Ok(run::Outcome::Failures(n)) => {
+            eprintln!("error: {n} result(s) failed verification");
+            ExitCode::from(EXIT_WRONG_RESULT)
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}

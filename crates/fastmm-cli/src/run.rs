@@ -1,0 +1,321 @@
+//! `fastmm run`: the seeds' experiment driver. It generates seeded random
+//! matrices, runs each requested algorithm, times it (median of `--reps`
+//! after `--warmup`), verifies every result and reports a table or JSON.
+
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use fastmm::random::{random_matrix, seeded_rng};
+use fastmm::system::{available_memory_bytes, cpu_model, format_bytes};
+use fastmm::verify::verify;
+use fastmm::{gemm, Algorithm, DType, Element, GemmOptions, Matrix};
+use serde::Serialize;
+
+/// Matrices at most this many rows and columns are printed by `--print`.
+const PRINT_MAX_DIM: usize = 8;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Square size: m = k = n = N (each overridable by -m/-k/-n).
+    #[arg(short = 's', long, value_name = "N", default_value_t = 512)]
+    size: usize,
+    /// Rows of A and C.
+    #[arg(short = 'm', value_name = "M")]
+    m: Option<usize>,
+    /// Columns of A, rows of B.
+    #[arg(short = 'k', value_name = "K")]
+    k: Option<usize>,
+    /// Columns of B and C.
+    #[arg(short = 'n', value_name = "N")]
+    n: Option<usize>,
+    /// Element types: a comma list of f32, f64, i32, i64, or `all`.
+    #[arg(short = 'd', long, default_value = "f32")]
+    dtype: String,
+    /// Algorithms: a comma list or `all`. Speedups are relative to the first.
+    #[arg(short = 'a', long, default_value = "all")]
+    algo: String,
+    /// Threads for threaded algorithms (default: all hardware threads).
+    #[arg(short = 't', long)]
+    threads: Option<usize>,
+    /// Tile edge for tiled algorithms.
+    #[arg(long)]
+    tile: Option<usize>,
+    /// Timed repetitions; the median is reported.
+    #[arg(short = 'r', long, default_value_t = 3)]
+    reps: usize,
+    /// Untimed runs before timing.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Seed of the random matrices: the same seed gives the same A and B.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Print one JSON array of records on stdout instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Print A, B and each C (only when all dimensions are at most 8).
+    #[arg(long)]
+    print: bool,
+    /// Corrupt one element of each result before verification, to show that
+    /// verification catches it (testing aid).
+    #[arg(long, hide = true)]
+    corrupt: bool,
+}
+
+/// One measured and verified run, as printed by `--json`.
+#[derive(Serialize, Debug)]
+struct Record {
+    algorithm: &'static str,
+    device: &'static str,
+    dtype: &'static str,
+    m: usize,
+    k: usize,
+    n: usize,
+    threads: usize,
+    tile: Option<usize>,
+    reps: usize,
+    median_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    gflops: f64,
+    speedup: f64,
+    rel_error: f64,
+    bound_ratio: f64,
+    check: &'static str,
+    ok: bool,
+    seed: u64,
+}
+
+/// How a run ended when no input error stopped it.
+pub enum Outcome {
+    AllCorrect,
+    Failures(usize),
+}
+
+struct Problem {
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+pub fn run(args: &RunArgs) -> Result<Outcome> {
+    let problem = Problem {
+        m: args.m.unwrap_or(args.size),
+        k: args.k.unwrap_or(args.size),
+        n: args.n.unwrap_or(args.size),
+    };
+    for (name, value) in [("m", problem.m), ("k", problem.k), ("n", problem.n)] {
+        if value == 0 {
+            bail!("size {name} must be at least 1");
+        }
+    }
+    if args.reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    let algorithms = Algorithm::parse_list(&args.algo)?;
+    let dtypes = parse_dtypes(&args.dtype)?;
+    let base_opts = GemmOptions {
+        threads: args.threads,
+        tile: args.tile,
+        ..Default::default()
+    };
+    base_opts.validate()?;
+    for &dtype in &dtypes {
+        check_memory(&problem, dtype)?;
+    }
+
+    let mut records = Vec::new();
+    for &dtype in &dtypes {
+        let typed = match dtype {
+            DType::F32 => run_typed::<f32>(args, &problem, &algorithms, base_opts),
+            DType::F64 => run_typed::<f64>(args, &problem, &algorithms, base_opts),
+            DType::I32 => run_typed::<i32>(args, &problem, &algorithms, base_opts),
+            DType::I64 => run_typed::<i64>(args, &problem, &algorithms, base_opts),
+        };
+        records.extend(typed?);
+    }
+
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&records)?);
+    } else {
+        print_table(args, &problem, &records);
+    }
+    let failures = records.iter().filter(|r| !r.ok).count();
+    Ok(if failures == 0 {
+        Outcome::AllCorrect
+    } else {
+        Outcome::Failures(failures)
+    })
+}
+
+fn parse_dtypes(list: &str) -> Result<Vec<DType>> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        if name.eq_ignore_ascii_case("all") {
+            out.extend(DType::ALL);
+        } else {
+            out.push(name.parse()?);
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses, before allocating anything, a problem whose matrices (plus the
+/// verification's O(m + k + n) vectors) would not fit in available memory.
+fn check_memory(p: &Problem, dtype: DType) -> Result<()> {
+    let (m, k, n) = (p.m as u128, p.k as u128, p.n as u128);
+    let elements = m * k + k * n + m * n;
+    let verification = (m + k + n) * 8 * 4;
+    let needed = elements * dtype.size_bytes() as u128 + verification;
+    let fits_address_space = usize::try_from(elements).is_ok();
+    match available_memory_bytes() {
+        Some(available) if needed > available as u128 => bail!(
+            "{}×{}×{} {} needs {} for A, B, C and verification, but only {} of memory is available",
+            p.m,
+            p.k,
+            p.n,
+            dtype,
+            format_bytes(needed),
+            format_bytes(available as u128)
+        ),
+        _ if !fits_address_space => bail!(
+            "{}×{}×{} {} needs {}, more than this machine can address",
+            p.m,
+            p.k,
+            p.n,
+            dtype,
+            format_bytes(needed)
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn run_typed<T: Element>(
+    args: &RunArgs,
+    p: &Problem,
+    algorithms: &[Algorithm],
+    base_opts: GemmOptions,
+) -> Result<Vec<Record>> {
+    let mut rng = seeded_rng(args.seed);
+    let a: Matrix<T> = random_matrix(p.m, p.k, &mut rng);
+    let b: Matrix<T> = random_matrix(p.k, p.n, &mut rng);
+    let printable = args.print && [p.m, p.k, p.n].iter().all(|&d| d <= PRINT_MAX_DIM);
+    if printable {
+        show(args, &format!("A ({})", T::DTYPE), &a);
+        show(args, &format!("B ({})", T::DTYPE), &b);
+    }
+    let mut c = Matrix::filled(p.m, p.n, T::poison());
+    let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
+    let mut records: Vec<Record> = Vec::with_capacity(algorithms.len());
+    for &algorithm in algorithms {
+        let opts = GemmOptions { algorithm, ..base_opts };
+        let multiply = |c: &mut Matrix<T>| -> Result<f64> {
+            c.as_mut_slice().fill(T::poison());
+            let start = Instant::now();
+            gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
+                .with_context(|| format!("{algorithm} failed"))?;
+            Ok(start.elapsed().as_secs_f64() * 1e3)
+        };
+        for _ in 0..args.warmup {
+            multiply(&mut c)?;
+        }
+        let mut times = (0..args.reps).map(|_| multiply(&mut c)).collect::<Result<Vec<_>>>()?;
+        times.sort_by(f64::total_cmp);
+        let median_ms = median(&times);
+        if args.corrupt {
+            let wrong = c.get(0, 0).add(T::ONE);
+            c.set(0, 0, wrong);
+        }
+        let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref())?;
+        if printable {
+            show(args, &format!("C = A·B ({algorithm}, {})", T::DTYPE), &c);
+        }
+        let speedup = records.first().map_or(1.0, |first| first.median_ms / median_ms);
+        records.push(Record {
+            algorithm: algorithm.name(),
+            device: "cpu",
+            dtype: T::DTYPE.name(),
+            m: p.m,
+            k: p.k,
+            n: p.n,
+            threads: opts.effective_threads(),
+            tile: opts.effective_tile(),
+            reps: args.reps,
+            median_ms,
+            min_ms: times[0],
+            max_ms: times[times.len() - 1],
+            gflops: flops / (median_ms * 1e6),
+            speedup,
+            rel_error: verdict.rel_error,
+            bound_ratio: verdict.bound_ratio,
+            check: verdict.method.name(),
+            ok: verdict.ok,
+            seed: args.seed,
+        });
+    }
+    Ok(records)
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+/// Prints a small matrix; to stderr under `--json`, so stdout stays valid JSON.
+fn show<T: Element>(args: &RunArgs, title: &str, m: &Matrix<T>) {
+    let text = format!("{title}:\n{m:.4}");
+    if args.json {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
+    println!(
+        "fastmm run: C = A·B with A {}×{}, B {}×{}; seed {}, median of {} after {} warm-up; CPU: {} ({} threads)",
+        p.m,
+        p.k,
+        p.k,
+        p.n,
+        args.seed,
+        args.reps,
+        args.warmup,
+        cpu_model(),
+        fastmm::threads::available_threads()
+    );
+    println!(
+        "{:<10} {:<5} {:>7} {:>5} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} {}",
+        "algorithm", "dtype", "threads", "tile", "median ms", "GFLOP/s", "speedup", "rel error", "err/bound", "check", "verdict"
+    );
+    for r in records {
+        println!(
+            "{:<10} {:<5} {:>7} {:>5} {:>11} {:>9.2} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
+            r.algorithm,
+            r.dtype,
+            r.threads,
+            r.tile.map_or("-".to_string(), |t| t.to_string()),
+            format_ms(r.median_ms),
+            r.gflops,
+            r.speedup,
+            r.rel_error,
+            r.bound_ratio,
+            r.check,
+            if r.ok { "ok" } else { "WRONG" }
+        );
+    }
+}
+
+/// Milliseconds with about four significant digits, so microsecond runs
+/// do not print as 0.000.
+fn format_ms(ms: f64) -> String {
+    match ms {
+        ms if ms >= 100.0 => format!("{ms:.1}"),
+        ms if ms >= 1.0 => format!("{ms:.3}"),
+        ms => format!("{ms:.5}"),
+    }
+}

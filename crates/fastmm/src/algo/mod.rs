@@ -1,0 +1,224 @@
+//! The CPU algorithms and the table that dispatches to them.
+//!
+//! Every algorithm module exposes an `accumulate` function with one
+//! contract: **C += α·A·B** for views of matching shape, with m, n, k ≥ 1.
+//! β, empty shapes, orientation and option checks are handled once, at the
+//! boundary ([`crate::gemm`]), so the modules below never see them. Adding an
+//! algorithm means adding its module, its row in [`ALGORITHMS`] and its arm
+//! in [`accumulate`].
+
+pub mod ikj;
+pub mod naive;
+pub mod parallel;
+pub mod tiled;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef};
+use crate::threads::available_threads;
+use crate::tunables::DEFAULT_TILE;
+
+/// A multiplication algorithm, selectable by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// The i-j-k triple loop with a dot product per element of C.
+    Naive,
+    /// Loop interchange i-k-j: the inner loop streams contiguous rows.
+    Ikj,
+    /// i-k-j inside square tiles, so a tile of B stays in cache.
+    Tiled,
+    /// `Tiled` with tiles of C distributed over a thread pool.
+    Parallel,
+}
+
+/// What the dispatch table knows about an algorithm.
+#[derive(Debug, Clone, Copy)]
+pub struct AlgorithmInfo {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Its name on the command line and in reports.
+    pub name: &'static str,
+    /// One line for `--help` and docs.
+    pub summary: &'static str,
+    /// Whether it honours `tile`.
+    pub uses_tile: bool,
+    /// Whether it honours `threads`.
+    pub uses_threads: bool,
+}
+
+/// The table of algorithms, in the order of the optimisation ladder.
+pub const ALGORITHMS: &[AlgorithmInfo] = &[
+    AlgorithmInfo {
+        algorithm: Algorithm::Naive,
+        name: "naive",
+        summary: "i-j-k triple loop, one dot product per element (every seed)",
+        uses_tile: false,
+        uses_threads: false,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Ikj,
+        name: "ikj",
+        summary: "loop interchange over contiguous rows (seed 002 §5)",
+        uses_tile: false,
+        uses_threads: false,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Tiled,
+        name: "tiled",
+        summary: "i-k-j inside square tiles (seed 002 §6.3-6.4)",
+        uses_tile: true,
+        uses_threads: false,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Parallel,
+        name: "parallel",
+        summary: "tiled, with tiles of C spread over threads (seed 002 §6-7)",
+        uses_tile: true,
+        uses_threads: true,
+    },
+];
+
+impl Algorithm {
+    /// Its row of the dispatch table.
+    pub fn info(self) -> &'static AlgorithmInfo {
+        ALGORITHMS
+            .iter()
+            .find(|info| info.algorithm == self)
+            .expect("every algorithm has a row in ALGORITHMS")
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Every algorithm, in ladder order.
+    pub fn all() -> impl Iterator<Item = Algorithm> {
+        ALGORITHMS.iter().map(|info| info.algorithm)
+    }
+
+    /// Comma-separated list of the names, for messages.
+    pub fn names() -> String {
+        ALGORITHMS.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Parses `"all"` or a comma list such as `"naive,ikj"`, keeping order.
+    pub fn parse_list(list: &str) -> Result<Vec<Algorithm>, Error> {
+        let mut out = Vec::new();
+        for name in list.split(',').map(str::trim) {
+            if name.eq_ignore_ascii_case("all") {
+                out.extend(Algorithm::all());
+            } else {
+                out.push(name.parse()?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The automatic choice: the fastest algorithm fastmm has on the CPU.
+impl Default for Algorithm {
+    fn default() -> Self {
+        Algorithm::Parallel
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        ALGORITHMS
+            .iter()
+            .find(|info| info.name.eq_ignore_ascii_case(s.trim()))
+            .map(|info| info.algorithm)
+            .ok_or_else(|| Error::UnknownAlgorithm(s.to_string(), format!("{}, all", Algorithm::names())))
+    }
+}
+
+/// How to multiply: the algorithm and its tunables. `None` means the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GemmOptions {
+    /// Which algorithm runs.
+    pub algorithm: Algorithm,
+    /// Worker threads for threaded algorithms (default: all hardware threads).
+    pub threads: Option<usize>,
+    /// Tile edge for tiled algorithms (default: [`DEFAULT_TILE`]).
+    pub tile: Option<usize>,
+}
+
+impl GemmOptions {
+    /// Options that run `algorithm` with default tunables.
+    pub fn new(algorithm: Algorithm) -> Self {
+        GemmOptions {
+            algorithm,
+            ..Default::default()
+        }
+    }
+
+    /// Sets the thread count.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// Sets the tile edge.
+    pub fn tile(mut self, tile: usize) -> Self {
+        self.tile = Some(tile);
+        self
+    }
+
+    /// Rejects option values no algorithm can use.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.threads == Some(0) {
+            return Err(Error::InvalidOption("thread count must be at least 1".into()));
+        }
+        if self.tile == Some(0) {
+            return Err(Error::InvalidOption("tile size must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// The thread count the algorithm will actually use.
+    pub fn effective_threads(&self) -> usize {
+        if self.algorithm.info().uses_threads {
+            self.threads.unwrap_or_else(available_threads)
+        } else {
+            1
+        }
+    }
+
+    /// The tile edge the algorithm will actually use (`None` if untiled).
+    pub fn effective_tile(&self) -> Option<usize> {
+        self.algorithm
+            .info()
+            .uses_tile
+            .then(|| self.tile.unwrap_or(DEFAULT_TILE))
+    }
+}
+
+/// C += α·A·B with the chosen algorithm. The caller (the boundary in
+/// [`crate::gemm`]) guarantees matching shapes, m, n, k ≥ 1 and valid options.
+pub(crate) fn accumulate<T: Element>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    let tile = opts.effective_tile().unwrap_or(DEFAULT_TILE);
+    match opts.algorithm {
+        Algorithm::Naive => naive::accumulate(alpha, a, b, c),
+        Algorithm::Ikj => ikj::accumulate(alpha, a, b, c),
+        Algorithm::Tiled => tiled::accumulate(alpha, a, b, c, tile),
+        Algorithm::Parallel => parallel::accumulate(alpha, a, b, c, tile, opts.effective_threads())?,
+    }
+    Ok(())
+}

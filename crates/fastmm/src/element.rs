@@ -1,0 +1,234 @@
+//! Element types and their arithmetic.
+//!
+//! fastmm multiplies `f32`, `f64`, `i32` and `i64` matrices. Integer products
+//! use *wrapping* arithmetic in the element type, exactly as numpy's
+//! `int32 @ int32` does: every sum and product is taken modulo 2^32 (or
+//! 2^64). Because the integers modulo 2^w form a ring, any algorithm that is
+//! correct over a ring (classical, Strassen, Winograd) gives bit-identical
+//! integer results whatever its summation order.
+
+use std::fmt::{Debug, Display};
+use std::str::FromStr;
+
+use crate::error::Error;
+
+/// The element types fastmm supports, as a runtime value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// IEEE-754 binary32.
+    F32,
+    /// IEEE-754 binary64.
+    F64,
+    /// 32-bit two's-complement integer with wrapping arithmetic.
+    I32,
+    /// 64-bit two's-complement integer with wrapping arithmetic.
+    I64,
+}
+
+impl DType {
+    /// All supported element types, in display order.
+    pub const ALL: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::I64];
+
+    /// Lower-case name, as accepted on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+        }
+    }
+
+    /// Whether results of this type are compared exactly.
+    pub fn is_integer(self) -> bool {
+        matches!(self, DType::I32 | DType::I64)
+    }
+
+    /// Unit roundoff u = 2^-p of the float type, 0 for integers.
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            DType::F32 => f32::EPSILON as f64 / 2.0,
+            DType::F64 => f64::EPSILON / 2.0,
+            DType::I32 | DType::I64 => 0.0,
+        }
+    }
+}
+
+impl Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DType {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| Error::UnknownDType(s.to_string()))
+    }
+}
+
+/// A matrix element: one of f32, f64, i32, i64.
+///
+/// `add` and `mul` wrap for integers and round for floats. Float kernels use
+/// separate multiply and add (`acc + a * b`), never a libm `mul_add`, which
+/// without a hardware FMA target feature is a slow function call.
+pub trait Element:
+    Copy + Send + Sync + Debug + Display + PartialEq + Default + 'static
+{
+    /// The runtime tag of this type.
+    const DTYPE: DType;
+    /// Additive identity.
+    const ZERO: Self;
+    /// Multiplicative identity.
+    const ONE: Self;
+
+    /// `self + rhs`, wrapping for integers.
+    fn add(self, rhs: Self) -> Self;
+    /// `self - rhs`, wrapping for integers.
+    fn sub(self, rhs: Self) -> Self;
+    /// `self * rhs`, wrapping for integers.
+    fn mul(self, rhs: Self) -> Self;
+    /// `self + a * b`, wrapping for integers; not fused for floats.
+    #[inline(always)]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        self.add(a.mul(b))
+    }
+    /// Nearest f64 (exact for f32, i32; rounded for large i64).
+    fn to_f64(self) -> f64;
+    /// Conversion from f64 (rounding for floats, saturating truncation for integers).
+    fn from_f64(x: f64) -> Self;
+    /// Conversion from i64 (rounding for floats, wrapping for i32).
+    fn from_i64(x: i64) -> Self;
+    /// Exact value for integers (unused for floats, which return their truncation).
+    fn to_i128(self) -> i128;
+    /// The value modulo 2^w for integers (truncation for floats).
+    fn wrap_from_i128(x: i128) -> Self;
+    /// Canonical NaN for floats; for integers a value that is never a correct
+    /// product of the test inputs is impossible, so they use `i*::MIN`.
+    fn poison() -> Self;
+}
+
+macro_rules! impl_float {
+    ($t:ty, $tag:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $tag;
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn add(self, rhs: Self) -> Self {
+                self + rhs
+            }
+            #[inline(always)]
+            fn sub(self, rhs: Self) -> Self {
+                self - rhs
+            }
+            #[inline(always)]
+            fn mul(self, rhs: Self) -> Self {
+                self * rhs
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+            #[inline(always)]
+            fn wrap_from_i128(x: i128) -> Self {
+                x as $t
+            }
+            fn poison() -> Self {
+                <$t>::NAN
+            }
+        }
+    };
+}
+
+macro_rules! impl_int {
+    ($t:ty, $tag:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $tag;
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn add(self, rhs: Self) -> Self {
+                self.wrapping_add(rhs)
+            }
+            #[inline(always)]
+            fn sub(self, rhs: Self) -> Self {
+                self.wrapping_sub(rhs)
+            }
+            #[inline(always)]
+            fn mul(self, rhs: Self) -> Self {
+                self.wrapping_mul(rhs)
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+            #[inline(always)]
+            fn wrap_from_i128(x: i128) -> Self {
+                x as $t
+            }
+            fn poison() -> Self {
+                <$t>::MIN
+            }
+        }
+    };
+}
+
+impl_float!(f32, DType::F32);
+impl_float!(f64, DType::F64);
+impl_int!(i32, DType::I32);
+impl_int!(i64, DType::I64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_arithmetic_wraps() {
+        assert_eq!(i32::MAX.add(1), i32::MIN);
+        assert_eq!(0i32.mul_add(65536, 65536), 0);
+        assert_eq!(i64::MIN.sub(1), i64::MAX);
+        assert_eq!(i32::wrap_from_i128(1i128 << 32 | 5), 5);
+    }
+
+    #[test]
+    fn dtype_parses_case_insensitively() {
+        assert_eq!("F64".parse::<DType>().unwrap(), DType::F64);
+        assert!(matches!("f16".parse::<DType>(), Err(Error::UnknownDType(_))));
+    }
+}

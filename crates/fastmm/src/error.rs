@@ -1,0 +1,95 @@
+//! The library's error type. Every unsupported input is reported here rather
+//! than by a panic.
+
+use crate::element::DType;
+
+/// Everything that can go wrong in a fastmm call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// `A` is m×k and `B` is k'×n with k ≠ k'.
+    #[error("cannot multiply A ({}×{}) by B ({}×{}): A has {} columns but B has {} rows", a.0, a.1, b.0, b.1, a.1, b.0)]
+    DimensionMismatch {
+        /// Shape of A as (rows, columns).
+        a: (usize, usize),
+        /// Shape of B as (rows, columns).
+        b: (usize, usize),
+    },
+
+    /// The output view does not have the shape of the product.
+    #[error("output C is {}×{} but A·B is {}×{}", got.0, got.1, expected.0, expected.1)]
+    OutputShape {
+        /// Shape of A·B.
+        expected: (usize, usize),
+        /// Shape of the C that was passed.
+        got: (usize, usize),
+    },
+
+    /// A buffer is shorter than the view laid over it needs.
+    #[error("a {rows}×{cols} view with strides ({row_stride}, {col_stride}) needs {needed} elements but the buffer has {len}")]
+    BufferTooSmall {
+        /// Rows of the view.
+        rows: usize,
+        /// Columns of the view.
+        cols: usize,
+        /// Distance between consecutive rows, in elements.
+        row_stride: usize,
+        /// Distance between consecutive columns, in elements.
+        col_stride: usize,
+        /// Elements the view reaches.
+        needed: usize,
+        /// Elements the buffer holds.
+        len: usize,
+    },
+
+    /// A mutable view whose strides would make two elements share memory.
+    #[error("a {rows}×{cols} mutable view with strides ({row_stride}, {col_stride}) would alias itself")]
+    SelfAliasing {
+        /// Rows of the view.
+        rows: usize,
+        /// Columns of the view.
+        cols: usize,
+        /// Distance between consecutive rows, in elements.
+        row_stride: usize,
+        /// Distance between consecutive columns, in elements.
+        col_stride: usize,
+    },
+
+    /// A dimension product overflowed `usize`.
+    #[error("matrix of {rows}×{cols} elements is too large to address")]
+    SizeOverflow {
+        /// Requested rows.
+        rows: usize,
+        /// Requested columns.
+        cols: usize,
+    },
+
+    /// An option value that the algorithm cannot use (tile 0, zero threads, ...).
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+
+    /// The algorithm does not support this element type or configuration.
+    #[error("{algorithm} does not support {what}")]
+    Unsupported {
+        /// Name of the algorithm.
+        algorithm: &'static str,
+        /// What was asked of it.
+        what: String,
+    },
+
+    /// A name that does not parse as an algorithm.
+    #[error("unknown algorithm '{0}' (expected one of: {1})")]
+    UnknownAlgorithm(String, String),
+
+    /// A name that does not parse as an element type.
+    #[error("unknown dtype '{0}' (expected one of: f32, f64, i32, i64)")]
+    UnknownDType(String),
+
+    /// The element type was not the one expected.
+    #[error("expected {expected} data but got {got}")]
+    DTypeMismatch {
+        /// What the call needed.
+        expected: DType,
+        /// What it got.
+        got: DType,
+    },
+}

@@ -1,0 +1,37 @@
+//! # fastmm
+//!
+//! Fast, verified dense matrix multiplication **C ← α·A·B + β·C** for
+//! `f32`, `f64`, `i32` and `i64`.
+//!
+//! ```
+//! use fastmm::{matmul, Matrix};
+//! let a = Matrix::from_fn(2, 3, |i, j| (i + j) as f64);
+//! let b = Matrix::from_fn(3, 2, |i, j| (i * j) as f64);
+//! let c = matmul(&a, &b).unwrap();
+//! assert_eq!(c.get(1, 1), 1.0 * 0.0 + 2.0 * 1.0 + 3.0 * 2.0);
+//! ```
+//!
+//! Layers, from the outside in: [`gemm`] normalises every input at the
+//! boundary; [`algo`] holds one module per algorithm behind a dispatch
+//! table; [`matrix`] provides the owned matrix and strided views;
+//! [`verify`] checks any result against A·B.
+
+#![warn(missing_docs)]
+
+pub mod algo;
+pub mod element;
+pub mod error;
+pub mod gemm;
+pub mod matrix;
+pub mod random;
+pub mod system;
+pub mod threads;
+pub mod tunables;
+pub mod verify;
+
+pub use algo::{Algorithm, GemmOptions};
+pub use element::{DType, Element};
+pub use error::Error;
+pub use gemm::{gemm, matmul, matmul_with};
+pub use matrix::{MatMut, MatRef, Matrix};
+pub use verify::{verify, CheckMethod, Verdict};

@@ -1,0 +1,723 @@
+//! Owned matrices and strided views.
+//!
+//! [`Matrix`] owns row-major storage. [`MatRef`] and [`MatMut`] are borrowed
+//! views with a row stride and a column stride (both in elements, both
+//! non-negative), so a quadrant, a tile or a transpose is a view and never a
+//! copy. `MatMut` is guaranteed not to alias itself: every constructor checks
+//! that distinct (i, j) map to distinct addresses.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::element::Element;
+use crate::error::Error;
+
+/// Number of elements a rows×cols view with these strides reaches, i.e. one
+/// past its last element; `None` when that does not fit in `usize`.
+fn extent(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> Option<usize> {
+    if rows == 0 || cols == 0 {
+        return Some(0);
+    }
+    (rows - 1)
+        .checked_mul(row_stride)?
+        .checked_add((cols - 1).checked_mul(col_stride)?)?
+        .checked_add(1)
+}
+
+/// Whether a view's layout maps distinct indices to distinct offsets. The
+/// test is the usual sufficient one: the larger stride must step over the
+/// whole extent of the other dimension.
+fn is_injective(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> bool {
+    if rows <= 1 && cols <= 1 {
+        return true;
+    }
+    if rows <= 1 {
+        return col_stride > 0;
+    }
+    if cols <= 1 {
+        return row_stride > 0;
+    }
+    let ((inner_stride, inner_len), outer_stride) = if row_stride >= col_stride {
+        ((col_stride, cols), row_stride)
+    } else {
+        ((row_stride, rows), col_stride)
+    };
+    inner_stride > 0
+        && inner_stride
+            .checked_mul(inner_len)
+            .is_some_and(|span| outer_stride >= span)
+}
+
+fn check_layout(
+    len: usize,
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: usize,
+) -> Result<(), Error> {
+    let too_small = |needed| Error::BufferTooSmall {
+        rows,
+        cols,
+        row_stride,
+        col_stride,
+        needed,
+        len,
+    };
+    match extent(rows, cols, row_stride, col_stride) {
+        None => Err(Error::SizeOverflow { rows, cols }),
+        Some(needed) if needed > len => Err(too_small(needed)),
+        Some(_) => Ok(()),
+    }
+}
+
+/// An owned, contiguous, row-major matrix.
+#[derive(Clone, PartialEq)]
+pub struct Matrix<T> {
+    data: Vec<T>,
+    rows: usize,
+    cols: usize,
+}
+
+impl<T: Element> Matrix<T> {
+    /// A rows×cols matrix of zeros.
+    ///
+    /// # Panics
+    /// If rows·cols overflows `usize` (as `vec![0; n]` would); use
+    /// [`Matrix::try_filled`] to get an error instead.
+    pub fn zeros(rows: usize, cols: usize) -> Self {
+        Self::filled(rows, cols, T::ZERO)
+    }
+
+    /// A rows×cols matrix with every element equal to `value`.
+    ///
+    /// # Panics
+    /// If rows·cols overflows `usize`.
+    pub fn filled(rows: usize, cols: usize, value: T) -> Self {
+        Self::try_filled(rows, cols, value).expect("matrix size overflows usize")
+    }
+
+    /// Like [`Matrix::filled`], with overflow reported as an error.
+    pub fn try_filled(rows: usize, cols: usize, value: T) -> Result<Self, Error> {
+        let len = rows
+            .checked_mul(cols)
+            .ok_or(Error::SizeOverflow { rows, cols })?;
+        Ok(Matrix {
+            data: vec![value; len],
+            rows,
+            cols,
+        })
+    }
+
+    /// Takes ownership of row-major `data`, which must hold exactly rows·cols elements.
+    pub fn from_vec(rows: usize, cols: usize, data: Vec<T>) -> Result<Self, Error> {
+        let len = rows
+            .checked_mul(cols)
+            .ok_or(Error::SizeOverflow { rows, cols })?;
+        if data.len() != len {
+            return Err(Error::BufferTooSmall {
+                rows,
+                cols,
+                row_stride: cols,
+                col_stride: 1,
+                needed: len,
+                len: data.len(),
+            });
+        }
+        Ok(Matrix { data, rows, cols })
+    }
+
+    /// Builds a matrix element by element: `M[i][j] = f(i, j)`.
+    pub fn from_fn(rows: usize, cols: usize, mut f: impl FnMut(usize, usize) -> T) -> Self {
+        let mut data = Vec::with_capacity(rows.checked_mul(cols).expect("matrix size overflows usize"));
+        for i in 0..rows {
+            for j in 0..cols {
+                data.push(f(i, j));
+            }
+        }
+        Matrix { data, rows, cols }
+    }
+
+    /// Copies any view into a new row-major matrix.
+    pub fn from_view(view: MatRef<'_, T>) -> Self {
+        Self::from_fn(view.rows(), view.cols(), |i, j| view.get(i, j))
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// (rows, cols).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// The row-major storage.
+    pub fn as_slice(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The row-major storage, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
+    /// Gives the storage back.
+    pub fn into_vec(self) -> Vec<T> {
+        self.data
+    }
+
+    /// Element (i, j).
+    ///
+    /// # Panics
+    /// If (i, j) is out of bounds.
+    pub fn get(&self, i: usize, j: usize) -> T {
+        self.as_ref().get(i, j)
+    }
+
+    /// Sets element (i, j).
+    ///
+    /// # Panics
+    /// If (i, j) is out of bounds.
+    pub fn set(&mut self, i: usize, j: usize, value: T) {
+        self.as_mut().set(i, j, value)
+    }
+
+    /// A view of the whole matrix.
+    pub fn as_ref(&self) -> MatRef<'_, T> {
+        MatRef {
+            ptr: self.data.as_ptr(),
+            rows: self.rows,
+            cols: self.cols,
+            row_stride: self.cols,
+            col_stride: 1,
+            _marker: PhantomData,
+        }
+    }
+
+    /// A mutable view of the whole matrix.
+    pub fn as_mut(&mut self) -> MatMut<'_, T> {
+        MatMut {
+            ptr: self.data.as_mut_ptr(),
+            rows: self.rows,
+            cols: self.cols,
+            row_stride: self.cols,
+            col_stride: 1,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T: Element> fmt::Debug for Matrix<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.as_ref(), f)
+    }
+}
+
+impl<T: Element> fmt::Display for Matrix<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.as_ref(), f)
+    }
+}
+
+/// A borrowed, read-only, strided matrix view: element (i, j) lives at
+/// `ptr + i·row_stride + j·col_stride`.
+#[derive(Clone, Copy)]
+pub struct MatRef<'a, T> {
+    ptr: *const T,
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: usize,
+    _marker: PhantomData<&'a T>,
+}
+
+// SAFETY: a MatRef is a shared borrow of T values; sharing it across threads is
+// as safe as sharing `&[T]`, which requires `T: Sync`.
+unsafe impl<T: Sync> Send for MatRef<'_, T> {}
+// SAFETY: as above, `&MatRef` only hands out reads of T.
+unsafe impl<T: Sync> Sync for MatRef<'_, T> {}
+
+impl<'a, T: Element> MatRef<'a, T> {
+    /// A contiguous row-major view of `data`.
+    pub fn from_slice(data: &'a [T], rows: usize, cols: usize) -> Result<Self, Error> {
+        Self::from_slice_strided(data, rows, cols, cols, 1)
+    }
+
+    /// A view of `data` with explicit strides. Column-major storage is
+    /// `row_stride = 1, col_stride = rows`.
+    pub fn from_slice_strided(
+        data: &'a [T],
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+        col_stride: usize,
+    ) -> Result<Self, Error> {
+        check_layout(data.len(), rows, cols, row_stride, col_stride)?;
+        Ok(MatRef {
+            ptr: data.as_ptr(),
+            rows,
+            cols,
+            row_stride,
+            col_stride,
+            _marker: PhantomData,
+        })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// (rows, cols).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// Distance between (i, j) and (i+1, j), in elements.
+    pub fn row_stride(&self) -> usize {
+        self.row_stride
+    }
+
+    /// Distance between (i, j) and (i, j+1), in elements.
+    pub fn col_stride(&self) -> usize {
+        self.col_stride
+    }
+
+    /// Pointer to element (0, 0).
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+
+    /// Element (i, j).
+    ///
+    /// # Panics
+    /// If (i, j) is out of bounds.
+    #[inline]
+    pub fn get(&self, i: usize, j: usize) -> T {
+        assert!(i < self.rows && j < self.cols, "index ({i}, {j}) out of bounds for {}×{} view", self.rows, self.cols);
+        // SAFETY: bounds checked just above; the constructor checked the extent.
+        unsafe { self.get_unchecked(i, j) }
+    }
+
+    /// Element (i, j) without a bounds check.
+    ///
+    /// # Safety
+    /// `i < rows` and `j < cols`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, i: usize, j: usize) -> T {
+        // SAFETY: the caller guarantees the index is in bounds, so the offset
+        // lies within the extent checked at construction.
+        unsafe { *self.ptr.add(i * self.row_stride + j * self.col_stride) }
+    }
+
+    /// Row i as a slice, when columns are contiguous (`col_stride == 1`).
+    ///
+    /// # Panics
+    /// If `i >= rows`.
+    #[inline]
+    pub fn row(&self, i: usize) -> Option<&'a [T]> {
+        assert!(i < self.rows, "row {i} out of bounds for {} rows", self.rows);
+        if self.col_stride != 1 && self.cols > 1 {
+            return None;
+        }
+        // SAFETY: row i spans offsets i·rs .. i·rs + cols, all inside the
+        // checked extent, and the data is borrowed for 'a.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(i * self.row_stride), self.cols) })
+    }
+
+    /// The transpose, as a view: no data moves.
+    pub fn t(self) -> MatRef<'a, T> {
+        MatRef {
+            ptr: self.ptr,
+            rows: self.cols,
+            cols: self.rows,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The `rows`×`cols` block whose top-left corner is (row, col).
+    ///
+    /// # Panics
+    /// If the block does not lie inside the view.
+    pub fn submatrix(self, row: usize, col: usize, rows: usize, cols: usize) -> MatRef<'a, T> {
+        assert!(
+            row.checked_add(rows).is_some_and(|e| e <= self.rows)
+                && col.checked_add(cols).is_some_and(|e| e <= self.cols),
+            "block at ({row}, {col}) of {rows}×{cols} exceeds {}×{} view",
+            self.rows,
+            self.cols
+        );
+        let ptr = if rows == 0 || cols == 0 {
+            self.ptr
+        } else {
+            // SAFETY: (row, col) is inside the view, so the offset is within its extent.
+            unsafe { self.ptr.add(row * self.row_stride + col * self.col_stride) }
+        };
+        MatRef { ptr, rows, cols, ..self }
+    }
+
+    /// Iterates over the elements row by row.
+    pub fn iter(self) -> impl Iterator<Item = T> + 'a {
+        (0..self.rows).flat_map(move |i| (0..self.cols).map(move |j| self.get(i, j)))
+    }
+}
+
+/// Writes a view as rows of right-aligned numbers.
+impl<T: Element> fmt::Display for MatRef<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cells: Vec<String> = self
+            .iter()
+            .map(|x| match f.precision() {
+                Some(p) if !T::DTYPE.is_integer() => format!("{x:.p$}"),
+                _ => format!("{x}"),
+            })
+            .collect();
+        let width = cells.iter().map(String::len).max().unwrap_or(0);
+        for i in 0..self.rows {
+            let row = &cells[i * self.cols..(i + 1) * self.cols];
+            let line: Vec<String> = row.iter().map(|c| format!("{c:>width$}")).collect();
+            writeln!(f, "{}", line.join(" "))?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Element> fmt::Debug for MatRef<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}×{} ", self.rows, self.cols)?;
+        let rows: Vec<Vec<T>> = (0..self.rows)
+            .map(|i| (0..self.cols).map(|j| self.get(i, j)).collect())
+            .collect();
+        f.debug_list().entries(rows).finish()
+    }
+}
+
+/// A borrowed, mutable, strided matrix view that never aliases itself.
+pub struct MatMut<'a, T> {
+    ptr: *mut T,
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: usize,
+    _marker: PhantomData<&'a mut T>,
+}
+
+// SAFETY: a MatMut is an exclusive borrow of the elements it reaches (its
+// constructors reject self-aliasing layouts and its splits are disjoint), so
+// moving it to another thread is as safe as moving `&mut [T]`.
+unsafe impl<T: Send> Send for MatMut<'_, T> {}
+// SAFETY: `&MatMut` only allows reads (through `rb`), as `&&mut [T]` does.
+unsafe impl<T: Sync> Sync for MatMut<'_, T> {}
+
+impl<'a, T: Element> MatMut<'a, T> {
+    /// A contiguous row-major mutable view of `data`.
+    pub fn from_slice(data: &'a mut [T], rows: usize, cols: usize) -> Result<Self, Error> {
+        Self::from_slice_strided(data, rows, cols, cols, 1)
+    }
+
+    /// A mutable view with explicit strides; layouts in which two indices
+    /// share an address are rejected with [`Error::SelfAliasing`].
+    pub fn from_slice_strided(
+        data: &'a mut [T],
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+        col_stride: usize,
+    ) -> Result<Self, Error> {
+        check_layout(data.len(), rows, cols, row_stride, col_stride)?;
+        if !is_injective(rows, cols, row_stride, col_stride) {
+            return Err(Error::SelfAliasing {
+                rows,
+                cols,
+                row_stride,
+                col_stride,
+            });
+        }
+        Ok(MatMut {
+            ptr: data.as_mut_ptr(),
+            rows,
+            cols,
+            row_stride,
+            col_stride,
+            _marker: PhantomData,
+        })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// (rows, cols).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// Distance between (i, j) and (i+1, j), in elements.
+    pub fn row_stride(&self) -> usize {
+        self.row_stride
+    }
+
+    /// Distance between (i, j) and (i, j+1), in elements.
+    pub fn col_stride(&self) -> usize {
+        self.col_stride
+    }
+
+    /// Pointer to element (0, 0).
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr
+    }
+
+    /// A read-only view of the same elements, borrowing this one.
+    pub fn rb(&self) -> MatRef<'_, T> {
+        MatRef {
+            ptr: self.ptr,
+            rows: self.rows,
+            cols: self.cols,
+            row_stride: self.row_stride,
+            col_stride: self.col_stride,
+            _marker: PhantomData,
+        }
+    }
+
+    /// A shorter-lived mutable view of the same elements (a reborrow).
+    pub fn rb_mut(&mut self) -> MatMut<'_, T> {
+        MatMut {
+            ptr: self.ptr,
+            rows: self.rows,
+            cols: self.cols,
+            row_stride: self.row_stride,
+            col_stride: self.col_stride,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Element (i, j).
+    ///
+    /// # Panics
+    /// If (i, j) is out of bounds.
+    pub fn get(&self, i: usize, j: usize) -> T {
+        self.rb().get(i, j)
+    }
+
+    /// Sets element (i, j).
+    ///
+    /// # Panics
+    /// If (i, j) is out of bounds.
+    #[inline]
+    pub fn set(&mut self, i: usize, j: usize, value: T) {
+        assert!(i < self.rows && j < self.cols, "index ({i}, {j}) out of bounds for {}×{} view", self.rows, self.cols);
+        // SAFETY: bounds checked just above.
+        unsafe { *self.get_unchecked_mut(i, j) = value }
+    }
+
+    /// Mutable reference to element (i, j) without a bounds check.
+    ///
+    /// # Safety
+    /// `i < rows` and `j < cols`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked_mut(&mut self, i: usize, j: usize) -> &mut T {
+        // SAFETY: the caller guarantees the index is in bounds; the view is
+        // exclusive and injective, so no other reference reaches this element.
+        unsafe { &mut *self.ptr.add(i * self.row_stride + j * self.col_stride) }
+    }
+
+    /// Row i as a mutable slice, when columns are contiguous.
+    ///
+    /// # Panics
+    /// If `i >= rows`.
+    #[inline]
+    pub fn row_mut(&mut self, i: usize) -> Option<&mut [T]> {
+        assert!(i < self.rows, "row {i} out of bounds for {} rows", self.rows);
+        if self.col_stride != 1 && self.cols > 1 {
+            return None;
+        }
+        // SAFETY: row i spans offsets i·rs .. i·rs + cols inside the checked
+        // extent; the view is exclusive, and the slice borrows `self` mutably.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.row_stride), self.cols) })
+    }
+
+    /// Sets every element to `value` without reading any.
+    pub fn fill(&mut self, value: T) {
+        self.for_each_row(|row| row.fill(value), |x| *x = value);
+    }
+
+    /// Multiplies every element by `factor` in place.
+    pub fn scale(&mut self, factor: T) {
+        self.for_each_row(
+            |row| row.iter_mut().for_each(|x| *x = x.mul(factor)),
+            |x| *x = x.mul(factor),
+        );
+    }
+
+    /// Applies `contiguous` to each row when rows are slices, else `each` to every element.
+    fn for_each_row(&mut self, mut contiguous: impl FnMut(&mut [T]), mut each: impl FnMut(&mut T)) {
+        for i in 0..self.rows {
+            match self.row_mut(i) {
+                Some(row) => contiguous(row),
+                None => {
+                    for j in 0..self.cols {
+                        // SAFETY: i < rows and j < cols.
+                        each(unsafe { self.get_unchecked_mut(i, j) });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The transpose, as a mutable view.
+    pub fn t(self) -> MatMut<'a, T> {
+        MatMut {
+            ptr: self.ptr,
+            rows: self.cols,
+            cols: self.rows,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The `rows`×`cols` block whose top-left corner is (row, col).
+    ///
+    /// # Panics
+    /// If the block does not lie inside the view.
+    pub fn submatrix(self, row: usize, col: usize, rows: usize, cols: usize) -> MatMut<'a, T> {
+        let sub = self.rb().submatrix(row, col, rows, cols);
+        MatMut {
+            ptr: sub.ptr as *mut T,
+            rows,
+            cols,
+            row_stride: self.row_stride,
+            col_stride: self.col_stride,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Splits into rows `0..r` and `r..rows`: two disjoint views.
+    ///
+    /// # Panics
+    /// If `r > rows`.
+    pub fn split_at_row(self, r: usize) -> (MatMut<'a, T>, MatMut<'a, T>) {
+        assert!(r <= self.rows, "split row {r} beyond {} rows", self.rows);
+        let (rows, cols) = (self.rows, self.cols);
+        let top = MatMut { ptr: self.ptr, rows: r, ..self };
+        let bottom = self.submatrix(r, 0, rows - r, cols);
+        (top, bottom)
+    }
+
+    /// Splits into columns `0..c` and `c..cols`: two disjoint views.
+    ///
+    /// # Panics
+    /// If `c > cols`.
+    pub fn split_at_col(self, c: usize) -> (MatMut<'a, T>, MatMut<'a, T>) {
+        let (left, right) = self.t().split_at_row(c);
+        (left.t(), right.t())
+    }
+
+    /// Cuts the view into a grid of disjoint blocks of at most
+    /// `block_rows`×`block_cols`, row of blocks by row of blocks. Each item
+    /// is `(row offset, column offset, block)`.
+    pub fn into_blocks(self, block_rows: usize, block_cols: usize) -> Vec<(usize, usize, MatMut<'a, T>)> {
+        assert!(block_rows > 0 && block_cols > 0, "block sizes must be positive");
+        let mut blocks = Vec::new();
+        let mut rest = self;
+        let mut row0 = 0;
+        while rest.rows > 0 {
+            let take = block_rows.min(rest.rows);
+            let (mut strip, below) = rest.split_at_row(take);
+            let mut col0 = 0;
+            while strip.cols > 0 {
+                let width = block_cols.min(strip.cols);
+                let (block, right) = strip.split_at_col(width);
+                blocks.push((row0, col0, block));
+                strip = right;
+                col0 += width;
+            }
+            rest = below;
+            row0 += take;
+        }
+        blocks
+    }
+}
+
+impl<T: Element> fmt::Debug for MatMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.rb(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_and_submatrix_are_views() {
+        let m = Matrix::from_fn(3, 4, |i, j| (10 * i + j) as i32);
+        let t = m.as_ref().t();
+        assert_eq!(t.shape(), (4, 3));
+        assert_eq!(t.get(3, 2), 23);
+        let s = m.as_ref().submatrix(1, 1, 2, 3);
+        assert_eq!(s.get(1, 2), 23);
+        assert_eq!(s.row(0).unwrap(), &[11, 12, 13]);
+        assert!(t.row(0).is_none());
+    }
+
+    #[test]
+    fn strided_views_are_checked() {
+        let data = [0.0f32; 10];
+        assert!(MatRef::from_slice_strided(&data, 2, 3, 5, 2).is_ok());
+        assert!(MatRef::from_slice_strided(&data, 2, 3, 6, 2).is_err());
+        assert!(MatRef::from_slice_strided(&data, 2, 3, 4, 1).is_ok());
+        assert!(matches!(
+            MatRef::from_slice_strided(&data, 3, 3, 4, 1),
+            Err(Error::BufferTooSmall { needed: 11, .. })
+        ));
+        let mut buf = [0.0f64; 16];
+        assert!(matches!(
+            MatMut::from_slice_strided(&mut buf, 3, 3, 1, 1),
+            Err(Error::SelfAliasing { .. })
+        ));
+        assert!(MatMut::from_slice_strided(&mut buf, 3, 3, 1, 3).is_ok());
+        assert!(matches!(
+            MatRef::from_slice_strided(&data, usize::MAX, 2, usize::MAX, 1),
+            Err(Error::SizeOverflow { .. })
+        ));
+    }
+
+    #[test]
+    fn blocks_tile_the_view_exactly() {
+        let mut m = Matrix::<i64>::zeros(5, 7);
+        let blocks = m.as_mut().into_blocks(2, 3);
+        assert_eq!(blocks.len(), 3 * 3);
+        for (r0, c0, mut b) in blocks {
+            for i in 0..b.rows() {
+                for j in 0..b.cols() {
+                    b.set(i, j, b.get(i, j) + (100 * (r0 + i) + c0 + j) as i64 + 1);
+                }
+            }
+        }
+        for i in 0..5 {
+            for j in 0..7 {
+                assert_eq!(m.get(i, j), (100 * i + j) as i64 + 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! Reproducible random matrices: the same seed gives the same matrices on
+//! every machine and every run (PCG64-MCG, a fixed, documented generator).
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+use crate::element::Element;
+use crate::matrix::Matrix;
+
+/// The generator behind every seeded matrix.
+pub type SeededRng = Pcg64Mcg;
+
+/// A generator seeded with `seed`.
+pub fn seeded_rng(seed: u64) -> SeededRng {
+    Pcg64Mcg::seed_from_u64(seed)
+}
+
+/// A rows×cols matrix of test data: floats uniform in [-1, 1), integers
+/// uniform in -9..=9 (the seeds' `rand() % 10`, made signed). These small
+/// integers keep products of moderate k free of overflow, so they match an
+/// exact mathematical product as well as the wrapping one.
+pub fn random_matrix<T: Element>(rows: usize, cols: usize, rng: &mut impl Rng) -> Matrix<T> {
+    if T::DTYPE.is_integer() {
+        Matrix::from_fn(rows, cols, |_, _| T::from_i64(rng.random_range(-9..=9)))
+    } else {
+        Matrix::from_fn(rows, cols, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))
+    }
+}
+
+/// Like [`random_matrix`], but integers span the whole range of the type, so
+/// products wrap and exercise the modular arithmetic.
+pub fn random_matrix_full_range<T: Element>(rows: usize, cols: usize, rng: &mut impl Rng) -> Matrix<T> {
+    if T::DTYPE.is_integer() {
+        Matrix::from_fn(rows, cols, |_, _| T::wrap_from_i128(rng.random::<i64>() as i128))
+    } else {
+        random_matrix(rows, cols, rng)
+    }
+}

@@ -1,0 +1,30 @@
+//! Every tunable constant of the CPU algorithms, in one place. The bench
+//! tool sweeps the ones exposed as options (`--tile`, `--threads`).
+
+/// Default edge of the square tiles of `tiled` and `parallel`, in elements.
+/// 128 keeps a tile of B (64 KiB in f32) in L2 while the inner i-k-j loop
+/// streams its rows; see docs/benchmarks.md for the sweep that chose it.
+pub const DEFAULT_TILE: usize = 128;
+
+/// Products with m·n·k below this run `parallel` on the calling thread:
+/// waking the pool costs more than the work (64³ ≈ 0.3 ms of scalar work).
+pub const PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
+
+/// Largest m·n·k for which `verify` computes a full f64 reference product.
+/// Above it the O(n²) randomized check is used.
+pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;
+
+/// Random vectors per randomized (Freivalds) check of a float product.
+pub const FREIVALDS_FLOAT_VECTORS: usize = 3;
+
+/// Rows and columns of C compared element by element in a randomized float
+/// check (the first and last of each always among them, where edge tiles live).
+pub const VERIFY_SAMPLED_LINES: usize = 8;
+
+/// Random vectors per randomized check of an integer product. A wrong
+/// product survives one vector with probability at most 1/2 in Z/2^w.
+pub const FREIVALDS_INT_VECTORS: usize = 20;
+
+/// Safety factor on the first-order rounding bound γ_k ≈ k·u used to accept
+/// a float result (see `verify`).
+pub const FLOAT_TOLERANCE_FACTOR: f64 = 2.0;

@@ -1,0 +1,261 @@
+//! Verification of a computed product C against A·B.
+//!
+//! * **Integers** are compared exactly against a reference computed in
+//!   i128 and reduced modulo 2^w, an implementation independent of every
+//!   algorithm (wrapping arithmetic is a ring, so any correct algorithm
+//!   agrees to the bit). Large products use Freivalds' check in Z/2^w with
+//!   [`FREIVALDS_INT_VECTORS`] random vectors; each catches a wrong C with
+//!   probability at least 1/2.
+//! * **Floats** are accepted element by element against the first-order
+//!   form of Higham's bound for classical summation,
+//!   |c_ij − (AB)_ij| ≤ γ·(|A||B|)_ij with γ = f·g·(k+1)·u, where u is the
+//!   unit roundoff, f = [`FLOAT_TOLERANCE_FACTOR`] and g an algorithm's growth
+//!   factor (1 for classical algorithms). A componentwise test catches one
+//!   wrong element, which a norm-wise test of a large matrix would not.
+//!   - For m·n·k ≤ [`FULL_CHECK_MAX_MNK`] every element is checked against a
+//!     reference computed in f64.
+//!   - Above that, in O(n²): [`VERIFY_SAMPLED_LINES`] rows and columns of C
+//!     (first, last and random ones) are checked element by element, and
+//!     Freivalds' test compares C·x with A·(B·x) for random x against
+//!     γ·|A|(|B||x|), which sees every element at once.
+//!
+//! The reported error is the relative Frobenius error ‖C − Ĉ‖/‖Ĉ‖ over the
+//! checked elements (all of them, or the sampled rows and columns).
+
+use rand::seq::index::sample;
+use rand::Rng;
+
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::MatRef;
+use crate::random::seeded_rng;
+use crate::tunables::{
+    FLOAT_TOLERANCE_FACTOR, FREIVALDS_FLOAT_VECTORS, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK, VERIFY_SAMPLED_LINES,
+};
+
+/// How a product was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckMethod {
+    /// Every element compared with a reference product.
+    Full,
+    /// Sampled rows and columns plus Freivalds' randomized test.
+    Randomized,
+}
+
+impl CheckMethod {
+    /// Short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckMethod::Full => "full",
+            CheckMethod::Randomized => "randomized",
+        }
+    }
+}
+
+/// The outcome of a check.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    /// How C was checked.
+    pub method: CheckMethod,
+    /// ‖C − Ĉ‖_F/‖Ĉ‖_F over the checked elements (0 for exact integers).
+    pub rel_error: f64,
+    /// Largest error of a checked quantity as a fraction of its bound:
+    /// at most 1 passes; 0 for exact integers, ∞ for any integer mismatch or
+    /// a NaN.
+    pub bound_ratio: f64,
+    /// Whether C passed.
+    pub ok: bool,
+}
+
+/// Checks C ≈ A·B for a classical algorithm (growth factor 1).
+pub fn verify<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) -> Result<Verdict, Error> {
+    verify_with_growth(a, b, c, 1.0)
+}
+
+/// Checks C ≈ A·B allowing `growth` times the classical float error bound
+/// (fast algorithms such as Strassen have larger constants).
+pub fn verify_with_growth<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatRef<'_, T>,
+    growth: f64,
+) -> Result<Verdict, Error> {
+    if a.cols() != b.rows() {
+        return Err(Error::DimensionMismatch {
+            a: a.shape(),
+            b: b.shape(),
+        });
+    }
+    if c.shape() != (a.rows(), b.cols()) {
+        return Err(Error::OutputShape {
+            expected: (a.rows(), b.cols()),
+            got: c.shape(),
+        });
+    }
+    let mnk = a.rows() as u128 * b.cols() as u128 * a.cols() as u128;
+    let full = mnk <= FULL_CHECK_MAX_MNK;
+    let gamma = FLOAT_TOLERANCE_FACTOR * growth * (a.cols() as f64 + 1.0) * T::DTYPE.unit_roundoff();
+    Ok(match (T::DTYPE.is_integer(), full) {
+        (true, true) => exact_full(a, b, c),
+        (true, false) => exact_randomized(a, b, c),
+        (false, true) => float_full(a, b, c, gamma),
+        (false, false) => float_randomized(a, b, c, gamma),
+    })
+}
+
+/// Running sums of a float comparison.
+#[derive(Default)]
+struct Tally {
+    diff2: f64,
+    ref2: f64,
+    worst_ratio: f64,
+}
+
+impl Tally {
+    /// Records one computed value against its exact value and its bound.
+    fn compare(&mut self, got: f64, exact: f64, bound: f64) {
+        let diff = (got - exact).abs();
+        self.diff2 += diff * diff;
+        self.ref2 += exact * exact;
+        self.bound_only(diff, bound);
+    }
+
+    /// Records an error that counts against its bound but not in the norms.
+    fn bound_only(&mut self, diff: f64, bound: f64) {
+        let ratio = if diff == 0.0 {
+            0.0
+        } else if diff.is_nan() || bound == 0.0 {
+            f64::INFINITY
+        } else {
+            diff / bound
+        };
+        self.worst_ratio = self.worst_ratio.max(ratio);
+    }
+
+    fn verdict(&self, method: CheckMethod) -> Verdict {
+        let rel_error = if self.ref2 > 0.0 {
+            (self.diff2 / self.ref2).sqrt()
+        } else {
+            self.diff2.sqrt()
+        };
+        Verdict {
+            method,
+            rel_error,
+            bound_ratio: self.worst_ratio,
+            ok: self.worst_ratio <= 1.0,
+        }
+    }
+}
+
+fn exact_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) -> Verdict {
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    let mut tally = Tally::default();
+    let mut row = vec![0i128; n];
+    for i in 0..m {
+        row.fill(0);
+        for p in 0..k {
+            let aip = a.get(i, p).to_i128();
+            for (j, acc) in row.iter_mut().enumerate() {
+                *acc = acc.wrapping_add(aip.wrapping_mul(b.get(p, j).to_i128()));
+            }
+        }
+        for (j, &exact) in row.iter().enumerate() {
+            let expected = T::wrap_from_i128(exact);
+            tally.compare(c.get(i, j).sub(expected).to_f64(), 0.0, 0.0);
+            tally.ref2 += square(expected.to_f64());
+        }
+    }
+    tally.verdict(CheckMethod::Full)
+}
+
+fn exact_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) -> Verdict {
+    let mut rng = seeded_rng(0x5eed_f00d);
+    let mut tally = Tally::default();
+    let wrapping = |acc: T, m: T, v: T| acc.mul_add(m, v);
+    for _ in 0..FREIVALDS_INT_VECTORS {
+        let x: Vec<T> = (0..b.cols())
+            .map(|_| T::wrap_from_i128(rng.random::<i64>() as i128))
+            .collect();
+        let abx = mat_vec(a, &mat_vec(b, &x, T::ZERO, wrapping), T::ZERO, wrapping);
+        let cx = mat_vec(c, &x, T::ZERO, wrapping);
+        for (&got, &want) in cx.iter().zip(&abx) {
+            tally.compare(got.sub(want).to_f64(), 0.0, 0.0);
+            tally.ref2 += square(want.to_f64());
+        }
+    }
+    tally.verdict(CheckMethod::Randomized)
+}
+
+fn float_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>, gamma: f64) -> Verdict {
+    let mut tally = Tally::default();
+    for i in 0..a.rows() {
+        compare_row(a, b, c, i, gamma, &mut tally);
+    }
+    tally.verdict(CheckMethod::Full)
+}
+
+fn float_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>, gamma: f64) -> Verdict {
+    let mut rng = seeded_rng(0x5eed_f00d);
+    let mut tally = Tally::default();
+    for i in sampled_lines(a.rows(), &mut rng) {
+        compare_row(a, b, c, i, gamma, &mut tally);
+    }
+    // Columns of C are rows of Cᵀ = BᵀAᵀ.
+    for j in sampled_lines(b.cols(), &mut rng) {
+        compare_row(b.t(), a.t(), c.t(), j, gamma, &mut tally);
+    }
+    let signed = |acc: f64, m: T, v: f64| acc + m.to_f64() * v;
+    let magnitude = |acc: f64, m: T, v: f64| acc + m.to_f64().abs() * v;
+    for _ in 0..FREIVALDS_FLOAT_VECTORS {
+        let x: Vec<f64> = (0..b.cols()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let x_abs: Vec<f64> = x.iter().map(|v| v.abs()).collect();
+        let abx = mat_vec(a, &mat_vec(b, &x, 0.0, signed), 0.0, signed);
+        let bound = mat_vec(a, &mat_vec(b, &x_abs, 0.0, magnitude), 0.0, magnitude);
+        let cx = mat_vec(c, &x, 0.0, signed);
+        for ((got, want), bound) in cx.iter().zip(&abx).zip(&bound) {
+            tally.bound_only((got - want).abs(), gamma * bound);
+        }
+    }
+    tally.verdict(CheckMethod::Randomized)
+}
+
+/// Compares row i of C with row i of A·B computed in f64, each element
+/// against γ·(|A||B|)_ij.
+fn compare_row<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>, i: usize, gamma: f64, tally: &mut Tally) {
+    let n = b.cols();
+    let mut exact = vec![0.0f64; n];
+    let mut magnitude = vec![0.0f64; n];
+    for p in 0..a.cols() {
+        let aip = a.get(i, p).to_f64();
+        for (j, (e, g)) in exact.iter_mut().zip(magnitude.iter_mut()).enumerate() {
+            let term = aip * b.get(p, j).to_f64();
+            *e += term;
+            *g += term.abs();
+        }
+    }
+    for j in 0..n {
+        tally.compare(c.get(i, j).to_f64(), exact[j], gamma * magnitude[j]);
+    }
+}
+
+/// The first and last index and random others, at most
+/// [`VERIFY_SAMPLED_LINES`] distinct indices below `len`.
+fn sampled_lines(len: usize, rng: &mut impl Rng) -> Vec<usize> {
+    if len <= VERIFY_SAMPLED_LINES {
+        return (0..len).collect();
+    }
+    let mut lines = vec![0, len - 1];
+    lines.extend(sample(rng, len - 2, VERIFY_SAMPLED_LINES - 2).into_iter().map(|i| i + 1));
+    lines
+}
+
+/// y = M·x with a caller-supplied multiply-accumulate.
+fn mat_vec<T: Element, V: Copy>(m: MatRef<'_, T>, x: &[V], zero: V, mac: impl Fn(V, T, V) -> V) -> Vec<V> {
+    (0..m.rows())
+        .map(|i| (0..m.cols()).fold(zero, |acc, j| mac(acc, m.get(i, j), x[j])))
+        .collect()
+}
+
+fn square(x: f64) -> f64 {
+    x * x
+}
