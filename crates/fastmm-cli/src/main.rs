@@ -36,7 +36,10 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("error: invalid arguments");
+            let first = rendered
+                .lines()
+                .next()
+                .unwrap_or("error: invalid arguments");
             eprintln!("{first} (see 'fastmm --help')");
             return ExitCode::from(EXIT_BAD_INPUT);
         }

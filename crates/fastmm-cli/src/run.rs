@@ -208,7 +208,10 @@ fn run_typed<T: Element>(
     let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
     let mut records: Vec<Record> = Vec::with_capacity(algorithms.len());
     for &algorithm in algorithms {
-        let opts = GemmOptions { algorithm, ..base_opts };
+        let opts = GemmOptions {
+            algorithm,
+            ..base_opts
+        };
         let multiply = |c: &mut Matrix<T>| -> Result<f64> {
             c.as_mut_slice().fill(T::poison());
             let start = Instant::now();
@@ -219,7 +222,9 @@ fn run_typed<T: Element>(
         for _ in 0..args.warmup {
             multiply(&mut c)?;
         }
-        let mut times = (0..args.reps).map(|_| multiply(&mut c)).collect::<Result<Vec<_>>>()?;
+        let mut times = (0..args.reps)
+            .map(|_| multiply(&mut c))
+            .collect::<Result<Vec<_>>>()?;
         times.sort_by(f64::total_cmp);
         let median_ms = median(&times);
         if args.corrupt {
@@ -230,7 +235,9 @@ fn run_typed<T: Element>(
         if printable {
             show(args, &format!("C = A·B ({algorithm}, {})", T::DTYPE), &c);
         }
-        let speedup = records.first().map_or(1.0, |first| first.median_ms / median_ms);
+        let speedup = records
+            .first()
+            .map_or(1.0, |first| first.median_ms / median_ms);
         records.push(Record {
             algorithm: algorithm.name(),
             device: "cpu",
@@ -289,8 +296,17 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
         fastmm::threads::available_threads()
     );
     println!(
-        "{:<10} {:<5} {:>7} {:>5} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} {}",
-        "algorithm", "dtype", "threads", "tile", "median ms", "GFLOP/s", "speedup", "rel error", "err/bound", "check", "verdict"
+        "{:<10} {:<5} {:>7} {:>5} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
+        "algorithm",
+        "dtype",
+        "threads",
+        "tile",
+        "median ms",
+        "GFLOP/s",
+        "speedup",
+        "rel error",
+        "err/bound",
+        "check",
     );
     for r in records {
         println!(

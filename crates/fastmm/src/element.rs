@@ -83,9 +83,7 @@ impl FromStr for DType {
 /// `add` and `mul` wrap for integers and round for floats. Float kernels use
 /// separate multiply and add (`acc + a * b`), never a libm `mul_add`, which
 /// without a hardware FMA target feature is a slow function call.
-pub trait Element:
-    Copy + Send + Sync + Debug + Display + PartialEq + Default + 'static
-{
+pub trait Element: Copy + Send + Sync + Debug + Display + PartialEq + Default + 'static {
     /// The runtime tag of this type.
     const DTYPE: DType;
     /// Additive identity.
@@ -229,6 +227,9 @@ mod tests {
     #[test]
     fn dtype_parses_case_insensitively() {
         assert_eq!("F64".parse::<DType>().unwrap(), DType::F64);
-        assert!(matches!("f16".parse::<DType>(), Err(Error::UnknownDType(_))));
+        assert!(matches!(
+            "f16".parse::<DType>(),
+            Err(Error::UnknownDType(_))
+        ));
     }
 }

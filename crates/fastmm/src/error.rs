@@ -42,7 +42,9 @@ pub enum Error {
     },
 
     /// A mutable view whose strides would make two elements share memory.
-    #[error("a {rows}×{cols} mutable view with strides ({row_stride}, {col_stride}) would alias itself")]
+    #[error(
+        "a {rows}×{cols} mutable view with strides ({row_stride}, {col_stride}) would alias itself"
+    )]
     SelfAliasing {
         /// Rows of the view.
         rows: usize,

@@ -58,14 +58,22 @@ pub fn matmul<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Result<Matrix<T>, Err
 }
 
 /// C = A·B for any views, with explicit options, in a new matrix.
-pub fn matmul_with<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, opts: &GemmOptions) -> Result<Matrix<T>, Error> {
+pub fn matmul_with<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    opts: &GemmOptions,
+) -> Result<Matrix<T>, Error> {
     check_shapes(a, b, (a.rows(), b.cols()))?;
     let mut c = Matrix::try_filled(a.rows(), b.cols(), T::ZERO)?;
     gemm(T::ONE, a, b, T::ZERO, c.as_mut(), opts)?;
     Ok(c)
 }
 
-fn check_shapes<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c_shape: (usize, usize)) -> Result<(), Error> {
+fn check_shapes<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c_shape: (usize, usize),
+) -> Result<(), Error> {
     if a.cols() != b.rows() {
         return Err(Error::DimensionMismatch {
             a: a.shape(),

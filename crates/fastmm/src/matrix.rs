@@ -128,7 +128,8 @@ impl<T: Element> Matrix<T> {
 
     /// Builds a matrix element by element: `M[i][j] = f(i, j)`.
     pub fn from_fn(rows: usize, cols: usize, mut f: impl FnMut(usize, usize) -> T) -> Self {
-        let mut data = Vec::with_capacity(rows.checked_mul(cols).expect("matrix size overflows usize"));
+        let mut data =
+            Vec::with_capacity(rows.checked_mul(cols).expect("matrix size overflows usize"));
         for i in 0..rows {
             for j in 0..cols {
                 data.push(f(i, j));
@@ -305,7 +306,12 @@ impl<'a, T: Element> MatRef<'a, T> {
     /// If (i, j) is out of bounds.
     #[inline]
     pub fn get(&self, i: usize, j: usize) -> T {
-        assert!(i < self.rows && j < self.cols, "index ({i}, {j}) out of bounds for {}×{} view", self.rows, self.cols);
+        assert!(
+            i < self.rows && j < self.cols,
+            "index ({i}, {j}) out of bounds for {}×{} view",
+            self.rows,
+            self.cols
+        );
         // SAFETY: bounds checked just above; the constructor checked the extent.
         unsafe { self.get_unchecked(i, j) }
     }
@@ -327,7 +333,11 @@ impl<'a, T: Element> MatRef<'a, T> {
     /// If `i >= rows`.
     #[inline]
     pub fn row(&self, i: usize) -> Option<&'a [T]> {
-        assert!(i < self.rows, "row {i} out of bounds for {} rows", self.rows);
+        assert!(
+            i < self.rows,
+            "row {i} out of bounds for {} rows",
+            self.rows
+        );
         if self.col_stride != 1 && self.cols > 1 {
             return None;
         }
@@ -366,7 +376,12 @@ impl<'a, T: Element> MatRef<'a, T> {
             // SAFETY: (row, col) is inside the view, so the offset is within its extent.
             unsafe { self.ptr.add(row * self.row_stride + col * self.col_stride) }
         };
-        MatRef { ptr, rows, cols, ..self }
+        MatRef {
+            ptr,
+            rows,
+            cols,
+            ..self
+        }
     }
 
     /// Iterates over the elements row by row.
@@ -524,7 +539,12 @@ impl<'a, T: Element> MatMut<'a, T> {
     /// If (i, j) is out of bounds.
     #[inline]
     pub fn set(&mut self, i: usize, j: usize, value: T) {
-        assert!(i < self.rows && j < self.cols, "index ({i}, {j}) out of bounds for {}×{} view", self.rows, self.cols);
+        assert!(
+            i < self.rows && j < self.cols,
+            "index ({i}, {j}) out of bounds for {}×{} view",
+            self.rows,
+            self.cols
+        );
         // SAFETY: bounds checked just above.
         unsafe { *self.get_unchecked_mut(i, j) = value }
     }
@@ -546,13 +566,19 @@ impl<'a, T: Element> MatMut<'a, T> {
     /// If `i >= rows`.
     #[inline]
     pub fn row_mut(&mut self, i: usize) -> Option<&mut [T]> {
-        assert!(i < self.rows, "row {i} out of bounds for {} rows", self.rows);
+        assert!(
+            i < self.rows,
+            "row {i} out of bounds for {} rows",
+            self.rows
+        );
         if self.col_stride != 1 && self.cols > 1 {
             return None;
         }
         // SAFETY: row i spans offsets i·rs .. i·rs + cols inside the checked
         // extent; the view is exclusive, and the slice borrows `self` mutably.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.row_stride), self.cols) })
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.add(i * self.row_stride), self.cols)
+        })
     }
 
     /// Sets every element to `value` without reading any.
@@ -618,7 +644,11 @@ impl<'a, T: Element> MatMut<'a, T> {
     pub fn split_at_row(self, r: usize) -> (MatMut<'a, T>, MatMut<'a, T>) {
         assert!(r <= self.rows, "split row {r} beyond {} rows", self.rows);
         let (rows, cols) = (self.rows, self.cols);
-        let top = MatMut { ptr: self.ptr, rows: r, ..self };
+        let top = MatMut {
+            ptr: self.ptr,
+            rows: r,
+            ..self
+        };
         let bottom = self.submatrix(r, 0, rows - r, cols);
         (top, bottom)
     }
@@ -635,8 +665,15 @@ impl<'a, T: Element> MatMut<'a, T> {
     /// Cuts the view into a grid of disjoint blocks of at most
     /// `block_rows`×`block_cols`, row of blocks by row of blocks. Each item
     /// is `(row offset, column offset, block)`.
-    pub fn into_blocks(self, block_rows: usize, block_cols: usize) -> Vec<(usize, usize, MatMut<'a, T>)> {
-        assert!(block_rows > 0 && block_cols > 0, "block sizes must be positive");
+    pub fn into_blocks(
+        self,
+        block_rows: usize,
+        block_cols: usize,
+    ) -> Vec<(usize, usize, MatMut<'a, T>)> {
+        assert!(
+            block_rows > 0 && block_cols > 0,
+            "block sizes must be positive"
+        );
         let mut blocks = Vec::new();
         let mut rest = self;
         let mut row0 = 0;

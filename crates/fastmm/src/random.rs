@@ -29,9 +29,15 @@ pub fn random_matrix<T: Element>(rows: usize, cols: usize, rng: &mut impl Rng) -
 
 /// Like [`random_matrix`], but integers span the whole range of the type, so
 /// products wrap and exercise the modular arithmetic.
-pub fn random_matrix_full_range<T: Element>(rows: usize, cols: usize, rng: &mut impl Rng) -> Matrix<T> {
+pub fn random_matrix_full_range<T: Element>(
+    rows: usize,
+    cols: usize,
+    rng: &mut impl Rng,
+) -> Matrix<T> {
     if T::DTYPE.is_integer() {
-        Matrix::from_fn(rows, cols, |_, _| T::wrap_from_i128(rng.random::<i64>() as i128))
+        Matrix::from_fn(rows, cols, |_, _| {
+            T::wrap_from_i128(rng.random::<i64>() as i128)
+        })
     } else {
         random_matrix(rows, cols, rng)
     }

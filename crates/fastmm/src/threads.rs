@@ -7,16 +7,20 @@ use rayon::ThreadPool;
 
 use crate::error::Error;
 
-/// Number of hardware threads, as the OS reports it (at least 1).
+/// Number of hardware threads the OS lets this process use (at least 1).
+/// Asked once: the answer reads cgroup files, which costs tens of µs.
 pub fn available_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Runs `f` inside a rayon pool of exactly `threads` workers. Pools are
 /// cached, so only the first call with a given count pays for spawning.
 pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Result<R, Error> {
     if threads == 0 {
-        return Err(Error::InvalidOption("thread count must be at least 1".into()));
+        return Err(Error::InvalidOption(
+            "thread count must be at least 1".into(),
+        ));
     }
     if rayon::current_thread_index().is_some() && rayon::current_num_threads() == threads {
         return Ok(f());
@@ -35,7 +39,9 @@ pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Res
                     .thread_name(|i| format!("fastmm-{i}"))
                     .build()
                     .map(Arc::new)
-                    .map_err(|e| Error::InvalidOption(format!("cannot start {threads} threads: {e}")))?;
+                    .map_err(|e| {
+                        Error::InvalidOption(format!("cannot start {threads} threads: {e}"))
+                    })?;
                 pools.insert(threads, Arc::clone(&pool));
                 pool
             }

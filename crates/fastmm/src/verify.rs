@@ -30,7 +30,8 @@ use crate::error::Error;
 use crate::matrix::MatRef;
 use crate::random::seeded_rng;
 use crate::tunables::{
-    FLOAT_TOLERANCE_FACTOR, FREIVALDS_FLOAT_VECTORS, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK, VERIFY_SAMPLED_LINES,
+    FLOAT_TOLERANCE_FACTOR, FREIVALDS_FLOAT_VECTORS, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK,
+    VERIFY_SAMPLED_LINES,
 };
 
 /// How a product was checked.
@@ -68,7 +69,11 @@ pub struct Verdict {
 }
 
 /// Checks C ≈ A·B for a classical algorithm (growth factor 1).
-pub fn verify<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) -> Result<Verdict, Error> {
+pub fn verify<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatRef<'_, T>,
+) -> Result<Verdict, Error> {
     verify_with_growth(a, b, c, 1.0)
 }
 
@@ -94,7 +99,8 @@ pub fn verify_with_growth<T: Element>(
     }
     let mnk = a.rows() as u128 * b.cols() as u128 * a.cols() as u128;
     let full = mnk <= FULL_CHECK_MAX_MNK;
-    let gamma = FLOAT_TOLERANCE_FACTOR * growth * (a.cols() as f64 + 1.0) * T::DTYPE.unit_roundoff();
+    let gamma =
+        FLOAT_TOLERANCE_FACTOR * growth * (a.cols() as f64 + 1.0) * T::DTYPE.unit_roundoff();
     Ok(match (T::DTYPE.is_integer(), full) {
         (true, true) => exact_full(a, b, c),
         (true, false) => exact_randomized(a, b, c),
@@ -186,7 +192,12 @@ fn exact_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_
     tally.verdict(CheckMethod::Randomized)
 }
 
-fn float_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>, gamma: f64) -> Verdict {
+fn float_full<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatRef<'_, T>,
+    gamma: f64,
+) -> Verdict {
     let mut tally = Tally::default();
     for i in 0..a.rows() {
         compare_row(a, b, c, i, gamma, &mut tally);
@@ -194,7 +205,12 @@ fn float_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>, 
     tally.verdict(CheckMethod::Full)
 }
 
-fn float_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>, gamma: f64) -> Verdict {
+fn float_randomized<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatRef<'_, T>,
+    gamma: f64,
+) -> Verdict {
     let mut rng = seeded_rng(0x5eed_f00d);
     let mut tally = Tally::default();
     for i in sampled_lines(a.rows(), &mut rng) {
@@ -221,7 +237,14 @@ fn float_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_
 
 /// Compares row i of C with row i of A·B computed in f64, each element
 /// against γ·(|A||B|)_ij.
-fn compare_row<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>, i: usize, gamma: f64, tally: &mut Tally) {
+fn compare_row<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatRef<'_, T>,
+    i: usize,
+    gamma: f64,
+    tally: &mut Tally,
+) {
     let n = b.cols();
     let mut exact = vec![0.0f64; n];
     let mut magnitude = vec![0.0f64; n];
@@ -245,12 +268,21 @@ fn sampled_lines(len: usize, rng: &mut impl Rng) -> Vec<usize> {
         return (0..len).collect();
     }
     let mut lines = vec![0, len - 1];
-    lines.extend(sample(rng, len - 2, VERIFY_SAMPLED_LINES - 2).into_iter().map(|i| i + 1));
+    lines.extend(
+        sample(rng, len - 2, VERIFY_SAMPLED_LINES - 2)
+            .into_iter()
+            .map(|i| i + 1),
+    );
     lines
 }
 
 /// y = M·x with a caller-supplied multiply-accumulate.
-fn mat_vec<T: Element, V: Copy>(m: MatRef<'_, T>, x: &[V], zero: V, mac: impl Fn(V, T, V) -> V) -> Vec<V> {
+fn mat_vec<T: Element, V: Copy>(
+    m: MatRef<'_, T>,
+    x: &[V],
+    zero: V,
+    mac: impl Fn(V, T, V) -> V,
+) -> Vec<V> {
     (0..m.rows())
         .map(|i| (0..m.cols()).fold(zero, |acc, j| mac(acc, m.get(i, j), x[j])))
         .collect()

@@ -12,7 +12,7 @@ pub fn accumulate<T: Element>(alpha: T, a: MatRef<'_, T>, b: MatRef<'_, T>, mut 
     let n = b.cols();
     debug_assert_eq!(b.rows(), k);
     debug_assert_eq!(c.shape(), (m, n));
-    let rows_contiguous = (b.col_stride() == 1 || n == 1) && (c.col_stride() == 1 || n == 1);
+    let rows_contiguous = n == 1 || (b.col_stride() == 1 && c.col_stride() == 1);
     for i in 0..m {
         for p in 0..k {
             // SAFETY: i < m and p < k.

@@ -102,7 +102,11 @@ impl Algorithm {
 
     /// Comma-separated list of the names, for messages.
     pub fn names() -> String {
-        ALGORITHMS.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")
+        ALGORITHMS
+            .iter()
+            .map(|i| i.name)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Parses `"all"` or a comma list such as `"naive,ikj"`, keeping order.
@@ -139,7 +143,9 @@ impl FromStr for Algorithm {
             .iter()
             .find(|info| info.name.eq_ignore_ascii_case(s.trim()))
             .map(|info| info.algorithm)
-            .ok_or_else(|| Error::UnknownAlgorithm(s.to_string(), format!("{}, all", Algorithm::names())))
+            .ok_or_else(|| {
+                Error::UnknownAlgorithm(s.to_string(), format!("{}, all", Algorithm::names()))
+            })
     }
 }
 
@@ -178,7 +184,9 @@ impl GemmOptions {
     /// Rejects option values no algorithm can use.
     pub fn validate(&self) -> Result<(), Error> {
         if self.threads == Some(0) {
-            return Err(Error::InvalidOption("thread count must be at least 1".into()));
+            return Err(Error::InvalidOption(
+                "thread count must be at least 1".into(),
+            ));
         }
         if self.tile == Some(0) {
             return Err(Error::InvalidOption("tile size must be at least 1".into()));
@@ -218,7 +226,9 @@ pub(crate) fn accumulate<T: Element>(
         Algorithm::Naive => naive::accumulate(alpha, a, b, c),
         Algorithm::Ikj => ikj::accumulate(alpha, a, b, c),
         Algorithm::Tiled => tiled::accumulate(alpha, a, b, c, tile),
-        Algorithm::Parallel => parallel::accumulate(alpha, a, b, c, tile, opts.effective_threads())?,
+        Algorithm::Parallel => {
+            parallel::accumulate(alpha, a, b, c, tile, opts.effective_threads())?
+        }
     }
     Ok(())
 }

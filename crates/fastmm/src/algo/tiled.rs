@@ -7,7 +7,13 @@ use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
 
 /// C += α·A·B over tiles of edge `tile`.
-pub fn accumulate<T: Element>(alpha: T, a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatMut<'_, T>, tile: usize) {
+pub fn accumulate<T: Element>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatMut<'_, T>,
+    tile: usize,
+) {
     for (row0, col0, block) in c.into_blocks(tile, tile) {
         accumulate_block(alpha, a, b, row0, col0, block, tile);
     }

@@ -1,0 +1,177 @@
+//! The `fastmm` binary as a user runs it: tables, JSON, printing, exit codes
+//! and one-line errors for every kind of bad input.
+
+use std::process::{Command, Output};
+
+fn fastmm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fastmm"))
+        .args(args)
+        .output()
+        .expect("the fastmm binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn json_has_a_verified_record_per_algorithm_and_dtype() {
+    let out = fastmm(&[
+        "run", "--size", "96", "--algo", "all", "--dtype", "all", "--json", "--reps", "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    let records = records.as_array().expect("a JSON array");
+    assert_eq!(records.len(), 4 * 4);
+    for field in [
+        "algorithm",
+        "device",
+        "dtype",
+        "m",
+        "k",
+        "n",
+        "threads",
+        "median_ms",
+        "gflops",
+        "rel_error",
+        "ok",
+    ] {
+        assert!(
+            records.iter().all(|r| r.get(field).is_some()),
+            "field {field} missing"
+        );
+    }
+    assert!(records
+        .iter()
+        .all(|r| r["ok"] == true && r["device"] == "cpu" && r["m"] == 96));
+    for dtype in ["f32", "f64", "i32", "i64"] {
+        let algos: Vec<&str> = records
+            .iter()
+            .filter(|r| r["dtype"] == dtype)
+            .map(|r| r["algorithm"].as_str().unwrap())
+            .collect();
+        assert_eq!(algos, ["naive", "ikj", "tiled", "parallel"], "{dtype}");
+    }
+    let parallel = records
+        .iter()
+        .find(|r| r["algorithm"] == "parallel")
+        .unwrap();
+    assert!(parallel["gflops"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        records[0]["speedup"], 1.0,
+        "speedup is relative to the first algorithm"
+    );
+}
+
+#[test]
+fn table_lists_each_algorithm_with_a_verdict() {
+    let out = fastmm(&[
+        "run",
+        "-m",
+        "40",
+        "-k",
+        "17",
+        "-n",
+        "33",
+        "--algo",
+        "ikj,naive",
+        "--tile",
+        "8",
+        "--threads",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("A 40×17, B 17×33"), "{text}");
+    assert!(
+        text.contains("GFLOP/s") && text.contains("speedup"),
+        "{text}"
+    );
+    let rows: Vec<&str> = text.lines().filter(|l| l.ends_with(" ok")).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(
+        rows[0].starts_with("ikj") && rows[1].starts_with("naive"),
+        "listed order is kept: {text}"
+    );
+}
+
+#[test]
+fn print_shows_small_matrices_and_seed_is_reproducible() {
+    let run = |seed: &str| {
+        stdout(&fastmm(&[
+            "run", "--size", "3", "--algo", "naive", "--dtype", "i32", "--print", "--seed", seed,
+        ]))
+    };
+    let first = run("7");
+    assert!(
+        first.contains("A (i32):")
+            && first.contains("B (i32):")
+            && first.contains("C = A·B (naive, i32):")
+    );
+    let matrices = |text: &str| {
+        text.lines()
+            .take_while(|l| !l.starts_with("fastmm run"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        matrices(&first),
+        matrices(&run("7")),
+        "same seed, same matrices"
+    );
+    assert_ne!(
+        matrices(&first),
+        matrices(&run("8")),
+        "another seed, other matrices"
+    );
+    let big = stdout(&fastmm(&[
+        "run", "--size", "9", "--algo", "naive", "--print",
+    ]));
+    assert!(
+        !big.contains("A (f32):"),
+        "matrices above 8×8 are not printed"
+    );
+}
+
+#[test]
+fn a_wrong_result_fails_the_run() {
+    let out = fastmm(&["run", "--size", "20", "--algo", "tiled", "--corrupt"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("WRONG"));
+    assert!(stderr(&out).contains("failed verification"));
+}
+
+#[test]
+fn bad_input_is_one_line_and_a_nonzero_exit() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--algo", "fastest"], "unknown algorithm 'fastest'"),
+        (&["run", "--dtype", "f16"], "unknown dtype 'f16'"),
+        (&["run", "--size", "0"], "must be at least 1"),
+        (&["run", "-n", "0"], "size n must be at least 1"),
+        (&["run", "--size", "3000000"], "memory"),
+        (&["run", "--size", "100000000000"], "needs"),
+        (&["run", "--tile", "0"], "tile size must be at least 1"),
+        (
+            &["run", "--threads", "0"],
+            "thread count must be at least 1",
+        ),
+        (&["run", "--reps", "0"], "--reps must be at least 1"),
+        (&["run", "--size", "ten"], "invalid value 'ten'"),
+        (&["multiply-everything"], "error"),
+    ];
+    for (args, expected) in cases {
+        let out = fastmm(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("error:"), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -1,0 +1,322 @@
+//! Every CPU algorithm against independent references, over a matrix of
+//! shapes, element types, layouts and options.
+
+use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
+use fastmm::verify::verify;
+use fastmm::{gemm, matmul_with, Algorithm, Element, Error, GemmOptions, MatMut, MatRef, Matrix};
+use proptest::prelude::*;
+
+/// Edge sizes: empty, one, tiny, primes, around powers of two and tiles.
+const DIMS: [usize; 13] = [0, 1, 2, 3, 7, 17, 31, 32, 33, 64, 100, 127, 129];
+
+/// The option sets each algorithm runs under: defaults, and small tiles
+/// (that do not divide most sizes) with 2 and 3 threads.
+fn option_sets(algorithm: Algorithm) -> Vec<GemmOptions> {
+    let base = GemmOptions::new(algorithm);
+    let mut sets = vec![base];
+    if algorithm.info().uses_tile {
+        sets.push(base.tile(16).threads(2));
+        sets.push(base.tile(7).threads(3));
+    }
+    sets
+}
+
+/// Exact wrapping reference, written independently of the library: i128
+/// accumulation reduced modulo 2^w.
+fn reference_exact<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>) -> Matrix<T> {
+    Matrix::from_fn(a.rows(), b.cols(), |i, j| {
+        let sum = (0..a.cols()).fold(0i128, |acc, p| {
+            acc.wrapping_add(a.get(i, p).to_i128().wrapping_mul(b.get(p, j).to_i128()))
+        });
+        T::wrap_from_i128(sum)
+    })
+}
+
+fn check_shape<T: Element>(m: usize, k: usize, n: usize, seed: u64) {
+    let mut rng = seeded_rng(seed);
+    let a: Matrix<T> = random_matrix_full_range(m, k, &mut rng);
+    let b: Matrix<T> = random_matrix_full_range(k, n, &mut rng);
+    let exact = T::DTYPE
+        .is_integer()
+        .then(|| reference_exact(a.as_ref(), b.as_ref()));
+    for algorithm in Algorithm::all() {
+        for opts in option_sets(algorithm) {
+            let mut c = Matrix::filled(m, n, T::poison());
+            gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).unwrap();
+            let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap();
+            assert!(
+                verdict.ok,
+                "{algorithm} {opts:?} {}×{k}×{n} {}: {verdict:?}",
+                m,
+                T::DTYPE
+            );
+            if let Some(exact) = &exact {
+                assert_eq!(&c, exact, "{algorithm} {opts:?} {m}×{k}×{n} {}", T::DTYPE);
+            }
+        }
+    }
+}
+
+fn shape_matrix<T: Element>() {
+    for &m in &DIMS {
+        for &n in &DIMS {
+            for &k in &[0, 1, 3, 17, 33, 129] {
+                check_shape::<T>(m, k, n, (m * 1000 + n * 10 + k) as u64);
+            }
+        }
+    }
+    for &(m, k, n) in &[
+        (100, 127, 129),
+        (129, 100, 31),
+        (1, 257, 1),
+        (257, 1, 3),
+        (3, 64, 300),
+    ] {
+        check_shape::<T>(m, k, n, 7);
+    }
+}
+
+#[test]
+fn shape_matrix_f32() {
+    shape_matrix::<f32>();
+}
+
+#[test]
+fn shape_matrix_f64() {
+    shape_matrix::<f64>();
+}
+
+#[test]
+fn shape_matrix_i32_exact() {
+    shape_matrix::<i32>();
+}
+
+#[test]
+fn shape_matrix_i64_exact() {
+    shape_matrix::<i64>();
+}
+
+/// C ← αAB + βC, checked exactly with small integers.
+#[test]
+fn alpha_and_beta_follow_blas() {
+    let mut rng = seeded_rng(3);
+    let (m, k, n) = (13, 9, 11);
+    let a: Matrix<i64> = random_matrix(m, k, &mut rng);
+    let b: Matrix<i64> = random_matrix(k, n, &mut rng);
+    let c0: Matrix<i64> = random_matrix(m, n, &mut rng);
+    let ab = reference_exact(a.as_ref(), b.as_ref());
+    for algorithm in Algorithm::all() {
+        for (alpha, beta) in [(1, 0), (3, 2), (-2, 1), (0, 5), (0, 0)] {
+            let mut c = c0.clone();
+            gemm(
+                alpha,
+                a.as_ref(),
+                b.as_ref(),
+                beta,
+                c.as_mut(),
+                &GemmOptions::new(algorithm),
+            )
+            .unwrap();
+            let want = Matrix::from_fn(m, n, |i, j| alpha * ab.get(i, j) + beta * c0.get(i, j));
+            assert_eq!(c, want, "{algorithm} α={alpha} β={beta}");
+        }
+    }
+}
+
+/// β = 0 must overwrite C without reading it; β ≠ 0 must propagate NaN.
+#[test]
+fn beta_zero_never_reads_c() {
+    let mut rng = seeded_rng(4);
+    let a: Matrix<f64> = random_matrix(33, 17, &mut rng);
+    let b: Matrix<f64> = random_matrix(17, 31, &mut rng);
+    for algorithm in Algorithm::all() {
+        let opts = GemmOptions::new(algorithm).tile(8);
+        let mut c = Matrix::filled(33, 31, f64::NAN);
+        gemm(1.0, a.as_ref(), b.as_ref(), 0.0, c.as_mut(), &opts).unwrap();
+        assert!(c.as_slice().iter().all(|x| x.is_finite()), "{algorithm}");
+        assert!(verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
+
+        let mut c = Matrix::filled(33, 31, f64::NAN);
+        gemm(1.0, a.as_ref(), b.as_ref(), 1.0, c.as_mut(), &opts).unwrap();
+        assert!(
+            c.as_slice().iter().all(|x| x.is_nan()),
+            "{algorithm}: β=1 must read C"
+        );
+
+        // k = 0: C ← βC, and with β = 0 that is exactly zero.
+        let empty_a = Matrix::<f64>::zeros(33, 0);
+        let empty_b = Matrix::<f64>::zeros(0, 31);
+        let mut c = Matrix::filled(33, 31, f64::NAN);
+        gemm(
+            1.0,
+            empty_a.as_ref(),
+            empty_b.as_ref(),
+            0.0,
+            c.as_mut(),
+            &opts,
+        )
+        .unwrap();
+        assert!(c.as_slice().iter().all(|&x| x == 0.0), "{algorithm}");
+    }
+}
+
+/// A stored transposed, B column-major, C column-major or a padded
+/// sub-block: every layout gives the same exact integer product, and
+/// nothing outside C's view is touched.
+#[test]
+fn strided_and_transposed_views() {
+    let mut rng = seeded_rng(5);
+    let (m, k, n) = (37, 29, 41);
+    let a: Matrix<i32> = random_matrix_full_range(m, k, &mut rng);
+    let b: Matrix<i32> = random_matrix_full_range(k, n, &mut rng);
+    let want = reference_exact(a.as_ref(), b.as_ref());
+    let a_t = Matrix::from_view(a.as_ref().t()); // k×m storage of Aᵀ
+    let b_colmajor: Vec<i32> = (0..n)
+        .flat_map(|j| (0..k).map(move |p| (p, j)))
+        .map(|(p, j)| b.get(p, j))
+        .collect();
+    let a_view = a_t.as_ref().t();
+    let b_view = MatRef::from_slice_strided(&b_colmajor, k, n, 1, k).unwrap();
+    for algorithm in Algorithm::all() {
+        let opts = GemmOptions::new(algorithm).tile(8).threads(2);
+
+        // Column-major C: the boundary turns it into Cᵀ = BᵀAᵀ.
+        let mut c_colmajor = vec![i32::MIN; m * n];
+        let c_view = MatMut::from_slice_strided(&mut c_colmajor, m, n, 1, m).unwrap();
+        gemm(1, a_view, b_view, 0, c_view, &opts).unwrap();
+        let got = MatRef::from_slice_strided(&c_colmajor, m, n, 1, m).unwrap();
+        assert_eq!(Matrix::from_view(got), want, "{algorithm}, column-major C");
+
+        // C as an interior block of a larger matrix, with a sentinel border.
+        let sentinel = 0x5a5a_5a5a;
+        let mut big = Matrix::filled(m + 4, n + 6, sentinel);
+        gemm(
+            1,
+            a_view,
+            b_view,
+            0,
+            big.as_mut().submatrix(2, 3, m, n),
+            &opts,
+        )
+        .unwrap();
+        assert_eq!(
+            Matrix::from_view(big.as_ref().submatrix(2, 3, m, n)),
+            want,
+            "{algorithm}, sub-block"
+        );
+        let touched = (0..m + 4)
+            .flat_map(|i| (0..n + 6).map(move |j| (i, j)))
+            .filter(|&(i, j)| !(2..2 + m).contains(&i) || !(3..3 + n).contains(&j))
+            .any(|(i, j)| big.get(i, j) != sentinel);
+        assert!(!touched, "{algorithm} wrote outside C");
+
+        // Both strides non-unit: every other row and column of a buffer.
+        let mut sparse = vec![i32::MIN; (2 * m) * (2 * n)];
+        let c_view = MatMut::from_slice_strided(&mut sparse, m, n, 4 * n, 2).unwrap();
+        gemm(1, a.as_ref(), b.as_ref(), 0, c_view, &opts).unwrap();
+        let got = MatRef::from_slice_strided(&sparse, m, n, 4 * n, 2).unwrap();
+        assert_eq!(
+            Matrix::from_view(got),
+            want,
+            "{algorithm}, doubly strided C"
+        );
+    }
+}
+
+#[test]
+fn bad_shapes_and_options_are_errors() {
+    let a = Matrix::<f32>::zeros(3, 4);
+    let b = Matrix::<f32>::zeros(5, 2);
+    let err = matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::default()).unwrap_err();
+    assert_eq!(
+        err,
+        Error::DimensionMismatch {
+            a: (3, 4),
+            b: (5, 2)
+        }
+    );
+    assert!(err.to_string().contains("3×4") && err.to_string().contains("5×2"));
+
+    let b = Matrix::<f32>::zeros(4, 2);
+    let mut c = Matrix::<f32>::zeros(3, 3);
+    let err = gemm(
+        1.0,
+        a.as_ref(),
+        b.as_ref(),
+        0.0,
+        c.as_mut(),
+        &GemmOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        Error::OutputShape {
+            expected: (3, 2),
+            got: (3, 3)
+        }
+    );
+
+    for opts in [
+        GemmOptions::new(Algorithm::Tiled).tile(0),
+        GemmOptions::new(Algorithm::Parallel).threads(0),
+    ] {
+        assert!(matches!(
+            matmul_with(a.as_ref(), b.as_ref(), &opts),
+            Err(Error::InvalidOption(_))
+        ));
+    }
+    assert!(matches!(
+        "strassen2".parse::<Algorithm>(),
+        Err(Error::UnknownAlgorithm(..))
+    ));
+}
+
+#[test]
+fn verification_rejects_a_single_wrong_element() {
+    let mut rng = seeded_rng(6);
+    for (m, k, n) in [(50, 60, 70), (700, 700, 700)] {
+        let a: Matrix<f32> = random_matrix(m, k, &mut rng);
+        let b: Matrix<f32> = random_matrix(k, n, &mut rng);
+        let mut c = matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::default()).unwrap();
+        assert!(verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
+        // The last row, where an edge-tile bug would show.
+        let (i, j) = (m - 1, n / 2);
+        c.set(i, j, c.get(i, j) + 0.5);
+        let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap();
+        assert!(!verdict.ok, "{m}×{k}×{n}: {verdict:?}");
+        c.set(i, j, f32::NAN);
+        assert!(!verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
+    }
+    // Integers above the full-check size: Freivalds in Z/2^32.
+    let a: Matrix<i32> = random_matrix_full_range(700, 700, &mut rng);
+    let b: Matrix<i32> = random_matrix_full_range(700, 700, &mut rng);
+    let mut c = matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::default()).unwrap();
+    assert!(verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
+    c.set(345, 123, c.get(345, 123).wrapping_add(1 << 30));
+    assert!(!verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Random shapes, tiles, threads and layouts (A and B possibly
+    /// transposed), exact integer comparison.
+    #[test]
+    fn random_problems_match_reference(
+        m in 0usize..40, k in 0usize..40, n in 0usize..40,
+        tile in 1usize..20, threads in 1usize..4,
+        a_transposed: bool, b_transposed: bool, seed: u64,
+    ) {
+        let mut rng = seeded_rng(seed);
+        let a_store: Matrix<i64> = random_matrix_full_range(if a_transposed { k } else { m }, if a_transposed { m } else { k }, &mut rng);
+        let b_store: Matrix<i64> = random_matrix_full_range(if b_transposed { n } else { k }, if b_transposed { k } else { n }, &mut rng);
+        let a = if a_transposed { a_store.as_ref().t() } else { a_store.as_ref() };
+        let b = if b_transposed { b_store.as_ref().t() } else { b_store.as_ref() };
+        let want = reference_exact(a, b);
+        for algorithm in Algorithm::all() {
+            let opts = GemmOptions::new(algorithm).tile(tile).threads(threads);
+            let got = matmul_with(a, b, &opts).unwrap();
+            prop_assert_eq!(&got, &want, "{}", algorithm);
+        }
+    }
+}
