@@ -83,7 +83,9 @@ impl FromStr for DType {
 /// `add` and `mul` wrap for integers and round for floats. Float kernels use
 /// separate multiply and add (`acc + a * b`), never a libm `mul_add`, which
 /// without a hardware FMA target feature is a slow function call.
-pub trait Element: Copy + Send + Sync + Debug + Display + PartialEq + Default + 'static {
+pub trait Element:
+    sealed::Sealed + Copy + Send + Sync + Debug + Display + PartialEq + Default + 'static
+{
     /// The runtime tag of this type.
     const DTYPE: DType;
     /// Additive identity.
@@ -97,11 +99,15 @@ pub trait Element: Copy + Send + Sync + Debug + Display + PartialEq + Default + 
     fn sub(self, rhs: Self) -> Self;
     /// `self * rhs`, wrapping for integers.
     fn mul(self, rhs: Self) -> Self;
-    /// `self + a * b`, wrapping for integers; not fused for floats.
+    /// `self + a * b`, wrapping for integers; two roundings for floats.
     #[inline(always)]
-    fn mul_add(self, a: Self, b: Self) -> Self {
+    fn add_product(self, a: Self, b: Self) -> Self {
         self.add(a.mul(b))
     }
+    /// `self + a * b` with one rounding for floats (a fused multiply-add),
+    /// wrapping for integers. Only fast inside code compiled with the `fma`
+    /// target feature; elsewhere it is a libm call.
+    fn fused_add_product(self, a: Self, b: Self) -> Self;
     /// Nearest f64 (exact for f32, i32; rounded for large i64).
     fn to_f64(self) -> f64;
     /// Conversion from f64 (rounding for floats, saturating truncation for integers).
@@ -112,8 +118,8 @@ pub trait Element: Copy + Send + Sync + Debug + Display + PartialEq + Default + 
     fn to_i128(self) -> i128;
     /// The value modulo 2^w for integers (truncation for floats).
     fn wrap_from_i128(x: i128) -> Self;
-    /// Canonical NaN for floats; for integers a value that is never a correct
-    /// product of the test inputs is impossible, so they use `i*::MIN`.
+    /// A value to pre-fill outputs with before a β = 0 product: NaN for
+    /// floats (it would propagate if C were read), `MIN` for integers.
     fn poison() -> Self;
 }
 
@@ -134,6 +140,10 @@ macro_rules! impl_float {
             #[inline(always)]
             fn mul(self, rhs: Self) -> Self {
                 self * rhs
+            }
+            #[inline(always)]
+            fn fused_add_product(self, a: Self, b: Self) -> Self {
+                a.mul_add(b, self)
             }
             #[inline(always)]
             fn to_f64(self) -> f64 {
@@ -181,6 +191,10 @@ macro_rules! impl_int {
                 self.wrapping_mul(rhs)
             }
             #[inline(always)]
+            fn fused_add_product(self, a: Self, b: Self) -> Self {
+                self.wrapping_add(a.wrapping_mul(b))
+            }
+            #[inline(always)]
             fn to_f64(self) -> f64 {
                 self as f64
             }
@@ -207,6 +221,17 @@ macro_rules! impl_int {
     };
 }
 
+/// Only the four types above are elements: packed kernels reinterpret raw
+/// workspace bytes as elements, which is sound only for plain-old-data types
+/// in which every bit pattern is a value.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for i32 {}
+    impl Sealed for i64 {}
+}
+
 impl_float!(f32, DType::F32);
 impl_float!(f64, DType::F64);
 impl_int!(i32, DType::I32);
@@ -219,7 +244,8 @@ mod tests {
     #[test]
     fn integer_arithmetic_wraps() {
         assert_eq!(i32::MAX.add(1), i32::MIN);
-        assert_eq!(0i32.mul_add(65536, 65536), 0);
+        assert_eq!(0i32.add_product(65536, 65536), 0);
+        assert_eq!(0i32.fused_add_product(65536, 65536), 0);
         assert_eq!(i64::MIN.sub(1), i64::MAX);
         assert_eq!(i32::wrap_from_i128(1i128 << 32 | 5), 5);
     }

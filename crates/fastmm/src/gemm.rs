@@ -36,19 +36,15 @@ pub fn gemm<T: Element>(
     if c.rows() == 0 || c.cols() == 0 {
         return Ok(());
     }
-    if beta == T::ZERO {
-        c.fill(T::ZERO);
-    } else if beta != T::ONE {
-        c.scale(beta);
-    }
     if a.cols() == 0 || alpha == T::ZERO {
+        algo::apply_beta(beta, c.rb_mut());
         return Ok(());
     }
     let column_major = c.col_stride() != 1 && c.row_stride() == 1;
     if column_major {
-        algo::accumulate(alpha, b.t(), a.t(), c.t(), opts)
+        algo::multiply(alpha, b.t(), a.t(), beta, c.t(), opts)
     } else {
-        algo::accumulate(alpha, a, b, c, opts)
+        algo::multiply(alpha, a, b, beta, c, opts)
     }
 }
 

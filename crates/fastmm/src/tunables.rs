@@ -10,6 +10,10 @@ pub const DEFAULT_TILE: usize = 256;
 /// waking the pool costs more than the work (64³ ≈ 0.3 ms of scalar work).
 pub const PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 
+/// Slabs of C rows per thread in `parallel`: more than one lets rayon even
+/// out threads that run at different speeds.
+pub const PARALLEL_SLABS_PER_THREAD: usize = 2;
+
 /// Largest m·n·k for which `verify` computes a full f64 reference product.
 /// Above it the O(n²) randomized check is used.
 pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;

@@ -177,7 +177,7 @@ fn exact_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) 
 fn exact_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) -> Verdict {
     let mut rng = seeded_rng(0x5eed_f00d);
     let mut tally = Tally::default();
-    let wrapping = |acc: T, m: T, v: T| acc.mul_add(m, v);
+    let wrapping = |acc: T, m: T, v: T| acc.add_product(m, v);
     for _ in 0..FREIVALDS_INT_VECTORS {
         let x: Vec<T> = (0..b.cols())
             .map(|_| T::wrap_from_i128(rng.random::<i64>() as i128))

@@ -26,7 +26,7 @@ pub fn accumulate<T: Element>(alpha: T, a: MatRef<'_, T>, b: MatRef<'_, T>, mut 
                     // SAFETY: i < m, p < k, j < n.
                     unsafe {
                         let cij = c.get_unchecked_mut(i, j);
-                        *cij = cij.mul_add(scaled, b.get_unchecked(p, j));
+                        *cij = cij.add_product(scaled, b.get_unchecked(p, j));
                     }
                 }
             }
@@ -38,6 +38,6 @@ pub fn accumulate<T: Element>(alpha: T, a: MatRef<'_, T>, b: MatRef<'_, T>, mut 
 #[inline(always)]
 fn axpy<T: Element>(s: T, x: &[T], y: &mut [T]) {
     for (yj, &xj) in y.iter_mut().zip(x) {
-        *yj = yj.mul_add(s, xj);
+        *yj = yj.add_product(s, xj);
     }
 }

@@ -1,11 +1,12 @@
 //! The CPU algorithms and the table that dispatches to them.
 //!
-//! Every algorithm module exposes an `accumulate` function with one
-//! contract: **C += α·A·B** for views of matching shape, with m, n, k ≥ 1.
-//! β, empty shapes, orientation and option checks are handled once, at the
-//! boundary ([`crate::gemm`]), so the modules below never see them. Adding an
-//! algorithm means adding its module, its row in [`ALGORITHMS`] and its arm
-//! in [`accumulate`].
+//! [`multiply`] hands each algorithm one contract: **C ← α·A·B + β·C** for
+//! views of matching shape with m, n, k ≥ 1 and α ≠ 0, where β = 0 never
+//! reads C. Empty shapes, orientation and option checks are handled once, at
+//! the boundary ([`crate::gemm`]), so the modules below never see them. The
+//! simple algorithms apply β in a first pass ([`apply_beta`]) and then
+//! accumulate C += α·A·B. Adding an algorithm means adding its module, its
+//! row in [`ALGORITHMS`] and its arm in [`multiply`].
 
 pub mod ikj;
 pub mod naive;
@@ -212,16 +213,28 @@ impl GemmOptions {
     }
 }
 
-/// C += α·A·B with the chosen algorithm. The caller (the boundary in
-/// [`crate::gemm`]) guarantees matching shapes, m, n, k ≥ 1 and valid options.
-pub(crate) fn accumulate<T: Element>(
+/// C ← βC; with β = 0 the old C is never read.
+pub(crate) fn apply_beta<T: Element>(beta: T, mut c: MatMut<'_, T>) {
+    if beta == T::ZERO {
+        c.fill(T::ZERO);
+    } else if beta != T::ONE {
+        c.scale(beta);
+    }
+}
+
+/// C ← α·A·B + β·C with the chosen algorithm. The caller (the boundary in
+/// [`crate::gemm`]) guarantees matching shapes, m, n, k ≥ 1, α ≠ 0 and
+/// valid options.
+pub(crate) fn multiply<T: Element>(
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
-    c: MatMut<'_, T>,
+    beta: T,
+    mut c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<(), Error> {
     let tile = opts.effective_tile().unwrap_or(DEFAULT_TILE);
+    apply_beta(beta, c.rb_mut());
     match opts.algorithm {
         Algorithm::Naive => naive::accumulate(alpha, a, b, c),
         Algorithm::Ikj => ikj::accumulate(alpha, a, b, c),

@@ -17,11 +17,11 @@ pub fn accumulate<T: Element>(alpha: T, a: MatRef<'_, T>, b: MatRef<'_, T>, mut 
             let mut dot = T::ZERO;
             for p in 0..k {
                 // SAFETY: i < m, p < k and j < n are the views' shapes.
-                dot = unsafe { dot.mul_add(a.get_unchecked(i, p), b.get_unchecked(p, j)) };
+                dot = unsafe { dot.add_product(a.get_unchecked(i, p), b.get_unchecked(p, j)) };
             }
             // SAFETY: i < m and j < n.
             let cij = unsafe { c.get_unchecked_mut(i, j) };
-            *cij = cij.mul_add(alpha, dot);
+            *cij = cij.add_product(alpha, dot);
         }
     }
 }

@@ -1,6 +1,7 @@
-//! `parallel`: the OpenMP `parallel for collapse(2)` of seed 002 §6-7 in
-//! rayon. Blocks of C are independent tasks; each runs the `tiled` block
-//! loop, so the threads never write the same element.
+//! `parallel`: the OpenMP `parallel for` of seed 002 §6-7 in rayon. C is cut
+//! into horizontal slabs, one or more per thread, and each slab runs the
+//! `tiled` loops, so threads never write the same element and each streams
+//! its own rows of A and C while sharing reads of B.
 
 use rayon::prelude::*;
 
@@ -9,9 +10,9 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::threads::run_in_pool;
-use crate::tunables::PARALLEL_MIN_MNK;
+use crate::tunables::{PARALLEL_MIN_MNK, PARALLEL_SLABS_PER_THREAD};
 
-/// C += α·A·B with blocks of C spread over `threads` workers.
+/// C += α·A·B with slabs of C rows spread over `threads` workers.
 pub fn accumulate<T: Element>(
     alpha: T,
     a: MatRef<'_, T>,
@@ -25,19 +26,17 @@ pub fn accumulate<T: Element>(
         tiled::accumulate(alpha, a, b, c, tile);
         return Ok(());
     }
-    // With fewer tiles than workers some would idle: cut rows finer, which
-    // keeps each task's tile of B as large as before.
-    let tiles = m.div_ceil(tile) * n.div_ceil(tile);
-    let block_rows = if tiles < 2 * threads {
-        let row_blocks_wanted = (2 * threads).div_ceil(n.div_ceil(tile));
-        m.div_ceil(row_blocks_wanted).max(1)
-    } else {
-        tile
-    };
-    let blocks = c.into_blocks(block_rows, tile);
+    let slab_rows = m.div_ceil(threads * PARALLEL_SLABS_PER_THREAD).max(1);
+    let slabs = c.into_blocks(slab_rows, n.max(1));
     run_in_pool(threads, || {
-        blocks.into_par_iter().for_each(|(row0, col0, block)| {
-            tiled::accumulate_block(alpha, a, b, row0, col0, block, tile);
+        slabs.into_par_iter().for_each(|(row0, _, slab)| {
+            tiled::accumulate(
+                alpha,
+                a.submatrix(row0, 0, slab.rows(), a.cols()),
+                b,
+                slab,
+                tile,
+            );
         })
     })
 }
