@@ -6,10 +6,14 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use fastmm::packed::select_kernel;
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::system::{available_memory_bytes, cpu_model, format_bytes};
 use fastmm::verify::verify;
-use fastmm::{gemm, Algorithm, DType, Element, GemmOptions, Matrix};
+use fastmm::{gemm, Algorithm, BlockSizes, CpuKernel, DType, Element, GemmOptions, Matrix};
+
+/// Environment variable with default `packed` block sizes, "MC,KC,NC".
+const BLOCKS_ENV: &str = "FASTMM_BLOCKS";
 use serde::Serialize;
 
 /// Matrices at most this many rows and columns are printed by `--print`.
@@ -41,6 +45,14 @@ pub struct RunArgs {
     /// Tile edge for tiled algorithms.
     #[arg(long)]
     tile: Option<usize>,
+    /// Microkernel family of `packed`: avx512, avx2 or generic (default:
+    /// FASTMM_CPU_KERNEL, else the fastest this CPU runs).
+    #[arg(long, value_name = "KERNEL")]
+    cpu_kernel: Option<String>,
+    /// Cache blocks of `packed` as MC,KC,NC (default: FASTMM_BLOCKS, else
+    /// derived from the cache sizes).
+    #[arg(long, value_name = "MC,KC,NC")]
+    blocks: Option<String>,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]
     reps: usize,
@@ -66,6 +78,7 @@ pub struct RunArgs {
 #[derive(Serialize, Debug)]
 struct Record {
     algorithm: &'static str,
+    kernel: String,
     device: &'static str,
     dtype: &'static str,
     m: usize,
@@ -114,9 +127,23 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     }
     let algorithms = Algorithm::parse_list(&args.algo)?;
     let dtypes = parse_dtypes(&args.dtype)?;
+    let blocks = match args
+        .blocks
+        .clone()
+        .or_else(|| std::env::var(BLOCKS_ENV).ok())
+    {
+        Some(text) => Some(BlockSizes::parse(&text)?),
+        None => None,
+    };
     let base_opts = GemmOptions {
         threads: args.threads,
         tile: args.tile,
+        cpu_kernel: args
+            .cpu_kernel
+            .as_deref()
+            .map(str::parse::<CpuKernel>)
+            .transpose()?,
+        block_sizes: blocks,
         ..Default::default()
     };
     base_opts.validate()?;
@@ -240,6 +267,7 @@ fn run_typed<T: Element>(
             .map_or(1.0, |first| first.median_ms / median_ms);
         records.push(Record {
             algorithm: algorithm.name(),
+            kernel: kernel_label::<T>(&opts)?,
             device: "cpu",
             dtype: T::DTYPE.name(),
             m: p.m,
@@ -261,6 +289,20 @@ fn run_typed<T: Element>(
         });
     }
     Ok(records)
+}
+
+/// What computes the inner loop: the packed microkernel and its block
+/// sizes, or "scalar" for the loops compiled for the baseline target.
+fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
+    if opts.algorithm != Algorithm::Packed {
+        return Ok("scalar".into());
+    }
+    let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+    let b = opts
+        .block_sizes
+        .unwrap_or_else(|| kernel.default_blocks())
+        .fitted(kernel.mr, kernel.nr);
+    Ok(format!("{} {}/{}/{}", kernel.name, b.mc, b.kc, b.nc))
 }
 
 fn median(sorted: &[f64]) -> f64 {
@@ -296,8 +338,9 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
         fastmm::threads::available_threads()
     );
     println!(
-        "{:<10} {:<5} {:>7} {:>5} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
+        "{:<10} {:<26} {:<5} {:>7} {:>5} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
         "algorithm",
+        "kernel",
         "dtype",
         "threads",
         "tile",
@@ -310,8 +353,9 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
     );
     for r in records {
         println!(
-            "{:<10} {:<5} {:>7} {:>5} {:>11} {:>9.2} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
+            "{:<10} {:<26} {:<5} {:>7} {:>5} {:>11} {:>9.2} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
             r.algorithm,
+            r.kernel,
             r.dtype,
             r.threads,
             r.tile.map_or("-".to_string(), |t| t.to_string()),

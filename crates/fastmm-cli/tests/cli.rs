@@ -27,7 +27,7 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
     let records: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
     let records = records.as_array().expect("a JSON array");
-    assert_eq!(records.len(), 4 * 4);
+    assert_eq!(records.len(), 5 * 4);
     for field in [
         "algorithm",
         "device",
@@ -55,7 +55,11 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
             .filter(|r| r["dtype"] == dtype)
             .map(|r| r["algorithm"].as_str().unwrap())
             .collect();
-        assert_eq!(algos, ["naive", "ikj", "tiled", "parallel"], "{dtype}");
+        assert_eq!(
+            algos,
+            ["naive", "ikj", "tiled", "parallel", "packed"],
+            "{dtype}"
+        );
     }
     let parallel = records
         .iter()
@@ -136,6 +140,55 @@ fn print_shows_small_matrices_and_seed_is_reproducible() {
         !big.contains("A (f32):"),
         "matrices above 8×8 are not printed"
     );
+}
+
+#[test]
+fn packed_reports_and_obeys_the_forced_kernel() {
+    let run = |env: Option<&str>, extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fastmm"));
+        cmd.args(["run", "--size", "70", "--algo", "packed", "--json"])
+            .args(extra);
+        match env {
+            Some(kernel) => cmd.env("FASTMM_CPU_KERNEL", kernel),
+            None => cmd.env_remove("FASTMM_CPU_KERNEL"),
+        };
+        cmd.output().unwrap()
+    };
+    let out = run(Some("generic"), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        records[0]["kernel"]
+            .as_str()
+            .unwrap()
+            .starts_with("generic"),
+        "{records}"
+    );
+    assert_eq!(records[0]["ok"], true);
+
+    let out = run(None, &["--cpu-kernel", "generic", "--blocks", "8,16,32"]);
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(records[0]["kernel"], "generic 8/16/32", "{records}");
+
+    for (env, args, expected) in [
+        (Some("sse9"), &[][..], "FASTMM_CPU_KERNEL"),
+        (
+            None,
+            &["--cpu-kernel", "sse9"][..],
+            "unknown CPU kernel 'sse9'",
+        ),
+        (None, &["--blocks", "1,2"][..], "MC,KC,NC"),
+    ] {
+        let out = run(env, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error:")
+                && err.contains(expected)
+                && err.trim_end().lines().count() == 1,
+            "{err}"
+        );
+    }
 }
 
 #[test]

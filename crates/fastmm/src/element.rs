@@ -104,10 +104,6 @@ pub trait Element:
     fn add_product(self, a: Self, b: Self) -> Self {
         self.add(a.mul(b))
     }
-    /// `self + a * b` with one rounding for floats (a fused multiply-add),
-    /// wrapping for integers. Only fast inside code compiled with the `fma`
-    /// target feature; elsewhere it is a libm call.
-    fn fused_add_product(self, a: Self, b: Self) -> Self;
     /// Nearest f64 (exact for f32, i32; rounded for large i64).
     fn to_f64(self) -> f64;
     /// Conversion from f64 (rounding for floats, saturating truncation for integers).
@@ -118,14 +114,21 @@ pub trait Element:
     fn to_i128(self) -> i128;
     /// The value modulo 2^w for integers (truncation for floats).
     fn wrap_from_i128(x: i128) -> Self;
+    /// The packed microkernels for this type, fastest first
+    /// (see [`crate::packed::dispatch`]).
+    #[doc(hidden)]
+    fn packed_kernels() -> &'static [crate::packed::PackedKernel<Self>];
     /// A value to pre-fill outputs with before a β = 0 product: NaN for
     /// floats (it would propagate if C were read), `MIN` for integers.
     fn poison() -> Self;
 }
 
 macro_rules! impl_float {
-    ($t:ty, $tag:expr) => {
+    ($t:ty, $tag:expr, $kernels:ident) => {
         impl Element for $t {
+            fn packed_kernels() -> &'static [crate::packed::PackedKernel<Self>] {
+                crate::packed::dispatch::$kernels()
+            }
             const DTYPE: DType = $tag;
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -140,10 +143,6 @@ macro_rules! impl_float {
             #[inline(always)]
             fn mul(self, rhs: Self) -> Self {
                 self * rhs
-            }
-            #[inline(always)]
-            fn fused_add_product(self, a: Self, b: Self) -> Self {
-                a.mul_add(b, self)
             }
             #[inline(always)]
             fn to_f64(self) -> f64 {
@@ -173,8 +172,11 @@ macro_rules! impl_float {
 }
 
 macro_rules! impl_int {
-    ($t:ty, $tag:expr) => {
+    ($t:ty, $tag:expr, $kernels:ident) => {
         impl Element for $t {
+            fn packed_kernels() -> &'static [crate::packed::PackedKernel<Self>] {
+                crate::packed::dispatch::$kernels()
+            }
             const DTYPE: DType = $tag;
             const ZERO: Self = 0;
             const ONE: Self = 1;
@@ -189,10 +191,6 @@ macro_rules! impl_int {
             #[inline(always)]
             fn mul(self, rhs: Self) -> Self {
                 self.wrapping_mul(rhs)
-            }
-            #[inline(always)]
-            fn fused_add_product(self, a: Self, b: Self) -> Self {
-                self.wrapping_add(a.wrapping_mul(b))
             }
             #[inline(always)]
             fn to_f64(self) -> f64 {
@@ -232,10 +230,10 @@ mod sealed {
     impl Sealed for i64 {}
 }
 
-impl_float!(f32, DType::F32);
-impl_float!(f64, DType::F64);
-impl_int!(i32, DType::I32);
-impl_int!(i64, DType::I64);
+impl_float!(f32, DType::F32, f32_kernels);
+impl_float!(f64, DType::F64, f64_kernels);
+impl_int!(i32, DType::I32, i32_kernels);
+impl_int!(i64, DType::I64, i64_kernels);
 
 #[cfg(test)]
 mod tests {
@@ -245,7 +243,6 @@ mod tests {
     fn integer_arithmetic_wraps() {
         assert_eq!(i32::MAX.add(1), i32::MIN);
         assert_eq!(0i32.add_product(65536, 65536), 0);
-        assert_eq!(0i32.fused_add_product(65536, 65536), 0);
         assert_eq!(i64::MIN.sub(1), i64::MAX);
         assert_eq!(i32::wrap_from_i128(1i128 << 32 | 5), 5);
     }

@@ -14,6 +14,9 @@ pub const PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 /// out threads that run at different speeds.
 pub const PARALLEL_SLABS_PER_THREAD: usize = 2;
 
+/// Products with m·n·k below this run `packed` on the calling thread.
+pub const PACKED_PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
+
 /// Largest m·n·k for which `verify` computes a full f64 reference product.
 /// Above it the O(n²) randomized check is used.
 pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;

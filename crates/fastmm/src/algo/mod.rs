@@ -19,6 +19,7 @@ use std::str::FromStr;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
+use crate::packed::{self, BlockSizes, CpuKernel};
 use crate::threads::available_threads;
 use crate::tunables::DEFAULT_TILE;
 
@@ -33,6 +34,8 @@ pub enum Algorithm {
     Tiled,
     /// `Tiled` with tiles of C distributed over a thread pool.
     Parallel,
+    /// BLIS-style packed panels and a SIMD microkernel, multithreaded.
+    Packed,
 }
 
 /// What the dispatch table knows about an algorithm.
@@ -78,6 +81,13 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         name: "parallel",
         summary: "tiled, with tiles of C spread over threads (seed 002 §6-7)",
         uses_tile: true,
+        uses_threads: true,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Packed,
+        name: "packed",
+        summary: "BLIS-style cache blocking, packing and SIMD microkernels",
+        uses_tile: false,
         uses_threads: true,
     },
 ];
@@ -127,7 +137,7 @@ impl Algorithm {
 /// The automatic choice: the fastest algorithm fastmm has on the CPU.
 impl Default for Algorithm {
     fn default() -> Self {
-        Algorithm::Parallel
+        Algorithm::Packed
     }
 }
 
@@ -159,6 +169,11 @@ pub struct GemmOptions {
     pub threads: Option<usize>,
     /// Tile edge for tiled algorithms (default: [`DEFAULT_TILE`]).
     pub tile: Option<usize>,
+    /// Microkernel family of `packed` (default: `FASTMM_CPU_KERNEL`, else
+    /// the fastest this CPU runs).
+    pub cpu_kernel: Option<CpuKernel>,
+    /// Cache block sizes of `packed` (default: derived from the caches).
+    pub block_sizes: Option<BlockSizes>,
 }
 
 impl GemmOptions {
@@ -182,6 +197,18 @@ impl GemmOptions {
         self
     }
 
+    /// Forces a microkernel family for `packed`.
+    pub fn cpu_kernel(mut self, kernel: CpuKernel) -> Self {
+        self.cpu_kernel = Some(kernel);
+        self
+    }
+
+    /// Sets the cache block sizes of `packed`.
+    pub fn block_sizes(mut self, blocks: BlockSizes) -> Self {
+        self.block_sizes = Some(blocks);
+        self
+    }
+
     /// Rejects option values no algorithm can use.
     pub fn validate(&self) -> Result<(), Error> {
         if self.threads == Some(0) {
@@ -191,6 +218,13 @@ impl GemmOptions {
         }
         if self.tile == Some(0) {
             return Err(Error::InvalidOption("tile size must be at least 1".into()));
+        }
+        if let Some(b) = self.block_sizes {
+            if b.mc == 0 || b.kc == 0 || b.nc == 0 {
+                return Err(Error::InvalidOption(
+                    "block sizes must be at least 1".into(),
+                ));
+            }
         }
         Ok(())
     }
@@ -234,14 +268,27 @@ pub(crate) fn multiply<T: Element>(
     opts: &GemmOptions,
 ) -> Result<(), Error> {
     let tile = opts.effective_tile().unwrap_or(DEFAULT_TILE);
-    apply_beta(beta, c.rb_mut());
+    // The simple algorithms accumulate into C after a β pass; packed folds β
+    // into its first microkernel call.
+    let scaled = |c: &mut MatMut<'_, T>| apply_beta(beta, c.rb_mut());
     match opts.algorithm {
-        Algorithm::Naive => naive::accumulate(alpha, a, b, c),
-        Algorithm::Ikj => ikj::accumulate(alpha, a, b, c),
-        Algorithm::Tiled => tiled::accumulate(alpha, a, b, c, tile),
-        Algorithm::Parallel => {
-            parallel::accumulate(alpha, a, b, c, tile, opts.effective_threads())?
+        Algorithm::Naive => {
+            scaled(&mut c);
+            naive::accumulate(alpha, a, b, c);
         }
+        Algorithm::Ikj => {
+            scaled(&mut c);
+            ikj::accumulate(alpha, a, b, c);
+        }
+        Algorithm::Tiled => {
+            scaled(&mut c);
+            tiled::accumulate(alpha, a, b, c, tile);
+        }
+        Algorithm::Parallel => {
+            scaled(&mut c);
+            parallel::accumulate(alpha, a, b, c, tile, opts.effective_threads())?;
+        }
+        Algorithm::Packed => packed::multiply(alpha, a, b, beta, c, opts)?,
     }
     Ok(())
 }

@@ -1,0 +1,170 @@
+//! Cache blocking: the MC/KC/NC block sizes of the five-loop driver,
+//! derived from the cache hierarchy read at run time (Linux sysfs), in one
+//! place, and overridable for tuning.
+//!
+//! The driver ([`super::driver`]) runs, innermost first: the microkernel
+//! over micro-panels of B̃ (jr) while one micro-panel of Ã stays in L1, then
+//! over micro-panels of Ã (ir), so the whole kc×nc block B̃ is reread from
+//! L2 once per micro-panel of Ã. Hence:
+//!
+//! * **KC**: an MR×KC micro-panel of Ã takes half of L1:
+//!   KC = L1/2 / (MR·size).
+//! * **NC**: the KC×NC block B̃ takes half of L2: NC = L2/2 / (KC·size),
+//!   a multiple of NR.
+//! * **MC**: the MC×KC block Ã takes a quarter of L2, a multiple of MR, so
+//!   packing it does not evict B̃.
+
+use std::fs;
+use std::sync::OnceLock;
+
+use crate::error::Error;
+
+/// Data cache sizes in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSizes {
+    /// Level-1 data cache of one core.
+    pub l1d: usize,
+    /// Level-2 cache of one core.
+    pub l2: usize,
+    /// Last-level cache (shared).
+    pub l3: usize,
+}
+
+/// Sizes assumed where the OS does not say (a common x86-64 core).
+const FALLBACK_CACHES: CacheSizes = CacheSizes {
+    l1d: 32 * 1024,
+    l2: 512 * 1024,
+    l3: 8 * 1024 * 1024,
+};
+
+/// The cache sizes of CPU 0, read once.
+pub fn cache_sizes() -> CacheSizes {
+    static CACHES: OnceLock<CacheSizes> = OnceLock::new();
+    *CACHES.get_or_init(|| read_sysfs_caches().unwrap_or(FALLBACK_CACHES))
+}
+
+fn read_sysfs_caches() -> Option<CacheSizes> {
+    let mut sizes = FALLBACK_CACHES;
+    let mut found = false;
+    for index in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
+        let Ok(level) = fs::read_to_string(format!("{dir}/level")) else {
+            continue;
+        };
+        let kind = fs::read_to_string(format!("{dir}/type")).unwrap_or_default();
+        let Some(bytes) = fs::read_to_string(format!("{dir}/size"))
+            .ok()
+            .and_then(|s| parse_size(&s))
+        else {
+            continue;
+        };
+        match (level.trim(), kind.trim()) {
+            ("1", "Data") => sizes.l1d = bytes,
+            ("2", _) => sizes.l2 = bytes,
+            ("3", _) => sizes.l3 = bytes,
+            _ => continue,
+        }
+        found = true;
+    }
+    found.then_some(sizes)
+}
+
+/// Parses sysfs sizes such as "48K" or "2048K" or "32M".
+fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let value: usize = digits.parse().ok()?;
+    match unit {
+        "" => Some(value),
+        "K" => value.checked_mul(1024),
+        "M" => value.checked_mul(1024 * 1024),
+        "G" => value.checked_mul(1024 * 1024 * 1024),
+        _ => None,
+    }
+}
+
+/// MC, KC and NC of the five-loop driver, in elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlockSizes {
+    /// Rows of A packed at once.
+    pub mc: usize,
+    /// Depth (shared dimension) of one packed block.
+    pub kc: usize,
+    /// Columns of B packed at once.
+    pub nc: usize,
+}
+
+impl BlockSizes {
+    /// The analytical sizes for a kernel of `mr`×`nr` elements of
+    /// `elem_size` bytes on a CPU with these caches (see module docs).
+    pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
+        let kc = round_down(caches.l1d / 2 / (mr * elem_size), 8).clamp(64, 1024);
+        let nc = round_down(caches.l2 / 2 / (kc * elem_size), nr).max(nr);
+        let mc = round_down(caches.l2 / 4 / (kc * elem_size), mr).max(mr);
+        BlockSizes { mc, kc, nc }
+    }
+
+    /// Parses "MC,KC,NC", as given to `--blocks` or `FASTMM_BLOCKS`.
+    pub fn parse(text: &str) -> Result<BlockSizes, Error> {
+        let bad = || {
+            Error::InvalidOption(format!(
+                "block sizes '{text}' are not three positive integers MC,KC,NC"
+            ))
+        };
+        let values: Vec<usize> = text
+            .split(',')
+            .map(|v| v.trim().parse::<usize>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        match values[..] {
+            [mc, kc, nc] if mc > 0 && kc > 0 && nc > 0 => Ok(BlockSizes { mc, kc, nc }),
+            _ => Err(bad()),
+        }
+    }
+
+    /// The same sizes rounded up to whole micro-panels of an `mr`×`nr` kernel.
+    pub fn fitted(self, mr: usize, nr: usize) -> BlockSizes {
+        BlockSizes {
+            mc: self.mc.div_ceil(mr) * mr,
+            kc: self.kc,
+            nc: self.nc.div_ceil(nr) * nr,
+        }
+    }
+}
+
+fn round_down(value: usize, multiple: usize) -> usize {
+    value / multiple * multiple
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_derive() {
+        assert_eq!(parse_size("48K\n"), Some(48 * 1024));
+        assert_eq!(parse_size("32M"), Some(32 << 20));
+        assert_eq!(parse_size("x"), None);
+        let caches = CacheSizes {
+            l1d: 32 << 10,
+            l2: 1 << 20,
+            l3: 32 << 20,
+        };
+        let bs = BlockSizes::for_kernel(caches, 4, 12, 32);
+        assert_eq!(bs.kc, 336);
+        assert_eq!(bs.nc % 32, 0);
+        assert_eq!(bs.mc % 12, 0);
+        assert_eq!(
+            BlockSizes::parse("96, 256,512").unwrap(),
+            BlockSizes {
+                mc: 96,
+                kc: 256,
+                nc: 512
+            }
+        );
+        assert!(BlockSizes::parse("96,0,512").is_err());
+        assert!(BlockSizes::parse("96,256").is_err());
+    }
+}

@@ -1,0 +1,215 @@
+//! Kernels are data: for each element type a table of kernels, best first,
+//! and a choice resolved once per process from the CPU's features, or
+//! forced by `FASTMM_CPU_KERNEL` or an option.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef};
+use crate::packed::blocking::{cache_sizes, BlockSizes};
+use crate::packed::driver::gemm_serial;
+use crate::packed::kernel::Microkernel;
+use crate::packed::kernels::generic::Generic;
+
+/// Environment variable that forces a kernel family for the whole process.
+pub const KERNEL_ENV: &str = "FASTMM_CPU_KERNEL";
+
+/// A family of microkernels, one per element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CpuKernel {
+    /// AVX-512F/DQ with FMA (x86-64).
+    Avx512,
+    /// AVX2 with FMA (x86-64).
+    Avx2,
+    /// Portable scalar loops: the reference twin.
+    Generic,
+}
+
+impl CpuKernel {
+    /// Every family, fastest first.
+    pub const ALL: [CpuKernel; 3] = [CpuKernel::Avx512, CpuKernel::Avx2, CpuKernel::Generic];
+
+    /// Name as accepted by `FASTMM_CPU_KERNEL` and `--cpu-kernel`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuKernel::Avx512 => "avx512",
+            CpuKernel::Avx2 => "avx2",
+            CpuKernel::Generic => "generic",
+        }
+    }
+
+    /// Whether this CPU can run the family (same answer for every type).
+    pub fn is_supported(self) -> bool {
+        f32::packed_kernels()
+            .iter()
+            .any(|k| k.family == self && (k.is_available)())
+    }
+}
+
+impl fmt::Display for CpuKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CpuKernel {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        CpuKernel::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                Error::InvalidOption(format!(
+                    "unknown CPU kernel '{s}' (expected avx512, avx2 or generic)"
+                ))
+            })
+    }
+}
+
+/// The signature of [`Microkernel::run`].
+pub(crate) type MicrokernelFn<T> = unsafe fn(usize, T, *const T, *const T, T, *mut T, isize, isize);
+
+/// The serial driver instantiated for one kernel: C ← αAB + βC.
+pub(crate) type SerialGemmFn<T> =
+    fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>, &BlockSizes);
+
+/// One row of a kernel table: a microkernel and the driver instantiated for it.
+pub struct PackedKernel<T: Element> {
+    /// The family it belongs to.
+    pub family: CpuKernel,
+    /// Name shown in reports, e.g. `avx512 12x32`.
+    pub name: &'static str,
+    /// Tile rows.
+    pub mr: usize,
+    /// Tile columns.
+    pub nr: usize,
+    pub(crate) is_available: fn() -> bool,
+    pub(crate) micro: MicrokernelFn<T>,
+    pub(crate) gemm: SerialGemmFn<T>,
+}
+
+impl<T: Element> PackedKernel<T> {
+    /// The table row for kernel K of `family`.
+    pub(crate) const fn of<K: Microkernel<T>>(family: CpuKernel) -> PackedKernel<T> {
+        PackedKernel {
+            family,
+            name: K::NAME,
+            mr: K::MR,
+            nr: K::NR,
+            is_available: K::is_available,
+            micro: K::run,
+            gemm: gemm_serial::<T, K>,
+        }
+    }
+
+    /// Throughput of the microkernel alone, in GFLOP/s: `calls` calls on
+    /// cache-resident panels of depth `kc`, updating one C tile (β = 1).
+    /// This is the ceiling the whole GEMM can approach.
+    pub fn microkernel_gflops(&self, kc: usize, calls: usize) -> f64 {
+        let a = vec![T::from_f64(0.5); self.mr * kc];
+        let b = vec![T::from_f64(0.25); kc * self.nr];
+        let mut c = vec![T::ZERO; self.mr * self.nr];
+        let start = std::time::Instant::now();
+        for _ in 0..calls {
+            // SAFETY: the panels hold MR·kc and kc·NR elements, the tile is
+            // MR×NR row-major, and the table only lists kernels whose
+            // availability `select_kernel` checked (asserted here too).
+            assert!((self.is_available)());
+            unsafe {
+                (self.micro)(
+                    kc,
+                    T::ONE,
+                    a.as_ptr(),
+                    b.as_ptr(),
+                    T::ONE,
+                    c.as_mut_ptr(),
+                    self.nr as isize,
+                    1,
+                )
+            };
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        std::hint::black_box(&c);
+        2.0 * (self.mr * self.nr * kc * calls) as f64 / seconds / 1e9
+    }
+
+    /// The analytical block sizes for this kernel on this machine.
+    pub fn default_blocks(&self) -> BlockSizes {
+        BlockSizes::for_kernel(cache_sizes(), std::mem::size_of::<T>(), self.mr, self.nr)
+    }
+}
+
+macro_rules! kernel_table {
+    ($fn_name:ident, $t:ty, $mr:expr, $nr:expr, $avx512:ident, $avx2:ident) => {
+        /// Kernel table for this type, fastest first; the last row is the generic twin.
+        pub(crate) fn $fn_name() -> &'static [PackedKernel<$t>] {
+            #[cfg(target_arch = "x86_64")]
+            {
+                use crate::packed::kernels::x86;
+                const TABLE: &[PackedKernel<$t>] = &[
+                    PackedKernel::of::<x86::$avx512>(CpuKernel::Avx512),
+                    PackedKernel::of::<x86::$avx2>(CpuKernel::Avx2),
+                    PackedKernel::of::<Generic<$t, $mr, $nr>>(CpuKernel::Generic),
+                ];
+                TABLE
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                const TABLE: &[PackedKernel<$t>] = &[PackedKernel::of::<Generic<$t, $mr, $nr>>(
+                    CpuKernel::Generic,
+                )];
+                TABLE
+            }
+        }
+    };
+}
+
+kernel_table!(f32_kernels, f32, 4, 8, Avx512F32, Avx2F32);
+kernel_table!(f64_kernels, f64, 4, 4, Avx512F64, Avx2F64);
+kernel_table!(i32_kernels, i32, 4, 8, Avx512I32, Avx2I32);
+kernel_table!(i64_kernels, i64, 4, 4, Avx512I64, Avx2I64);
+
+/// The process-wide family: `FASTMM_CPU_KERNEL` if set, else the fastest
+/// the CPU supports. Read and detected once.
+pub fn default_cpu_kernel() -> Result<CpuKernel, Error> {
+    static CHOICE: OnceLock<Result<CpuKernel, Error>> = OnceLock::new();
+    CHOICE
+        .get_or_init(|| match std::env::var(KERNEL_ENV) {
+            Ok(forced) if !forced.trim().is_empty() => forced
+                .parse::<CpuKernel>()
+                .map_err(|e| Error::InvalidOption(format!("{KERNEL_ENV}: {e}"))),
+            _ => Ok(CpuKernel::ALL
+                .into_iter()
+                .find(|k| k.is_supported())
+                .unwrap_or(CpuKernel::Generic)),
+        })
+        .clone()
+}
+
+/// The kernel of `family` (or of the process default) for T, checked
+/// against the CPU.
+pub fn select_kernel<T: Element>(
+    family: Option<CpuKernel>,
+) -> Result<&'static PackedKernel<T>, Error> {
+    let family = match family {
+        Some(f) => f,
+        None => default_cpu_kernel()?,
+    };
+    let kernel = T::packed_kernels()
+        .iter()
+        .find(|k| k.family == family)
+        .ok_or_else(|| Error::Unsupported {
+            algorithm: "packed",
+            what: format!("the {family} kernel on this architecture"),
+        })?;
+    if !(kernel.is_available)() {
+        return Err(Error::Unsupported {
+            algorithm: "packed",
+            what: format!("the {family} kernel on this CPU (it lacks the instructions)"),
+        });
+    }
+    Ok(kernel)
+}

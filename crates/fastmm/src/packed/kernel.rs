@@ -1,0 +1,62 @@
+//! The microkernel contract.
+//!
+//! A microkernel computes one MR×NR tile of C from two packed micro-panels:
+//!
+//! **C_tile ← α·Ã·B̃ + β·C_tile**
+//!
+//! * **Packed layout.** Ã is MR×kc, stored column after column: element
+//!   (i, p) is at `a[p·MR + i]`. B̃ is kc×NR, stored row after row: element
+//!   (p, j) is at `b[p·NR + j]`. Packing ([`super::packing`]) pads partial
+//!   panels with zeros, so a kernel always computes a full tile.
+//! * **C addressing.** Element (i, j) of the tile is at `c[i·rs_c + j·cs_c]`
+//!   for every i < MR and j < NR: the kernel reads (when β ≠ 0) and writes
+//!   the whole tile.
+//! * **Edge tiles.** The kernel never sees one. Where C has fewer than MR
+//!   rows or NR columns left, the driver passes an MR×NR scratch tile with
+//!   β = 0 and then merges the valid part into C itself
+//!   ([`super::driver`]).
+//! * **β = 0 never reads C.** With β = 0 the old contents of the tile,
+//!   NaN included, do not influence the result.
+//! * **kc = 0** is allowed and gives C_tile ← β·C_tile.
+//!
+//! Every kernel has a reference twin, [`super::kernels::generic`]: plain
+//! scalar loops with the same contract, used as the portable fallback and as
+//! the oracle the fast kernels are tested against.
+
+use crate::element::Element;
+
+/// A register-blocked MR×NR kernel; see the module documentation for the
+/// contract every implementation must keep.
+///
+/// # Safety
+/// Implementors must touch exactly the memory the contract describes, and
+/// must only be run where [`Microkernel::is_available`] is true.
+pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
+    /// Rows of the tile.
+    const MR: usize;
+    /// Columns of the tile.
+    const NR: usize;
+    /// Name shown in reports, e.g. `avx512 12x32`.
+    const NAME: &'static str;
+
+    /// Whether the running CPU has the instructions this kernel uses.
+    fn is_available() -> bool;
+
+    /// C_tile ← α·Ã·B̃ + β·C_tile.
+    ///
+    /// # Safety
+    /// `a` holds MR·kc and `b` holds kc·NR readable elements; every
+    /// `c + i·rs_c + j·cs_c` (i < MR, j < NR) is valid for reads and writes
+    /// and not aliased elsewhere; [`Microkernel::is_available`] is true.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run(
+        kc: usize,
+        alpha: T,
+        a: *const T,
+        b: *const T,
+        beta: T,
+        c: *mut T,
+        rs_c: isize,
+        cs_c: isize,
+    );
+}

@@ -1,0 +1,319 @@
+//! x86-64 SIMD microkernels, written with `std::arch` intrinsics inside
+//! functions compiled with `#[target_feature]`, so the released binary runs
+//! on any x86-64 and still uses AVX-512 or AVX2 where the CPU has them (no
+//! `-C target-cpu=native`). One macro body serves every element type and
+//! instruction set; only the vector operations differ. Floats use fused
+//! multiply-adds; integers use the vector low multiplies (`vpmulld`,
+//! `vpmullq` from AVX-512DQ, and a three-multiply emulation of the 64-bit
+//! low product on AVX2), which give exactly the wrapping result.
+//!
+//! Tile shapes: AVX-512 has 32 vector registers, so MR = 12 rows of two
+//! vectors keep 24 accumulators, two vectors of B̃ and a broadcast of Ã
+//! live; AVX2 has 16, so 6×(two vectors) keeps 12 accumulators (4×2 for the
+//! i64 emulation, which needs scratch registers).
+
+use std::arch::x86_64::*;
+
+use crate::element::Element;
+use crate::packed::kernel::Microkernel;
+
+/// How many k steps ahead the kernels prefetch B̃.
+const B_PREFETCH_STEPS: usize = 8;
+
+fn has_avx512() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512dq")
+        && is_x86_feature_detected!("fma")
+}
+
+fn has_avx2() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// Defines one microkernel. `$ops` names a module of `#[inline]` vector
+/// operations compiled with the same features: `zero`, `load`, `store`,
+/// `splat`, `fma(a, b, acc) = acc + a·b` and `mul`.
+macro_rules! simd_kernel {
+    ($name:ident, $t:ty, $mr:literal, $nv:literal, $lanes:literal, $label:literal, $features:literal, $detect:path, $ops:ident) => {
+        #[doc = concat!("`", $label, "` kernel for ", stringify!($t), ".")]
+        pub struct $name;
+
+        impl $name {
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+            unsafe fn compute(
+                kc: usize,
+                alpha: $t,
+                a: *const $t,
+                b: *const $t,
+                beta: $t,
+                c: *mut $t,
+                rs_c: isize,
+                cs_c: isize,
+            ) {
+                const NR: usize = $nv * $lanes;
+                let beta_is_zero = beta == <$t as Element>::ZERO;
+                // SAFETY (whole body): the Microkernel::run contract — MR·kc
+                // elements at `a`, kc·NR at `b`, and an MR×NR tile at `c`
+                // with strides (rs_c, cs_c) — bounds every access below.
+                unsafe {
+                    if !beta_is_zero {
+                        for i in 0..$mr {
+                            for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                                _mm_prefetch::<_MM_HINT_T0>(
+                                    c.offset(i as isize * rs_c + j as isize * cs_c).cast(),
+                                );
+                            }
+                        }
+                    }
+                    let mut acc = [[$ops::zero(); $nv]; $mr];
+                    let mut b_row = [$ops::zero(); $nv];
+                    for p in 0..kc {
+                        let bp = b.add(p * NR);
+                        // B̃ streams from L2: ask for it a few steps early.
+                        // wrapping_add: the hint may point past the panel,
+                        // which a prefetch tolerates and `add` would not.
+                        for line in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                            _mm_prefetch::<_MM_HINT_T0>(
+                                bp.wrapping_add(B_PREFETCH_STEPS * NR + line).cast(),
+                            );
+                        }
+                        for v in 0..$nv {
+                            b_row[v] = $ops::load(bp.add(v * $lanes));
+                        }
+                        let ap = a.add(p * $mr);
+                        for i in 0..$mr {
+                            let ai = $ops::splat(*ap.add(i));
+                            for v in 0..$nv {
+                                acc[i][v] = $ops::fma(ai, b_row[v], acc[i][v]);
+                            }
+                        }
+                    }
+                    let alpha_v = $ops::splat(alpha);
+                    let beta_v = $ops::splat(beta);
+                    if cs_c == 1 {
+                        for i in 0..$mr {
+                            let row = c.offset(i as isize * rs_c);
+                            for v in 0..$nv {
+                                let dst = row.add(v * $lanes);
+                                let product = $ops::mul(alpha_v, acc[i][v]);
+                                let merged = if beta_is_zero {
+                                    product
+                                } else {
+                                    $ops::fma(beta_v, $ops::load(dst), product)
+                                };
+                                $ops::store(dst, merged);
+                            }
+                        }
+                    } else {
+                        let mut tile = [<$t as Element>::ZERO; $mr * NR];
+                        for i in 0..$mr {
+                            for v in 0..$nv {
+                                $ops::store(
+                                    tile.as_mut_ptr().add(i * NR + v * $lanes),
+                                    $ops::mul(alpha_v, acc[i][v]),
+                                );
+                            }
+                        }
+                        for i in 0..$mr {
+                            for j in 0..NR {
+                                let dst = c.offset(i as isize * rs_c + j as isize * cs_c);
+                                let product = tile[i * NR + j];
+                                *dst = if beta_is_zero {
+                                    product
+                                } else {
+                                    product.add_product(beta, *dst)
+                                };
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        // SAFETY: `compute` touches exactly the memory of the contract, and
+        // `run` is only called where `is_available` holds, so the target
+        // features `compute` was compiled for are present.
+        unsafe impl Microkernel<$t> for $name {
+            const MR: usize = $mr;
+            const NR: usize = $nv * $lanes;
+            const NAME: &'static str = $label;
+
+            fn is_available() -> bool {
+                $detect()
+            }
+
+            #[inline]
+            unsafe fn run(
+                kc: usize,
+                alpha: $t,
+                a: *const $t,
+                b: *const $t,
+                beta: $t,
+                c: *mut $t,
+                rs_c: isize,
+                cs_c: isize,
+            ) {
+                // SAFETY: forwarded contract, which includes `is_available()`.
+                unsafe { Self::compute(kc, alpha, a, b, beta, c, rs_c, cs_c) }
+            }
+        }
+    };
+}
+
+/// Declares a module of vector operations compiled for `$features`.
+macro_rules! vector_ops {
+    ($module:ident, $features:literal, $t:ty, $v:ty,
+     zero: $zero:expr, load: $load:expr, store: $store:expr, splat: $splat:expr,
+     fma: $fma:expr, mul: $mul:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use std::arch::x86_64::*;
+
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) fn zero() -> $v {
+                $zero
+            }
+            /// # Safety
+            /// `p` points to a full vector of readable elements.
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) unsafe fn load(p: *const $t) -> $v {
+                // SAFETY: forwarded to the caller; unaligned load.
+                unsafe { $load(p) }
+            }
+            /// # Safety
+            /// `p` points to a full vector of writable elements.
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) unsafe fn store(p: *mut $t, x: $v) {
+                // SAFETY: forwarded to the caller; unaligned store.
+                unsafe { $store(p, x) }
+            }
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) fn splat(x: $t) -> $v {
+                $splat(x)
+            }
+            /// acc + a·b.
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) fn fma(a: $v, b: $v, acc: $v) -> $v {
+                $fma(a, b, acc)
+            }
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) fn mul(a: $v, b: $v) -> $v {
+                $mul(a, b)
+            }
+        }
+    };
+}
+
+vector_ops!(f32x16, "avx512f,avx512dq,fma", f32, __m512,
+    zero: _mm512_setzero_ps(), load: |p: *const f32| _mm512_loadu_ps(p), store: |p: *mut f32, x| _mm512_storeu_ps(p, x),
+    splat: _mm512_set1_ps, fma: |a, b, acc| _mm512_fmadd_ps(a, b, acc), mul: _mm512_mul_ps);
+vector_ops!(f64x8, "avx512f,avx512dq,fma", f64, __m512d,
+    zero: _mm512_setzero_pd(), load: |p: *const f64| _mm512_loadu_pd(p), store: |p: *mut f64, x| _mm512_storeu_pd(p, x),
+    splat: _mm512_set1_pd, fma: |a, b, acc| _mm512_fmadd_pd(a, b, acc), mul: _mm512_mul_pd);
+vector_ops!(i32x16, "avx512f,avx512dq,fma", i32, __m512i,
+    zero: _mm512_setzero_si512(), load: |p: *const i32| _mm512_loadu_si512(p.cast()), store: |p: *mut i32, x| _mm512_storeu_si512(p.cast(), x),
+    splat: _mm512_set1_epi32, fma: |a, b, acc| _mm512_add_epi32(_mm512_mullo_epi32(a, b), acc), mul: _mm512_mullo_epi32);
+vector_ops!(i64x8, "avx512f,avx512dq,fma", i64, __m512i,
+    zero: _mm512_setzero_si512(), load: |p: *const i64| _mm512_loadu_si512(p.cast()), store: |p: *mut i64, x| _mm512_storeu_si512(p.cast(), x),
+    splat: _mm512_set1_epi64, fma: |a, b, acc| _mm512_add_epi64(_mm512_mullo_epi64(a, b), acc), mul: _mm512_mullo_epi64);
+vector_ops!(f32x8, "avx2,fma", f32, __m256,
+    zero: _mm256_setzero_ps(), load: |p: *const f32| _mm256_loadu_ps(p), store: |p: *mut f32, x| _mm256_storeu_ps(p, x),
+    splat: _mm256_set1_ps, fma: |a, b, acc| _mm256_fmadd_ps(a, b, acc), mul: _mm256_mul_ps);
+vector_ops!(f64x4, "avx2,fma", f64, __m256d,
+    zero: _mm256_setzero_pd(), load: |p: *const f64| _mm256_loadu_pd(p), store: |p: *mut f64, x| _mm256_storeu_pd(p, x),
+    splat: _mm256_set1_pd, fma: |a, b, acc| _mm256_fmadd_pd(a, b, acc), mul: _mm256_mul_pd);
+vector_ops!(i32x8, "avx2,fma", i32, __m256i,
+    zero: _mm256_setzero_si256(), load: |p: *const i32| _mm256_loadu_si256(p.cast()), store: |p: *mut i32, x| _mm256_storeu_si256(p.cast(), x),
+    splat: _mm256_set1_epi32, fma: |a, b, acc| _mm256_add_epi32(_mm256_mullo_epi32(a, b), acc), mul: _mm256_mullo_epi32);
+vector_ops!(i64x4, "avx2,fma", i64, __m256i,
+    zero: _mm256_setzero_si256(), load: |p: *const i64| _mm256_loadu_si256(p.cast()), store: |p: *mut i64, x| _mm256_storeu_si256(p.cast(), x),
+    splat: _mm256_set1_epi64x, fma: |a, b, acc| _mm256_add_epi64(super::mullo_epi64_avx2(a, b), acc), mul: super::mullo_epi64_avx2);
+
+/// Low 64 bits of each 64×64-bit lane product, which AVX2 lacks:
+/// a·b mod 2^64 = lo(a)·lo(b) + 2^32·(hi(a)·lo(b) + lo(a)·hi(b)).
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn mullo_epi64_avx2(a: __m256i, b: __m256i) -> __m256i {
+    let low = _mm256_mul_epu32(a, b);
+    let cross = _mm256_add_epi64(
+        _mm256_mul_epu32(_mm256_srli_epi64::<32>(a), b),
+        _mm256_mul_epu32(a, _mm256_srli_epi64::<32>(b)),
+    );
+    _mm256_add_epi64(low, _mm256_slli_epi64::<32>(cross))
+}
+
+simd_kernel!(
+    Avx512F32,
+    f32,
+    12,
+    2,
+    16,
+    "avx512 12x32",
+    "avx512f,avx512dq,fma",
+    has_avx512,
+    f32x16
+);
+simd_kernel!(
+    Avx512F64,
+    f64,
+    12,
+    2,
+    8,
+    "avx512 12x16",
+    "avx512f,avx512dq,fma",
+    has_avx512,
+    f64x8
+);
+simd_kernel!(
+    Avx512I32,
+    i32,
+    12,
+    2,
+    16,
+    "avx512 12x32",
+    "avx512f,avx512dq,fma",
+    has_avx512,
+    i32x16
+);
+simd_kernel!(
+    Avx512I64,
+    i64,
+    12,
+    2,
+    8,
+    "avx512 12x16",
+    "avx512f,avx512dq,fma",
+    has_avx512,
+    i64x8
+);
+simd_kernel!(
+    Avx2F32,
+    f32,
+    6,
+    2,
+    8,
+    "avx2 6x16",
+    "avx2,fma",
+    has_avx2,
+    f32x8
+);
+simd_kernel!(Avx2F64, f64, 6, 2, 4, "avx2 6x8", "avx2,fma", has_avx2, f64x4);
+simd_kernel!(
+    Avx2I32,
+    i32,
+    6,
+    2,
+    8,
+    "avx2 6x16",
+    "avx2,fma",
+    has_avx2,
+    i32x8
+);
+simd_kernel!(Avx2I64, i64, 4, 2, 4, "avx2 4x8", "avx2,fma", has_avx2, i64x4);

@@ -1,0 +1,116 @@
+//! Every SIMD microkernel family against its reference twin (the generic
+//! kernel) and an exact reference, over the edges of every blocking level:
+//! MR±1, NR±1 and KC±1, with block sizes small enough that MC and NC edges
+//! occur too. Families the CPU lacks are reported and skipped.
+
+use fastmm::packed::{select_kernel, CpuKernel};
+use fastmm::random::{random_matrix_full_range, seeded_rng};
+use fastmm::verify::verify;
+use fastmm::{gemm, Algorithm, BlockSizes, Element, GemmOptions, Matrix};
+
+const KC: usize = 16;
+
+fn around(x: usize) -> [usize; 3] {
+    [x - 1, x, x + 1]
+}
+
+fn check_family<T: Element>(family: CpuKernel) {
+    let Ok(kernel) = select_kernel::<T>(Some(family)) else {
+        eprintln!(
+            "skipping {family} for {}: not supported on this CPU",
+            T::DTYPE
+        );
+        return;
+    };
+    let (mr, nr) = (kernel.mr, kernel.nr);
+    let blocks = BlockSizes {
+        mc: 2 * mr,
+        kc: KC,
+        nc: 2 * nr,
+    };
+    let fast = GemmOptions::new(Algorithm::Packed)
+        .cpu_kernel(family)
+        .block_sizes(blocks)
+        .threads(1);
+    let twin = GemmOptions::new(Algorithm::Packed)
+        .cpu_kernel(CpuKernel::Generic)
+        .threads(1);
+    let mut rng = seeded_rng(11);
+    let ms = [1, mr - 1, mr, mr + 1, 2 * mr + 1, 4 * mr + 3];
+    let ns = [1, nr - 1, nr, nr + 1, 2 * nr + 1, 4 * nr + 5];
+    for &m in &ms {
+        for &n in &ns {
+            for k in [1, 2].into_iter().chain(around(KC)).chain(around(2 * KC)) {
+                let a: Matrix<T> = random_matrix_full_range(m, k, &mut rng);
+                let b: Matrix<T> = random_matrix_full_range(k, n, &mut rng);
+                for (alpha, beta) in [(T::ONE, T::ZERO), (T::from_i64(3), T::from_i64(-2))] {
+                    let c0: Matrix<T> = random_matrix_full_range(m, n, &mut rng);
+                    let mut got = c0.clone();
+                    gemm(alpha, a.as_ref(), b.as_ref(), beta, got.as_mut(), &fast).unwrap();
+                    let mut want = c0.clone();
+                    gemm(alpha, a.as_ref(), b.as_ref(), beta, want.as_mut(), &twin).unwrap();
+                    let label = format!(
+                        "{} {} {m}×{k}×{n} α={alpha} β={beta}",
+                        kernel.name,
+                        T::DTYPE
+                    );
+                    if T::DTYPE.is_integer() {
+                        assert_eq!(got, want, "{label}");
+                    } else if beta == T::ZERO {
+                        assert!(
+                            verify(a.as_ref(), b.as_ref(), got.as_ref()).unwrap().ok,
+                            "{label}"
+                        );
+                    } else {
+                        let scale = (0..m)
+                            .flat_map(|i| (0..n).map(move |j| (i, j)))
+                            .map(|(i, j)| (got.get(i, j).to_f64() - want.get(i, j).to_f64()).abs())
+                            .fold(0.0, f64::max);
+                        let bound = 8.0 * (k as f64 + 4.0) * T::DTYPE.unit_roundoff() * 8.0;
+                        assert!(scale <= bound, "{label}: max difference {scale} > {bound}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_all_families<T: Element>() {
+    for family in CpuKernel::ALL {
+        check_family::<T>(family);
+    }
+}
+
+#[test]
+fn kernels_f32_match_their_twin() {
+    check_all_families::<f32>();
+}
+
+#[test]
+fn kernels_f64_match_their_twin() {
+    check_all_families::<f64>();
+}
+
+#[test]
+fn kernels_i32_match_their_twin_exactly() {
+    check_all_families::<i32>();
+}
+
+#[test]
+fn kernels_i64_match_their_twin_exactly() {
+    check_all_families::<i64>();
+}
+
+#[test]
+fn forcing_an_unsupported_or_unknown_kernel_is_an_error() {
+    assert!("neon9".parse::<CpuKernel>().is_err());
+    for family in CpuKernel::ALL {
+        let supported = family.is_supported();
+        assert_eq!(
+            select_kernel::<f64>(Some(family)).is_ok(),
+            supported,
+            "{family}"
+        );
+    }
+    assert!(CpuKernel::Generic.is_supported());
+}
