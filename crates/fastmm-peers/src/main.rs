@@ -1,0 +1,250 @@
+//! `fastmm-peers`: fastmm's `packed` against the GEMMs a user would reach for
+//! instead — OpenBLAS (through numpy, checked with threadpoolctl), the
+//! `matrixmultiply` crate (threading feature) and the `gemm` crate
+//! (AVX-512 enabled) — on the same machine, in one run, with every
+//! contestant using the same number of threads.
+//!
+//! Rounds are interleaved (each round times every Rust contestant once) so
+//! that the machine's drift hits all of them alike; medians are reported,
+//! with fastmm's throughput as a ratio to each peer's. Every result is
+//! verified. Each timed run starts after a short pause, so that no
+//! contestant's idle-spinning thread pool slows the next one down.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use fastmm::random::{random_matrix, seeded_rng};
+use fastmm::threads::available_threads;
+use fastmm::verify::verify;
+use fastmm::{gemm as fastmm_gemm, Algorithm, DType, Element, GemmOptions, Matrix};
+
+/// Pause before each timed run.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
+
+#[derive(Parser)]
+#[command(about = "Benchmark fastmm's packed GEMM against OpenBLAS, matrixmultiply and gemm")]
+struct Args {
+    /// Problems as N (square) or MxKxN, comma separated.
+    #[arg(long, default_value = "1024,2048,4096,4096x256x4096,256x4096x256")]
+    shapes: String,
+    /// Element types: f32, f64 or both.
+    #[arg(long, default_value = "f32,f64")]
+    dtype: String,
+    /// Timed rounds; medians are reported.
+    #[arg(long, default_value_t = 7)]
+    rounds: usize,
+    /// Threads for every contestant (default: all hardware threads).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Python interpreter with numpy and threadpoolctl; `none` skips OpenBLAS.
+    #[arg(long, default_value = "python3")]
+    python: String,
+}
+
+struct Contestant<T> {
+    name: &'static str,
+    run: Box<dyn Fn(&Matrix<T>, &Matrix<T>, &mut Matrix<T>)>,
+}
+
+trait PeerElement: Element {
+    /// matrixmultiply's sgemm/dgemm: C ← αAB + βC with explicit strides.
+    ///
+    /// # Safety
+    /// Pointers and strides describe valid m×k, k×n and m×n matrices.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: *const Self, b: *const Self, c: *mut Self);
+}
+
+impl PeerElement for f32 {
+    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: *const f32, b: *const f32, c: *mut f32) {
+        // SAFETY: forwarded; row-major strides of contiguous matrices.
+        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1) }
+    }
+}
+
+impl PeerElement for f64 {
+    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: *const f64, b: *const f64, c: *mut f64) {
+        // SAFETY: forwarded; row-major strides of contiguous matrices.
+        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1) }
+    }
+}
+
+fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
+    let opts = GemmOptions::new(Algorithm::Packed).threads(threads);
+    vec![
+        Contestant {
+            name: "fastmm packed",
+            run: Box::new(move |a, b, c| {
+                fastmm_gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).expect("valid shapes")
+            }),
+        },
+        Contestant {
+            name: "matrixmultiply",
+            run: Box::new(|a, b, c| {
+                let (m, k, n) = (a.rows(), a.cols(), b.cols());
+                // SAFETY: contiguous row-major matrices of the stated shapes.
+                unsafe { T::matrixmultiply(m, k, n, a.as_slice().as_ptr(), b.as_slice().as_ptr(), c.as_mut_slice().as_mut_ptr()) }
+            }),
+        },
+        Contestant {
+            name: "gemm crate",
+            run: Box::new(move |a, b, c| {
+                let (m, k, n) = (a.rows(), a.cols(), b.cols());
+                // SAFETY: contiguous row-major matrices: column stride 1, row
+                // stride = columns. gemm computes dst ← α·dst + β·lhs·rhs;
+                // read_dst = false ignores dst.
+                unsafe {
+                    gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        c.as_mut_slice().as_mut_ptr(),
+                        1,
+                        n as isize,
+                        false,
+                        a.as_slice().as_ptr(),
+                        1,
+                        k as isize,
+                        b.as_slice().as_ptr(),
+                        1,
+                        n as isize,
+                        T::ZERO,
+                        T::ONE,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::Rayon(threads),
+                    )
+                }
+            }),
+        },
+    ]
+}
+
+fn parse_shape(text: &str) -> Result<(usize, usize, usize)> {
+    let parts: Vec<usize> = text
+        .split('x')
+        .map(|p| p.trim().parse::<usize>().with_context(|| format!("bad shape '{text}'")))
+        .collect::<Result<_>>()?;
+    match parts[..] {
+        [n] => Ok((n, n, n)),
+        [m, k, n] => Ok((m, k, n)),
+        _ => bail!("shape '{text}' is neither N nor MxKxN"),
+    }
+}
+
+fn median(times: &mut [f64]) -> f64 {
+    times.sort_by(f64::total_cmp);
+    let mid = times.len() / 2;
+    if times.len() % 2 == 1 {
+        times[mid]
+    } else {
+        (times[mid - 1] + times[mid]) / 2.0
+    }
+}
+
+fn numpy_median(args: &Args, (m, k, n): (usize, usize, usize), dtype: DType, threads: usize) -> Result<(f64, String)> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/numpy_gemm.py");
+    let out = Command::new(&args.python)
+        .args([script, &m.to_string(), &k.to_string(), &n.to_string(), dtype.name()])
+        .args([args.rounds.to_string(), threads.to_string()])
+        .output()
+        .with_context(|| format!("cannot run {}", args.python))?;
+    if !out.status.success() {
+        bail!("{}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("numpy failed"));
+    }
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let mut times: Vec<f64> = report["times_ms"]
+        .as_array()
+        .context("no timings")?
+        .iter()
+        .filter_map(|t| t.as_f64())
+        .collect();
+    let blas = &report["blas"][0];
+    let label = format!(
+        "numpy {} {} ({}, {} threads)",
+        blas["internal_api"].as_str().unwrap_or("?"),
+        blas["version"].as_str().unwrap_or("?"),
+        blas["architecture"].as_str().unwrap_or("?"),
+        blas["num_threads"]
+    );
+    Ok((median(&mut times), label))
+}
+
+fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usize) -> Result<()> {
+    let (m, k, n) = shape;
+    let mut rng = seeded_rng(42);
+    let a: Matrix<T> = random_matrix(m, k, &mut rng);
+    let b: Matrix<T> = random_matrix(k, n, &mut rng);
+    let mut c = Matrix::filled(m, n, T::poison());
+    let contestants = contestants::<T>(threads);
+    let mut times = vec![Vec::new(); contestants.len()];
+    for contestant in &contestants {
+        (contestant.run)(&a, &b, &mut c);
+        let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref())?;
+        if !verdict.ok {
+            bail!("{} gave a wrong result: {verdict:?}", contestant.name);
+        }
+    }
+    for _ in 0..args.rounds {
+        for (contestant, samples) in contestants.iter().zip(&mut times) {
+            // Let the previous contestant's worker threads stop spinning:
+            // on a small machine they would steal cores from this one.
+            std::thread::sleep(SETTLE);
+            let start = Instant::now();
+            (contestant.run)(&a, &b, &mut c);
+            samples.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let mut rows: Vec<(String, f64)> = contestants
+        .iter()
+        .zip(&mut times)
+        .map(|(contestant, samples)| (contestant.name.to_string(), median(samples)))
+        .collect();
+    if args.python != "none" {
+        match numpy_median(args, shape, T::DTYPE, threads) {
+            Ok((ms, label)) => rows.push((label, ms)),
+            Err(e) => eprintln!("note: OpenBLAS through numpy skipped: {e:#}"),
+        }
+    }
+    let flops = 2.0 * m as f64 * k as f64 * n as f64;
+    let ours = rows[0].1;
+    for (name, ms) in &rows {
+        println!(
+            "| {m}×{k}×{n} | {} | {name} | {ms:.2} | {:.1} | {:.2}× |",
+            T::DTYPE,
+            flops / ms / 1e6,
+            ms / ours
+        );
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let threads = args.threads.unwrap_or_else(available_threads);
+    if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
+        // matrixmultiply reads its thread count from the environment once.
+        std::env::set_var("MATMUL_NUM_THREADS", threads.to_string());
+    }
+    println!(
+        "fastmm-peers: {} rounds, {threads} threads for every contestant; CPU: {}",
+        args.rounds,
+        fastmm::system::cpu_model()
+    );
+    println!("| shape | dtype | contestant | median ms | GFLOP/s | fastmm speedup |");
+    println!("|---|---|---|---|---|---|");
+    for shape in args.shapes.split(',') {
+        let shape = parse_shape(shape)?;
+        for dtype in args.dtype.split(',') {
+            match dtype.trim().parse::<DType>()? {
+                DType::F32 => bench::<f32>(&args, shape, threads)?,
+                DType::F64 => bench::<f64>(&args, shape, threads)?,
+                other => bail!("the peers only multiply f32 and f64, not {other}"),
+            }
+        }
+    }
+    Ok(())
+}
