@@ -54,20 +54,49 @@ trait PeerElement: Element {
     /// # Safety
     /// Pointers and strides describe valid m×k, k×n and m×n matrices.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: *const Self, b: *const Self, c: *mut Self);
+    unsafe fn matrixmultiply(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const Self,
+        b: *const Self,
+        c: *mut Self,
+    );
 }
 
 impl PeerElement for f32 {
-    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: *const f32, b: *const f32, c: *mut f32) {
+    unsafe fn matrixmultiply(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+    ) {
         // SAFETY: forwarded; row-major strides of contiguous matrices.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1) }
+        unsafe {
+            matrixmultiply::sgemm(
+                m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1,
+            )
+        }
     }
 }
 
 impl PeerElement for f64 {
-    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: *const f64, b: *const f64, c: *mut f64) {
+    unsafe fn matrixmultiply(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f64,
+        b: *const f64,
+        c: *mut f64,
+    ) {
         // SAFETY: forwarded; row-major strides of contiguous matrices.
-        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1) }
+        unsafe {
+            matrixmultiply::dgemm(
+                m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1,
+            )
+        }
     }
 }
 
@@ -77,7 +106,8 @@ fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
         Contestant {
             name: "fastmm packed",
             run: Box::new(move |a, b, c| {
-                fastmm_gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).expect("valid shapes")
+                fastmm_gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
+                    .expect("valid shapes")
             }),
         },
         Contestant {
@@ -85,7 +115,16 @@ fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
             run: Box::new(|a, b, c| {
                 let (m, k, n) = (a.rows(), a.cols(), b.cols());
                 // SAFETY: contiguous row-major matrices of the stated shapes.
-                unsafe { T::matrixmultiply(m, k, n, a.as_slice().as_ptr(), b.as_slice().as_ptr(), c.as_mut_slice().as_mut_ptr()) }
+                unsafe {
+                    T::matrixmultiply(
+                        m,
+                        k,
+                        n,
+                        a.as_slice().as_ptr(),
+                        b.as_slice().as_ptr(),
+                        c.as_mut_slice().as_mut_ptr(),
+                    )
+                }
             }),
         },
         Contestant {
@@ -126,7 +165,11 @@ fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
 fn parse_shape(text: &str) -> Result<(usize, usize, usize)> {
     let parts: Vec<usize> = text
         .split('x')
-        .map(|p| p.trim().parse::<usize>().with_context(|| format!("bad shape '{text}'")))
+        .map(|p| {
+            p.trim()
+                .parse::<usize>()
+                .with_context(|| format!("bad shape '{text}'"))
+        })
         .collect::<Result<_>>()?;
     match parts[..] {
         [n] => Ok((n, n, n)),
@@ -145,15 +188,32 @@ fn median(times: &mut [f64]) -> f64 {
     }
 }
 
-fn numpy_median(args: &Args, (m, k, n): (usize, usize, usize), dtype: DType, threads: usize) -> Result<(f64, String)> {
+fn numpy_median(
+    args: &Args,
+    (m, k, n): (usize, usize, usize),
+    dtype: DType,
+    threads: usize,
+) -> Result<(f64, String)> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/numpy_gemm.py");
     let out = Command::new(&args.python)
-        .args([script, &m.to_string(), &k.to_string(), &n.to_string(), dtype.name()])
+        .args([
+            script,
+            &m.to_string(),
+            &k.to_string(),
+            &n.to_string(),
+            dtype.name(),
+        ])
         .args([args.rounds.to_string(), threads.to_string()])
         .output()
         .with_context(|| format!("cannot run {}", args.python))?;
     if !out.status.success() {
-        bail!("{}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("numpy failed"));
+        bail!(
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("numpy failed")
+        );
     }
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let mut times: Vec<f64> = report["times_ms"]

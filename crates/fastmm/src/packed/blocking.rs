@@ -4,15 +4,18 @@
 //!
 //! The driver ([`super::driver`]) runs, innermost first: the microkernel
 //! over micro-panels of B̃ (jr) while one micro-panel of Ã stays in L1, then
-//! over micro-panels of Ã (ir), so the whole kc×nc block B̃ is reread from
-//! L2 once per micro-panel of Ã. Hence:
+//! over micro-panels of Ã (ir), so the whole kc×nc block B̃ streams from L2
+//! once per micro-panel of Ã. Hence:
 //!
-//! * **KC**: an MR×KC micro-panel of Ã takes half of L1:
-//!   KC = L1/2 / (MR·size).
-//! * **NC**: the KC×NC block B̃ takes half of L2: NC = L2/2 / (KC·size),
-//!   a multiple of NR.
-//! * **MC**: the MC×KC block Ã takes a quarter of L2, a multiple of MR, so
-//!   packing it does not evict B̃.
+//! * **KC**: an MR×KC micro-panel of Ã takes 3/8 of L1, leaving room for
+//!   the B̃ lines streaming past it: KC = (3/8)·L1 / (MR·size).
+//! * **NC**: the KC×NC block B̃ fills L2: NC = L2 / (KC·size), a multiple
+//!   of NR. It is read sequentially, which the L2 prefetchers follow.
+//! * **MC**: eight micro-panels of Ã, small enough that packing them
+//!   evicts little of B̃.
+//!
+//! The rules were fitted to sweeps on a Zen 4 core (docs/perf-notes.md);
+//! `--blocks` and `FASTMM_BLOCKS` override them.
 
 use std::fs;
 use std::sync::OnceLock;
@@ -86,6 +89,9 @@ fn parse_size(text: &str) -> Option<usize> {
     }
 }
 
+/// Micro-panels of Ã per packed block (MC = this × MR).
+const MC_MICRO_PANELS: usize = 8;
+
 /// MC, KC and NC of the five-loop driver, in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockSizes {
@@ -101,9 +107,9 @@ impl BlockSizes {
     /// The analytical sizes for a kernel of `mr`×`nr` elements of
     /// `elem_size` bytes on a CPU with these caches (see module docs).
     pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
-        let kc = round_down(caches.l1d / 2 / (mr * elem_size), 8).clamp(64, 1024);
-        let nc = round_down(caches.l2 / 2 / (kc * elem_size), nr).max(nr);
-        let mc = round_down(caches.l2 / 4 / (kc * elem_size), mr).max(mr);
+        let kc = round_down(caches.l1d * 3 / 8 / (mr * elem_size), 8).clamp(64, 1024);
+        let nc = round_down(caches.l2 / (kc * elem_size), nr).max(nr);
+        let mc = MC_MICRO_PANELS * mr;
         BlockSizes { mc, kc, nc }
     }
 
@@ -153,7 +159,9 @@ mod tests {
             l3: 32 << 20,
         };
         let bs = BlockSizes::for_kernel(caches, 4, 12, 32);
-        assert_eq!(bs.kc, 336);
+        assert_eq!(bs.kc, 256);
+        assert_eq!(bs.nc, 1024);
+        assert_eq!(bs.mc, 96);
         assert_eq!(bs.nc % 32, 0);
         assert_eq!(bs.mc % 12, 0);
         assert_eq!(

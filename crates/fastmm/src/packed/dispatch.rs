@@ -10,7 +10,7 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::packed::blocking::{cache_sizes, BlockSizes};
-use crate::packed::driver::gemm_serial;
+use crate::packed::driver;
 use crate::packed::kernel::Microkernel;
 use crate::packed::kernels::generic::Generic;
 
@@ -72,9 +72,9 @@ impl FromStr for CpuKernel {
 /// The signature of [`Microkernel::run`].
 pub(crate) type MicrokernelFn<T> = unsafe fn(usize, T, *const T, *const T, T, *mut T, isize, isize);
 
-/// The serial driver instantiated for one kernel: C ← αAB + βC.
-pub(crate) type SerialGemmFn<T> =
-    fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>, &BlockSizes);
+/// The driver instantiated for one kernel: C ← αAB + βC on a thread count.
+pub(crate) type GemmFn<T> =
+    fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>, &BlockSizes, usize);
 
 /// One row of a kernel table: a microkernel and the driver instantiated for it.
 pub struct PackedKernel<T: Element> {
@@ -88,7 +88,7 @@ pub struct PackedKernel<T: Element> {
     pub nr: usize,
     pub(crate) is_available: fn() -> bool,
     pub(crate) micro: MicrokernelFn<T>,
-    pub(crate) gemm: SerialGemmFn<T>,
+    pub(crate) gemm: GemmFn<T>,
 }
 
 impl<T: Element> PackedKernel<T> {
@@ -101,7 +101,7 @@ impl<T: Element> PackedKernel<T> {
             nr: K::NR,
             is_available: K::is_available,
             micro: K::run,
-            gemm: gemm_serial::<T, K>,
+            gemm: driver::gemm::<T, K>,
         }
     }
 

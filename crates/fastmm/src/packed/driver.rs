@@ -1,17 +1,27 @@
-//! The five loops around the microkernel (BLIS order), for one thread:
+//! The five loops around the microkernel (BLIS order):
 //!
 //! ```text
-//! for jc in 0..n step NC            B̃ ← pack B[pc.., jc..]  (KC×NC, in L2)
+//! for jc in 0..n step NC            B̃ ← pack B[pc.., jc..]  (KC×NC; shared)
 //!   for pc in 0..k step KC
-//!     for ic in 0..m step MC        Ã ← pack A[ic.., pc..]  (MC×KC)
+//!     for ic in 0..m step MC        Ã ← pack A[ic.., pc..]  (MC×KC; per thread)
 //!       for ir in 0..MC step MR     one micro-panel of Ã stays in L1
 //!         for jr in 0..NC step NR   microkernel: C[ir, jr] ← α Ã B̃ + β' C
 //! ```
+//!
+//! **Threads.** For each (jc, pc) block the threads first pack B̃ together,
+//! each a share of its micro-panels, then split the m×nb block of C: by rows
+//! (each thread runs its own ic loop over its rows, packing its own Ã) when
+//! there are enough rows, else by columns (whole micro-panels of B̃). So A
+//! and B are each packed once, whatever the thread count, and threads never
+//! write the same element of C. One thread runs the same loops inline, with
+//! no pool.
 //!
 //! β' is the caller's β on the first KC step and 1 afterwards, so β = 0
 //! never reads C. Edge tiles go through a scratch tile (the contract's edge
 //! policy): the kernel writes a full MR×NR tile there and only the valid part
 //! is merged into C, so nothing outside C is read or written.
+
+use rayon::prelude::*;
 
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
@@ -23,14 +33,20 @@ use crate::packed::workspace::Workspace;
 /// Largest MR·NR of any kernel: the size of the edge scratch tile.
 const MAX_TILE_ELEMENTS: usize = 512;
 
-/// C ← α·A·B + β·C on the calling thread with kernel K.
-pub(crate) fn gemm_serial<T: Element, K: Microkernel<T>>(
+/// Threads split C by rows when each gets at least this many micro-panels
+/// of rows; otherwise by columns.
+const MIN_ROW_PANELS_PER_THREAD: usize = 4;
+
+/// C ← α·A·B + β·C with kernel K on `threads` threads (the caller's, when 1;
+/// otherwise those of the current rayon pool, which must have that many).
+pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     beta: T,
     mut c: MatMut<'_, T>,
     blocks: &BlockSizes,
+    threads: usize,
 ) {
     const { assert!(K::MR * K::NR <= MAX_TILE_ELEMENTS) };
     let (m, k) = a.shape();
@@ -48,42 +64,90 @@ pub(crate) fn gemm_serial<T: Element, K: Microkernel<T>>(
     let kc = blocks.kc.min(k);
     let mc = blocks.mc.min(m.div_ceil(K::MR) * K::MR);
     let nc = blocks.nc.min(n.div_ceil(K::NR) * K::NR);
-    let (a_len, b_len) = (mc * kc, nc * kc);
-    let mut workspace = Workspace::take::<T>(a_len, b_len);
-    let (a_buf, b_buf) = workspace.buffers::<T>(a_len, b_len);
-    let (rs_c, cs_c) = (c.row_stride(), c.col_stride());
-    let c_ptr = c.as_mut_ptr();
+    let mut shared = Workspace::take::<T>(0, nc * kc);
+    let (_, b_buf) = shared.buffers::<T>(0, nc * kc);
+    let split_rows = m.div_ceil(K::MR) >= threads * MIN_ROW_PANELS_PER_THREAD;
 
     for jc in (0..n).step_by(nc) {
         let nb = nc.min(n - jc);
         for pc in (0..k).step_by(kc) {
             let kb = kc.min(k - pc);
             let beta_here = if pc == 0 { beta } else { T::ONE };
-            pack_b(b.submatrix(pc, jc, kb, nb), K::NR, b_buf);
-            for ic in (0..m).step_by(mc) {
-                let mb = mc.min(m - ic);
-                pack_a(a.submatrix(ic, pc, mb, kb), K::MR, a_buf);
-                // SAFETY: (ic, jc) is inside C, so the offset is inside its extent.
-                let c_block = unsafe { c_ptr.add(ic * rs_c + jc * cs_c) };
-                // SAFETY: the packed buffers hold the mb×kb and kb×nb blocks
-                // in contract layout; c_block addresses an mb×nb block of the
-                // exclusive view C with strides (rs_c, cs_c).
-                unsafe {
-                    macro_kernel::<T, K>(
-                        mb,
-                        nb,
-                        kb,
-                        alpha,
-                        a_buf,
-                        b_buf,
-                        beta_here,
-                        c_block,
-                        rs_c as isize,
-                        cs_c as isize,
-                    )
-                };
+            let b_block = b.submatrix(pc, jc, kb, nb);
+            let panels = nb.div_ceil(K::NR);
+            let b_packed = &mut b_buf[..panels * K::NR * kb];
+            if threads == 1 {
+                pack_b(b_block, K::NR, b_packed);
+            } else {
+                let per_thread = panels.div_ceil(threads);
+                b_packed
+                    .par_chunks_mut(per_thread * K::NR * kb)
+                    .enumerate()
+                    .for_each(|(t, chunk)| {
+                        let col0 = t * per_thread * K::NR;
+                        let cols = (per_thread * K::NR).min(nb - col0);
+                        pack_b(b_block.submatrix(0, col0, kb, cols), K::NR, chunk);
+                    });
+            }
+            let b_packed: &[T] = b_packed;
+            let a_block = a.submatrix(0, pc, m, kb);
+            let c_block = c.rb_mut().submatrix(0, jc, m, nb);
+            let run = |(row0, col0, part): (usize, usize, MatMut<'_, T>)| {
+                let b_part = &b_packed[col0 * kb..];
+                let a_part = a_block.submatrix(row0, 0, part.rows(), kb);
+                multiply_part::<T, K>(alpha, a_part, b_part, beta_here, part, mc, kb);
+            };
+            if threads == 1 {
+                run((0, 0, c_block));
+            } else if split_rows {
+                let rows = m.div_ceil(K::MR).div_ceil(threads) * K::MR;
+                c_block.into_blocks(rows, nb).into_par_iter().for_each(run);
+            } else {
+                let cols = panels.div_ceil(threads) * K::NR;
+                c_block.into_blocks(m, cols).into_par_iter().for_each(run);
             }
         }
+    }
+}
+
+/// One thread's share of a (jc, pc) block: its rows of A packed MC at a
+/// time, against micro-panels of B̃ starting at `b_packed`.
+fn multiply_part<T: Element, K: Microkernel<T>>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b_packed: &[T],
+    beta: T,
+    mut c: MatMut<'_, T>,
+    mc: usize,
+    kb: usize,
+) {
+    let (m, nb) = c.shape();
+    let mut own = Workspace::take::<T>(mc * kb, 0);
+    let (a_buf, _) = own.buffers::<T>(mc * kb, 0);
+    let (rs_c, cs_c) = (c.row_stride(), c.col_stride());
+    let c_ptr = c.as_mut_ptr();
+    for ic in (0..m).step_by(mc) {
+        let mb = mc.min(m - ic);
+        pack_a(a.submatrix(ic, 0, mb, kb), K::MR, a_buf);
+        // SAFETY: row ic is inside C, so the offset is inside its extent.
+        let c_rows = unsafe { c_ptr.add(ic * rs_c) };
+        // SAFETY: the buffers hold the packed mb×kb block of A and at least
+        // nb columns of packed B̃; c_rows addresses an mb×nb block of the
+        // exclusive view C with strides (rs_c, cs_c).
+        unsafe {
+            macro_kernel::<T, K>(
+                mb,
+                nb,
+                kb,
+                alpha,
+                a_buf,
+                b_packed,
+                beta,
+                c_rows,
+                rs_c as isize,
+                cs_c as isize,
+            )
+        };
     }
 }
 

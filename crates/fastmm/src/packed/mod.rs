@@ -4,9 +4,8 @@
 //! ([`packing`], [`workspace`]), with the kernel chosen once from the CPU's
 //! features ([`dispatch`]).
 //!
-//! Threads split C into slabs along its larger dimension, in whole
-//! micro-tiles; each thread runs the serial driver on its slab with its own
-//! packing buffers. One thread, or a small product, runs on the caller's
+//! Threads share each packed block of B and split the block of C it feeds
+//! ([`driver`]). One thread, or a small product, runs on the caller's
 //! thread with no pool.
 
 pub mod blocking;
@@ -16,8 +15,6 @@ pub mod kernel;
 pub mod kernels;
 pub mod packing;
 mod workspace;
-
-use rayon::prelude::*;
 
 pub use blocking::BlockSizes;
 pub use dispatch::{default_cpu_kernel, select_kernel, CpuKernel, PackedKernel};
@@ -48,33 +45,10 @@ pub fn multiply<T: Element>(
         opts.effective_threads()
     };
     if threads == 1 {
-        (kernel.gemm)(alpha, a, b, beta, c, &blocks);
+        (kernel.gemm)(alpha, a, b, beta, c, &blocks, 1);
         return Ok(());
     }
-    // Slabs along the larger of m and n, in whole micro-tiles.
-    let split_columns = n >= m;
-    let (extent, unit) = if split_columns {
-        (n, kernel.nr)
-    } else {
-        (m, kernel.mr)
-    };
-    let slab = extent.div_ceil(threads).div_ceil(unit) * unit;
-    let slabs = if split_columns {
-        c.into_blocks(m, slab)
-    } else {
-        c.into_blocks(slab, n)
-    };
     run_in_pool(threads, || {
-        slabs.into_par_iter().for_each(|(row0, col0, slab)| {
-            let (rows, cols) = slab.shape();
-            (kernel.gemm)(
-                alpha,
-                a.submatrix(row0, 0, rows, k),
-                b.submatrix(0, col0, k, cols),
-                beta,
-                slab,
-                &blocks,
-            );
-        })
+        (kernel.gemm)(alpha, a, b, beta, c, &blocks, threads)
     })
 }

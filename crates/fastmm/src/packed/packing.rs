@@ -12,6 +12,7 @@ use crate::matrix::MatRef;
 /// mb are zero.
 pub(crate) fn pack_a<T: Element>(a: MatRef<'_, T>, mr: usize, dst: &mut [T]) {
     let (mb, kb) = a.shape();
+    let rows_contiguous = a.col_stride() == 1;
     for (panel, chunk) in dst
         .chunks_exact_mut(mr * kb)
         .take(mb.div_ceil(mr))
@@ -19,6 +20,22 @@ pub(crate) fn pack_a<T: Element>(a: MatRef<'_, T>, mr: usize, dst: &mut [T]) {
     {
         let row0 = panel * mr;
         let rows = mr.min(mb - row0);
+        if rows_contiguous {
+            // Read each row of A sequentially (what the prefetchers follow)
+            // and scatter it down its lane of the panel, which sits in L1.
+            for i in 0..rows {
+                let src = a.row(row0 + i).expect("unit column stride");
+                for (p, &value) in src.iter().enumerate() {
+                    chunk[p * mr + i] = value;
+                }
+            }
+            for i in rows..mr {
+                for p in 0..kb {
+                    chunk[p * mr + i] = T::ZERO;
+                }
+            }
+            continue;
+        }
         for (p, column) in chunk.chunks_exact_mut(mr).enumerate() {
             for (i, slot) in column[..rows].iter_mut().enumerate() {
                 // SAFETY: row0 + i < mb and p < kb.
