@@ -43,9 +43,12 @@ struct Args {
     python: String,
 }
 
+/// Computes C = A·B into its third argument.
+type Multiply<T> = Box<dyn Fn(&Matrix<T>, &Matrix<T>, &mut Matrix<T>)>;
+
 struct Contestant<T> {
     name: &'static str,
-    run: Box<dyn Fn(&Matrix<T>, &Matrix<T>, &mut Matrix<T>)>,
+    run: Multiply<T>,
 }
 
 trait PeerElement: Element {
