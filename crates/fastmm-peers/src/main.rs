@@ -4,13 +4,17 @@
 //! (AVX-512 enabled) — on the same machine, in one run, with every
 //! contestant using the same number of threads.
 //!
-//! Rounds are interleaved (each round times every Rust contestant once) so
+//! Rounds are interleaved (each round times every contestant once, numpy
+//! included, through a child process that times one product per request) so
 //! that the machine's drift hits all of them alike; medians are reported,
 //! with fastmm's throughput as a ratio to each peer's. Every result is
-//! verified. Each timed run starts after a short pause, so that no
-//! contestant's idle-spinning thread pool slows the next one down.
+//! verified. Each timed run directly follows an untimed run of the same
+//! contestant: that wakes every core it uses (an idle vCPU can take
+//! milliseconds to come back) and outlasts the previous contestant's
+//! spinning worker threads.
 
-use std::process::Command;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -19,9 +23,6 @@ use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::threads::available_threads;
 use fastmm::verify::verify;
 use fastmm::{gemm as fastmm_gemm, Algorithm, DType, Element, GemmOptions, Matrix};
-
-/// Pause before each timed run.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[derive(Parser)]
 #[command(about = "Benchmark fastmm's packed GEMM against OpenBLAS, matrixmultiply and gemm")]
@@ -33,7 +34,7 @@ struct Args {
     #[arg(long, default_value = "f32,f64")]
     dtype: String,
     /// Timed rounds; medians are reported.
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 11)]
     rounds: usize,
     /// Threads for every contestant (default: all hardware threads).
     #[arg(long)]
@@ -191,49 +192,83 @@ fn median(times: &mut [f64]) -> f64 {
     }
 }
 
-fn numpy_median(
-    args: &Args,
-    (m, k, n): (usize, usize, usize),
-    dtype: DType,
-    threads: usize,
-) -> Result<(f64, String)> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/numpy_gemm.py");
-    let out = Command::new(&args.python)
-        .args([
-            script,
-            &m.to_string(),
-            &k.to_string(),
-            &n.to_string(),
-            dtype.name(),
-        ])
-        .args([args.rounds.to_string(), threads.to_string()])
-        .output()
-        .with_context(|| format!("cannot run {}", args.python))?;
-    if !out.status.success() {
-        bail!(
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("numpy failed")
+/// numpy in a child process that times one product per line it reads,
+/// so its runs interleave with the others'.
+struct Numpy {
+    child: Child,
+    reader: BufReader<ChildStdout>,
+    label: String,
+}
+
+impl Numpy {
+    fn start(
+        python: &str,
+        (m, k, n): (usize, usize, usize),
+        dtype: DType,
+        threads: usize,
+    ) -> Result<Numpy> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/numpy_gemm.py");
+        let mut child = Command::new(python)
+            .args([
+                script,
+                &m.to_string(),
+                &k.to_string(),
+                &n.to_string(),
+                dtype.name(),
+                &threads.to_string(),
+            ])
+            // OpenBLAS workers otherwise spin for a long time after each
+            // product, stealing a core from whichever contestant runs next.
+            .env("OPENBLAS_THREAD_TIMEOUT", "4")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot run {python}"))?;
+        let mut reader = BufReader::new(child.stdout.take().context("no stdout")?);
+        let mut header = String::new();
+        reader.read_line(&mut header)?;
+        if header.is_empty() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .context("no stderr")?
+                .read_to_string(&mut err)?;
+            bail!("{}", err.lines().last().unwrap_or("numpy exited"));
+        }
+        let report: serde_json::Value = serde_json::from_str(&header)?;
+        let blas = &report["blas"][0];
+        let label = format!(
+            "numpy {} {} ({}, {} threads)",
+            blas["internal_api"].as_str().unwrap_or("?"),
+            blas["version"].as_str().unwrap_or("?"),
+            blas["architecture"].as_str().unwrap_or("?"),
+            blas["num_threads"]
         );
+        Ok(Numpy {
+            child,
+            reader,
+            label,
+        })
     }
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let mut times: Vec<f64> = report["times_ms"]
-        .as_array()
-        .context("no timings")?
-        .iter()
-        .filter_map(|t| t.as_f64())
-        .collect();
-    let blas = &report["blas"][0];
-    let label = format!(
-        "numpy {} {} ({}, {} threads)",
-        blas["internal_api"].as_str().unwrap_or("?"),
-        blas["version"].as_str().unwrap_or("?"),
-        blas["architecture"].as_str().unwrap_or("?"),
-        blas["num_threads"]
-    );
-    Ok((median(&mut times), label))
+
+    /// One timed product, in milliseconds.
+    fn time_one(&mut self) -> Result<f64> {
+        writeln!(self.child.stdin.as_mut().context("no stdin")?, "time")?;
+        let mut line = String::new();
+        self.reader.read_line(&mut line)?;
+        line.trim()
+            .parse()
+            .with_context(|| format!("numpy answered '{}'", line.trim()))
+    }
+}
+
+impl Drop for Numpy {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
 }
 
 fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usize) -> Result<()> {
@@ -251,11 +286,22 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
             bail!("{} gave a wrong result: {verdict:?}", contestant.name);
         }
     }
+    let mut numpy = match args.python.as_str() {
+        "none" => None,
+        python => match Numpy::start(python, shape, T::DTYPE, threads) {
+            Ok(numpy) => Some((numpy, Vec::new())),
+            Err(e) => {
+                eprintln!("note: OpenBLAS through numpy skipped: {e:#}");
+                None
+            }
+        },
+    };
     for _ in 0..args.rounds {
+        if let Some((process, samples)) = numpy.as_mut() {
+            samples.push(process.time_one()?);
+        }
         for (contestant, samples) in contestants.iter().zip(&mut times) {
-            // Let the previous contestant's worker threads stop spinning:
-            // on a small machine they would steal cores from this one.
-            std::thread::sleep(SETTLE);
+            (contestant.run)(&a, &b, &mut c);
             let start = Instant::now();
             (contestant.run)(&a, &b, &mut c);
             samples.push(start.elapsed().as_secs_f64() * 1e3);
@@ -266,11 +312,8 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
         .zip(&mut times)
         .map(|(contestant, samples)| (contestant.name.to_string(), median(samples)))
         .collect();
-    if args.python != "none" {
-        match numpy_median(args, shape, T::DTYPE, threads) {
-            Ok((ms, label)) => rows.push((label, ms)),
-            Err(e) => eprintln!("note: OpenBLAS through numpy skipped: {e:#}"),
-        }
+    if let Some((process, mut samples)) = numpy {
+        rows.push((process.label.clone(), median(&mut samples)));
     }
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
     let ours = rows[0].1;
