@@ -101,6 +101,42 @@ fn kernels_i64_match_their_twin_exactly() {
     check_all_families::<i64>();
 }
 
+/// Threads share packed blocks and split C by columns or, when C is
+/// narrow, by rows; every split, with blocks small enough that each thread
+/// sees several of them, must give the exact product.
+#[test]
+fn threaded_splits_are_exact() {
+    let mut rng = seeded_rng(12);
+    for family in CpuKernel::ALL.into_iter().filter(|f| f.is_supported()) {
+        let kernel = select_kernel::<i64>(Some(family)).unwrap();
+        let blocks = BlockSizes {
+            mc: 3 * kernel.mr,
+            kc: 20,
+            nc: 2 * kernel.nr,
+        };
+        for (m, k, n) in [(70, 70, 70), (301, 90, 17), (23, 75, 331), (129, 64, 129)] {
+            let a: Matrix<i64> = random_matrix_full_range(m, k, &mut rng);
+            let b: Matrix<i64> = random_matrix_full_range(k, n, &mut rng);
+            let want =
+                fastmm::matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::new(Algorithm::Naive))
+                    .unwrap();
+            for threads in [2, 3, 4] {
+                let opts = GemmOptions::new(Algorithm::Packed)
+                    .cpu_kernel(family)
+                    .block_sizes(blocks)
+                    .threads(threads);
+                let mut got = Matrix::filled(m, n, i64::MIN);
+                gemm(1, a.as_ref(), b.as_ref(), 0, got.as_mut(), &opts).unwrap();
+                assert_eq!(
+                    got, want,
+                    "{} {m}×{k}×{n} on {threads} threads",
+                    kernel.name
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn forcing_an_unsupported_or_unknown_kernel_is_an_error() {
     assert!("neon9".parse::<CpuKernel>().is_err());

@@ -2,19 +2,19 @@
 //! derived from the cache hierarchy read at run time (Linux sysfs), in one
 //! place, and overridable for tuning.
 //!
-//! The driver ([`super::driver`]) runs, innermost first: the microkernel
-//! over micro-panels of B̃ (jr) while one micro-panel of Ã stays in L1, then
-//! over micro-panels of Ã (ir), so the whole kc×nc block B̃ streams from L2
-//! once per micro-panel of Ã. Hence:
+//! The driver ([`super::driver`]) keeps one MR×KC micro-panel of Ã in L1
+//! while the KC×NC block B̃ streams past it from L2, and the MC×KC block Ã
+//! in L3, shared by the threads. Hence:
 //!
-//! * **KC**: an MR×KC micro-panel of Ã takes 3/8 of L1, leaving room for
-//!   the B̃ lines streaming past it: KC = (3/8)·L1 / (MR·size).
-//! * **NC**: the KC×NC block B̃ fills L2: NC = L2 / (KC·size), a multiple
-//!   of NR. It is read sequentially, which the L2 prefetchers follow.
-//! * **MC**: eight micro-panels of Ã, small enough that packing them
-//!   evicts little of B̃.
+//! * **KC**: a micro-panel of Ã takes up to 3/4 of L1, leaving room for
+//!   the B̃ lines streaming past it: KC = (3/4)·L1 / (MR·size), at most
+//!   [`MAX_KC`]. Beyond 256 the C-tile update is under 0.4% of a kernel
+//!   call, and longer panels measured no faster.
+//! * **NC**: B̃ takes half of L2 (the rest holds C tiles and the next
+//!   micro-panels of Ã): NC = L2/2 / (KC·size), a multiple of NR.
+//! * **MC**: Ã takes a quarter of L3: MC = L3/4 / (KC·size), a multiple of
+//!   MR, so that for most problems A is packed once.
 //!
-//! The rules were fitted to sweeps on a Zen 4 core (docs/perf-notes.md);
 //! `--blocks` and `FASTMM_BLOCKS` override them.
 
 use std::fs;
@@ -89,8 +89,8 @@ fn parse_size(text: &str) -> Option<usize> {
     }
 }
 
-/// Micro-panels of Ã per packed block (MC = this × MR).
-const MC_MICRO_PANELS: usize = 8;
+/// Largest KC the analytical rule picks.
+pub const MAX_KC: usize = 256;
 
 /// MC, KC and NC of the five-loop driver, in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,9 +107,9 @@ impl BlockSizes {
     /// The analytical sizes for a kernel of `mr`×`nr` elements of
     /// `elem_size` bytes on a CPU with these caches (see module docs).
     pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
-        let kc = round_down(caches.l1d * 3 / 8 / (mr * elem_size), 8).clamp(64, 1024);
-        let nc = round_down(caches.l2 / (kc * elem_size), nr).max(nr);
-        let mc = MC_MICRO_PANELS * mr;
+        let kc = round_down(caches.l1d * 3 / 4 / (mr * elem_size), 8).clamp(64, MAX_KC);
+        let nc = round_down(caches.l2 / 2 / (kc * elem_size), nr).max(nr);
+        let mc = round_down(caches.l3 / 4 / (kc * elem_size), mr).max(mr);
         BlockSizes { mc, kc, nc }
     }
 
@@ -160,8 +160,10 @@ mod tests {
         };
         let bs = BlockSizes::for_kernel(caches, 4, 12, 32);
         assert_eq!(bs.kc, 256);
-        assert_eq!(bs.nc, 1024);
-        assert_eq!(bs.mc, 96);
+        assert_eq!(bs.nc, 512);
+        assert_eq!(bs.mc, 8184);
+        let bs = BlockSizes::for_kernel(caches, 8, 12, 16);
+        assert_eq!((bs.kc, bs.nc), (256, 256));
         assert_eq!(bs.nc % 32, 0);
         assert_eq!(bs.mc % 12, 0);
         assert_eq!(

@@ -1,20 +1,25 @@
-//! The five loops around the microkernel (BLIS order):
+//! The five loops around the microkernel. In BLIS's terms for the
+//! transposed, column-major problem Cᵀ = BᵀAᵀ, our Ã plays BLIS's packed B
+//! (the broadcast operand, kept in L1 one micro-panel at a time) and our B̃
+//! plays BLIS's packed A (the vector operand, streamed from L2):
 //!
 //! ```text
-//! for jc in 0..n step NC            B̃ ← pack B[pc.., jc..]  (KC×NC; shared)
+//! for ic in 0..m step MC            Ã ← pack A[ic.., pc..]  (MC×KC, L3; shared)
 //!   for pc in 0..k step KC
-//!     for ic in 0..m step MC        Ã ← pack A[ic.., pc..]  (MC×KC; per thread)
+//!     for jc in 0..n step NC        B̃ ← pack B[pc.., jc..]  (KC×NC, L2; per thread)
 //!       for ir in 0..MC step MR     one micro-panel of Ã stays in L1
 //!         for jr in 0..NC step NR   microkernel: C[ir, jr] ← α Ã B̃ + β' C
 //! ```
 //!
-//! **Threads.** For each (jc, pc) block the threads first pack B̃ together,
-//! each a share of its micro-panels, then split the m×nb block of C: by rows
-//! (each thread runs its own ic loop over its rows, packing its own Ã) when
-//! there are enough rows, else by columns (whole micro-panels of B̃). So A
-//! and B are each packed once, whatever the thread count, and threads never
-//! write the same element of C. One thread runs the same loops inline, with
-//! no pool.
+//! With MC covering all of m for most problems, A and B are each packed
+//! once.
+//!
+//! **Threads.** For each (ic, pc) block the threads first pack Ã together,
+//! each a share of its micro-panels, then split the block of C: by columns
+//! (each thread runs its own jc loop over its columns, packing its own B̃
+//! into its own L2) when there are enough columns, else by rows. Threads
+//! never write the same element of C. One thread runs the same loops
+//! inline, with no pool.
 //!
 //! β' is the caller's β on the first KC step and 1 afterwards, so β = 0
 //! never reads C. Edge tiles go through a scratch tile (the contract's edge
@@ -33,9 +38,9 @@ use crate::packed::workspace::Workspace;
 /// Largest MR·NR of any kernel: the size of the edge scratch tile.
 const MAX_TILE_ELEMENTS: usize = 512;
 
-/// Threads split C by rows when each gets at least this many micro-panels
-/// of rows; otherwise by columns.
-const MIN_ROW_PANELS_PER_THREAD: usize = 4;
+/// Threads split C by columns when each gets at least this many
+/// micro-panels of columns; otherwise by rows.
+const MIN_COLUMN_PANELS_PER_THREAD: usize = 2;
 
 /// C ← α·A·B + β·C with kernel K on `threads` threads (the caller's, when 1;
 /// otherwise those of the current rayon pool, which must have that many).
@@ -64,75 +69,78 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     let kc = blocks.kc.min(k);
     let mc = blocks.mc.min(m.div_ceil(K::MR) * K::MR);
     let nc = blocks.nc.min(n.div_ceil(K::NR) * K::NR);
-    let mut shared = Workspace::take::<T>(0, nc * kc);
-    let (_, b_buf) = shared.buffers::<T>(0, nc * kc);
-    let split_rows = m.div_ceil(K::MR) >= threads * MIN_ROW_PANELS_PER_THREAD;
+    let mut shared = Workspace::take::<T>(mc * kc, 0);
+    let (a_buf, _) = shared.buffers::<T>(mc * kc, 0);
+    let column_panels = n.div_ceil(K::NR);
+    let split_columns = column_panels >= threads * MIN_COLUMN_PANELS_PER_THREAD;
 
-    for jc in (0..n).step_by(nc) {
-        let nb = nc.min(n - jc);
+    for ic in (0..m).step_by(mc) {
+        let mb = mc.min(m - ic);
         for pc in (0..k).step_by(kc) {
             let kb = kc.min(k - pc);
             let beta_here = if pc == 0 { beta } else { T::ONE };
-            let b_block = b.submatrix(pc, jc, kb, nb);
-            let panels = nb.div_ceil(K::NR);
-            let b_packed = &mut b_buf[..panels * K::NR * kb];
+            let a_block = a.submatrix(ic, pc, mb, kb);
+            let row_panels = mb.div_ceil(K::MR);
+            let a_packed = &mut a_buf[..row_panels * K::MR * kb];
             if threads == 1 {
-                pack_b(b_block, K::NR, b_packed);
+                pack_a(a_block, K::MR, a_packed);
             } else {
-                let per_thread = panels.div_ceil(threads);
-                b_packed
-                    .par_chunks_mut(per_thread * K::NR * kb)
+                let per_thread = row_panels.div_ceil(threads);
+                a_packed
+                    .par_chunks_mut(per_thread * K::MR * kb)
                     .enumerate()
                     .for_each(|(t, chunk)| {
-                        let col0 = t * per_thread * K::NR;
-                        let cols = (per_thread * K::NR).min(nb - col0);
-                        pack_b(b_block.submatrix(0, col0, kb, cols), K::NR, chunk);
+                        let row0 = t * per_thread * K::MR;
+                        let rows = (per_thread * K::MR).min(mb - row0);
+                        pack_a(a_block.submatrix(row0, 0, rows, kb), K::MR, chunk);
                     });
             }
-            let b_packed: &[T] = b_packed;
-            let a_block = a.submatrix(0, pc, m, kb);
-            let c_block = c.rb_mut().submatrix(0, jc, m, nb);
+            let a_packed: &[T] = a_packed;
+            let b_block = b.submatrix(pc, 0, kb, n);
+            let c_block = c.rb_mut().submatrix(ic, 0, mb, n);
             let run = |(row0, col0, part): (usize, usize, MatMut<'_, T>)| {
-                let b_part = &b_packed[col0 * kb..];
-                let a_part = a_block.submatrix(row0, 0, part.rows(), kb);
-                multiply_part::<T, K>(alpha, a_part, b_part, beta_here, part, mc, kb);
+                let a_part = &a_packed[row0 * kb..];
+                let b_part = b_block.submatrix(0, col0, kb, part.cols());
+                multiply_part::<T, K>(alpha, a_part, b_part, beta_here, part, nc);
             };
             if threads == 1 {
                 run((0, 0, c_block));
-            } else if split_rows {
-                let rows = m.div_ceil(K::MR).div_ceil(threads) * K::MR;
-                c_block.into_blocks(rows, nb).into_par_iter().for_each(run);
+            } else if split_columns {
+                let cols = column_panels.div_ceil(threads) * K::NR;
+                c_block.into_blocks(mb, cols).into_par_iter().for_each(run);
             } else {
-                let cols = panels.div_ceil(threads) * K::NR;
-                c_block.into_blocks(m, cols).into_par_iter().for_each(run);
+                let rows = row_panels.div_ceil(threads) * K::MR;
+                c_block.into_blocks(rows, n).into_par_iter().for_each(run);
             }
         }
     }
 }
 
-/// One thread's share of a (jc, pc) block: its rows of A packed MC at a
-/// time, against micro-panels of B̃ starting at `b_packed`.
+/// One thread's share of an (ic, pc) block: its columns of B packed NC at a
+/// time into its own buffer, against the shared micro-panels of Ã starting
+/// at `a_packed`.
 fn multiply_part<T: Element, K: Microkernel<T>>(
     alpha: T,
-    a: MatRef<'_, T>,
-    b_packed: &[T],
+    a_packed: &[T],
+    b: MatRef<'_, T>,
     beta: T,
     mut c: MatMut<'_, T>,
-    mc: usize,
-    kb: usize,
+    nc: usize,
 ) {
-    let (m, nb) = c.shape();
-    let mut own = Workspace::take::<T>(mc * kb, 0);
-    let (a_buf, _) = own.buffers::<T>(mc * kb, 0);
+    let (mb, n) = c.shape();
+    let kb = b.rows();
+    let nc = nc.min(n.div_ceil(K::NR) * K::NR);
+    let mut own = Workspace::take::<T>(0, nc * kb);
+    let (_, b_buf) = own.buffers::<T>(0, nc * kb);
     let (rs_c, cs_c) = (c.row_stride(), c.col_stride());
     let c_ptr = c.as_mut_ptr();
-    for ic in (0..m).step_by(mc) {
-        let mb = mc.min(m - ic);
-        pack_a(a.submatrix(ic, 0, mb, kb), K::MR, a_buf);
-        // SAFETY: row ic is inside C, so the offset is inside its extent.
-        let c_rows = unsafe { c_ptr.add(ic * rs_c) };
-        // SAFETY: the buffers hold the packed mb×kb block of A and at least
-        // nb columns of packed B̃; c_rows addresses an mb×nb block of the
+    for jc in (0..n).step_by(nc) {
+        let nb = nc.min(n - jc);
+        pack_b(b.submatrix(0, jc, kb, nb), K::NR, b_buf);
+        // SAFETY: column jc is inside C, so the offset is inside its extent.
+        let c_cols = unsafe { c_ptr.add(jc * cs_c) };
+        // SAFETY: the buffers hold at least mb rows of packed Ã and the
+        // packed kb×nb block of B; c_cols addresses an mb×nb block of the
         // exclusive view C with strides (rs_c, cs_c).
         unsafe {
             macro_kernel::<T, K>(
@@ -140,10 +148,10 @@ fn multiply_part<T: Element, K: Microkernel<T>>(
                 nb,
                 kb,
                 alpha,
-                a_buf,
-                b_packed,
+                a_packed,
+                b_buf,
                 beta,
-                c_rows,
+                c_cols,
                 rs_c as isize,
                 cs_c as isize,
             )
