@@ -14,6 +14,10 @@ pub const PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 /// out threads that run at different speeds.
 pub const PARALLEL_SLABS_PER_THREAD: usize = 2;
 
+/// Products with m·n·k below this skip packing: `packed` runs the unpacked
+/// `tiled` loops, which measured faster up to about 16³ (docs/perf-notes.md).
+pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
+
 /// Products with m·n·k below this run `packed` on the calling thread.
 pub const PACKED_PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 

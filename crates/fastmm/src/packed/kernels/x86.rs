@@ -57,13 +57,14 @@ macro_rules! simd_kernel {
                 // elements at `a`, kc·NR at `b`, and an MR×NR tile at `c`
                 // with strides (rs_c, cs_c) — bounds every access below.
                 unsafe {
-                    if !beta_is_zero {
-                        for i in 0..$mr {
-                            for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
-                                _mm_prefetch::<_MM_HINT_T0>(
-                                    c.offset(i as isize * rs_c + j as isize * cs_c).cast(),
-                                );
-                            }
+                    // Pull the C tile in while the products run: it is read
+                    // when β ≠ 0 and written either way (a store miss would
+                    // stall on the line's read-for-ownership).
+                    for i in 0..$mr {
+                        for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                            _mm_prefetch::<_MM_HINT_T0>(
+                                c.offset(i as isize * rs_c + j as isize * cs_c).cast(),
+                            );
                         }
                     }
                     let mut acc = [[$ops::zero(); $nv]; $mr];
