@@ -11,65 +11,58 @@ use crate::matrix::MatRef;
 /// element (i, p) of panel r lands at `dst[r·mr·kb + p·mr + i]`; rows past
 /// mb are zero.
 pub(crate) fn pack_a<T: Element>(a: MatRef<'_, T>, mr: usize, dst: &mut [T]) {
-    let (mb, kb) = a.shape();
-    let rows_contiguous = a.col_stride() == 1;
-    for (panel, chunk) in dst
-        .chunks_exact_mut(mr * kb)
-        .take(mb.div_ceil(mr))
-        .enumerate()
-    {
-        let row0 = panel * mr;
-        let rows = mr.min(mb - row0);
-        if rows_contiguous {
-            // Read each row of A sequentially (what the prefetchers follow)
-            // and scatter it down its lane of the panel, which sits in L1.
-            for i in 0..rows {
-                let src = a.row(row0 + i).expect("unit column stride");
-                for (p, &value) in src.iter().enumerate() {
-                    chunk[p * mr + i] = value;
-                }
-            }
-            for i in rows..mr {
-                for p in 0..kb {
-                    chunk[p * mr + i] = T::ZERO;
-                }
-            }
-            continue;
-        }
-        for (p, column) in chunk.chunks_exact_mut(mr).enumerate() {
-            for (i, slot) in column[..rows].iter_mut().enumerate() {
-                // SAFETY: row0 + i < mb and p < kb.
-                *slot = unsafe { a.get_unchecked(row0 + i, p) };
-            }
-            column[rows..].fill(T::ZERO);
-        }
-    }
+    pack_panels(a, mr, dst);
 }
 
 /// Packs the kb×nb block `b` into ⌈nb/nr⌉ micro-panels of `nr` columns:
 /// element (p, j) of panel s lands at `dst[s·nr·kb + p·nr + j]`; columns
-/// past nb are zero.
+/// past nb are zero. This is `pack_a` of Bᵀ: the same layout with the roles
+/// of rows and columns exchanged.
 pub(crate) fn pack_b<T: Element>(b: MatRef<'_, T>, nr: usize, dst: &mut [T]) {
-    let (kb, nb) = b.shape();
-    let rows_contiguous = b.col_stride() == 1;
+    pack_panels(b.t(), nr, dst);
+}
+
+/// Packs the w×kb view `src` into ⌈w/width⌉ panels: element (i, p) of
+/// panel r lands at `dst[r·width·kb + p·width + i]`, zero past w.
+fn pack_panels<T: Element>(src: MatRef<'_, T>, width: usize, dst: &mut [T]) {
+    let (w, kb) = src.shape();
     for (panel, chunk) in dst
-        .chunks_exact_mut(nr * kb)
-        .take(nb.div_ceil(nr))
+        .chunks_exact_mut(width * kb)
+        .take(w.div_ceil(width))
         .enumerate()
     {
-        let col0 = panel * nr;
-        let cols = nr.min(nb - col0);
-        for (p, row) in chunk.chunks_exact_mut(nr).enumerate() {
-            if rows_contiguous {
-                let src = b.row(p).expect("unit column stride");
-                row[..cols].copy_from_slice(&src[col0..col0 + cols]);
-            } else {
-                for (j, slot) in row[..cols].iter_mut().enumerate() {
-                    // SAFETY: p < kb and col0 + j < nb.
-                    *slot = unsafe { b.get_unchecked(p, col0 + j) };
+        let first = panel * width;
+        let lanes = width.min(w - first);
+        if src.col_stride() == 1 {
+            // Each lane is a contiguous row of the source: read it
+            // sequentially (what the prefetchers follow) and scatter it down
+            // its lane of the panel, which sits in L1.
+            for i in 0..lanes {
+                let row = src.row(first + i).expect("unit column stride");
+                for (p, &value) in row.iter().enumerate() {
+                    chunk[p * width + i] = value;
                 }
             }
-            row[cols..].fill(T::ZERO);
+            for i in lanes..width {
+                for p in 0..kb {
+                    chunk[p * width + i] = T::ZERO;
+                }
+            }
+            continue;
+        }
+        let lanes_contiguous = src.row_stride() == 1;
+        let block = src.submatrix(first, 0, lanes, kb).t();
+        for (p, step) in chunk.chunks_exact_mut(width).enumerate() {
+            if lanes_contiguous {
+                // Each k step is a contiguous run of the source.
+                step[..lanes].copy_from_slice(block.row(p).expect("unit stride"));
+            } else {
+                for (i, slot) in step[..lanes].iter_mut().enumerate() {
+                    // SAFETY: p < kb and i < lanes are inside `block`.
+                    *slot = unsafe { block.get_unchecked(p, i) };
+                }
+            }
+            step[lanes..].fill(T::ZERO);
         }
     }
 }
@@ -79,32 +72,56 @@ mod tests {
     use super::*;
     use crate::matrix::Matrix;
 
-    #[test]
-    fn panels_follow_the_contract_and_pad_with_zeros() {
-        let a = Matrix::from_fn(5, 3, |i, p| (10 * i + p) as i32 + 1);
-        let mut packed = vec![-1; 2 * 4 * 3];
-        pack_a(a.as_ref(), 4, &mut packed);
-        for panel in 0..2 {
-            for p in 0..3 {
-                for i in 0..4 {
-                    let row = panel * 4 + i;
-                    let want = if row < 5 { a.get(row, p) } else { 0 };
-                    assert_eq!(packed[panel * 12 + p * 4 + i], want);
+    /// Checks a packed buffer against the layout of the contract.
+    fn assert_panels(
+        dst: &[i32],
+        width: usize,
+        kb: usize,
+        lanes: usize,
+        value: impl Fn(usize, usize) -> i32,
+    ) {
+        for panel in 0..lanes.div_ceil(width) {
+            for p in 0..kb {
+                for i in 0..width {
+                    let lane = panel * width + i;
+                    let want = if lane < lanes { value(lane, p) } else { 0 };
+                    assert_eq!(
+                        dst[panel * width * kb + p * width + i],
+                        want,
+                        "lane {lane}, step {p}"
+                    );
                 }
             }
         }
-        // B given as a transposed view: the strided path.
-        let bt = Matrix::from_fn(7, 3, |j, p| (10 * p + j) as i32 + 1);
-        let b = bt.as_ref().t();
-        let mut packed = vec![-1; 2 * 4 * 3];
-        pack_b(b, 4, &mut packed);
-        for panel in 0..2 {
+    }
+
+    #[test]
+    fn every_source_layout_packs_to_the_contract() {
+        let a = Matrix::from_fn(5, 3, |i, p| (10 * i + p) as i32 + 1);
+        let b = Matrix::from_fn(3, 7, |p, j| (10 * p + j) as i32 + 1);
+        let bt = Matrix::from_view(b.as_ref().t());
+        // Every other element of a larger buffer: both strides non-unit.
+        let mut sparse = vec![-7; 6 * 5];
+        for i in 0..5 {
             for p in 0..3 {
-                for j in 0..4 {
-                    let col = panel * 4 + j;
-                    let want = if col < 7 { b.get(p, col) } else { 0 };
-                    assert_eq!(packed[panel * 12 + p * 4 + j], want);
-                }
+                sparse[6 * i + 2 * p] = a.get(i, p);
+            }
+        }
+        let a_strided = MatRef::from_slice_strided(&sparse, 5, 3, 6, 2).unwrap();
+        let cases: [(MatRef<'_, i32>, bool); 4] = [
+            (a.as_ref(), true),
+            (a_strided, true),
+            (b.as_ref(), false),
+            (bt.as_ref().t(), false),
+        ];
+        for (view, is_a) in cases {
+            let mut dst = vec![-1; 2 * 4 * 3];
+            if is_a {
+                pack_a(view, 4, &mut dst);
+                assert_panels(&dst, 4, 3, 5, |i, p| view.get(i, p));
+            } else {
+                pack_b(view, 4, &mut dst);
+                assert_panels(&dst, 4, 3, 7, |j, p| view.get(p, j));
             }
         }
     }
