@@ -136,12 +136,11 @@ fn multiply_part<T: Element, K: Microkernel<T>>(
     let c_ptr = c.as_mut_ptr();
     for jc in (0..n).step_by(nc) {
         let nb = nc.min(n - jc);
-        pack_b(b.submatrix(0, jc, kb, nb), K::NR, b_buf);
         // SAFETY: column jc is inside C, so the offset is inside its extent.
         let c_cols = unsafe { c_ptr.add(jc * cs_c) };
-        // SAFETY: the buffers hold at least mb rows of packed Ã and the
-        // packed kb×nb block of B; c_cols addresses an mb×nb block of the
-        // exclusive view C with strides (rs_c, cs_c).
+        // SAFETY: `a_packed` holds at least mb rows of packed Ã and
+        // `b_buf` room for the packed kb×nb block of B; c_cols addresses an
+        // mb×nb block of the exclusive view C with strides (rs_c, cs_c).
         unsafe {
             macro_kernel::<T, K>(
                 mb,
@@ -149,6 +148,7 @@ fn multiply_part<T: Element, K: Microkernel<T>>(
                 kb,
                 alpha,
                 a_packed,
+                b.submatrix(0, jc, kb, nb),
                 b_buf,
                 beta,
                 c_cols,
@@ -159,7 +159,10 @@ fn multiply_part<T: Element, K: Microkernel<T>>(
     }
 }
 
-/// The two innermost loops over one packed block pair.
+/// The two innermost loops over one block pair. B̃ is packed lazily: each
+/// micro-panel right before its first use (in the first row of micro-tiles),
+/// so it is still in L1 when the kernel reads it, and packing interleaves
+/// with computing instead of preceding it.
 ///
 /// # Safety
 /// `c` addresses an mb×nb block with strides (rs_c, cs_c) that is valid for
@@ -172,7 +175,8 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
     kb: usize,
     alpha: T,
     a_buf: &[T],
-    b_buf: &[T],
+    b_block: MatRef<'_, T>,
+    b_buf: &mut [T],
     beta: T,
     c: *mut T,
     rs_c: isize,
@@ -184,7 +188,11 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
         let a_panel = a_buf[ir * kb..(ir + K::MR) * kb].as_ptr();
         for jr in (0..nb).step_by(K::NR) {
             let cols = K::NR.min(nb - jr);
-            let b_panel = b_buf[jr * kb..(jr + K::NR) * kb].as_ptr();
+            let b_panel_buf = &mut b_buf[jr * kb..(jr + K::NR) * kb];
+            if ir == 0 {
+                pack_b(b_block.submatrix(0, jr, kb, cols), K::NR, b_panel_buf);
+            }
+            let b_panel = b_panel_buf.as_ptr();
             // SAFETY: (ir, jr) lies inside the mb×nb block.
             let c_tile = unsafe { c.offset(ir as isize * rs_c + jr as isize * cs_c) };
             if rows == K::MR && cols == K::NR {
