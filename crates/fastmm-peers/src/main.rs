@@ -68,41 +68,30 @@ trait PeerElement: Element {
     );
 }
 
-impl PeerElement for f32 {
-    unsafe fn matrixmultiply(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-    ) {
-        // SAFETY: forwarded; row-major strides of contiguous matrices.
-        unsafe {
-            matrixmultiply::sgemm(
-                m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1,
-            )
+macro_rules! peer_element {
+    ($t:ty, $gemm:path) => {
+        impl PeerElement for $t {
+            unsafe fn matrixmultiply(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: *const $t,
+                b: *const $t,
+                c: *mut $t,
+            ) {
+                // SAFETY: forwarded; row-major strides of contiguous matrices.
+                unsafe {
+                    $gemm(
+                        m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1,
+                    )
+                }
+            }
         }
-    }
+    };
 }
 
-impl PeerElement for f64 {
-    unsafe fn matrixmultiply(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f64,
-        b: *const f64,
-        c: *mut f64,
-    ) {
-        // SAFETY: forwarded; row-major strides of contiguous matrices.
-        unsafe {
-            matrixmultiply::dgemm(
-                m, k, n, 1.0, a, k as isize, 1, b, n as isize, 1, 0.0, c, n as isize, 1,
-            )
-        }
-    }
-}
+peer_element!(f32, matrixmultiply::sgemm);
+peer_element!(f64, matrixmultiply::dgemm);
 
 fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
     let opts = GemmOptions::new(Algorithm::Packed).threads(threads);
