@@ -35,6 +35,9 @@ use crate::packed::kernel::Microkernel;
 use crate::packed::packing::{pack_a, pack_b};
 use crate::packed::workspace::Workspace;
 
+/// Bytes in a cache line, the unit of the prefetches below.
+const CACHE_LINE: usize = 64;
+
 /// Largest MR·NR of any kernel: the size of the edge scratch tile.
 const MAX_TILE_ELEMENTS: usize = 512;
 
@@ -186,8 +189,15 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
     for ir in (0..mb).step_by(K::MR) {
         let rows = K::MR.min(mb - ir);
         let a_panel = a_buf[ir * kb..(ir + K::MR) * kb].as_ptr();
-        for jr in (0..nb).step_by(K::NR) {
+        // The next micro-panel of Ã comes from L3; spread its prefetch into
+        // L2 over this row's kernel calls so the next row starts warm.
+        let next_end = (ir + 2 * K::MR).min(mb.div_ceil(K::MR) * K::MR);
+        let next_a = &a_buf[(ir + K::MR) * kb..next_end * kb];
+        let lines_per_call =
+            std::mem::size_of_val(next_a).div_ceil(CACHE_LINE * nb.div_ceil(K::NR));
+        for (call, jr) in (0..nb).step_by(K::NR).enumerate() {
             let cols = K::NR.min(nb - jr);
+            prefetch_l2(next_a, call * lines_per_call, lines_per_call);
             let b_panel_buf = &mut b_buf[jr * kb..(jr + K::NR) * kb];
             if ir == 0 {
                 pack_b(b_block.submatrix(0, jr, kb, cols), K::NR, b_panel_buf);
@@ -226,5 +236,22 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
                 }
             }
         }
+    }
+}
+
+/// Hints lines `first..first + count` of `data` (those that exist) into L2.
+fn prefetch_l2<T>(data: &[T], first: usize, count: usize) {
+    let bytes = std::mem::size_of_val(data);
+    let base = data.as_ptr().cast::<i8>();
+    for line in first..(first + count).min(bytes.div_ceil(CACHE_LINE)) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint that never faults, and the address is
+        // inside `data`.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+            _mm_prefetch::<_MM_HINT_T1>(base.add(line * CACHE_LINE));
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (base, line);
     }
 }

@@ -20,6 +20,9 @@ use crate::packed::kernel::Microkernel;
 /// How many k steps ahead the kernels prefetch B̃.
 const B_PREFETCH_STEPS: usize = 8;
 
+/// How many k steps before the end the kernels pull the C tile into L1.
+const C_PREFETCH_STEPS: usize = 32;
+
 fn has_avx512() -> bool {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512dq")
@@ -57,36 +60,45 @@ macro_rules! simd_kernel {
                 // elements at `a`, kc·NR at `b`, and an MR×NR tile at `c`
                 // with strides (rs_c, cs_c) — bounds every access below.
                 unsafe {
-                    // Pull the C tile in while the products run: it is read
-                    // when β ≠ 0 and written either way (a store miss would
-                    // stall on the line's read-for-ownership).
-                    for i in 0..$mr {
-                        for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
-                            _mm_prefetch::<_MM_HINT_T0>(
-                                c.offset(i as isize * rs_c + j as isize * cs_c).cast(),
-                            );
-                        }
-                    }
+                    // Ask for the C tile twice: into L2 now, and into L1
+                    // shortly before the update, so that the update neither
+                    // waits on memory nor evicts the panels while the
+                    // products run. β ≠ 0 reads the tile; either way it is
+                    // written, and a store miss stalls on the line's
+                    // read-for-ownership.
+                    let tail = kc.saturating_sub(C_PREFETCH_STEPS);
                     let mut acc = [[$ops::zero(); $nv]; $mr];
                     let mut b_row = [$ops::zero(); $nv];
-                    for p in 0..kc {
-                        let bp = b.add(p * NR);
-                        // B̃ streams from L2: ask for it a few steps early.
-                        // wrapping_add: the hint may point past the panel,
-                        // which a prefetch tolerates and `add` would not.
-                        for line in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
-                            _mm_prefetch::<_MM_HINT_T0>(
-                                bp.wrapping_add(B_PREFETCH_STEPS * NR + line).cast(),
-                            );
-                        }
-                        for v in 0..$nv {
-                            b_row[v] = $ops::load(bp.add(v * $lanes));
-                        }
-                        let ap = a.add(p * $mr);
+                    for (phase, steps) in [0..tail, tail..kc].into_iter().enumerate() {
                         for i in 0..$mr {
-                            let ai = $ops::splat(*ap.add(i));
+                            for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                                let line = c.offset(i as isize * rs_c + j as isize * cs_c).cast();
+                                if phase == 0 {
+                                    _mm_prefetch::<_MM_HINT_T1>(line);
+                                } else {
+                                    _mm_prefetch::<_MM_HINT_T0>(line);
+                                }
+                            }
+                        }
+                        for p in steps {
+                            let bp = b.add(p * NR);
+                            // B̃ streams from L2: ask for it a few steps early.
+                            // wrapping_add: the hint may point past the panel,
+                            // which a prefetch tolerates and `add` would not.
+                            for line in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                                _mm_prefetch::<_MM_HINT_T0>(
+                                    bp.wrapping_add(B_PREFETCH_STEPS * NR + line).cast(),
+                                );
+                            }
                             for v in 0..$nv {
-                                acc[i][v] = $ops::fma(ai, b_row[v], acc[i][v]);
+                                b_row[v] = $ops::load(bp.add(v * $lanes));
+                            }
+                            let ap = a.add(p * $mr);
+                            for i in 0..$mr {
+                                let ai = $ops::splat(*ap.add(i));
+                                for v in 0..$nv {
+                                    acc[i][v] = $ops::fma(ai, b_row[v], acc[i][v]);
+                                }
                             }
                         }
                     }
