@@ -21,6 +21,14 @@ pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
 /// Products with m·n·k below this run `packed` on the calling thread.
 pub const PACKED_PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 
+/// `packed` on several threads splits k instead of C when C takes at most
+/// this many bytes (a private copy per thread, added up at the end)...
+pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
+
+/// ...and k holds at least this many KC steps per thread: fewer, and the
+/// copies of C cost more than the per-step fork-joins they save.
+pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
+
 /// Largest m·n·k for which `verify` computes a full f64 reference product.
 /// Above it the O(n²) randomized check is used.
 pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;

@@ -102,8 +102,10 @@ fn kernels_i64_match_their_twin_exactly() {
 }
 
 /// Threads share packed blocks and split C by columns or, when C is
-/// narrow, by rows; every split, with blocks small enough that each thread
-/// sees several of them, must give the exact product.
+/// narrow, by rows, or split k when C is small and k long (the last two
+/// shapes); every split, with blocks small enough that each thread sees
+/// several of them, must give the exact product, for β = 0 over a poisoned
+/// C and for α, β ≠ 0.
 #[test]
 fn threaded_splits_are_exact() {
     let mut rng = seeded_rng(12);
@@ -114,7 +116,15 @@ fn threaded_splits_are_exact() {
             kc: 20,
             nc: 2 * kernel.nr,
         };
-        for (m, k, n) in [(70, 70, 70), (301, 90, 17), (23, 75, 331), (129, 64, 129)] {
+        let shapes = [
+            (70, 70, 70),
+            (301, 90, 17),
+            (23, 75, 331),
+            (129, 64, 129),
+            (37, 401, 45),
+            (9, 1201, 31),
+        ];
+        for (m, k, n) in shapes {
             let a: Matrix<i64> = random_matrix_full_range(m, k, &mut rng);
             let b: Matrix<i64> = random_matrix_full_range(k, n, &mut rng);
             let want =
@@ -130,6 +140,17 @@ fn threaded_splits_are_exact() {
                 assert_eq!(
                     got, want,
                     "{} {m}×{k}×{n} on {threads} threads",
+                    kernel.name
+                );
+                let c0: Matrix<i64> = random_matrix_full_range(m, n, &mut rng);
+                let mut want_update = c0.clone();
+                let naive = GemmOptions::new(Algorithm::Naive);
+                gemm(3, a.as_ref(), b.as_ref(), -2, want_update.as_mut(), &naive).unwrap();
+                let mut got_update = c0.clone();
+                gemm(3, a.as_ref(), b.as_ref(), -2, got_update.as_mut(), &opts).unwrap();
+                assert_eq!(
+                    got_update, want_update,
+                    "{} C ← 3AB − 2C, {m}×{k}×{n} on {threads} threads",
                     kernel.name
                 );
             }

@@ -34,6 +34,7 @@ use crate::packed::blocking::BlockSizes;
 use crate::packed::kernel::Microkernel;
 use crate::packed::packing::{pack_a, pack_b};
 use crate::packed::workspace::Workspace;
+use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD};
 
 /// Bytes in a cache line, the unit of the prefetches below.
 const CACHE_LINE: usize = 64;
@@ -69,6 +70,10 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
         K::NAME
     );
     let blocks = blocks.fitted(K::MR, K::NR);
+    if threads > 1 && split_k_pays(m, n, k, blocks.kc, threads, std::mem::size_of::<T>()) {
+        gemm_split_k::<T, K>(alpha, a, b, beta, c, &blocks, threads);
+        return;
+    }
     let kc = blocks.kc.min(k);
     let mc = blocks.mc.min(m.div_ceil(K::MR) * K::MR);
     let nc = blocks.nc.min(n.div_ceil(K::NR) * K::NR);
@@ -86,7 +91,7 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
             let row_panels = mb.div_ceil(K::MR);
             let a_packed = &mut a_buf[..row_panels * K::MR * kb];
             if threads == 1 {
-                pack_a(a_block, K::MR, a_packed);
+                pack_a::<T, K>(a_block, a_packed);
             } else {
                 let per_thread = row_panels.div_ceil(threads);
                 a_packed
@@ -95,7 +100,7 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
                     .for_each(|(t, chunk)| {
                         let row0 = t * per_thread * K::MR;
                         let rows = (per_thread * K::MR).min(mb - row0);
-                        pack_a(a_block.submatrix(row0, 0, rows, kb), K::MR, chunk);
+                        pack_a::<T, K>(a_block.submatrix(row0, 0, rows, kb), chunk);
                     });
             }
             let a_packed: &[T] = a_packed;
@@ -117,6 +122,68 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
             }
         }
     }
+}
+
+/// Whether to split k instead of C: when C is small and k long, the other
+/// splits would run a fork-join (two, with Ã's packing) for every KC step
+/// of a few hundred µs of work, and each thread can instead run the whole
+/// sequential GEMM on its own slice of k, into its own copy of C.
+fn split_k_pays(m: usize, n: usize, k: usize, kc: usize, threads: usize, size: usize) -> bool {
+    m * n * size <= SPLIT_K_MAX_C_BYTES && k >= SPLIT_K_MIN_STEPS_PER_THREAD * kc * threads
+}
+
+/// C ← α·A·B + β·C with k split in `threads` slices: thread 0 accumulates
+/// its slice into C (with the caller's β), every other thread computes its
+/// slice into a private m×n buffer, and the buffers are then added into C.
+/// With wrapping integers the result is exactly the classical one; with
+/// floats only the order of the k sums changes.
+fn gemm_split_k<T: Element, K: Microkernel<T>>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    mut c: MatMut<'_, T>,
+    blocks: &BlockSizes,
+    threads: usize,
+) {
+    let (m, k) = a.shape();
+    let n = b.cols();
+    let slice = k.div_ceil(threads).div_ceil(blocks.kc) * blocks.kc;
+    let slices: Vec<(usize, usize)> = (0..k)
+        .step_by(slice)
+        .map(|p| (p, slice.min(k - p)))
+        .collect();
+    let mut partials = vec![T::ZERO; (slices.len() - 1) * m * n];
+    let mut targets: Vec<MatMut<'_, T>> = Vec::with_capacity(slices.len());
+    targets.push(c.rb_mut());
+    for buffer in partials.chunks_exact_mut(m * n) {
+        targets.push(MatMut::from_slice(buffer, m, n).expect("an m×n buffer"));
+    }
+    targets
+        .into_par_iter()
+        .zip(slices)
+        .enumerate()
+        .for_each(|(t, (target, (p0, len)))| {
+            let beta_here = if t == 0 { beta } else { T::ZERO };
+            let a_slice = a.submatrix(0, p0, m, len);
+            let b_slice = b.submatrix(p0, 0, len, n);
+            gemm::<T, K>(alpha, a_slice, b_slice, beta_here, target, blocks, 1);
+        });
+    let rows_per_task = m.div_ceil(threads);
+    c.into_blocks(rows_per_task, n)
+        .into_par_iter()
+        .for_each(|(row0, _, mut rows)| {
+            for partial in partials.chunks_exact(m * n) {
+                for i in 0..rows.rows() {
+                    let src = &partial[(row0 + i) * n..(row0 + i + 1) * n];
+                    for (j, &value) in src.iter().enumerate() {
+                        // SAFETY: i < rows.rows() and j < n = rows.cols().
+                        let cij = unsafe { rows.get_unchecked_mut(i, j) };
+                        *cij = cij.add(value);
+                    }
+                }
+            }
+        });
 }
 
 /// One thread's share of an (ic, pc) block: its columns of B packed NC at a
@@ -200,7 +267,7 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
             prefetch_l2(next_a, call * lines_per_call, lines_per_call);
             let b_panel_buf = &mut b_buf[jr * kb..(jr + K::NR) * kb];
             if ir == 0 {
-                pack_b(b_block.submatrix(0, jr, kb, cols), K::NR, b_panel_buf);
+                pack_b::<T, K>(b_block.submatrix(0, jr, kb, cols), b_panel_buf);
             }
             let b_panel = b_panel_buf.as_ptr();
             // SAFETY: (ir, jr) lies inside the mb×nb block.

@@ -24,6 +24,8 @@
 //! the oracle the fast kernels are tested against.
 
 use crate::element::Element;
+use crate::matrix::MatRef;
+use crate::packed::packing;
 
 /// A register-blocked MR×NR kernel; see the module documentation for the
 /// contract every implementation must keep.
@@ -59,4 +61,18 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
         rs_c: isize,
         cs_c: isize,
     );
+
+    /// Packs the w×kb view `src` into ⌈w/width⌉ panels of `width` lanes in
+    /// the layout above (element (i, p) of panel r at
+    /// `dst[r·width·kb + p·width + i]`, zero past w); the driver packs Ã
+    /// with width MR and B̃ (as B̃ᵀ) with width NR. The default compiles the
+    /// copy for the baseline instruction set; SIMD kernels override it to
+    /// compile the same loops with their own.
+    ///
+    /// # Panics
+    /// If `dst` is shorter than ⌈w/width⌉·width·kb.
+    #[inline]
+    fn pack(src: MatRef<'_, T>, width: usize, dst: &mut [T]) {
+        packing::pack_panels(src, width, dst);
+    }
 }

@@ -15,7 +15,9 @@
 use std::arch::x86_64::*;
 
 use crate::element::Element;
+use crate::matrix::MatRef;
 use crate::packed::kernel::Microkernel;
+use crate::packed::packing;
 
 /// How many k steps ahead the kernels prefetch B̃.
 const B_PREFETCH_STEPS: usize = 8;
@@ -144,6 +146,13 @@ macro_rules! simd_kernel {
             }
         }
 
+        impl $name {
+            #[target_feature(enable = $features)]
+            fn pack_with_features(src: MatRef<'_, $t>, width: usize, dst: &mut [$t]) {
+                packing::pack_panels(src, width, dst);
+            }
+        }
+
         // SAFETY: `compute` touches exactly the memory of the contract, and
         // `run` is only called where `is_available` holds, so the target
         // features `compute` was compiled for are present.
@@ -154,6 +163,18 @@ macro_rules! simd_kernel {
 
             fn is_available() -> bool {
                 $detect()
+            }
+
+            #[inline]
+            fn pack(src: MatRef<'_, $t>, width: usize, dst: &mut [$t]) {
+                assert!(
+                    Self::is_available(),
+                    "{} packing without its CPU features",
+                    $label
+                );
+                // SAFETY: the features `pack_with_features` was compiled for
+                // are present (asserted above).
+                unsafe { Self::pack_with_features(src, width, dst) }
             }
 
             #[inline]
