@@ -8,9 +8,12 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use fastmm::packed::select_kernel;
 use fastmm::random::{random_matrix, seeded_rng};
+use fastmm::strassen::{error_growth, workspace, Scheme};
 use fastmm::system::{available_memory_bytes, cpu_model, format_bytes};
-use fastmm::verify::verify;
-use fastmm::{gemm, Algorithm, BlockSizes, CpuKernel, DType, Element, GemmOptions, Matrix};
+use fastmm::verify::verify_with_growth;
+use fastmm::{
+    gemm, Algorithm, BlockSizes, CpuKernel, DType, Element, GemmOptions, Matrix, Variant,
+};
 
 /// Environment variable with default `packed` block sizes, "MC,KC,NC".
 const BLOCKS_ENV: &str = "FASTMM_BLOCKS";
@@ -53,6 +56,17 @@ pub struct RunArgs {
     /// derived from the cache sizes).
     #[arg(long, value_name = "MC,KC,NC")]
     blocks: Option<String>,
+    /// `strassen`/`winograd`: recurse while m, k and n are all at least
+    /// this, or `auto` (the measured crossover).
+    #[arg(long, value_name = "N0|auto", default_value = "auto")]
+    threshold: String,
+    /// `strassen`/`winograd`: most recursion levels (default: the accuracy
+    /// rule for floats, unlimited for integers).
+    #[arg(long)]
+    depth: Option<usize>,
+    /// `strassen`/`winograd` memory schedule: temporaries or frugal.
+    #[arg(long, default_value = "frugal")]
+    variant: String,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]
     reps: usize,
@@ -97,6 +111,11 @@ struct Record {
     check: &'static str,
     ok: bool,
     seed: u64,
+    /// Strassen/Winograd levels applied (absent for classical algorithms).
+    levels: Option<usize>,
+    /// Temporary workspace of Strassen/Winograd, in bytes (the packing
+    /// buffers of the classical products come on top).
+    extra_bytes: u64,
 }
 
 /// How a run ended when no input error stopped it.
@@ -144,6 +163,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .map(str::parse::<CpuKernel>)
             .transpose()?,
         block_sizes: blocks,
+        variant: Some(args.variant.parse::<Variant>()?),
+        threshold: parse_threshold(&args.threshold)?,
+        depth: args.depth,
         ..Default::default()
     };
     base_opts.validate()?;
@@ -173,6 +195,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     } else {
         Outcome::Failures(failures)
     })
+}
+
+fn parse_threshold(text: &str) -> Result<Option<usize>> {
+    if text.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    match text.parse::<usize>() {
+        Ok(n0) => Ok(Some(n0)),
+        Err(_) => bail!("--threshold '{text}' is neither a size nor 'auto'"),
+    }
 }
 
 fn parse_dtypes(list: &str) -> Result<Vec<DType>> {
@@ -258,7 +290,11 @@ fn run_typed<T: Element>(
             let wrong = c.get(0, 0).add(T::ONE);
             c.set(0, 0, wrong);
         }
-        let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref())?;
+        let fast = Scheme::of(algorithm)
+            .map(|scheme| (scheme, workspace::<T>(scheme, (p.m, p.k, p.n), true, &opts)));
+        let growth = fast.map_or(1.0, |(scheme, report)| error_growth(scheme, report.levels));
+        let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
+        let fast = fast.map(|(_, report)| report);
         if printable {
             show(args, &format!("C = A·B ({algorithm}, {})", T::DTYPE), &c);
         }
@@ -286,6 +322,10 @@ fn run_typed<T: Element>(
             check: verdict.method.name(),
             ok: verdict.ok,
             seed: args.seed,
+            levels: fast.map(|report| report.levels),
+            extra_bytes: fast.map_or(0, |report| {
+                (report.workspace_elements * std::mem::size_of::<T>()) as u64
+            }),
         });
     }
     Ok(records)
@@ -294,6 +334,18 @@ fn run_typed<T: Element>(
 /// What computes the inner loop: the packed microkernel and its block
 /// sizes, or "scalar" for the loops compiled for the baseline target.
 fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
+    if Scheme::of(opts.algorithm).is_some() {
+        let packed = kernel_label::<T>(&GemmOptions {
+            algorithm: Algorithm::Packed,
+            ..*opts
+        })?;
+        let kernel = packed.split(' ').take(2).collect::<Vec<_>>().join(" ");
+        return Ok(format!(
+            "{} n0={} + {kernel}",
+            opts.variant.unwrap_or_default(),
+            fastmm::strassen::effective_threshold(opts)
+        ));
+    }
     if opts.algorithm != Algorithm::Packed {
         return Ok("scalar".into());
     }
@@ -338,12 +390,14 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
         fastmm::threads::available_threads()
     );
     println!(
-        "{:<10} {:<26} {:<5} {:>7} {:>5} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
+        "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
         "algorithm",
         "kernel",
         "dtype",
         "threads",
         "tile",
+        "levels",
+        "extra mem",
         "median ms",
         "GFLOP/s",
         "speedup",
@@ -353,12 +407,18 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
     );
     for r in records {
         println!(
-            "{:<10} {:<26} {:<5} {:>7} {:>5} {:>11} {:>9.2} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
+            "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9.2} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
             r.algorithm,
             r.kernel,
             r.dtype,
             r.threads,
             r.tile.map_or("-".to_string(), |t| t.to_string()),
+            r.levels.map_or("-".to_string(), |l| l.to_string()),
+            if r.levels.is_some() {
+                format_bytes(r.extra_bytes.into())
+            } else {
+                "-".to_string()
+            },
             format_ms(r.median_ms),
             r.gflops,
             r.speedup,

@@ -27,7 +27,7 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
     let records: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
     let records = records.as_array().expect("a JSON array");
-    assert_eq!(records.len(), 5 * 4);
+    assert_eq!(records.len(), 7 * 4);
     for field in [
         "algorithm",
         "device",
@@ -40,6 +40,7 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
         "gflops",
         "rel_error",
         "ok",
+        "extra_bytes",
     ] {
         assert!(
             records.iter().all(|r| r.get(field).is_some()),
@@ -57,7 +58,7 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
             .collect();
         assert_eq!(
             algos,
-            ["naive", "ikj", "tiled", "parallel", "packed"],
+            ["naive", "ikj", "tiled", "parallel", "packed", "strassen", "winograd"],
             "{dtype}"
         );
     }
@@ -214,6 +215,15 @@ fn bad_input_is_one_line_and_a_nonzero_exit() {
             "thread count must be at least 1",
         ),
         (&["run", "--reps", "0"], "--reps must be at least 1"),
+        (
+            &["run", "--algo", "strassen", "--threshold", "1"],
+            "threshold must be at least 2",
+        ),
+        (
+            &["run", "--algo", "strassen", "--threshold", "big"],
+            "neither a size nor 'auto'",
+        ),
+        (&["run", "--variant", "lazy"], "unknown variant 'lazy'"),
         (&["run", "--size", "ten"], "invalid value 'ten'"),
         (&["multiply-everything"], "error"),
     ];
@@ -227,4 +237,44 @@ fn bad_input_is_one_line_and_a_nonzero_exit() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+#[test]
+fn strassen_and_winograd_report_levels_and_workspace() {
+    let out = fastmm(&[
+        "run",
+        "--size",
+        "100",
+        "--algo",
+        "strassen,winograd",
+        "--dtype",
+        "i64,f64",
+        "--threshold",
+        "16",
+        "--variant",
+        "temporaries",
+        "--json",
+        "--reps",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 4);
+    for r in records {
+        assert_eq!(r["ok"], true, "{r}");
+        // 100 → 50 → 25 → 12: three levels with n0 = 16 (the f64 default
+        // depth allows three too).
+        assert_eq!(r["levels"], 3, "{r}");
+        assert!(r["extra_bytes"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            r["kernel"]
+                .as_str()
+                .unwrap()
+                .starts_with("temporaries n0=16"),
+            "{r}"
+        );
+    }
+    let ints: Vec<_> = records.iter().filter(|r| r["dtype"] == "i64").collect();
+    assert!(ints.iter().all(|r| r["rel_error"] == 0.0));
 }

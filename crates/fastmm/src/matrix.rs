@@ -245,6 +245,28 @@ unsafe impl<T: Sync> Send for MatRef<'_, T> {}
 unsafe impl<T: Sync> Sync for MatRef<'_, T> {}
 
 impl<'a, T: Element> MatRef<'a, T> {
+    /// A view of raw memory.
+    ///
+    /// # Safety
+    /// Every `ptr + i·row_stride + j·col_stride` (i < rows, j < cols) is
+    /// readable for `'a` and not written through any other path meanwhile.
+    pub(crate) unsafe fn from_raw_parts(
+        ptr: *const T,
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+        col_stride: usize,
+    ) -> Self {
+        MatRef {
+            ptr,
+            rows,
+            cols,
+            row_stride,
+            col_stride,
+            _marker: PhantomData,
+        }
+    }
+
     /// A contiguous row-major view of `data`.
     pub fn from_slice(data: &'a [T], rows: usize, cols: usize) -> Result<Self, Error> {
         Self::from_slice_strided(data, rows, cols, cols, 1)
@@ -438,6 +460,29 @@ unsafe impl<T: Send> Send for MatMut<'_, T> {}
 unsafe impl<T: Sync> Sync for MatMut<'_, T> {}
 
 impl<'a, T: Element> MatMut<'a, T> {
+    /// A mutable view of raw memory.
+    ///
+    /// # Safety
+    /// Every `ptr + i·row_stride + j·col_stride` (i < rows, j < cols) is
+    /// valid for reads and writes for `'a`, reached through no other path
+    /// meanwhile, and no two (i, j) share an address.
+    pub(crate) unsafe fn from_raw_parts(
+        ptr: *mut T,
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+        col_stride: usize,
+    ) -> Self {
+        MatMut {
+            ptr,
+            rows,
+            cols,
+            row_stride,
+            col_stride,
+            _marker: PhantomData,
+        }
+    }
+
     /// A contiguous row-major mutable view of `data`.
     pub fn from_slice(data: &'a mut [T], rows: usize, cols: usize) -> Result<Self, Error> {
         Self::from_slice_strided(data, rows, cols, cols, 1)

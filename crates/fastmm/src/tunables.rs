@@ -29,6 +29,24 @@ pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 /// copies of C cost more than the per-step fork-joins they save.
 pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
 
+/// `strassen`/`winograd` recurse while m, k and n are all at least this
+/// (`--threshold auto`); measured crossover, see docs/benchmarks.md.
+pub const STRASSEN_AUTO_THRESHOLD: usize = 1024;
+
+/// Most levels `auto` applies to f32: the measured relative error then
+/// stays within 1e-5 on uniform [-1, 1] inputs (docs/benchmarks.md).
+pub const STRASSEN_AUTO_MAX_LEVELS_F32: usize = 2;
+
+/// Most levels `auto` applies to f64: within 1e-13 (docs/benchmarks.md).
+pub const STRASSEN_AUTO_MAX_LEVELS_F64: usize = 3;
+
+/// Most levels for the exact integer types (and any explicit `--depth`
+/// beyond it is honoured).
+pub const STRASSEN_MAX_LEVELS: usize = 32;
+
+/// Linear combinations of at least this many elements run on all threads.
+pub const STRASSEN_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
+
 /// Largest m·n·k for which `verify` computes a full f64 reference product.
 /// Above it the O(n²) randomized check is used.
 pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;

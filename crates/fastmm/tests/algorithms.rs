@@ -2,21 +2,33 @@
 //! shapes, element types, layouts and options.
 
 use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
-use fastmm::verify::verify;
-use fastmm::{gemm, matmul_with, Algorithm, Element, Error, GemmOptions, MatMut, MatRef, Matrix};
+use fastmm::strassen::{error_growth, workspace};
+use fastmm::verify::{verify, verify_with_growth};
+use fastmm::{
+    gemm, matmul_with, Algorithm, Element, Error, GemmOptions, MatMut, MatRef, Matrix, Scheme,
+    Variant,
+};
 use proptest::prelude::*;
 
 /// Edge sizes: empty, one, tiny, primes, around powers of two and tiles.
 const DIMS: [usize; 13] = [0, 1, 2, 3, 7, 17, 31, 32, 33, 64, 100, 127, 129];
 
-/// The option sets each algorithm runs under: defaults, and small tiles
-/// (that do not divide most sizes) with 2 and 3 threads.
+/// The option sets each algorithm runs under: defaults, small tiles (that
+/// do not divide most sizes) with 2 and 3 threads, and for the fast
+/// algorithms each memory variant with thresholds low enough to recurse.
 fn option_sets(algorithm: Algorithm) -> Vec<GemmOptions> {
     let base = GemmOptions::new(algorithm);
     let mut sets = vec![base];
     if algorithm.info().uses_tile {
         sets.push(base.tile(16).threads(2));
         sets.push(base.tile(7).threads(3));
+    }
+    if Scheme::of(algorithm).is_some() {
+        // Thresholds small enough that the shapes below recurse.
+        for variant in Variant::ALL {
+            sets.push(base.variant(variant).threshold(4).depth(2));
+            sets.push(base.variant(variant).threshold(3).depth(3).threads(2));
+        }
     }
     sets
 }
@@ -43,7 +55,11 @@ fn check_shape<T: Element>(m: usize, k: usize, n: usize, seed: u64) {
         for opts in option_sets(algorithm) {
             let mut c = Matrix::filled(m, n, T::poison());
             gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).unwrap();
-            let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap();
+            let growth = Scheme::of(algorithm).map_or(1.0, |scheme| {
+                let levels = workspace::<T>(scheme, (m, k, n), true, &opts).levels;
+                error_growth(scheme, levels)
+            });
+            let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth).unwrap();
             assert!(
                 verdict.ok,
                 "{algorithm} {opts:?} {}×{k}×{n} {}: {verdict:?}",

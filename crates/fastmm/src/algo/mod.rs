@@ -20,6 +20,7 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::packed::{self, BlockSizes, CpuKernel};
+use crate::strassen::{self, Scheme, Variant};
 use crate::threads::available_threads;
 use crate::tunables::DEFAULT_TILE;
 
@@ -36,6 +37,10 @@ pub enum Algorithm {
     Parallel,
     /// BLIS-style packed panels and a SIMD microkernel, multithreaded.
     Packed,
+    /// Strassen's 7-product recursion over `packed` (see [`crate::strassen`]).
+    Strassen,
+    /// Winograd's variant of Strassen, 15 additions per level.
+    Winograd,
 }
 
 /// What the dispatch table knows about an algorithm.
@@ -87,6 +92,20 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         algorithm: Algorithm::Packed,
         name: "packed",
         summary: "BLIS-style cache blocking, packing and SIMD microkernels",
+        uses_tile: false,
+        uses_threads: true,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Strassen,
+        name: "strassen",
+        summary: "Strassen's recursion (7 products, 18 additions) over packed (seeds 000, 003)",
+        uses_tile: false,
+        uses_threads: true,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Winograd,
+        name: "winograd",
+        summary: "Winograd's variant (7 products, 15 additions) over packed (seeds 000, 003)",
         uses_tile: false,
         uses_threads: true,
     },
@@ -174,6 +193,14 @@ pub struct GemmOptions {
     pub cpu_kernel: Option<CpuKernel>,
     /// Cache block sizes of `packed` (default: derived from the caches).
     pub block_sizes: Option<BlockSizes>,
+    /// Memory schedule of `strassen`/`winograd` (default: frugal).
+    pub variant: Option<Variant>,
+    /// `strassen`/`winograd` recurse while m, k, n are all at least this
+    /// (default: the measured crossover, [`crate::strassen::effective_threshold`]).
+    pub threshold: Option<usize>,
+    /// Most recursion levels of `strassen`/`winograd` (default: the
+    /// accuracy rule, [`crate::strassen::effective_max_depth`]).
+    pub depth: Option<usize>,
 }
 
 impl GemmOptions {
@@ -209,6 +236,24 @@ impl GemmOptions {
         self
     }
 
+    /// Sets the memory schedule of `strassen`/`winograd`.
+    pub fn variant(mut self, variant: Variant) -> Self {
+        self.variant = Some(variant);
+        self
+    }
+
+    /// Sets the recursion threshold n₀ of `strassen`/`winograd`.
+    pub fn threshold(mut self, threshold: usize) -> Self {
+        self.threshold = Some(threshold);
+        self
+    }
+
+    /// Caps the recursion levels of `strassen`/`winograd`.
+    pub fn depth(mut self, depth: usize) -> Self {
+        self.depth = Some(depth);
+        self
+    }
+
     /// Rejects option values no algorithm can use.
     pub fn validate(&self) -> Result<(), Error> {
         if self.threads == Some(0) {
@@ -218,6 +263,11 @@ impl GemmOptions {
         }
         if self.tile == Some(0) {
             return Err(Error::InvalidOption("tile size must be at least 1".into()));
+        }
+        if matches!(self.threshold, Some(t) if t < 2) {
+            return Err(Error::InvalidOption(
+                "Strassen threshold must be at least 2 (each level halves m, k and n)".into(),
+            ));
         }
         if let Some(b) = self.block_sizes {
             if b.mc == 0 || b.kc == 0 || b.nc == 0 {
@@ -289,6 +339,8 @@ pub(crate) fn multiply<T: Element>(
             parallel::accumulate(alpha, a, b, c, tile, opts.effective_threads())?;
         }
         Algorithm::Packed => packed::multiply(alpha, a, b, beta, c, opts)?,
+        Algorithm::Strassen => strassen::multiply(Scheme::Strassen, alpha, a, b, beta, c, opts)?,
+        Algorithm::Winograd => strassen::multiply(Scheme::Winograd, alpha, a, b, beta, c, opts)?,
     }
     Ok(())
 }

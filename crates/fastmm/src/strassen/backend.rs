@@ -1,0 +1,84 @@
+//! What a device must provide for the fast algorithms: the classical
+//! product on blocks, linear combinations of blocks, and room for
+//! temporaries. The recursion ([`super::engine`]) only ever names blocks;
+//! each backend resolves them to its own memory.
+
+use crate::element::Element;
+use crate::error::Error;
+
+/// The matrix a block lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// The left operand.
+    A,
+    /// The right operand.
+    B,
+    /// The output.
+    C,
+    /// Temporary `id`, stored row-major with row stride `ld`.
+    Temp {
+        /// Which temporary (an index into the capacities given to
+        /// [`Backend::allocate`]).
+        id: usize,
+        /// Its row stride, in elements.
+        ld: usize,
+    },
+}
+
+/// A rows×cols block of a [`Store`] whose top-left element is (row, col).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    /// Where it lives.
+    pub store: Store,
+    /// Row of its first element.
+    pub row: usize,
+    /// Column of its first element.
+    pub col: usize,
+    /// Its height.
+    pub rows: usize,
+    /// Its width.
+    pub cols: usize,
+}
+
+impl Block {
+    /// The whole of an m×n operand.
+    pub fn whole(store: Store, rows: usize, cols: usize) -> Block {
+        Block {
+            store,
+            row: 0,
+            col: 0,
+            rows,
+            cols,
+        }
+    }
+
+    /// The rows×cols block at (row, col) inside this one.
+    pub fn sub(self, row: usize, col: usize, rows: usize, cols: usize) -> Block {
+        debug_assert!(row + rows <= self.rows && col + cols <= self.cols);
+        Block {
+            store: self.store,
+            row: self.row + row,
+            col: self.col + col,
+            rows,
+            cols,
+        }
+    }
+}
+
+/// A device the fast algorithms run on.
+///
+/// Every call names blocks of A, B, C or of the temporaries. The recursion
+/// guarantees that the destination of a call never overlaps one of its
+/// sources, and never writes A or B.
+pub trait Backend<T: Element> {
+    /// Called once per product, before any other call: makes room for
+    /// temporary `i` of `capacities[i]` elements.
+    fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error>;
+
+    /// **c ← α·a·b + β·c** with the classical algorithm (β = 0 never
+    /// reads c).
+    fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error>;
+
+    /// **dst ← keep·dst + Σ wᵢ·srcᵢ**; keep = 0 never reads dst.
+    fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error>;
+}

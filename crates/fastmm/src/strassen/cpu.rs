@@ -1,0 +1,239 @@
+//! The CPU backend: `packed` for the classical products, row-parallel loops
+//! for the linear combinations, and one heap buffer per temporary.
+
+use std::marker::PhantomData;
+
+use rayon::prelude::*;
+
+use crate::algo::GemmOptions;
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef};
+use crate::packed;
+use crate::strassen::backend::{Backend, Block, Store};
+use crate::tunables::STRASSEN_PARALLEL_MIN_ELEMENTS;
+
+/// Raw address and strides of a block, shareable across the pool's
+/// threads (the recursion keeps destinations and sources disjoint).
+#[derive(Clone, Copy)]
+struct Raw<T> {
+    ptr: *mut T,
+    row_stride: usize,
+    col_stride: usize,
+}
+
+// SAFETY: a Raw is only dereferenced inside `combine`, where each thread
+// writes its own rows of a destination no source overlaps.
+unsafe impl<T: Send> Send for Raw<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Raw<T> {}
+
+/// A, B and C of one product, the temporaries, and how to run the classical
+/// products.
+pub(crate) struct CpuBackend<'a, T: Element> {
+    a: Raw<T>,
+    b: Raw<T>,
+    c: Raw<T>,
+    temps: Vec<Vec<T>>,
+    base: GemmOptions,
+    _borrows: PhantomData<(MatRef<'a, T>, MatMut<'a, T>)>,
+}
+
+impl<'a, T: Element> CpuBackend<'a, T> {
+    pub(crate) fn new(
+        a: MatRef<'a, T>,
+        b: MatRef<'a, T>,
+        mut c: MatMut<'a, T>,
+        base: GemmOptions,
+    ) -> Self {
+        CpuBackend {
+            a: Raw {
+                ptr: a.as_ptr().cast_mut(),
+                row_stride: a.row_stride(),
+                col_stride: a.col_stride(),
+            },
+            b: Raw {
+                ptr: b.as_ptr().cast_mut(),
+                row_stride: b.row_stride(),
+                col_stride: b.col_stride(),
+            },
+            c: Raw {
+                ptr: c.as_mut_ptr(),
+                row_stride: c.row_stride(),
+                col_stride: c.col_stride(),
+            },
+            temps: Vec::new(),
+            base,
+            _borrows: PhantomData,
+        }
+    }
+
+    /// Address and strides of a block.
+    fn raw(&mut self, block: Block) -> Raw<T> {
+        let store = match block.store {
+            Store::A => self.a,
+            Store::B => self.b,
+            Store::C => self.c,
+            Store::Temp { id, ld } => Raw {
+                ptr: self.temps[id].as_mut_ptr(),
+                row_stride: ld,
+                col_stride: 1,
+            },
+        };
+        Raw {
+            // wrapping_add: only an address; it is inside the store by the
+            // engine's construction and dereferenced only within the block.
+            ptr: store
+                .ptr
+                .wrapping_add(block.row * store.row_stride + block.col * store.col_stride),
+            ..store
+        }
+    }
+
+    /// A read view of a block.
+    ///
+    /// # Safety
+    /// Nothing writes the block while the view lives.
+    unsafe fn read(&mut self, block: Block) -> MatRef<'a, T> {
+        let raw = self.raw(block);
+        // SAFETY: the block lies inside A, B, C or a temporary (the engine
+        // builds every block from the operands' shapes and the dry run's
+        // capacities), all of which outlive 'a; the caller rules out writes.
+        unsafe {
+            MatRef::from_raw_parts(
+                raw.ptr,
+                block.rows,
+                block.cols,
+                raw.row_stride,
+                raw.col_stride,
+            )
+        }
+    }
+
+    /// A write view of a block.
+    ///
+    /// # Safety
+    /// Nothing else reads or writes the block while the view lives, and the
+    /// block is of C or of a temporary.
+    unsafe fn write(&mut self, block: Block) -> MatMut<'a, T> {
+        debug_assert!(!matches!(block.store, Store::A | Store::B));
+        let raw = self.raw(block);
+        // SAFETY: as in `read`; C's view was checked injective when it was
+        // made, temporaries are contiguous, and the caller rules out other
+        // access.
+        unsafe {
+            MatMut::from_raw_parts(
+                raw.ptr,
+                block.rows,
+                block.cols,
+                raw.row_stride,
+                raw.col_stride,
+            )
+        }
+    }
+}
+
+impl<T: Element> Backend<T> for CpuBackend<'_, T> {
+    fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
+        self.temps = capacities.iter().map(|&len| vec![T::ZERO; len]).collect();
+        Ok(())
+    }
+
+    fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
+        // SAFETY: the engine never lets a product's destination overlap its
+        // operands, and runs one step at a time.
+        let (a, b, c) = unsafe { (self.read(a), self.read(b), self.write(c)) };
+        if a.cols() == 0 {
+            crate::algo::apply_beta(beta, c);
+            return Ok(());
+        }
+        packed::multiply(alpha, a, b, beta, c, &self.base)
+    }
+
+    fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
+        let (rows, cols) = (dst.rows, dst.cols);
+        let out = self.raw(dst);
+        let sources: Vec<(T, Raw<T>)> = terms.iter().map(|&(w, t)| (w, self.raw(t))).collect();
+        let row = |i: usize| {
+            // SAFETY: row i < rows of the destination and of every source
+            // (all rows×cols); the destination overlaps no source, and each
+            // call writes only its own row.
+            unsafe { combine_row(keep, out, &sources, i, cols) }
+        };
+        if rows * cols >= STRASSEN_PARALLEL_MIN_ELEMENTS {
+            (0..rows).into_par_iter().for_each(row);
+        } else {
+            (0..rows).for_each(row);
+        }
+        Ok(())
+    }
+}
+
+/// Row i of dst ← keep·dst + Σ w·src, one pass per term so each pass is a
+/// simple vectorisable loop over a row that stays in L1.
+///
+/// # Safety
+/// Row i of `out` (cols elements) is writable and touched by no one else;
+/// row i of each source is readable and does not overlap it.
+unsafe fn combine_row<T: Element>(
+    keep: T,
+    out: Raw<T>,
+    sources: &[(T, Raw<T>)],
+    i: usize,
+    cols: usize,
+) {
+    let at = |raw: Raw<T>, j: usize| {
+        raw.ptr
+            .wrapping_add(i * raw.row_stride + j * raw.col_stride)
+    };
+    let contiguous = out.col_stride == 1 && sources.iter().all(|(_, s)| s.col_stride == 1);
+    // SAFETY (whole body): per the contract, every address formed below is
+    // inside row i of its block.
+    unsafe {
+        if contiguous {
+            let dst = std::slice::from_raw_parts_mut(at(out, 0), cols);
+            let mut rest = sources;
+            if keep == T::ZERO {
+                let (w, first) = sources[0];
+                let src = std::slice::from_raw_parts(at(first, 0), cols);
+                for (d, &s) in dst.iter_mut().zip(src) {
+                    *d = w.mul(s);
+                }
+                rest = &sources[1..];
+            } else if keep != T::ONE {
+                for d in dst.iter_mut() {
+                    *d = keep.mul(*d);
+                }
+            }
+            for &(w, source) in rest {
+                let src = std::slice::from_raw_parts(at(source, 0), cols);
+                if w == T::ONE {
+                    for (d, &s) in dst.iter_mut().zip(src) {
+                        *d = d.add(s);
+                    }
+                } else if w == T::ZERO.sub(T::ONE) {
+                    for (d, &s) in dst.iter_mut().zip(src) {
+                        *d = d.sub(s);
+                    }
+                } else {
+                    for (d, &s) in dst.iter_mut().zip(src) {
+                        *d = d.add(w.mul(s));
+                    }
+                }
+            }
+            return;
+        }
+        for j in 0..cols {
+            let d = at(out, j);
+            let mut value = if keep == T::ZERO {
+                T::ZERO
+            } else {
+                keep.mul(*d)
+            };
+            for &(w, source) in sources {
+                value = value.add(w.mul(*at(source, j)));
+            }
+            *d = value;
+        }
+    }
+}

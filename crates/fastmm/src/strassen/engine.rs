@@ -1,0 +1,304 @@
+//! The recursion, written once for every backend and schedule.
+//!
+//! At each level, with all of m, k, n at least the threshold and levels
+//! left: a very elongated product (largest dimension ≥ 4× the smallest) is
+//! first cut in half along its largest dimension, classically; then odd
+//! dimensions are peeled (the even core recurses, the leftover row, column
+//! and rank-1 update go to the classical product); then the level's
+//! schedule runs on the 2×2 quadrants, its products recursing one level
+//! down. Below the threshold, or out of levels, the backend's classical
+//! product finishes.
+//!
+//! The engine runs twice: a dry run that records the largest size each
+//! temporary slot of each level reaches, and the real run. So the backend
+//! allocates all workspace once per product.
+
+use crate::element::Element;
+use crate::error::Error;
+use crate::strassen::backend::{Backend, Block, Store};
+use crate::strassen::schedule::{Keep, Kind, Loc, Schedule, Step};
+
+/// Cut a product classically along a dimension this many times larger than
+/// the smallest one before applying a level.
+const ELONGATION_SPLIT: usize = 4;
+
+/// What one recursion needs to know.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plan {
+    /// The level schedule (products of a level write C with β = 0 only).
+    pub schedule: &'static Schedule,
+    /// The schedule for a level whose caller passes β ≠ 0, when `schedule`
+    /// cannot honour it.
+    pub beta_schedule: &'static Schedule,
+    /// Recurse only while m, k and n are all at least this (≥ 2).
+    pub threshold: usize,
+    /// At most this many levels.
+    pub max_depth: usize,
+}
+
+/// What a product used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// Recursion levels applied (0: the classical product ran).
+    pub levels: usize,
+    /// Elements of temporary workspace, all levels together.
+    pub workspace_elements: usize,
+}
+
+struct Engine<'b, T: Element, B: Backend<T>> {
+    plan: Plan,
+    alpha: T,
+    /// None during the dry run.
+    backend: Option<&'b mut B>,
+    /// ids[level][slot]: the temporary of that slot at that level.
+    ids: Vec<Vec<Option<usize>>>,
+    capacities: Vec<usize>,
+    levels: usize,
+}
+
+/// C ← α·A·B + β·C on `backend`, for A m×k and B k×n.
+pub(crate) fn run<T: Element, B: Backend<T>>(
+    backend: &mut B,
+    plan: Plan,
+    alpha: T,
+    beta: T,
+    (m, k, n): (usize, usize, usize),
+) -> Result<Report, Error> {
+    let mut dry = Engine::<T, B>::new(plan, alpha, None);
+    dry.multiply(0, operands(m, k, n), beta)?;
+    let report = dry.report();
+    backend.allocate(&dry.capacities)?;
+    // The real run walks the same tree, so it meets the same slots in the
+    // same order, at the sizes the dry run recorded.
+    let mut engine = Engine::<T, B>::new(plan, alpha, Some(backend));
+    engine.ids = dry.ids;
+    engine.capacities = dry.capacities;
+    engine.multiply(0, operands(m, k, n), beta)?;
+    Ok(report)
+}
+
+/// The levels and workspace a product would use, without running it.
+pub(crate) fn dry_run<T: Element>(plan: Plan, beta: T, (m, k, n): (usize, usize, usize)) -> Report {
+    let mut dry = Engine::<T, NoBackend>::new(plan, T::ONE, None);
+    dry.multiply(0, operands(m, k, n), beta)
+        .expect("a dry run calls no backend");
+    dry.report()
+}
+
+/// The backend type of a dry run, which never calls it.
+struct NoBackend;
+
+impl<T: Element> Backend<T> for NoBackend {
+    fn allocate(&mut self, _: &[usize]) -> Result<(), Error> {
+        unreachable!("a dry run has no backend")
+    }
+    fn gemm(&mut self, _: T, _: Block, _: Block, _: T, _: Block) -> Result<(), Error> {
+        unreachable!("a dry run has no backend")
+    }
+    fn combine(&mut self, _: T, _: Block, _: &[(T, Block)]) -> Result<(), Error> {
+        unreachable!("a dry run has no backend")
+    }
+}
+
+fn operands(m: usize, k: usize, n: usize) -> (Block, Block, Block) {
+    (
+        Block::whole(Store::A, m, k),
+        Block::whole(Store::B, k, n),
+        Block::whole(Store::C, m, n),
+    )
+}
+
+impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
+    fn new(plan: Plan, alpha: T, backend: Option<&'b mut B>) -> Self {
+        Engine {
+            plan,
+            alpha,
+            backend,
+            ids: Vec::new(),
+            capacities: Vec::new(),
+            levels: 0,
+        }
+    }
+
+    fn report(&self) -> Report {
+        Report {
+            levels: self.levels,
+            workspace_elements: self.capacities.iter().sum(),
+        }
+    }
+
+    /// c ← α·a·b + β·c at recursion depth `level`.
+    fn multiply(
+        &mut self,
+        level: usize,
+        (a, b, c): (Block, Block, Block),
+        beta: T,
+    ) -> Result<(), Error> {
+        let (m, k, n) = (a.rows, a.cols, b.cols);
+        let smallest = m.min(k).min(n);
+        if level >= self.plan.max_depth || smallest < self.plan.threshold {
+            return self.gemm(a, b, beta, c);
+        }
+        let largest = m.max(k).max(n);
+        if largest >= ELONGATION_SPLIT * smallest {
+            if m == largest {
+                let h = m / 2;
+                self.multiply(level, (a.sub(0, 0, h, k), b, c.sub(0, 0, h, n)), beta)?;
+                return self.multiply(
+                    level,
+                    (a.sub(h, 0, m - h, k), b, c.sub(h, 0, m - h, n)),
+                    beta,
+                );
+            }
+            if n == largest {
+                let h = n / 2;
+                self.multiply(level, (a, b.sub(0, 0, k, h), c.sub(0, 0, m, h)), beta)?;
+                return self.multiply(
+                    level,
+                    (a, b.sub(0, h, k, n - h), c.sub(0, h, m, n - h)),
+                    beta,
+                );
+            }
+            let h = k / 2;
+            self.multiply(level, (a.sub(0, 0, m, h), b.sub(0, 0, h, n), c), beta)?;
+            return self.multiply(
+                level,
+                (a.sub(0, h, m, k - h), b.sub(h, 0, k - h, n), c),
+                T::ONE,
+            );
+        }
+        let (me, ke, ne) = (m & !1, k & !1, n & !1);
+        self.level(
+            level,
+            a.sub(0, 0, me, ke),
+            b.sub(0, 0, ke, ne),
+            beta,
+            c.sub(0, 0, me, ne),
+        )?;
+        if ke < k {
+            // The last column of A times the last row of B, into the core.
+            self.gemm(
+                a.sub(0, ke, me, 1),
+                b.sub(ke, 0, 1, ne),
+                T::ONE,
+                c.sub(0, 0, me, ne),
+            )?;
+        }
+        if ne < n {
+            self.gemm(a, b.sub(0, ne, k, 1), beta, c.sub(0, ne, m, 1))?;
+        }
+        if me < m {
+            self.gemm(
+                a.sub(me, 0, 1, k),
+                b.sub(0, 0, k, ne),
+                beta,
+                c.sub(me, 0, 1, ne),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One level of the schedule on even dimensions.
+    fn level(&mut self, level: usize, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
+        let schedule = if beta == T::ZERO || self.plan.schedule.any_beta {
+            self.plan.schedule
+        } else {
+            self.plan.beta_schedule
+        };
+        self.levels = self.levels.max(level + 1);
+        let halves = (a.rows / 2, a.cols / 2, b.cols / 2);
+        let quadrants = Quadrants { a, b, c, halves };
+        for step in schedule.steps {
+            match *step {
+                Step::Sum { dst, keep, terms } => {
+                    let dst = self.resolve(level, &quadrants, dst);
+                    let terms: Vec<(T, Block)> = terms
+                        .iter()
+                        .map(|&(w, loc)| {
+                            (T::from_i64(w.into()), self.resolve(level, &quadrants, loc))
+                        })
+                        .collect();
+                    let keep = keep_value(keep, beta);
+                    if let Some(backend) = self.backend.as_deref_mut() {
+                        backend.combine(keep, dst, &terms)?;
+                    }
+                }
+                Step::Product { a, b, c, keep } => {
+                    let operands = (
+                        self.resolve(level, &quadrants, a),
+                        self.resolve(level, &quadrants, b),
+                        self.resolve(level, &quadrants, c),
+                    );
+                    self.multiply(level + 1, operands, keep_value(keep, beta))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn gemm(&mut self, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
+        match self.backend.as_deref_mut() {
+            Some(backend) => backend.gemm(self.alpha, a, b, beta, c),
+            None => Ok(()),
+        }
+    }
+
+    /// The block a schedule location names at this level; a temporary
+    /// slot is sized (dry run) or looked up (real run) here.
+    fn resolve(&mut self, level: usize, q: &Quadrants, loc: Loc) -> Block {
+        let (mh, kh, nh) = q.halves;
+        match loc {
+            Loc::A(i, j) => q.a.sub(i as usize * mh, j as usize * kh, mh, kh),
+            Loc::B(i, j) => q.b.sub(i as usize * kh, j as usize * nh, kh, nh),
+            Loc::C(i, j) => q.c.sub(i as usize * mh, j as usize * nh, mh, nh),
+            Loc::T(slot, kind) => {
+                let (rows, cols) = match kind {
+                    Kind::A => (mh, kh),
+                    Kind::B => (kh, nh),
+                    Kind::C => (mh, nh),
+                };
+                let id = self.slot(level, slot as usize, rows * cols);
+                Block::whole(Store::Temp { id, ld: cols }, rows, cols)
+            }
+        }
+    }
+
+    fn slot(&mut self, level: usize, slot: usize, elements: usize) -> usize {
+        if self.ids.len() <= level {
+            self.ids.resize(level + 1, Vec::new());
+        }
+        if self.ids[level].len() <= slot {
+            self.ids[level].resize(slot + 1, None);
+        }
+        let id = *self.ids[level][slot].get_or_insert_with(|| {
+            self.capacities.push(0);
+            self.capacities.len() - 1
+        });
+        if self.backend.is_none() {
+            self.capacities[id] = self.capacities[id].max(elements);
+        }
+        debug_assert!(
+            elements <= self.capacities[id],
+            "the dry run sized every slot"
+        );
+        id
+    }
+}
+
+/// The operands of one level and the size of their quadrants.
+struct Quadrants {
+    a: Block,
+    b: Block,
+    c: Block,
+    /// (m/2, k/2, n/2).
+    halves: (usize, usize, usize),
+}
+
+fn keep_value<T: Element>(keep: Keep, beta: T) -> T {
+    match keep {
+        Keep::Zero => T::ZERO,
+        Keep::One => T::ONE,
+        Keep::MinusOne => T::ZERO.sub(T::ONE),
+        Keep::Beta => beta,
+    }
+}

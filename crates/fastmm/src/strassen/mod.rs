@@ -1,0 +1,205 @@
+//! `strassen` and `winograd`: fast matrix multiplication, written once.
+//!
+//! One level splits each operand into 2×2 quadrants and forms C from 7
+//! products of sums of quadrants instead of 8 products: Strassen's scheme
+//! (18 additions) or Winograd's variant (15). Each product recurses while
+//! m, k and n are all at least the threshold n₀ and levels remain, so a
+//! product of n ≥ n₀ costs 7/8 of the classical flops per level, plus
+//! O(n²) additions.
+//!
+//! * [`schedule`] holds each level as data: the steps over quadrants and
+//!   temporaries, per algorithm and memory variant.
+//! * [`engine`] runs them over any [`Backend`]: splitting elongated
+//!   products, peeling odd dimensions, sizing the workspace in a dry run
+//!   and allocating it once per product.
+//! * [`cpu`] is the CPU backend, with `packed` as its classical product.
+//!
+//! **Variants.** `temporaries` keeps every sum and product of a level in its
+//! own quarter-size temporary (17 for Strassen, 15 for Winograd), as in
+//! seed 000. `frugal` follows seed 003's schedules: products go straight
+//! into quadrants of C, so a level needs 3 (Strassen) or 2 (Winograd)
+//! temporaries; it needs β = 0, so a call with β ≠ 0 runs its top level
+//! with `temporaries` and the levels below (always β = 0) frugally.
+//!
+//! **Workspace.** Σ over levels ℓ ≥ 1 of (temporaries per level) × (m/2^ℓ ×
+//! k/2^ℓ, k/2^ℓ × n/2^ℓ or m/2^ℓ × n/2^ℓ) elements; [`workspace`] computes
+//! it exactly for a given product.
+//!
+//! **Exactness.** Over the integers (wrapping, a ring) both algorithms give
+//! exactly the classical product. Over floats each level adds rounding
+//! error; see docs/benchmarks.md for the measured growth, which sets
+//! [`crate::tunables::STRASSEN_AUTO_MAX_LEVELS_F32`] and `_F64`.
+
+pub mod backend;
+mod cpu;
+pub(crate) mod engine;
+pub(crate) mod schedule;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use backend::{Backend, Block, Store};
+pub use engine::Report;
+
+use crate::algo::{Algorithm, GemmOptions};
+use crate::element::{DType, Element};
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef};
+use crate::threads::run_in_pool;
+use crate::tunables::{
+    STRASSEN_AUTO_MAX_LEVELS_F32, STRASSEN_AUTO_MAX_LEVELS_F64, STRASSEN_AUTO_THRESHOLD,
+    STRASSEN_MAX_LEVELS,
+};
+use engine::Plan;
+use schedule::Schedule;
+
+/// Which 7-product scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Strassen (1969): 18 additions per level.
+    Strassen,
+    /// Winograd's variant: 15 additions per level.
+    Winograd,
+}
+
+/// How a level uses memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variant {
+    /// Every sum and product of a level in its own temporary (seed 000).
+    Temporaries,
+    /// Products straight into C, 2–3 temporaries per level (seed 003).
+    #[default]
+    Frugal,
+}
+
+impl Variant {
+    /// Every variant.
+    pub const ALL: [Variant; 2] = [Variant::Temporaries, Variant::Frugal];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Temporaries => "temporaries",
+            Variant::Frugal => "frugal",
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Variant {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                Error::InvalidOption(format!(
+                    "unknown variant '{s}' (expected temporaries or frugal)"
+                ))
+            })
+    }
+}
+
+impl Scheme {
+    /// The scheme an algorithm runs, if it is a fast one.
+    pub fn of(algorithm: Algorithm) -> Option<Scheme> {
+        match algorithm {
+            Algorithm::Strassen => Some(Scheme::Strassen),
+            Algorithm::Winograd => Some(Scheme::Winograd),
+            _ => None,
+        }
+    }
+
+    fn schedule(self, variant: Variant) -> &'static Schedule {
+        match (self, variant) {
+            (Scheme::Strassen, Variant::Temporaries) => &schedule::STRASSEN_TEMPORARIES,
+            (Scheme::Strassen, Variant::Frugal) => &schedule::STRASSEN_FRUGAL,
+            (Scheme::Winograd, Variant::Temporaries) => &schedule::WINOGRAD_TEMPORARIES,
+            (Scheme::Winograd, Variant::Frugal) => &schedule::WINOGRAD_FRUGAL,
+        }
+    }
+}
+
+/// The threshold n₀ in effect: the option, else the measured crossover.
+pub fn effective_threshold(opts: &GemmOptions) -> usize {
+    opts.threshold.unwrap_or(STRASSEN_AUTO_THRESHOLD)
+}
+
+/// The most levels in effect: the option, else the accuracy rule for
+/// floats (each level multiplies the error; see the tunables) and no limit
+/// beyond [`STRASSEN_MAX_LEVELS`] for the exact integer types.
+pub fn effective_max_depth(opts: &GemmOptions, dtype: DType) -> usize {
+    opts.depth.unwrap_or(match dtype {
+        DType::F32 => STRASSEN_AUTO_MAX_LEVELS_F32,
+        DType::F64 => STRASSEN_AUTO_MAX_LEVELS_F64,
+        DType::I32 | DType::I64 => STRASSEN_MAX_LEVELS,
+    })
+}
+
+fn plan<T: Element>(scheme: Scheme, opts: &GemmOptions) -> Plan {
+    Plan {
+        schedule: scheme.schedule(opts.variant.unwrap_or_default()),
+        beta_schedule: scheme.schedule(Variant::Temporaries),
+        threshold: effective_threshold(opts),
+        max_depth: effective_max_depth(opts, T::DTYPE),
+    }
+}
+
+/// The factor by which `levels` levels of `scheme` may enlarge the classical
+/// float error bound: Higham's per-level constants, 12 for Strassen and 18
+/// for Winograd (*Accuracy and Stability of Numerical Algorithms*, §23.2.2),
+/// for [`crate::verify::verify_with_growth`].
+pub fn error_growth(scheme: Scheme, levels: usize) -> f64 {
+    let per_level: f64 = match scheme {
+        Scheme::Strassen => 12.0,
+        Scheme::Winograd => 18.0,
+    };
+    per_level.powi(levels as i32)
+}
+
+/// The levels and temporary workspace a product C ← αAB + βC of A m×k
+/// and B k×n would use, without running it.
+pub fn workspace<T: Element>(
+    scheme: Scheme,
+    (m, k, n): (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Report {
+    let beta = if beta_is_zero { T::ZERO } else { T::ONE };
+    engine::dry_run(plan::<T>(scheme, opts), beta, (m, k, n))
+}
+
+/// C ← α·A·B + β·C with `scheme`, classical products by `packed`. The
+/// caller (the boundary in [`crate::gemm`]) guarantees matching shapes,
+/// m, n, k ≥ 1, α ≠ 0 and valid options.
+pub(crate) fn multiply<T: Element>(
+    scheme: Scheme,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    let plan = plan::<T>(scheme, opts);
+    let base = GemmOptions {
+        algorithm: Algorithm::Packed,
+        ..*opts
+    };
+    let shape = (a.rows(), a.cols(), b.cols());
+    let threads = opts.effective_threads();
+    let run = move || {
+        let mut backend = cpu::CpuBackend::new(a, b, c, base);
+        engine::run(&mut backend, plan, alpha, beta, shape).map(|_| ())
+    };
+    if threads == 1 {
+        run()
+    } else {
+        run_in_pool(threads, run)?
+    }
+}
