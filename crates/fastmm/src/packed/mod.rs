@@ -15,7 +15,7 @@ pub mod driver;
 pub mod kernel;
 pub mod kernels;
 pub mod packing;
-mod workspace;
+pub(crate) mod workspace;
 
 pub use blocking::BlockSizes;
 pub use dispatch::{default_cpu_kernel, select_kernel, CpuKernel, PackedKernel};

@@ -16,6 +16,27 @@ const LINE: usize = std::mem::size_of::<Line>();
 
 thread_local! {
     static SPARE: Cell<Vec<Line>> = const { Cell::new(Vec::new()) };
+    /// A separate spare for the fast algorithms' temporaries, so that the
+    /// packed products they call keep finding their own.
+    static FAST_SPARE: Cell<Vec<Line>> = const { Cell::new(Vec::new()) };
+}
+
+/// Which per-thread spare a workspace comes from and returns to.
+#[derive(Clone, Copy)]
+pub(crate) enum Pool {
+    /// Packing buffers of `packed`.
+    Packing,
+    /// Temporaries of `strassen`/`winograd`.
+    Fast,
+}
+
+impl Pool {
+    fn with<R>(self, f: impl FnOnce(&Cell<Vec<Line>>) -> R) -> R {
+        match self {
+            Pool::Packing => SPARE.with(f),
+            Pool::Fast => FAST_SPARE.with(f),
+        }
+    }
 }
 
 /// Two packing buffers (for Ã and B̃) carved from one aligned allocation.
@@ -23,17 +44,37 @@ thread_local! {
 /// base cases do) finds the spare taken and allocates its own.
 pub(crate) struct Workspace {
     lines: Vec<Line>,
+    pool: Pool,
 }
 
 impl Workspace {
     /// A workspace with room for `a_len` and `b_len` elements of T.
     pub(crate) fn take<T: Element>(a_len: usize, b_len: usize) -> Workspace {
-        let needed = Self::lines_for::<T>(a_len) + Self::lines_for::<T>(b_len);
-        let mut lines = SPARE.take();
+        Self::take_from::<T>(Pool::Packing, &[a_len, b_len])
+    }
+
+    /// A workspace from `pool` with room for buffers of these lengths.
+    pub(crate) fn take_from<T: Element>(pool: Pool, lens: &[usize]) -> Workspace {
+        let needed = lens.iter().map(|&len| Self::lines_for::<T>(len)).sum();
+        let mut lines = pool.with(Cell::take);
         if lines.len() < needed {
             lines = vec![Line([0; LINE]); needed];
         }
-        Workspace { lines }
+        Workspace { lines, pool }
+    }
+
+    /// Buffers of the given lengths, each 64-byte aligned, in order.
+    pub(crate) fn split<T: Element>(&mut self, lens: &[usize]) -> Vec<&mut [T]> {
+        let mut rest: &mut [Line] = &mut self.lines;
+        let mut out = Vec::with_capacity(lens.len());
+        for &len in lens {
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(Self::lines_for::<T>(len));
+            rest = tail;
+            // SAFETY: as in `buffers`: plain-data T with alignment ≤ 64, and
+            // each slice covers part of its own disjoint run of lines.
+            out.push(unsafe { std::slice::from_raw_parts_mut(mine.as_mut_ptr().cast::<T>(), len) });
+        }
+        out
     }
 
     fn lines_for<T: Element>(len: usize) -> usize {
@@ -65,11 +106,13 @@ impl Workspace {
 impl Drop for Workspace {
     fn drop(&mut self) {
         let mine = std::mem::take(&mut self.lines);
-        let other = SPARE.take();
-        SPARE.set(if mine.len() >= other.len() {
-            mine
-        } else {
-            other
+        self.pool.with(|spare| {
+            let other = spare.take();
+            spare.set(if mine.len() >= other.len() {
+                mine
+            } else {
+                other
+            });
         });
     }
 }

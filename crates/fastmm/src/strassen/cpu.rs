@@ -10,6 +10,7 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::packed;
+use crate::packed::workspace::{Pool, Workspace};
 use crate::strassen::backend::{Backend, Block, Store};
 use crate::tunables::STRASSEN_PARALLEL_MIN_ELEMENTS;
 
@@ -34,7 +35,9 @@ pub(crate) struct CpuBackend<'a, T: Element> {
     a: Raw<T>,
     b: Raw<T>,
     c: Raw<T>,
-    temps: Vec<Vec<T>>,
+    /// One per-thread reusable allocation holding every temporary.
+    workspace: Option<Workspace>,
+    temps: Vec<Raw<T>>,
     base: GemmOptions,
     _borrows: PhantomData<(MatRef<'a, T>, MatMut<'a, T>)>,
 }
@@ -62,6 +65,7 @@ impl<'a, T: Element> CpuBackend<'a, T> {
                 row_stride: c.row_stride(),
                 col_stride: c.col_stride(),
             },
+            workspace: None,
             temps: Vec::new(),
             base,
             _borrows: PhantomData,
@@ -75,9 +79,8 @@ impl<'a, T: Element> CpuBackend<'a, T> {
             Store::B => self.b,
             Store::C => self.c,
             Store::Temp { id, ld } => Raw {
-                ptr: self.temps[id].as_mut_ptr(),
                 row_stride: ld,
-                col_stride: 1,
+                ..self.temps[id]
             },
         };
         Raw {
@@ -135,7 +138,20 @@ impl<'a, T: Element> CpuBackend<'a, T> {
 
 impl<T: Element> Backend<T> for CpuBackend<'_, T> {
     fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
-        self.temps = capacities.iter().map(|&len| vec![T::ZERO; len]).collect();
+        // Reused across products: no allocation, and no page faults, once a
+        // thread has run a product this large. Every schedule writes a
+        // temporary before reading it, so old contents never matter.
+        let mut workspace = Workspace::take_from::<T>(Pool::Fast, capacities);
+        self.temps = workspace
+            .split::<T>(capacities)
+            .into_iter()
+            .map(|buffer| Raw {
+                ptr: buffer.as_mut_ptr(),
+                row_stride: 0,
+                col_stride: 1,
+            })
+            .collect();
+        self.workspace = Some(workspace);
         Ok(())
     }
 
