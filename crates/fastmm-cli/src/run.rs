@@ -64,8 +64,8 @@ pub struct RunArgs {
     /// rule for floats, unlimited for integers).
     #[arg(long)]
     depth: Option<usize>,
-    /// `strassen`/`winograd` memory schedule: temporaries or frugal.
-    #[arg(long, default_value = "frugal")]
+    /// `strassen`/`winograd` memory schedule: temporaries, frugal or fused.
+    #[arg(long, default_value = "fused")]
     variant: String,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]

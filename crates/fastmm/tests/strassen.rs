@@ -204,6 +204,9 @@ fn workspace_report_matches_the_schedules() {
     assert_eq!(frugal.workspace_elements, 3 * (q(1) + q(2) + q(3)));
     let winograd = workspace::<f64>(Scheme::Winograd, (n, n, n), true, &opts(Variant::Frugal));
     assert_eq!(winograd.workspace_elements, 2 * (q(1) + q(2) + q(3)));
+    // Fused: no temporaries at all.
+    let fused = workspace::<f64>(Scheme::Strassen, (n, n, n), false, &opts(Variant::Fused));
+    assert_eq!((fused.levels, fused.workspace_elements), (3, 0));
     // β ≠ 0: the top level falls back to the temporaries schedule.
     let with_beta = workspace::<f64>(Scheme::Winograd, (n, n, n), false, &opts(Variant::Frugal));
     assert_eq!(with_beta.workspace_elements, 15 * q(1) + 2 * (q(2) + q(3)));

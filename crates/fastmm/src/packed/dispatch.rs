@@ -76,6 +76,17 @@ pub(crate) type MicrokernelFn<T> = unsafe fn(usize, T, *const T, *const T, T, *m
 pub(crate) type GemmFn<T> =
     fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>, &BlockSizes, usize);
 
+/// The fused driver instantiated for one kernel (see [`driver::gemm_fused`]).
+pub(crate) type FusedFn<T> = unsafe fn(
+    T,
+    &[(T, MatRef<'_, T>)],
+    &[(T, MatRef<'_, T>)],
+    T,
+    &[driver::Dest<T>],
+    &BlockSizes,
+    usize,
+);
+
 /// One row of a kernel table: a microkernel and the driver instantiated for it.
 pub struct PackedKernel<T: Element> {
     /// The family it belongs to.
@@ -89,6 +100,7 @@ pub struct PackedKernel<T: Element> {
     pub(crate) is_available: fn() -> bool,
     pub(crate) micro: MicrokernelFn<T>,
     pub(crate) gemm: GemmFn<T>,
+    pub(crate) fused: FusedFn<T>,
 }
 
 impl<T: Element> PackedKernel<T> {
@@ -102,6 +114,7 @@ impl<T: Element> PackedKernel<T> {
             is_available: K::is_available,
             micro: K::run,
             gemm: driver::gemm::<T, K>,
+            fused: driver::gemm_fused::<T, K>,
         }
     }
 

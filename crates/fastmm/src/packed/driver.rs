@@ -21,6 +21,11 @@
 //! never write the same element of C. One thread runs the same loops
 //! inline, with no pool.
 //!
+//! **Fused sums.** [`gemm_fused`] runs the same loops for the fast
+//! algorithms' primitive C_k ← C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ): the sums are
+//! formed while packing Ã and B̃, and each kernel's tile is added into
+//! every destination block, so no sum or product is ever stored whole.
+//!
 //! β' is the caller's β on the first KC step and 1 afterwards, so β = 0
 //! never reads C. Edge tiles go through a scratch tile (the contract's edge
 //! policy): the kernel writes a full MR×NR tile there and only the valid part
@@ -32,19 +37,49 @@ use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
 use crate::packed::blocking::BlockSizes;
 use crate::packed::kernel::Microkernel;
-use crate::packed::packing::{pack_a, pack_b};
+use crate::packed::packing::{pack_a_sum, pack_b_sum};
 use crate::packed::workspace::Workspace;
 use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD};
 
 /// Bytes in a cache line, the unit of the prefetches below.
 const CACHE_LINE: usize = 64;
 
-/// Largest MR·NR of any kernel: the size of the edge scratch tile.
-const MAX_TILE_ELEMENTS: usize = 512;
+use crate::packed::kernel::MAX_TILE as MAX_TILE_ELEMENTS;
 
 /// Threads split C by columns when each gets at least this many
 /// micro-panels of columns; otherwise by rows.
 const MIN_COLUMN_PANELS_PER_THREAD: usize = 2;
+
+/// A weighted block of C the products are added into: element (i, j) at
+/// `ptr + i·rs + j·cs`.
+#[derive(Clone, Copy)]
+pub(crate) struct Dest<T> {
+    pub gamma: T,
+    pub ptr: *mut T,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+// SAFETY: threads receive destinations offset to disjoint regions of C
+// (`Dest::offset` with the split of the driver), so sharing them is like
+// sharing disjoint `&mut` sub-slices.
+unsafe impl<T: Send> Send for Dest<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Dest<T> {}
+
+impl<T> Dest<T> {
+    /// The same destination moved to (row, col).
+    fn offset(self, row: usize, col: usize) -> Dest<T> {
+        Dest {
+            // wrapping_offset: only an address, inside the block by the
+            // caller's split.
+            ptr: self
+                .ptr
+                .wrapping_offset(row as isize * self.rs + col as isize * self.cs),
+            ..self
+        }
+    }
+}
 
 /// C ← α·A·B + β·C with kernel K on `threads` threads (the caller's, when 1;
 /// otherwise those of the current rayon pool, which must have that many).
@@ -57,9 +92,72 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     blocks: &BlockSizes,
     threads: usize,
 ) {
-    const { assert!(K::MR * K::NR <= MAX_TILE_ELEMENTS) };
     let (m, k) = a.shape();
     let n = b.cols();
+    let fitted = blocks.fitted(K::MR, K::NR);
+    if threads > 1 && split_k_pays(m, n, k, fitted.kc, threads, std::mem::size_of::<T>()) {
+        gemm_split_k::<T, K>(alpha, a, b, beta, c, &fitted, threads);
+        return;
+    }
+    let dest = Dest {
+        gamma: T::ONE,
+        ptr: c.as_mut_ptr(),
+        rs: c.row_stride() as isize,
+        cs: c.col_stride() as isize,
+    };
+    // SAFETY: `c` is an exclusive m×n view, and the only destination.
+    unsafe {
+        gemm_terms::<T, K>(
+            alpha,
+            &[(T::ONE, a)],
+            &[(T::ONE, b)],
+            beta,
+            &[dest],
+            blocks,
+            threads,
+        )
+    };
+}
+
+/// C_k ← β·C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ) for every destination: the fast
+/// algorithms' primitive, with the sums formed while packing.
+///
+/// # Safety
+/// Every destination addresses an m×n block (m rows of the A terms, n
+/// columns of the B terms) valid for reads and writes, reached through no
+/// other path during the call; no two destinations overlap, and none
+/// overlaps an A or B term.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
+    alpha: T,
+    a: &[(T, MatRef<'_, T>)],
+    b: &[(T, MatRef<'_, T>)],
+    beta: T,
+    dests: &[Dest<T>],
+    blocks: &BlockSizes,
+    threads: usize,
+) {
+    // SAFETY: forwarded.
+    unsafe { gemm_terms::<T, K>(alpha, a, b, beta, dests, blocks, threads) }
+}
+
+/// The five loops, for sums of operands and several destinations.
+///
+/// # Safety
+/// As for [`gemm_fused`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_terms<T: Element, K: Microkernel<T>>(
+    alpha: T,
+    a: &[(T, MatRef<'_, T>)],
+    b: &[(T, MatRef<'_, T>)],
+    beta: T,
+    dests: &[Dest<T>],
+    blocks: &BlockSizes,
+    threads: usize,
+) {
+    const { assert!(K::MR * K::NR <= MAX_TILE_ELEMENTS) };
+    let (m, k) = a[0].1.shape();
+    let n = b[0].1.cols();
     debug_assert!(
         m > 0 && n > 0 && k > 0,
         "the boundary handles empty products"
@@ -70,55 +168,87 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
         K::NAME
     );
     let blocks = blocks.fitted(K::MR, K::NR);
-    if threads > 1 && split_k_pays(m, n, k, blocks.kc, threads, std::mem::size_of::<T>()) {
-        gemm_split_k::<T, K>(alpha, a, b, beta, c, &blocks, threads);
-        return;
-    }
     let kc = blocks.kc.min(k);
     let mc = blocks.mc.min(m.div_ceil(K::MR) * K::MR);
     let nc = blocks.nc.min(n.div_ceil(K::NR) * K::NR);
-    let mut shared = Workspace::take::<T>(mc * kc, 0);
-    let (a_buf, _) = shared.buffers::<T>(mc * kc, 0);
+    let a_scratch_len = if a.len() > 1 { mc * kc } else { 0 };
+    let mut shared = Workspace::take::<T>(mc * kc, a_scratch_len);
+    let (a_buf, a_scratch) = shared.buffers::<T>(mc * kc, a_scratch_len);
     let column_panels = n.div_ceil(K::NR);
     let split_columns = column_panels >= threads * MIN_COLUMN_PANELS_PER_THREAD;
+    let mut a_terms = a.to_vec();
+    let mut b_terms = b.to_vec();
 
     for ic in (0..m).step_by(mc) {
         let mb = mc.min(m - ic);
         for pc in (0..k).step_by(kc) {
             let kb = kc.min(k - pc);
             let beta_here = if pc == 0 { beta } else { T::ONE };
-            let a_block = a.submatrix(ic, pc, mb, kb);
+            for (term, &(w, whole)) in a_terms.iter_mut().zip(a) {
+                *term = (w, whole.submatrix(ic, pc, mb, kb));
+            }
             let row_panels = mb.div_ceil(K::MR);
             let a_packed = &mut a_buf[..row_panels * K::MR * kb];
             if threads == 1 {
-                pack_a::<T, K>(a_block, a_packed);
+                pack_a_sum::<T, K>(&a_terms, a_packed, a_scratch);
             } else {
                 let per_thread = row_panels.div_ceil(threads);
+                let chunk = per_thread * K::MR * kb;
+                let scratch_chunks = a_scratch.chunks_mut(chunk.max(1)).map(Some);
                 a_packed
-                    .par_chunks_mut(per_thread * K::MR * kb)
+                    .par_chunks_mut(chunk)
+                    .zip(
+                        scratch_chunks
+                            .chain(std::iter::repeat_with(|| None))
+                            .take(threads)
+                            .collect::<Vec<_>>(),
+                    )
                     .enumerate()
-                    .for_each(|(t, chunk)| {
+                    .for_each(|(t, (chunk, scratch))| {
                         let row0 = t * per_thread * K::MR;
                         let rows = (per_thread * K::MR).min(mb - row0);
-                        pack_a::<T, K>(a_block.submatrix(row0, 0, rows, kb), chunk);
+                        let part: Vec<(T, MatRef<'_, T>)> = a_terms
+                            .iter()
+                            .map(|&(w, block)| (w, block.submatrix(row0, 0, rows, kb)))
+                            .collect();
+                        pack_a_sum::<T, K>(&part, chunk, scratch.unwrap_or(&mut []));
                     });
             }
             let a_packed: &[T] = a_packed;
-            let b_block = b.submatrix(pc, 0, kb, n);
-            let c_block = c.rb_mut().submatrix(ic, 0, mb, n);
-            let run = |(row0, col0, part): (usize, usize, MatMut<'_, T>)| {
+            for (term, &(w, whole)) in b_terms.iter_mut().zip(b) {
+                *term = (w, whole.submatrix(pc, 0, kb, n));
+            }
+            let b_terms = &b_terms;
+            let run = |(row0, col0, rows, cols): (usize, usize, usize, usize)| {
                 let a_part = &a_packed[row0 * kb..];
-                let b_part = b_block.submatrix(0, col0, kb, part.cols());
-                multiply_part::<T, K>(alpha, a_part, b_part, beta_here, part, nc);
+                let b_part: Vec<(T, MatRef<'_, T>)> = b_terms
+                    .iter()
+                    .map(|&(w, block)| (w, block.submatrix(0, col0, kb, cols)))
+                    .collect();
+                let part: Vec<Dest<T>> = dests.iter().map(|d| d.offset(ic + row0, col0)).collect();
+                // SAFETY: each region (row0, col0, rows, cols) of the split
+                // below is disjoint from the others and inside every
+                // destination's mb×n block at row ic.
+                unsafe {
+                    multiply_part::<T, K>(alpha, a_part, &b_part, beta_here, &part, rows, nc)
+                };
             };
             if threads == 1 {
-                run((0, 0, c_block));
+                run((0, 0, mb, n));
             } else if split_columns {
                 let cols = column_panels.div_ceil(threads) * K::NR;
-                c_block.into_blocks(mb, cols).into_par_iter().for_each(run);
+                let regions: Vec<_> = (0..n)
+                    .step_by(cols)
+                    .map(|c0| (0, c0, mb, cols.min(n - c0)))
+                    .collect();
+                regions.into_par_iter().for_each(run);
             } else {
                 let rows = row_panels.div_ceil(threads) * K::MR;
-                c_block.into_blocks(rows, n).into_par_iter().for_each(run);
+                let regions: Vec<_> = (0..mb)
+                    .step_by(rows)
+                    .map(|r0| (r0, 0, rows.min(mb - r0), n))
+                    .collect();
+                regions.into_par_iter().for_each(run);
             }
         }
     }
@@ -186,44 +316,44 @@ fn gemm_split_k<T: Element, K: Microkernel<T>>(
         });
 }
 
-/// One thread's share of an (ic, pc) block: its columns of B packed NC at a
-/// time into its own buffer, against the shared micro-panels of Ã starting
-/// at `a_packed`.
-fn multiply_part<T: Element, K: Microkernel<T>>(
+/// One thread's share of an (ic, pc) block: its columns of the B terms
+/// packed NC at a time into its own buffer, against the shared micro-panels
+/// of Ã starting at `a_packed`, into `mb` rows of every destination.
+///
+/// # Safety
+/// Each destination addresses an mb×n block (n = the B terms' columns)
+/// that only this call touches.
+unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
     alpha: T,
     a_packed: &[T],
-    b: MatRef<'_, T>,
+    b: &[(T, MatRef<'_, T>)],
     beta: T,
-    mut c: MatMut<'_, T>,
+    dests: &[Dest<T>],
+    mb: usize,
     nc: usize,
 ) {
-    let (mb, n) = c.shape();
-    let kb = b.rows();
+    let (kb, n) = b[0].1.shape();
     let nc = nc.min(n.div_ceil(K::NR) * K::NR);
-    let mut own = Workspace::take::<T>(0, nc * kb);
-    let (_, b_buf) = own.buffers::<T>(0, nc * kb);
-    let (rs_c, cs_c) = (c.row_stride(), c.col_stride());
-    let c_ptr = c.as_mut_ptr();
+    let scratch_len = if b.len() > 1 { K::NR * kb } else { 0 };
+    let mut own = Workspace::take::<T>(nc * kb, scratch_len);
+    let (b_buf, b_scratch) = own.buffers::<T>(nc * kb, scratch_len);
+    let mut b_block = b.to_vec();
+    let mut part = dests.to_vec();
     for jc in (0..n).step_by(nc) {
         let nb = nc.min(n - jc);
-        // SAFETY: column jc is inside C, so the offset is inside its extent.
-        let c_cols = unsafe { c_ptr.add(jc * cs_c) };
+        for (term, &(w, whole)) in b_block.iter_mut().zip(b) {
+            *term = (w, whole.submatrix(0, jc, kb, nb));
+        }
+        for (d, &whole) in part.iter_mut().zip(dests) {
+            *d = whole.offset(0, jc);
+        }
         // SAFETY: `a_packed` holds at least mb rows of packed Ã and
-        // `b_buf` room for the packed kb×nb block of B; c_cols addresses an
-        // mb×nb block of the exclusive view C with strides (rs_c, cs_c).
+        // `b_buf` room for the packed kb×nb block of B; every destination
+        // moved to column jc addresses an mb×nb block only this call
+        // touches.
         unsafe {
             macro_kernel::<T, K>(
-                mb,
-                nb,
-                kb,
-                alpha,
-                a_packed,
-                b.submatrix(0, jc, kb, nb),
-                b_buf,
-                beta,
-                c_cols,
-                rs_c as isize,
-                cs_c as isize,
+                mb, nb, kb, alpha, a_packed, &b_block, b_buf, b_scratch, beta, &part,
             )
         };
     }
@@ -234,10 +364,13 @@ fn multiply_part<T: Element, K: Microkernel<T>>(
 /// so it is still in L1 when the kernel reads it, and packing interleaves
 /// with computing instead of preceding it.
 ///
+/// One destination with weight 1 gets full tiles straight from the kernel;
+/// otherwise (edge tiles, or several weighted destinations) the kernel
+/// writes an MR×NR scratch tile and its valid part is merged into each.
+///
 /// # Safety
-/// `c` addresses an mb×nb block with strides (rs_c, cs_c) that is valid for
-/// reads and writes and not otherwise aliased; `a_buf` and `b_buf` hold the
-/// packed blocks.
+/// Each destination addresses an mb×nb block valid for reads and writes and
+/// not otherwise aliased; `a_buf` and `b_buf` hold the packed blocks.
 #[allow(clippy::too_many_arguments)]
 unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
     mb: usize,
@@ -245,14 +378,20 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
     kb: usize,
     alpha: T,
     a_buf: &[T],
-    b_block: MatRef<'_, T>,
+    b_block: &[(T, MatRef<'_, T>)],
     b_buf: &mut [T],
+    b_scratch: &mut [T],
     beta: T,
-    c: *mut T,
-    rs_c: isize,
-    cs_c: isize,
+    dests: &[Dest<T>],
 ) {
     let mut scratch = [T::ZERO; MAX_TILE_ELEMENTS];
+    // Full tiles go straight from the kernel's registers into every
+    // destination when they share strides (always, for blocks of one C).
+    let (rs, cs) = (dests[0].rs, dests[0].cs);
+    let direct = dests.iter().all(|d| d.rs == rs && d.cs == cs);
+    let mut tile_dests: Vec<(T, *mut T)> =
+        dests.iter().map(|d| (alpha.mul(d.gamma), d.ptr)).collect();
+    let mut b_panel_terms = b_block.to_vec();
     for ir in (0..mb).step_by(K::MR) {
         let rows = K::MR.min(mb - ir);
         let a_panel = a_buf[ir * kb..(ir + K::MR) * kb].as_ptr();
@@ -267,14 +406,19 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
             prefetch_l2(next_a, call * lines_per_call, lines_per_call);
             let b_panel_buf = &mut b_buf[jr * kb..(jr + K::NR) * kb];
             if ir == 0 {
-                pack_b::<T, K>(b_block.submatrix(0, jr, kb, cols), b_panel_buf);
+                for (term, &(w, block)) in b_panel_terms.iter_mut().zip(b_block) {
+                    *term = (w, block.submatrix(0, jr, kb, cols));
+                }
+                pack_b_sum::<T, K>(&b_panel_terms, b_panel_buf, b_scratch);
             }
             let b_panel = b_panel_buf.as_ptr();
-            // SAFETY: (ir, jr) lies inside the mb×nb block.
-            let c_tile = unsafe { c.offset(ir as isize * rs_c + jr as isize * cs_c) };
-            if rows == K::MR && cols == K::NR {
-                // SAFETY: a full tile of C, and panels of MR·kb and kb·NR elements.
-                unsafe { K::run(kb, alpha, a_panel, b_panel, beta, c_tile, rs_c, cs_c) };
+            if direct && rows == K::MR && cols == K::NR {
+                for (slot, d) in tile_dests.iter_mut().zip(dests) {
+                    slot.1 = d.offset(ir, jr).ptr;
+                }
+                // SAFETY: a full tile of each destination, with the common
+                // strides, and panels of MR·kb and kb·NR elements.
+                unsafe { K::run_multi(kb, a_panel, b_panel, beta, &tile_dests, rs, cs) };
                 continue;
             }
             // SAFETY: the scratch tile is MR×NR row-major (≤ MAX_TILE_ELEMENTS).
@@ -290,16 +434,20 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
                     1,
                 )
             };
-            for i in 0..rows {
-                for j in 0..cols {
-                    // SAFETY: i < rows and j < cols keep us inside the block.
-                    let cij = unsafe { &mut *c_tile.offset(i as isize * rs_c + j as isize * cs_c) };
-                    let product = scratch[i * K::NR + j];
-                    *cij = if beta == T::ZERO {
-                        product
-                    } else {
-                        product.add_product(beta, *cij)
-                    };
+            for dest in dests {
+                let d = dest.offset(ir, jr);
+                for i in 0..rows {
+                    for j in 0..cols {
+                        // SAFETY: i < rows and j < cols keep us inside the block.
+                        let cij =
+                            unsafe { &mut *d.ptr.offset(i as isize * d.rs + j as isize * d.cs) };
+                        let product = d.gamma.mul(scratch[i * K::NR + j]);
+                        *cij = if beta == T::ZERO {
+                            product
+                        } else {
+                            product.add_product(beta, *cij)
+                        };
+                    }
                 }
             }
         }

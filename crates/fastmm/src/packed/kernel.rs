@@ -27,6 +27,9 @@ use crate::element::Element;
 use crate::matrix::MatRef;
 use crate::packed::packing;
 
+/// Largest MR·NR of any kernel.
+pub(crate) const MAX_TILE: usize = 512;
+
 /// A register-blocked MR×NR kernel; see the module documentation for the
 /// contract every implementation must keep.
 ///
@@ -61,6 +64,61 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
         rs_c: isize,
         cs_c: isize,
     );
+
+    /// C_d ← s_d·Ã·B̃ + β·C_d for every destination (s_d, C_d), all
+    /// addressed with the same strides: the tile is computed once and added
+    /// into each (the kernel of the fused Strassen primitive, where one
+    /// product feeds up to four blocks of C per level). The default runs
+    /// [`Microkernel::run`] into a scratch tile and merges it; SIMD kernels
+    /// keep the tile in registers and update each destination from there.
+    ///
+    /// # Safety
+    /// As for [`Microkernel::run`], for every destination; destinations do
+    /// not overlap.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run_multi(
+        kc: usize,
+        a: *const T,
+        b: *const T,
+        beta: T,
+        dests: &[(T, *mut T)],
+        rs_c: isize,
+        cs_c: isize,
+    ) {
+        let mut tile = [T::ZERO; MAX_TILE];
+        assert!(
+            Self::MR * Self::NR <= MAX_TILE,
+            "tile larger than the scratch"
+        );
+        // SAFETY: the scratch tile is MR×NR row-major; the panels are the
+        // caller's, per the contract.
+        unsafe {
+            Self::run(
+                kc,
+                T::ONE,
+                a,
+                b,
+                T::ZERO,
+                tile.as_mut_ptr(),
+                Self::NR as isize,
+                1,
+            )
+        };
+        for &(scale, c) in dests {
+            for i in 0..Self::MR {
+                for j in 0..Self::NR {
+                    // SAFETY: (i, j) is inside the destination tile.
+                    let cij = unsafe { &mut *c.offset(i as isize * rs_c + j as isize * cs_c) };
+                    let product = scale.mul(tile[i * Self::NR + j]);
+                    *cij = if beta == T::ZERO {
+                        product
+                    } else {
+                        product.add_product(beta, *cij)
+                    };
+                }
+            }
+        }
+    }
 
     /// Packs the w×kb view `src` into ⌈w/width⌉ panels of `width` lanes in
     /// the layout above (element (i, p) of panel r at

@@ -62,3 +62,53 @@ pub fn multiply<T: Element>(
         (kernel.gemm)(alpha, a, b, beta, c, &blocks, threads)
     })
 }
+
+/// The fast algorithms' fused primitive on the CPU:
+/// C_k ← C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ) for every destination (γ_k, C_k),
+/// with the sums formed while packing and each tile added into every
+/// destination. All A terms are m×k, all B terms k×n, all destinations m×n.
+///
+/// # Safety
+/// No destination overlaps another destination or any term, and nothing
+/// else touches the destinations during the call.
+pub(crate) unsafe fn multiply_fused<T: Element>(
+    alpha: T,
+    a: &[(T, MatRef<'_, T>)],
+    b: &[(T, MatRef<'_, T>)],
+    dests: &mut [(T, MatMut<'_, T>)],
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+    let (m, k) = a[0].1.shape();
+    let n = b[0].1.cols();
+    debug_assert!(a.iter().all(|(_, x)| x.shape() == (m, k)));
+    debug_assert!(b.iter().all(|(_, x)| x.shape() == (k, n)));
+    debug_assert!(dests.iter().all(|(_, c)| c.shape() == (m, n)));
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(());
+    }
+    let blocks = opts.block_sizes.unwrap_or_else(|| kernel.default_blocks());
+    let mnk = m as u128 * n as u128 * k as u128;
+    let threads = if mnk < PACKED_PARALLEL_MIN_MNK {
+        1
+    } else {
+        opts.effective_threads()
+    };
+    let raw: Vec<driver::Dest<T>> = dests
+        .iter_mut()
+        .map(|(gamma, c)| driver::Dest {
+            gamma: *gamma,
+            ptr: c.as_mut_ptr(),
+            rs: c.row_stride() as isize,
+            cs: c.col_stride() as isize,
+        })
+        .collect();
+    // SAFETY: the destinations are exclusive views (borrowed mutably for
+    // the call) that, per this function's contract, overlap nothing else.
+    let run = || unsafe { (kernel.fused)(alpha, a, b, T::ONE, &raw, &blocks, threads) };
+    if threads == 1 {
+        run();
+        return Ok(());
+    }
+    run_in_pool(threads, run)
+}

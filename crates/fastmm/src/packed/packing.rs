@@ -8,19 +8,64 @@ use crate::element::Element;
 use crate::matrix::MatRef;
 use crate::packed::kernel::Microkernel;
 
-/// Packs the mb×kb block `a` into ⌈mb/MR⌉ micro-panels of kernel K's MR rows:
-/// element (i, p) of panel r lands at `dst[r·mr·kb + p·mr + i]`; rows past
-/// mb are zero.
-pub(crate) fn pack_a<T: Element, K: Microkernel<T>>(a: MatRef<'_, T>, dst: &mut [T]) {
-    K::pack(a, K::MR, dst);
+/// Packs the linear combination Σ wᵢ·Aᵢ of equally shaped mb×kb blocks
+/// into ⌈mb/MR⌉ micro-panels of kernel K's MR rows: element (i, p) of panel
+/// r lands at `dst[r·MR·kb + p·MR + i]`; rows past mb are zero. With
+/// several terms these are the fused operand sums of the fast algorithms, formed
+/// while packing instead of in a temporary. `scratch` holds as many
+/// elements as `dst` when there is more than one term.
+pub(crate) fn pack_a_sum<T: Element, K: Microkernel<T>>(
+    terms: &[(T, MatRef<'_, T>)],
+    dst: &mut [T],
+    scratch: &mut [T],
+) {
+    pack_sum::<T, K>(terms, K::MR, false, dst, scratch);
 }
 
-/// Packs the kb×nb block `b` into ⌈nb/NR⌉ micro-panels of kernel K's NR columns:
-/// element (p, j) of panel s lands at `dst[s·nr·kb + p·nr + j]`; columns
-/// past nb are zero. This is `pack_a` of Bᵀ: the same layout with the roles
-/// of rows and columns exchanged.
-pub(crate) fn pack_b<T: Element, K: Microkernel<T>>(b: MatRef<'_, T>, dst: &mut [T]) {
-    K::pack(b.t(), K::NR, dst);
+/// Packs the linear combination Σ wᵢ·Bᵢ of equally shaped kb×nb blocks
+/// into ⌈nb/NR⌉ micro-panels of kernel K's NR columns: element (p, j) of
+/// panel s lands at `dst[s·NR·kb + p·NR + j]`; columns past nb are zero.
+/// This is the A packing of Bᵀ: the same layout with the roles of rows and
+/// columns exchanged.
+pub(crate) fn pack_b_sum<T: Element, K: Microkernel<T>>(
+    terms: &[(T, MatRef<'_, T>)],
+    dst: &mut [T],
+    scratch: &mut [T],
+) {
+    pack_sum::<T, K>(terms, K::NR, true, dst, scratch);
+}
+
+/// Packs each term (transposed for B) and adds it, weighted, into `dst`.
+fn pack_sum<'a, T: Element, K: Microkernel<T>>(
+    terms: &[(T, MatRef<'a, T>)],
+    width: usize,
+    transpose: bool,
+    dst: &mut [T],
+    scratch: &mut [T],
+) {
+    let view = |m: MatRef<'a, T>| if transpose { m.t() } else { m };
+    let (w0, first) = terms[0];
+    K::pack(view(first), width, dst);
+    if w0 != T::ONE {
+        dst.iter_mut().for_each(|x| *x = w0.mul(*x));
+    }
+    for &(w, term) in &terms[1..] {
+        let scratch = &mut scratch[..dst.len()];
+        K::pack(view(term), width, scratch);
+        if w == T::ONE {
+            dst.iter_mut()
+                .zip(&*scratch)
+                .for_each(|(d, &s)| *d = d.add(s));
+        } else if w == T::ZERO.sub(T::ONE) {
+            dst.iter_mut()
+                .zip(&*scratch)
+                .for_each(|(d, &s)| *d = d.sub(s));
+        } else {
+            dst.iter_mut()
+                .zip(&*scratch)
+                .for_each(|(d, &s)| *d = d.add(w.mul(s)));
+        }
+    }
 }
 
 /// Packs the w×kb view `src` into ⌈w/width⌉ panels: element (i, p) of
@@ -179,10 +224,10 @@ mod tests {
         for (view, is_a) in cases {
             let mut dst = vec![-1; 2 * 4 * 3];
             if is_a {
-                pack_a::<i32, Generic4>(view, &mut dst);
+                pack_a_sum::<i32, Generic4>(&[(1, view)], &mut dst, &mut []);
                 assert_panels(&dst, 4, 3, 5, |i, p| view.get(i, p));
             } else {
-                pack_b::<i32, Generic4>(view, &mut dst);
+                pack_b_sum::<i32, Generic4>(&[(1, view)], &mut dst, &mut []);
                 assert_panels(&dst, 4, 3, 7, |j, p| view.get(p, j));
             }
         }

@@ -79,6 +79,55 @@ pub trait Backend<T: Element> {
     /// reads c).
     fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error>;
 
-    /// **dst ← keep·dst + Σ wᵢ·srcᵢ**; keep = 0 never reads dst.
+    /// **dst ← keep·dst + Σ wᵢ·srcᵢ**; keep = 0 never reads dst (and with
+    /// no terms, dst ← keep·dst).
     fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error>;
+
+    /// Whether [`Backend::primitive`] is native. When it is not, the engine
+    /// sizes the `scratch` that the default implementation needs.
+    const FUSES_PRIMITIVE: bool = false;
+
+    /// The Strassen primitive: **M = (Σ wᵢAᵢ)(Σ vⱼBⱼ), then C_k += γ_k·α·M**
+    /// for each destination (γ_k, C_k). All A terms have one shape, all B
+    /// terms another, and the destinations are disjoint blocks of C.
+    ///
+    /// The default forms the sums in `scratch` (an A-shaped, a B-shaped and
+    /// a C-shaped temporary; a single term of weight 1 is used in place),
+    /// multiplies them classically and adds the product into each
+    /// destination. A backend that fuses the sums into its own packing or
+    /// tile loads overrides it and sets [`Backend::FUSES_PRIMITIVE`].
+    fn primitive(
+        &mut self,
+        alpha: T,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        c: &[(T, Block)],
+        scratch: [Block; 3],
+    ) -> Result<(), Error> {
+        let [a_sum, b_sum, product] = scratch;
+        let left = match a {
+            [(w, block)] if *w == T::ONE => *block,
+            _ => {
+                self.combine(T::ZERO, a_sum, a)?;
+                a_sum
+            }
+        };
+        let right = match b {
+            [(w, block)] if *w == T::ONE => *block,
+            _ => {
+                self.combine(T::ZERO, b_sum, b)?;
+                b_sum
+            }
+        };
+        if let [(gamma, dest)] = c {
+            if *gamma == T::ONE {
+                return self.gemm(alpha, left, right, T::ONE, *dest);
+            }
+        }
+        self.gemm(alpha, left, right, T::ZERO, product)?;
+        for &(gamma, dest) in c {
+            self.combine(T::ONE, dest, &[(gamma, product)])?;
+        }
+        Ok(())
+    }
 }

@@ -166,6 +166,32 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         packed::multiply(alpha, a, b, beta, c, &self.base)
     }
 
+    const FUSES_PRIMITIVE: bool = true;
+
+    /// Fused: the sums are formed while `packed` packs its panels, and each
+    /// microkernel tile is added into every destination (Huang et al.,
+    /// "Strassen's Algorithm Reloaded", SC16), so no sum or product is
+    /// stored.
+    fn primitive(
+        &mut self,
+        alpha: T,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        c: &[(T, Block)],
+        _scratch: [Block; 3],
+    ) -> Result<(), Error> {
+        // SAFETY: the engine's destinations are disjoint blocks of C that
+        // overlap no A or B term (those are blocks of A and B), and nothing
+        // else runs during the call.
+        unsafe {
+            let a: Vec<(T, MatRef<'_, T>)> = a.iter().map(|&(w, x)| (w, self.read(x))).collect();
+            let b: Vec<(T, MatRef<'_, T>)> = b.iter().map(|&(w, x)| (w, self.read(x))).collect();
+            let mut c: Vec<(T, MatMut<'_, T>)> =
+                c.iter().map(|&(w, x)| (w, self.write(x))).collect();
+            packed::multiply_fused(alpha, &a, &b, &mut c, &self.base)
+        }
+    }
+
     fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
         let (rows, cols) = (dst.rows, dst.cols);
         let out = self.raw(dst);
@@ -209,7 +235,9 @@ unsafe fn combine_row<T: Element>(
         if contiguous {
             let dst = std::slice::from_raw_parts_mut(at(out, 0), cols);
             let mut rest = sources;
-            if keep == T::ZERO {
+            if keep == T::ZERO && sources.is_empty() {
+                dst.fill(T::ZERO);
+            } else if keep == T::ZERO {
                 let (w, first) = sources[0];
                 let src = std::slice::from_raw_parts(at(first, 0), cols);
                 for (d, &s) in dst.iter_mut().zip(src) {
@@ -250,6 +278,80 @@ unsafe fn combine_row<T: Element>(
                 value = value.add(w.mul(*at(source, j)));
             }
             *d = value;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::Algorithm;
+    use crate::random::{random_matrix_full_range, seeded_rng};
+    use crate::strassen::engine::{self, Plan};
+    use crate::strassen::schedule;
+    use crate::Matrix;
+
+    /// The CPU backend with its fusion hidden, so the engine sizes scratch
+    /// and `Backend::primitive`'s default (sums in workspace) runs: the path
+    /// a backend without a fused kernel takes.
+    struct Unfused<'a>(CpuBackend<'a, i64>);
+
+    impl Backend<i64> for Unfused<'_> {
+        fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
+            self.0.allocate(capacities)
+        }
+        fn gemm(
+            &mut self,
+            alpha: i64,
+            a: Block,
+            b: Block,
+            beta: i64,
+            c: Block,
+        ) -> Result<(), Error> {
+            self.0.gemm(alpha, a, b, beta, c)
+        }
+        fn combine(&mut self, keep: i64, dst: Block, terms: &[(i64, Block)]) -> Result<(), Error> {
+            self.0.combine(keep, dst, terms)
+        }
+    }
+
+    #[test]
+    fn the_default_primitive_forms_sums_in_workspace_exactly() {
+        let mut rng = seeded_rng(41);
+        for (m, k, n) in [(37, 41, 29), (64, 64, 64), (20, 90, 23)] {
+            let a: Matrix<i64> = random_matrix_full_range(m, k, &mut rng);
+            let b: Matrix<i64> = random_matrix_full_range(k, n, &mut rng);
+            let c0: Matrix<i64> = random_matrix_full_range(m, n, &mut rng);
+            let mut want = c0.clone();
+            crate::gemm(
+                3,
+                a.as_ref(),
+                b.as_ref(),
+                -2,
+                want.as_mut(),
+                &GemmOptions::new(Algorithm::Naive),
+            )
+            .unwrap();
+            for products in [&schedule::STRASSEN_PRODUCTS, &schedule::WINOGRAD_PRODUCTS] {
+                let plan = Plan {
+                    schedule: &schedule::STRASSEN_FRUGAL,
+                    beta_schedule: &schedule::STRASSEN_TEMPORARIES,
+                    threshold: 4,
+                    max_depth: 3,
+                    fused: Some(products),
+                };
+                let mut got = c0.clone();
+                let base = GemmOptions::new(Algorithm::Packed);
+                let mut backend =
+                    Unfused(CpuBackend::new(a.as_ref(), b.as_ref(), got.as_mut(), base));
+                let report = engine::run(&mut backend, plan, 3, -2, (m, k, n)).unwrap();
+                assert!(
+                    report.levels >= 2 && report.workspace_elements > 0,
+                    "{report:?}"
+                );
+                drop(backend);
+                assert_eq!(got, want, "{m}×{k}×{n}");
+            }
         }
     }
 }

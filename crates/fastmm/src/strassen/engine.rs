@@ -16,7 +16,7 @@
 use crate::element::Element;
 use crate::error::Error;
 use crate::strassen::backend::{Backend, Block, Store};
-use crate::strassen::schedule::{Keep, Kind, Loc, Schedule, Step};
+use crate::strassen::schedule::{Keep, Kind, Loc, Product, Schedule, Step};
 
 /// Cut a product classically along a dimension this many times larger than
 /// the smallest one before applying a level.
@@ -34,6 +34,9 @@ pub(crate) struct Plan {
     pub threshold: usize,
     /// At most this many levels.
     pub max_depth: usize,
+    /// The `fused` variant: the level's products in primitive form,
+    /// composed across levels; `schedule` is then unused.
+    pub fused: Option<&'static [Product; 7]>,
 }
 
 /// What a product used.
@@ -65,7 +68,7 @@ pub(crate) fn run<T: Element, B: Backend<T>>(
     (m, k, n): (usize, usize, usize),
 ) -> Result<Report, Error> {
     let mut dry = Engine::<T, B>::new(plan, alpha, None);
-    dry.multiply(0, operands(m, k, n), beta)?;
+    dry.top(operands(m, k, n), beta)?;
     let report = dry.report();
     backend.allocate(&dry.capacities)?;
     // The real run walks the same tree, so it meets the same slots in the
@@ -73,31 +76,21 @@ pub(crate) fn run<T: Element, B: Backend<T>>(
     let mut engine = Engine::<T, B>::new(plan, alpha, Some(backend));
     engine.ids = dry.ids;
     engine.capacities = dry.capacities;
-    engine.multiply(0, operands(m, k, n), beta)?;
+    engine.top(operands(m, k, n), beta)?;
     Ok(report)
 }
 
-/// The levels and workspace a product would use, without running it.
-pub(crate) fn dry_run<T: Element>(plan: Plan, beta: T, (m, k, n): (usize, usize, usize)) -> Report {
-    let mut dry = Engine::<T, NoBackend>::new(plan, T::ONE, None);
-    dry.multiply(0, operands(m, k, n), beta)
+/// The levels and workspace a product would use on backend type B,
+/// without running it.
+pub(crate) fn dry_run<T: Element, B: Backend<T>>(
+    plan: Plan,
+    beta: T,
+    (m, k, n): (usize, usize, usize),
+) -> Report {
+    let mut dry = Engine::<T, B>::new(plan, T::ONE, None);
+    dry.top(operands(m, k, n), beta)
         .expect("a dry run calls no backend");
     dry.report()
-}
-
-/// The backend type of a dry run, which never calls it.
-struct NoBackend;
-
-impl<T: Element> Backend<T> for NoBackend {
-    fn allocate(&mut self, _: &[usize]) -> Result<(), Error> {
-        unreachable!("a dry run has no backend")
-    }
-    fn gemm(&mut self, _: T, _: Block, _: Block, _: T, _: Block) -> Result<(), Error> {
-        unreachable!("a dry run has no backend")
-    }
-    fn combine(&mut self, _: T, _: Block, _: &[(T, Block)]) -> Result<(), Error> {
-        unreachable!("a dry run has no backend")
-    }
 }
 
 fn operands(m: usize, k: usize, n: usize) -> (Block, Block, Block) {
@@ -124,6 +117,118 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
         Report {
             levels: self.levels,
             workspace_elements: self.capacities.iter().sum(),
+        }
+    }
+
+    /// The whole product. The fused variant first applies β to C (one
+    /// pass; nothing when β = 1), since its primitives only accumulate.
+    fn top(&mut self, (a, b, c): (Block, Block, Block), beta: T) -> Result<(), Error> {
+        if self.plan.fused.is_none() {
+            return self.multiply(0, (a, b, c), beta);
+        }
+        if beta != T::ONE {
+            if let Some(backend) = self.backend.as_deref_mut() {
+                backend.combine(beta, c, &[])?;
+            }
+        }
+        self.fused(0, &[(T::ONE, a)], &[(T::ONE, b)], &[(T::ONE, c)])
+    }
+
+    /// Σ c_k += γ_k·α·(Σ a)(Σ b) at depth `level`, recursing on the
+    /// primitive form: the terms of each product's operands and
+    /// destinations are the quadrants of the current ones, weighted.
+    fn fused(
+        &mut self,
+        level: usize,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        c: &[(T, Block)],
+    ) -> Result<(), Error> {
+        let (m, k, n) = (a[0].1.rows, a[0].1.cols, b[0].1.cols);
+        let smallest = m.min(k).min(n);
+        if level >= self.plan.max_depth || smallest < self.plan.threshold {
+            return self.primitive(level, a, b, c);
+        }
+        let largest = m.max(k).max(n);
+        if largest >= ELONGATION_SPLIT * smallest {
+            if m == largest {
+                let h = m / 2;
+                self.fused(level, &sub(a, 0, 0, h, k), b, &sub(c, 0, 0, h, n))?;
+                return self.fused(level, &sub(a, h, 0, m - h, k), b, &sub(c, h, 0, m - h, n));
+            }
+            if n == largest {
+                let h = n / 2;
+                self.fused(level, a, &sub(b, 0, 0, k, h), &sub(c, 0, 0, m, h))?;
+                return self.fused(level, a, &sub(b, 0, h, k, n - h), &sub(c, 0, h, m, n - h));
+            }
+            let h = k / 2;
+            self.fused(level, &sub(a, 0, 0, m, h), &sub(b, 0, 0, h, n), c)?;
+            return self.fused(level, &sub(a, 0, h, m, k - h), &sub(b, h, 0, k - h, n), c);
+        }
+        let (me, ke, ne) = (m & !1, k & !1, n & !1);
+        let core_c = sub(c, 0, 0, me, ne);
+        self.fused_level(level, &sub(a, 0, 0, me, ke), &sub(b, 0, 0, ke, ne), &core_c)?;
+        if ke < k {
+            self.primitive(level, &sub(a, 0, ke, me, 1), &sub(b, ke, 0, 1, ne), &core_c)?;
+        }
+        if ne < n {
+            self.primitive(level, a, &sub(b, 0, ne, k, 1), &sub(c, 0, ne, m, 1))?;
+        }
+        if me < m {
+            self.primitive(
+                level,
+                &sub(a, me, 0, 1, k),
+                &sub(b, 0, 0, k, ne),
+                &sub(c, me, 0, 1, ne),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One fused level on even dimensions: seven primitives, each on the
+    /// weighted quadrants of the current terms.
+    fn fused_level(
+        &mut self,
+        level: usize,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        c: &[(T, Block)],
+    ) -> Result<(), Error> {
+        let products = self.plan.fused.expect("the fused variant has products");
+        self.levels = self.levels.max(level + 1);
+        let (mh, kh, nh) = (a[0].1.rows / 2, a[0].1.cols / 2, b[0].1.cols / 2);
+        for product in products {
+            let a2 = expand(a, product.a, mh, kh);
+            let b2 = expand(b, product.b, kh, nh);
+            let c2 = expand(c, product.c, mh, nh);
+            self.fused(level + 1, &a2, &b2, &c2)?;
+        }
+        Ok(())
+    }
+
+    /// A leaf of the fused recursion: the backend's primitive, with scratch
+    /// temporaries sized for its default implementation when the backend
+    /// does not fuse.
+    fn primitive(
+        &mut self,
+        level: usize,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        c: &[(T, Block)],
+    ) -> Result<(), Error> {
+        let (m, k, n) = (a[0].1.rows, a[0].1.cols, b[0].1.cols);
+        let scratch = if B::FUSES_PRIMITIVE {
+            [Block::whole(Store::C, 0, 0); 3]
+        } else {
+            let mut temp = |slot: usize, rows: usize, cols: usize| {
+                let id = self.slot(level, slot, rows * cols);
+                Block::whole(Store::Temp { id, ld: cols }, rows, cols)
+            };
+            [temp(0, m, k), temp(1, k, n), temp(2, m, n)]
+        };
+        match self.backend.as_deref_mut() {
+            Some(backend) => backend.primitive(self.alpha, a, b, c, scratch),
+            None => Ok(()),
         }
     }
 
@@ -301,4 +406,36 @@ fn keep_value<T: Element>(keep: Keep, beta: T) -> T {
         Keep::MinusOne => T::ZERO.sub(T::ONE),
         Keep::Beta => beta,
     }
+}
+
+/// The same sub-block of every term.
+fn sub<T: Copy>(
+    terms: &[(T, Block)],
+    row: usize,
+    col: usize,
+    rows: usize,
+    cols: usize,
+) -> Vec<(T, Block)> {
+    terms
+        .iter()
+        .map(|&(w, block)| (w, block.sub(row, col, rows, cols)))
+        .collect()
+}
+
+/// Each term's quadrants named by `coefficients`, as (w·coefficient,
+/// quadrant (i, j)) with quadrants `rows`×`cols`.
+fn expand<T: Element>(
+    terms: &[(T, Block)],
+    coefficients: &[(i8, (u8, u8))],
+    rows: usize,
+    cols: usize,
+) -> Vec<(T, Block)> {
+    let mut out = Vec::with_capacity(terms.len() * coefficients.len());
+    for &(w, block) in terms {
+        for &(coefficient, (i, j)) in coefficients {
+            let quadrant = block.sub(i as usize * rows, j as usize * cols, rows, cols);
+            out.push((w.mul(T::from_i64(coefficient.into())), quadrant));
+        }
+    }
+    out
 }

@@ -20,6 +20,10 @@
 //! into quadrants of C, so a level needs 3 (Strassen) or 2 (Winograd)
 //! temporaries; it needs β = 0, so a call with β ≠ 0 runs its top level
 //! with `temporaries` and the levels below (always β = 0) frugally.
+//! `fused` (the default) stores nothing: every product is a
+//! [`Backend::primitive`] call, which the CPU backend runs in `packed` with
+//! the sums formed during packing and each tile added into all of its
+//! destinations; C is first scaled by β once.
 //!
 //! **Workspace.** Σ over levels ℓ ≥ 1 of (temporaries per level) × (m/2^ℓ ×
 //! k/2^ℓ, k/2^ℓ × n/2^ℓ or m/2^ℓ × n/2^ℓ) elements; [`workspace`] computes
@@ -68,19 +72,25 @@ pub enum Variant {
     /// Every sum and product of a level in its own temporary (seed 000).
     Temporaries,
     /// Products straight into C, 2–3 temporaries per level (seed 003).
-    #[default]
     Frugal,
+    /// No temporaries: each product's operand sums are formed while the
+    /// backend packs (or loads) its tiles, and its result is added into
+    /// every C block it feeds (Huang et al., SC16). Levels compose: two
+    /// levels are 49 primitives over sums of up to 4 blocks.
+    #[default]
+    Fused,
 }
 
 impl Variant {
     /// Every variant.
-    pub const ALL: [Variant; 2] = [Variant::Temporaries, Variant::Frugal];
+    pub const ALL: [Variant; 3] = [Variant::Temporaries, Variant::Frugal, Variant::Fused];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Temporaries => "temporaries",
             Variant::Frugal => "frugal",
+            Variant::Fused => "fused",
         }
     }
 }
@@ -99,7 +109,7 @@ impl FromStr for Variant {
             .find(|v| v.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 Error::InvalidOption(format!(
-                    "unknown variant '{s}' (expected temporaries or frugal)"
+                    "unknown variant '{s}' (expected temporaries, frugal or fused)"
                 ))
             })
     }
@@ -121,6 +131,14 @@ impl Scheme {
             (Scheme::Strassen, Variant::Frugal) => &schedule::STRASSEN_FRUGAL,
             (Scheme::Winograd, Variant::Temporaries) => &schedule::WINOGRAD_TEMPORARIES,
             (Scheme::Winograd, Variant::Frugal) => &schedule::WINOGRAD_FRUGAL,
+            (_, Variant::Fused) => self.schedule(Variant::Frugal),
+        }
+    }
+
+    fn products(self) -> &'static [schedule::Product; 7] {
+        match self {
+            Scheme::Strassen => &schedule::STRASSEN_PRODUCTS,
+            Scheme::Winograd => &schedule::WINOGRAD_PRODUCTS,
         }
     }
 }
@@ -142,11 +160,13 @@ pub fn effective_max_depth(opts: &GemmOptions, dtype: DType) -> usize {
 }
 
 fn plan<T: Element>(scheme: Scheme, opts: &GemmOptions) -> Plan {
+    let variant = opts.variant.unwrap_or_default();
     Plan {
-        schedule: scheme.schedule(opts.variant.unwrap_or_default()),
+        schedule: scheme.schedule(variant),
         beta_schedule: scheme.schedule(Variant::Temporaries),
         threshold: effective_threshold(opts),
         max_depth: effective_max_depth(opts, T::DTYPE),
+        fused: (variant == Variant::Fused).then(|| scheme.products()),
     }
 }
 
@@ -171,7 +191,7 @@ pub fn workspace<T: Element>(
     opts: &GemmOptions,
 ) -> Report {
     let beta = if beta_is_zero { T::ZERO } else { T::ONE };
-    engine::dry_run(plan::<T>(scheme, opts), beta, (m, k, n))
+    engine::dry_run::<T, cpu::CpuBackend<'static, T>>(plan::<T>(scheme, opts), beta, (m, k, n))
 }
 
 /// C ← α·A·B + β·C with `scheme`, classical products by `packed`. The

@@ -217,3 +217,100 @@ pub(crate) const WINOGRAD_FRUGAL: Schedule = Schedule {
         sum(C(0, 0), One, &[(1, T(0, KC))]),                 // C11 = P1 + P2 (final)
     ],
 };
+
+/// One product of a level in the Strassen primitive's form: M = (Σ over
+/// `a` of w·A(i, j))(Σ over `b` of w·B(i, j)), then C(i, j) += w·M for each
+/// entry of `c`. Seven of them make a level of the `fused` variant, which
+/// composes them across levels instead of storing anything.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Product {
+    pub a: &'static [(i8, (u8, u8))],
+    pub b: &'static [(i8, (u8, u8))],
+    pub c: &'static [(i8, (u8, u8))],
+}
+
+const fn p(
+    a: &'static [(i8, (u8, u8))],
+    b: &'static [(i8, (u8, u8))],
+    c: &'static [(i8, (u8, u8))],
+) -> Product {
+    Product { a, b, c }
+}
+
+/// Strassen's seven products (Huang et al., "Strassen's Algorithm
+/// Reloaded", SC16, use this form).
+pub(crate) const STRASSEN_PRODUCTS: [Product; 7] = [
+    p(
+        &[(1, (0, 0)), (1, (1, 1))],
+        &[(1, (0, 0)), (1, (1, 1))],
+        &[(1, (0, 0)), (1, (1, 1))],
+    ), // M1
+    p(
+        &[(1, (1, 0)), (1, (1, 1))],
+        &[(1, (0, 0))],
+        &[(1, (1, 0)), (-1, (1, 1))],
+    ), // M2
+    p(
+        &[(1, (0, 0))],
+        &[(1, (0, 1)), (-1, (1, 1))],
+        &[(1, (0, 1)), (1, (1, 1))],
+    ), // M3
+    p(
+        &[(1, (1, 1))],
+        &[(1, (1, 0)), (-1, (0, 0))],
+        &[(1, (0, 0)), (1, (1, 0))],
+    ), // M4
+    p(
+        &[(1, (0, 0)), (1, (0, 1))],
+        &[(1, (1, 1))],
+        &[(-1, (0, 0)), (1, (0, 1))],
+    ), // M5
+    p(
+        &[(1, (1, 0)), (-1, (0, 0))],
+        &[(1, (0, 0)), (1, (0, 1))],
+        &[(1, (1, 1))],
+    ), // M6
+    p(
+        &[(1, (0, 1)), (-1, (1, 1))],
+        &[(1, (1, 0)), (1, (1, 1))],
+        &[(1, (0, 0))],
+    ), // M7
+];
+
+/// Winograd's seven products with their sums expanded (S2 = A21 + A22 −
+/// A11, S4 = A11 + A12 − A21 − A22, T2 = B11 − B12 + B22, T4 = B11 − B12 −
+/// B21 + B22): fewer additions only when sums are stored and reused, so in
+/// this form it reads more terms than Strassen's.
+pub(crate) const WINOGRAD_PRODUCTS: [Product; 7] = [
+    p(
+        &[(1, (0, 0))],
+        &[(1, (0, 0))],
+        &[(1, (0, 0)), (1, (0, 1)), (1, (1, 0)), (1, (1, 1))],
+    ), // P1
+    p(&[(1, (0, 1))], &[(1, (1, 0))], &[(1, (0, 0))]), // P2
+    p(
+        &[(1, (0, 0)), (1, (0, 1)), (-1, (1, 0)), (-1, (1, 1))],
+        &[(1, (1, 1))],
+        &[(1, (0, 1))],
+    ), // P3 = S4·B22
+    p(
+        &[(1, (1, 1))],
+        &[(1, (0, 0)), (-1, (0, 1)), (-1, (1, 0)), (1, (1, 1))],
+        &[(-1, (1, 0))],
+    ), // P4 = A22·T4
+    p(
+        &[(1, (1, 0)), (1, (1, 1))],
+        &[(1, (0, 1)), (-1, (0, 0))],
+        &[(1, (0, 1)), (1, (1, 1))],
+    ), // P5
+    p(
+        &[(1, (1, 0)), (1, (1, 1)), (-1, (0, 0))],
+        &[(1, (0, 0)), (-1, (0, 1)), (1, (1, 1))],
+        &[(1, (0, 1)), (1, (1, 0)), (1, (1, 1))],
+    ), // P6 = S2·T2
+    p(
+        &[(1, (0, 0)), (-1, (1, 0))],
+        &[(1, (1, 1)), (-1, (0, 1))],
+        &[(1, (1, 0)), (1, (1, 1))],
+    ), // P7
+];

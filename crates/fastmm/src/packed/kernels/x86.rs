@@ -48,11 +48,10 @@ macro_rules! simd_kernel {
             #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
             unsafe fn compute(
                 kc: usize,
-                alpha: $t,
                 a: *const $t,
                 b: *const $t,
                 beta: $t,
-                c: *mut $t,
+                dests: &[($t, *mut $t)],
                 rs_c: isize,
                 cs_c: isize,
             ) {
@@ -72,13 +71,16 @@ macro_rules! simd_kernel {
                     let mut acc = [[$ops::zero(); $nv]; $mr];
                     let mut b_row = [$ops::zero(); $nv];
                     for (phase, steps) in [0..tail, tail..kc].into_iter().enumerate() {
-                        for i in 0..$mr {
-                            for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
-                                let line = c.offset(i as isize * rs_c + j as isize * cs_c).cast();
-                                if phase == 0 {
-                                    _mm_prefetch::<_MM_HINT_T1>(line);
-                                } else {
-                                    _mm_prefetch::<_MM_HINT_T0>(line);
+                        for &(_, c) in dests {
+                            for i in 0..$mr {
+                                for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                                    let line =
+                                        c.offset(i as isize * rs_c + j as isize * cs_c).cast();
+                                    if phase == 0 {
+                                        _mm_prefetch::<_MM_HINT_T1>(line);
+                                    } else {
+                                        _mm_prefetch::<_MM_HINT_T0>(line);
+                                    }
                                 }
                             }
                         }
@@ -104,41 +106,43 @@ macro_rules! simd_kernel {
                             }
                         }
                     }
-                    let alpha_v = $ops::splat(alpha);
                     let beta_v = $ops::splat(beta);
-                    if cs_c == 1 {
-                        for i in 0..$mr {
-                            let row = c.offset(i as isize * rs_c);
-                            for v in 0..$nv {
-                                let dst = row.add(v * $lanes);
-                                let product = $ops::mul(alpha_v, acc[i][v]);
-                                let merged = if beta_is_zero {
-                                    product
-                                } else {
-                                    $ops::fma(beta_v, $ops::load(dst), product)
-                                };
-                                $ops::store(dst, merged);
+                    for &(alpha, c) in dests {
+                        let alpha_v = $ops::splat(alpha);
+                        if cs_c == 1 {
+                            for i in 0..$mr {
+                                let row = c.offset(i as isize * rs_c);
+                                for v in 0..$nv {
+                                    let dst = row.add(v * $lanes);
+                                    let product = $ops::mul(alpha_v, acc[i][v]);
+                                    let merged = if beta_is_zero {
+                                        product
+                                    } else {
+                                        $ops::fma(beta_v, $ops::load(dst), product)
+                                    };
+                                    $ops::store(dst, merged);
+                                }
                             }
-                        }
-                    } else {
-                        let mut tile = [<$t as Element>::ZERO; $mr * NR];
-                        for i in 0..$mr {
-                            for v in 0..$nv {
-                                $ops::store(
-                                    tile.as_mut_ptr().add(i * NR + v * $lanes),
-                                    $ops::mul(alpha_v, acc[i][v]),
-                                );
+                        } else {
+                            let mut tile = [<$t as Element>::ZERO; $mr * NR];
+                            for i in 0..$mr {
+                                for v in 0..$nv {
+                                    $ops::store(
+                                        tile.as_mut_ptr().add(i * NR + v * $lanes),
+                                        $ops::mul(alpha_v, acc[i][v]),
+                                    );
+                                }
                             }
-                        }
-                        for i in 0..$mr {
-                            for j in 0..NR {
-                                let dst = c.offset(i as isize * rs_c + j as isize * cs_c);
-                                let product = tile[i * NR + j];
-                                *dst = if beta_is_zero {
-                                    product
-                                } else {
-                                    product.add_product(beta, *dst)
-                                };
+                            for i in 0..$mr {
+                                for j in 0..NR {
+                                    let dst = c.offset(i as isize * rs_c + j as isize * cs_c);
+                                    let product = tile[i * NR + j];
+                                    *dst = if beta_is_zero {
+                                        product
+                                    } else {
+                                        product.add_product(beta, *dst)
+                                    };
+                                }
                             }
                         }
                     }
@@ -189,7 +193,21 @@ macro_rules! simd_kernel {
                 cs_c: isize,
             ) {
                 // SAFETY: forwarded contract, which includes `is_available()`.
-                unsafe { Self::compute(kc, alpha, a, b, beta, c, rs_c, cs_c) }
+                unsafe { Self::compute(kc, a, b, beta, &[(alpha, c)], rs_c, cs_c) }
+            }
+
+            #[inline]
+            unsafe fn run_multi(
+                kc: usize,
+                a: *const $t,
+                b: *const $t,
+                beta: $t,
+                dests: &[($t, *mut $t)],
+                rs_c: isize,
+                cs_c: isize,
+            ) {
+                // SAFETY: forwarded contract, which includes `is_available()`.
+                unsafe { Self::compute(kc, a, b, beta, dests, rs_c, cs_c) }
             }
         }
     };
