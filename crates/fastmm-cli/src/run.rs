@@ -65,7 +65,7 @@ pub struct RunArgs {
     #[arg(long)]
     depth: Option<usize>,
     /// `strassen`/`winograd` memory schedule: temporaries, frugal or fused.
-    #[arg(long, default_value = "fused")]
+    #[arg(long, default_value = "frugal")]
     variant: String,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]

@@ -30,15 +30,20 @@ pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
 
 /// `strassen`/`winograd` recurse while m, k and n are all at least this
-/// (`--threshold auto`); measured crossover, see docs/benchmarks.md.
-pub const STRASSEN_AUTO_THRESHOLD: usize = 1024;
+/// (`--threshold auto`): on dev-epyc one level at 4096 and two at 8192 ran
+/// at 1.0–1.5× `packed`, while 1024³ base products (three levels at 4096)
+/// lost to the additions (docs/benchmarks.md).
+pub const STRASSEN_AUTO_THRESHOLD: usize = 4096;
 
-/// Most levels `auto` applies to f32: the measured relative error then
-/// stays within 1e-5 on uniform [-1, 1] inputs (docs/benchmarks.md).
+/// Most levels `auto` applies to f32: the measured relative error at
+/// n = 2048 on uniform [-1, 1] inputs is 1.2e-6 (Strassen) and 2.1e-6
+/// (Winograd) at two levels and reaches 1.2e-5 (Winograd) at four, so two
+/// keeps it within 1e-5 with room for larger n (docs/benchmarks.md).
 pub const STRASSEN_AUTO_MAX_LEVELS_F32: usize = 2;
 
-/// Most levels `auto` applies to f64: within 1e-13 (docs/benchmarks.md).
-pub const STRASSEN_AUTO_MAX_LEVELS_F64: usize = 3;
+/// Most levels `auto` applies to f64: at four levels the measured error is
+/// at most 2.2e-14, within 1e-13 (docs/benchmarks.md).
+pub const STRASSEN_AUTO_MAX_LEVELS_F64: usize = 4;
 
 /// Most levels for the exact integer types (and any explicit `--depth`
 /// beyond it is honoured).

@@ -20,7 +20,7 @@
 //! into quadrants of C, so a level needs 3 (Strassen) or 2 (Winograd)
 //! temporaries; it needs β = 0, so a call with β ≠ 0 runs its top level
 //! with `temporaries` and the levels below (always β = 0) frugally.
-//! `fused` (the default) stores nothing: every product is a
+//! `fused` stores nothing: every product is a
 //! [`Backend::primitive`] call, which the CPU backend runs in `packed` with
 //! the sums formed during packing and each tile added into all of its
 //! destinations; C is first scaled by β once.
@@ -72,12 +72,13 @@ pub enum Variant {
     /// Every sum and product of a level in its own temporary (seed 000).
     Temporaries,
     /// Products straight into C, 2–3 temporaries per level (seed 003).
+    /// The default: the fastest on dev-epyc (docs/benchmarks.md).
+    #[default]
     Frugal,
     /// No temporaries: each product's operand sums are formed while the
     /// backend packs (or loads) its tiles, and its result is added into
     /// every C block it feeds (Huang et al., SC16). Levels compose: two
     /// levels are 49 primitives over sums of up to 4 blocks.
-    #[default]
     Fused,
 }
 
