@@ -1,4 +1,5 @@
-//! `fastmm-peers`: fastmm's `packed` against the GEMMs a user would reach for
+//! `fastmm-peers`: fastmm's `packed` (or any list of its algorithms, e.g.
+//! `--fastmm winograd,strassen,packed`) against the GEMMs a user would reach for
 //! instead — OpenBLAS (through numpy, checked with threadpoolctl), the
 //! `matrixmultiply` crate (threading feature) and the `gemm` crate
 //! (AVX-512 enabled) — on the same machine, in one run, with every
@@ -20,8 +21,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use fastmm::random::{random_matrix, seeded_rng};
+use fastmm::strassen::{error_growth, workspace, Scheme};
 use fastmm::threads::available_threads;
-use fastmm::verify::verify;
+use fastmm::verify::verify_with_growth;
 use fastmm::{gemm as fastmm_gemm, Algorithm, DType, Element, GemmOptions, Matrix};
 
 #[derive(Parser)]
@@ -42,14 +44,23 @@ struct Args {
     /// Python interpreter with numpy and threadpoolctl; `none` skips OpenBLAS.
     #[arg(long, default_value = "python3")]
     python: String,
+    /// fastmm algorithms to run, comma separated (e.g. `winograd,strassen,packed`);
+    /// the ratio column is relative to the first.
+    #[arg(long, default_value = "packed")]
+    fastmm: String,
+    /// Threshold n₀ of `strassen`/`winograd` (default: auto).
+    #[arg(long)]
+    threshold: Option<usize>,
 }
 
 /// Computes C = A·B into its third argument.
 type Multiply<T> = Box<dyn Fn(&Matrix<T>, &Matrix<T>, &mut Matrix<T>)>;
 
 struct Contestant<T> {
-    name: &'static str,
+    name: String,
     run: Multiply<T>,
+    /// Allowed growth of the float error bound (fast algorithms).
+    growth: f64,
 }
 
 trait PeerElement: Element {
@@ -93,18 +104,33 @@ macro_rules! peer_element {
 peer_element!(f32, matrixmultiply::sgemm);
 peer_element!(f64, matrixmultiply::dgemm);
 
-fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
-    let opts = GemmOptions::new(Algorithm::Packed).threads(threads);
-    vec![
-        Contestant {
-            name: "fastmm packed",
+fn contestants<T: PeerElement>(
+    args: &Args,
+    shape: (usize, usize, usize),
+    threads: usize,
+) -> Result<Vec<Contestant<T>>> {
+    let mut out = Vec::new();
+    for algorithm in Algorithm::parse_list(&args.fastmm)? {
+        let opts = GemmOptions {
+            threshold: args.threshold,
+            ..GemmOptions::new(algorithm).threads(threads)
+        };
+        let growth = Scheme::of(algorithm).map_or(1.0, |scheme| {
+            error_growth(scheme, workspace::<T>(scheme, shape, true, &opts).levels)
+        });
+        out.push(Contestant {
+            name: format!("fastmm {algorithm}"),
             run: Box::new(move |a, b, c| {
                 fastmm_gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
                     .expect("valid shapes")
             }),
-        },
+            growth,
+        });
+    }
+    out.extend([
         Contestant {
-            name: "matrixmultiply",
+            name: "matrixmultiply".into(),
+            growth: 1.0,
             run: Box::new(|a, b, c| {
                 let (m, k, n) = (a.rows(), a.cols(), b.cols());
                 // SAFETY: contiguous row-major matrices of the stated shapes.
@@ -121,7 +147,8 @@ fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
             }),
         },
         Contestant {
-            name: "gemm crate",
+            name: "gemm crate".into(),
+            growth: 1.0,
             run: Box::new(move |a, b, c| {
                 let (m, k, n) = (a.rows(), a.cols(), b.cols());
                 // SAFETY: contiguous row-major matrices: column stride 1, row
@@ -152,7 +179,8 @@ fn contestants<T: PeerElement>(threads: usize) -> Vec<Contestant<T>> {
                 }
             }),
         },
-    ]
+    ]);
+    Ok(out)
 }
 
 fn parse_shape(text: &str) -> Result<(usize, usize, usize)> {
@@ -266,11 +294,11 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
     let a: Matrix<T> = random_matrix(m, k, &mut rng);
     let b: Matrix<T> = random_matrix(k, n, &mut rng);
     let mut c = Matrix::filled(m, n, T::poison());
-    let contestants = contestants::<T>(threads);
+    let contestants = contestants::<T>(args, shape, threads)?;
     let mut times = vec![Vec::new(); contestants.len()];
     for contestant in &contestants {
         (contestant.run)(&a, &b, &mut c);
-        let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref())?;
+        let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), contestant.growth)?;
         if !verdict.ok {
             bail!("{} gave a wrong result: {verdict:?}", contestant.name);
         }
@@ -299,7 +327,7 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
     let mut rows: Vec<(String, f64)> = contestants
         .iter()
         .zip(&mut times)
-        .map(|(contestant, samples)| (contestant.name.to_string(), median(samples)))
+        .map(|(contestant, samples)| (contestant.name.clone(), median(samples)))
         .collect();
     if let Some((process, mut samples)) = numpy {
         rows.push((process.label.clone(), median(&mut samples)));
