@@ -107,7 +107,7 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     };
     // SAFETY: `c` is an exclusive m×n view, and the only destination.
     unsafe {
-        gemm_terms::<T, K>(
+        gemm_fused::<T, K>(
             alpha,
             &[(T::ONE, a)],
             &[(T::ONE, b)],
@@ -119,8 +119,10 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     };
 }
 
-/// C_k ← β·C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ) for every destination: the fast
-/// algorithms' primitive, with the sums formed while packing.
+/// C_k ← β·C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ) for every destination: the five
+/// loops for sums of operands and several destinations, which are the fast
+/// algorithms' primitive (sums formed while packing) and, with one term and
+/// one destination, the plain GEMM.
 ///
 /// # Safety
 /// Every destination addresses an m×n block (m rows of the A terms, n
@@ -129,24 +131,6 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
 /// overlaps an A or B term.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
-    alpha: T,
-    a: &[(T, MatRef<'_, T>)],
-    b: &[(T, MatRef<'_, T>)],
-    beta: T,
-    dests: &[Dest<T>],
-    blocks: &BlockSizes,
-    threads: usize,
-) {
-    // SAFETY: forwarded.
-    unsafe { gemm_terms::<T, K>(alpha, a, b, beta, dests, blocks, threads) }
-}
-
-/// The five loops, for sums of operands and several destinations.
-///
-/// # Safety
-/// As for [`gemm_fused`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_terms<T: Element, K: Microkernel<T>>(
     alpha: T,
     a: &[(T, MatRef<'_, T>)],
     b: &[(T, MatRef<'_, T>)],

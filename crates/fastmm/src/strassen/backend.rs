@@ -52,6 +52,11 @@ impl Block {
         }
     }
 
+    /// The block (row, col, rows, cols) inside this one.
+    pub fn sub_rect(self, (row, col, rows, cols): (usize, usize, usize, usize)) -> Block {
+        self.sub(row, col, rows, cols)
+    }
+
     /// The rows×cols block at (row, col) inside this one.
     pub fn sub(self, row: usize, col: usize, rows: usize, cols: usize) -> Block {
         debug_assert!(row + rows <= self.rows && col + cols <= self.cols);

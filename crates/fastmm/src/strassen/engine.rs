@@ -39,6 +39,83 @@ pub(crate) struct Plan {
     pub fused: Option<&'static [Product; 7]>,
 }
 
+/// A sub-block as (row, col, rows, cols).
+type Rect = (usize, usize, usize, usize);
+
+/// One sub-product of a cut: blocks of A, B and C, and whether it adds into
+/// C already written by an earlier part (so ignores the caller's β).
+#[derive(Debug, Clone, Copy)]
+struct Part {
+    a: Rect,
+    b: Rect,
+    c: Rect,
+    accumulates: bool,
+}
+
+/// How the recursion treats a product at some depth.
+enum Cut {
+    /// Threshold or depth reached: the classical product (or primitive).
+    Leaf,
+    /// Too elongated: two halves along the largest dimension, in order.
+    Halves([Part; 2]),
+    /// A level on the even core, then the peeled leftovers classically:
+    /// the rank-1 update of an odd k (accumulating), the last column of
+    /// an odd n and the last row of an odd m.
+    Level { core: Part, leftovers: Vec<Part> },
+}
+
+impl Plan {
+    fn cut(&self, level: usize, (m, k, n): (usize, usize, usize)) -> Cut {
+        let smallest = m.min(k).min(n);
+        if level >= self.max_depth || smallest < self.threshold {
+            return Cut::Leaf;
+        }
+        let part = |a: Rect, b: Rect, c: Rect, accumulates| Part {
+            a,
+            b,
+            c,
+            accumulates,
+        };
+        let largest = m.max(k).max(n);
+        if largest >= ELONGATION_SPLIT * smallest {
+            return Cut::Halves(if m == largest {
+                let h = m / 2;
+                [
+                    part((0, 0, h, k), (0, 0, k, n), (0, 0, h, n), false),
+                    part((h, 0, m - h, k), (0, 0, k, n), (h, 0, m - h, n), false),
+                ]
+            } else if n == largest {
+                let h = n / 2;
+                [
+                    part((0, 0, m, k), (0, 0, k, h), (0, 0, m, h), false),
+                    part((0, 0, m, k), (0, h, k, n - h), (0, h, m, n - h), false),
+                ]
+            } else {
+                let h = k / 2;
+                [
+                    part((0, 0, m, h), (0, 0, h, n), (0, 0, m, n), false),
+                    part((0, h, m, k - h), (h, 0, k - h, n), (0, 0, m, n), true),
+                ]
+            });
+        }
+        let (me, ke, ne) = (m & !1, k & !1, n & !1);
+        let mut leftovers = Vec::new();
+        if ke < k {
+            leftovers.push(part((0, ke, me, 1), (ke, 0, 1, ne), (0, 0, me, ne), true));
+        }
+        if ne < n {
+            leftovers.push(part((0, 0, m, k), (0, ne, k, 1), (0, ne, m, 1), false));
+        }
+        if me < m {
+            leftovers.push(part((me, 0, 1, k), (0, 0, k, ne), (me, 0, 1, ne), false));
+        }
+        Cut::Level {
+            core: part((0, 0, me, ke), (0, 0, ke, ne), (0, 0, me, ne), false),
+            leftovers,
+        }
+    }
+}
+
 /// What a product used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Report {
@@ -144,45 +221,29 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
         b: &[(T, Block)],
         c: &[(T, Block)],
     ) -> Result<(), Error> {
-        let (m, k, n) = (a[0].1.rows, a[0].1.cols, b[0].1.cols);
-        let smallest = m.min(k).min(n);
-        if level >= self.plan.max_depth || smallest < self.plan.threshold {
-            return self.primitive(level, a, b, c);
-        }
-        let largest = m.max(k).max(n);
-        if largest >= ELONGATION_SPLIT * smallest {
-            if m == largest {
-                let h = m / 2;
-                self.fused(level, &sub(a, 0, 0, h, k), b, &sub(c, 0, 0, h, n))?;
-                return self.fused(level, &sub(a, h, 0, m - h, k), b, &sub(c, h, 0, m - h, n));
+        let cut = |parts: &Part| (sub(a, parts.a), sub(b, parts.b), sub(c, parts.c));
+        match self
+            .plan
+            .cut(level, (a[0].1.rows, a[0].1.cols, b[0].1.cols))
+        {
+            Cut::Leaf => self.primitive(level, a, b, c),
+            Cut::Halves(halves) => {
+                for part in &halves {
+                    let (a, b, c) = cut(part);
+                    self.fused(level, &a, &b, &c)?;
+                }
+                Ok(())
             }
-            if n == largest {
-                let h = n / 2;
-                self.fused(level, a, &sub(b, 0, 0, k, h), &sub(c, 0, 0, m, h))?;
-                return self.fused(level, a, &sub(b, 0, h, k, n - h), &sub(c, 0, h, m, n - h));
+            Cut::Level { core, leftovers } => {
+                let (a2, b2, c2) = cut(&core);
+                self.fused_level(level, &a2, &b2, &c2)?;
+                for part in &leftovers {
+                    let (a, b, c) = cut(part);
+                    self.primitive(level, &a, &b, &c)?;
+                }
+                Ok(())
             }
-            let h = k / 2;
-            self.fused(level, &sub(a, 0, 0, m, h), &sub(b, 0, 0, h, n), c)?;
-            return self.fused(level, &sub(a, 0, h, m, k - h), &sub(b, h, 0, k - h, n), c);
         }
-        let (me, ke, ne) = (m & !1, k & !1, n & !1);
-        let core_c = sub(c, 0, 0, me, ne);
-        self.fused_level(level, &sub(a, 0, 0, me, ke), &sub(b, 0, 0, ke, ne), &core_c)?;
-        if ke < k {
-            self.primitive(level, &sub(a, 0, ke, me, 1), &sub(b, ke, 0, 1, ne), &core_c)?;
-        }
-        if ne < n {
-            self.primitive(level, a, &sub(b, 0, ne, k, 1), &sub(c, 0, ne, m, 1))?;
-        }
-        if me < m {
-            self.primitive(
-                level,
-                &sub(a, me, 0, 1, k),
-                &sub(b, 0, 0, k, ne),
-                &sub(c, me, 0, 1, ne),
-            )?;
-        }
-        Ok(())
     }
 
     /// One fused level on even dimensions: seven primitives, each on the
@@ -239,68 +300,28 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
         (a, b, c): (Block, Block, Block),
         beta: T,
     ) -> Result<(), Error> {
-        let (m, k, n) = (a.rows, a.cols, b.cols);
-        let smallest = m.min(k).min(n);
-        if level >= self.plan.max_depth || smallest < self.plan.threshold {
-            return self.gemm(a, b, beta, c);
-        }
-        let largest = m.max(k).max(n);
-        if largest >= ELONGATION_SPLIT * smallest {
-            if m == largest {
-                let h = m / 2;
-                self.multiply(level, (a.sub(0, 0, h, k), b, c.sub(0, 0, h, n)), beta)?;
-                return self.multiply(
-                    level,
-                    (a.sub(h, 0, m - h, k), b, c.sub(h, 0, m - h, n)),
-                    beta,
-                );
+        let cut = |part: &Part| (a.sub_rect(part.a), b.sub_rect(part.b), c.sub_rect(part.c));
+        // A part that adds into C already written by an earlier part of the
+        // same cut accumulates; the others apply the caller's β.
+        let beta_of = |part: &Part| if part.accumulates { T::ONE } else { beta };
+        match self.plan.cut(level, (a.rows, a.cols, b.cols)) {
+            Cut::Leaf => self.gemm(a, b, beta, c),
+            Cut::Halves(halves) => {
+                for part in &halves {
+                    self.multiply(level, cut(part), beta_of(part))?;
+                }
+                Ok(())
             }
-            if n == largest {
-                let h = n / 2;
-                self.multiply(level, (a, b.sub(0, 0, k, h), c.sub(0, 0, m, h)), beta)?;
-                return self.multiply(
-                    level,
-                    (a, b.sub(0, h, k, n - h), c.sub(0, h, m, n - h)),
-                    beta,
-                );
+            Cut::Level { core, leftovers } => {
+                let (a2, b2, c2) = cut(&core);
+                self.level(level, a2, b2, beta, c2)?;
+                for part in &leftovers {
+                    let (a, b, c) = cut(part);
+                    self.gemm(a, b, beta_of(part), c)?;
+                }
+                Ok(())
             }
-            let h = k / 2;
-            self.multiply(level, (a.sub(0, 0, m, h), b.sub(0, 0, h, n), c), beta)?;
-            return self.multiply(
-                level,
-                (a.sub(0, h, m, k - h), b.sub(h, 0, k - h, n), c),
-                T::ONE,
-            );
         }
-        let (me, ke, ne) = (m & !1, k & !1, n & !1);
-        self.level(
-            level,
-            a.sub(0, 0, me, ke),
-            b.sub(0, 0, ke, ne),
-            beta,
-            c.sub(0, 0, me, ne),
-        )?;
-        if ke < k {
-            // The last column of A times the last row of B, into the core.
-            self.gemm(
-                a.sub(0, ke, me, 1),
-                b.sub(ke, 0, 1, ne),
-                T::ONE,
-                c.sub(0, 0, me, ne),
-            )?;
-        }
-        if ne < n {
-            self.gemm(a, b.sub(0, ne, k, 1), beta, c.sub(0, ne, m, 1))?;
-        }
-        if me < m {
-            self.gemm(
-                a.sub(me, 0, 1, k),
-                b.sub(0, 0, k, ne),
-                beta,
-                c.sub(me, 0, 1, ne),
-            )?;
-        }
-        Ok(())
     }
 
     /// One level of the schedule on even dimensions.
@@ -409,16 +430,10 @@ fn keep_value<T: Element>(keep: Keep, beta: T) -> T {
 }
 
 /// The same sub-block of every term.
-fn sub<T: Copy>(
-    terms: &[(T, Block)],
-    row: usize,
-    col: usize,
-    rows: usize,
-    cols: usize,
-) -> Vec<(T, Block)> {
+fn sub<T: Copy>(terms: &[(T, Block)], rect: Rect) -> Vec<(T, Block)> {
     terms
         .iter()
-        .map(|&(w, block)| (w, block.sub(row, col, rows, cols)))
+        .map(|&(w, block)| (w, block.sub_rect(rect)))
         .collect()
 }
 
