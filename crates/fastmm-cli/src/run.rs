@@ -67,6 +67,9 @@ pub struct RunArgs {
     /// `strassen`/`winograd` memory schedule: temporaries, frugal or fused.
     #[arg(long, default_value = "frugal")]
     variant: String,
+    /// `strassen`/`winograd`: the classical algorithm of the base case.
+    #[arg(long, default_value = "packed")]
+    base: String,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]
     reps: usize,
@@ -166,6 +169,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         variant: Some(args.variant.parse::<Variant>()?),
         threshold: parse_threshold(&args.threshold)?,
         depth: args.depth,
+        base: Some(args.base.parse::<Algorithm>()?),
         ..Default::default()
     };
     base_opts.validate()?;
@@ -340,8 +344,12 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
             ..*opts
         })?;
         let kernel = packed.split(' ').take(2).collect::<Vec<_>>().join(" ");
+        let base = match opts.base.unwrap_or(Algorithm::Packed) {
+            Algorithm::Packed => kernel,
+            other => other.to_string(),
+        };
         return Ok(format!(
-            "{} n0={} + {kernel}",
+            "{} n0={} + {base}",
             opts.variant.unwrap_or_default(),
             fastmm::strassen::effective_threshold(opts)
         ));

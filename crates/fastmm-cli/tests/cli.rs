@@ -224,6 +224,14 @@ fn bad_input_is_one_line_and_a_nonzero_exit() {
             "neither a size nor 'auto'",
         ),
         (&["run", "--variant", "lazy"], "unknown variant 'lazy'"),
+        (
+            &["run", "--algo", "strassen", "--base", "winograd"],
+            "must be a classical algorithm",
+        ),
+        (
+            &["run", "--variant", "fused", "--base", "naive"],
+            "base must be packed",
+        ),
         (&["run", "--size", "ten"], "invalid value 'ten'"),
         (&["multiply-everything"], "error"),
     ];

@@ -234,3 +234,41 @@ fn a_threshold_below_two_is_an_error() {
     let opts = GemmOptions::new(Algorithm::Strassen).threshold(1);
     assert!(gemm(1.0, a.as_ref(), a.as_ref(), 0.0, c.as_mut(), &opts).is_err());
 }
+
+/// Any classical algorithm can be the base case (the seeds' experiments use
+/// naive), except under the fused variant, which needs packed's packing.
+#[test]
+fn any_classical_base_is_exact() {
+    let mut rng = seeded_rng(34);
+    let (m, k, n) = (41, 36, 29);
+    let a: Matrix<i32> = random_matrix_full_range(m, k, &mut rng);
+    let b: Matrix<i32> = random_matrix_full_range(k, n, &mut rng);
+    let want = classical(1, &a, &b, 0, &Matrix::zeros(m, n));
+    for algorithm in FAST {
+        for base in [
+            Algorithm::Naive,
+            Algorithm::Ikj,
+            Algorithm::Tiled,
+            Algorithm::Parallel,
+        ] {
+            for variant in [Variant::Temporaries, Variant::Frugal] {
+                let opts = GemmOptions::new(algorithm)
+                    .variant(variant)
+                    .threshold(4)
+                    .base(base)
+                    .tile(5);
+                let mut c = Matrix::filled(m, n, i32::MIN);
+                gemm(1, a.as_ref(), b.as_ref(), 0, c.as_mut(), &opts).unwrap();
+                assert_eq!(c, want, "{algorithm} {variant} over {base}");
+            }
+            let fused = GemmOptions::new(algorithm)
+                .variant(Variant::Fused)
+                .base(base);
+            let mut c = Matrix::zeros(m, n);
+            assert!(gemm(1, a.as_ref(), b.as_ref(), 0, c.as_mut(), &fused).is_err());
+        }
+        let recursive = GemmOptions::new(algorithm).base(Algorithm::Winograd);
+        let mut c = Matrix::zeros(m, n);
+        assert!(gemm(1, a.as_ref(), b.as_ref(), 0, c.as_mut(), &recursive).is_err());
+    }
+}

@@ -201,6 +201,10 @@ pub struct GemmOptions {
     /// Most recursion levels of `strassen`/`winograd` (default: the
     /// accuracy rule, [`crate::strassen::effective_max_depth`]).
     pub depth: Option<usize>,
+    /// The classical algorithm under `strassen`/`winograd` (default:
+    /// `packed`); e.g. `naive` to reproduce the seeds' naive-vs-Strassen
+    /// experiments.
+    pub base: Option<Algorithm>,
 }
 
 impl GemmOptions {
@@ -254,6 +258,12 @@ impl GemmOptions {
         self
     }
 
+    /// Sets the classical algorithm under `strassen`/`winograd`.
+    pub fn base(mut self, base: Algorithm) -> Self {
+        self.base = Some(base);
+        self
+    }
+
     /// Rejects option values no algorithm can use.
     pub fn validate(&self) -> Result<(), Error> {
         if self.threads == Some(0) {
@@ -268,6 +278,18 @@ impl GemmOptions {
             return Err(Error::InvalidOption(
                 "Strassen threshold must be at least 2 (each level halves m, k and n)".into(),
             ));
+        }
+        if let Some(base) = self.base {
+            if Scheme::of(base).is_some() {
+                return Err(Error::InvalidOption(format!(
+                    "the base of strassen/winograd must be a classical algorithm, not {base}"
+                )));
+            }
+            if base != Algorithm::Packed && self.variant == Some(Variant::Fused) {
+                return Err(Error::InvalidOption(format!(
+                    "the fused variant forms its sums inside packed's packing, so its base must be packed, not {base}"
+                )));
+            }
         }
         if let Some(b) = self.block_sizes {
             if b.mc == 0 || b.kc == 0 || b.nc == 0 {

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 
 use rayon::prelude::*;
 
-use crate::algo::GemmOptions;
+use crate::algo::{Algorithm, GemmOptions};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
@@ -163,7 +163,7 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
             crate::algo::apply_beta(beta, c);
             return Ok(());
         }
-        packed::multiply(alpha, a, b, beta, c, &self.base)
+        crate::algo::multiply(alpha, a, b, beta, c, &self.base)
     }
 
     const FUSES_PRIMITIVE: bool = true;
@@ -180,6 +180,7 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         c: &[(T, Block)],
         _scratch: [Block; 3],
     ) -> Result<(), Error> {
+        debug_assert_eq!(self.base.algorithm, Algorithm::Packed, "validated");
         // SAFETY: the engine's destinations are disjoint blocks of C that
         // overlap no A or B term (those are blocks of A and B), and nothing
         // else runs during the call.
@@ -285,7 +286,6 @@ unsafe fn combine_row<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algo::Algorithm;
     use crate::random::{random_matrix_full_range, seeded_rng};
     use crate::strassen::engine::{self, Plan};
     use crate::strassen::schedule;

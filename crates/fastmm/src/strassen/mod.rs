@@ -209,7 +209,7 @@ pub(crate) fn multiply<T: Element>(
 ) -> Result<(), Error> {
     let plan = plan::<T>(scheme, opts);
     let base = GemmOptions {
-        algorithm: Algorithm::Packed,
+        algorithm: opts.base.unwrap_or(Algorithm::Packed),
         ..*opts
     };
     let shape = (a.rows(), a.cols(), b.cols());
