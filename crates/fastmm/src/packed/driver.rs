@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
 use crate::packed::blocking::BlockSizes;
-use crate::packed::kernel::Microkernel;
+use crate::packed::kernel::{merge_tile, Microkernel};
 use crate::packed::packing::{pack_a_sum, pack_b_sum};
 use crate::packed::workspace::Workspace;
 use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD};
@@ -420,19 +420,20 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
             };
             for dest in dests {
                 let d = dest.offset(ir, jr);
-                for i in 0..rows {
-                    for j in 0..cols {
-                        // SAFETY: i < rows and j < cols keep us inside the block.
-                        let cij =
-                            unsafe { &mut *d.ptr.offset(i as isize * d.rs + j as isize * d.cs) };
-                        let product = d.gamma.mul(scratch[i * K::NR + j]);
-                        *cij = if beta == T::ZERO {
-                            product
-                        } else {
-                            product.add_product(beta, *cij)
-                        };
-                    }
-                }
+                // SAFETY: rows×cols is the valid part of this tile, inside
+                // the destination block.
+                unsafe {
+                    merge_tile(
+                        &scratch,
+                        K::NR,
+                        (rows, cols),
+                        d.gamma,
+                        beta,
+                        d.ptr,
+                        d.rs,
+                        d.cs,
+                    )
+                };
             }
         }
     }

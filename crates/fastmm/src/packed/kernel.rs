@@ -105,18 +105,19 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
             )
         };
         for &(scale, c) in dests {
-            for i in 0..Self::MR {
-                for j in 0..Self::NR {
-                    // SAFETY: (i, j) is inside the destination tile.
-                    let cij = unsafe { &mut *c.offset(i as isize * rs_c + j as isize * cs_c) };
-                    let product = scale.mul(tile[i * Self::NR + j]);
-                    *cij = if beta == T::ZERO {
-                        product
-                    } else {
-                        product.add_product(beta, *cij)
-                    };
-                }
-            }
+            // SAFETY: each destination is a full MR×NR tile, per the contract.
+            unsafe {
+                merge_tile(
+                    &tile,
+                    Self::NR,
+                    (Self::MR, Self::NR),
+                    scale,
+                    beta,
+                    c,
+                    rs_c,
+                    cs_c,
+                )
+            };
         }
     }
 
@@ -132,5 +133,37 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     #[inline]
     fn pack(src: MatRef<'_, T>, width: usize, dst: &mut [T]) {
         packing::pack_panels(src, width, dst);
+    }
+}
+
+/// C_tile ← scale·tile + β·C_tile over the first rows×cols elements of a
+/// row-major scratch tile with `nr` columns; β = 0 never reads C. The edge
+/// policy of the contract, and the default multi-destination update.
+///
+/// # Safety
+/// Every `c + i·rs_c + j·cs_c` (i < rows, j < cols) is valid for reads and
+/// writes and not otherwise aliased; `tile` holds rows·nr elements.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn merge_tile<T: Element>(
+    tile: &[T],
+    nr: usize,
+    (rows, cols): (usize, usize),
+    scale: T,
+    beta: T,
+    c: *mut T,
+    rs_c: isize,
+    cs_c: isize,
+) {
+    for i in 0..rows {
+        for j in 0..cols {
+            // SAFETY: (i, j) is inside the destination tile.
+            let cij = unsafe { &mut *c.offset(i as isize * rs_c + j as isize * cs_c) };
+            let product = scale.mul(tile[i * nr + j]);
+            *cij = if beta == T::ZERO {
+                product
+            } else {
+                product.add_product(beta, *cij)
+            };
+        }
     }
 }
