@@ -6,6 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# NVRTC (no GPU needed) from PyPI, so that the CUDA kernels' compile test
+# runs here and a kernel that does not compile fails the suite.
+nvrtc_dir=target/nvrtc-wheel
+if ! ls "$nvrtc_dir"/nvidia/cu13/lib/libnvrtc.so.13 >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check --target "$nvrtc_dir" "nvidia-cuda-nvrtc==13.0.*"
+fi
+export LD_LIBRARY_PATH="$PWD/$nvrtc_dir/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export FASTMM_REQUIRE_NVRTC=1
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 cargo test --workspace --release

@@ -1,6 +1,7 @@
 //! `fastmm`: run, verify and time matrix products from the shell.
 
 mod run;
+mod selftest;
 
 use std::process::ExitCode;
 
@@ -18,7 +19,10 @@ struct Cli {
 enum Command {
     /// Multiply random matrices with one or more algorithms, verify every
     /// result and print timings.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
+    /// Run every algorithm of a device over the shape matrix (outputs
+    /// poisoned first) and check each result; exits non-zero on a failure.
+    Selftest(selftest::SelftestArgs),
 }
 
 /// Exit status for input the tool cannot use.
@@ -46,6 +50,11 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Selftest(args) => match selftest::run(&args) {
+            Ok(true) => Ok(run::Outcome::AllCorrect),
+            Ok(false) => Ok(run::Outcome::Failures(1)),
+            Err(e) => Err(e),
+        },
     };
     match outcome {
         Ok(run::Outcome::AllCorrect) => ExitCode::SUCCESS,

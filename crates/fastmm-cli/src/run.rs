@@ -12,7 +12,7 @@ use fastmm::strassen::{error_growth, workspace, Scheme};
 use fastmm::system::{available_memory_bytes, cpu_model, format_bytes};
 use fastmm::verify::verify_with_growth;
 use fastmm::{
-    gemm, Algorithm, BlockSizes, CpuKernel, DType, Element, GemmOptions, Matrix, Variant,
+    gemm, Algorithm, BlockSizes, CpuKernel, DType, Device, Element, GemmOptions, Matrix, Variant,
 };
 
 /// Environment variable with default `packed` block sizes, "MC,KC,NC".
@@ -70,6 +70,13 @@ pub struct RunArgs {
     /// `strassen`/`winograd`: the classical algorithm of the base case.
     #[arg(long, default_value = "packed")]
     base: String,
+    /// Where `--algo all` runs: cpu, cuda, or auto (cuda when a GPU is
+    /// usable, else cpu with a notice).
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// GPU algorithms: where the operands live (device, pitched, managed).
+    #[arg(long, default_value = "device")]
+    gpu_memory: String,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]
     reps: usize,
@@ -114,6 +121,13 @@ struct Record {
     check: &'static str,
     ok: bool,
     seed: u64,
+    /// GPU algorithms: median host→device copy time.
+    upload_ms: Option<f64>,
+    /// GPU algorithms: median device→host copy time.
+    download_ms: Option<f64>,
+    /// GPU algorithms: GFLOP/s counting the copies too (`gflops` is the
+    /// kernel alone, between CUDA events).
+    end_to_end_gflops: Option<f64>,
     /// Strassen/Winograd levels applied (absent for classical algorithms).
     levels: Option<usize>,
     /// Temporary workspace of Strassen/Winograd, in bytes (the packing
@@ -147,7 +161,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     if args.reps == 0 {
         bail!("--reps must be at least 1");
     }
-    let algorithms = Algorithm::parse_list(&args.algo)?;
+    let device = resolve_device(&args.device)?;
+    let algorithms = Algorithm::parse_list_on(&args.algo, device)?;
     let dtypes = parse_dtypes(&args.dtype)?;
     let blocks = match args
         .blocks
@@ -170,6 +185,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         threshold: parse_threshold(&args.threshold)?,
         depth: args.depth,
         base: Some(args.base.parse::<Algorithm>()?),
+        gpu_memory: Some(args.gpu_memory.parse()?),
         ..Default::default()
     };
     base_opts.validate()?;
@@ -199,6 +215,26 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     } else {
         Outcome::Failures(failures)
     })
+}
+
+/// The device `--algo all` stands for. `cuda` must be usable (the error
+/// names what is missing); `auto` falls back to the CPU with a notice.
+fn resolve_device(text: &str) -> Result<Device> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "cpu" => Ok(Device::Cpu),
+        "cuda" => {
+            fastmm::cuda::Gpu::default_gpu()?;
+            Ok(Device::Cuda)
+        }
+        "auto" => match fastmm::cuda::Gpu::default_gpu() {
+            Ok(_) => Ok(Device::Cuda),
+            Err(e) => {
+                eprintln!("notice: running on the CPU ({e})");
+                Ok(Device::Cpu)
+            }
+        },
+        other => bail!("unknown device '{other}' (expected cpu, cuda or auto)"),
+    }
 }
 
 fn parse_threshold(text: &str) -> Result<Option<usize>> {
@@ -275,21 +311,46 @@ fn run_typed<T: Element>(
             algorithm,
             ..base_opts
         };
-        let multiply = |c: &mut Matrix<T>| -> Result<f64> {
+        // (compute ms, upload ms, download ms) of one run; the CPU has no copies.
+        let multiply = |c: &mut Matrix<T>| -> Result<(f64, f64, f64)> {
             c.as_mut_slice().fill(T::poison());
+            if algorithm.device() == Device::Cuda {
+                let gpu = fastmm::cuda::Gpu::default_gpu()?;
+                opts.validate()?;
+                let t = fastmm::cuda::multiply_timed(
+                    gpu,
+                    T::ONE,
+                    a.as_ref(),
+                    b.as_ref(),
+                    T::ZERO,
+                    c.as_mut(),
+                    &opts,
+                )
+                .with_context(|| format!("{algorithm} failed"))?;
+                return Ok((t.kernel_ms, t.upload_ms, t.download_ms));
+            }
             let start = Instant::now();
             gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
                 .with_context(|| format!("{algorithm} failed"))?;
-            Ok(start.elapsed().as_secs_f64() * 1e3)
+            Ok((start.elapsed().as_secs_f64() * 1e3, 0.0, 0.0))
         };
         for _ in 0..args.warmup {
             multiply(&mut c)?;
         }
-        let mut times = (0..args.reps)
+        let runs = (0..args.reps)
             .map(|_| multiply(&mut c))
             .collect::<Result<Vec<_>>>()?;
-        times.sort_by(f64::total_cmp);
+        let sorted = |f: fn(&(f64, f64, f64)) -> f64| {
+            let mut v: Vec<f64> = runs.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let times = sorted(|r| r.0);
         let median_ms = median(&times);
+        let on_gpu = algorithm.device() == Device::Cuda;
+        let upload_ms = on_gpu.then(|| median(&sorted(|r| r.1)));
+        let download_ms = on_gpu.then(|| median(&sorted(|r| r.2)));
+        let end_to_end_ms = on_gpu.then(|| median(&sorted(|r| r.0 + r.1 + r.2)));
         if args.corrupt {
             let wrong = c.get(0, 0).add(T::ONE);
             c.set(0, 0, wrong);
@@ -308,7 +369,7 @@ fn run_typed<T: Element>(
         records.push(Record {
             algorithm: algorithm.name(),
             kernel: kernel_label::<T>(&opts)?,
-            device: "cpu",
+            device: algorithm.device().name(),
             dtype: T::DTYPE.name(),
             m: p.m,
             k: p.k,
@@ -326,6 +387,9 @@ fn run_typed<T: Element>(
             check: verdict.method.name(),
             ok: verdict.ok,
             seed: args.seed,
+            upload_ms,
+            download_ms,
+            end_to_end_gflops: end_to_end_ms.map(|ms| flops / (ms * 1e6)),
             levels: fast.map(|report| report.levels),
             extra_bytes: fast.map_or(0, |report| {
                 (report.workspace_elements * std::mem::size_of::<T>()) as u64
@@ -338,6 +402,17 @@ fn run_typed<T: Element>(
 /// What computes the inner loop: the packed microkernel and its block
 /// sizes, or "scalar" for the loops compiled for the baseline target.
 fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
+    if opts.algorithm.device() == Device::Cuda {
+        let gpu = fastmm::cuda::Gpu::default_gpu()?;
+        let memory = opts.gpu_memory.unwrap_or_default();
+        return Ok(match opts.algorithm {
+            Algorithm::Cublas => format!("cuBLAS {} {memory}", gpu.arch()),
+            other => {
+                let tile = fastmm::cuda::gemm::checked_tile::<T>(gpu, other, opts)?;
+                format!("{tile}x{tile} {} {memory}", gpu.arch())
+            }
+        });
+    }
     if Scheme::of(opts.algorithm).is_some() {
         let packed = kernel_label::<T>(&GemmOptions {
             algorithm: Algorithm::Packed,
@@ -397,8 +472,21 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
         cpu_model(),
         fastmm::threads::available_threads()
     );
+    if records.iter().any(|r| r.device == "cuda") {
+        if let Ok(gpu) = fastmm::cuda::Gpu::default_gpu() {
+            let info = gpu.info();
+            println!(
+                "GPU: {} ({}, {} SMs, {}, driver {}); GFLOP/s is the kernel alone (CUDA events), e2e counts the copies too",
+                info.name,
+                gpu.arch(),
+                info.multiprocessors,
+                format_bytes(info.total_memory as u128),
+                info.driver_version
+            );
+        }
+    }
     println!(
-        "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
+        "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
         "algorithm",
         "kernel",
         "dtype",
@@ -408,6 +496,7 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
         "extra mem",
         "median ms",
         "GFLOP/s",
+        "e2e",
         "speedup",
         "rel error",
         "err/bound",
@@ -415,7 +504,7 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
     );
     for r in records {
         println!(
-            "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9.2} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
+            "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9.2} {:>9} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
             r.algorithm,
             r.kernel,
             r.dtype,
@@ -429,6 +518,8 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
             },
             format_ms(r.median_ms),
             r.gflops,
+            r.end_to_end_gflops
+                .map_or("-".to_string(), |g| format!("{g:.2}")),
             r.speedup,
             r.rel_error,
             r.bound_ratio,

@@ -286,3 +286,49 @@ fn strassen_and_winograd_report_levels_and_workspace() {
     let ints: Vec<_> = records.iter().filter(|r| r["dtype"] == "i64").collect();
     assert!(ints.iter().all(|r| r["rel_error"] == 0.0));
 }
+
+#[test]
+fn selftest_on_the_cpu_passes_every_check() {
+    let out = fastmm(&["selftest", "--device", "cpu"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    for algorithm in ["naive", "packed", "strassen", "winograd"] {
+        assert!(text.contains(&format!("{algorithm} i64")), "{text}");
+    }
+    assert!(text.contains("all passed"), "{text}");
+    assert!(!text.contains("FAIL"), "{text}");
+}
+
+/// Without a CUDA driver (CI): `--device cuda` names what is missing,
+/// `--device auto` falls back to the CPU with a notice.
+#[test]
+fn without_a_gpu_cuda_is_a_clear_error_and_auto_falls_back() {
+    if fastmm::cuda::libraries()[0].1 {
+        eprintln!("skipped: a CUDA driver is present (scripts/gpu-check.sh covers the GPU)");
+        return;
+    }
+    for args in [
+        &["run", "--size", "8", "--device", "cuda"][..],
+        &["run", "--size", "8", "--algo", "cuda-tiled"][..],
+        &["selftest", "--device", "cuda"][..],
+    ] {
+        let out = fastmm(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("libcuda"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let out = fastmm(&[
+        "run", "--size", "8", "--device", "auto", "--algo", "all", "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("notice: running on the CPU"));
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(records
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["device"] == "cpu"));
+}

@@ -84,7 +84,7 @@ impl FromStr for DType {
 /// separate multiply and add (`acc + a * b`), never a libm `mul_add`, which
 /// without a hardware FMA target feature is a slow function call.
 pub trait Element:
-    sealed::Sealed + Copy + Send + Sync + Debug + Display + PartialEq + Default + 'static
+    sealed::Sealed + DeviceScalar + Copy + Send + Sync + Debug + Display + PartialEq + Default + 'static
 {
     /// The runtime tag of this type.
     const DTYPE: DType;
@@ -121,6 +121,44 @@ pub trait Element:
     /// A value to pre-fill outputs with before a β = 0 product: NaN for
     /// floats (it would propagate if C were read), `MIN` for integers.
     fn poison() -> Self;
+}
+
+/// What the CUDA backend needs of an element: that cudarc may copy it to
+/// and from the device and pass it as a kernel argument. Without the `cuda`
+/// feature it asks nothing.
+#[cfg(feature = "cuda")]
+pub trait DeviceScalar: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits {}
+/// What the CUDA backend needs of an element (nothing without `cuda`).
+#[cfg(not(feature = "cuda"))]
+pub trait DeviceScalar {}
+
+impl DeviceScalar for f32 {}
+impl DeviceScalar for f64 {}
+impl DeviceScalar for i32 {}
+impl DeviceScalar for i64 {}
+
+impl DType {
+    /// The CUDA C type of the element.
+    pub fn cuda_type(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::I32 => "int",
+            DType::I64 => "long long",
+        }
+    }
+
+    /// The CUDA C type the kernels accumulate in: the element type for
+    /// floats, and the unsigned type of the same width for integers, whose
+    /// overflow is defined to wrap (signed overflow is undefined in C++).
+    pub fn cuda_accumulator(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::I32 => "unsigned int",
+            DType::I64 => "unsigned long long",
+        }
+    }
 }
 
 macro_rules! impl_float {

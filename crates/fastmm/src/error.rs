@@ -86,6 +86,14 @@ pub enum Error {
     #[error("unknown dtype '{0}' (expected one of: f32, f64, i32, i64)")]
     UnknownDType(String),
 
+    /// A GPU was asked for but CUDA (library, driver or device) is missing.
+    #[error("CUDA is not available: {0}")]
+    CudaUnavailable(String),
+
+    /// A CUDA call, a kernel launch or a kernel failed.
+    #[error("CUDA error: {0}")]
+    Cuda(String),
+
     /// The element type was not the one expected.
     #[error("expected {expected} data but got {got}")]
     DTypeMismatch {

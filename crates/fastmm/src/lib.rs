@@ -37,6 +37,8 @@
 #![warn(missing_docs)]
 
 pub mod algo;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod element;
 pub mod error;
 pub mod gemm;
@@ -49,7 +51,7 @@ pub mod threads;
 pub mod tunables;
 pub mod verify;
 
-pub use algo::{Algorithm, GemmOptions};
+pub use algo::{Algorithm, Device, GemmOptions};
 pub use element::{DType, Element};
 pub use error::Error;
 pub use gemm::{gemm, matmul, matmul_with};

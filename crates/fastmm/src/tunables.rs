@@ -70,3 +70,16 @@ pub const FREIVALDS_INT_VECTORS: usize = 20;
 /// Safety factor on the first-order rounding bound γ_k ≈ k·u used to accept
 /// a float result (see `verify`).
 pub const FLOAT_TOLERANCE_FACTOR: f64 = 2.0;
+
+/// Default tile edge of `cuda-tiled`: 32×32 = 1024 threads, the most a
+/// block may have, and the seeds' choice (seed 002 §10.5 sweeps 2–32).
+pub const CUDA_DEFAULT_TILE: usize = 32;
+
+/// Thread block edge of `cuda-naive` (16×16 = 256 threads).
+pub const CUDA_NAIVE_BLOCK: usize = 16;
+
+/// Back-to-back launches timed per GPU product (β = 0), after one untimed:
+/// the median is the kernel time. The GPU idles during the host copies
+/// between products and drops its clocks; one launch after such a gap timed
+/// cuBLAS at 1024 at half of torch's back-to-back figure on the H100.
+pub const CUDA_TIMED_LAUNCHES: usize = 5;

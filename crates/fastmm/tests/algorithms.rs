@@ -5,8 +5,8 @@ use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
 use fastmm::strassen::{error_growth, workspace};
 use fastmm::verify::{verify, verify_with_growth};
 use fastmm::{
-    gemm, matmul_with, Algorithm, Element, Error, GemmOptions, MatMut, MatRef, Matrix, Scheme,
-    Variant,
+    gemm, matmul_with, Algorithm, Device, Element, Error, GemmOptions, MatMut, MatRef, Matrix,
+    Scheme, Variant,
 };
 use proptest::prelude::*;
 
@@ -51,7 +51,7 @@ fn check_shape<T: Element>(m: usize, k: usize, n: usize, seed: u64) {
     let exact = T::DTYPE
         .is_integer()
         .then(|| reference_exact(a.as_ref(), b.as_ref()));
-    for algorithm in Algorithm::all() {
+    for algorithm in Algorithm::all_on(Device::Cpu) {
         for opts in option_sets(algorithm) {
             let mut c = Matrix::filled(m, n, T::poison());
             gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).unwrap();
@@ -121,7 +121,7 @@ fn alpha_and_beta_follow_blas() {
     let b: Matrix<i64> = random_matrix(k, n, &mut rng);
     let c0: Matrix<i64> = random_matrix(m, n, &mut rng);
     let ab = reference_exact(a.as_ref(), b.as_ref());
-    for algorithm in Algorithm::all() {
+    for algorithm in Algorithm::all_on(Device::Cpu) {
         for (alpha, beta) in [(1, 0), (3, 2), (-2, 1), (0, 5), (0, 0)] {
             let mut c = c0.clone();
             gemm(
@@ -145,7 +145,7 @@ fn beta_zero_never_reads_c() {
     let mut rng = seeded_rng(4);
     let a: Matrix<f64> = random_matrix(33, 17, &mut rng);
     let b: Matrix<f64> = random_matrix(17, 31, &mut rng);
-    for algorithm in Algorithm::all() {
+    for algorithm in Algorithm::all_on(Device::Cpu) {
         let opts = GemmOptions::new(algorithm).tile(8);
         let mut c = Matrix::filled(33, 31, f64::NAN);
         gemm(1.0, a.as_ref(), b.as_ref(), 0.0, c.as_mut(), &opts).unwrap();
@@ -193,7 +193,7 @@ fn strided_and_transposed_views() {
         .collect();
     let a_view = a_t.as_ref().t();
     let b_view = MatRef::from_slice_strided(&b_colmajor, k, n, 1, k).unwrap();
-    for algorithm in Algorithm::all() {
+    for algorithm in Algorithm::all_on(Device::Cpu) {
         let opts = GemmOptions::new(algorithm).tile(8).threads(2);
 
         // Column-major C: the boundary turns it into Cᵀ = BᵀAᵀ.
@@ -329,7 +329,7 @@ proptest! {
         let a = if a_transposed { a_store.as_ref().t() } else { a_store.as_ref() };
         let b = if b_transposed { b_store.as_ref().t() } else { b_store.as_ref() };
         let want = reference_exact(a, b);
-        for algorithm in Algorithm::all() {
+        for algorithm in Algorithm::all_on(Device::Cpu) {
             let opts = GemmOptions::new(algorithm).tile(tile).threads(threads);
             let got = matmul_with(a, b, &opts).unwrap();
             prop_assert_eq!(&got, &want, "{}", algorithm);

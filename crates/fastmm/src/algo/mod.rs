@@ -41,6 +41,31 @@ pub enum Algorithm {
     Strassen,
     /// Winograd's variant of Strassen, 15 additions per level.
     Winograd,
+    /// CUDA: one thread per element of C, global memory only.
+    CudaNaive,
+    /// CUDA: square shared-memory tiles, one thread per element of C.
+    CudaTiled,
+    /// cuBLAS sgemm/dgemm.
+    Cublas,
+}
+
+/// Where an algorithm runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// The host CPU.
+    Cpu,
+    /// An NVIDIA GPU through CUDA.
+    Cuda,
+}
+
+impl Device {
+    /// Name in reports and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Cuda => "cuda",
+        }
+    }
 }
 
 /// What the dispatch table knows about an algorithm.
@@ -56,6 +81,8 @@ pub struct AlgorithmInfo {
     pub uses_tile: bool,
     /// Whether it honours `threads`.
     pub uses_threads: bool,
+    /// Where it runs.
+    pub device: Device,
 }
 
 /// The table of algorithms, in the order of the optimisation ladder.
@@ -66,6 +93,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "i-j-k triple loop, one dot product per element (every seed)",
         uses_tile: false,
         uses_threads: false,
+        device: Device::Cpu,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Ikj,
@@ -73,6 +101,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "loop interchange over contiguous rows (seed 002 §5)",
         uses_tile: false,
         uses_threads: false,
+        device: Device::Cpu,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Tiled,
@@ -80,6 +109,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "i-k-j inside square tiles (seed 002 §6.3-6.4)",
         uses_tile: true,
         uses_threads: false,
+        device: Device::Cpu,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Parallel,
@@ -87,6 +117,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "tiled, with tiles of C spread over threads (seed 002 §6-7)",
         uses_tile: true,
         uses_threads: true,
+        device: Device::Cpu,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Packed,
@@ -94,6 +125,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "BLIS-style cache blocking, packing and SIMD microkernels",
         uses_tile: false,
         uses_threads: true,
+        device: Device::Cpu,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Strassen,
@@ -101,6 +133,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Strassen's recursion (7 products, 18 additions) over packed (seeds 000, 003)",
         uses_tile: false,
         uses_threads: true,
+        device: Device::Cpu,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Winograd,
@@ -108,6 +141,31 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         summary: "Winograd's variant (7 products, 15 additions) over packed (seeds 000, 003)",
         uses_tile: false,
         uses_threads: true,
+        device: Device::Cpu,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::CudaNaive,
+        name: "cuda-naive",
+        summary: "CUDA, one thread per element, global memory only (seeds 001, 002 §10.3.1, 004)",
+        uses_tile: false,
+        uses_threads: false,
+        device: Device::Cuda,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::CudaTiled,
+        name: "cuda-tiled",
+        summary: "CUDA, shared-memory tiles (seeds 000 §5.3, 001, 002 §10.3.4, 004)",
+        uses_tile: true,
+        uses_threads: false,
+        device: Device::Cuda,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Cublas,
+        name: "cublas",
+        summary: "cuBLAS sgemm/dgemm, row-major through the Cᵀ = BᵀAᵀ swap",
+        uses_tile: false,
+        uses_threads: false,
+        device: Device::Cuda,
     },
 ];
 
@@ -125,9 +183,19 @@ impl Algorithm {
         self.info().name
     }
 
+    /// Where it runs.
+    pub fn device(self) -> Device {
+        self.info().device
+    }
+
     /// Every algorithm, in ladder order.
     pub fn all() -> impl Iterator<Item = Algorithm> {
         ALGORITHMS.iter().map(|info| info.algorithm)
+    }
+
+    /// Every algorithm that runs on `device`, in ladder order.
+    pub fn all_on(device: Device) -> impl Iterator<Item = Algorithm> {
+        Algorithm::all().filter(move |a| a.device() == device)
     }
 
     /// Comma-separated list of the names, for messages.
@@ -139,12 +207,19 @@ impl Algorithm {
             .join(", ")
     }
 
-    /// Parses `"all"` or a comma list such as `"naive,ikj"`, keeping order.
+    /// Parses a comma list such as `"naive,ikj"`, keeping order; `all`
+    /// stands for every CPU algorithm.
     pub fn parse_list(list: &str) -> Result<Vec<Algorithm>, Error> {
+        Algorithm::parse_list_on(list, Device::Cpu)
+    }
+
+    /// Parses a comma list, where `all` stands for every algorithm that
+    /// runs on `device`.
+    pub fn parse_list_on(list: &str, device: Device) -> Result<Vec<Algorithm>, Error> {
         let mut out = Vec::new();
         for name in list.split(',').map(str::trim) {
             if name.eq_ignore_ascii_case("all") {
-                out.extend(Algorithm::all());
+                out.extend(Algorithm::all_on(device));
             } else {
                 out.push(name.parse()?);
             }
@@ -205,6 +280,9 @@ pub struct GemmOptions {
     /// `packed`); e.g. `naive` to reproduce the seeds' naive-vs-Strassen
     /// experiments.
     pub base: Option<Algorithm>,
+    /// Where GPU algorithms keep their operands (default: device memory).
+    #[cfg(feature = "cuda")]
+    pub gpu_memory: Option<crate::cuda::GpuMemory>,
 }
 
 impl GemmOptions {
@@ -312,10 +390,14 @@ impl GemmOptions {
 
     /// The tile edge the algorithm will actually use (`None` if untiled).
     pub fn effective_tile(&self) -> Option<usize> {
+        let default = match self.algorithm.device() {
+            Device::Cpu => DEFAULT_TILE,
+            Device::Cuda => crate::tunables::CUDA_DEFAULT_TILE,
+        };
         self.algorithm
             .info()
             .uses_tile
-            .then(|| self.tile.unwrap_or(DEFAULT_TILE))
+            .then(|| self.tile.unwrap_or(default))
     }
 }
 
@@ -363,6 +445,38 @@ pub(crate) fn multiply<T: Element>(
         Algorithm::Packed => packed::multiply(alpha, a, b, beta, c, opts)?,
         Algorithm::Strassen => strassen::multiply(Scheme::Strassen, alpha, a, b, beta, c, opts)?,
         Algorithm::Winograd => strassen::multiply(Scheme::Winograd, alpha, a, b, beta, c, opts)?,
+        Algorithm::CudaNaive | Algorithm::CudaTiled | Algorithm::Cublas => {
+            multiply_on_gpu(alpha, a, b, beta, c, opts)?
+        }
     }
     Ok(())
+}
+
+/// A GPU algorithm on host matrices: copies in, multiplies, copies back.
+#[cfg(feature = "cuda")]
+fn multiply_on_gpu<T: Element>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    let gpu = crate::cuda::Gpu::default_gpu()?;
+    crate::cuda::multiply_timed(gpu, alpha, a, b, beta, c, opts).map(|_| ())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn multiply_on_gpu<T: Element>(
+    _alpha: T,
+    _a: MatRef<'_, T>,
+    _b: MatRef<'_, T>,
+    _beta: T,
+    _c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    Err(Error::CudaUnavailable(format!(
+        "{} needs fastmm built with the `cuda` feature",
+        opts.algorithm
+    )))
 }

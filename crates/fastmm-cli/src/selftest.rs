@@ -1,0 +1,207 @@
+//! `fastmm selftest`: every algorithm of a device over the shape matrix,
+//! each output pre-filled with poison (NaN for floats), each result checked;
+//! on a GPU also every memory kind and the host↔device round trips. This is
+//! how GPU correctness is proven on a GPU machine (CI has none).
+
+use anyhow::{bail, Result};
+use clap::Args;
+use fastmm::cuda::{round_trip, Gpu, GpuMemory};
+use fastmm::random::{random_matrix, seeded_rng};
+use fastmm::verify::verify;
+use fastmm::{gemm, Algorithm, DType, Device, Element, GemmOptions, Matrix};
+
+#[derive(Args, Debug)]
+pub struct SelftestArgs {
+    /// cpu, cuda or all.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+}
+
+/// (m, k, n): empty-adjacent, tiny, primes, rectangles, and 32 ± 1 around
+/// the GPU tile and the CPU microkernel edges.
+const SHAPES: &[(usize, usize, usize)] = &[
+    (1, 1, 1),
+    (1, 7, 1),
+    (2, 3, 5),
+    (13, 1, 11),
+    (31, 32, 33),
+    (32, 32, 32),
+    (33, 31, 65),
+    (97, 89, 101),
+    (64, 300, 17),
+    (130, 65, 129),
+];
+
+/// Threshold n₀ of `strassen`/`winograd` in the selftest: the shapes from
+/// 31 up recurse one to three levels, odd sizes peeled.
+const SELFTEST_STRASSEN_THRESHOLD: usize = 16;
+
+struct Row {
+    what: String,
+    passed: usize,
+    failed: Vec<String>,
+}
+
+pub fn run(args: &SelftestArgs) -> Result<bool> {
+    let devices: Vec<Device> = match args.device.to_ascii_lowercase().as_str() {
+        "cpu" => vec![Device::Cpu],
+        "cuda" => vec![Device::Cuda],
+        "all" => vec![Device::Cpu, Device::Cuda],
+        other => bail!("unknown device '{other}' (expected cpu, cuda or all)"),
+    };
+    let mut rows = Vec::new();
+    for device in devices {
+        let memories: Vec<Option<GpuMemory>> = if device == Device::Cuda {
+            let gpu = Gpu::default_gpu()?;
+            let info = gpu.info();
+            println!(
+                "GPU: {} ({}, {} SMs, {} MiB, driver {})",
+                info.name,
+                gpu.arch(),
+                info.multiprocessors,
+                info.total_memory >> 20,
+                info.driver_version
+            );
+            rows.extend(round_trips(gpu));
+            GpuMemory::ALL.into_iter().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for algorithm in Algorithm::all_on(device) {
+            for &memory in &memories {
+                for dtype in DType::ALL {
+                    let row = match dtype {
+                        DType::F32 => check_algorithm::<f32>(algorithm, memory),
+                        DType::F64 => check_algorithm::<f64>(algorithm, memory),
+                        DType::I32 => check_algorithm::<i32>(algorithm, memory),
+                        DType::I64 => check_algorithm::<i64>(algorithm, memory),
+                    };
+                    rows.extend(row);
+                }
+            }
+        }
+    }
+    println!("{:<44} {:>6} {:>6}  verdict", "check", "passed", "failed");
+    let mut all_ok = true;
+    for row in &rows {
+        let ok = row.failed.is_empty();
+        all_ok &= ok;
+        println!(
+            "{:<44} {:>6} {:>6}  {}",
+            row.what,
+            row.passed,
+            row.failed.len(),
+            if ok { "ok" } else { "FAIL" }
+        );
+        for failure in &row.failed {
+            println!("    {failure}");
+        }
+    }
+    println!(
+        "selftest: {} checks, {}",
+        rows.iter()
+            .map(|r| r.passed + r.failed.len())
+            .sum::<usize>(),
+        if all_ok { "all passed" } else { "FAILURES" }
+    );
+    Ok(all_ok)
+}
+
+fn round_trips(gpu: &Gpu) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for memory in GpuMemory::ALL {
+        let mut row = Row {
+            what: format!("round trip host↔{memory}"),
+            passed: 0,
+            failed: Vec::new(),
+        };
+        let mut rng = seeded_rng(7);
+        for &(m, _, n) in SHAPES {
+            let a: Matrix<f64> = random_matrix(m, n, &mut rng);
+            match round_trip(gpu, memory, a.as_ref()) {
+                Ok(back) if back == a => row.passed += 1,
+                Ok(_) => row.failed.push(format!("{m}×{n}: data changed")),
+                Err(e) => row.failed.push(format!("{m}×{n}: {e}")),
+            }
+            // A transposed (strided) view arrives in row-major order too.
+            match round_trip(gpu, memory, a.as_ref().t()) {
+                Ok(back) if back == Matrix::from_view(a.as_ref().t()) => row.passed += 1,
+                Ok(_) => row.failed.push(format!("{n}×{m} transposed: data changed")),
+                Err(e) => row.failed.push(format!("{n}×{m} transposed: {e}")),
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Small integers: every product and sum is exact in f32 and f64 too, so
+/// the α/β check compares exactly against the CPU naive product.
+fn small_int_matrix<T: Element>(rows: usize, cols: usize, salt: usize) -> Matrix<T> {
+    Matrix::from_fn(rows, cols, |i, j| {
+        T::from_i64(((i * 7 + j * 3 + salt) % 9) as i64 - 4)
+    })
+}
+
+fn check_algorithm<T: Element>(algorithm: Algorithm, memory: Option<GpuMemory>) -> Option<Row> {
+    if algorithm == Algorithm::Cublas && T::DTYPE.is_integer() {
+        return None;
+    }
+    let opts = GemmOptions {
+        gpu_memory: memory,
+        // Low enough that Strassen/Winograd recurse on the larger shapes.
+        threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+        ..GemmOptions::new(algorithm)
+    };
+    let mut row = Row {
+        what: match memory {
+            Some(memory) => format!("{algorithm} {} {memory}", T::DTYPE),
+            None => format!("{algorithm} {}", T::DTYPE),
+        },
+        passed: 0,
+        failed: Vec::new(),
+    };
+    let mut rng = seeded_rng(11);
+    for &(m, k, n) in SHAPES {
+        // β = 0 over poison: C must be written everywhere and never read.
+        let a: Matrix<T> = random_matrix(m, k, &mut rng);
+        let b: Matrix<T> = random_matrix(k, n, &mut rng);
+        let mut c = Matrix::filled(m, n, T::poison());
+        let outcome = gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
+            .map_err(|e| e.to_string())
+            .and_then(|()| verify(a.as_ref(), b.as_ref(), c.as_ref()).map_err(|e| e.to_string()));
+        match outcome {
+            Ok(verdict) if verdict.ok => row.passed += 1,
+            Ok(verdict) => row.failed.push(format!(
+                "{m}×{k}×{n} β=0: relative error {:.2e} ({:.2}× its bound)",
+                verdict.rel_error, verdict.bound_ratio
+            )),
+            Err(e) => row.failed.push(format!("{m}×{k}×{n} β=0: {e}")),
+        }
+        // C ← 2·A·B − 3·C on exact data, compared bit for bit.
+        let a: Matrix<T> = small_int_matrix(m, k, 1);
+        let b: Matrix<T> = small_int_matrix(k, n, 2);
+        let c0: Matrix<T> = small_int_matrix(m, n, 3);
+        let (alpha, beta) = (T::from_i64(2), T::from_i64(-3));
+        let mut expected = c0.clone();
+        let reference = GemmOptions::new(Algorithm::Naive);
+        let mut c = c0.clone();
+        let outcome = gemm(
+            alpha,
+            a.as_ref(),
+            b.as_ref(),
+            beta,
+            expected.as_mut(),
+            &reference,
+        )
+        .and_then(|()| gemm(alpha, a.as_ref(), b.as_ref(), beta, c.as_mut(), &opts));
+        match outcome {
+            Ok(()) if c == expected => row.passed += 1,
+            Ok(()) => row.failed.push(format!(
+                "{m}×{k}×{n} α=2 β=-3: differs from the naive product"
+            )),
+            Err(e) => row.failed.push(format!("{m}×{k}×{n} α=2 β=-3: {e}")),
+        }
+    }
+    Some(row)
+}

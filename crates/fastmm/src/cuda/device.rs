@@ -1,0 +1,194 @@
+//! Device discovery: which CUDA libraries load, which GPU is there and what
+//! its limits are. Everything is asked once per process; cudarc panics when
+//! a library is missing, so presence is checked before any call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+
+use crate::cuda::compile::{self, KernelKey};
+use crate::error::Error;
+
+/// What a GPU is and what it allows, read once when it is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors.
+    pub multiprocessors: usize,
+    /// Device memory in bytes.
+    pub total_memory: usize,
+    /// Most threads in one block.
+    pub max_threads_per_block: usize,
+    /// Static shared memory one block may use, in bytes.
+    pub max_shared_per_block: usize,
+    /// Largest grid extent in y.
+    pub max_grid_y: usize,
+    /// Whether the device supports managed (unified) memory.
+    pub managed_memory: bool,
+    /// CUDA driver version, e.g. 13000.
+    pub driver_version: i32,
+}
+
+/// An opened GPU: its context and stream, its compiled kernels (compiled at
+/// first use and kept for the process) and a cuBLAS handle made on demand.
+pub struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    info: GpuInfo,
+    functions: Mutex<HashMap<KernelKey, CudaFunction>>,
+    blas: Mutex<Option<CudaBlas>>,
+}
+
+/// The CUDA libraries the backend loads, and whether each one loads here.
+pub fn libraries() -> [(&'static str, bool); 3] {
+    // SAFETY: each call only tries to dlopen the library by its names.
+    unsafe {
+        [
+            ("libcuda (driver)", cudarc::driver::sys::is_culib_present()),
+            ("libnvrtc", cudarc::nvrtc::sys::is_culib_present()),
+            ("libcublas", cudarc::cublas::sys::is_culib_present()),
+        ]
+    }
+}
+
+fn driver_error(what: &str, e: impl std::fmt::Debug) -> Error {
+    Error::Cuda(format!("{what}: {e:?}"))
+}
+
+impl Gpu {
+    /// Opens GPU `ordinal`, or explains what is missing.
+    pub fn open(ordinal: usize) -> Result<Gpu, Error> {
+        let missing: Vec<&str> = libraries()
+            .into_iter()
+            .filter(|(_, present)| !present)
+            .map(|(name, _)| name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::CudaUnavailable(format!(
+                "{} not found on the loader path (set LD_LIBRARY_PATH, e.g. /usr/local/cuda/lib64)",
+                missing.join(", ")
+            )));
+        }
+        let count = CudaContext::device_count()
+            .map_err(|e| Error::CudaUnavailable(format!("no usable CUDA driver or GPU ({e:?})")))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(Error::CudaUnavailable(format!(
+                "GPU {ordinal} requested but the driver reports {count} device(s)"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("cannot open the GPU", e))?;
+        let attribute = |a: Attr| -> Result<usize, Error> {
+            ctx.attribute(a)
+                .map(|v| v.max(0) as usize)
+                .map_err(|e| driver_error("cannot read a device attribute", e))
+        };
+        let mut driver_version = 0;
+        // SAFETY: writes one int through a valid pointer.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .map_err(|e| driver_error("cannot read the driver version", e))?;
+        let info = GpuInfo {
+            ordinal,
+            name: ctx
+                .name()
+                .map_err(|e| driver_error("cannot read the device name", e))?,
+            compute_capability: ctx
+                .compute_capability()
+                .map_err(|e| driver_error("cannot read the compute capability", e))?,
+            multiprocessors: attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            total_memory: ctx
+                .total_mem()
+                .map_err(|e| driver_error("cannot read the memory size", e))?,
+            max_threads_per_block: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_shared_per_block: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            max_grid_y: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+            managed_memory: attribute(Attr::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
+            driver_version,
+        };
+        let stream = ctx.default_stream();
+        Ok(Gpu {
+            ctx,
+            stream,
+            info,
+            functions: Mutex::new(HashMap::new()),
+            blas: Mutex::new(None),
+        })
+    }
+
+    /// GPU 0, opened once per process (the error, too, is kept).
+    pub fn default_gpu() -> Result<&'static Gpu, Error> {
+        static GPU: OnceLock<Result<Gpu, Error>> = OnceLock::new();
+        GPU.get_or_init(|| Gpu::open(0))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// What the GPU is.
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// Free and total device memory in bytes, now.
+    pub fn memory_info(&self) -> Result<(usize, usize), Error> {
+        self.ctx
+            .mem_get_info()
+            .map_err(|e| driver_error("cannot read free memory", e))
+    }
+
+    /// The NVRTC architecture of this GPU.
+    pub fn arch(&self) -> &'static str {
+        let (major, minor) = self.info.compute_capability;
+        compile::arch_name(major, minor)
+    }
+
+    /// The kernel for `key`, compiled on first use.
+    pub(crate) fn function(&self, key: KernelKey) -> Result<CudaFunction, Error> {
+        let mut cache = self.functions.lock().expect("kernel cache lock");
+        if let Some(f) = cache.get(&key) {
+            return Ok(f.clone());
+        }
+        let ptx = compile::compile(key, self.arch())?;
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .map_err(|e| driver_error("cannot load a compiled module", e))?;
+        let f = module
+            .load_function(key.source.entry())
+            .map_err(|e| driver_error("cannot find the kernel in its module", e))?;
+        cache.insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// Runs `f` with this GPU's cuBLAS handle, created on first use.
+    pub(crate) fn with_blas<R>(
+        &self,
+        f: impl FnOnce(&CudaBlas) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let mut blas = self.blas.lock().expect("cuBLAS handle lock");
+        if blas.is_none() {
+            *blas = Some(
+                CudaBlas::new(self.stream.clone())
+                    .map_err(|e| driver_error("cannot create a cuBLAS handle", e))?,
+            );
+        }
+        f(blas.as_ref().expect("created above"))
+    }
+
+    /// Waits for the stream and reports any error a kernel raised.
+    pub(crate) fn synchronize(&self) -> Result<(), Error> {
+        self.stream
+            .synchronize()
+            .map_err(|e| driver_error("a kernel or copy failed", e))?;
+        self.ctx
+            .check_err()
+            .map_err(|e| driver_error("the CUDA context reported an error", e))
+    }
+}

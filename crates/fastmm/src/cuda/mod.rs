@@ -1,0 +1,16 @@
+//! The CUDA backend: device discovery ([`device`]), run-time compilation of
+//! the CUDA C kernels in `kernels/` with NVRTC ([`compile`]), the three
+//! memory kinds of the seeds ([`memory`]) and the timed products ([`gemm`]).
+//!
+//! Built with the `cuda` feature (on by default): cudarc loads libcuda,
+//! libnvrtc and libcublas at run time, so the binary builds and runs on
+//! machines without CUDA and reports what is missing when a GPU is asked for.
+
+pub mod compile;
+pub mod device;
+pub mod gemm;
+pub mod memory;
+
+pub use device::{libraries, Gpu, GpuInfo};
+pub use gemm::{multiply_timed, GpuTimes};
+pub use memory::{round_trip, GpuMemory};

@@ -1,0 +1,95 @@
+//! The CUDA kernels compile with NVRTC for Hopper (sm_90) in every variant
+//! the library can ask for. NVRTC needs no GPU; CI installs it from the
+//! `nvidia-cuda-nvrtc` wheel and sets FASTMM_REQUIRE_NVRTC=1, so a missing
+//! library fails there instead of skipping.
+#![cfg(feature = "cuda")]
+
+use fastmm::cuda::compile::{compile, nvrtc_available, KernelKey, KernelSource};
+use fastmm::cuda::libraries;
+use fastmm::{gemm, Algorithm, DType, Error, GemmOptions, Matrix};
+
+fn nvrtc_or_skip() -> bool {
+    if nvrtc_available() {
+        return true;
+    }
+    assert!(
+        std::env::var("FASTMM_REQUIRE_NVRTC").as_deref() != Ok("1"),
+        "FASTMM_REQUIRE_NVRTC=1 but libnvrtc is not on the loader path"
+    );
+    eprintln!("skipped: libnvrtc not found (set LD_LIBRARY_PATH to an NVRTC 13 install)");
+    false
+}
+
+#[test]
+fn every_kernel_compiles_for_sm90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for source in KernelSource::ALL {
+        let tiles: &[usize] = match source {
+            KernelSource::Naive => &[fastmm::tunables::CUDA_NAIVE_BLOCK],
+            KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
+        };
+        for dtype in DType::ALL {
+            for &tile in tiles {
+                let key = KernelKey {
+                    source,
+                    dtype,
+                    tile,
+                };
+                let ptx = compile(key, "sm_90")
+                    .unwrap_or_else(|e| panic!("{source:?} {dtype} tile {tile}: {e}"));
+                let text = ptx.to_src();
+                assert!(
+                    text.contains(&format!(".entry {}", source.entry())),
+                    "{source:?} {dtype} tile {tile}: no entry point in the PTX"
+                );
+                assert!(text.contains(".target sm_90"), "PTX not built for sm_90");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_kernel_that_does_not_compile_is_a_typed_error() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // A tile of 0 makes the shared arrays zero-sized: NVRTC rejects it.
+    let key = KernelKey {
+        source: KernelSource::Tiled,
+        dtype: DType::F32,
+        tile: 0,
+    };
+    match compile(key, "sm_90") {
+        Err(Error::Cuda(message)) => assert!(message.contains("gemm_tiled"), "{message}"),
+        other => panic!("expected a compile error, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn without_a_driver_gpu_algorithms_are_a_typed_error() {
+    let driver_present = libraries()[0].1;
+    if driver_present {
+        eprintln!("skipped: a CUDA driver is present (selftest covers the GPU)");
+        return;
+    }
+    let a = Matrix::<f32>::from_fn(3, 4, |i, j| (i + j) as f32);
+    let b = Matrix::<f32>::from_fn(4, 2, |i, j| (i * j) as f32);
+    for algorithm in Algorithm::all_on(fastmm::Device::Cuda) {
+        let mut c = Matrix::filled(3, 2, f32::NAN);
+        let err = gemm(
+            1.0,
+            a.as_ref(),
+            b.as_ref(),
+            0.0,
+            c.as_mut(),
+            &GemmOptions::new(algorithm),
+        )
+        .expect_err("no GPU here");
+        assert!(
+            matches!(err, Error::CudaUnavailable(ref m) if m.contains("libcuda")),
+            "{algorithm}: {err}"
+        );
+    }
+}
