@@ -67,9 +67,11 @@ pub struct RunArgs {
     /// `strassen`/`winograd` memory schedule: temporaries, frugal or fused.
     #[arg(long, default_value = "frugal")]
     variant: String,
-    /// `strassen`/`winograd`: the classical algorithm of the base case.
-    #[arg(long, default_value = "packed")]
-    base: String,
+    /// `strassen`/`winograd`: the classical algorithm of the base case
+    /// (default: packed on the CPU; cublas on the GPU, cuda-tiled for
+    /// integers).
+    #[arg(long)]
+    base: Option<String>,
     /// Where `--algo all` runs: cpu, cuda, or auto (cuda when a GPU is
     /// usable, else cpu with a notice).
     #[arg(long, default_value = "cpu")]
@@ -184,7 +186,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         variant: Some(args.variant.parse::<Variant>()?),
         threshold: parse_threshold(&args.threshold)?,
         depth: args.depth,
-        base: Some(args.base.parse::<Algorithm>()?),
+        base: args
+            .base
+            .as_deref()
+            .map(str::parse::<Algorithm>)
+            .transpose()?,
         gpu_memory: Some(args.gpu_memory.parse()?),
         ..Default::default()
     };
@@ -405,6 +411,16 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
     if opts.algorithm.device() == Device::Cuda {
         let gpu = fastmm::cuda::Gpu::default_gpu()?;
         let memory = opts.gpu_memory.unwrap_or_default();
+        if Scheme::of(opts.algorithm).is_some() {
+            let base = opts
+                .base
+                .unwrap_or_else(|| fastmm::cuda::gemm::default_gpu_base(T::DTYPE));
+            return Ok(format!(
+                "{} n0={} + {base} {memory}",
+                opts.variant.unwrap_or_default(),
+                fastmm::strassen::effective_threshold(opts, T::DTYPE)
+            ));
+        }
         return Ok(match opts.algorithm {
             Algorithm::Cublas => format!("cuBLAS {} {memory}", gpu.arch()),
             other => {
@@ -426,7 +442,7 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
         return Ok(format!(
             "{} n0={} + {base}",
             opts.variant.unwrap_or_default(),
-            fastmm::strassen::effective_threshold(opts)
+            fastmm::strassen::effective_threshold(opts, T::DTYPE)
         ));
     }
     if opts.algorithm != Algorithm::Packed {

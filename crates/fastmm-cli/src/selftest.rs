@@ -7,8 +7,9 @@ use anyhow::{bail, Result};
 use clap::Args;
 use fastmm::cuda::{round_trip, Gpu, GpuMemory};
 use fastmm::random::{random_matrix, seeded_rng};
-use fastmm::verify::verify;
-use fastmm::{gemm, Algorithm, DType, Device, Element, GemmOptions, Matrix};
+use fastmm::strassen::{error_growth, workspace};
+use fastmm::verify::verify_with_growth;
+use fastmm::{gemm, Algorithm, DType, Device, Element, GemmOptions, Matrix, Scheme, Variant};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
@@ -68,26 +69,26 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
             vec![None]
         };
         for algorithm in Algorithm::all_on(device) {
-            for &memory in &memories {
+            for (label, opts) in option_sets(algorithm, &memories) {
                 for dtype in DType::ALL {
                     let row = match dtype {
-                        DType::F32 => check_algorithm::<f32>(algorithm, memory),
-                        DType::F64 => check_algorithm::<f64>(algorithm, memory),
-                        DType::I32 => check_algorithm::<i32>(algorithm, memory),
-                        DType::I64 => check_algorithm::<i64>(algorithm, memory),
+                        DType::F32 => check_algorithm::<f32>(&label, &opts),
+                        DType::F64 => check_algorithm::<f64>(&label, &opts),
+                        DType::I32 => check_algorithm::<i32>(&label, &opts),
+                        DType::I64 => check_algorithm::<i64>(&label, &opts),
                     };
                     rows.extend(row);
                 }
             }
         }
     }
-    println!("{:<44} {:>6} {:>6}  verdict", "check", "passed", "failed");
+    println!("{:<52} {:>6} {:>6}  verdict", "check", "passed", "failed");
     let mut all_ok = true;
     for row in &rows {
         let ok = row.failed.is_empty();
         all_ok &= ok;
         println!(
-            "{:<44} {:>6} {:>6}  {}",
+            "{:<52} {:>6} {:>6}  {}",
             row.what,
             row.passed,
             row.failed.len(),
@@ -143,21 +144,58 @@ fn small_int_matrix<T: Element>(rows: usize, cols: usize, salt: usize) -> Matrix
     })
 }
 
-fn check_algorithm<T: Element>(algorithm: Algorithm, memory: Option<GpuMemory>) -> Option<Row> {
-    if algorithm == Algorithm::Cublas && T::DTYPE.is_integer() {
-        return None;
-    }
-    let opts = GemmOptions {
-        gpu_memory: memory,
+/// The option sets each algorithm is checked under, with their labels:
+/// every memory kind for the classical GPU algorithms; every memory
+/// schedule (and on the GPU a second base) for the fast ones.
+fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(String, GemmOptions)> {
+    let plain = GemmOptions {
         // Low enough that Strassen/Winograd recurse on the larger shapes.
         threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
         ..GemmOptions::new(algorithm)
     };
+    if Scheme::of(algorithm).is_none() {
+        return memories
+            .iter()
+            .map(|&memory| {
+                let label = match memory {
+                    Some(memory) => format!("{algorithm} {memory}"),
+                    None => algorithm.to_string(),
+                };
+                (
+                    label,
+                    GemmOptions {
+                        gpu_memory: memory,
+                        ..plain
+                    },
+                )
+            })
+            .collect();
+    }
+    let mut variants = vec![Variant::Temporaries, Variant::Frugal];
+    if algorithm.device() == Device::Cpu {
+        variants.push(Variant::Fused);
+    }
+    let mut sets: Vec<(String, GemmOptions)> = variants
+        .into_iter()
+        .map(|variant| (format!("{algorithm} {variant}"), plain.variant(variant)))
+        .collect();
+    if algorithm.device() == Device::Cuda {
+        sets.push((
+            format!("{algorithm} frugal base cuda-naive"),
+            plain.variant(Variant::Frugal).base(Algorithm::CudaNaive),
+        ));
+    }
+    sets
+}
+
+fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
+    let cublas_base = opts.algorithm == Algorithm::Cublas || opts.base == Some(Algorithm::Cublas);
+    if cublas_base && T::DTYPE.is_integer() {
+        return None;
+    }
+    let opts = *opts;
     let mut row = Row {
-        what: match memory {
-            Some(memory) => format!("{algorithm} {} {memory}", T::DTYPE),
-            None => format!("{algorithm} {}", T::DTYPE),
-        },
+        what: format!("{label} {}", T::DTYPE),
         passed: 0,
         failed: Vec::new(),
     };
@@ -167,9 +205,20 @@ fn check_algorithm<T: Element>(algorithm: Algorithm, memory: Option<GpuMemory>) 
         let a: Matrix<T> = random_matrix(m, k, &mut rng);
         let b: Matrix<T> = random_matrix(k, n, &mut rng);
         let mut c = Matrix::filled(m, n, T::poison());
+        // Fast algorithms may exceed the classical float bound by their
+        // per-level growth factor.
+        let growth = Scheme::of(opts.algorithm).map_or(1.0, |scheme| {
+            error_growth(
+                scheme,
+                workspace::<T>(scheme, (m, k, n), true, &opts).levels,
+            )
+        });
         let outcome = gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
             .map_err(|e| e.to_string())
-            .and_then(|()| verify(a.as_ref(), b.as_ref(), c.as_ref()).map_err(|e| e.to_string()));
+            .and_then(|()| {
+                verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)
+                    .map_err(|e| e.to_string())
+            });
         match outcome {
             Ok(verdict) if verdict.ok => row.passed += 1,
             Ok(verdict) => row.failed.push(format!(

@@ -292,8 +292,14 @@ fn selftest_on_the_cpu_passes_every_check() {
     let out = fastmm(&["selftest", "--device", "cpu"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
-    for algorithm in ["naive", "packed", "strassen", "winograd"] {
-        assert!(text.contains(&format!("{algorithm} i64")), "{text}");
+    for row in [
+        "naive i64",
+        "packed i64",
+        "strassen temporaries i64",
+        "strassen fused f32",
+        "winograd frugal i64",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
     }
     assert!(text.contains("all passed"), "{text}");
     assert!(!text.contains("FAIL"), "{text}");

@@ -83,3 +83,19 @@ pub const CUDA_NAIVE_BLOCK: usize = 16;
 /// between products and drops its clocks; one launch after such a gap timed
 /// cuBLAS at 1024 at half of torch's back-to-back figure on the H100.
 pub const CUDA_TIMED_LAUNCHES: usize = 5;
+
+/// Rows per 32-wide thread block of the GPU linear-combination kernel
+/// (32×8 = 256 threads, each one element: coalesced along rows).
+pub const CUDA_COMBINE_ROWS_PER_BLOCK: usize = 8;
+
+/// `cuda-strassen`/`cuda-winograd` recurse while m, k and n are all at
+/// least this (`--threshold auto`), f32 and integers. On the H100 over
+/// cuBLAS (docs/benchmarks.md): one level at 4096 ran at 0.95–0.98× cuBLAS,
+/// one at 8192 at 1.06–1.08×, two at 16384 (4096 base) at 1.11–1.13×.
+pub const CUDA_STRASSEN_AUTO_THRESHOLD: usize = 8192;
+
+/// The same for f64, where cuBLAS's dgemm runs at 61–63 TFLOPS on the
+/// H100's FP64 tensor cores and additions weigh more: one level at 8192
+/// ran at 0.94–0.97× cuBLAS, two at 0.83–0.88×. Larger sizes are not yet
+/// measured, so `auto` does not recurse below 16384.
+pub const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 16384;

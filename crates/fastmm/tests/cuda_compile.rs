@@ -29,6 +29,7 @@ fn every_kernel_compiles_for_sm90() {
         let tiles: &[usize] = match source {
             KernelSource::Naive => &[fastmm::tunables::CUDA_NAIVE_BLOCK],
             KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
+            KernelSource::Combine => &[fastmm::tunables::CUDA_COMBINE_ROWS_PER_BLOCK],
         };
         for dtype in DType::ALL {
             for &tile in tiles {

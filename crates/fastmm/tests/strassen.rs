@@ -272,3 +272,51 @@ fn any_classical_base_is_exact() {
         assert!(gemm(1, a.as_ref(), b.as_ref(), 0, c.as_mut(), &recursive).is_err());
     }
 }
+
+/// The GPU fast algorithms share the CPU's recursion; what differs is
+/// checked without a GPU: their options, their `auto` levels, and their
+/// workspace.
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_fast_algorithms_plan_without_a_gpu() {
+    use fastmm::{DType, Error};
+    let bad = |opts: GemmOptions| matches!(opts.validate(), Err(Error::InvalidOption(_)));
+    assert!(bad(
+        GemmOptions::new(Algorithm::CudaStrassen).base(Algorithm::Packed)
+    ));
+    assert!(bad(
+        GemmOptions::new(Algorithm::Strassen).base(Algorithm::Cublas)
+    ));
+    assert!(bad(
+        GemmOptions::new(Algorithm::CudaWinograd).variant(Variant::Fused)
+    ));
+    assert!(bad(
+        GemmOptions::new(Algorithm::CudaWinograd).base(Algorithm::CudaStrassen)
+    ));
+    assert!(GemmOptions::new(Algorithm::CudaStrassen)
+        .base(Algorithm::CudaTiled)
+        .validate()
+        .is_ok());
+
+    // auto: f32 recurses from 8192 on the GPU, f64 from 16384.
+    let gpu = GemmOptions::new(Algorithm::CudaWinograd);
+    let levels = |n: usize, dtype: DType| match dtype {
+        DType::F64 => workspace::<f64>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
+        _ => workspace::<f32>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
+    };
+    assert_eq!(levels(4096, DType::F32), 0);
+    assert_eq!(levels(8192, DType::F32), 1);
+    assert_eq!(levels(16384, DType::F32), 2);
+    assert_eq!(levels(8192, DType::F64), 0);
+    assert_eq!(levels(16384, DType::F64), 1);
+    let cpu = GemmOptions::new(Algorithm::Winograd);
+    assert_eq!(
+        workspace::<f32>(Scheme::Winograd, (4096, 4096, 4096), true, &cpu).levels,
+        1
+    );
+
+    // Frugal Winograd at one level, n = 8192: Douglas's two temporaries of
+    // 4096² (the H100 run reported 128 MiB of f32).
+    let report = workspace::<f32>(Scheme::Winograd, (8192, 8192, 8192), true, &gpu);
+    assert_eq!(report.workspace_elements, 2 * 4096 * 4096, "{report:?}");
+}

@@ -47,6 +47,10 @@ pub enum Algorithm {
     CudaTiled,
     /// cuBLAS sgemm/dgemm.
     Cublas,
+    /// Strassen's recursion on the GPU over cuBLAS or an own kernel.
+    CudaStrassen,
+    /// Winograd's variant on the GPU.
+    CudaWinograd,
 }
 
 /// Where an algorithm runs.
@@ -163,6 +167,23 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         algorithm: Algorithm::Cublas,
         name: "cublas",
         summary: "cuBLAS sgemm/dgemm, row-major through the Cᵀ = BᵀAᵀ swap",
+        uses_tile: false,
+        uses_threads: false,
+        device: Device::Cuda,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::CudaStrassen,
+        name: "cuda-strassen",
+        summary:
+            "Strassen on the GPU over cublas (or --base cuda-tiled/cuda-naive) (seeds 000, 003)",
+        uses_tile: false,
+        uses_threads: false,
+        device: Device::Cuda,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::CudaWinograd,
+        name: "cuda-winograd",
+        summary: "Winograd's variant on the GPU, 15 additions per level (seeds 000, 003)",
         uses_tile: false,
         uses_threads: false,
         device: Device::Cuda,
@@ -363,11 +384,27 @@ impl GemmOptions {
                     "the base of strassen/winograd must be a classical algorithm, not {base}"
                 )));
             }
+            if Scheme::of(self.algorithm).is_some() && base.device() != self.algorithm.device() {
+                return Err(Error::InvalidOption(format!(
+                    "the base of {} must run on the {} too, not {base}",
+                    self.algorithm,
+                    self.algorithm.device().name()
+                )));
+            }
             if base != Algorithm::Packed && self.variant == Some(Variant::Fused) {
                 return Err(Error::InvalidOption(format!(
                     "the fused variant forms its sums inside packed's packing, so its base must be packed, not {base}"
                 )));
             }
+        }
+        if Scheme::of(self.algorithm).is_some()
+            && self.algorithm.device() == Device::Cuda
+            && self.variant == Some(Variant::Fused)
+        {
+            return Err(Error::InvalidOption(format!(
+                "the fused variant forms its sums inside packed's packing, on the CPU; {} takes temporaries or frugal",
+                self.algorithm
+            )));
         }
         if let Some(b) = self.block_sizes {
             if b.mc == 0 || b.kc == 0 || b.nc == 0 {
@@ -445,15 +482,17 @@ pub(crate) fn multiply<T: Element>(
         Algorithm::Packed => packed::multiply(alpha, a, b, beta, c, opts)?,
         Algorithm::Strassen => strassen::multiply(Scheme::Strassen, alpha, a, b, beta, c, opts)?,
         Algorithm::Winograd => strassen::multiply(Scheme::Winograd, alpha, a, b, beta, c, opts)?,
-        Algorithm::CudaNaive | Algorithm::CudaTiled | Algorithm::Cublas => {
-            multiply_on_gpu(alpha, a, b, beta, c, opts)?
-        }
+        Algorithm::CudaNaive
+        | Algorithm::CudaTiled
+        | Algorithm::Cublas
+        | Algorithm::CudaStrassen
+        | Algorithm::CudaWinograd => multiply_on_gpu(alpha, a, b, beta, c, opts)?,
     }
     Ok(())
 }
 
-/// A GPU algorithm on host matrices: copies in, multiplies, copies back.
-#[cfg(feature = "cuda")]
+/// A GPU algorithm on host matrices: copies in, multiplies, copies back
+/// (a typed error in a build without the `cuda` feature).
 fn multiply_on_gpu<T: Element>(
     alpha: T,
     a: MatRef<'_, T>,
@@ -462,21 +501,17 @@ fn multiply_on_gpu<T: Element>(
     c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<(), Error> {
-    let gpu = crate::cuda::Gpu::default_gpu()?;
-    crate::cuda::multiply_timed(gpu, alpha, a, b, beta, c, opts).map(|_| ())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn multiply_on_gpu<T: Element>(
-    _alpha: T,
-    _a: MatRef<'_, T>,
-    _b: MatRef<'_, T>,
-    _beta: T,
-    _c: MatMut<'_, T>,
-    opts: &GemmOptions,
-) -> Result<(), Error> {
-    Err(Error::CudaUnavailable(format!(
-        "{} needs fastmm built with the `cuda` feature",
-        opts.algorithm
-    )))
+    #[cfg(feature = "cuda")]
+    {
+        let gpu = crate::cuda::Gpu::default_gpu()?;
+        crate::cuda::multiply_timed(gpu, alpha, a, b, beta, c, opts).map(|_| ())
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (alpha, a, b, beta, c);
+        Err(Error::CudaUnavailable(format!(
+            "{} needs fastmm built with the `cuda` feature",
+            opts.algorithm
+        )))
+    }
 }

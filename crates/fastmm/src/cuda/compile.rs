@@ -14,17 +14,24 @@ pub enum KernelSource {
     Naive,
     /// `tiled.cu`: square shared-memory tiles.
     Tiled,
+    /// `combine.cu`: dst ← keep·dst + Σ wᵢ·srcᵢ, the fast algorithms' additions.
+    Combine,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 2] = [KernelSource::Naive, KernelSource::Tiled];
+    pub const ALL: [KernelSource; 3] = [
+        KernelSource::Naive,
+        KernelSource::Tiled,
+        KernelSource::Combine,
+    ];
 
     /// The CUDA C text.
     pub fn text(self) -> &'static str {
         match self {
             KernelSource::Naive => include_str!("kernels/naive.cu"),
             KernelSource::Tiled => include_str!("kernels/tiled.cu"),
+            KernelSource::Combine => include_str!("kernels/combine.cu"),
         }
     }
 
@@ -33,6 +40,7 @@ impl KernelSource {
         match self {
             KernelSource::Naive => "gemm_naive",
             KernelSource::Tiled => "gemm_tiled",
+            KernelSource::Combine => "combine",
         }
     }
 
@@ -41,6 +49,7 @@ impl KernelSource {
         match self {
             KernelSource::Naive => "BLOCK",
             KernelSource::Tiled => "TILE",
+            KernelSource::Combine => "ROWS_PER_BLOCK",
         }
     }
 }
@@ -52,7 +61,8 @@ pub struct KernelKey {
     pub source: KernelSource,
     /// Element type.
     pub dtype: DType,
-    /// Edge of the square thread block.
+    /// Edge of the square thread block (rows of the 32-wide block for
+    /// `Combine`).
     pub tile: usize,
 }
 

@@ -4,16 +4,18 @@
 use std::time::Instant;
 
 use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
-use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
 use crate::algo::{Algorithm, GemmOptions};
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::device::Gpu;
 use crate::cuda::memory::DeviceMatrix;
+use crate::cuda::strassen::CudaBackend;
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
+use crate::strassen::Scheme;
 use crate::tunables::{CUDA_DEFAULT_TILE, CUDA_NAIVE_BLOCK, CUDA_TIMED_LAUNCHES};
 
 /// Where the time of one GPU product went, in milliseconds.
@@ -88,6 +90,148 @@ fn check_block(
     Ok(())
 }
 
+/// The classical base of `cuda-strassen`/`cuda-winograd` when none is
+/// given: cuBLAS for floats, the shared-memory kernel for integers (cuBLAS
+/// has no integer GEMM).
+pub fn default_gpu_base(dtype: DType) -> Algorithm {
+    if dtype.is_integer() {
+        Algorithm::CudaTiled
+    } else {
+        Algorithm::Cublas
+    }
+}
+
+/// A GPU matrix operand: device address of element (0, 0), row-major with
+/// `ld` elements between rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Operand {
+    pub ptr: CUdeviceptr,
+    pub ld: usize,
+}
+
+impl Operand {
+    /// The operand moved to element (row, col).
+    pub fn at<T>(self, row: usize, col: usize) -> Operand {
+        Operand {
+            ptr: self.ptr + ((row * self.ld + col) * std::mem::size_of::<T>()) as CUdeviceptr,
+            ld: self.ld,
+        }
+    }
+}
+
+/// A classical GPU product, resolved once (kernel compiled, block checked)
+/// and then run on any operands: the plain algorithms and the base case of
+/// the GPU Strassen/Winograd.
+#[derive(Clone)]
+pub(crate) enum ClassicalGemm {
+    /// A kernel of `kernels/` with its square block edge.
+    Kernel(CudaFunction, usize),
+    /// cuBLAS.
+    Cublas,
+}
+
+fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
+    i32::try_from(v).map_err(|_| Error::Unsupported {
+        algorithm: "CUDA",
+        what: format!("{what} = {v} (CUDA kernels and cuBLAS index with 32-bit ints)"),
+    })
+}
+
+impl ClassicalGemm {
+    /// Resolves `algorithm` (cuda-naive, cuda-tiled or cublas) for T on
+    /// this GPU: compiles the kernel, checks its block against the device,
+    /// refuses what cannot run (integers on cuBLAS).
+    pub fn resolve<T: Element>(
+        gpu: &Gpu,
+        algorithm: Algorithm,
+        opts: &GemmOptions,
+    ) -> Result<ClassicalGemm, Error> {
+        match algorithm {
+            Algorithm::Cublas if T::DTYPE.is_integer() => Err(Error::Unsupported {
+                algorithm: "cublas",
+                what: format!("{} (cuBLAS has no integer GEMM)", T::DTYPE),
+            }),
+            Algorithm::Cublas => Ok(ClassicalGemm::Cublas),
+            Algorithm::CudaNaive | Algorithm::CudaTiled => {
+                let tile = checked_tile::<T>(gpu, algorithm, opts)?;
+                let source = if algorithm == Algorithm::CudaNaive {
+                    KernelSource::Naive
+                } else {
+                    KernelSource::Tiled
+                };
+                let f = gpu.function(KernelKey {
+                    source,
+                    dtype: T::DTYPE,
+                    tile,
+                })?;
+                Ok(ClassicalGemm::Kernel(f, tile))
+            }
+            other => Err(Error::InvalidOption(format!(
+                "{other} is not a classical GPU algorithm (cublas, cuda-tiled or cuda-naive)"
+            ))),
+        }
+    }
+
+    /// c ← α·a·b + β·c for an m×k `a` and a k×n `b` (β = 0 never reads c),
+    /// queued on the GPU's stream.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run<T: Element>(
+        &self,
+        gpu: &Gpu,
+        (m, k, n): (usize, usize, usize),
+        alpha: T,
+        a: Operand,
+        b: Operand,
+        beta: T,
+        c: Operand,
+    ) -> Result<(), Error> {
+        let (mi, ki, ni) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
+        match self {
+            ClassicalGemm::Kernel(f, tile) => {
+                let tile = *tile;
+                let grid_y = m.div_ceil(tile);
+                if grid_y > gpu.info().max_grid_y {
+                    return Err(Error::Unsupported {
+                        algorithm: "CUDA kernels",
+                        what: format!(
+                            "{m} rows with tile {tile} (grid y {grid_y} over the device's {})",
+                            gpu.info().max_grid_y
+                        ),
+                    });
+                }
+                let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, c.ld as i64);
+                let config = LaunchConfig {
+                    grid_dim: (n.div_ceil(tile) as u32, grid_y as u32, 1),
+                    block_dim: (tile as u32, tile as u32, 1),
+                    shared_mem_bytes: 0,
+                };
+                let mut launch = gpu.stream.launch_builder(f);
+                launch
+                    .arg(&mi)
+                    .arg(&ni)
+                    .arg(&ki)
+                    .arg(&alpha)
+                    .arg(&a.ptr)
+                    .arg(&lda)
+                    .arg(&b.ptr)
+                    .arg(&ldb)
+                    .arg(&beta)
+                    .arg(&c.ptr)
+                    .arg(&ldc);
+                // SAFETY: the arguments match the kernel's signature (int ×3,
+                // ELEM, pointer, long long, pointer, long long, ELEM,
+                // pointer, long long), and the caller's operands address
+                // m×k, k×n and m×n row-major blocks with those leading
+                // dimensions.
+                unsafe { launch.launch(config) }
+                    .map(|_| ())
+                    .map_err(|e| cuda_err("kernel launch failed", e))
+            }
+            ClassicalGemm::Cublas => cublas_gemm(gpu, (mi, ki, ni), alpha, a, b, beta, c),
+        }
+    }
+}
+
 /// C ← α·A·B + β·C with a GPU algorithm on host matrices: uploads A and B
 /// (and C if β ≠ 0) into `opts.gpu_memory`, runs, and copies C back.
 /// β = 0 never reads C. Shapes are checked by the caller (the boundary).
@@ -102,48 +246,13 @@ pub fn multiply_timed<T: Element>(
 ) -> Result<GpuTimes, Error> {
     let (m, k) = a.shape();
     let n = b.cols();
-    for (name, dim) in [("m", m), ("k", k), ("n", n)] {
-        if dim > i32::MAX as usize {
-            return Err(Error::Unsupported {
-                algorithm: opts.algorithm.name(),
-                what: format!("{name} = {dim} (CUDA kernels index with 32-bit ints)"),
-            });
-        }
-    }
-    if opts.algorithm == Algorithm::Cublas && T::DTYPE.is_integer() {
-        return Err(Error::Unsupported {
-            algorithm: "cublas",
-            what: format!("{} (cuBLAS has no integer GEMM)", T::DTYPE),
-        });
-    }
-    // Compile (or fetch) the kernel and check its block before any copy.
-    let kernel = match opts.algorithm {
-        Algorithm::CudaNaive | Algorithm::CudaTiled => {
-            let tile = checked_tile::<T>(gpu, opts.algorithm, opts)?;
-            let source = if opts.algorithm == Algorithm::CudaNaive {
-                KernelSource::Naive
-            } else {
-                KernelSource::Tiled
-            };
-            let grid_y = m.div_ceil(tile);
-            if grid_y > gpu.info().max_grid_y {
-                return Err(Error::Unsupported {
-                    algorithm: opts.algorithm.name(),
-                    what: format!(
-                        "{m} rows with tile {tile} (grid y {grid_y} over the device's {})",
-                        gpu.info().max_grid_y
-                    ),
-                });
-            }
-            let f = gpu.function(KernelKey {
-                source,
-                dtype: T::DTYPE,
-                tile,
-            })?;
-            Some((f, tile))
-        }
-        _ => None,
+    // Compile (or fetch) the kernels and check their blocks before any copy.
+    let scheme = Scheme::of(opts.algorithm);
+    let base = match scheme {
+        Some(_) => opts.base.unwrap_or_else(|| default_gpu_base(T::DTYPE)),
+        None => opts.algorithm,
     };
+    let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
     let memory = opts.gpu_memory.unwrap_or_default();
     let beta_is_zero = beta == T::ZERO;
 
@@ -154,45 +263,28 @@ pub fn multiply_timed<T: Element>(
     gpu.synchronize()?;
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
 
-    let launch_once = || -> Result<(), Error> {
-        match &kernel {
-            Some((f, tile)) => {
-                let tile = *tile;
-                let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-                let (lda, ldb, ldc) = (da.ld as i64, db.ld as i64, dc.ld as i64);
-                let config = LaunchConfig {
-                    grid_dim: (n.div_ceil(tile) as u32, m.div_ceil(tile) as u32, 1),
-                    block_dim: (tile as u32, tile as u32, 1),
-                    shared_mem_bytes: 0,
-                };
-                let mut launch = gpu.stream.launch_builder(f);
-                launch
-                    .arg(&mi)
-                    .arg(&ni)
-                    .arg(&ki)
-                    .arg(&alpha)
-                    .arg(&da.ptr)
-                    .arg(&lda)
-                    .arg(&db.ptr)
-                    .arg(&ldb)
-                    .arg(&beta)
-                    .arg(&dc.ptr)
-                    .arg(&ldc);
-                // SAFETY: the arguments match the kernel's signature (int ×3,
-                // ELEM, pointer, long long, pointer, long long, ELEM,
-                // pointer, long long), and the pointers address m×k, k×n and
-                // m×n row-major matrices with those leading dimensions.
-                unsafe { launch.launch(config) }
-                    .map(|_| ())
-                    .map_err(|e| cuda_err("kernel launch failed", e))
+    let (oa, ob, oc) = (da.operand(), db.operand(), dc.operand());
+    let mut fast = match scheme {
+        Some(scheme) => Some((
+            scheme,
+            CudaBackend::<T>::new(gpu, classical.clone(), (oa, ob, oc))?,
+        )),
+        None => None,
+    };
+    let mut launch_once = || -> Result<(), Error> {
+        match &mut fast {
+            Some((scheme, backend)) => {
+                let plan = crate::strassen::plan::<T>(*scheme, opts);
+                crate::strassen::engine::run(backend, plan, alpha, beta, (m, k, n)).map(|_| ())
             }
-            None => cublas_gemm(gpu, alpha, &da, &db, beta, &dc, (m, k, n)),
+            None => classical.run(gpu, (m, k, n), alpha, oa, ob, beta, oc),
         }
     };
-    // With β = 0 a launch is idempotent, so it runs once to warm the clocks
-    // and caches and then CUDA_TIMED_LAUNCHES times back to back: kernel
+    // With β = 0 a product is idempotent, so it runs once to warm the clocks
+    // and caches (and, for the fast algorithms, to allocate their
+    // temporaries) and then CUDA_TIMED_LAUNCHES times back to back: kernel
     // time is the median of those, free of the idle gaps the copies leave.
-    // With β ≠ 0 each launch changes C, so exactly one runs.
+    // With β ≠ 0 each run changes C, so exactly one runs.
     let timed_launches = if beta_is_zero {
         launch_once()?;
         CUDA_TIMED_LAUNCHES
@@ -223,6 +315,7 @@ pub fn multiply_timed<T: Element>(
         .collect::<Result<Vec<f64>, Error>>()?;
     kernel_times.sort_by(f64::total_cmp);
     let kernel_ms = kernel_times[kernel_times.len() / 2];
+    drop(fast);
 
     let start = Instant::now();
     dc.download(gpu, c)?;
@@ -238,67 +331,60 @@ pub fn multiply_timed<T: Element>(
 /// which is the same memory, so B goes first and nothing is transposed.
 fn cublas_gemm<T: Element>(
     gpu: &Gpu,
+    (m, k, n): (i32, i32, i32),
     alpha: T,
-    a: &DeviceMatrix<T>,
-    b: &DeviceMatrix<T>,
+    a: Operand,
+    b: Operand,
     beta: T,
-    c: &DeviceMatrix<T>,
-    (m, k, n): (usize, usize, usize),
+    c: Operand,
 ) -> Result<(), Error> {
-    let dims = |v: usize| {
-        i32::try_from(v).map_err(|_| Error::Unsupported {
-            algorithm: "cublas",
-            what: format!("a dimension or leading dimension of {v}"),
-        })
-    };
-    let (mi, ki, ni) = (dims(m)?, dims(k)?, dims(n)?);
-    let (lda, ldb, ldc) = (dims(a.ld)?, dims(b.ld)?, dims(c.ld)?);
+    let (lda, ldb, ldc) = (
+        to_i32("lda", a.ld)?,
+        to_i32("ldb", b.ld)?,
+        to_i32("ldc", c.ld)?,
+    );
     gpu.with_blas(|blas| {
         let handle = *blas.handle();
         // SAFETY: the device pointers address row-major m×k, k×n and m×n
-        // matrices with these leading dimensions, of the element type
+        // blocks with these leading dimensions, of the element type
         // matched below; α and β are read from host memory.
+        // Row-major C = A·B as column-major Cᵀ = Bᵀ·Aᵀ: B first, n × m.
+        macro_rules! column_major_gemm {
+            ($call:path, $t:ty, $alpha:expr, $beta:expr) => {{
+                let (alpha, beta): ($t, $t) = ($alpha, $beta);
+                $call(
+                    handle,
+                    CUBLAS_OP_N,
+                    CUBLAS_OP_N,
+                    n,
+                    m,
+                    k,
+                    &alpha,
+                    b.ptr as *const $t,
+                    ldb,
+                    a.ptr as *const $t,
+                    lda,
+                    &beta,
+                    c.ptr as *mut $t,
+                    ldc,
+                )
+            }};
+        }
         let status = unsafe {
             match T::DTYPE {
-                DType::F32 => {
-                    let (alpha, beta) = (alpha.to_f64() as f32, beta.to_f64() as f32);
-                    cudarc::cublas::result::sgemm(
-                        handle,
-                        CUBLAS_OP_N,
-                        CUBLAS_OP_N,
-                        ni,
-                        mi,
-                        ki,
-                        &alpha,
-                        b.ptr as *const f32,
-                        ldb,
-                        a.ptr as *const f32,
-                        lda,
-                        &beta,
-                        c.ptr as *mut f32,
-                        ldc,
-                    )
-                }
-                DType::F64 => {
-                    let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
-                    cudarc::cublas::result::dgemm(
-                        handle,
-                        CUBLAS_OP_N,
-                        CUBLAS_OP_N,
-                        ni,
-                        mi,
-                        ki,
-                        &alpha,
-                        b.ptr as *const f64,
-                        ldb,
-                        a.ptr as *const f64,
-                        lda,
-                        &beta,
-                        c.ptr as *mut f64,
-                        ldc,
-                    )
-                }
-                DType::I32 | DType::I64 => unreachable!("integers are refused before upload"),
+                DType::F32 => column_major_gemm!(
+                    cudarc::cublas::result::sgemm,
+                    f32,
+                    alpha.to_f64() as f32,
+                    beta.to_f64() as f32
+                ),
+                DType::F64 => column_major_gemm!(
+                    cudarc::cublas::result::dgemm,
+                    f64,
+                    alpha.to_f64(),
+                    beta.to_f64()
+                ),
+                DType::I32 | DType::I64 => unreachable!("refused by ClassicalGemm::resolve"),
             }
         };
         status.map_err(|e| cuda_err("cuBLAS gemm failed", e))

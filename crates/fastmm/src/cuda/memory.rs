@@ -170,6 +170,14 @@ unsafe fn copy_2d(gpu: &Gpu, from: Side, to: Side, width: usize, rows: usize) ->
 }
 
 impl<T: Element> DeviceMatrix<T> {
+    /// Its address and leading dimension.
+    pub fn operand(&self) -> crate::cuda::gemm::Operand {
+        crate::cuda::gemm::Operand {
+            ptr: self.ptr,
+            ld: self.ld,
+        }
+    }
+
     /// Copies `view` to the GPU (or, with `contents = false`, only
     /// allocates room for it: an output whose old value is never read).
     pub fn upload(

@@ -10,6 +10,7 @@ pub mod compile;
 pub mod device;
 pub mod gemm;
 pub mod memory;
+pub(crate) mod strassen;
 
 pub use device::{libraries, Gpu, GpuInfo};
 pub use gemm::{multiply_timed, GpuTimes};

@@ -120,8 +120,8 @@ impl Scheme {
     /// The scheme an algorithm runs, if it is a fast one.
     pub fn of(algorithm: Algorithm) -> Option<Scheme> {
         match algorithm {
-            Algorithm::Strassen => Some(Scheme::Strassen),
-            Algorithm::Winograd => Some(Scheme::Winograd),
+            Algorithm::Strassen | Algorithm::CudaStrassen => Some(Scheme::Strassen),
+            Algorithm::Winograd | Algorithm::CudaWinograd => Some(Scheme::Winograd),
             _ => None,
         }
     }
@@ -145,8 +145,15 @@ impl Scheme {
 }
 
 /// The threshold n₀ in effect: the option, else the measured crossover.
-pub fn effective_threshold(opts: &GemmOptions) -> usize {
-    opts.threshold.unwrap_or(STRASSEN_AUTO_THRESHOLD)
+pub fn effective_threshold(opts: &GemmOptions, dtype: DType) -> usize {
+    opts.threshold
+        .unwrap_or(match (opts.algorithm.device(), dtype) {
+            (crate::algo::Device::Cpu, _) => STRASSEN_AUTO_THRESHOLD,
+            (crate::algo::Device::Cuda, DType::F64) => {
+                crate::tunables::CUDA_STRASSEN_AUTO_THRESHOLD_F64
+            }
+            (crate::algo::Device::Cuda, _) => crate::tunables::CUDA_STRASSEN_AUTO_THRESHOLD,
+        })
 }
 
 /// The most levels in effect: the option, else the accuracy rule for
@@ -160,12 +167,12 @@ pub fn effective_max_depth(opts: &GemmOptions, dtype: DType) -> usize {
     })
 }
 
-fn plan<T: Element>(scheme: Scheme, opts: &GemmOptions) -> Plan {
+pub(crate) fn plan<T: Element>(scheme: Scheme, opts: &GemmOptions) -> Plan {
     let variant = opts.variant.unwrap_or_default();
     Plan {
         schedule: scheme.schedule(variant),
         beta_schedule: scheme.schedule(Variant::Temporaries),
-        threshold: effective_threshold(opts),
+        threshold: effective_threshold(opts, T::DTYPE),
         max_depth: effective_max_depth(opts, T::DTYPE),
         fused: (variant == Variant::Fused).then(|| scheme.products()),
     }
@@ -192,7 +199,18 @@ pub fn workspace<T: Element>(
     opts: &GemmOptions,
 ) -> Report {
     let beta = if beta_is_zero { T::ZERO } else { T::ONE };
-    engine::dry_run::<T, cpu::CpuBackend<'static, T>>(plan::<T>(scheme, opts), beta, (m, k, n))
+    let plan = plan::<T>(scheme, opts);
+    // The backend type only tells the dry run whether the Strassen
+    // primitive is native (no scratch) or needs workspace.
+    #[cfg(feature = "cuda")]
+    if opts.algorithm.device() == crate::algo::Device::Cuda {
+        return engine::dry_run::<T, crate::cuda::strassen::CudaBackend<'static, T>>(
+            plan,
+            beta,
+            (m, k, n),
+        );
+    }
+    engine::dry_run::<T, cpu::CpuBackend<'static, T>>(plan, beta, (m, k, n))
 }
 
 /// C ← α·A·B + β·C with `scheme`, classical products by `packed`. The

@@ -1,0 +1,169 @@
+//! The GPU backend of the fast algorithms: the same recursion as on the CPU
+//! ([`crate::strassen::engine`]) with the classical products on cuBLAS or an
+//! own kernel (`--base`), the linear combinations in `kernels/combine.cu`,
+//! and the temporaries in device memory, allocated once per product (seed
+//! 000 §2.2.1's per-level workspace, or seed 003's few temporaries with
+//! `--variant frugal`) and reused by repeated runs of the same product.
+
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+
+use crate::cuda::compile::{KernelKey, KernelSource};
+use crate::cuda::device::Gpu;
+use crate::cuda::gemm::{ClassicalGemm, Operand};
+use crate::element::Element;
+use crate::error::Error;
+use crate::strassen::backend::{Backend, Block, Store};
+use crate::tunables::CUDA_COMBINE_ROWS_PER_BLOCK;
+
+/// Terms one launch of the combine kernel adds.
+const COMBINE_TERMS_PER_LAUNCH: usize = 4;
+
+/// A, B, C and the temporaries of one product on the GPU.
+pub(crate) struct CudaBackend<'g, T: Element> {
+    gpu: &'g Gpu,
+    classical: ClassicalGemm,
+    combine: CudaFunction,
+    a: Operand,
+    b: Operand,
+    c: Operand,
+    temps: Vec<CudaSlice<T>>,
+    temp_ptrs: Vec<u64>,
+    capacities: Vec<usize>,
+}
+
+fn cuda_err(what: &str, e: impl std::fmt::Debug) -> Error {
+    Error::Cuda(format!("{what}: {e:?}"))
+}
+
+impl<'g, T: Element> CudaBackend<'g, T> {
+    pub(crate) fn new(
+        gpu: &'g Gpu,
+        classical: ClassicalGemm,
+        (a, b, c): (Operand, Operand, Operand),
+    ) -> Result<Self, Error> {
+        let combine = gpu.function(KernelKey {
+            source: KernelSource::Combine,
+            dtype: T::DTYPE,
+            tile: CUDA_COMBINE_ROWS_PER_BLOCK,
+        })?;
+        Ok(CudaBackend {
+            gpu,
+            classical,
+            combine,
+            a,
+            b,
+            c,
+            temps: Vec::new(),
+            temp_ptrs: Vec::new(),
+            capacities: Vec::new(),
+        })
+    }
+
+    /// Address and leading dimension of a block.
+    fn operand(&self, block: Block) -> Operand {
+        let store = match block.store {
+            Store::A => self.a,
+            Store::B => self.b,
+            Store::C => self.c,
+            Store::Temp { id, ld } => Operand {
+                ptr: self.temp_ptrs[id],
+                ld,
+            },
+        };
+        store.at::<T>(block.row, block.col)
+    }
+}
+
+impl<T: Element> Backend<T> for CudaBackend<'_, T> {
+    fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
+        // The same product asks for the same capacities every run: keep them.
+        if self.capacities == capacities {
+            return Ok(());
+        }
+        let (free, _) = self.gpu.memory_info()?;
+        let bytes: usize = capacities.iter().sum::<usize>() * std::mem::size_of::<T>();
+        if bytes > free {
+            return Err(Error::Cuda(format!(
+                "the fast algorithm's temporaries need {bytes} bytes but only {free} are free on the GPU"
+            )));
+        }
+        self.temps.clear();
+        for &capacity in capacities {
+            // SAFETY: every schedule writes a temporary before reading it.
+            let slice = unsafe { self.gpu.stream.alloc::<T>(capacity.max(1)) }
+                .map_err(|e| cuda_err("cannot allocate a temporary", e))?;
+            self.temps.push(slice);
+        }
+        self.temp_ptrs = self
+            .temps
+            .iter()
+            .map(|t| t.device_ptr(&self.gpu.stream).0)
+            .collect();
+        self.capacities = capacities.to_vec();
+        Ok(())
+    }
+
+    fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
+        if a.cols == 0 {
+            return self.combine(beta, c, &[]);
+        }
+        let (oa, ob, oc) = (self.operand(a), self.operand(b), self.operand(c));
+        self.classical
+            .run(self.gpu, (a.rows, a.cols, b.cols), alpha, oa, ob, beta, oc)
+    }
+
+    fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
+        if dst.rows == 0 || dst.cols == 0 {
+            return Ok(());
+        }
+        let out = self.operand(dst);
+        let (rows, cols) = (dst.rows as i32, dst.cols as i32);
+        let config = LaunchConfig {
+            grid_dim: (
+                dst.cols.div_ceil(32) as u32,
+                dst.rows.div_ceil(CUDA_COMBINE_ROWS_PER_BLOCK) as u32,
+                1,
+            ),
+            block_dim: (32, CUDA_COMBINE_ROWS_PER_BLOCK as u32, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut keep = keep;
+        let mut chunks: Vec<&[(T, Block)]> = terms.chunks(COMBINE_TERMS_PER_LAUNCH).collect();
+        if chunks.is_empty() {
+            chunks.push(&[]);
+        }
+        for chunk in chunks {
+            let mut ptrs = [out.ptr; COMBINE_TERMS_PER_LAUNCH];
+            let mut lds = [0i64; COMBINE_TERMS_PER_LAUNCH];
+            let mut weights = [T::ZERO; COMBINE_TERMS_PER_LAUNCH];
+            for (t, &(w, block)) in chunk.iter().enumerate() {
+                let source = self.operand(block);
+                ptrs[t] = source.ptr;
+                lds[t] = source.ld as i64;
+                weights[t] = w;
+            }
+            let count = chunk.len() as i32;
+            let ldd = out.ld as i64;
+            let mut launch = self.gpu.stream.launch_builder(&self.combine);
+            launch
+                .arg(&rows)
+                .arg(&cols)
+                .arg(&keep)
+                .arg(&out.ptr)
+                .arg(&ldd)
+                .arg(&count);
+            for t in 0..COMBINE_TERMS_PER_LAUNCH {
+                launch.arg(&ptrs[t]).arg(&lds[t]).arg(&weights[t]);
+            }
+            // SAFETY: the arguments match `combine`'s signature; the engine
+            // gives blocks inside A, B, C or a temporary of the capacity the
+            // dry run sized, all rows×cols, the destination overlapping no
+            // source; unused term slots are never read (count).
+            unsafe { launch.launch(config) }
+                .map_err(|e| cuda_err("combine kernel launch failed", e))?;
+            // Later chunks add onto what the first wrote.
+            keep = T::ONE;
+        }
+        Ok(())
+    }
+}
