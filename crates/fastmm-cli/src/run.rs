@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use fastmm::cuda::GpuPrecision;
 use fastmm::packed::select_kernel;
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::strassen::{error_growth, workspace, Scheme};
@@ -79,6 +80,14 @@ pub struct RunArgs {
     /// GPU algorithms: where the operands live (device, pitched, managed).
     #[arg(long, default_value = "device")]
     gpu_memory: String,
+    /// `cublas` on f32: fp32 (IEEE), or a tensor-core mode: tf32, bf16, f16
+    /// (verified against the looser bound of its input precision).
+    #[arg(long, default_value = "fp32")]
+    precision: String,
+    /// GPU algorithms: stage the host↔device copies in page-locked
+    /// (pinned) memory instead of pageable memory.
+    #[arg(long)]
+    pinned: bool,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]
     reps: usize,
@@ -192,6 +201,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .map(str::parse::<Algorithm>)
             .transpose()?,
         gpu_memory: Some(args.gpu_memory.parse()?),
+        gpu_pinned: args.pinned,
+        gpu_precision: Some(args.precision.parse()?),
         ..Default::default()
     };
     base_opts.validate()?;
@@ -363,7 +374,15 @@ fn run_typed<T: Element>(
         }
         let fast = Scheme::of(algorithm)
             .map(|scheme| (scheme, workspace::<T>(scheme, (p.m, p.k, p.n), true, &opts)));
-        let growth = fast.map_or(1.0, |(scheme, report)| error_growth(scheme, report.levels));
+        // Fast algorithms and reduced-precision modes may exceed the f32
+        // bound by their growth factors.
+        let precision = if algorithm == Algorithm::Cublas {
+            opts.gpu_precision.unwrap_or_default()
+        } else {
+            GpuPrecision::Fp32
+        };
+        let growth = fast.map_or(1.0, |(scheme, report)| error_growth(scheme, report.levels))
+            * precision.error_growth();
         let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
         let fast = fast.map(|(_, report)| report);
         if printable {
@@ -410,7 +429,11 @@ fn run_typed<T: Element>(
 fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
     if opts.algorithm.device() == Device::Cuda {
         let gpu = fastmm::cuda::Gpu::default_gpu()?;
-        let memory = opts.gpu_memory.unwrap_or_default();
+        let memory = format!(
+            "{}{}",
+            opts.gpu_memory.unwrap_or_default(),
+            if opts.gpu_pinned { " pinned" } else { "" }
+        );
         if Scheme::of(opts.algorithm).is_some() {
             let base = opts
                 .base
@@ -422,7 +445,11 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
             ));
         }
         return Ok(match opts.algorithm {
-            Algorithm::Cublas => format!("cuBLAS {} {memory}", gpu.arch()),
+            Algorithm::Cublas => format!(
+                "cuBLAS {} {} {memory}",
+                opts.gpu_precision.unwrap_or_default(),
+                gpu.arch()
+            ),
             other => {
                 let tile = fastmm::cuda::gemm::checked_tile::<T>(gpu, other, opts)?;
                 format!("{tile}x{tile} {} {memory}", gpu.arch())

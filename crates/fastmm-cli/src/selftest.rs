@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use fastmm::cuda::{round_trip, Gpu, GpuMemory};
+use fastmm::cuda::{round_trip, Gpu, GpuMemory, GpuPrecision};
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::strassen::{error_growth, workspace};
 use fastmm::verify::verify_with_growth;
@@ -111,27 +111,30 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
 fn round_trips(gpu: &Gpu) -> Vec<Row> {
     let mut rows = Vec::new();
     for memory in GpuMemory::ALL {
-        let mut row = Row {
-            what: format!("round trip host↔{memory}"),
-            passed: 0,
-            failed: Vec::new(),
-        };
-        let mut rng = seeded_rng(7);
-        for &(m, _, n) in SHAPES {
-            let a: Matrix<f64> = random_matrix(m, n, &mut rng);
-            match round_trip(gpu, memory, a.as_ref()) {
-                Ok(back) if back == a => row.passed += 1,
-                Ok(_) => row.failed.push(format!("{m}×{n}: data changed")),
-                Err(e) => row.failed.push(format!("{m}×{n}: {e}")),
+        for pinned in [false, true] {
+            let host = if pinned { "pinned" } else { "pageable" };
+            let mut row = Row {
+                what: format!("round trip {host} host↔{memory}"),
+                passed: 0,
+                failed: Vec::new(),
+            };
+            let mut rng = seeded_rng(7);
+            for &(m, _, n) in SHAPES {
+                let a: Matrix<f64> = random_matrix(m, n, &mut rng);
+                match round_trip(gpu, memory, a.as_ref(), pinned) {
+                    Ok(back) if back == a => row.passed += 1,
+                    Ok(_) => row.failed.push(format!("{m}×{n}: data changed")),
+                    Err(e) => row.failed.push(format!("{m}×{n}: {e}")),
+                }
+                // A transposed (strided) view arrives in row-major order too.
+                match round_trip(gpu, memory, a.as_ref().t(), pinned) {
+                    Ok(back) if back == Matrix::from_view(a.as_ref().t()) => row.passed += 1,
+                    Ok(_) => row.failed.push(format!("{n}×{m} transposed: data changed")),
+                    Err(e) => row.failed.push(format!("{n}×{m} transposed: {e}")),
+                }
             }
-            // A transposed (strided) view arrives in row-major order too.
-            match round_trip(gpu, memory, a.as_ref().t()) {
-                Ok(back) if back == Matrix::from_view(a.as_ref().t()) => row.passed += 1,
-                Ok(_) => row.failed.push(format!("{n}×{m} transposed: data changed")),
-                Err(e) => row.failed.push(format!("{n}×{m} transposed: {e}")),
-            }
+            rows.push(row);
         }
-        rows.push(row);
     }
     rows
 }
@@ -154,6 +157,27 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
         ..GemmOptions::new(algorithm)
     };
     if Scheme::of(algorithm).is_none() {
+        let pinned = (algorithm.device() == Device::Cuda).then(|| {
+            (
+                format!("{algorithm} device pinned"),
+                GemmOptions {
+                    gpu_pinned: true,
+                    ..plain
+                },
+            )
+        });
+        let precisions = GpuPrecision::ALL
+            .into_iter()
+            .filter(|&p| algorithm == Algorithm::Cublas && p != GpuPrecision::Fp32)
+            .map(|precision| {
+                (
+                    format!("{algorithm} {precision}"),
+                    GemmOptions {
+                        gpu_precision: Some(precision),
+                        ..plain
+                    },
+                )
+            });
         return memories
             .iter()
             .map(|&memory| {
@@ -169,6 +193,8 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
                     },
                 )
             })
+            .chain(pinned)
+            .chain(precisions)
             .collect();
     }
     let mut variants = vec![Variant::Temporaries, Variant::Frugal];
@@ -193,6 +219,10 @@ fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
     if cublas_base && T::DTYPE.is_integer() {
         return None;
     }
+    let precision = opts.gpu_precision.unwrap_or_default();
+    if precision != GpuPrecision::Fp32 && T::DTYPE != DType::F32 {
+        return None;
+    }
     let opts = *opts;
     let mut row = Row {
         what: format!("{label} {}", T::DTYPE),
@@ -206,13 +236,14 @@ fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
         let b: Matrix<T> = random_matrix(k, n, &mut rng);
         let mut c = Matrix::filled(m, n, T::poison());
         // Fast algorithms may exceed the classical float bound by their
-        // per-level growth factor.
+        // per-level growth factor, reduced-precision modes by the ratio of
+        // unit roundoffs.
         let growth = Scheme::of(opts.algorithm).map_or(1.0, |scheme| {
             error_growth(
                 scheme,
                 workspace::<T>(scheme, (m, k, n), true, &opts).levels,
             )
-        });
+        }) * precision.error_growth();
         let outcome = gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
             .map_err(|e| e.to_string())
             .and_then(|()| {

@@ -4,7 +4,9 @@
 //! library fails there instead of skipping.
 #![cfg(feature = "cuda")]
 
-use fastmm::cuda::compile::{compile, nvrtc_available, KernelKey, KernelSource};
+use fastmm::cuda::compile::{
+    cached_ptx, compile, nvrtc_available, KernelKey, KernelSource, KERNEL_CACHE_ENV,
+};
 use fastmm::cuda::libraries;
 use fastmm::{gemm, Algorithm, DType, Error, GemmOptions, Matrix};
 
@@ -30,6 +32,7 @@ fn every_kernel_compiles_for_sm90() {
             KernelSource::Naive => &[fastmm::tunables::CUDA_NAIVE_BLOCK],
             KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
             KernelSource::Combine => &[fastmm::tunables::CUDA_COMBINE_ROWS_PER_BLOCK],
+            KernelSource::Convert => &[0, 1],
         };
         for dtype in DType::ALL {
             for &tile in tiles {
@@ -93,4 +96,31 @@ fn without_a_driver_gpu_algorithms_are_a_typed_error() {
             "{algorithm}: {err}"
         );
     }
+}
+
+#[test]
+fn compiled_ptx_is_cached_on_disk_per_variant() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("fastmm-kernel-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // The only test in this binary that reads the variable.
+    std::env::set_var(KERNEL_CACHE_ENV, &dir);
+    let key = KernelKey {
+        source: KernelSource::Tiled,
+        dtype: DType::I64,
+        tile: 8,
+    };
+    let first = cached_ptx(key, "sm_90", 13000).expect("compiles");
+    let files: Vec<_> = std::fs::read_dir(&dir).expect("cache dir made").collect();
+    assert_eq!(files.len(), 1, "one file per variant");
+    let second = cached_ptx(key, "sm_90", 13000).expect("read back");
+    assert_eq!(first.to_src(), second.to_src());
+    // Another driver version or tile is another file.
+    cached_ptx(key, "sm_90", 13010).expect("compiles");
+    cached_ptx(KernelKey { tile: 16, ..key }, "sm_90", 13000).expect("compiles");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+    std::env::remove_var(KERNEL_CACHE_ENV);
+    let _ = std::fs::remove_dir_all(&dir);
 }

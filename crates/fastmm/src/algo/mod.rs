@@ -304,6 +304,11 @@ pub struct GemmOptions {
     /// Where GPU algorithms keep their operands (default: device memory).
     #[cfg(feature = "cuda")]
     pub gpu_memory: Option<crate::cuda::GpuMemory>,
+    /// GPU algorithms: stage host↔device copies in page-locked memory.
+    pub gpu_pinned: bool,
+    /// `cublas` on f32: the tensor-core mode (default: IEEE f32).
+    #[cfg(feature = "cuda")]
+    pub gpu_precision: Option<crate::cuda::GpuPrecision>,
 }
 
 impl GemmOptions {

@@ -1,6 +1,10 @@
 //! Run-time compilation of the CUDA C kernels with NVRTC: one PTX module
 //! per (kernel, element type, tile), for the device's compute capability,
-//! with the tile and the types passed as `-D` defines.
+//! with the tile and the types passed as `-D` defines. Compiled PTX is kept
+//! per process (by [`crate::cuda::Gpu`]) and on disk ([`cached_ptx`]).
+
+use std::fs;
+use std::path::{Path, PathBuf};
 
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
@@ -16,14 +20,18 @@ pub enum KernelSource {
     Tiled,
     /// `combine.cu`: dst ← keep·dst + Σ wᵢ·srcᵢ, the fast algorithms' additions.
     Combine,
+    /// `convert.cu`: f32 → bf16 (tile 1) or f16 (tile 0), for cuBLAS's
+    /// reduced-precision modes.
+    Convert,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 3] = [
+    pub const ALL: [KernelSource; 4] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
+        KernelSource::Convert,
     ];
 
     /// The CUDA C text.
@@ -32,6 +40,7 @@ impl KernelSource {
             KernelSource::Naive => include_str!("kernels/naive.cu"),
             KernelSource::Tiled => include_str!("kernels/tiled.cu"),
             KernelSource::Combine => include_str!("kernels/combine.cu"),
+            KernelSource::Convert => include_str!("kernels/convert.cu"),
         }
     }
 
@@ -41,6 +50,7 @@ impl KernelSource {
             KernelSource::Naive => "gemm_naive",
             KernelSource::Tiled => "gemm_tiled",
             KernelSource::Combine => "combine",
+            KernelSource::Convert => "to_half",
         }
     }
 
@@ -50,6 +60,7 @@ impl KernelSource {
             KernelSource::Naive => "BLOCK",
             KernelSource::Tiled => "TILE",
             KernelSource::Combine => "ROWS_PER_BLOCK",
+            KernelSource::Convert => "BF16",
         }
     }
 }
@@ -73,6 +84,84 @@ pub fn nvrtc_available() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
+/// The `-D` defines of one variant.
+fn defines(key: KernelKey) -> Vec<String> {
+    vec![
+        format!("-DELEM={}", key.dtype.cuda_type()),
+        format!("-DACC={}", key.dtype.cuda_accumulator()),
+        format!("-D{}={}", key.source.tile_define(), key.tile),
+    ]
+}
+
+/// Environment variable naming the on-disk PTX cache directory, or `off`.
+pub const KERNEL_CACHE_ENV: &str = "FASTMM_KERNEL_CACHE";
+
+/// Where compiled PTX is kept between processes: `FASTMM_KERNEL_CACHE`,
+/// else `$XDG_CACHE_HOME/fastmm/kernels`, else `~/.cache/fastmm/kernels`;
+/// `None` when set to `off` or no home is known.
+pub fn kernel_cache_dir() -> Option<PathBuf> {
+    match std::env::var_os(KERNEL_CACHE_ENV) {
+        Some(v) if v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|base| base.join("fastmm").join("kernels")),
+    }
+}
+
+/// 64-bit FNV-1a: a hash that stays the same across builds and Rust
+/// versions, so cache file names do too.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &byte in part.iter().chain(&[0xff]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The cache file of a variant: keyed by the source text, the defines,
+/// the architecture and the driver version (a new driver may want new PTX).
+fn cache_file(dir: &Path, key: KernelKey, arch: &str, driver_version: i32) -> PathBuf {
+    let defines = defines(key).join(" ");
+    let hash = fnv1a(&[
+        key.source.text().as_bytes(),
+        defines.as_bytes(),
+        arch.as_bytes(),
+        &driver_version.to_le_bytes(),
+    ]);
+    dir.join(format!("{}-{arch}-{hash:016x}.ptx", key.source.entry()))
+}
+
+/// The PTX of a variant: from the on-disk cache when it holds it, else
+/// compiled and stored there (a cache that cannot be read or written is
+/// skipped: it only saves time).
+pub fn cached_ptx(key: KernelKey, arch: &'static str, driver_version: i32) -> Result<Ptx, Error> {
+    let Some(dir) = kernel_cache_dir() else {
+        return compile(key, arch);
+    };
+    let file = cache_file(&dir, key, arch, driver_version);
+    if let Ok(text) = fs::read_to_string(&file) {
+        if text.contains(&format!(".entry {}", key.source.entry())) {
+            return Ok(Ptx::from_src(text));
+        }
+    }
+    let ptx = compile(key, arch)?;
+    // Write to a temporary name and rename, so a concurrent reader never
+    // sees half a file.
+    let partial = file.with_extension(format!("ptx.{}", std::process::id()));
+    let stored = fs::create_dir_all(&dir)
+        .and_then(|()| fs::write(&partial, ptx.to_src()))
+        .and_then(|()| fs::rename(&partial, &file));
+    if stored.is_err() {
+        let _ = fs::remove_file(&partial);
+    }
+    Ok(ptx)
+}
+
 /// Compiles one kernel variant to PTX for `arch` (e.g. `sm_90`). Needs
 /// NVRTC but no GPU.
 pub fn compile(key: KernelKey, arch: &'static str) -> Result<Ptx, Error> {
@@ -83,11 +172,7 @@ pub fn compile(key: KernelKey, arch: &'static str) -> Result<Ptx, Error> {
     }
     let options = CompileOptions {
         arch: Some(arch),
-        options: vec![
-            format!("-DELEM={}", key.dtype.cuda_type()),
-            format!("-DACC={}", key.dtype.cuda_accumulator()),
-            format!("-D{}={}", key.source.tile_define(), key.tile),
-        ],
+        options: defines(key),
         name: Some(format!("{}.cu", key.source.entry())),
         ..Default::default()
     };

@@ -155,7 +155,7 @@ impl Gpu {
         if let Some(f) = cache.get(&key) {
             return Ok(f.clone());
         }
-        let ptx = compile::compile(key, self.arch())?;
+        let ptx = compile::cached_ptx(key, self.arch(), self.info.driver_version)?;
         let module = self
             .ctx
             .load_module(ptx)

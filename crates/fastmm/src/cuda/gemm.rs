@@ -5,12 +5,13 @@ use std::time::Instant;
 
 use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use crate::algo::{Algorithm, GemmOptions};
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::device::Gpu;
-use crate::cuda::memory::DeviceMatrix;
+use crate::cuda::memory::{DeviceMatrix, HostBuffer};
+use crate::cuda::precision::GpuPrecision;
 use crate::cuda::strassen::CudaBackend;
 use crate::element::{DType, Element};
 use crate::error::Error;
@@ -21,7 +22,8 @@ use crate::tunables::{CUDA_DEFAULT_TILE, CUDA_NAIVE_BLOCK, CUDA_TIMED_LAUNCHES};
 /// Where the time of one GPU product went, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GpuTimes {
-    /// Host → device copies of A, B (and C when β ≠ 0), host clock.
+    /// Host → device copies of A, B (and C when β ≠ 0) from row-major host
+    /// buffers (pageable, or page-locked with `gpu_pinned`), host clock.
     pub upload_ms: f64,
     /// The kernel (or cuBLAS call) alone, between two CUDA events: the
     /// median of back-to-back launches when β = 0 (see [`multiply_timed`]).
@@ -126,8 +128,8 @@ impl Operand {
 pub(crate) enum ClassicalGemm {
     /// A kernel of `kernels/` with its square block edge.
     Kernel(CudaFunction, usize),
-    /// cuBLAS.
-    Cublas,
+    /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
+    Cublas(GpuPrecision),
 }
 
 fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
@@ -151,7 +153,16 @@ impl ClassicalGemm {
                 algorithm: "cublas",
                 what: format!("{} (cuBLAS has no integer GEMM)", T::DTYPE),
             }),
-            Algorithm::Cublas => Ok(ClassicalGemm::Cublas),
+            Algorithm::Cublas => {
+                let precision = opts.gpu_precision.unwrap_or_default();
+                if precision != GpuPrecision::Fp32 && T::DTYPE != DType::F32 {
+                    return Err(Error::InvalidOption(format!(
+                        "precision {precision} takes f32 data, not {}",
+                        T::DTYPE
+                    )));
+                }
+                Ok(ClassicalGemm::Cublas(precision))
+            }
             Algorithm::CudaNaive | Algorithm::CudaTiled => {
                 let tile = checked_tile::<T>(gpu, algorithm, opts)?;
                 let source = if algorithm == Algorithm::CudaNaive {
@@ -227,7 +238,12 @@ impl ClassicalGemm {
                     .map(|_| ())
                     .map_err(|e| cuda_err("kernel launch failed", e))
             }
-            ClassicalGemm::Cublas => cublas_gemm(gpu, (mi, ki, ni), alpha, a, b, beta, c),
+            ClassicalGemm::Cublas(GpuPrecision::Fp32) => {
+                cublas_gemm(gpu, (mi, ki, ni), alpha, a, b, beta, c)
+            }
+            ClassicalGemm::Cublas(precision) => {
+                cublas_gemm_ex(gpu, *precision, (mi, ki, ni), alpha, a, b, beta, c)
+            }
         }
     }
 }
@@ -252,18 +268,53 @@ pub fn multiply_timed<T: Element>(
         Some(_) => opts.base.unwrap_or_else(|| default_gpu_base(T::DTYPE)),
         None => opts.algorithm,
     };
+    let precision = opts.gpu_precision.unwrap_or_default();
+    if precision != GpuPrecision::Fp32 && opts.algorithm != Algorithm::Cublas {
+        return Err(Error::InvalidOption(format!(
+            "precision {precision} is a cuBLAS mode: it applies to cublas, not {}",
+            opts.algorithm
+        )));
+    }
     let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
     let memory = opts.gpu_memory.unwrap_or_default();
     let beta_is_zero = beta == T::ZERO;
 
+    // Staging into row-major host buffers (page-locked with `gpu_pinned`)
+    // is a layout step outside the timings; the copies are timed.
+    let pinned = opts.gpu_pinned;
+    let staged_a = HostBuffer::stage(gpu, a, pinned)?;
+    let staged_b = HostBuffer::stage(gpu, b, pinned)?;
+    let mut staged_c = if beta_is_zero {
+        HostBuffer::new(gpu, m * n, pinned)?
+    } else {
+        HostBuffer::stage(gpu, c.rb(), pinned)?
+    };
     let start = Instant::now();
-    let da = DeviceMatrix::upload(gpu, memory, a, true)?;
-    let db = DeviceMatrix::upload(gpu, memory, b, true)?;
-    let dc = DeviceMatrix::upload(gpu, memory, c.rb(), !beta_is_zero)?;
+    let da = DeviceMatrix::upload(gpu, memory, (m, k), Some(&staged_a))?;
+    let db = DeviceMatrix::upload(gpu, memory, (k, n), Some(&staged_b))?;
+    let dc = DeviceMatrix::upload(gpu, memory, (m, n), (!beta_is_zero).then_some(&staged_c))?;
+    let (mut oa, mut ob, oc) = (da.operand(), db.operand(), dc.operand());
+    // The 16-bit modes take 16-bit operands: converted on the device, as
+    // part of the upload (the data the tensor cores read).
+    let halves = match precision {
+        GpuPrecision::Bf16 | GpuPrecision::F16 => {
+            let bf16 = precision == GpuPrecision::Bf16;
+            let half_a = to_half(gpu, oa, m * k, bf16)?;
+            let half_b = to_half(gpu, ob, k * n, bf16)?;
+            oa = Operand {
+                ptr: half_a.device_ptr(&gpu.stream).0,
+                ld: k,
+            };
+            ob = Operand {
+                ptr: half_b.device_ptr(&gpu.stream).0,
+                ld: n,
+            };
+            Some((half_a, half_b))
+        }
+        _ => None,
+    };
     gpu.synchronize()?;
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
-
-    let (oa, ob, oc) = (da.operand(), db.operand(), dc.operand());
     let mut fast = match scheme {
         Some(scheme) => Some((
             scheme,
@@ -316,10 +367,12 @@ pub fn multiply_timed<T: Element>(
     kernel_times.sort_by(f64::total_cmp);
     let kernel_ms = kernel_times[kernel_times.len() / 2];
     drop(fast);
+    drop(halves);
 
     let start = Instant::now();
-    dc.download(gpu, c)?;
+    dc.download(gpu, &mut staged_c)?;
     let download_ms = start.elapsed().as_secs_f64() * 1e3;
+    staged_c.unstage(c)?;
     Ok(GpuTimes {
         upload_ms,
         kernel_ms,
@@ -388,6 +441,93 @@ fn cublas_gemm<T: Element>(
             }
         };
         status.map_err(|e| cuda_err("cuBLAS gemm failed", e))
+    })
+}
+
+/// A contiguous f32 matrix of `len` elements at `src`, converted on the GPU
+/// to bfloat16 (`bf16`) or IEEE half.
+fn to_half(gpu: &Gpu, src: Operand, len: usize, bf16: bool) -> Result<CudaSlice<u16>, Error> {
+    let f = gpu.function(KernelKey {
+        source: KernelSource::Convert,
+        dtype: DType::F32,
+        tile: usize::from(bf16),
+    })?;
+    // SAFETY: every element is written by the kernel below before use.
+    let out = unsafe { gpu.stream.alloc::<u16>(len.max(1)) }
+        .map_err(|e| cuda_err("cannot allocate 16-bit operands", e))?;
+    let dst = out.device_ptr(&gpu.stream).0;
+    let n = len as i64;
+    let threads = 256;
+    let config = LaunchConfig {
+        grid_dim: (len.div_ceil(threads) as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = gpu.stream.launch_builder(&f);
+    launch.arg(&n).arg(&src.ptr).arg(&dst);
+    // SAFETY: `src` holds `len` contiguous f32 (a fresh upload, ld = cols),
+    // `dst` room for `len` u16; the signature is (long long, float*, ushort*).
+    unsafe { launch.launch(config) }
+        .map(|_| out)
+        .map_err(|e| cuda_err("conversion kernel launch failed", e))
+}
+
+/// `cublasGemmEx` in a tensor-core mode, row-major through the same swap as
+/// [`cublas_gemm`]; C and α, β stay f32.
+#[allow(clippy::too_many_arguments)]
+fn cublas_gemm_ex<T: Element>(
+    gpu: &Gpu,
+    precision: GpuPrecision,
+    (m, k, n): (i32, i32, i32),
+    alpha: T,
+    a: Operand,
+    b: Operand,
+    beta: T,
+    c: Operand,
+) -> Result<(), Error> {
+    use cudarc::cublas::sys::{
+        cublasComputeType_t as Compute, cublasGemmAlgo_t, cudaDataType as Data,
+    };
+    let (operands, compute) = match precision {
+        GpuPrecision::Tf32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F_FAST_TF32),
+        GpuPrecision::Bf16 => (Data::CUDA_R_16BF, Compute::CUBLAS_COMPUTE_32F),
+        GpuPrecision::F16 => (Data::CUDA_R_16F, Compute::CUBLAS_COMPUTE_32F),
+        GpuPrecision::Fp32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F),
+    };
+    let (lda, ldb, ldc) = (
+        to_i32("lda", a.ld)?,
+        to_i32("ldb", b.ld)?,
+        to_i32("ldc", c.ld)?,
+    );
+    let (alpha, beta) = (alpha.to_f64() as f32, beta.to_f64() as f32);
+    gpu.with_blas(|blas| {
+        // SAFETY: A and B hold row-major m×k and k×n matrices of the
+        // operand type, C an m×n f32 matrix, with these leading dimensions;
+        // α and β are f32 in host memory, as the f32 compute types want.
+        unsafe {
+            cudarc::cublas::result::gemm_ex(
+                *blas.handle(),
+                CUBLAS_OP_N,
+                CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                (&alpha as *const f32).cast(),
+                b.ptr as *const std::ffi::c_void,
+                operands,
+                ldb,
+                a.ptr as *const std::ffi::c_void,
+                operands,
+                lda,
+                (&beta as *const f32).cast(),
+                c.ptr as *mut std::ffi::c_void,
+                Data::CUDA_R_32F,
+                ldc,
+                compute,
+                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| cuda_err("cublasGemmEx failed", e))
     })
 }
 

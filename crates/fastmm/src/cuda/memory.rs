@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
-use cudarc::driver::{CudaSlice, DevicePtr, UnifiedSlice};
+use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice, UnifiedSlice};
 
 use crate::cuda::device::Gpu;
 use crate::element::Element;
@@ -94,16 +94,6 @@ fn cuda_err(what: &str, e: impl fmt::Debug) -> Error {
     Error::Cuda(format!("{what}: {e:?}"))
 }
 
-/// The view's elements in row-major order, contiguous (the staging copy
-/// every upload makes: the GPU gets one layout whatever the view's strides).
-fn row_major<T: Element>(view: MatRef<'_, T>) -> Vec<T> {
-    let mut out = Vec::with_capacity(view.rows() * view.cols());
-    for i in 0..view.rows() {
-        out.extend((0..view.cols()).map(|j| view.get(i, j)));
-    }
-    out
-}
-
 /// One end of a 2-D copy: `pitch` bytes between consecutive rows.
 #[derive(Clone, Copy)]
 enum Side {
@@ -169,6 +159,72 @@ unsafe fn copy_2d(gpu: &Gpu, from: Side, to: Side, width: usize, rows: usize) ->
         .map_err(|e| cuda_err("a 2-D copy failed", e))
 }
 
+/// A matrix staged on the host in row-major order for a copy to or from
+/// the GPU: pageable (a `Vec`) or page-locked (`cuMemHostAlloc`), which the
+/// DMA engines reach directly.
+pub(crate) enum HostBuffer<T> {
+    Pageable(Vec<T>),
+    Pinned(PinnedHostSlice<T>),
+}
+
+impl<T: Element> HostBuffer<T> {
+    /// Room for `len` elements (contents unspecified until written).
+    pub fn new(gpu: &Gpu, len: usize, pinned: bool) -> Result<HostBuffer<T>, Error> {
+        if !pinned {
+            return Ok(HostBuffer::Pageable(vec![T::ZERO; len]));
+        }
+        // Flags 0: plain page-locked memory. cudarc's default adds
+        // write-combining, which makes the host's reads of C crawl.
+        // SAFETY: every element is written (by `stage` or by a copy from
+        // the device) before it is read.
+        let slice = unsafe { gpu.ctx.alloc_pinned_with_flags::<T>(len.max(1), 0) }
+            .map_err(|e| cuda_err("cannot allocate pinned host memory", e))?;
+        Ok(HostBuffer::Pinned(slice))
+    }
+
+    /// `view` in row-major order, in a new buffer.
+    pub fn stage(gpu: &Gpu, view: MatRef<'_, T>, pinned: bool) -> Result<HostBuffer<T>, Error> {
+        let mut buffer = HostBuffer::new(gpu, view.rows() * view.cols(), pinned)?;
+        let out = buffer.as_mut_slice()?;
+        for i in 0..view.rows() {
+            for j in 0..view.cols() {
+                out[i * view.cols() + j] = view.get(i, j);
+            }
+        }
+        Ok(buffer)
+    }
+
+    pub fn as_slice(&self) -> Result<&[T], Error> {
+        match self {
+            HostBuffer::Pageable(v) => Ok(v),
+            HostBuffer::Pinned(p) => p
+                .as_slice()
+                .map_err(|e| cuda_err("cannot read pinned memory", e)),
+        }
+    }
+
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T], Error> {
+        match self {
+            HostBuffer::Pageable(v) => Ok(v),
+            HostBuffer::Pinned(p) => p
+                .as_mut_slice()
+                .map_err(|e| cuda_err("cannot write pinned memory", e)),
+        }
+    }
+
+    /// Writes the first rows·cols elements into `out` (row-major).
+    pub fn unstage(&self, mut out: MatMut<'_, T>) -> Result<(), Error> {
+        let data = self.as_slice()?;
+        let cols = out.cols();
+        for i in 0..out.rows() {
+            for j in 0..cols {
+                out.set(i, j, data[i * cols + j]);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<T: Element> DeviceMatrix<T> {
     /// Its address and leading dimension.
     pub fn operand(&self) -> crate::cuda::gemm::Operand {
@@ -178,29 +234,28 @@ impl<T: Element> DeviceMatrix<T> {
         }
     }
 
-    /// Copies `view` to the GPU (or, with `contents = false`, only
+    /// Copies a staged rows×cols matrix to the GPU (or, with `None`, only
     /// allocates room for it: an output whose old value is never read).
     pub fn upload(
         gpu: &Gpu,
         memory: GpuMemory,
-        view: MatRef<'_, T>,
-        contents: bool,
+        (rows, cols): (usize, usize),
+        staged: Option<&HostBuffer<T>>,
     ) -> Result<DeviceMatrix<T>, Error> {
-        let (rows, cols) = view.shape();
         let len = rows * cols;
-        let host = if contents {
-            row_major(view)
-        } else {
-            Vec::new()
+        let contents = staged.is_some();
+        let host: &[T] = match staged {
+            Some(buffer) => &buffer.as_slice()?[..len],
+            None => &[],
         };
         match memory {
             GpuMemory::Device => {
-                let slice = if contents {
-                    gpu.stream.clone_htod(&host)
-                } else {
+                let slice = match staged {
+                    Some(HostBuffer::Pinned(pinned)) => gpu.stream.clone_htod(pinned),
+                    Some(HostBuffer::Pageable(v)) => gpu.stream.clone_htod(v),
                     // SAFETY: an output buffer; the kernel writes every
                     // element before anything reads it.
-                    unsafe { gpu.stream.alloc::<T>(len.max(1)) }
+                    None => unsafe { gpu.stream.alloc::<T>(len.max(1)) },
                 }
                 .map_err(|e| cuda_err("cannot copy to the GPU", e))?;
                 // One stream runs everything, so the pointer needs no
@@ -240,7 +295,7 @@ impl<T: Element> DeviceMatrix<T> {
                     let to = Side::Device { ptr, pitch };
                     // SAFETY: the host buffer holds rows·cols elements, the
                     // allocation rows rows of `pitch` bytes.
-                    unsafe { copy_2d(gpu, host_side(&host, cols * size), to, cols * size, rows) }?;
+                    unsafe { copy_2d(gpu, host_side(host, cols * size), to, cols * size, rows) }?;
                 }
                 Ok(DeviceMatrix {
                     ptr,
@@ -274,7 +329,7 @@ impl<T: Element> DeviceMatrix<T> {
                     slice
                         .as_mut_slice()
                         .map_err(|e| cuda_err("cannot map managed memory", e))?[..len]
-                        .copy_from_slice(&host);
+                        .copy_from_slice(host);
                 }
                 let ptr = slice.device_ptr(&gpu.stream).0;
                 Ok(DeviceMatrix {
@@ -288,19 +343,23 @@ impl<T: Element> DeviceMatrix<T> {
         }
     }
 
-    /// Copies the matrix back into `out` (any strides, same shape).
-    pub fn download(&self, gpu: &Gpu, mut out: MatMut<'_, T>) -> Result<(), Error> {
-        debug_assert_eq!(out.shape(), (self.rows, self.cols));
+    /// Copies the matrix into `out` (row-major, at least rows·cols long).
+    pub fn download(&self, gpu: &Gpu, out: &mut HostBuffer<T>) -> Result<(), Error> {
         let (rows, cols) = (self.rows, self.cols);
         let len = rows * cols;
-        let host: Vec<T> = match &self.storage {
-            Storage::Linear(slice) => gpu
-                .stream
-                .clone_dtoh(slice)
-                .map_err(|e| cuda_err("cannot copy from the GPU", e))?,
+        match &self.storage {
+            Storage::Linear(slice) => {
+                let result = match out {
+                    HostBuffer::Pageable(v) => gpu.stream.memcpy_dtoh(slice, &mut v[..]),
+                    HostBuffer::Pinned(p) => gpu.stream.memcpy_dtoh(slice, p),
+                };
+                result.map_err(|e| cuda_err("cannot copy from the GPU", e))?;
+                gpu.synchronize()?;
+            }
             Storage::Pitched(_) => {
                 let size = std::mem::size_of::<T>();
-                let mut host = vec![T::ZERO; len];
+                let host = out.as_mut_slice()?;
+                assert!(host.len() >= len, "the host buffer holds the matrix");
                 gpu.synchronize()?;
                 let from = Side::Device {
                     ptr: self.ptr,
@@ -311,36 +370,36 @@ impl<T: Element> DeviceMatrix<T> {
                     pitch: cols * size,
                 };
                 // SAFETY: the allocation holds rows rows of `ld` elements,
-                // the host buffer rows·cols elements.
+                // the host buffer at least rows·cols elements.
                 unsafe { copy_2d(gpu, from, to, cols * size, rows) }?;
-                host
             }
             Storage::Managed(slice) => {
                 gpu.synchronize()?;
-                slice
+                let data = slice
                     .as_slice()
-                    .map_err(|e| cuda_err("cannot map managed memory", e))?[..len]
-                    .to_vec()
-            }
-        };
-        for i in 0..rows {
-            for j in 0..cols {
-                out.set(i, j, host[i * cols + j]);
+                    .map_err(|e| cuda_err("cannot map managed memory", e))?;
+                out.as_mut_slice()?[..len].copy_from_slice(&data[..len]);
             }
         }
         Ok(())
     }
 }
 
-/// Copies `view` to the GPU in `memory` and back into a new matrix: the
-/// host↔device round trip of seed 002 §10.4, for `fastmm selftest`.
+/// Copies `view` to the GPU in `memory` and back into a new matrix, staged
+/// in pageable or page-locked host memory: the host↔device round trip of
+/// seed 002 §10.4, for `fastmm selftest`.
 pub fn round_trip<T: Element>(
     gpu: &Gpu,
     memory: GpuMemory,
     view: MatRef<'_, T>,
+    pinned: bool,
 ) -> Result<crate::matrix::Matrix<T>, Error> {
-    let on_device = DeviceMatrix::upload(gpu, memory, view, true)?;
-    let mut back = crate::matrix::Matrix::filled(view.rows(), view.cols(), T::poison());
-    on_device.download(gpu, back.as_mut())?;
+    let shape = view.shape();
+    let staged = HostBuffer::stage(gpu, view, pinned)?;
+    let on_device = DeviceMatrix::upload(gpu, memory, shape, Some(&staged))?;
+    let mut returned = HostBuffer::new(gpu, shape.0 * shape.1, pinned)?;
+    on_device.download(gpu, &mut returned)?;
+    let mut back = crate::matrix::Matrix::filled(shape.0, shape.1, T::poison());
+    returned.unstage(back.as_mut())?;
     Ok(back)
 }

@@ -10,8 +10,10 @@ pub mod compile;
 pub mod device;
 pub mod gemm;
 pub mod memory;
+pub mod precision;
 pub(crate) mod strassen;
 
 pub use device::{libraries, Gpu, GpuInfo};
 pub use gemm::{multiply_timed, GpuTimes};
 pub use memory::{round_trip, GpuMemory};
+pub use precision::GpuPrecision;
