@@ -9,8 +9,12 @@
 //!
 //! Tile shapes: AVX-512 has 32 vector registers, so MR = 12 rows of two
 //! vectors keep 24 accumulators, two vectors of B̃ and a broadcast of Ã
-//! live; AVX2 has 16, so 6×(two vectors) keeps 12 accumulators (4×2 for the
-//! i64 emulation, which needs scratch registers).
+//! live; AVX2 has 16, so 6×(two vectors) keeps 12 accumulators for f32 and
+//! i32, and 4×(two vectors) 8 for f64 and for the i64 emulation (which needs
+//! scratch registers). At 6×2 the f64 kernel needs 15 of the 16 registers
+//! and LLVM kept one accumulator on the stack, a store-to-load chain every
+//! k step: 21–25 GFLOP/s on cache-resident panels, against 54 at 4×2
+//! (docs/perf-notes.md).
 
 use std::arch::x86_64::*;
 
@@ -69,7 +73,6 @@ macro_rules! simd_kernel {
                     // read-for-ownership.
                     let tail = kc.saturating_sub(C_PREFETCH_STEPS);
                     let mut acc = [[$ops::zero(); $nv]; $mr];
-                    let mut b_row = [$ops::zero(); $nv];
                     for (phase, steps) in [0..tail, tail..kc].into_iter().enumerate() {
                         for &(_, c) in dests {
                             for i in 0..$mr {
@@ -94,6 +97,7 @@ macro_rules! simd_kernel {
                                     bp.wrapping_add(B_PREFETCH_STEPS * NR + line).cast(),
                                 );
                             }
+                            let mut b_row = [$ops::zero(); $nv];
                             for v in 0..$nv {
                                 b_row[v] = $ops::load(bp.add(v * $lanes));
                             }
@@ -356,7 +360,7 @@ simd_kernel!(
     has_avx2,
     f32x8
 );
-simd_kernel!(Avx2F64, f64, 6, 2, 4, "avx2 6x8", "avx2,fma", has_avx2, f64x4);
+simd_kernel!(Avx2F64, f64, 4, 2, 4, "avx2 4x8", "avx2,fma", has_avx2, f64x4);
 simd_kernel!(
     Avx2I32,
     i32,
