@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 "$BIN" selftest --device cuda 2>&1 | tee "$OUT/selftest.txt" || status=1
 for n in $SIZES; do
   for dt in f32 f64; do
-    "$BIN" run --device cuda --algo cublas,cuda-tiled,cuda-naive -s "$n" -d $dt --reps 5 --json \
+    "$BIN" run --device cuda --algo cublas,cuda-fast,cuda-tiled,cuda-naive -s "$n" -d $dt --reps 5 --json \
       >"$OUT/run-$n-$dt.json" 2>>"$OUT/errors.txt" || status=1
   done
 done

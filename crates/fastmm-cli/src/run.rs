@@ -445,6 +445,15 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
             ));
         }
         return Ok(match opts.algorithm {
+            Algorithm::CudaFast => {
+                let micro = fastmm::cuda::gemm::fast_micro_tile(T::DTYPE);
+                format!(
+                    "{0}x{0} tiles, {1}x{1}/thread {2} {memory}",
+                    16 * micro,
+                    micro,
+                    gpu.arch()
+                )
+            }
             Algorithm::Cublas => format!(
                 "cuBLAS {} {} {memory}",
                 opts.gpu_precision.unwrap_or_default(),

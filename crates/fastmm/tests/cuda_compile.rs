@@ -33,6 +33,7 @@ fn every_kernel_compiles_for_sm90() {
             KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
             KernelSource::Combine => &[fastmm::tunables::CUDA_COMBINE_ROWS_PER_BLOCK],
             KernelSource::Convert => &[0, 1],
+            KernelSource::Fast => &[4, 8],
         };
         for dtype in DType::ALL {
             for &tile in tiles {

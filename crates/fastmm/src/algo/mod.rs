@@ -45,6 +45,8 @@ pub enum Algorithm {
     CudaNaive,
     /// CUDA: square shared-memory tiles, one thread per element of C.
     CudaTiled,
+    /// CUDA: register-blocked tiles (each thread an 8×8 or 4×4 micro-tile).
+    CudaFast,
     /// cuBLAS sgemm/dgemm.
     Cublas,
     /// Strassen's recursion on the GPU over cuBLAS or an own kernel.
@@ -160,6 +162,14 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         name: "cuda-tiled",
         summary: "CUDA, shared-memory tiles (seeds 000 §5.3, 001, 002 §10.3.4, 004)",
         uses_tile: true,
+        uses_threads: false,
+        device: Device::Cuda,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::CudaFast,
+        name: "cuda-fast",
+        summary: "CUDA, register-blocked 128×128 (f64: 64×64) tiles, 8×8 (4×4) per thread",
+        uses_tile: false,
         uses_threads: false,
         device: Device::Cuda,
     },
@@ -489,6 +499,7 @@ pub(crate) fn multiply<T: Element>(
         Algorithm::Winograd => strassen::multiply(Scheme::Winograd, alpha, a, b, beta, c, opts)?,
         Algorithm::CudaNaive
         | Algorithm::CudaTiled
+        | Algorithm::CudaFast
         | Algorithm::Cublas
         | Algorithm::CudaStrassen
         | Algorithm::CudaWinograd => multiply_on_gpu(alpha, a, b, beta, c, opts)?,

@@ -23,15 +23,18 @@ pub enum KernelSource {
     /// `convert.cu`: f32 → bf16 (tile 1) or f16 (tile 0), for cuBLAS's
     /// reduced-precision modes.
     Convert,
+    /// `fast.cu`: register-blocked tiles (tile = TM, the micro-tile edge).
+    Fast,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 4] = [
+    pub const ALL: [KernelSource; 5] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
         KernelSource::Convert,
+        KernelSource::Fast,
     ];
 
     /// The CUDA C text.
@@ -41,6 +44,7 @@ impl KernelSource {
             KernelSource::Tiled => include_str!("kernels/tiled.cu"),
             KernelSource::Combine => include_str!("kernels/combine.cu"),
             KernelSource::Convert => include_str!("kernels/convert.cu"),
+            KernelSource::Fast => include_str!("kernels/fast.cu"),
         }
     }
 
@@ -51,6 +55,7 @@ impl KernelSource {
             KernelSource::Tiled => "gemm_tiled",
             KernelSource::Combine => "combine",
             KernelSource::Convert => "to_half",
+            KernelSource::Fast => "gemm_fast",
         }
     }
 
@@ -61,6 +66,7 @@ impl KernelSource {
             KernelSource::Tiled => "TILE",
             KernelSource::Combine => "ROWS_PER_BLOCK",
             KernelSource::Convert => "BF16",
+            KernelSource::Fast => "TM",
         }
     }
 }

@@ -93,13 +93,27 @@ fn check_block(
 }
 
 /// The classical base of `cuda-strassen`/`cuda-winograd` when none is
-/// given: cuBLAS for floats, the shared-memory kernel for integers (cuBLAS
-/// has no integer GEMM).
+/// given: cuBLAS for floats, `cuda-fast` for integers (cuBLAS has no
+/// integer GEMM).
 pub fn default_gpu_base(dtype: DType) -> Algorithm {
     if dtype.is_integer() {
-        Algorithm::CudaTiled
+        Algorithm::CudaFast
     } else {
         Algorithm::Cublas
+    }
+}
+
+/// Threads per block of `cuda-fast` (`THREADS` in `kernels/fast.cu`).
+const CUDA_FAST_THREADS: u32 = 256;
+
+/// The micro-tile edge TM of `cuda-fast` for a type: 8 for 4-byte
+/// elements (128×128 block tiles), 4 for 8-byte ones (64×64), so that the
+/// accumulators of a thread take 64 or 32 registers.
+pub fn fast_micro_tile(dtype: DType) -> usize {
+    if dtype.size_bytes() == 4 {
+        8
+    } else {
+        4
     }
 }
 
@@ -126,8 +140,13 @@ impl Operand {
 /// the GPU Strassen/Winograd.
 #[derive(Clone)]
 pub(crate) enum ClassicalGemm {
-    /// A kernel of `kernels/` with its square block edge.
-    Kernel(CudaFunction, usize),
+    /// A kernel of `kernels/`: each block computes a `block_tile`×
+    /// `block_tile` tile of C with `threads` = (x, y) threads.
+    Kernel {
+        function: CudaFunction,
+        block_tile: usize,
+        threads: (u32, u32),
+    },
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
     Cublas(GpuPrecision),
 }
@@ -170,15 +189,34 @@ impl ClassicalGemm {
                 } else {
                     KernelSource::Tiled
                 };
-                let f = gpu.function(KernelKey {
+                let function = gpu.function(KernelKey {
                     source,
                     dtype: T::DTYPE,
                     tile,
                 })?;
-                Ok(ClassicalGemm::Kernel(f, tile))
+                Ok(ClassicalGemm::Kernel {
+                    function,
+                    block_tile: tile,
+                    threads: (tile as u32, tile as u32),
+                })
+            }
+            Algorithm::CudaFast => {
+                // 256 threads and 8 KiB of shared memory: within every
+                // CUDA device's limits.
+                let micro = fast_micro_tile(T::DTYPE);
+                let function = gpu.function(KernelKey {
+                    source: KernelSource::Fast,
+                    dtype: T::DTYPE,
+                    tile: micro,
+                })?;
+                Ok(ClassicalGemm::Kernel {
+                    function,
+                    block_tile: 16 * micro,
+                    threads: (CUDA_FAST_THREADS, 1),
+                })
             }
             other => Err(Error::InvalidOption(format!(
-                "{other} is not a classical GPU algorithm (cublas, cuda-tiled or cuda-naive)"
+                "{other} is not a classical GPU algorithm (cublas, cuda-fast, cuda-tiled or cuda-naive)"
             ))),
         }
     }
@@ -198,8 +236,12 @@ impl ClassicalGemm {
     ) -> Result<(), Error> {
         let (mi, ki, ni) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
         match self {
-            ClassicalGemm::Kernel(f, tile) => {
-                let tile = *tile;
+            ClassicalGemm::Kernel {
+                function,
+                block_tile,
+                threads,
+            } => {
+                let tile = *block_tile;
                 let grid_y = m.div_ceil(tile);
                 if grid_y > gpu.info().max_grid_y {
                     return Err(Error::Unsupported {
@@ -213,10 +255,10 @@ impl ClassicalGemm {
                 let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, c.ld as i64);
                 let config = LaunchConfig {
                     grid_dim: (n.div_ceil(tile) as u32, grid_y as u32, 1),
-                    block_dim: (tile as u32, tile as u32, 1),
+                    block_dim: (threads.0, threads.1, 1),
                     shared_mem_bytes: 0,
                 };
-                let mut launch = gpu.stream.launch_builder(f);
+                let mut launch = gpu.stream.launch_builder(function);
                 launch
                     .arg(&mi)
                     .arg(&ni)
