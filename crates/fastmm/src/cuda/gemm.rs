@@ -146,6 +146,9 @@ pub(crate) enum ClassicalGemm {
         function: CudaFunction,
         block_tile: usize,
         threads: (u32, u32),
+        /// Whether the kernel takes a last `int` saying that A's and B's
+        /// rows start 16-byte aligned (`cuda-fast`'s vector loads).
+        takes_alignment: bool,
     },
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
     Cublas(GpuPrecision),
@@ -198,6 +201,7 @@ impl ClassicalGemm {
                     function,
                     block_tile: tile,
                     threads: (tile as u32, tile as u32),
+                    takes_alignment: false,
                 })
             }
             Algorithm::CudaFast => {
@@ -213,6 +217,7 @@ impl ClassicalGemm {
                     function,
                     block_tile: 16 * micro,
                     threads: (CUDA_FAST_THREADS, 1),
+                    takes_alignment: true,
                 })
             }
             other => Err(Error::InvalidOption(format!(
@@ -240,6 +245,7 @@ impl ClassicalGemm {
                 function,
                 block_tile,
                 threads,
+                takes_alignment,
             } => {
                 let tile = *block_tile;
                 let grid_y = m.div_ceil(tile);
@@ -271,9 +277,18 @@ impl ClassicalGemm {
                     .arg(&beta)
                     .arg(&c.ptr)
                     .arg(&ldc);
+                // 16-byte rows: every row of A and B starts on a 16-byte
+                // boundary, so whole-vector loads are aligned.
+                let lanes = 16 / std::mem::size_of::<T>();
+                let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
+                if *takes_alignment {
+                    launch.arg(&aligned);
+                }
                 // SAFETY: the arguments match the kernel's signature (int ×3,
                 // ELEM, pointer, long long, pointer, long long, ELEM,
-                // pointer, long long), and the caller's operands address
+                // pointer, long long, and `int vec_ok` where the kernel
+                // takes it; `aligned` is true only when every row of A and
+                // B starts 16-byte aligned), and the caller's operands address
                 // m×k, k×n and m×n row-major blocks with those leading
                 // dimensions.
                 unsafe { launch.launch(config) }
