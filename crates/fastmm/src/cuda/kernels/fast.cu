@@ -30,7 +30,8 @@ union Vec16 {
     ELEM e[VEC];
 };
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+// Two blocks per SM: at most 128 registers per thread.
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
           const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
           long long ldc, int vec_ok)
@@ -54,11 +55,15 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
         for (int j = 0; j < TM; ++j) acc[i][j] = 0;
 
     Vec16 next_a, next_b;
+    // This thread's vectors at step 0; the interior path walks them along k.
+    const ELEM* a_walk = a + (long long)(row0 + a_row) * lda + a_p;
+    const ELEM* b_walk = b + (long long)b_p * ldb + col0 + b_col;
+    const long long b_step = BK * ldb;
     // Fetches step p0's vectors into next_a / next_b (zero outside).
     auto fetch = [&](int p0) {
         if (rows_inside && p0 + BK <= k) {
-            next_a.raw = *reinterpret_cast<const uint4*>(&a[(row0 + a_row) * lda + p0 + a_p]);
-            next_b.raw = *reinterpret_cast<const uint4*>(&b[(p0 + b_p) * ldb + col0 + b_col]);
+            next_a.raw = *reinterpret_cast<const uint4*>(a_walk + p0);
+            next_b.raw = *reinterpret_cast<const uint4*>(b_walk + (p0 / BK) * b_step);
         } else {
 #pragma unroll
             for (int v = 0; v < VEC; ++v) {
