@@ -18,8 +18,8 @@ pub struct SelftestArgs {
     device: String,
 }
 
-/// (m, k, n): empty-adjacent, tiny, primes, rectangles, and 32 ± 1 around
-/// the GPU tile and the CPU microkernel edges.
+/// (m, k, n): empty-adjacent, tiny, primes, rectangles, 32 ± 1 around the
+/// GPU tile and the CPU microkernel edges, and deep narrow products.
 const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (1, 7, 1),
@@ -31,6 +31,9 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (97, 89, 101),
     (64, 300, 17),
     (130, 65, 129),
+    // Deep and narrow: cuda-fast splits k (k slices of 552 and of 1032).
+    (33, 1100, 47),
+    (130, 2049, 5),
 ];
 
 /// Threshold n₀ of `strassen`/`winograd` in the selftest: the shapes from

@@ -99,3 +99,8 @@ pub const CUDA_STRASSEN_AUTO_THRESHOLD: usize = 8192;
 /// ran at 0.94–0.97× cuBLAS, two at 0.83–0.88×. Larger sizes are not yet
 /// measured, so `auto` does not recurse below 16384.
 pub const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 16384;
+
+/// `cuda-fast` splits k only into slices at least this deep: a shallower
+/// slice spends more on writing and adding its m×n partial than on its
+/// products.
+pub const CUDA_SPLIT_K_MIN_DEPTH: usize = 512;

@@ -17,7 +17,10 @@ use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::strassen::Scheme;
-use crate::tunables::{CUDA_DEFAULT_TILE, CUDA_NAIVE_BLOCK, CUDA_TIMED_LAUNCHES};
+use crate::tunables::{
+    CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_NAIVE_BLOCK, CUDA_SPLIT_K_MIN_DEPTH,
+    CUDA_TIMED_LAUNCHES,
+};
 
 /// Where the time of one GPU product went, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,6 +109,25 @@ pub fn default_gpu_base(dtype: DType) -> Algorithm {
 /// Threads per block of `cuda-fast` (`THREADS` in `kernels/fast.cu`).
 const CUDA_FAST_THREADS: u32 = 256;
 
+/// k depth of one staged step of `cuda-fast` (`BK`): split-K slices are
+/// multiples of it, which keeps every slice's rows 16-byte aligned.
+const CUDA_FAST_BK: usize = 8;
+
+/// How many k slices `cuda-fast` splits a product into: enough for about
+/// two blocks per SM when the tiles of C alone leave SMs idle, each slice
+/// at least `CUDA_SPLIT_K_MIN_DEPTH` deep.
+fn split_k_slices(gpu: &Gpu, (m, k, n): (usize, usize, usize), tile: usize) -> usize {
+    let blocks = m.div_ceil(tile) * n.div_ceil(tile);
+    let sms = gpu.info().multiprocessors.max(1);
+    if blocks >= sms {
+        return 1;
+    }
+    (2 * sms)
+        .div_ceil(blocks)
+        .min(k / CUDA_SPLIT_K_MIN_DEPTH)
+        .max(1)
+}
+
 /// The micro-tile edge TM of `cuda-fast` for a type: 8 for 4-byte
 /// elements (128×128 block tiles), 4 for 8-byte ones (64×64), so that the
 /// accumulators of a thread take 64 or 32 registers.
@@ -146,9 +168,9 @@ pub(crate) enum ClassicalGemm {
         function: CudaFunction,
         block_tile: usize,
         threads: (u32, u32),
-        /// Whether the kernel takes a last `int` saying that A's and B's
-        /// rows start 16-byte aligned (`cuda-fast`'s vector loads).
-        takes_alignment: bool,
+        /// `cuda-fast`: the kernel takes the alignment flag and split-K
+        /// arguments, and this is the combine kernel that adds the slices.
+        fast: Option<CudaFunction>,
     },
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
     Cublas(GpuPrecision),
@@ -201,7 +223,7 @@ impl ClassicalGemm {
                     function,
                     block_tile: tile,
                     threads: (tile as u32, tile as u32),
-                    takes_alignment: false,
+                    fast: None,
                 })
             }
             Algorithm::CudaFast => {
@@ -213,11 +235,16 @@ impl ClassicalGemm {
                     dtype: T::DTYPE,
                     tile: micro,
                 })?;
+                let combine = gpu.function(KernelKey {
+                    source: KernelSource::Combine,
+                    dtype: T::DTYPE,
+                    tile: CUDA_COMBINE_ROWS_PER_BLOCK,
+                })?;
                 Ok(ClassicalGemm::Kernel {
                     function,
                     block_tile: 16 * micro,
                     threads: (CUDA_FAST_THREADS, 1),
-                    takes_alignment: true,
+                    fast: Some(combine),
                 })
             }
             other => Err(Error::InvalidOption(format!(
@@ -245,7 +272,7 @@ impl ClassicalGemm {
                 function,
                 block_tile,
                 threads,
-                takes_alignment,
+                fast,
             } => {
                 let tile = *block_tile;
                 let grid_y = m.div_ceil(tile);
@@ -258,42 +285,86 @@ impl ClassicalGemm {
                         ),
                     });
                 }
-                let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, c.ld as i64);
+                // 16-byte rows: every row of A and B starts on a 16-byte
+                // boundary, so whole-vector loads are aligned.
+                let lanes = 16 / std::mem::size_of::<T>();
+                let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
+                let slices = match fast {
+                    Some(_) => split_k_slices(gpu, (m, k, n), tile),
+                    None => 1,
+                };
+                let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;
+                let slices = k.div_ceil(k_slice);
+                // Split-K: the slices go to a workspace, one m×n block each,
+                // and are then added into C with α and β.
+                let workspace = if slices > 1 {
+                    // SAFETY: every slice is written whole by the kernel
+                    // (β = 0 on the workspace) before the combine reads it.
+                    let buffer = unsafe { gpu.stream.alloc::<T>(slices * m * n) }
+                        .map_err(|e| cuda_err("cannot allocate the split-K workspace", e))?;
+                    Some(buffer)
+                } else {
+                    None
+                };
+                let (target, kernel_alpha, kernel_beta) = match &workspace {
+                    Some(buffer) => (
+                        Operand {
+                            ptr: buffer.device_ptr(&gpu.stream).0,
+                            ld: n,
+                        },
+                        T::ONE,
+                        T::ZERO,
+                    ),
+                    None => (c, alpha, beta),
+                };
+                let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, target.ld as i64);
                 let config = LaunchConfig {
-                    grid_dim: (n.div_ceil(tile) as u32, grid_y as u32, 1),
+                    grid_dim: (n.div_ceil(tile) as u32, grid_y as u32, slices as u32),
                     block_dim: (threads.0, threads.1, 1),
                     shared_mem_bytes: 0,
                 };
+                let k_slice_i = to_i32("k slice", k_slice)?;
+                let c_slice = (m * n) as i64;
                 let mut launch = gpu.stream.launch_builder(function);
                 launch
                     .arg(&mi)
                     .arg(&ni)
                     .arg(&ki)
-                    .arg(&alpha)
+                    .arg(&kernel_alpha)
                     .arg(&a.ptr)
                     .arg(&lda)
                     .arg(&b.ptr)
                     .arg(&ldb)
-                    .arg(&beta)
-                    .arg(&c.ptr)
+                    .arg(&kernel_beta)
+                    .arg(&target.ptr)
                     .arg(&ldc);
-                // 16-byte rows: every row of A and B starts on a 16-byte
-                // boundary, so whole-vector loads are aligned.
-                let lanes = 16 / std::mem::size_of::<T>();
-                let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
-                if *takes_alignment {
-                    launch.arg(&aligned);
+                if fast.is_some() {
+                    launch.arg(&aligned).arg(&k_slice_i).arg(&c_slice);
                 }
                 // SAFETY: the arguments match the kernel's signature (int ×3,
                 // ELEM, pointer, long long, pointer, long long, ELEM,
-                // pointer, long long, and `int vec_ok` where the kernel
-                // takes it; `aligned` is true only when every row of A and
-                // B starts 16-byte aligned), and the caller's operands address
-                // m×k, k×n and m×n row-major blocks with those leading
-                // dimensions.
+                // pointer, long long, and for cuda-fast `int vec_ok`, `int
+                // k_slice`, `long long c_slice`; `aligned` is true only when
+                // every row of A and B starts 16-byte aligned; with split-K
+                // the target holds `slices` m×n blocks c_slice apart), and
+                // the caller's operands address m×k, k×n and m×n row-major
+                // blocks with those leading dimensions.
                 unsafe { launch.launch(config) }
-                    .map(|_| ())
-                    .map_err(|e| cuda_err("kernel launch failed", e))
+                    .map_err(|e| cuda_err("kernel launch failed", e))?;
+                if let (Some(combine), Some(buffer)) = (fast, &workspace) {
+                    let base = buffer.device_ptr(&gpu.stream).0;
+                    let size = std::mem::size_of::<T>() as u64;
+                    let terms: Vec<(T, Operand)> = (0..slices)
+                        .map(|s| {
+                            let ptr = base + (s * m * n) as u64 * size;
+                            (alpha, Operand { ptr, ld: n })
+                        })
+                        .collect();
+                    // SAFETY: C is the caller's m×n block; each term is one
+                    // m×n slice of the workspace, which C does not overlap.
+                    unsafe { launch_combine(gpu, combine, beta, c, (m, n), &terms) }?;
+                }
+                Ok(())
             }
             ClassicalGemm::Cublas(GpuPrecision::Fp32) => {
                 cublas_gemm(gpu, (mi, ki, ni), alpha, a, b, beta, c)
@@ -586,6 +657,75 @@ fn cublas_gemm_ex<T: Element>(
         }
         .map_err(|e| cuda_err("cublasGemmEx failed", e))
     })
+}
+
+/// Terms one launch of the combine kernel adds.
+const COMBINE_TERMS_PER_LAUNCH: usize = 4;
+
+/// dst ← keep·dst + Σ wᵢ·srcᵢ over a rows×cols block with `combine.cu`
+/// (`combine`, compiled for T), four terms per launch; keep = 0 never
+/// reads dst.
+///
+/// # Safety
+/// `dst` and every source address rows×cols blocks with their leading
+/// dimensions, of element type T, and dst overlaps no source.
+pub(crate) unsafe fn launch_combine<T: Element>(
+    gpu: &Gpu,
+    combine: &CudaFunction,
+    keep: T,
+    dst: Operand,
+    (rows, cols): (usize, usize),
+    terms: &[(T, Operand)],
+) -> Result<(), Error> {
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    let (rows_i, cols_i) = (to_i32("rows", rows)?, to_i32("cols", cols)?);
+    let config = LaunchConfig {
+        grid_dim: (
+            cols.div_ceil(32) as u32,
+            rows.div_ceil(CUDA_COMBINE_ROWS_PER_BLOCK) as u32,
+            1,
+        ),
+        block_dim: (32, CUDA_COMBINE_ROWS_PER_BLOCK as u32, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut keep = keep;
+    let mut chunks: Vec<&[(T, Operand)]> = terms.chunks(COMBINE_TERMS_PER_LAUNCH).collect();
+    if chunks.is_empty() {
+        chunks.push(&[]);
+    }
+    let ldd = dst.ld as i64;
+    for chunk in chunks {
+        let mut ptrs = [dst.ptr; COMBINE_TERMS_PER_LAUNCH];
+        let mut lds = [0i64; COMBINE_TERMS_PER_LAUNCH];
+        let mut weights = [T::ZERO; COMBINE_TERMS_PER_LAUNCH];
+        for (t, &(w, source)) in chunk.iter().enumerate() {
+            ptrs[t] = source.ptr;
+            lds[t] = source.ld as i64;
+            weights[t] = w;
+        }
+        let count = chunk.len() as i32;
+        let mut launch = gpu.stream.launch_builder(combine);
+        launch
+            .arg(&rows_i)
+            .arg(&cols_i)
+            .arg(&keep)
+            .arg(&dst.ptr)
+            .arg(&ldd)
+            .arg(&count);
+        for t in 0..COMBINE_TERMS_PER_LAUNCH {
+            launch.arg(&ptrs[t]).arg(&lds[t]).arg(&weights[t]);
+        }
+        // SAFETY: the arguments match `combine`'s signature; the blocks are
+        // the caller's (contract above); unused term slots are never read
+        // (count).
+        unsafe { launch.launch(config) }
+            .map_err(|e| cuda_err("combine kernel launch failed", e))?;
+        // Later chunks add onto what the first wrote.
+        keep = T::ONE;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

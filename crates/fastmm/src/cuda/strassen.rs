@@ -5,18 +5,15 @@
 //! 000 §2.2.1's per-level workspace, or seed 003's few temporaries with
 //! `--variant frugal`) and reused by repeated runs of the same product.
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{ClassicalGemm, Operand};
+use crate::cuda::gemm::{launch_combine, ClassicalGemm, Operand};
 use crate::element::Element;
 use crate::error::Error;
 use crate::strassen::backend::{Backend, Block, Store};
 use crate::tunables::CUDA_COMBINE_ROWS_PER_BLOCK;
-
-/// Terms one launch of the combine kernel adds.
-const COMBINE_TERMS_PER_LAUNCH: usize = 4;
 
 /// A, B, C and the temporaries of one product on the GPU.
 pub(crate) struct CudaBackend<'g, T: Element> {
@@ -113,57 +110,19 @@ impl<T: Element> Backend<T> for CudaBackend<'_, T> {
     }
 
     fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
-        if dst.rows == 0 || dst.cols == 0 {
-            return Ok(());
+        let sources: Vec<(T, Operand)> = terms.iter().map(|&(w, t)| (w, self.operand(t))).collect();
+        // SAFETY: the engine gives blocks inside A, B, C or a temporary of
+        // the capacity the dry run sized, all rows×cols, the destination
+        // overlapping no source.
+        unsafe {
+            launch_combine(
+                self.gpu,
+                &self.combine,
+                keep,
+                self.operand(dst),
+                (dst.rows, dst.cols),
+                &sources,
+            )
         }
-        let out = self.operand(dst);
-        let (rows, cols) = (dst.rows as i32, dst.cols as i32);
-        let config = LaunchConfig {
-            grid_dim: (
-                dst.cols.div_ceil(32) as u32,
-                dst.rows.div_ceil(CUDA_COMBINE_ROWS_PER_BLOCK) as u32,
-                1,
-            ),
-            block_dim: (32, CUDA_COMBINE_ROWS_PER_BLOCK as u32, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut keep = keep;
-        let mut chunks: Vec<&[(T, Block)]> = terms.chunks(COMBINE_TERMS_PER_LAUNCH).collect();
-        if chunks.is_empty() {
-            chunks.push(&[]);
-        }
-        for chunk in chunks {
-            let mut ptrs = [out.ptr; COMBINE_TERMS_PER_LAUNCH];
-            let mut lds = [0i64; COMBINE_TERMS_PER_LAUNCH];
-            let mut weights = [T::ZERO; COMBINE_TERMS_PER_LAUNCH];
-            for (t, &(w, block)) in chunk.iter().enumerate() {
-                let source = self.operand(block);
-                ptrs[t] = source.ptr;
-                lds[t] = source.ld as i64;
-                weights[t] = w;
-            }
-            let count = chunk.len() as i32;
-            let ldd = out.ld as i64;
-            let mut launch = self.gpu.stream.launch_builder(&self.combine);
-            launch
-                .arg(&rows)
-                .arg(&cols)
-                .arg(&keep)
-                .arg(&out.ptr)
-                .arg(&ldd)
-                .arg(&count);
-            for t in 0..COMBINE_TERMS_PER_LAUNCH {
-                launch.arg(&ptrs[t]).arg(&lds[t]).arg(&weights[t]);
-            }
-            // SAFETY: the arguments match `combine`'s signature; the engine
-            // gives blocks inside A, B, C or a temporary of the capacity the
-            // dry run sized, all rows×cols, the destination overlapping no
-            // source; unused term slots are never read (count).
-            unsafe { launch.launch(config) }
-                .map_err(|e| cuda_err("combine kernel launch failed", e))?;
-            // Later chunks add onto what the first wrote.
-            keep = T::ONE;
-        }
-        Ok(())
     }
 }

@@ -12,6 +12,10 @@
 // are fetched into registers before the current step's products, and the
 // shared tiles are double-buffered, so one barrier per step suffices.
 //
+// With split-K (gridDim.z > 1) each z slice covers k_slice columns of A and
+// writes its own slice of C, c_slice elements apart; k_slice is a multiple
+// of BK, so the slices' rows stay 16-byte aligned.
+//
 // Built by NVRTC with -DELEM, -DACC (unsigned for integers, so overflow
 // wraps) and -DTM (8 for 4-byte types: BM = BN = 128; 4 for 8-byte types:
 // BM = BN = 64). beta == 0 never reads C.
@@ -34,8 +38,17 @@ union Vec16 {
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
           const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
-          long long ldc, int vec_ok)
+          long long ldc, int vec_ok, int k_slice, long long c_slice)
 {
+    // Split-K: block z multiplies k columns [z·k_slice, …) of A by the same
+    // rows of B into its own m×n slice of C (the host adds the slices).
+    {
+        const int k0 = blockIdx.z * k_slice;
+        a += k0;
+        b += (long long)k0 * ldb;
+        c += blockIdx.z * c_slice;
+        k = min(k_slice, k - k0);
+    }
     __shared__ __align__(16) ELEM a_tile[2][BK][BM];
     __shared__ __align__(16) ELEM b_tile[2][BK][BM];
     const int tid = threadIdx.x;
