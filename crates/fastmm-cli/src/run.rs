@@ -69,7 +69,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "frugal")]
     variant: String,
     /// `strassen`/`winograd`: the classical algorithm of the base case
-    /// (default: packed on the CPU; cublas on the GPU, cuda-tiled for
+    /// (default: packed on the CPU; cublas on the GPU, cuda-fast for
     /// integers).
     #[arg(long)]
     base: Option<String>,
