@@ -10,6 +10,7 @@ use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 
 use crate::cuda::compile::{self, KernelKey};
+use crate::cuda::cuda_err;
 use crate::error::Error;
 
 /// What a GPU is and what it allows, read once when it is opened.
@@ -59,10 +60,6 @@ pub fn libraries() -> [(&'static str, bool); 3] {
     }
 }
 
-fn driver_error(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Cuda(format!("{what}: {e:?}"))
-}
-
 impl Gpu {
     /// Opens GPU `ordinal`, or explains what is missing.
     pub fn open(ordinal: usize) -> Result<Gpu, Error> {
@@ -84,29 +81,29 @@ impl Gpu {
                 "GPU {ordinal} requested but the driver reports {count} device(s)"
             )));
         }
-        let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("cannot open the GPU", e))?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("cannot open the GPU", e))?;
         let attribute = |a: Attr| -> Result<usize, Error> {
             ctx.attribute(a)
                 .map(|v| v.max(0) as usize)
-                .map_err(|e| driver_error("cannot read a device attribute", e))
+                .map_err(|e| cuda_err("cannot read a device attribute", e))
         };
         let mut driver_version = 0;
         // SAFETY: writes one int through a valid pointer.
         unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
             .result()
-            .map_err(|e| driver_error("cannot read the driver version", e))?;
+            .map_err(|e| cuda_err("cannot read the driver version", e))?;
         let info = GpuInfo {
             ordinal,
             name: ctx
                 .name()
-                .map_err(|e| driver_error("cannot read the device name", e))?,
+                .map_err(|e| cuda_err("cannot read the device name", e))?,
             compute_capability: ctx
                 .compute_capability()
-                .map_err(|e| driver_error("cannot read the compute capability", e))?,
+                .map_err(|e| cuda_err("cannot read the compute capability", e))?,
             multiprocessors: attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             total_memory: ctx
                 .total_mem()
-                .map_err(|e| driver_error("cannot read the memory size", e))?,
+                .map_err(|e| cuda_err("cannot read the memory size", e))?,
             max_threads_per_block: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_shared_per_block: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
             max_grid_y: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
@@ -140,7 +137,7 @@ impl Gpu {
     pub fn memory_info(&self) -> Result<(usize, usize), Error> {
         self.ctx
             .mem_get_info()
-            .map_err(|e| driver_error("cannot read free memory", e))
+            .map_err(|e| cuda_err("cannot read free memory", e))
     }
 
     /// The NVRTC architecture of this GPU.
@@ -159,10 +156,10 @@ impl Gpu {
         let module = self
             .ctx
             .load_module(ptx)
-            .map_err(|e| driver_error("cannot load a compiled module", e))?;
+            .map_err(|e| cuda_err("cannot load a compiled module", e))?;
         let f = module
             .load_function(key.source.entry())
-            .map_err(|e| driver_error("cannot find the kernel in its module", e))?;
+            .map_err(|e| cuda_err("cannot find the kernel in its module", e))?;
         cache.insert(key, f.clone());
         Ok(f)
     }
@@ -176,7 +173,7 @@ impl Gpu {
         if blas.is_none() {
             *blas = Some(
                 CudaBlas::new(self.stream.clone())
-                    .map_err(|e| driver_error("cannot create a cuBLAS handle", e))?,
+                    .map_err(|e| cuda_err("cannot create a cuBLAS handle", e))?,
             );
         }
         f(blas.as_ref().expect("created above"))
@@ -186,9 +183,9 @@ impl Gpu {
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
         self.stream
             .synchronize()
-            .map_err(|e| driver_error("a kernel or copy failed", e))?;
+            .map_err(|e| cuda_err("a kernel or copy failed", e))?;
         self.ctx
             .check_err()
-            .map_err(|e| driver_error("the CUDA context reported an error", e))
+            .map_err(|e| cuda_err("the CUDA context reported an error", e))
     }
 }

@@ -9,6 +9,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKerne
 
 use crate::algo::{Algorithm, GemmOptions};
 use crate::cuda::compile::{KernelKey, KernelSource};
+use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::memory::{DeviceMatrix, HostBuffer};
 use crate::cuda::precision::GpuPrecision;
@@ -40,10 +41,6 @@ impl GpuTimes {
     pub fn end_to_end_ms(&self) -> f64 {
         self.upload_ms + self.kernel_ms + self.download_ms
     }
-}
-
-fn cuda_err(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Cuda(format!("{what}: {e:?}"))
 }
 
 /// The tile edge `algorithm` runs with on this GPU, or a typed error if the
@@ -508,6 +505,15 @@ pub fn multiply_timed<T: Element>(
     })
 }
 
+/// The leading dimensions of A, B and C as cuBLAS's 32-bit ints.
+fn leading_dims(a: Operand, b: Operand, c: Operand) -> Result<(i32, i32, i32), Error> {
+    Ok((
+        to_i32("lda", a.ld)?,
+        to_i32("ldb", b.ld)?,
+        to_i32("ldc", c.ld)?,
+    ))
+}
+
 /// cuBLAS is column-major: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ,
 /// which is the same memory, so B goes first and nothing is transposed.
 fn cublas_gemm<T: Element>(
@@ -519,11 +525,7 @@ fn cublas_gemm<T: Element>(
     beta: T,
     c: Operand,
 ) -> Result<(), Error> {
-    let (lda, ldb, ldc) = (
-        to_i32("lda", a.ld)?,
-        to_i32("ldb", b.ld)?,
-        to_i32("ldc", c.ld)?,
-    );
+    let (lda, ldb, ldc) = leading_dims(a, b, c)?;
     gpu.with_blas(|blas| {
         let handle = *blas.handle();
         // SAFETY: the device pointers address row-major m×k, k×n and m×n
@@ -622,11 +624,7 @@ fn cublas_gemm_ex<T: Element>(
         GpuPrecision::F16 => (Data::CUDA_R_16F, Compute::CUBLAS_COMPUTE_32F),
         GpuPrecision::Fp32 => (Data::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F),
     };
-    let (lda, ldb, ldc) = (
-        to_i32("lda", a.ld)?,
-        to_i32("ldb", b.ld)?,
-        to_i32("ldc", c.ld)?,
-    );
+    let (lda, ldb, ldc) = leading_dims(a, b, c)?;
     let (alpha, beta) = (alpha.to_f64() as f32, beta.to_f64() as f32);
     gpu.with_blas(|blas| {
         // SAFETY: A and B hold row-major m×k and k×n matrices of the

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice, UnifiedSlice};
 
+use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::element::Element;
 use crate::error::Error;
@@ -88,10 +89,6 @@ pub(crate) struct DeviceMatrix<T> {
     pub cols: usize,
     pub ld: usize,
     storage: Storage<T>,
-}
-
-fn cuda_err(what: &str, e: impl fmt::Debug) -> Error {
-    Error::Cuda(format!("{what}: {e:?}"))
 }
 
 /// One end of a 2-D copy: `pitch` bytes between consecutive rows.
@@ -248,7 +245,7 @@ impl<T: Element> DeviceMatrix<T> {
             Some(buffer) => &buffer.as_slice()?[..len],
             None => &[],
         };
-        match memory {
+        let (ptr, ld, storage) = match memory {
             GpuMemory::Device => {
                 let slice = match staged {
                     Some(HostBuffer::Pinned(pinned)) => gpu.stream.clone_htod(pinned),
@@ -261,13 +258,7 @@ impl<T: Element> DeviceMatrix<T> {
                 // One stream runs everything, so the pointer needs no
                 // further synchronisation than the stream's own order.
                 let ptr = slice.device_ptr(&gpu.stream).0;
-                Ok(DeviceMatrix {
-                    ptr,
-                    rows,
-                    cols,
-                    ld: cols,
-                    storage: Storage::Linear(slice),
-                })
+                (ptr, cols, Storage::Linear(slice))
             }
             GpuMemory::Pitched => {
                 let size = std::mem::size_of::<T>();
@@ -297,13 +288,7 @@ impl<T: Element> DeviceMatrix<T> {
                     // allocation rows rows of `pitch` bytes.
                     unsafe { copy_2d(gpu, host_side(host, cols * size), to, cols * size, rows) }?;
                 }
-                Ok(DeviceMatrix {
-                    ptr,
-                    rows,
-                    cols,
-                    ld: pitch / size,
-                    storage: Storage::Pitched(owned),
-                })
+                (ptr, pitch / size, Storage::Pitched(owned))
             }
             GpuMemory::Managed => {
                 let bytes = len * std::mem::size_of::<T>();
@@ -332,15 +317,16 @@ impl<T: Element> DeviceMatrix<T> {
                         .copy_from_slice(host);
                 }
                 let ptr = slice.device_ptr(&gpu.stream).0;
-                Ok(DeviceMatrix {
-                    ptr,
-                    rows,
-                    cols,
-                    ld: cols,
-                    storage: Storage::Managed(slice),
-                })
+                (ptr, cols, Storage::Managed(slice))
             }
-        }
+        };
+        Ok(DeviceMatrix {
+            ptr,
+            rows,
+            cols,
+            ld,
+            storage,
+        })
     }
 
     /// Copies the matrix into `out` (row-major, at least rows·cols long).

@@ -17,3 +17,8 @@ pub use device::{libraries, Gpu, GpuInfo};
 pub use gemm::{multiply_timed, GpuTimes};
 pub use memory::{round_trip, GpuMemory};
 pub use precision::GpuPrecision;
+
+/// A failed CUDA driver, cuBLAS or NVRTC call, as the library's typed error.
+pub(crate) fn cuda_err(what: &str, e: impl std::fmt::Debug) -> crate::error::Error {
+    crate::error::Error::Cuda(format!("{what}: {e:?}"))
+}

@@ -8,6 +8,7 @@
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 
 use crate::cuda::compile::{KernelKey, KernelSource};
+use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::gemm::{launch_combine, ClassicalGemm, Operand};
 use crate::element::Element;
@@ -26,10 +27,6 @@ pub(crate) struct CudaBackend<'g, T: Element> {
     temps: Vec<CudaSlice<T>>,
     temp_ptrs: Vec<u64>,
     capacities: Vec<usize>,
-}
-
-fn cuda_err(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Cuda(format!("{what}: {e:?}"))
 }
 
 impl<'g, T: Element> CudaBackend<'g, T> {
