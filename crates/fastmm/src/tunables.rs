@@ -14,6 +14,21 @@ pub const PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 /// out threads that run at different speeds.
 pub const PARALLEL_SLABS_PER_THREAD: usize = 2;
 
+/// `packed`'s KC is this fraction of L1 divided by the bytes of one k step
+/// of Ã's micro-panel (MR elements), up to [`MAX_KC`] (see
+/// `packed::blocking`): 3/2, so 512 for the AVX-512 f64 12×16 kernel.
+pub const KC_L1_FRACTION: (usize, usize) = (3, 2);
+
+/// Largest KC the analytical rule picks. 512 measured 4% faster than 256
+/// for f64 and 1–2% for f32 on one thread at n = 2048; 768 and 1024 no
+/// faster than 512 (docs/perf-notes.md).
+pub const MAX_KC: usize = 512;
+
+/// MC may grow by this fraction (numerator, denominator) when that keeps all
+/// rows of A in one block: a second block re-packs all of B, which at
+/// m = 4096 and MC = 4092 bought 4 rows.
+pub const MC_SLACK: (usize, usize) = (1, 4);
+
 /// Products with m·n·k below this skip packing: `packed` runs the unpacked
 /// `tiled` loops, which measured faster up to about 16³ (docs/perf-notes.md).
 pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
@@ -104,3 +119,8 @@ pub const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 16384;
 /// slice spends more on writing and adding its m×n partial than on its
 /// products.
 pub const CUDA_SPLIT_K_MIN_DEPTH: usize = 512;
+
+/// Shared-memory stages of the f64 tensor-core kernel of `cuda-fast`
+/// (`kernels/fast_mma.cu`): three 16 KiB stages fill the 48 KiB a block may
+/// use without opting in to more.
+pub const CUDA_MMA_STAGES: usize = 3;

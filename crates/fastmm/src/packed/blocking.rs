@@ -6,14 +6,24 @@
 //! while the KC×NC block B̃ streams past it from L2, and the MC×KC block Ã
 //! in L3, shared by the threads. Hence:
 //!
-//! * **KC**: a micro-panel of Ã takes up to 3/4 of L1, leaving room for
-//!   the B̃ lines streaming past it: KC = (3/4)·L1 / (MR·size), at most
-//!   [`MAX_KC`]. Beyond 256 the C-tile update is under 0.4% of a kernel
-//!   call, and longer panels measured no faster.
-//! * **NC**: B̃ takes half of L2 (the rest holds C tiles and the next
-//!   micro-panels of Ã): NC = L2/2 / (KC·size), a multiple of NR.
+//! * **KC**: as deep as the C-tile traffic asks. Every KC step reads and
+//!   writes the whole of C (from DRAM for large products), so a longer
+//!   panel halves that traffic; on dev-epyc the two micro-panels a kernel
+//!   call touches (Ã's and B̃'s) stream from L2 even at KC = 256, so fitting
+//!   Ã's micro-panel into L1 buys nothing. KC = [`KC_L1_FRACTION`]·L1 /
+//!   (MR·size), between 64 and [`MAX_KC`]: 512 for the AVX-512 kernels,
+//!   which measured 4% faster than 256 for f64 (docs/perf-notes.md).
+//! * **NC**: B̃ fills L2: NC = L2 / (KC·size), a multiple of NR. Each line
+//!   of B̃ is read once per row of micro-tiles, and lines evicted by the
+//!   C tiles and Ã panels come back from L3 behind the prefetcher; half of
+//!   L2 measured no faster.
 //! * **MC**: Ã takes a quarter of L3: MC = L3/4 / (KC·size), a multiple of
 //!   MR, so that for most problems A is packed once.
+//!
+//! The driver splits each dimension into equal blocks no larger than these
+//! ([`balanced_block`]), so k = 1030 runs as 2 steps of 515, not 512 + 512 +
+//! 6 with a whole extra pass over C for 6 columns of A. MC may exceed its
+//! size by [`MC_SLACK`] when that saves a second pass over B.
 //!
 //! `--blocks` and `FASTMM_BLOCKS` override them.
 
@@ -89,8 +99,7 @@ fn parse_size(text: &str) -> Option<usize> {
     }
 }
 
-/// Largest KC the analytical rule picks.
-pub const MAX_KC: usize = 256;
+pub use crate::tunables::{KC_L1_FRACTION, MAX_KC, MC_SLACK};
 
 /// MC, KC and NC of the five-loop driver, in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,8 +116,9 @@ impl BlockSizes {
     /// The analytical sizes for a kernel of `mr`×`nr` elements of
     /// `elem_size` bytes on a CPU with these caches (see module docs).
     pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
-        let kc = round_down(caches.l1d * 3 / 4 / (mr * elem_size), 8).clamp(64, MAX_KC);
-        let nc = round_down(caches.l2 / 2 / (kc * elem_size), nr).max(nr);
+        let (num, den) = KC_L1_FRACTION;
+        let kc = round_down(caches.l1d * num / den / (mr * elem_size), 8).clamp(64, MAX_KC);
+        let nc = round_down(caches.l2 / (kc * elem_size), nr).max(nr);
         let mc = round_down(caches.l3 / 4 / (kc * elem_size), mr).max(mr);
         BlockSizes { mc, kc, nc }
     }
@@ -140,6 +150,27 @@ impl BlockSizes {
     }
 }
 
+/// The size of each of the equal blocks that cover `extent` in blocks of at
+/// most `max` (at most `max + max·slack` when that saves a block), rounded
+/// up to a multiple of `unit`; at least `unit`.
+///
+/// `slack` is a fraction (numerator, denominator).
+pub(crate) fn balanced_block(
+    extent: usize,
+    max: usize,
+    unit: usize,
+    slack: (usize, usize),
+) -> usize {
+    let max = max.max(unit);
+    let stretched = max + max * slack.0 / slack.1;
+    let blocks = if extent <= stretched {
+        1
+    } else {
+        extent.div_ceil(max)
+    };
+    extent.div_ceil(blocks).div_ceil(unit).max(1) * unit
+}
+
 fn round_down(value: usize, multiple: usize) -> usize {
     value / multiple * multiple
 }
@@ -159,11 +190,11 @@ mod tests {
             l3: 32 << 20,
         };
         let bs = BlockSizes::for_kernel(caches, 4, 12, 32);
-        assert_eq!(bs.kc, 256);
+        assert_eq!(bs.kc, 512);
         assert_eq!(bs.nc, 512);
-        assert_eq!(bs.mc, 8184);
+        assert_eq!(bs.mc, 4092);
         let bs = BlockSizes::for_kernel(caches, 8, 12, 16);
-        assert_eq!((bs.kc, bs.nc), (256, 256));
+        assert_eq!((bs.kc, bs.nc), (512, 256));
         assert_eq!(bs.nc % 32, 0);
         assert_eq!(bs.mc % 12, 0);
         assert_eq!(
@@ -176,5 +207,22 @@ mod tests {
         );
         assert!(BlockSizes::parse("96,0,512").is_err());
         assert!(BlockSizes::parse("96,256").is_err());
+    }
+
+    #[test]
+    fn blocks_are_balanced() {
+        let none = (0, 1);
+        // k = 1030 in steps of at most 512: two of 515, not 512 + 512 + 6.
+        assert_eq!(balanced_block(1030, 512, 1, none), 515);
+        assert_eq!(balanced_block(1024, 512, 1, none), 512);
+        assert_eq!(balanced_block(100, 512, 1, none), 100);
+        // Rounded up to whole micro-panels.
+        assert_eq!(balanced_block(4096, 4092, 12, none), 2052);
+        // Slack keeps 4096 rows in one block instead of 4092 + 4.
+        assert_eq!(balanced_block(4096, 4092, 12, (1, 4)), 4104);
+        assert_eq!(balanced_block(8192, 4092, 12, (1, 4)), 2052);
+        assert_eq!(balanced_block(0, 256, 8, none), 8);
+        assert_eq!(balanced_block(5, 256, 8, none), 8);
+        assert_eq!(balanced_block(5, 0, 8, none), 8);
     }
 }

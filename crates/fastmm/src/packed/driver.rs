@@ -35,11 +35,15 @@ use rayon::prelude::*;
 
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
-use crate::packed::blocking::BlockSizes;
+use crate::packed::blocking::{balanced_block, BlockSizes, MC_SLACK};
 use crate::packed::kernel::{merge_tile, Microkernel};
 use crate::packed::packing::{pack_a_sum, pack_b_sum};
 use crate::packed::workspace::Workspace;
 use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD};
+
+/// Blocks of KC and NC never exceed their size: KC bounds the micro-panels
+/// in L1/L2 and NC the B̃ block in L2.
+const NO_SLACK: (usize, usize) = (0, 1);
 
 /// Bytes in a cache line, the unit of the prefetches below.
 const CACHE_LINE: usize = 64;
@@ -152,9 +156,8 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
         K::NAME
     );
     let blocks = blocks.fitted(K::MR, K::NR);
-    let kc = blocks.kc.min(k);
-    let mc = blocks.mc.min(m.div_ceil(K::MR) * K::MR);
-    let nc = blocks.nc.min(n.div_ceil(K::NR) * K::NR);
+    let kc = balanced_block(k, blocks.kc, 1, NO_SLACK);
+    let mc = balanced_block(m, blocks.mc, K::MR, MC_SLACK);
     let a_scratch_len = if a.len() > 1 { mc * kc } else { 0 };
     let mut shared = Workspace::take::<T>(mc * kc, a_scratch_len);
     let (a_buf, a_scratch) = shared.buffers::<T>(mc * kc, a_scratch_len);
@@ -214,7 +217,7 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
                 // below is disjoint from the others and inside every
                 // destination's mb×n block at row ic.
                 unsafe {
-                    multiply_part::<T, K>(alpha, a_part, &b_part, beta_here, &part, rows, nc)
+                    multiply_part::<T, K>(alpha, a_part, &b_part, beta_here, &part, rows, blocks.nc)
                 };
             };
             if threads == 1 {
@@ -317,7 +320,7 @@ unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
     nc: usize,
 ) {
     let (kb, n) = b[0].1.shape();
-    let nc = nc.min(n.div_ceil(K::NR) * K::NR);
+    let nc = balanced_block(n, nc, K::NR, NO_SLACK);
     let scratch_len = if b.len() > 1 { K::NR * kb } else { 0 };
     let mut own = Workspace::take::<T>(nc * kb, scratch_len);
     let (b_buf, b_scratch) = own.buffers::<T>(nc * kb, scratch_len);
