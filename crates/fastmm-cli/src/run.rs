@@ -84,6 +84,11 @@ pub struct RunArgs {
     /// (verified against the looser bound of its input precision).
     #[arg(long, default_value = "fp32")]
     precision: String,
+    /// `cuda-fast`: kernel family, auto (mma for f64 on sm_90+, else simt),
+    /// simt (FMA units) or mma (f64 on the FP64 tensor cores) (default:
+    /// `FASTMM_CUDA_KERNEL`, else auto).
+    #[arg(long)]
+    cuda_kernel: Option<String>,
     /// GPU algorithms: stage the host↔device copies in page-locked
     /// (pinned) memory instead of pageable memory.
     #[arg(long)]
@@ -203,6 +208,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         gpu_memory: Some(args.gpu_memory.parse()?),
         gpu_pinned: args.pinned,
         gpu_precision: Some(args.precision.parse()?),
+        cuda_kernel: args
+            .cuda_kernel
+            .as_deref()
+            .map(str::parse::<fastmm::cuda::FastKernel>)
+            .transpose()?,
         ..Default::default()
     };
     base_opts.validate()?;
@@ -446,11 +456,17 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
         }
         return Ok(match opts.algorithm {
             Algorithm::CudaFast => {
-                let micro = fastmm::cuda::gemm::fast_micro_tile(T::DTYPE);
+                let family = fastmm::cuda::FastKernel::resolve(opts.cuda_kernel, T::DTYPE, gpu)?;
+                let tile = family.block_tile(T::DTYPE);
+                let per_thread = match family {
+                    fastmm::cuda::FastKernel::Mma => "DMMA m16n8k8".to_string(),
+                    _ => {
+                        let micro = fastmm::cuda::gemm::fast_micro_tile(T::DTYPE);
+                        format!("{micro}x{micro}/thread")
+                    }
+                };
                 format!(
-                    "{0}x{0} tiles, {1}x{1}/thread {2} {memory}",
-                    16 * micro,
-                    micro,
+                    "{family} {tile}x{tile} tiles, {per_thread} {} {memory}",
                     gpu.arch()
                 )
             }

@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use fastmm::cuda::{round_trip, Gpu, GpuMemory, GpuPrecision};
+use fastmm::cuda::{round_trip, FastKernel, Gpu, GpuMemory, GpuPrecision};
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::strassen::{error_growth, workspace};
 use fastmm::verify::verify_with_growth;
@@ -34,6 +34,10 @@ const SHAPES: &[(usize, usize, usize)] = &[
     // Deep and narrow: cuda-fast splits k (k slices of 552 and of 1032).
     (33, 1100, 47),
     (130, 2049, 5),
+    // cuda-fast's interior path (whole 128×128 tiles, 16-byte rows) with a
+    // partial last k step, and with split-K.
+    (160, 148, 140),
+    (136, 2056, 136),
 ];
 
 /// Threshold n₀ of `strassen`/`winograd` in the selftest: the shapes from
@@ -181,6 +185,19 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
                     },
                 )
             });
+        // cuda-fast: each kernel family forced (mma runs f64 only).
+        let families = [FastKernel::Simt, FastKernel::Mma]
+            .into_iter()
+            .filter(|_| algorithm == Algorithm::CudaFast)
+            .map(|family| {
+                (
+                    format!("{algorithm} {family}"),
+                    GemmOptions {
+                        cuda_kernel: Some(family),
+                        ..plain
+                    },
+                )
+            });
         return memories
             .iter()
             .map(|&memory| {
@@ -198,6 +215,7 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
             })
             .chain(pinned)
             .chain(precisions)
+            .chain(families)
             .collect();
     }
     let mut variants = vec![Variant::Temporaries, Variant::Frugal];
@@ -224,6 +242,9 @@ fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
     }
     let precision = opts.gpu_precision.unwrap_or_default();
     if precision != GpuPrecision::Fp32 && T::DTYPE != DType::F32 {
+        return None;
+    }
+    if opts.cuda_kernel == Some(FastKernel::Mma) && T::DTYPE != DType::F64 {
         return None;
     }
     let opts = *opts;

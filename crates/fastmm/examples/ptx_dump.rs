@@ -12,14 +12,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args().nth(1).ok_or("usage: ptx_dump DIR")?;
     std::fs::create_dir_all(&dir)?;
     for source in KernelSource::ALL {
-        for dtype in DType::ALL {
+        for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
             let tile = match source {
                 KernelSource::Naive => CUDA_NAIVE_BLOCK,
                 KernelSource::Tiled => CUDA_DEFAULT_TILE,
                 KernelSource::Combine => CUDA_COMBINE_ROWS_PER_BLOCK,
-                KernelSource::Convert if dtype == DType::F32 => 1,
-                KernelSource::Convert => continue,
+                KernelSource::Convert => 1,
                 KernelSource::Fast => fastmm::cuda::gemm::fast_micro_tile(dtype),
+                KernelSource::FastMma => fastmm::tunables::CUDA_MMA_STAGES,
             };
             let ptx = compile(
                 KernelKey {

@@ -34,8 +34,9 @@ fn every_kernel_compiles_for_sm90() {
             KernelSource::Combine => &[fastmm::tunables::CUDA_COMBINE_ROWS_PER_BLOCK],
             KernelSource::Convert => &[0, 1],
             KernelSource::Fast => &[4, 8],
+            KernelSource::FastMma => &[2, 3],
         };
-        for dtype in DType::ALL {
+        for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
             for &tile in tiles {
                 let key = KernelKey {
                     source,

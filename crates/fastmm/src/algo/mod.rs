@@ -319,6 +319,10 @@ pub struct GemmOptions {
     /// `cublas` on f32: the tensor-core mode (default: IEEE f32).
     #[cfg(feature = "cuda")]
     pub gpu_precision: Option<crate::cuda::GpuPrecision>,
+    /// `cuda-fast`: the kernel family (default: `FASTMM_CUDA_KERNEL`, else
+    /// `auto`).
+    #[cfg(feature = "cuda")]
+    pub cuda_kernel: Option<crate::cuda::FastKernel>,
 }
 
 impl GemmOptions {

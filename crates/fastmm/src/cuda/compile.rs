@@ -25,17 +25,30 @@ pub enum KernelSource {
     Convert,
     /// `fast.cu`: register-blocked tiles (tile = TM, the micro-tile edge).
     Fast,
+    /// `fast_mma.cu`: f64 on the FP64 tensor cores (`mma.sync` m16n8k8,
+    /// sm_90+), 128×128 tiles (tile = STAGES, the cp.async pipeline depth).
+    FastMma,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 5] = [
+    pub const ALL: [KernelSource; 6] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
         KernelSource::Convert,
         KernelSource::Fast,
+        KernelSource::FastMma,
     ];
+
+    /// Whether the kernel is written for elements of this type.
+    pub fn supports(self, dtype: DType) -> bool {
+        match self {
+            KernelSource::Convert => dtype == DType::F32,
+            KernelSource::FastMma => dtype == DType::F64,
+            _ => true,
+        }
+    }
 
     /// The CUDA C text.
     pub fn text(self) -> &'static str {
@@ -45,6 +58,7 @@ impl KernelSource {
             KernelSource::Combine => include_str!("kernels/combine.cu"),
             KernelSource::Convert => include_str!("kernels/convert.cu"),
             KernelSource::Fast => include_str!("kernels/fast.cu"),
+            KernelSource::FastMma => include_str!("kernels/fast_mma.cu"),
         }
     }
 
@@ -56,6 +70,7 @@ impl KernelSource {
             KernelSource::Combine => "combine",
             KernelSource::Convert => "to_half",
             KernelSource::Fast => "gemm_fast",
+            KernelSource::FastMma => "gemm_fast_mma",
         }
     }
 
@@ -67,6 +82,7 @@ impl KernelSource {
             KernelSource::Combine => "ROWS_PER_BLOCK",
             KernelSource::Convert => "BF16",
             KernelSource::Fast => "TM",
+            KernelSource::FastMma => "STAGES",
         }
     }
 }

@@ -19,8 +19,8 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::strassen::Scheme;
 use crate::tunables::{
-    CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_NAIVE_BLOCK, CUDA_SPLIT_K_MIN_DEPTH,
-    CUDA_TIMED_LAUNCHES,
+    CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
+    CUDA_SPLIT_K_MIN_DEPTH, CUDA_TIMED_LAUNCHES,
 };
 
 /// Where the time of one GPU product went, in milliseconds.
@@ -110,17 +110,24 @@ const CUDA_FAST_THREADS: u32 = 256;
 /// multiples of it, which keeps every slice's rows 16-byte aligned.
 const CUDA_FAST_BK: usize = 8;
 
-/// How many k slices `cuda-fast` splits a product into: enough for about
-/// two blocks per SM when the tiles of C alone leave SMs idle, each slice
-/// at least `CUDA_SPLIT_K_MIN_DEPTH` deep.
-fn split_k_slices(gpu: &Gpu, (m, k, n): (usize, usize, usize), tile: usize) -> usize {
+/// How many k slices `cuda-fast` splits a product into: when the tiles of C
+/// leave SMs idle, as many as fill one wave of resident blocks
+/// (`blocks_per_sm` per SM) without starting a second, each slice at least
+/// `CUDA_SPLIT_K_MIN_DEPTH` deep. A partial second wave would leave most
+/// SMs idle while it runs: 64 tiles in 5 slices on 132 SMs at two blocks
+/// each is 320 blocks, 1.2 waves.
+fn split_k_slices(
+    gpu: &Gpu,
+    (m, k, n): (usize, usize, usize),
+    tile: usize,
+    blocks_per_sm: usize,
+) -> usize {
     let blocks = m.div_ceil(tile) * n.div_ceil(tile);
     let sms = gpu.info().multiprocessors.max(1);
     if blocks >= sms {
         return 1;
     }
-    (2 * sms)
-        .div_ceil(blocks)
+    (sms * blocks_per_sm / blocks)
         .min(k / CUDA_SPLIT_K_MIN_DEPTH)
         .max(1)
 }
@@ -135,6 +142,116 @@ pub fn fast_micro_tile(dtype: DType) -> usize {
         4
     }
 }
+
+/// Environment variable that forces the `cuda-fast` kernel family:
+/// `auto`, `simt` or `mma` (see [`FastKernel`]).
+pub const FAST_KERNEL_ENV: &str = "FASTMM_CUDA_KERNEL";
+
+/// The kernel family of `cuda-fast`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum FastKernel {
+    /// `mma` for f64 on sm_90 and later, else `simt`.
+    #[default]
+    Auto,
+    /// `kernels/fast.cu`: FMA units, register-blocked; every type.
+    Simt,
+    /// `kernels/fast_mma.cu`: f64 on the FP64 tensor cores (sm_90+).
+    Mma,
+}
+
+impl FastKernel {
+    /// Every choice, as accepted by `--cuda-kernel` and `FASTMM_CUDA_KERNEL`.
+    pub const ALL: [FastKernel; 3] = [FastKernel::Auto, FastKernel::Simt, FastKernel::Mma];
+
+    /// Name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FastKernel::Auto => "auto",
+            FastKernel::Simt => "simt",
+            FastKernel::Mma => "mma",
+        }
+    }
+
+    /// The family that runs `dtype` on `gpu` when `requested` is asked for
+    /// (`None`: `FASTMM_CUDA_KERNEL`, else `auto`). Never `Auto`; asking for
+    /// `mma` where it cannot run is an error, not a silent fallback.
+    pub fn resolve(
+        requested: Option<FastKernel>,
+        dtype: DType,
+        gpu: &Gpu,
+    ) -> Result<FastKernel, Error> {
+        let requested = match requested {
+            Some(choice) => choice,
+            None => Self::from_env()?,
+        };
+        let mma_runs = dtype == DType::F64 && gpu.info().compute_capability >= (9, 0);
+        match requested {
+            FastKernel::Auto if mma_runs => Ok(FastKernel::Mma),
+            FastKernel::Auto | FastKernel::Simt => Ok(FastKernel::Simt),
+            FastKernel::Mma if mma_runs => Ok(FastKernel::Mma),
+            FastKernel::Mma => Err(Error::Unsupported {
+                algorithm: "cuda-fast",
+                what: format!(
+                    "the mma kernel for {dtype} on compute capability {}.{} (it needs f64 and sm_90+)",
+                    gpu.info().compute_capability.0,
+                    gpu.info().compute_capability.1
+                ),
+            }),
+        }
+    }
+
+    /// `FASTMM_CUDA_KERNEL`, read once per process.
+    fn from_env() -> Result<FastKernel, Error> {
+        static FROM_ENV: std::sync::OnceLock<Result<FastKernel, String>> =
+            std::sync::OnceLock::new();
+        FROM_ENV
+            .get_or_init(|| match std::env::var(FAST_KERNEL_ENV) {
+                Ok(text) => text.parse().map_err(|e: Error| e.to_string()),
+                Err(_) => Ok(FastKernel::Auto),
+            })
+            .clone()
+            .map_err(|message| Error::InvalidOption(format!("{FAST_KERNEL_ENV}: {message}")))
+    }
+
+    /// Blocks per SM of the resolved family: the `__launch_bounds__` of
+    /// `fast.cu` (2) and `fast_mma.cu` (1).
+    pub fn blocks_per_sm(self) -> usize {
+        match self {
+            FastKernel::Mma => 1,
+            FastKernel::Auto | FastKernel::Simt => 2,
+        }
+    }
+
+    /// Block tile edge of the resolved family for `dtype`.
+    pub fn block_tile(self, dtype: DType) -> usize {
+        match self {
+            FastKernel::Mma => MMA_BLOCK_TILE,
+            FastKernel::Auto | FastKernel::Simt => 16 * fast_micro_tile(dtype),
+        }
+    }
+}
+
+impl std::fmt::Display for FastKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for FastKernel {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        FastKernel::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                Error::InvalidOption(format!("cuda kernel '{s}' is not one of auto, simt, mma"))
+            })
+    }
+}
+
+/// Block tile edge of `kernels/fast_mma.cu` (BM = BN).
+const MMA_BLOCK_TILE: usize = 128;
 
 /// A GPU matrix operand: device address of element (0, 0), row-major with
 /// `ld` elements between rows.
@@ -168,6 +285,8 @@ pub(crate) enum ClassicalGemm {
         /// `cuda-fast`: the kernel takes the alignment flag and split-K
         /// arguments, and this is the combine kernel that adds the slices.
         fast: Option<CudaFunction>,
+        /// Blocks of this kernel one SM holds at once (its launch bounds).
+        blocks_per_sm: usize,
     },
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
     Cublas(GpuPrecision),
@@ -221,17 +340,26 @@ impl ClassicalGemm {
                     block_tile: tile,
                     threads: (tile as u32, tile as u32),
                     fast: None,
+                    blocks_per_sm: 1,
                 })
             }
             Algorithm::CudaFast => {
-                // 256 threads and 8 KiB of shared memory: within every
-                // CUDA device's limits.
-                let micro = fast_micro_tile(T::DTYPE);
-                let function = gpu.function(KernelKey {
-                    source: KernelSource::Fast,
-                    dtype: T::DTYPE,
-                    tile: micro,
-                })?;
+                // 256 threads and at most 48 KiB of static shared memory:
+                // within every CUDA device's limits.
+                let family = FastKernel::resolve(opts.cuda_kernel, T::DTYPE, gpu)?;
+                let key = match family {
+                    FastKernel::Mma => KernelKey {
+                        source: KernelSource::FastMma,
+                        dtype: T::DTYPE,
+                        tile: CUDA_MMA_STAGES,
+                    },
+                    FastKernel::Auto | FastKernel::Simt => KernelKey {
+                        source: KernelSource::Fast,
+                        dtype: T::DTYPE,
+                        tile: fast_micro_tile(T::DTYPE),
+                    },
+                };
+                let function = gpu.function(key)?;
                 let combine = gpu.function(KernelKey {
                     source: KernelSource::Combine,
                     dtype: T::DTYPE,
@@ -239,9 +367,10 @@ impl ClassicalGemm {
                 })?;
                 Ok(ClassicalGemm::Kernel {
                     function,
-                    block_tile: 16 * micro,
+                    block_tile: family.block_tile(T::DTYPE),
                     threads: (CUDA_FAST_THREADS, 1),
                     fast: Some(combine),
+                    blocks_per_sm: family.blocks_per_sm(),
                 })
             }
             other => Err(Error::InvalidOption(format!(
@@ -270,6 +399,7 @@ impl ClassicalGemm {
                 block_tile,
                 threads,
                 fast,
+                blocks_per_sm,
             } => {
                 let tile = *block_tile;
                 let grid_y = m.div_ceil(tile);
@@ -287,7 +417,7 @@ impl ClassicalGemm {
                 let lanes = 16 / std::mem::size_of::<T>();
                 let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
                 let slices = match fast {
-                    Some(_) => split_k_slices(gpu, (m, k, n), tile),
+                    Some(_) => split_k_slices(gpu, (m, k, n), tile, *blocks_per_sm),
                     None => 1,
                 };
                 let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;

@@ -14,7 +14,7 @@ pub mod precision;
 pub(crate) mod strassen;
 
 pub use device::{libraries, Gpu, GpuInfo};
-pub use gemm::{multiply_timed, GpuTimes};
+pub use gemm::{multiply_timed, FastKernel, GpuTimes};
 pub use memory::{round_trip, GpuMemory};
 pub use precision::GpuPrecision;
 
