@@ -4,7 +4,7 @@
 # events, `--reps 10`: median of 10 runs of the median of 5 launches),
 # after `fastmm selftest --device cuda` unless SKIP_SELFTEST=1.
 #   FASTMM_BIN=target/release/fastmm OUT=dir scripts/gpu-fast.sh
-# SHAPES="m:k:n:dtype[:cuda-kernel] ..." overrides the target shapes.
+# SHAPES="m:k:n:dtype[:cuda-kernel[:tile]] ..." overrides the target shapes.
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 OUT=${OUT:-gpu-fast}
@@ -20,9 +20,9 @@ if [ -z "${SKIP_SELFTEST:-}" ]; then
 fi
 : >"$OUT/runs.jsonl"
 for spec in $SHAPES; do
-  IFS=: read -r m k n dt kernel <<<"$spec"
+  IFS=: read -r m k n dt kernel tile <<<"$spec"
   "$BIN" run --device cuda --algo cublas,cuda-fast -m "$m" -k "$k" -n "$n" -d "$dt" \
-    ${kernel:+--cuda-kernel "$kernel"} --reps "$REPS" --json >>"$OUT/runs.jsonl" 2>>"$OUT/errors.txt" || status=1
+    ${kernel:+--cuda-kernel "$kernel"} ${tile:+--tile "$tile"} --reps "$REPS" --json >>"$OUT/runs.jsonl" 2>>"$OUT/errors.txt" || status=1
   echo >>"$OUT/runs.jsonl"
 done
 python3 - "$OUT/runs.jsonl" <<'PY' | tee "$OUT/summary.md"

@@ -46,7 +46,8 @@ pub struct RunArgs {
     /// Threads for threaded algorithms (default: all hardware threads).
     #[arg(short = 't', long)]
     threads: Option<usize>,
-    /// Tile edge for tiled algorithms.
+    /// Tile edge for tiled algorithms; for cuda-fast's SIMT kernel, the
+    /// micro-tile rows TM (8 or 16 for 4-byte types, 4 or 8 for 8-byte).
     #[arg(long)]
     tile: Option<usize>,
     /// Microkernel family of `packed`: avx512, avx2 or generic (default:
@@ -456,19 +457,8 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
         }
         return Ok(match opts.algorithm {
             Algorithm::CudaFast => {
-                let family = fastmm::cuda::FastKernel::resolve(opts.cuda_kernel, T::DTYPE, gpu)?;
-                let tile = family.block_tile(T::DTYPE);
-                let per_thread = match family {
-                    fastmm::cuda::FastKernel::Mma => "DMMA m16n8k8".to_string(),
-                    _ => {
-                        let micro = fastmm::cuda::gemm::fast_micro_tile(T::DTYPE);
-                        format!("{micro}x{micro}/thread")
-                    }
-                };
-                format!(
-                    "{family} {tile}x{tile} tiles, {per_thread} {} {memory}",
-                    gpu.arch()
-                )
+                let config = fastmm::cuda::gemm::FastConfig::resolve(opts, T::DTYPE, gpu)?;
+                format!("{} {} {memory}", config.describe(), gpu.arch())
             }
             Algorithm::Cublas => format!(
                 "cuBLAS {} {} {memory}",

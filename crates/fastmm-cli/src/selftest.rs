@@ -185,19 +185,29 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
                     },
                 )
             });
-        // cuda-fast: each kernel family forced (mma runs f64 only).
-        let families = [FastKernel::Simt, FastKernel::Mma]
-            .into_iter()
-            .filter(|_| algorithm == Algorithm::CudaFast)
-            .map(|family| {
-                (
-                    format!("{algorithm} {family}"),
-                    GemmOptions {
-                        cuda_kernel: Some(family),
-                        ..plain
-                    },
-                )
-            });
+        // cuda-fast: each kernel family forced (mma runs f64 only), and the
+        // SIMT kernel's other micro-tile (TM = 8: 128×128 tiles).
+        let families = [
+            (FastKernel::Simt, None),
+            (FastKernel::Simt, Some(8)),
+            (FastKernel::Mma, None),
+        ]
+        .into_iter()
+        .filter(|_| algorithm == Algorithm::CudaFast)
+        .map(|(family, tile)| {
+            let label = match tile {
+                Some(tm) => format!("{algorithm} {family} tile {tm}"),
+                None => format!("{algorithm} {family}"),
+            };
+            (
+                label,
+                GemmOptions {
+                    cuda_kernel: Some(family),
+                    tile,
+                    ..plain
+                },
+            )
+        });
         return memories
             .iter()
             .map(|&memory| {

@@ -13,25 +13,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&dir)?;
     for source in KernelSource::ALL {
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
-            let tile = match source {
-                KernelSource::Naive => CUDA_NAIVE_BLOCK,
-                KernelSource::Tiled => CUDA_DEFAULT_TILE,
-                KernelSource::Combine => CUDA_COMBINE_ROWS_PER_BLOCK,
-                KernelSource::Convert => 1,
-                KernelSource::Fast => fastmm::cuda::gemm::fast_micro_tile(dtype),
-                KernelSource::FastMma => fastmm::tunables::CUDA_MMA_STAGES,
+            let tiles = match source {
+                KernelSource::Naive => vec![CUDA_NAIVE_BLOCK],
+                KernelSource::Tiled => vec![CUDA_DEFAULT_TILE],
+                KernelSource::Combine => vec![CUDA_COMBINE_ROWS_PER_BLOCK],
+                KernelSource::Convert => vec![1],
+                // The default TM and the other one `--tile` accepts.
+                KernelSource::Fast if dtype.size_bytes() == 4 => vec![16, 8],
+                KernelSource::Fast => vec![4, 8],
+                KernelSource::FastMma => vec![fastmm::tunables::CUDA_MMA_STAGES],
             };
-            let ptx = compile(
-                KernelKey {
-                    source,
-                    dtype,
-                    tile,
-                },
-                "sm_90",
-            )?;
-            let path = format!("{dir}/{}-{dtype}-{tile}.ptx", source.entry());
-            std::fs::write(&path, ptx.to_src())?;
-            println!("{path}");
+            for tile in tiles {
+                let ptx = compile(
+                    KernelKey {
+                        source,
+                        dtype,
+                        tile,
+                    },
+                    "sm_90",
+                )?;
+                let path = format!("{dir}/{}-{dtype}-{tile}.ptx", source.entry());
+                std::fs::write(&path, ptx.to_src())?;
+                println!("{path}");
+            }
         }
     }
     Ok(())

@@ -45,7 +45,9 @@ pub enum Algorithm {
     CudaNaive,
     /// CUDA: square shared-memory tiles, one thread per element of C.
     CudaTiled,
-    /// CUDA: register-blocked tiles (each thread an 8×8 or 4×4 micro-tile).
+    /// CUDA: own kernels, register-blocked SIMT (f32/i32 256×128 tiles,
+    /// 16×8 per thread; 8-byte types 64×64, 4×4) or, for f64, the FP64
+    /// tensor cores.
     CudaFast,
     /// cuBLAS sgemm/dgemm.
     Cublas,
@@ -168,7 +170,8 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
         algorithm: Algorithm::CudaFast,
         name: "cuda-fast",
-        summary: "CUDA, register-blocked 128×128 (f64: 64×64) tiles, 8×8 (4×4) per thread",
+        summary:
+            "CUDA, own kernels: register-blocked SIMT tiles; f64 on the FP64 tensor cores (sm_90+)",
         uses_tile: false,
         uses_threads: false,
         device: Device::Cuda,

@@ -57,8 +57,14 @@ impl KernelSource {
             KernelSource::Tiled => include_str!("kernels/tiled.cu"),
             KernelSource::Combine => include_str!("kernels/combine.cu"),
             KernelSource::Convert => include_str!("kernels/convert.cu"),
-            KernelSource::Fast => include_str!("kernels/fast.cu"),
-            KernelSource::FastMma => include_str!("kernels/fast_mma.cu"),
+            KernelSource::Fast => concat!(
+                include_str!("kernels/raster.cuh"),
+                include_str!("kernels/fast.cu")
+            ),
+            KernelSource::FastMma => concat!(
+                include_str!("kernels/raster.cuh"),
+                include_str!("kernels/fast_mma.cu")
+            ),
         }
     }
 

@@ -119,10 +119,10 @@ const CUDA_FAST_BK: usize = 8;
 fn split_k_slices(
     gpu: &Gpu,
     (m, k, n): (usize, usize, usize),
-    tile: usize,
+    (rows, cols): (usize, usize),
     blocks_per_sm: usize,
 ) -> usize {
-    let blocks = m.div_ceil(tile) * n.div_ceil(tile);
+    let blocks = m.div_ceil(rows) * n.div_ceil(cols);
     let sms = gpu.info().multiprocessors.max(1);
     if blocks >= sms {
         return 1;
@@ -132,15 +132,23 @@ fn split_k_slices(
         .max(1)
 }
 
-/// The micro-tile edge TM of `cuda-fast` for a type: 8 for 4-byte
-/// elements (128×128 block tiles), 4 for 8-byte ones (64×64), so that the
-/// accumulators of a thread take 64 or 32 registers.
+/// The micro-tile rows TM of `cuda-fast`'s SIMT kernel for a type (the
+/// `TM` define of `kernels/fast.cu`; its columns are TN = min(TM, 8)): 16
+/// for 4-byte elements (256×128 block tiles, 16×8 per thread, one block per
+/// SM: the shape of cuBLAS's SIMT sgemm on Hopper), 4 for 8-byte ones
+/// (64×64, 4×4).
 pub fn fast_micro_tile(dtype: DType) -> usize {
     if dtype.size_bytes() == 4 {
-        8
+        16
     } else {
         4
     }
+}
+
+/// Rows and columns of one thread's micro-tile in `kernels/fast.cu` for
+/// its `TM`.
+pub fn simt_micro_tile(tm: usize) -> (usize, usize) {
+    (tm, tm.min(8))
 }
 
 /// Environment variable that forces the `cuda-fast` kernel family:
@@ -212,23 +220,6 @@ impl FastKernel {
             .clone()
             .map_err(|message| Error::InvalidOption(format!("{FAST_KERNEL_ENV}: {message}")))
     }
-
-    /// Blocks per SM of the resolved family: the `__launch_bounds__` of
-    /// `fast.cu` (2) and `fast_mma.cu` (1).
-    pub fn blocks_per_sm(self) -> usize {
-        match self {
-            FastKernel::Mma => 1,
-            FastKernel::Auto | FastKernel::Simt => 2,
-        }
-    }
-
-    /// Block tile edge of the resolved family for `dtype`.
-    pub fn block_tile(self, dtype: DType) -> usize {
-        match self {
-            FastKernel::Mma => MMA_BLOCK_TILE,
-            FastKernel::Auto | FastKernel::Simt => 16 * fast_micro_tile(dtype),
-        }
-    }
 }
 
 impl std::fmt::Display for FastKernel {
@@ -247,6 +238,100 @@ impl std::str::FromStr for FastKernel {
             .ok_or_else(|| {
                 Error::InvalidOption(format!("cuda kernel '{s}' is not one of auto, simt, mma"))
             })
+    }
+}
+
+/// A resolved `cuda-fast` configuration: the kernel family and, for the
+/// SIMT kernel, its micro-tile rows TM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastConfig {
+    /// `Simt` or `Mma` (never `Auto`).
+    pub family: FastKernel,
+    /// Rows of a thread's micro-tile in `kernels/fast.cu` (columns:
+    /// [`simt_micro_tile`]); unused by `Mma`.
+    pub tm: usize,
+    /// The element type it runs.
+    pub dtype: DType,
+}
+
+impl FastConfig {
+    /// The configuration `opts` asks for on `gpu` for `dtype`:
+    /// `opts.cuda_kernel` (or `FASTMM_CUDA_KERNEL`), and `opts.tile` as the
+    /// SIMT kernel's TM (default [`fast_micro_tile`]; 8 or 16 for 4-byte
+    /// types, 4 or 8 for 8-byte ones).
+    pub fn resolve(opts: &GemmOptions, dtype: DType, gpu: &Gpu) -> Result<FastConfig, Error> {
+        let family = FastKernel::resolve(opts.cuda_kernel, dtype, gpu)?;
+        let allowed: &[usize] = match (family, dtype.size_bytes()) {
+            (FastKernel::Mma, _) => &[],
+            (_, 4) => &[8, 16],
+            _ => &[4, 8],
+        };
+        let tm = match opts.tile {
+            None => fast_micro_tile(dtype),
+            Some(tm) if allowed.contains(&tm) => tm,
+            Some(tm) => {
+                return Err(Error::InvalidOption(format!(
+                    "cuda-fast {family} for {dtype} takes --tile {} (micro-tile rows), not {tm}",
+                    if allowed.is_empty() {
+                        "nothing: its tiles are fixed".to_string()
+                    } else {
+                        format!("{allowed:?}")
+                    }
+                )))
+            }
+        };
+        Ok(FastConfig { family, tm, dtype })
+    }
+
+    /// The kernel variant to compile.
+    pub fn key(self) -> KernelKey {
+        let dtype = self.dtype;
+        match self.family {
+            FastKernel::Mma => KernelKey {
+                source: KernelSource::FastMma,
+                dtype,
+                tile: CUDA_MMA_STAGES,
+            },
+            FastKernel::Auto | FastKernel::Simt => KernelKey {
+                source: KernelSource::Fast,
+                dtype,
+                tile: self.tm,
+            },
+        }
+    }
+
+    /// Blocks per SM: the `__launch_bounds__` of `fast.cu` (`MIN_BLOCKS`:
+    /// one when the accumulators take over 256 bytes per thread, else two)
+    /// and `fast_mma.cu` (one).
+    pub fn blocks_per_sm(self) -> usize {
+        let (tm, tn) = simt_micro_tile(self.tm);
+        match self.family {
+            FastKernel::Mma => 1,
+            _ if tm * tn * self.dtype.size_bytes() > 256 => 1,
+            _ => 2,
+        }
+    }
+
+    /// Rows and columns of C one block computes.
+    pub fn block_shape(self) -> (usize, usize) {
+        let (tm, tn) = simt_micro_tile(self.tm);
+        match self.family {
+            FastKernel::Mma => (MMA_BLOCK_TILE, MMA_BLOCK_TILE),
+            _ => (16 * tm, 16 * tn),
+        }
+    }
+
+    /// What runs, for reports: e.g. "simt 256x128 tiles, 16x8/thread".
+    pub fn describe(self) -> String {
+        let (rows, cols) = self.block_shape();
+        let per_thread = match self.family {
+            FastKernel::Mma => "DMMA m16n8k8".to_string(),
+            _ => {
+                let (tm, tn) = simt_micro_tile(self.tm);
+                format!("{tm}x{tn}/thread")
+            }
+        };
+        format!("{} {rows}x{cols} tiles, {per_thread}", self.family)
     }
 }
 
@@ -276,11 +361,11 @@ impl Operand {
 /// the GPU Strassen/Winograd.
 #[derive(Clone)]
 pub(crate) enum ClassicalGemm {
-    /// A kernel of `kernels/`: each block computes a `block_tile`×
-    /// `block_tile` tile of C with `threads` = (x, y) threads.
+    /// A kernel of `kernels/`: each block computes a `block` = (rows,
+    /// columns) tile of C with `threads` = (x, y) threads.
     Kernel {
         function: CudaFunction,
-        block_tile: usize,
+        block: (usize, usize),
         threads: (u32, u32),
         /// `cuda-fast`: the kernel takes the alignment flag and split-K
         /// arguments, and this is the combine kernel that adds the slices.
@@ -337,7 +422,7 @@ impl ClassicalGemm {
                 })?;
                 Ok(ClassicalGemm::Kernel {
                     function,
-                    block_tile: tile,
+                    block: (tile, tile),
                     threads: (tile as u32, tile as u32),
                     fast: None,
                     blocks_per_sm: 1,
@@ -346,19 +431,8 @@ impl ClassicalGemm {
             Algorithm::CudaFast => {
                 // 256 threads and at most 48 KiB of static shared memory:
                 // within every CUDA device's limits.
-                let family = FastKernel::resolve(opts.cuda_kernel, T::DTYPE, gpu)?;
-                let key = match family {
-                    FastKernel::Mma => KernelKey {
-                        source: KernelSource::FastMma,
-                        dtype: T::DTYPE,
-                        tile: CUDA_MMA_STAGES,
-                    },
-                    FastKernel::Auto | FastKernel::Simt => KernelKey {
-                        source: KernelSource::Fast,
-                        dtype: T::DTYPE,
-                        tile: fast_micro_tile(T::DTYPE),
-                    },
-                };
+                let config = FastConfig::resolve(opts, T::DTYPE, gpu)?;
+                let key = config.key();
                 let function = gpu.function(key)?;
                 let combine = gpu.function(KernelKey {
                     source: KernelSource::Combine,
@@ -367,10 +441,10 @@ impl ClassicalGemm {
                 })?;
                 Ok(ClassicalGemm::Kernel {
                     function,
-                    block_tile: family.block_tile(T::DTYPE),
+                    block: config.block_shape(),
                     threads: (CUDA_FAST_THREADS, 1),
                     fast: Some(combine),
-                    blocks_per_sm: family.blocks_per_sm(),
+                    blocks_per_sm: config.blocks_per_sm(),
                 })
             }
             other => Err(Error::InvalidOption(format!(
@@ -396,18 +470,18 @@ impl ClassicalGemm {
         match self {
             ClassicalGemm::Kernel {
                 function,
-                block_tile,
+                block,
                 threads,
                 fast,
                 blocks_per_sm,
             } => {
-                let tile = *block_tile;
-                let grid_y = m.div_ceil(tile);
+                let (block_rows, block_cols) = *block;
+                let grid_y = m.div_ceil(block_rows);
                 if grid_y > gpu.info().max_grid_y {
                     return Err(Error::Unsupported {
                         algorithm: "CUDA kernels",
                         what: format!(
-                            "{m} rows with tile {tile} (grid y {grid_y} over the device's {})",
+                            "{m} rows in blocks of {block_rows} (grid y {grid_y} over the device's {})",
                             gpu.info().max_grid_y
                         ),
                     });
@@ -417,7 +491,7 @@ impl ClassicalGemm {
                 let lanes = 16 / std::mem::size_of::<T>();
                 let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
                 let slices = match fast {
-                    Some(_) => split_k_slices(gpu, (m, k, n), tile, *blocks_per_sm),
+                    Some(_) => split_k_slices(gpu, (m, k, n), *block, *blocks_per_sm),
                     None => 1,
                 };
                 let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;
@@ -446,7 +520,7 @@ impl ClassicalGemm {
                 };
                 let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, target.ld as i64);
                 let config = LaunchConfig {
-                    grid_dim: (n.div_ceil(tile) as u32, grid_y as u32, slices as u32),
+                    grid_dim: (n.div_ceil(block_cols) as u32, grid_y as u32, slices as u32),
                     block_dim: (threads.0, threads.1, 1),
                     shared_mem_bytes: 0,
                 };

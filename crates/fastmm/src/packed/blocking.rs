@@ -21,8 +21,8 @@
 //!   MR, so that for most problems A is packed once.
 //!
 //! The driver splits each dimension into equal blocks no larger than these
-//! ([`balanced_block`]), so k = 1030 runs as 2 steps of 515, not 512 + 512 +
-//! 6 with a whole extra pass over C for 6 columns of A. MC may exceed its
+//! ([`balanced_block`]), so k = 1030 runs as 3 steps of 344, not 512 + 512 +
+//! 6 with a whole pass over C for 6 columns of A. MC may exceed its
 //! size by [`MC_SLACK`] when that saves a second pass over B.
 //!
 //! `--blocks` and `FASTMM_BLOCKS` override them.
@@ -151,7 +151,8 @@ impl BlockSizes {
 }
 
 /// The size of each of the equal blocks that cover `extent` in blocks of at
-/// most `max` (at most `max + max·slack` when that saves a block), rounded
+/// most `max + max·slack` (the slack lets 4096 rows stay one block of an
+/// MC of 4092, and 8192 two, instead of adding a block of 4), rounded
 /// up to a multiple of `unit`; at least `unit`.
 ///
 /// `slack` is a fraction (numerator, denominator).
@@ -163,11 +164,7 @@ pub(crate) fn balanced_block(
 ) -> usize {
     let max = max.max(unit);
     let stretched = max + max * slack.0 / slack.1;
-    let blocks = if extent <= stretched {
-        1
-    } else {
-        extent.div_ceil(max)
-    };
+    let blocks = extent.div_ceil(stretched).max(1);
     extent.div_ceil(blocks).div_ceil(unit).max(1) * unit
 }
 
@@ -212,15 +209,16 @@ mod tests {
     #[test]
     fn blocks_are_balanced() {
         let none = (0, 1);
-        // k = 1030 in steps of at most 512: two of 515, not 512 + 512 + 6.
-        assert_eq!(balanced_block(1030, 512, 1, none), 515);
+        // k = 1030 in steps of at most 512: three of 344, not 512 + 512 + 6.
+        assert_eq!(balanced_block(1030, 512, 1, none), 344);
         assert_eq!(balanced_block(1024, 512, 1, none), 512);
         assert_eq!(balanced_block(100, 512, 1, none), 100);
         // Rounded up to whole micro-panels.
         assert_eq!(balanced_block(4096, 4092, 12, none), 2052);
         // Slack keeps 4096 rows in one block instead of 4092 + 4.
         assert_eq!(balanced_block(4096, 4092, 12, (1, 4)), 4104);
-        assert_eq!(balanced_block(8192, 4092, 12, (1, 4)), 2052);
+        assert_eq!(balanced_block(8192, 4092, 12, (1, 4)), 4104);
+        assert_eq!(balanced_block(20000, 4092, 12, (1, 4)), 5004);
         assert_eq!(balanced_block(0, 256, 8, none), 8);
         assert_eq!(balanced_block(5, 256, 8, none), 8);
         assert_eq!(balanced_block(5, 0, 8, none), 8);

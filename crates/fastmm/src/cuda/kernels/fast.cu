@@ -1,41 +1,57 @@
-// C <- alpha*A*B + beta*C, register-blocked: a block computes a BM x BN tile
-// of C with 256 threads, each a TM x TM micro-tile held in registers, over
-// k steps of BK staged in shared memory (A transposed, so both operands are
-// read along rows). A thread's rows (and columns) come in groups of four,
-// the groups BM/G apart, so a warp's shared loads of four consecutive
-// elements fall in distinct banks.
+// C <- alpha*A*B + beta*C, register-blocked: a block of 256 threads (16 x 16)
+// computes a BM x BN tile of C, each thread a TM x TN micro-tile held in
+// registers, over k steps of BK staged in shared memory (A transposed, so
+// both operands are read along rows). A thread's rows (and columns) come in
+// groups of four, the groups 64 apart, so a warp's shared loads of four
+// consecutive elements are 16-byte vectors in distinct banks.
 //
-// Global loads: every thread fetches one 16-byte vector of A and one of B
-// per k step when the block's tiles lie inside the matrices and the host
-// said the rows are 16-byte aligned (vec_ok); otherwise guarded scalar
-// loads zero-fill the edges, so any m, n, k works. The next step's vectors
-// are fetched into registers before the current step's products, and the
-// shared tiles are double-buffered, so one barrier per step suffices.
+// Shapes (TN = min(TM, 8)): TM = 16 gives 256 x 128 tiles with 16 x 8 per
+// thread (128 accumulators, one block per SM: the shape of cuBLAS's own
+// SIMT sgemm on Hopper, 128 FMAs per 6 shared loads per k); TM = 8 gives
+// 128 x 128 with 8 x 8 (two blocks per SM); TM = 4 gives 64 x 64 with 4 x 4
+// (8-byte types).
+//
+// Global loads: every thread fetches A_VECS 16-byte vectors of A and
+// B_VECS of B per k step when the block's tiles lie inside the matrices and
+// the host said the rows are 16-byte aligned (vec_ok); otherwise guarded
+// scalar loads zero-fill the edges, so any m, n, k works. The next step's
+// vectors are fetched into registers before the current step's products,
+// and the shared tiles are double-buffered, so one barrier per step
+// suffices.
 //
 // With split-K (gridDim.z > 1) each z slice covers k_slice columns of A and
 // writes its own slice of C, c_slice elements apart; k_slice is a multiple
 // of BK, so the slices' rows stay 16-byte aligned.
 //
+// Tiles are assigned to blocks in raster.cuh's grouped order (prepended).
+//
 // Built by NVRTC with -DELEM, -DACC (unsigned for integers, so overflow
-// wraps) and -DTM (8 for 4-byte types: BM = BN = 128; 4 for 8-byte types:
-// BM = BN = 64). beta == 0 never reads C.
+// wraps) and -DTM. beta == 0 never reads C.
+#define TN (TM > 8 ? 8 : TM)
 #define BM (16 * TM)
+#define BN (16 * TN)
 #define BK 8
 #define THREADS 256
-#define GROUPS (TM / 4)
-#define GROUP_STRIDE (BM / GROUPS)
+// Two blocks per SM (at most 128 registers per thread) while the
+// accumulators take at most 64 registers.
+#define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
+#define GROUP_STRIDE 64
 #define VEC (16 / (int)sizeof(ELEM))
-// One vector of A per thread: rows tid / A_VECS_PER_ROW, k offset below.
 #define A_VECS_PER_ROW (BK / VEC)
-#define B_VECS_PER_ROW (BM / VEC)
+#define B_VECS_PER_ROW (BN / VEC)
+// 16-byte vectors of each tile per thread.
+#define A_VECS (BM * BK / VEC / THREADS)
+#define B_VECS (BN * BK / VEC / THREADS)
+static_assert(TM % 4 == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
+                  B_VECS * VEC * THREADS == BN * BK,
+              "TM must give every thread whole 16-byte vectors of both tiles");
 
 union Vec16 {
     uint4 raw;
     ELEM e[VEC];
 };
 
-// Two blocks per SM: at most 128 registers per thread.
-extern "C" __global__ void __launch_bounds__(THREADS, 2)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
           const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
           long long ldc, int vec_ok, int k_slice, long long c_slice)
@@ -50,47 +66,68 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
         k = min(k_slice, k - k0);
     }
     __shared__ __align__(16) ELEM a_tile[2][BK][BM];
-    __shared__ __align__(16) ELEM b_tile[2][BK][BM];
+    __shared__ __align__(16) ELEM b_tile[2][BK][BN];
     const int tid = threadIdx.x;
-    const int row0 = blockIdx.y * BM;
-    const int col0 = blockIdx.x * BM;
+    const TileCoord tile = raster_tile();
+    const int row0 = tile.row * BM;
+    const int col0 = tile.col * BN;
     const int ty = tid / 16;
     const int tx = tid % 16;
-    // This thread's vector of each tile.
+    // This thread's first vector of each tile; vector i lies
+    // i·THREADS/..._VECS_PER_ROW rows further down.
     const int a_row = tid / A_VECS_PER_ROW, a_p = (tid % A_VECS_PER_ROW) * VEC;
     const int b_p = tid / B_VECS_PER_ROW, b_col = (tid % B_VECS_PER_ROW) * VEC;
-    const bool rows_inside = vec_ok && row0 + BM <= m && col0 + BM <= n;
+    const int a_row_step = THREADS / A_VECS_PER_ROW;
+    const int b_row_step = THREADS / B_VECS_PER_ROW;
+    const bool rows_inside = vec_ok && row0 + BM <= m && col0 + BN <= n;
 
-    ACC acc[TM][TM];
+    ACC acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TM; ++j) acc[i][j] = 0;
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0;
 
-    Vec16 next_a, next_b;
-    // This thread's vectors at step 0; the interior path walks them along k.
+    Vec16 next_a[A_VECS], next_b[B_VECS];
+    // The interior path addresses step p0 from one base pointer per
+    // operand (recomputing 64-bit offsets per step costs registers).
     const ELEM* a_walk = a + (long long)(row0 + a_row) * lda + a_p;
     const ELEM* b_walk = b + (long long)b_p * ldb + col0 + b_col;
     const long long b_step = BK * ldb;
     // Fetches step p0's vectors into next_a / next_b (zero outside).
     auto fetch = [&](int p0) {
         if (rows_inside && p0 + BK <= k) {
-            next_a.raw = *reinterpret_cast<const uint4*>(a_walk + p0);
-            next_b.raw = *reinterpret_cast<const uint4*>(b_walk + (p0 / BK) * b_step);
+#pragma unroll
+            for (int i = 0; i < A_VECS; ++i)
+                next_a[i].raw = *reinterpret_cast<const uint4*>(a_walk + i * a_row_step * lda + p0);
+#pragma unroll
+            for (int i = 0; i < B_VECS; ++i)
+                next_b[i].raw =
+                    *reinterpret_cast<const uint4*>(b_walk + i * b_row_step * ldb + (p0 / BK) * b_step);
         } else {
 #pragma unroll
-            for (int v = 0; v < VEC; ++v) {
-                const int gi = row0 + a_row, gp = p0 + a_p + v;
-                next_a.e[v] = (gi < m && gp < k) ? a[gi * lda + gp] : (ELEM)0;
-                const int hp = p0 + b_p, gj = col0 + b_col + v;
-                next_b.e[v] = (hp < k && gj < n) ? b[hp * ldb + gj] : (ELEM)0;
-            }
+            for (int i = 0; i < A_VECS; ++i)
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) {
+                    const int gi = row0 + a_row + i * a_row_step, gp = p0 + a_p + v;
+                    next_a[i].e[v] = (gi < m && gp < k) ? a[gi * lda + gp] : (ELEM)0;
+                }
+#pragma unroll
+            for (int i = 0; i < B_VECS; ++i)
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) {
+                    const int hp = p0 + b_p + i * b_row_step, gj = col0 + b_col + v;
+                    next_b[i].e[v] = (hp < k && gj < n) ? b[hp * ldb + gj] : (ELEM)0;
+                }
         }
     };
     auto stage = [&](int buf) {
 #pragma unroll
-        for (int v = 0; v < VEC; ++v) a_tile[buf][a_p + v][a_row] = next_a.e[v];
-        *reinterpret_cast<uint4*>(&b_tile[buf][b_p][b_col]) = next_b.raw;
+        for (int i = 0; i < A_VECS; ++i)
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) a_tile[buf][a_p + v][a_row + i * a_row_step] = next_a[i].e[v];
+#pragma unroll
+        for (int i = 0; i < B_VECS; ++i)
+            *reinterpret_cast<uint4*>(&b_tile[buf][b_p + i * b_row_step][b_col]) = next_b[i].raw;
     };
 
     fetch(0);
@@ -101,20 +138,21 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
         const bool more = p0 + BK < k;
         if (more) fetch(p0 + BK);
         ELEM ra[TM];
-        ELEM rb[TM];
+        ELEM rb[TN];
 #pragma unroll
         for (int p = 0; p < BK; ++p) {
 #pragma unroll
-            for (int g = 0; g < GROUPS; ++g)
+            for (int g = 0; g < TM / 4; ++g)
 #pragma unroll
-                for (int r = 0; r < 4; ++r) {
-                    ra[g * 4 + r] = a_tile[buf][p][g * GROUP_STRIDE + ty * 4 + r];
-                    rb[g * 4 + r] = b_tile[buf][p][g * GROUP_STRIDE + tx * 4 + r];
-                }
+                for (int r = 0; r < 4; ++r) ra[g * 4 + r] = a_tile[buf][p][g * GROUP_STRIDE + ty * 4 + r];
+#pragma unroll
+            for (int g = 0; g < TN / 4; ++g)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) rb[g * 4 + r] = b_tile[buf][p][g * GROUP_STRIDE + tx * 4 + r];
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TM; ++j) acc[i][j] += (ACC)ra[i] * (ACC)rb[j];
+                for (int j = 0; j < TN; ++j) acc[i][j] += (ACC)ra[i] * (ACC)rb[j];
         }
         if (more) {
             // The other buffer was last read before the previous barrier.
@@ -128,7 +166,7 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
         const int gi = row0 + (i / 4) * GROUP_STRIDE + ty * 4 + i % 4;
         if (gi >= m) continue;
 #pragma unroll
-        for (int j = 0; j < TM; ++j) {
+        for (int j = 0; j < TN; ++j) {
             const int gj = col0 + (j / 4) * GROUP_STRIDE + tx * 4 + j % 4;
             if (gj >= n) continue;
             ACC result = (ACC)alpha * acc[i][j];

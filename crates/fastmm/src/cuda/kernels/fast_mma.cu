@@ -20,6 +20,8 @@
 // works. Split-K as in fast.cu (blockIdx.z slice, k_slice a multiple of
 // BK). beta == 0 never reads C.
 //
+// Tiles are assigned to blocks in raster.cuh's grouped order (prepended).
+//
 // Built by NVRTC with -DELEM=double -DACC=double -DSTAGES=3.
 #define BM 128
 #define BN 128
@@ -76,7 +78,8 @@ gemm_fast_mma(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long 
     const int lane = tid % 32, warp = tid / 32;
     const int g = lane >> 2, t = lane & 3;
     const int warp_row = (warp / WARPS_N) * WM, warp_col = (warp % WARPS_N) * WN;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const TileCoord tile = raster_tile();
+    const int row0 = tile.row * BM, col0 = tile.col * BN;
     const bool inside = vec_ok && row0 + BM <= m && col0 + BN <= n;
 
     // Fills buffer s with k step p0: two 16-byte chunks of A and two of B
