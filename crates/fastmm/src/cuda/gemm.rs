@@ -106,8 +106,10 @@ pub fn default_gpu_base(dtype: DType) -> Algorithm {
 /// Threads per block of `cuda-fast` (`THREADS` in `kernels/fast.cu`).
 const CUDA_FAST_THREADS: u32 = 256;
 
-/// k depth of one staged step of `cuda-fast` (`BK`): split-K slices are
-/// multiples of it, which keeps every slice's rows 16-byte aligned.
+/// Split-K slices of `cuda-fast` are multiples of this (the smallest `BK`
+/// of its kernels), which keeps every slice's rows 16-byte aligned; a
+/// kernel with a deeper BK runs a slice's last partial step on its guarded
+/// path.
 const CUDA_FAST_BK: usize = 8;
 
 /// How many k slices `cuda-fast` splits a product into: when the tiles of C
