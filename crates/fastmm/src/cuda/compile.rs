@@ -58,11 +58,11 @@ impl KernelSource {
             KernelSource::Combine => include_str!("kernels/combine.cu"),
             KernelSource::Convert => include_str!("kernels/convert.cu"),
             KernelSource::Fast => concat!(
-                include_str!("kernels/raster.cuh"),
+                include_str!("kernels/block_common.cuh"),
                 include_str!("kernels/fast.cu")
             ),
             KernelSource::FastMma => concat!(
-                include_str!("kernels/raster.cuh"),
+                include_str!("kernels/block_common.cuh"),
                 include_str!("kernels/fast_mma.cu")
             ),
         }

@@ -23,7 +23,7 @@
 // writes its own slice of C, c_slice elements apart; k_slice is a multiple
 // of BK, so the slices' rows stay 16-byte aligned.
 //
-// Tiles are assigned to blocks in raster.cuh's grouped order (prepended).
+// Tiles are assigned to blocks in block_common.cuh's grouped order (prepended).
 //
 // Built by NVRTC with -DELEM, -DACC (unsigned for integers, so overflow
 // wraps) and -DTM. beta == 0 never reads C.
@@ -59,15 +59,7 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
           const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
           long long ldc, int vec_ok, int k_slice, long long c_slice)
 {
-    // Split-K: block z multiplies k columns [z·k_slice, …) of A by the same
-    // rows of B into its own m×n slice of C (the host adds the slices).
-    {
-        const int k0 = blockIdx.z * k_slice;
-        a += k0;
-        b += (long long)k0 * ldb;
-        c += blockIdx.z * c_slice;
-        k = min(k_slice, k - k0);
-    }
+    ENTER_K_SLICE();
     __shared__ __align__(16) ELEM a_tile[2][BK][BM];
     __shared__ __align__(16) ELEM b_tile[2][BK][BN];
     const int tid = threadIdx.x;

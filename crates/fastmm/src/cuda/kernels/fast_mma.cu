@@ -20,7 +20,7 @@
 // works. Split-K as in fast.cu (blockIdx.z slice, k_slice a multiple of
 // BK). beta == 0 never reads C.
 //
-// Tiles are assigned to blocks in raster.cuh's grouped order (prepended).
+// Tiles are assigned to blocks in block_common.cuh's grouped order (prepended).
 //
 // Built by NVRTC with -DELEM=double -DACC=double -DSTAGES=3.
 #define BM 128
@@ -64,13 +64,7 @@ gemm_fast_mma(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long 
               const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
               long long ldc, int vec_ok, int k_slice, long long c_slice)
 {
-    {
-        const int k0 = blockIdx.z * k_slice;
-        a += k0;
-        b += (long long)k0 * ldb;
-        c += blockIdx.z * c_slice;
-        k = min(k_slice, k - k0);
-    }
+    ENTER_K_SLICE();
     // 3 x (8 + 8) KiB: the static limit of 48 KiB exactly.
     __shared__ __align__(16) double a_tile[STAGES][BM * BK];
     __shared__ __align__(16) double b_tile[STAGES][BK * BN];

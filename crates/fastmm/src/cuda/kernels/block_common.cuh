@@ -1,3 +1,6 @@
+// Prepended to the cuda-fast kernels (fast.cu, fast_mma.cu): what every
+// block does before its tile, the same in each.
+//
 // Block rasterization shared by the cuda-fast kernels: the launch order of
 // blocks (x fastest, then y) is regrouped so that consecutive blocks walk
 // down a strip of RASTER_GROUP tile rows before moving one tile column to
@@ -23,3 +26,16 @@ __device__ __forceinline__ TileCoord raster_tile()
     t.col = in_group / rows;
     return t;
 }
+
+// Split-K: block z multiplies k columns [z·k_slice, …) of A by the same rows
+// of B into its own m×n slice of C, c_slice elements on (the host adds the
+// slices); k becomes the slice's depth. A macro, as it moves the kernel's
+// own __restrict__ parameters.
+#define ENTER_K_SLICE()                          \
+    do {                                         \
+        const int k0 = blockIdx.z * k_slice;     \
+        a += k0;                                 \
+        b += (long long)k0 * ldb;                \
+        c += blockIdx.z * c_slice;               \
+        k = min(k_slice, k - k0);                \
+    } while (0)
