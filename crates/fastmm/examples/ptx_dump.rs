@@ -18,9 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 KernelSource::Tiled => vec![CUDA_DEFAULT_TILE],
                 KernelSource::Combine => vec![CUDA_COMBINE_ROWS_PER_BLOCK],
                 KernelSource::Convert => vec![1],
-                // The default TM and the other one `--tile` accepts.
-                KernelSource::Fast if dtype.size_bytes() == 4 => vec![16, 8],
-                KernelSource::Fast => vec![4, 8],
+                KernelSource::Fast => fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec(),
                 KernelSource::FastMma => vec![fastmm::tunables::CUDA_MMA_STAGES],
             };
             for tile in tiles {

@@ -33,17 +33,15 @@ fn every_kernel_compiles_for_sm90() {
             KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
             KernelSource::Combine => &[fastmm::tunables::CUDA_COMBINE_ROWS_PER_BLOCK],
             KernelSource::Convert => &[0, 1],
-            // The shipped TM of each type, and 8 (128×128 tiles).
+            // Every TM of some type; each type builds its own.
             KernelSource::Fast => &[4, 8, 16],
             KernelSource::FastMma => &[2, 3],
         };
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
             for &tile in tiles {
-                // 4 × 4 per thread leaves 4-byte A tiles short of one
-                // vector per thread, and 16 × 8 of 8-byte accumulators
-                // would not fit the registers: not built.
-                let unbuilt_tm = if dtype.size_bytes() == 4 { 4 } else { 16 };
-                if source == KernelSource::Fast && tile == unbuilt_tm {
+                if source == KernelSource::Fast
+                    && !fastmm::cuda::gemm::simt_micro_tiles(dtype).contains(&tile)
+                {
                     continue;
                 }
                 let key = KernelKey {

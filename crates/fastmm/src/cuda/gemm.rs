@@ -153,6 +153,14 @@ pub fn simt_micro_tile(tm: usize) -> (usize, usize) {
     (tm, tm.min(8))
 }
 
+/// The TMs `kernels/fast.cu` is built with for a type, the default first:
+/// 16 and 8 for 4-byte elements, 4 and 8 for 8-byte ones (4 × 4 leaves a
+/// 4-byte A tile short of one vector per thread; 16 × 8 of 8-byte
+/// accumulators would not fit the registers).
+pub fn simt_micro_tiles(dtype: DType) -> [usize; 2] {
+    [fast_micro_tile(dtype), 8]
+}
+
 /// Environment variable that forces the `cuda-fast` kernel family:
 /// `auto`, `simt` or `mma` (see [`FastKernel`]).
 pub const FAST_KERNEL_ENV: &str = "FASTMM_CUDA_KERNEL";
@@ -263,10 +271,10 @@ impl FastConfig {
     /// types, 4 or 8 for 8-byte ones).
     pub fn resolve(opts: &GemmOptions, dtype: DType, gpu: &Gpu) -> Result<FastConfig, Error> {
         let family = FastKernel::resolve(opts.cuda_kernel, dtype, gpu)?;
-        let allowed: &[usize] = match (family, dtype.size_bytes()) {
-            (FastKernel::Mma, _) => &[],
-            (_, 4) => &[8, 16],
-            _ => &[4, 8],
+        let simt = simt_micro_tiles(dtype);
+        let allowed: &[usize] = match family {
+            FastKernel::Mma => &[],
+            FastKernel::Auto | FastKernel::Simt => &simt,
         };
         let tm = match opts.tile {
             None => fast_micro_tile(dtype),
