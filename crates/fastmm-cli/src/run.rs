@@ -47,7 +47,8 @@ pub struct RunArgs {
     #[arg(short = 't', long)]
     threads: Option<usize>,
     /// Tile edge for tiled algorithms; for cuda-fast's SIMT kernel, the
-    /// micro-tile rows TM (8 or 16 for 4-byte types, 4 or 8 for 8-byte).
+    /// micro-tile rows TM (4-byte types: 8 for 8×16, 16 for 16×8; 8-byte:
+    /// 4 or 8, square).
     #[arg(long)]
     tile: Option<usize>,
     /// Microkernel family of `packed`: avx512, avx2 or generic (default:

@@ -34,10 +34,10 @@ const SHAPES: &[(usize, usize, usize)] = &[
     // Deep and narrow: cuda-fast splits k (k slices of 552 and of 1032).
     (33, 1100, 47),
     (130, 2049, 5),
-    // cuda-fast's interior path (whole 128×128 tiles, 16-byte rows) with a
-    // partial last k step, and with split-K.
-    (160, 148, 140),
-    (136, 2056, 136),
+    // cuda-fast's interior path (whole 128×256, 256×128 and 128×128
+    // tiles, 16-byte rows) with a partial last k step, and with split-K.
+    (264, 148, 264),
+    (264, 2056, 264),
 ];
 
 /// Threshold n₀ of `strassen`/`winograd` in the selftest: the shapes from
@@ -186,10 +186,12 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
                 )
             });
         // cuda-fast: each kernel family forced (mma runs f64 only), and the
-        // SIMT kernel's other micro-tile (TM = 8: 128×128 tiles).
+        // SIMT kernel's other micro-tiles (TM = 16 for 4-byte types, 8 for
+        // 8-byte ones; each type skips the TMs it is not built with).
         let families = [
             (FastKernel::Simt, None),
             (FastKernel::Simt, Some(8)),
+            (FastKernel::Simt, Some(16)),
             (FastKernel::Mma, None),
         ]
         .into_iter()
@@ -256,6 +258,14 @@ fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
     }
     if opts.cuda_kernel == Some(FastKernel::Mma) && T::DTYPE != DType::F64 {
         return None;
+    }
+    if opts.algorithm == Algorithm::CudaFast {
+        if let Some(tm) = opts.tile {
+            let built = fastmm::cuda::gemm::simt_micro_tiles(T::DTYPE);
+            if tm == built[0] || !built.contains(&tm) {
+                return None;
+            }
+        }
     }
     let opts = *opts;
     let mut row = Row {

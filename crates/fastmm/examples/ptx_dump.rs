@@ -2,7 +2,9 @@
 //! GPU needed) into a directory, for `ptxas -arch=sm_90 -v` resource reports
 //! (scripts/ptxas-report.sh).
 //!
-//! `cargo run --release -p fastmm --example ptx_dump -- DIR`
+//! `cargo run --release -p fastmm --example ptx_dump -- DIR [ARCH]`
+//! (ARCH, e.g. `sm_75`, defaults to `sm_90`; the f64 tensor-core kernel and
+//! the bf16 conversion, which need newer GPUs, are built for sm_90 only).
 
 use fastmm::cuda::compile::{compile, KernelKey, KernelSource};
 use fastmm::tunables::{CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_NAIVE_BLOCK};
@@ -10,8 +12,15 @@ use fastmm::DType;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args().nth(1).ok_or("usage: ptx_dump DIR")?;
+    let arch: &'static str = match std::env::args().nth(2) {
+        Some(arch) => Box::leak(arch.into_boxed_str()),
+        None => "sm_90",
+    };
     std::fs::create_dir_all(&dir)?;
     for source in KernelSource::ALL {
+        if matches!(source, KernelSource::FastMma | KernelSource::Convert) && arch != "sm_90" {
+            continue;
+        }
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
             let tiles = match source {
                 KernelSource::Naive => vec![CUDA_NAIVE_BLOCK],
@@ -28,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         dtype,
                         tile,
                     },
-                    "sm_90",
+                    arch,
                 )?;
                 let path = format!("{dir}/{}-{dtype}-{tile}.ptx", source.entry());
                 std::fs::write(&path, ptx.to_src())?;

@@ -49,14 +49,25 @@ fn every_kernel_compiles_for_sm90() {
                     dtype,
                     tile,
                 };
-                let ptx = compile(key, "sm_90")
-                    .unwrap_or_else(|e| panic!("{source:?} {dtype} tile {tile}: {e}"));
-                let text = ptx.to_src();
-                assert!(
-                    text.contains(&format!(".entry {}", source.entry())),
-                    "{source:?} {dtype} tile {tile}: no entry point in the PTX"
-                );
-                assert!(text.contains(".target sm_90"), "PTX not built for sm_90");
+                // fast.cu stages B with cp.async from sm_80 and through
+                // registers before: both paths must build.
+                let archs: &[&'static str] = match source {
+                    KernelSource::Fast => &["sm_90", "sm_75"],
+                    _ => &["sm_90"],
+                };
+                for &arch in archs {
+                    let ptx = compile(key, arch)
+                        .unwrap_or_else(|e| panic!("{source:?} {dtype} tile {tile} {arch}: {e}"));
+                    let text = ptx.to_src();
+                    assert!(
+                        text.contains(&format!(".entry {}", source.entry())),
+                        "{source:?} {dtype} tile {tile} {arch}: no entry point in the PTX"
+                    );
+                    assert!(
+                        text.contains(&format!(".target {arch}")),
+                        "PTX not built for {arch}"
+                    );
+                }
             }
         }
     }

@@ -45,8 +45,8 @@ pub enum Algorithm {
     CudaNaive,
     /// CUDA: square shared-memory tiles, one thread per element of C.
     CudaTiled,
-    /// CUDA: own kernels, register-blocked SIMT (f32/i32 256×128 tiles,
-    /// 16×8 per thread; 8-byte types 64×64, 4×4) or, for f64, the FP64
+    /// CUDA: own kernels, register-blocked SIMT (f32/i32 128×256 tiles,
+    /// 8×16 per thread; 8-byte types 64×64, 4×4) or, for f64, the FP64
     /// tensor cores.
     CudaFast,
     /// cuBLAS sgemm/dgemm.

@@ -23,7 +23,8 @@ pub enum KernelSource {
     /// `convert.cu`: f32 → bf16 (tile 1) or f16 (tile 0), for cuBLAS's
     /// reduced-precision modes.
     Convert,
-    /// `fast.cu`: register-blocked tiles (tile = TM, the micro-tile edge).
+    /// `fast.cu`: register-blocked tiles (tile = TM, the micro-tile rows;
+    /// its columns TN follow from the type and TM).
     Fast,
     /// `fast_mma.cu`: f64 on the FP64 tensor cores (`mma.sync` m16n8k8,
     /// sm_90+), 128×128 tiles (tile = STAGES, the cp.async pipeline depth).
@@ -114,11 +115,16 @@ pub fn nvrtc_available() -> bool {
 
 /// The `-D` defines of one variant.
 fn defines(key: KernelKey) -> Vec<String> {
-    vec![
+    let mut defines = vec![
         format!("-DELEM={}", key.dtype.cuda_type()),
         format!("-DACC={}", key.dtype.cuda_accumulator()),
         format!("-D{}={}", key.source.tile_define(), key.tile),
-    ]
+    ];
+    if key.source == KernelSource::Fast {
+        let (_, columns) = crate::cuda::gemm::simt_micro_tile(key.dtype, key.tile);
+        defines.push(format!("-DTN={columns}"));
+    }
+    defines
 }
 
 /// Environment variable naming the on-disk PTX cache directory, or `off`.

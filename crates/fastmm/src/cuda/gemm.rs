@@ -135,30 +135,39 @@ fn split_k_slices(
 }
 
 /// The micro-tile rows TM of `cuda-fast`'s SIMT kernel for a type (the
-/// `TM` define of `kernels/fast.cu`; its columns are TN = min(TM, 8)): 16
-/// for 4-byte elements (256×128 block tiles, 16×8 per thread, one block per
-/// SM: the shape of cuBLAS's SIMT sgemm on Hopper), 4 for 8-byte ones
-/// (64×64, 4×4).
+/// `TM` define of `kernels/fast.cu`; its columns: [`simt_micro_tile`]): 8
+/// for 4-byte elements (128×256 block tiles, 8×16 per thread, one block
+/// per SM: cuBLAS's SIMT sgemm tile on Hopper, with the long side along
+/// B's contiguous rows), 4 for 8-byte ones (64×64, 4×4).
 pub fn fast_micro_tile(dtype: DType) -> usize {
     if dtype.size_bytes() == 4 {
-        16
+        8
     } else {
         4
     }
 }
 
-/// Rows and columns of one thread's micro-tile in `kernels/fast.cu` for
-/// its `TM`.
-pub fn simt_micro_tile(tm: usize) -> (usize, usize) {
-    (tm, tm.min(8))
+/// Rows and columns (TM, TN) of one thread's micro-tile in
+/// `kernels/fast.cu` for its `TM`: 4-byte types pair 8 rows with 16
+/// columns and 16 rows with 8 (128 accumulators either way); 8-byte types
+/// use square ones.
+pub fn simt_micro_tile(dtype: DType, tm: usize) -> (usize, usize) {
+    match (dtype.size_bytes(), tm) {
+        (4, 8) => (8, 16),
+        (4, 16) => (16, 8),
+        _ => (tm, tm),
+    }
 }
 
 /// The TMs `kernels/fast.cu` is built with for a type, the default first:
-/// 16 and 8 for 4-byte elements, 4 and 8 for 8-byte ones (4 × 4 leaves a
-/// 4-byte A tile short of one vector per thread; 16 × 8 of 8-byte
-/// accumulators would not fit the registers).
+/// 8 (8×16) and 16 (16×8) for 4-byte elements, 4 and 8 for 8-byte ones
+/// (4 × 4 leaves a 4-byte A tile short of one vector per thread; 8 × 16
+/// of 8-byte accumulators would not fit the registers).
 pub fn simt_micro_tiles(dtype: DType) -> [usize; 2] {
-    [fast_micro_tile(dtype), 8]
+    match dtype.size_bytes() {
+        4 => [8, 16],
+        _ => [4, 8],
+    }
 }
 
 /// Environment variable that forces the `cuda-fast` kernel family:
@@ -267,7 +276,7 @@ pub struct FastConfig {
 impl FastConfig {
     /// The configuration `opts` asks for on `gpu` for `dtype`:
     /// `opts.cuda_kernel` (or `FASTMM_CUDA_KERNEL`), and `opts.tile` as the
-    /// SIMT kernel's TM (default [`fast_micro_tile`]; 8 or 16 for 4-byte
+    /// SIMT kernel's TM (default [`fast_micro_tile`]; 8 (8×16) or 16 (16×8) for 4-byte
     /// types, 4 or 8 for 8-byte ones).
     pub fn resolve(opts: &GemmOptions, dtype: DType, gpu: &Gpu) -> Result<FastConfig, Error> {
         let family = FastKernel::resolve(opts.cuda_kernel, dtype, gpu)?;
@@ -314,7 +323,7 @@ impl FastConfig {
     /// one when the accumulators take over 256 bytes per thread, else two)
     /// and `fast_mma.cu` (one).
     pub fn blocks_per_sm(self) -> usize {
-        let (tm, tn) = simt_micro_tile(self.tm);
+        let (tm, tn) = simt_micro_tile(self.dtype, self.tm);
         match self.family {
             FastKernel::Mma => 1,
             _ if tm * tn * self.dtype.size_bytes() > 256 => 1,
@@ -324,20 +333,20 @@ impl FastConfig {
 
     /// Rows and columns of C one block computes.
     pub fn block_shape(self) -> (usize, usize) {
-        let (tm, tn) = simt_micro_tile(self.tm);
+        let (tm, tn) = simt_micro_tile(self.dtype, self.tm);
         match self.family {
             FastKernel::Mma => (MMA_BLOCK_TILE, MMA_BLOCK_TILE),
             _ => (16 * tm, 16 * tn),
         }
     }
 
-    /// What runs, for reports: e.g. "simt 256x128 tiles, 16x8/thread".
+    /// What runs, for reports: e.g. "simt 128x256 tiles, 8x16/thread".
     pub fn describe(self) -> String {
         let (rows, cols) = self.block_shape();
         let per_thread = match self.family {
             FastKernel::Mma => "DMMA m16n8k8".to_string(),
             _ => {
-                let (tm, tn) = simt_micro_tile(self.tm);
+                let (tm, tn) = simt_micro_tile(self.dtype, self.tm);
                 format!("{tm}x{tn}/thread")
             }
         };

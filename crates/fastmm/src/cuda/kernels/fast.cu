@@ -5,19 +5,20 @@
 // groups of four, the groups 64 apart, so a warp's shared loads of four
 // consecutive elements are 16-byte vectors in distinct banks.
 //
-// Shapes (TN = min(TM, 8)): TM = 16 gives 256 x 128 tiles with 16 x 8 per
-// thread (128 accumulators, one block per SM: the shape of cuBLAS's own
-// SIMT sgemm on Hopper, 128 FMAs per 6 shared loads per k); TM = 8 gives
-// 128 x 128 with 8 x 8 (two blocks per SM); TM = 4 gives 64 x 64 with 4 x 4
-// (8-byte types).
+// Shapes: TM x TN = 8 x 16 gives 128 x 256 tiles (128 accumulators, one
+// block per SM: cuBLAS's SIMT sgemm tile on Hopper, its long side along B's
+// contiguous rows, so only a 128-row tile of A goes through the transposing
+// stores); 16 x 8 gives 256 x 128; 8 x 8 gives 128 x 128 and 4 x 4 gives
+// 64 x 64 (8-byte types, two blocks per SM).
 //
 // Global loads: every thread fetches A_VECS 16-byte vectors of A and
 // B_VECS of B per k step when the block's tiles lie inside the matrices and
-// the host said the rows are 16-byte aligned (vec_ok); otherwise guarded
-// scalar loads zero-fill the edges, so any m, n, k works. The next step's
-// vectors are fetched into registers before the current step's products,
-// and the shared tiles are double-buffered, so one barrier per step
-// suffices.
+// the host said the rows are 16-byte aligned (vec_ok). A's vectors go
+// through registers (fetched before the current step's products, stored
+// transposed after them); B's go straight to shared memory with cp.async
+// on sm_80+ (through registers before that). Edge steps use guarded scalar
+// loads that zero-fill, stored at once, so any m, n, k works. The shared
+// tiles are double-buffered, so one barrier per step suffices.
 //
 // With split-K (gridDim.z > 1) each z slice covers k_slice columns of A and
 // writes its own slice of C, c_slice elements apart; k_slice is a multiple
@@ -26,28 +27,34 @@
 // Tiles are assigned to blocks in block_common.cuh's grouped order (prepended).
 //
 // Built by NVRTC with -DELEM, -DACC (unsigned for integers, so overflow
-// wraps) and -DTM. beta == 0 never reads C.
-#define TN (TM > 8 ? 8 : TM)
+// wraps), -DTM and -DTN. beta == 0 never reads C.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define USE_ASYNC_B 1
+#else
+#define USE_ASYNC_B 0
+#endif
 #define BM (16 * TM)
 #define BN (16 * TN)
-// k depth of one staged step: 16 for the 16 x 8 micro-tile (half the
-// barriers and staging per FMA; measured 1.5-2% faster than 8 on the H100),
-// 8 for the smaller ones, whose shared tiles would not fit 48 KiB otherwise.
-#define BK (TM > 8 ? 16 : 8)
+// k depth of one staged step: 16 for the 128-accumulator micro-tiles (half
+// the barriers and staging per FMA; measured 1.5-2% faster than 8 on the
+// H100), 8 for the smaller ones, whose shared tiles would not fit 48 KiB
+// otherwise.
+#define BK (TM * TN > 64 ? 16 : 8)
 #define THREADS 256
 // Two blocks per SM (at most 128 registers per thread) while the
 // accumulators take at most 64 registers.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
 #define GROUP_STRIDE 64
+
 #define VEC (16 / (int)sizeof(ELEM))
 #define A_VECS_PER_ROW (BK / VEC)
 #define B_VECS_PER_ROW (BN / VEC)
 // 16-byte vectors of each tile per thread.
 #define A_VECS (BM * BK / VEC / THREADS)
 #define B_VECS (BN * BK / VEC / THREADS)
-static_assert(TM % 4 == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
+static_assert(TM % 4 == 0 && TN % 4 == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
                   B_VECS * VEC * THREADS == BN * BK,
-              "TM must give every thread whole 16-byte vectors of both tiles");
+              "TM x TN must give every thread whole 16-byte vectors of both tiles");
 
 union Vec16 {
     uint4 raw;
@@ -82,56 +89,83 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0;
 
-    Vec16 next_a[A_VECS], next_b[B_VECS];
+    // Interior steps load A's vectors into registers, stored transposed
+    // after the step's products, and B's straight into shared memory with
+    // cp.async where the architecture has it (else through registers too).
+    // Edge steps store their guarded scalar loads at once: the target
+    // buffer is free, and no registers stay live across the products.
+    Vec16 next_a[A_VECS];
+#if !USE_ASYNC_B
+    Vec16 next_b[B_VECS];
+#endif
+    bool pending = false;
     // The interior path addresses step p0 from one base pointer per
     // operand (recomputing 64-bit offsets per step costs registers).
     const ELEM* a_walk = a + (long long)(row0 + a_row) * lda + a_p;
     const ELEM* b_walk = b + (long long)b_p * ldb + col0 + b_col;
     const long long b_step = BK * ldb;
-    // Fetches step p0's vectors into next_a / next_b (zero outside).
-    auto fetch = [&](int p0) {
-        if (rows_inside && p0 + BK <= k) {
+    // Starts loading step p0 into shared buffer `target` (zero outside).
+    auto fetch = [&](int p0, int target) {
+        pending = rows_inside && p0 + BK <= k;
+        if (pending) {
 #pragma unroll
             for (int i = 0; i < A_VECS; ++i)
                 next_a[i].raw = *reinterpret_cast<const uint4*>(a_walk + i * a_row_step * lda + p0);
 #pragma unroll
-            for (int i = 0; i < B_VECS; ++i)
-                next_b[i].raw =
-                    *reinterpret_cast<const uint4*>(b_walk + i * b_row_step * ldb + (p0 / BK) * b_step);
+            for (int i = 0; i < B_VECS; ++i) {
+                const ELEM* src = b_walk + i * b_row_step * ldb + (p0 / BK) * b_step;
+#if USE_ASYNC_B
+                const unsigned dst =
+                    (unsigned)__cvta_generic_to_shared(&b_tile[target][b_p + i * b_row_step][b_col]);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+#else
+                next_b[i].raw = *reinterpret_cast<const uint4*>(src);
+#endif
+            }
         } else {
 #pragma unroll
             for (int i = 0; i < A_VECS; ++i)
 #pragma unroll
                 for (int v = 0; v < VEC; ++v) {
                     const int gi = row0 + a_row + i * a_row_step, gp = p0 + a_p + v;
-                    next_a[i].e[v] = (gi < m && gp < k) ? a[gi * lda + gp] : (ELEM)0;
+                    a_tile[target][a_p + v][a_row + i * a_row_step] =
+                        (gi < m && gp < k) ? a[gi * lda + gp] : (ELEM)0;
                 }
 #pragma unroll
             for (int i = 0; i < B_VECS; ++i)
 #pragma unroll
                 for (int v = 0; v < VEC; ++v) {
                     const int hp = p0 + b_p + i * b_row_step, gj = col0 + b_col + v;
-                    next_b[i].e[v] = (hp < k && gj < n) ? b[hp * ldb + gj] : (ELEM)0;
+                    b_tile[target][b_p + i * b_row_step][b_col + v] =
+                        (hp < k && gj < n) ? b[hp * ldb + gj] : (ELEM)0;
                 }
         }
     };
-    auto stage = [&](int buf) {
+    // Completes step p0's loads into `target` (before the barrier).
+    auto stage = [&](int target) {
+        if (pending) {
 #pragma unroll
-        for (int i = 0; i < A_VECS; ++i)
+            for (int i = 0; i < A_VECS; ++i)
 #pragma unroll
-            for (int v = 0; v < VEC; ++v) a_tile[buf][a_p + v][a_row + i * a_row_step] = next_a[i].e[v];
+                for (int v = 0; v < VEC; ++v)
+                    a_tile[target][a_p + v][a_row + i * a_row_step] = next_a[i].e[v];
+#if USE_ASYNC_B
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
+#else
 #pragma unroll
-        for (int i = 0; i < B_VECS; ++i)
-            *reinterpret_cast<uint4*>(&b_tile[buf][b_p + i * b_row_step][b_col]) = next_b[i].raw;
+            for (int i = 0; i < B_VECS; ++i)
+                *reinterpret_cast<uint4*>(&b_tile[target][b_p + i * b_row_step][b_col]) = next_b[i].raw;
+#endif
+        }
     };
 
-    fetch(0);
+    fetch(0, 0);
     stage(0);
     __syncthreads();
     int buf = 0;
     for (int p0 = 0; p0 < k; p0 += BK) {
         const bool more = p0 + BK < k;
-        if (more) fetch(p0 + BK);
+        if (more) fetch(p0 + BK, buf ^ 1);
         ELEM ra[TM];
         ELEM rb[TN];
 #pragma unroll
