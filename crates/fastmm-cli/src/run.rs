@@ -461,8 +461,12 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
                 let config = fastmm::cuda::gemm::FastConfig::resolve(opts, T::DTYPE, gpu)?;
                 format!("{} {} {memory}", config.describe(), gpu.arch())
             }
+            // The precision modes apply to sgemm only; f64 runs dgemm.
+            Algorithm::Cublas if T::DTYPE == DType::F64 => {
+                format!("cuBLAS dgemm {} {memory}", gpu.arch())
+            }
             Algorithm::Cublas => format!(
-                "cuBLAS {} {} {memory}",
+                "cuBLAS sgemm {} {} {memory}",
                 opts.gpu_precision.unwrap_or_default(),
                 gpu.arch()
             ),
