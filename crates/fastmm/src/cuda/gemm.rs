@@ -140,11 +140,7 @@ fn split_k_slices(
 /// per SM: cuBLAS's SIMT sgemm tile on Hopper, with the long side along
 /// B's contiguous rows), 4 for 8-byte ones (64×64, 4×4).
 pub fn fast_micro_tile(dtype: DType) -> usize {
-    if dtype.size_bytes() == 4 {
-        8
-    } else {
-        4
-    }
+    simt_micro_tiles(dtype)[0]
 }
 
 /// Rows and columns (TM, TN) of one thread's micro-tile in
