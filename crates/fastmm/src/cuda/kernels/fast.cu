@@ -2,8 +2,10 @@
 // computes a BM x BN tile of C, each thread a TM x TN micro-tile held in
 // registers, over k steps of BK staged in shared memory (A transposed, so
 // both operands are read along rows). A thread's rows (and columns) come in
-// groups of four, the groups 64 apart, so a warp's shared loads of four
-// consecutive elements are 16-byte vectors in distinct banks.
+// groups of one 16-byte vector (four 4-byte or two 8-byte elements), the
+// groups 16 vectors apart, so the 16 threads along a row of the block read
+// 16 consecutive vectors: 256 bytes without bank conflicts. (Groups of four
+// 8-byte elements made every 16-byte load of B a 4-way conflict.)
 //
 // Shapes: TM x TN = 8 x 16 gives 128 x 256 tiles (128 accumulators, one
 // block per SM: cuBLAS's SIMT sgemm tile on Hopper, its long side along B's
@@ -44,15 +46,17 @@
 // Two blocks per SM (at most 128 registers per thread) while the
 // accumulators take at most 64 registers.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
-#define GROUP_STRIDE 64
 
 #define VEC (16 / (int)sizeof(ELEM))
+// A thread's rows (columns) of its micro-tile: TM / VEC groups of VEC
+// consecutive ones, GROUP_STRIDE apart.
+#define GROUP_STRIDE (16 * VEC)
 #define A_VECS_PER_ROW (BK / VEC)
 #define B_VECS_PER_ROW (BN / VEC)
 // 16-byte vectors of each tile per thread.
 #define A_VECS (BM * BK / VEC / THREADS)
 #define B_VECS (BN * BK / VEC / THREADS)
-static_assert(TM % 4 == 0 && TN % 4 == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
+static_assert(TM % VEC == 0 && TN % VEC == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
                   B_VECS * VEC * THREADS == BN * BK,
               "TM x TN must give every thread whole 16-byte vectors of both tiles");
 
@@ -171,13 +175,13 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
 #pragma unroll
         for (int p = 0; p < BK; ++p) {
 #pragma unroll
-            for (int g = 0; g < TM / 4; ++g)
+            for (int g = 0; g < TM / VEC; ++g)
 #pragma unroll
-                for (int r = 0; r < 4; ++r) ra[g * 4 + r] = a_tile[buf][p][g * GROUP_STRIDE + ty * 4 + r];
+                for (int r = 0; r < VEC; ++r) ra[g * VEC + r] = a_tile[buf][p][g * GROUP_STRIDE + ty * VEC + r];
 #pragma unroll
-            for (int g = 0; g < TN / 4; ++g)
+            for (int g = 0; g < TN / VEC; ++g)
 #pragma unroll
-                for (int r = 0; r < 4; ++r) rb[g * 4 + r] = b_tile[buf][p][g * GROUP_STRIDE + tx * 4 + r];
+                for (int r = 0; r < VEC; ++r) rb[g * VEC + r] = b_tile[buf][p][g * GROUP_STRIDE + tx * VEC + r];
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -192,11 +196,11 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     }
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int gi = row0 + (i / 4) * GROUP_STRIDE + ty * 4 + i % 4;
+        const int gi = row0 + (i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC;
         if (gi >= m) continue;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
-            const int gj = col0 + (j / 4) * GROUP_STRIDE + tx * 4 + j % 4;
+            const int gj = col0 + (j / VEC) * GROUP_STRIDE + tx * VEC + j % VEC;
             if (gj >= n) continue;
             ACC result = (ACC)alpha * acc[i][j];
             if (beta != (ELEM)0) result += (ACC)beta * (ACC)c[gi * ldc + gj];
