@@ -48,7 +48,8 @@ pub struct RunArgs {
     threads: Option<usize>,
     /// Tile edge for tiled algorithms; for cuda-fast's SIMT kernel, the
     /// micro-tile rows TM (4-byte types: 8 for 8×16, 16 for 16×8; 8-byte:
-    /// 4 or 8, square).
+    /// 4 or 8, square; default: chosen per shape, 8×8 for f64 products
+    /// whose 128×128 tiles fill every SM, else the first).
     #[arg(long)]
     tile: Option<usize>,
     /// Microkernel family of `packed`: avx512, avx2 or generic (default:
@@ -405,7 +406,7 @@ fn run_typed<T: Element>(
             .map_or(1.0, |first| first.median_ms / median_ms);
         records.push(Record {
             algorithm: algorithm.name(),
-            kernel: kernel_label::<T>(&opts)?,
+            kernel: kernel_label::<T>(&opts, (p.m, p.n))?,
             device: algorithm.device().name(),
             dtype: T::DTYPE.name(),
             m: p.m,
@@ -436,9 +437,10 @@ fn run_typed<T: Element>(
     Ok(records)
 }
 
-/// What computes the inner loop: the packed microkernel and its block
-/// sizes, or "scalar" for the loops compiled for the baseline target.
-fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
+/// What computes the inner loop of an m×n product: the packed microkernel
+/// and its block sizes, the GPU kernel the shape rule picks, or "scalar"
+/// for the loops compiled for the baseline target.
+fn kernel_label<T: Element>(opts: &GemmOptions, (m, n): (usize, usize)) -> Result<String> {
     if opts.algorithm.device() == Device::Cuda {
         let gpu = fastmm::cuda::Gpu::default_gpu()?;
         let memory = format!(
@@ -458,7 +460,7 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
         }
         return Ok(match opts.algorithm {
             Algorithm::CudaFast => {
-                let config = fastmm::cuda::gemm::FastConfig::resolve(opts, T::DTYPE, gpu)?;
+                let config = fastmm::cuda::gemm::FastConfig::resolve(opts, T::DTYPE, gpu, (m, n))?;
                 format!("{} {} {memory}", config.describe(), gpu.arch())
             }
             // The precision modes apply to sgemm only; f64 runs dgemm.
@@ -477,10 +479,13 @@ fn kernel_label<T: Element>(opts: &GemmOptions) -> Result<String> {
         });
     }
     if Scheme::of(opts.algorithm).is_some() {
-        let packed = kernel_label::<T>(&GemmOptions {
-            algorithm: Algorithm::Packed,
-            ..*opts
-        })?;
+        let packed = kernel_label::<T>(
+            &GemmOptions {
+                algorithm: Algorithm::Packed,
+                ..*opts
+            },
+            (m, n),
+        )?;
         let kernel = packed.split(' ').take(2).collect::<Vec<_>>().join(" ");
         let base = match opts.base.unwrap_or(Algorithm::Packed) {
             Algorithm::Packed => kernel,

@@ -187,7 +187,8 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
             });
         // cuda-fast: each kernel family forced (mma runs f64 only), and the
         // SIMT kernel's other micro-tiles (TM = 16 for 4-byte types, 8 for
-        // 8-byte ones; each type skips the TMs it is not built with).
+        // 8-byte ones, which the shape rule picks for f64 only above these
+        // sizes; each type skips the TMs it is not built with).
         let families = [
             (FastKernel::Simt, None),
             (FastKernel::Simt, Some(8)),

@@ -134,13 +134,23 @@ fn split_k_slices(
         .max(1)
 }
 
-/// The micro-tile rows TM of `cuda-fast`'s SIMT kernel for a type (the
-/// `TM` define of `kernels/fast.cu`; its columns: [`simt_micro_tile`]): 8
-/// for 4-byte elements (128×256 block tiles, 8×16 per thread, one block
-/// per SM: cuBLAS's SIMT sgemm tile on Hopper, with the long side along
-/// B's contiguous rows), 4 for 8-byte ones (64×64, 4×4).
-pub fn fast_micro_tile(dtype: DType) -> usize {
-    simt_micro_tiles(dtype)[0]
+/// The SIMT micro-tiles (TM, the `TM` define of `kernels/fast.cu`; its
+/// columns: [`simt_micro_tile`]) the shape rule of `cuda-fast`
+/// ([`FastConfig::pick`]) chooses among when no `--tile` is given,
+/// smallest block tile first. 4-byte types take 8×16 (128×256 block
+/// tiles, one block per SM: cuBLAS's SIMT sgemm tile on Hopper, with the
+/// long side along B's contiguous rows; 16×8 was slower everywhere).
+/// 8-byte types take 4×4 (64×64), and f64 also 8×8 (128×128), which
+/// measured 16.9–17.2 against 13.3–13.5 TFLOPS for 4×4 at 2048–8192 on
+/// the H100 but half the speed at 256–512. i64 keeps 4×4, as fast or
+/// faster at every size measured: its multiplies are emulated, so the
+/// larger tile's extra operand reuse does not pay for its registers.
+pub fn simt_shape_tiles(dtype: DType) -> &'static [usize] {
+    match dtype {
+        DType::F64 => &[4, 8],
+        DType::I64 => &[4],
+        _ => &[8],
+    }
 }
 
 /// Rows and columns (TM, TN) of one thread's micro-tile in
@@ -270,20 +280,29 @@ pub struct FastConfig {
 }
 
 impl FastConfig {
-    /// The configuration `opts` asks for on `gpu` for `dtype`:
-    /// `opts.cuda_kernel` (or `FASTMM_CUDA_KERNEL`), and `opts.tile` as the
-    /// SIMT kernel's TM (default [`fast_micro_tile`]; 8 (8×16) or 16 (16×8) for 4-byte
-    /// types, 4 or 8 for 8-byte ones).
-    pub fn resolve(opts: &GemmOptions, dtype: DType, gpu: &Gpu) -> Result<FastConfig, Error> {
+    /// The configurations `opts` lets `cuda-fast` choose among on `gpu`
+    /// for `dtype`, smallest block tile first: the family of
+    /// `opts.cuda_kernel` (or `FASTMM_CUDA_KERNEL`), and as the SIMT
+    /// kernel's TM `opts.tile` alone when given (8 (8×16) or 16 (16×8) for
+    /// 4-byte types, 4 or 8 for 8-byte ones), else [`simt_shape_tiles`].
+    pub fn candidates(
+        opts: &GemmOptions,
+        dtype: DType,
+        gpu: &Gpu,
+    ) -> Result<Vec<FastConfig>, Error> {
         let family = FastKernel::resolve(opts.cuda_kernel, dtype, gpu)?;
         let simt = simt_micro_tiles(dtype);
         let allowed: &[usize] = match family {
             FastKernel::Mma => &[],
             FastKernel::Auto | FastKernel::Simt => &simt,
         };
-        let tm = match opts.tile {
-            None => fast_micro_tile(dtype),
-            Some(tm) if allowed.contains(&tm) => tm,
+        let tiles: &[usize] = match opts.tile {
+            // Mma's tiles are fixed; its TM is unused.
+            None if family == FastKernel::Mma => &simt[..1],
+            None => simt_shape_tiles(dtype),
+            Some(tm) if allowed.contains(&tm) => {
+                std::slice::from_ref(simt.iter().find(|&&t| t == tm).expect("allowed is simt"))
+            }
             Some(tm) => {
                 return Err(Error::InvalidOption(format!(
                     "cuda-fast {family} for {dtype} takes --tile {} (micro-tile rows), not {tm}",
@@ -295,7 +314,43 @@ impl FastConfig {
                 )))
             }
         };
-        Ok(FastConfig { family, tm, dtype })
+        Ok(tiles
+            .iter()
+            .map(|&tm| FastConfig { family, tm, dtype })
+            .collect())
+    }
+
+    /// The shape rule: of `candidates` (smallest block tile first), the
+    /// last whose block tiles of an m×n product fill all `sms`
+    /// multiprocessors at once, else the first. Larger tiles reuse more
+    /// of each operand load but leave SMs idle on small products, where
+    /// split-K then has to make up the blocks.
+    pub fn pick(candidates: &[FastConfig], (m, n): (usize, usize), sms: usize) -> FastConfig {
+        let fills = |config: &&FastConfig| {
+            let (rows, cols) = config.block_shape();
+            m.div_ceil(rows) * n.div_ceil(cols) >= sms
+        };
+        *candidates
+            .iter()
+            .rev()
+            .find(fills)
+            .unwrap_or(&candidates[0])
+    }
+
+    /// The configuration `cuda-fast` runs for an m×n product on `gpu`
+    /// (see [`FastConfig::candidates`] and [`FastConfig::pick`]).
+    pub fn resolve(
+        opts: &GemmOptions,
+        dtype: DType,
+        gpu: &Gpu,
+        (m, n): (usize, usize),
+    ) -> Result<FastConfig, Error> {
+        let candidates = FastConfig::candidates(opts, dtype, gpu)?;
+        Ok(FastConfig::pick(
+            &candidates,
+            (m, n),
+            gpu.info().multiprocessors,
+        ))
     }
 
     /// The kernel variant to compile.
@@ -376,20 +431,27 @@ impl Operand {
 /// the GPU Strassen/Winograd.
 #[derive(Clone)]
 pub(crate) enum ClassicalGemm {
-    /// A kernel of `kernels/`: each block computes a `block` = (rows,
-    /// columns) tile of C with `threads` = (x, y) threads.
-    Kernel {
-        function: CudaFunction,
-        block: (usize, usize),
-        threads: (u32, u32),
-        /// `cuda-fast`: the kernel takes the alignment flag and split-K
-        /// arguments, and this is the combine kernel that adds the slices.
-        fast: Option<CudaFunction>,
-        /// Blocks of this kernel one SM holds at once (its launch bounds).
-        blocks_per_sm: usize,
+    /// cuda-naive or cuda-tiled.
+    Kernel(TileKernel),
+    /// cuda-fast: each configuration its shape rule may pick, compiled,
+    /// and the combine kernel that adds split-K slices.
+    Fast {
+        kernels: Vec<(FastConfig, TileKernel)>,
+        combine: CudaFunction,
     },
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
     Cublas(GpuPrecision),
+}
+
+/// A kernel of `kernels/`: each block computes a `block` = (rows, columns)
+/// tile of C with `threads` = (x, y) threads.
+#[derive(Clone)]
+pub(crate) struct TileKernel {
+    function: CudaFunction,
+    block: (usize, usize),
+    threads: (u32, u32),
+    /// Blocks of this kernel one SM holds at once (its launch bounds).
+    blocks_per_sm: usize,
 }
 
 fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
@@ -435,32 +497,34 @@ impl ClassicalGemm {
                     dtype: T::DTYPE,
                     tile,
                 })?;
-                Ok(ClassicalGemm::Kernel {
+                Ok(ClassicalGemm::Kernel(TileKernel {
                     function,
                     block: (tile, tile),
                     threads: (tile as u32, tile as u32),
-                    fast: None,
                     blocks_per_sm: 1,
-                })
+                }))
             }
             Algorithm::CudaFast => {
                 // 256 threads and at most 48 KiB of static shared memory:
                 // within every CUDA device's limits.
-                let config = FastConfig::resolve(opts, T::DTYPE, gpu)?;
-                let key = config.key();
-                let function = gpu.function(key)?;
+                let kernels = FastConfig::candidates(opts, T::DTYPE, gpu)?
+                    .into_iter()
+                    .map(|config| {
+                        let kernel = TileKernel {
+                            function: gpu.function(config.key())?,
+                            block: config.block_shape(),
+                            threads: (CUDA_FAST_THREADS, 1),
+                            blocks_per_sm: config.blocks_per_sm(),
+                        };
+                        Ok((config, kernel))
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
                 let combine = gpu.function(KernelKey {
                     source: KernelSource::Combine,
                     dtype: T::DTYPE,
                     tile: CUDA_COMBINE_ROWS_PER_BLOCK,
                 })?;
-                Ok(ClassicalGemm::Kernel {
-                    function,
-                    block: config.block_shape(),
-                    threads: (CUDA_FAST_THREADS, 1),
-                    fast: Some(combine),
-                    blocks_per_sm: config.blocks_per_sm(),
-                })
+                Ok(ClassicalGemm::Fast { kernels, combine })
             }
             other => Err(Error::InvalidOption(format!(
                 "{other} is not a classical GPU algorithm (cublas, cuda-fast, cuda-tiled or cuda-naive)"
@@ -481,115 +545,136 @@ impl ClassicalGemm {
         beta: T,
         c: Operand,
     ) -> Result<(), Error> {
-        let (mi, ki, ni) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
+        let dims = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
         match self {
-            ClassicalGemm::Kernel {
-                function,
-                block,
-                threads,
-                fast,
-                blocks_per_sm,
-            } => {
-                let (block_rows, block_cols) = *block;
-                let grid_y = m.div_ceil(block_rows);
-                if grid_y > gpu.info().max_grid_y {
-                    return Err(Error::Unsupported {
-                        algorithm: "CUDA kernels",
-                        what: format!(
-                            "{m} rows in blocks of {block_rows} (grid y {grid_y} over the device's {})",
-                            gpu.info().max_grid_y
-                        ),
-                    });
-                }
-                // 16-byte rows: every row of A and B starts on a 16-byte
-                // boundary, so whole-vector loads are aligned.
-                let lanes = 16 / std::mem::size_of::<T>();
-                let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
-                let slices = match fast {
-                    Some(_) => split_k_slices(gpu, (m, k, n), *block, *blocks_per_sm),
-                    None => 1,
-                };
-                let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;
-                let slices = k.div_ceil(k_slice);
-                // Split-K: the slices go to a workspace, one m×n block each,
-                // and are then added into C with α and β.
-                let workspace = if slices > 1 {
-                    // SAFETY: every slice is written whole by the kernel
-                    // (β = 0 on the workspace) before the combine reads it.
-                    let buffer = unsafe { gpu.stream.alloc::<T>(slices * m * n) }
-                        .map_err(|e| cuda_err("cannot allocate the split-K workspace", e))?;
-                    Some(buffer)
-                } else {
-                    None
-                };
-                let (target, kernel_alpha, kernel_beta) = match &workspace {
-                    Some(buffer) => (
-                        Operand {
-                            ptr: buffer.device_ptr(&gpu.stream).0,
-                            ld: n,
-                        },
-                        T::ONE,
-                        T::ZERO,
-                    ),
-                    None => (c, alpha, beta),
-                };
-                let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, target.ld as i64);
-                let config = LaunchConfig {
-                    grid_dim: (n.div_ceil(block_cols) as u32, grid_y as u32, slices as u32),
-                    block_dim: (threads.0, threads.1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let k_slice_i = to_i32("k slice", k_slice)?;
-                let c_slice = (m * n) as i64;
-                let mut launch = gpu.stream.launch_builder(function);
-                launch
-                    .arg(&mi)
-                    .arg(&ni)
-                    .arg(&ki)
-                    .arg(&kernel_alpha)
-                    .arg(&a.ptr)
-                    .arg(&lda)
-                    .arg(&b.ptr)
-                    .arg(&ldb)
-                    .arg(&kernel_beta)
-                    .arg(&target.ptr)
-                    .arg(&ldc);
-                if fast.is_some() {
-                    launch.arg(&aligned).arg(&k_slice_i).arg(&c_slice);
-                }
-                // SAFETY: the arguments match the kernel's signature (int ×3,
-                // ELEM, pointer, long long, pointer, long long, ELEM,
-                // pointer, long long, and for cuda-fast `int vec_ok`, `int
-                // k_slice`, `long long c_slice`; `aligned` is true only when
-                // every row of A and B starts 16-byte aligned; with split-K
-                // the target holds `slices` m×n blocks c_slice apart), and
-                // the caller's operands address m×k, k×n and m×n row-major
-                // blocks with those leading dimensions.
-                unsafe { launch.launch(config) }
-                    .map_err(|e| cuda_err("kernel launch failed", e))?;
-                if let (Some(combine), Some(buffer)) = (fast, &workspace) {
-                    let base = buffer.device_ptr(&gpu.stream).0;
-                    let size = std::mem::size_of::<T>() as u64;
-                    let terms: Vec<(T, Operand)> = (0..slices)
-                        .map(|s| {
-                            let ptr = base + (s * m * n) as u64 * size;
-                            (alpha, Operand { ptr, ld: n })
-                        })
-                        .collect();
-                    // SAFETY: C is the caller's m×n block; each term is one
-                    // m×n slice of the workspace, which C does not overlap.
-                    unsafe { launch_combine(gpu, combine, beta, c, (m, n), &terms) }?;
-                }
-                Ok(())
+            ClassicalGemm::Kernel(kernel) => {
+                launch_tile_kernel(gpu, kernel, None, (m, k, n), alpha, a, b, beta, c)
+            }
+            ClassicalGemm::Fast { kernels, combine } => {
+                let configs: Vec<FastConfig> = kernels.iter().map(|(config, _)| *config).collect();
+                let chosen = FastConfig::pick(&configs, (m, n), gpu.info().multiprocessors);
+                let (_, kernel) = kernels
+                    .iter()
+                    .find(|(config, _)| *config == chosen)
+                    .expect("pick returns one of the candidates");
+                launch_tile_kernel(gpu, kernel, Some(combine), (m, k, n), alpha, a, b, beta, c)
             }
             ClassicalGemm::Cublas(GpuPrecision::Fp32) => {
-                cublas_gemm(gpu, (mi, ki, ni), alpha, a, b, beta, c)
+                cublas_gemm(gpu, dims, alpha, a, b, beta, c)
             }
             ClassicalGemm::Cublas(precision) => {
-                cublas_gemm_ex(gpu, *precision, (mi, ki, ni), alpha, a, b, beta, c)
+                cublas_gemm_ex(gpu, *precision, dims, alpha, a, b, beta, c)
             }
         }
     }
+}
+
+/// Launches a kernel of `kernels/` for c ← α·a·b + β·c (β = 0 never reads
+/// c); `fast` is cuda-fast's combine kernel, whose main kernel takes the
+/// alignment flag and split-K arguments.
+#[allow(clippy::too_many_arguments)]
+fn launch_tile_kernel<T: Element>(
+    gpu: &Gpu,
+    kernel: &TileKernel,
+    fast: Option<&CudaFunction>,
+    (m, k, n): (usize, usize, usize),
+    alpha: T,
+    a: Operand,
+    b: Operand,
+    beta: T,
+    c: Operand,
+) -> Result<(), Error> {
+    let (mi, ki, ni) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
+    let (block_rows, block_cols) = kernel.block;
+    let grid_y = m.div_ceil(block_rows);
+    if grid_y > gpu.info().max_grid_y {
+        return Err(Error::Unsupported {
+            algorithm: "CUDA kernels",
+            what: format!(
+                "{m} rows in blocks of {block_rows} (grid y {grid_y} over the device's {})",
+                gpu.info().max_grid_y
+            ),
+        });
+    }
+    // 16-byte rows: every row of A and B starts on a 16-byte
+    // boundary, so whole-vector loads are aligned.
+    let lanes = 16 / std::mem::size_of::<T>();
+    let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
+    let slices = match fast {
+        Some(_) => split_k_slices(gpu, (m, k, n), kernel.block, kernel.blocks_per_sm),
+        None => 1,
+    };
+    let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;
+    let slices = k.div_ceil(k_slice);
+    // Split-K: the slices go to a workspace, one m×n block each,
+    // and are then added into C with α and β.
+    let workspace = if slices > 1 {
+        // SAFETY: every slice is written whole by the kernel
+        // (β = 0 on the workspace) before the combine reads it.
+        let buffer = unsafe { gpu.stream.alloc::<T>(slices * m * n) }
+            .map_err(|e| cuda_err("cannot allocate the split-K workspace", e))?;
+        Some(buffer)
+    } else {
+        None
+    };
+    let (target, kernel_alpha, kernel_beta) = match &workspace {
+        Some(buffer) => (
+            Operand {
+                ptr: buffer.device_ptr(&gpu.stream).0,
+                ld: n,
+            },
+            T::ONE,
+            T::ZERO,
+        ),
+        None => (c, alpha, beta),
+    };
+    let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, target.ld as i64);
+    let config = LaunchConfig {
+        grid_dim: (n.div_ceil(block_cols) as u32, grid_y as u32, slices as u32),
+        block_dim: (kernel.threads.0, kernel.threads.1, 1),
+        shared_mem_bytes: 0,
+    };
+    let k_slice_i = to_i32("k slice", k_slice)?;
+    let c_slice = (m * n) as i64;
+    let mut launch = gpu.stream.launch_builder(&kernel.function);
+    launch
+        .arg(&mi)
+        .arg(&ni)
+        .arg(&ki)
+        .arg(&kernel_alpha)
+        .arg(&a.ptr)
+        .arg(&lda)
+        .arg(&b.ptr)
+        .arg(&ldb)
+        .arg(&kernel_beta)
+        .arg(&target.ptr)
+        .arg(&ldc);
+    if fast.is_some() {
+        launch.arg(&aligned).arg(&k_slice_i).arg(&c_slice);
+    }
+    // SAFETY: the arguments match the kernel's signature (int ×3,
+    // ELEM, pointer, long long, pointer, long long, ELEM,
+    // pointer, long long, and for cuda-fast `int vec_ok`, `int
+    // k_slice`, `long long c_slice`; `aligned` is true only when
+    // every row of A and B starts 16-byte aligned; with split-K
+    // the target holds `slices` m×n blocks c_slice apart), and
+    // the caller's operands address m×k, k×n and m×n row-major
+    // blocks with those leading dimensions.
+    unsafe { launch.launch(config) }.map_err(|e| cuda_err("kernel launch failed", e))?;
+    if let (Some(combine), Some(buffer)) = (fast, &workspace) {
+        let base = buffer.device_ptr(&gpu.stream).0;
+        let size = std::mem::size_of::<T>() as u64;
+        let terms: Vec<(T, Operand)> = (0..slices)
+            .map(|s| {
+                let ptr = base + (s * m * n) as u64 * size;
+                (alpha, Operand { ptr, ld: n })
+            })
+            .collect();
+        // SAFETY: C is the caller's m×n block; each term is one
+        // m×n slice of the workspace, which C does not overlap.
+        unsafe { launch_combine(gpu, combine, beta, c, (m, n), &terms) }?;
+    }
+    Ok(())
 }
 
 /// C ← α·A·B + β·C with a GPU algorithm on host matrices: uploads A and B
@@ -972,5 +1057,54 @@ mod tests {
         let err = check_block(32, 8, true, small, "small").unwrap_err();
         assert!(err.to_string().contains("shared memory"), "{err}");
         assert!(check_block(32, 8, false, small, "small").is_ok());
+    }
+
+    #[test]
+    fn the_shape_rule_takes_the_largest_tile_that_fills_every_sm() {
+        let simt = |dtype: DType, tm| FastConfig {
+            family: FastKernel::Simt,
+            tm,
+            dtype,
+        };
+        let f64_tiles: Vec<FastConfig> = simt_shape_tiles(DType::F64)
+            .iter()
+            .map(|&tm| simt(DType::F64, tm))
+            .collect();
+        let h100_sms = 132;
+        // 128×128 tiles: 16·16 = 256 blocks fill 132 SMs; 8·8 = 64 do not.
+        let cases = [
+            ((2048, 2048), 8),
+            ((8192, 8192), 8),
+            ((1024, 1024), 4),
+            ((8192, 128), 4),
+            ((1536, 1408), 8), // 12 · 11 = 132 blocks: exactly one wave
+            ((1536, 1280), 4), // 12 · 10 = 120
+            ((1, 1), 4),
+        ];
+        for ((m, n), tm) in cases {
+            assert_eq!(
+                FastConfig::pick(&f64_tiles, (m, n), h100_sms).tm,
+                tm,
+                "{m}x{n}"
+            );
+        }
+        // One candidate (a forced --tile, or a type with one tile) is
+        // always the pick.
+        for dtype in [DType::F32, DType::I32, DType::I64] {
+            let only: Vec<FastConfig> = simt_shape_tiles(dtype)
+                .iter()
+                .map(|&tm| simt(dtype, tm))
+                .collect();
+            assert_eq!(only.len(), 1, "{dtype}");
+            for shape in [(1, 1), (16384, 16384)] {
+                assert_eq!(FastConfig::pick(&only, shape, h100_sms), only[0]);
+            }
+        }
+        // Every tile the rule may pick is one the kernel is built with.
+        for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
+            for tm in simt_shape_tiles(dtype) {
+                assert!(simt_micro_tiles(dtype).contains(tm), "{dtype} {tm}");
+            }
+        }
     }
 }
