@@ -47,9 +47,9 @@ pub struct RunArgs {
     #[arg(short = 't', long)]
     threads: Option<usize>,
     /// Tile edge for tiled algorithms; for cuda-fast's SIMT kernel, the
-    /// micro-tile rows TM (4-byte types: 8 for 8×16, 16 for 16×8; 8-byte:
-    /// 4 or 8, square; default: chosen per shape, 8×8 for f64 products
-    /// whose 128×128 tiles fill every SM, else the first).
+    /// micro-tile rows TM (4-byte types: 8 for 8×16, 16 for 16×8; f64: 4
+    /// for 4×4, 8 for 8×4; i64: 4 or 8, square; default: chosen per shape,
+    /// f64's 8×4 once its 128×64 tiles fill every SM, else the first).
     #[arg(long)]
     tile: Option<usize>,
     /// Microkernel family of `packed`: avx512, avx2 or generic (default:

@@ -140,11 +140,12 @@ fn split_k_slices(
 /// smallest block tile first. 4-byte types take 8×16 (128×256 block
 /// tiles, one block per SM: cuBLAS's SIMT sgemm tile on Hopper, with the
 /// long side along B's contiguous rows; 16×8 was slower everywhere).
-/// 8-byte types take 4×4 (64×64), and f64 also 8×8 (128×128), which
-/// measured 16.9–17.2 against 13.3–13.5 TFLOPS for 4×4 at 2048–8192 on
-/// the H100 but half the speed at 256–512. i64 keeps 4×4, as fast or
-/// faster at every size measured: its multiplies are emulated, so the
-/// larger tile's extra operand reuse does not pay for its registers.
+/// 8-byte types take 4×4 (64×64), and f64 also 8×4 (128×64), which
+/// measured 17.7–19.2 TFLOPS at 1024–8192 on the H100 against 13.3–14.1
+/// for 4×4, but 3.5 against 5.1 at 512. i64 keeps 4×4, as fast as or
+/// faster than 8×8 at every size measured: its multiplies are emulated,
+/// so the larger tile's extra operand reuse does not pay for its
+/// registers.
 pub fn simt_shape_tiles(dtype: DType) -> &'static [usize] {
     match dtype {
         DType::F64 => &[4, 8],
@@ -155,20 +156,24 @@ pub fn simt_shape_tiles(dtype: DType) -> &'static [usize] {
 
 /// Rows and columns (TM, TN) of one thread's micro-tile in
 /// `kernels/fast.cu` for its `TM`: 4-byte types pair 8 rows with 16
-/// columns and 16 rows with 8 (128 accumulators either way); 8-byte types
-/// use square ones.
+/// columns and 16 rows with 8 (128 accumulators either way); f64 pairs 8
+/// rows with 4 (32 accumulators in 64 registers, so two blocks of 8 warps
+/// share an SM: 19.2 TFLOPS at 8192 on the H100 against 17.0 for 8×8 with
+/// one block); i64 uses square ones.
 pub fn simt_micro_tile(dtype: DType, tm: usize) -> (usize, usize) {
-    match (dtype.size_bytes(), tm) {
-        (4, 8) => (8, 16),
-        (4, 16) => (16, 8),
+    match (dtype, tm) {
+        (DType::F32 | DType::I32, 8) => (8, 16),
+        (DType::F32 | DType::I32, 16) => (16, 8),
+        (DType::F64, 8) => (8, 4),
         _ => (tm, tm),
     }
 }
 
 /// The TMs `kernels/fast.cu` is built with for a type, the default first:
-/// 8 (8×16) and 16 (16×8) for 4-byte elements, 4 and 8 for 8-byte ones
-/// (4 × 4 leaves a 4-byte A tile short of one vector per thread; 8 × 16
-/// of 8-byte accumulators would not fit the registers).
+/// 8 (8×16) and 16 (16×8) for 4-byte elements, 4 (4×4) and 8 (8×4 for
+/// f64, 8×8 for i64) for 8-byte ones (4 × 4 leaves a 4-byte A tile short
+/// of one vector per thread; 8 × 16 of 8-byte accumulators would not fit
+/// the registers, and i64's 4×8 spilled).
 pub fn simt_micro_tiles(dtype: DType) -> [usize; 2] {
     match dtype.size_bytes() {
         4 => [8, 16],
@@ -1071,14 +1076,15 @@ mod tests {
             .map(|&tm| simt(DType::F64, tm))
             .collect();
         let h100_sms = 132;
-        // 128×128 tiles: 16·16 = 256 blocks fill 132 SMs; 8·8 = 64 do not.
+        // 8×4's 128×64 tiles: 16·32 = 512 blocks fill 132 SMs; 8·16 = 128
+        // do not.
         let cases = [
             ((2048, 2048), 8),
             ((8192, 8192), 8),
             ((1024, 1024), 4),
             ((8192, 128), 4),
-            ((1536, 1408), 8), // 12 · 11 = 132 blocks: exactly one wave
-            ((1536, 1280), 4), // 12 · 10 = 120
+            ((1408, 768), 8), // 11 · 12 = 132 blocks: exactly one wave
+            ((1408, 704), 4), // 11 · 11 = 121
             ((1, 1), 4),
         ];
         for ((m, n), tm) in cases {
