@@ -206,28 +206,39 @@ unsafe fn transpose_groups_4(
     use std::arch::x86_64::{
         _mm_loadu_ps, _mm_movehl_ps, _mm_movelh_ps, _mm_storeu_ps, _mm_unpackhi_ps, _mm_unpacklo_ps,
     };
-    let steps = kb / 4 * 4;
+    for_each_group(lanes, kb, 4, |i, p| {
+        // SAFETY: lanes i..i + 4 < lanes and steps p..p + 4 ≤ kb, per the
+        // contract; SSE is in the x86-64 baseline.
+        unsafe {
+            let r0 = _mm_loadu_ps(src.add(i * rs + p));
+            let r1 = _mm_loadu_ps(src.add((i + 1) * rs + p));
+            let r2 = _mm_loadu_ps(src.add((i + 2) * rs + p));
+            let r3 = _mm_loadu_ps(src.add((i + 3) * rs + p));
+            // (a0 b0 a1 b1), (c0 d0 c1 d1), (a2 b2 a3 b3), (c2 d2 c3 d3)
+            let ab01 = _mm_unpacklo_ps(r0, r1);
+            let cd01 = _mm_unpacklo_ps(r2, r3);
+            let ab23 = _mm_unpackhi_ps(r0, r1);
+            let cd23 = _mm_unpackhi_ps(r2, r3);
+            _mm_storeu_ps(out.add(p * width + i), _mm_movelh_ps(ab01, cd01));
+            _mm_storeu_ps(out.add((p + 1) * width + i), _mm_movehl_ps(cd01, ab01));
+            _mm_storeu_ps(out.add((p + 2) * width + i), _mm_movelh_ps(ab23, cd23));
+            _mm_storeu_ps(out.add((p + 3) * width + i), _mm_movehl_ps(cd23, ab23));
+        }
+    });
+}
+
+/// Calls `body(i, p)` for each group of `group` lanes and `group` k steps
+/// that lies whole inside lanes × kb, a cache line of the source rows
+/// (TRANSPOSE_STEPS) at a time.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn for_each_group(lanes: usize, kb: usize, group: usize, mut body: impl FnMut(usize, usize)) {
+    let steps = kb / group * group;
     for p0 in (0..steps).step_by(TRANSPOSE_STEPS) {
         let end = (p0 + TRANSPOSE_STEPS).min(steps);
-        for i in (0..lanes / 4 * 4).step_by(4) {
-            for p in (p0..end).step_by(4) {
-                // SAFETY: lanes i..i + 4 < lanes and steps p..p + 4 ≤ kb,
-                // per the contract; SSE is in the x86-64 baseline.
-                unsafe {
-                    let r0 = _mm_loadu_ps(src.add(i * rs + p));
-                    let r1 = _mm_loadu_ps(src.add((i + 1) * rs + p));
-                    let r2 = _mm_loadu_ps(src.add((i + 2) * rs + p));
-                    let r3 = _mm_loadu_ps(src.add((i + 3) * rs + p));
-                    // (a0 b0 a1 b1), (c0 d0 c1 d1), (a2 b2 a3 b3), (c2 d2 c3 d3)
-                    let ab01 = _mm_unpacklo_ps(r0, r1);
-                    let cd01 = _mm_unpacklo_ps(r2, r3);
-                    let ab23 = _mm_unpackhi_ps(r0, r1);
-                    let cd23 = _mm_unpackhi_ps(r2, r3);
-                    _mm_storeu_ps(out.add(p * width + i), _mm_movelh_ps(ab01, cd01));
-                    _mm_storeu_ps(out.add((p + 1) * width + i), _mm_movehl_ps(cd01, ab01));
-                    _mm_storeu_ps(out.add((p + 2) * width + i), _mm_movelh_ps(ab23, cd23));
-                    _mm_storeu_ps(out.add((p + 3) * width + i), _mm_movehl_ps(cd23, ab23));
-                }
+        for i in (0..lanes / group * group).step_by(group) {
+            for p in (p0..end).step_by(group) {
+                body(i, p);
             }
         }
     }
@@ -249,22 +260,16 @@ unsafe fn transpose_groups_2(
     width: usize,
 ) {
     use std::arch::x86_64::{_mm_loadu_pd, _mm_storeu_pd, _mm_unpackhi_pd, _mm_unpacklo_pd};
-    let steps = kb / 2 * 2;
-    for p0 in (0..steps).step_by(TRANSPOSE_STEPS) {
-        let end = (p0 + TRANSPOSE_STEPS).min(steps);
-        for i in (0..lanes / 2 * 2).step_by(2) {
-            for p in (p0..end).step_by(2) {
-                // SAFETY: lanes i, i + 1 < lanes and steps p, p + 1 < kb,
-                // per the contract; SSE2 is in the x86-64 baseline.
-                unsafe {
-                    let r0 = _mm_loadu_pd(src.add(i * rs + p));
-                    let r1 = _mm_loadu_pd(src.add((i + 1) * rs + p));
-                    _mm_storeu_pd(out.add(p * width + i), _mm_unpacklo_pd(r0, r1));
-                    _mm_storeu_pd(out.add((p + 1) * width + i), _mm_unpackhi_pd(r0, r1));
-                }
-            }
+    for_each_group(lanes, kb, 2, |i, p| {
+        // SAFETY: lanes i, i + 1 < lanes and steps p, p + 1 < kb, per the
+        // contract; SSE2 is in the x86-64 baseline.
+        unsafe {
+            let r0 = _mm_loadu_pd(src.add(i * rs + p));
+            let r1 = _mm_loadu_pd(src.add((i + 1) * rs + p));
+            _mm_storeu_pd(out.add(p * width + i), _mm_unpacklo_pd(r0, r1));
+            _mm_storeu_pd(out.add((p + 1) * width + i), _mm_unpackhi_pd(r0, r1));
         }
-    }
+    });
 }
 
 #[inline(always)]
