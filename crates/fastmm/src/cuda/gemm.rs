@@ -330,16 +330,19 @@ impl FastConfig {
     /// multiprocessors at once, else the first. Larger tiles reuse more
     /// of each operand load but leave SMs idle on small products, where
     /// split-K then has to make up the blocks.
-    pub fn pick(candidates: &[FastConfig], (m, n): (usize, usize), sms: usize) -> FastConfig {
-        let fills = |config: &&FastConfig| {
-            let (rows, cols) = config.block_shape();
-            m.div_ceil(rows) * n.div_ceil(cols) >= sms
-        };
-        *candidates
+    pub fn pick(candidates: &[FastConfig], shape: (usize, usize), sms: usize) -> FastConfig {
+        candidates[FastConfig::pick_index(candidates, shape, sms)]
+    }
+
+    /// The index in `candidates` of [`FastConfig::pick`]'s choice.
+    fn pick_index(candidates: &[FastConfig], (m, n): (usize, usize), sms: usize) -> usize {
+        candidates
             .iter()
-            .rev()
-            .find(fills)
-            .unwrap_or(&candidates[0])
+            .rposition(|config| {
+                let (rows, cols) = config.block_shape();
+                m.div_ceil(rows) * n.div_ceil(cols) >= sms
+            })
+            .unwrap_or(0)
     }
 
     /// The configuration `cuda-fast` runs for an m×n product on `gpu`
@@ -438,10 +441,12 @@ impl Operand {
 pub(crate) enum ClassicalGemm {
     /// cuda-naive or cuda-tiled.
     Kernel(TileKernel),
-    /// cuda-fast: each configuration its shape rule may pick, compiled,
-    /// and the combine kernel that adds split-K slices.
+    /// cuda-fast: each configuration its shape rule may pick and its
+    /// compiled kernel (`kernels[i]` runs `configs[i]`), and the combine
+    /// kernel that adds split-K slices.
     Fast {
-        kernels: Vec<(FastConfig, TileKernel)>,
+        configs: Vec<FastConfig>,
+        kernels: Vec<TileKernel>,
         combine: CudaFunction,
     },
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
@@ -512,16 +517,16 @@ impl ClassicalGemm {
             Algorithm::CudaFast => {
                 // 256 threads and at most 48 KiB of static shared memory:
                 // within every CUDA device's limits.
-                let kernels = FastConfig::candidates(opts, T::DTYPE, gpu)?
-                    .into_iter()
+                let configs = FastConfig::candidates(opts, T::DTYPE, gpu)?;
+                let kernels = configs
+                    .iter()
                     .map(|config| {
-                        let kernel = TileKernel {
+                        Ok(TileKernel {
                             function: gpu.function(config.key())?,
                             block: config.block_shape(),
                             threads: (CUDA_FAST_THREADS, 1),
                             blocks_per_sm: config.blocks_per_sm(),
-                        };
-                        Ok((config, kernel))
+                        })
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
                 let combine = gpu.function(KernelKey {
@@ -529,7 +534,11 @@ impl ClassicalGemm {
                     dtype: T::DTYPE,
                     tile: CUDA_COMBINE_ROWS_PER_BLOCK,
                 })?;
-                Ok(ClassicalGemm::Fast { kernels, combine })
+                Ok(ClassicalGemm::Fast {
+                    configs,
+                    kernels,
+                    combine,
+                })
             }
             other => Err(Error::InvalidOption(format!(
                 "{other} is not a classical GPU algorithm (cublas, cuda-fast, cuda-tiled or cuda-naive)"
@@ -555,14 +564,23 @@ impl ClassicalGemm {
             ClassicalGemm::Kernel(kernel) => {
                 launch_tile_kernel(gpu, kernel, None, (m, k, n), alpha, a, b, beta, c)
             }
-            ClassicalGemm::Fast { kernels, combine } => {
-                let configs: Vec<FastConfig> = kernels.iter().map(|(config, _)| *config).collect();
-                let chosen = FastConfig::pick(&configs, (m, n), gpu.info().multiprocessors);
-                let (_, kernel) = kernels
-                    .iter()
-                    .find(|(config, _)| *config == chosen)
-                    .expect("pick returns one of the candidates");
-                launch_tile_kernel(gpu, kernel, Some(combine), (m, k, n), alpha, a, b, beta, c)
+            ClassicalGemm::Fast {
+                configs,
+                kernels,
+                combine,
+            } => {
+                let chosen = FastConfig::pick_index(configs, (m, n), gpu.info().multiprocessors);
+                launch_tile_kernel(
+                    gpu,
+                    &kernels[chosen],
+                    Some(combine),
+                    (m, k, n),
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    c,
+                )
             }
             ClassicalGemm::Cublas(GpuPrecision::Fp32) => {
                 cublas_gemm(gpu, dims, alpha, a, b, beta, c)
