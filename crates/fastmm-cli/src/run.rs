@@ -71,6 +71,11 @@ pub struct RunArgs {
     /// `strassen`/`winograd` memory schedule: temporaries, frugal or fused.
     #[arg(long, default_value = "frugal")]
     variant: String,
+    /// `strassen`/`winograd` on the CPU with temporaries or frugal: operand
+    /// sums of at most this many blocks that feed a base-case product are
+    /// formed while `packed` packs instead of stored (default: 0, none)
+    #[arg(long, value_name = "TERMS")]
+    lazy_sums: Option<usize>,
     /// `strassen`/`winograd`: the classical algorithm of the base case
     /// (default: packed on the CPU; cublas on the GPU, cuda-fast for
     /// integers).
@@ -203,6 +208,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         variant: Some(args.variant.parse::<Variant>()?),
         threshold: parse_threshold(&args.threshold)?,
         depth: args.depth,
+        lazy_sums: args.lazy_sums,
         base: args
             .base
             .as_deref()
@@ -491,9 +497,13 @@ fn kernel_label<T: Element>(opts: &GemmOptions, (m, n): (usize, usize)) -> Resul
             Algorithm::Packed => kernel,
             other => other.to_string(),
         };
+        let variant = opts.variant.unwrap_or_default();
+        let lazy = match fastmm::strassen::effective_lazy_sums(opts) {
+            terms if terms > 0 && variant != Variant::Fused => format!(" lazy≤{terms}"),
+            _ => String::new(),
+        };
         return Ok(format!(
-            "{} n0={} + {base}",
-            opts.variant.unwrap_or_default(),
+            "{variant}{lazy} n0={} + {base}",
             fastmm::strassen::effective_threshold(opts, T::DTYPE)
         ));
     }

@@ -64,6 +64,15 @@ pub const STRASSEN_AUTO_MAX_LEVELS_F64: usize = 4;
 /// beyond it is honoured).
 pub const STRASSEN_MAX_LEVELS: usize = 32;
 
+/// In the stored (`frugal`, `temporaries`) schedules on the CPU, a sum of
+/// at most this many blocks of A or of B read by a leaf product may be
+/// left unstored and formed by that product while `packed` packs its
+/// panels (`--lazy-sums`). Off by default: on dev-epyc it cut the additions
+/// from 10% to 6% of a two-level 4096³ f64 Winograd product but raised
+/// packing from 5% to 13% (the packing of a sum waits on strided loads of
+/// every term, where a stored sum streams), docs/perf-notes.md.
+pub const STRASSEN_LAZY_SUM_TERMS: usize = 0;
+
 /// Linear combinations of at least this many elements run on all threads.
 pub const STRASSEN_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 

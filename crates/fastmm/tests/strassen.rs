@@ -8,6 +8,24 @@ use fastmm::{gemm, Algorithm, Element, GemmOptions, MatMut, Matrix, Variant};
 
 const FAST: [Algorithm; 2] = [Algorithm::Strassen, Algorithm::Winograd];
 
+/// Every memory schedule, and the stored ones with operand sums of up to
+/// 2 or 4 blocks left for the leaf products to form while packing.
+const SCHEDULES: [(Variant, usize); 6] = [
+    (Variant::Temporaries, 0),
+    (Variant::Frugal, 0),
+    (Variant::Fused, 0),
+    (Variant::Temporaries, 4),
+    (Variant::Frugal, 2),
+    (Variant::Frugal, 4),
+];
+
+/// The options of one algorithm and schedule.
+fn fast(algorithm: Algorithm, (variant, lazy_sums): (Variant, usize)) -> GemmOptions {
+    GemmOptions::new(algorithm)
+        .variant(variant)
+        .lazy_sums(lazy_sums)
+}
+
 /// Exact wrapping reference computed with the naive algorithm.
 fn classical<T: Element>(
     alpha: T,
@@ -58,12 +76,10 @@ fn exact_over_shapes<T: Element>() {
         let want_ab = classical(T::ONE, &a, &b, T::ZERO, &c0);
         let want_update = classical(alpha, &a, &b, beta, &c0);
         for algorithm in FAST {
-            for variant in Variant::ALL {
+            for schedule in SCHEDULES {
+                let variant = format!("{schedule:?}");
                 for (threshold, depth) in [(2, 4), (3, 2), (8, 10), (16, 1)] {
-                    let opts = GemmOptions::new(algorithm)
-                        .variant(variant)
-                        .threshold(threshold)
-                        .depth(depth);
+                    let opts = fast(algorithm, schedule).threshold(threshold).depth(depth);
                     let mut c = Matrix::filled(m, n, T::poison());
                     gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).unwrap();
                     assert_eq!(
@@ -103,11 +119,9 @@ fn views_and_layouts_are_exact() {
     let a = Matrix::from_view(at.as_ref().t());
     let want = classical(1, &a, &b, 0, &Matrix::zeros(m, n));
     for algorithm in FAST {
-        for variant in Variant::ALL {
-            let opts = GemmOptions::new(algorithm)
-                .variant(variant)
-                .threshold(4)
-                .threads(2);
+        for schedule in SCHEDULES {
+            let variant = format!("{schedule:?}");
+            let opts = fast(algorithm, schedule).threshold(4).threads(2);
             // A as a transposed view; C as every other column of a wider buffer.
             let mut buffer = vec![-77i64; m * 2 * n];
             let c = MatMut::from_slice_strided(&mut buffer, m, n, 2 * n, 2).unwrap();
@@ -149,12 +163,10 @@ fn floats_pass_verification() {
         let a32 = Matrix::from_fn(m, k, |i, j| a.get(i, j) as f32);
         let b32 = Matrix::from_fn(k, n, |i, j| b.get(i, j) as f32);
         for algorithm in FAST {
-            for variant in Variant::ALL {
+            for schedule in SCHEDULES {
+                let variant = format!("{schedule:?}");
                 for depth in [1, 2] {
-                    let opts = GemmOptions::new(algorithm)
-                        .variant(variant)
-                        .threshold(16)
-                        .depth(depth);
+                    let opts = fast(algorithm, schedule).threshold(16).depth(depth);
                     let mut c = Matrix::filled(m, n, f64::NAN);
                     gemm(1.0, a.as_ref(), b.as_ref(), 0.0, c.as_mut(), &opts).unwrap();
                     let growth = error_growth(Scheme::of(algorithm).unwrap(), depth);
@@ -210,6 +222,18 @@ fn workspace_report_matches_the_schedules() {
     // β ≠ 0: the top level falls back to the temporaries schedule.
     let with_beta = workspace::<f64>(Scheme::Winograd, (n, n, n), false, &opts(Variant::Frugal));
     assert_eq!(with_beta.workspace_elements, 15 * q(1) + 2 * (q(2) + q(3)));
+    // Sums left to the leaf products' packing need no temporary: at the
+    // bottom level only the C-shaped ones remain (1 for both schemes).
+    let lazy =
+        |scheme| workspace::<f64>(scheme, (n, n, n), true, &opts(Variant::Frugal).lazy_sums(4));
+    assert_eq!(
+        lazy(Scheme::Strassen).workspace_elements,
+        3 * (q(1) + q(2)) + q(3)
+    );
+    assert_eq!(
+        lazy(Scheme::Winograd).workspace_elements,
+        2 * (q(1) + q(2)) + q(3)
+    );
     // Depth 0 and small products are classical, with no workspace.
     let classical = workspace::<f64>(
         Scheme::Strassen,

@@ -310,6 +310,11 @@ pub struct GemmOptions {
     /// Most recursion levels of `strassen`/`winograd` (default: the
     /// accuracy rule, [`crate::strassen::effective_max_depth`]).
     pub depth: Option<usize>,
+    /// `strassen`/`winograd` with stored schedules: operand sums of at most
+    /// this many blocks read by a leaf product are formed while `packed`
+    /// packs, not stored (default: [`crate::tunables::STRASSEN_LAZY_SUM_TERMS`];
+    /// 0 stores every sum).
+    pub lazy_sums: Option<usize>,
     /// The classical algorithm under `strassen`/`winograd` (default:
     /// `packed`); e.g. `naive` to reproduce the seeds' naive-vs-Strassen
     /// experiments.
@@ -379,6 +384,13 @@ impl GemmOptions {
         self
     }
 
+    /// Sets the most terms of an operand sum that a leaf product of
+    /// `strassen`/`winograd` forms while packing (0: every sum stored).
+    pub fn lazy_sums(mut self, terms: usize) -> Self {
+        self.lazy_sums = Some(terms);
+        self
+    }
+
     /// Sets the classical algorithm under `strassen`/`winograd`.
     pub fn base(mut self, base: Algorithm) -> Self {
         self.base = Some(base);
@@ -413,11 +425,25 @@ impl GemmOptions {
                     self.algorithm.device().name()
                 )));
             }
+            if base != Algorithm::Packed && matches!(self.lazy_sums, Some(t) if t > 0) {
+                return Err(Error::InvalidOption(format!(
+                    "lazy sums are formed inside packed's packing, so the base must be packed, not {base}"
+                )));
+            }
             if base != Algorithm::Packed && self.variant == Some(Variant::Fused) {
                 return Err(Error::InvalidOption(format!(
                     "the fused variant forms its sums inside packed's packing, so its base must be packed, not {base}"
                 )));
             }
+        }
+        if Scheme::of(self.algorithm).is_some()
+            && self.algorithm.device() == Device::Cuda
+            && matches!(self.lazy_sums, Some(t) if t > 0)
+        {
+            return Err(Error::InvalidOption(format!(
+                "lazy sums are formed inside packed's packing, on the CPU; {} stores its sums",
+                self.algorithm
+            )));
         }
         if Scheme::of(self.algorithm).is_some()
             && self.algorithm.device() == Device::Cuda

@@ -158,7 +158,9 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
     let blocks = blocks.fitted(K::MR, K::NR);
     let kc = balanced_block(k, blocks.kc, 1, NO_SLACK);
     let mc = balanced_block(m, blocks.mc, K::MR, MC_SLACK);
-    let a_scratch_len = if a.len() > 1 { mc * kc } else { 0 };
+    // One micro-panel of scratch per thread for packing sums.
+    let a_scratch_panel = if a.len() > 1 { K::MR * kc } else { 0 };
+    let a_scratch_len = a_scratch_panel * threads;
     let mut shared = Workspace::take::<T>(mc * kc, a_scratch_len);
     let (a_buf, a_scratch) = shared.buffers::<T>(mc * kc, a_scratch_len);
     let column_panels = n.div_ceil(K::NR);
@@ -181,7 +183,7 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
             } else {
                 let per_thread = row_panels.div_ceil(threads);
                 let chunk = per_thread * K::MR * kb;
-                let scratch_chunks = a_scratch.chunks_mut(chunk.max(1)).map(Some);
+                let scratch_chunks = a_scratch.chunks_mut(a_scratch_panel.max(1)).map(Some);
                 a_packed
                     .par_chunks_mut(chunk)
                     .zip(

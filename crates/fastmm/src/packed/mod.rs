@@ -64,9 +64,10 @@ pub fn multiply<T: Element>(
 }
 
 /// The fast algorithms' fused primitive on the CPU:
-/// C_k ← C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ) for every destination (γ_k, C_k),
+/// C_k ← β·C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ) for every destination (γ_k, C_k),
 /// with the sums formed while packing and each tile added into every
-/// destination. All A terms are m×k, all B terms k×n, all destinations m×n.
+/// destination; β = 0 never reads C_k. All A terms are m×k, all B terms
+/// k×n, all destinations m×n.
 ///
 /// # Safety
 /// No destination overlaps another destination or any term, and nothing
@@ -75,6 +76,7 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
     alpha: T,
     a: &[(T, MatRef<'_, T>)],
     b: &[(T, MatRef<'_, T>)],
+    beta: T,
     dests: &mut [(T, MatMut<'_, T>)],
     opts: &GemmOptions,
 ) -> Result<(), Error> {
@@ -84,7 +86,13 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
     debug_assert!(a.iter().all(|(_, x)| x.shape() == (m, k)));
     debug_assert!(b.iter().all(|(_, x)| x.shape() == (k, n)));
     debug_assert!(dests.iter().all(|(_, c)| c.shape() == (m, n)));
-    if m == 0 || n == 0 || k == 0 {
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        for (_, c) in dests.iter_mut() {
+            algo::apply_beta(beta, c.rb_mut());
+        }
         return Ok(());
     }
     let blocks = opts.block_sizes.unwrap_or_else(|| kernel.default_blocks());
@@ -105,7 +113,7 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
         .collect();
     // SAFETY: the destinations are exclusive views (borrowed mutably for
     // the call) that, per this function's contract, overlap nothing else.
-    let run = || unsafe { (kernel.fused)(alpha, a, b, T::ONE, &raw, &blocks, threads) };
+    let run = || unsafe { (kernel.fused)(alpha, a, b, beta, &raw, &blocks, threads) };
     if threads == 1 {
         run();
         return Ok(());

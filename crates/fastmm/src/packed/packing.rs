@@ -12,8 +12,8 @@ use crate::packed::kernel::Microkernel;
 /// into ⌈mb/MR⌉ micro-panels of kernel K's MR rows: element (i, p) of panel
 /// r lands at `dst[r·MR·kb + p·MR + i]`; rows past mb are zero. With
 /// several terms these are the fused operand sums of the fast algorithms, formed
-/// while packing instead of in a temporary. `scratch` holds as many
-/// elements as `dst` when there is more than one term.
+/// while packing instead of in a temporary. `scratch` holds one
+/// micro-panel (MR·kb elements) when there is more than one term.
 pub(crate) fn pack_a_sum<T: Element, K: Microkernel<T>>(
     terms: &[(T, MatRef<'_, T>)],
     dst: &mut [T],
@@ -35,7 +35,12 @@ pub(crate) fn pack_b_sum<T: Element, K: Microkernel<T>>(
     pack_sum::<T, K>(terms, K::NR, true, dst, scratch);
 }
 
-/// Packs each term (transposed for B) and adds it, weighted, into `dst`.
+/// Packs Σ wᵢ·termᵢ (each term transposed for B) one micro-panel at a
+/// time. Where every term is unit-stride in one direction, the sum is
+/// formed by streaming the terms' lines together (each element of each
+/// term read once), straight into the packed panel when that is the
+/// panel's own layout, else into a panel-sized scratch that is then packed
+/// once. Other strides pack each term into the scratch and add it.
 fn pack_sum<'a, T: Element, K: Microkernel<T>>(
     terms: &[(T, MatRef<'a, T>)],
     width: usize,
@@ -45,26 +50,108 @@ fn pack_sum<'a, T: Element, K: Microkernel<T>>(
 ) {
     let view = |m: MatRef<'a, T>| if transpose { m.t() } else { m };
     let (w0, first) = terms[0];
-    K::pack(view(first), width, dst);
-    if w0 != T::ONE {
-        dst.iter_mut().for_each(|x| *x = w0.mul(*x));
+    if terms.len() == 1 && w0 == T::ONE {
+        K::pack(view(first), width, dst);
+        return;
     }
-    for &(w, term) in &terms[1..] {
-        let scratch = &mut scratch[..dst.len()];
-        K::pack(view(term), width, scratch);
-        if w == T::ONE {
-            dst.iter_mut()
-                .zip(&*scratch)
-                .for_each(|(d, &s)| *d = d.add(s));
-        } else if w == T::ZERO.sub(T::ONE) {
-            dst.iter_mut()
-                .zip(&*scratch)
-                .for_each(|(d, &s)| *d = d.sub(s));
+    let (rows, depth) = view(first).shape();
+    let panel_len = width * depth;
+    let scratch = &mut scratch[..panel_len];
+    let unit_rows = terms.iter().all(|&(_, t)| view(t).row_stride() == 1);
+    let unit_depth = terms.iter().all(|&(_, t)| view(t).col_stride() == 1);
+    let mut lines: Vec<(T, *const T, usize)> = Vec::with_capacity(terms.len());
+    for (panel, out) in dst
+        .chunks_exact_mut(panel_len)
+        .take(rows.div_ceil(width))
+        .enumerate()
+    {
+        let row0 = panel * width;
+        let height = width.min(rows - row0);
+        let panel_of = |term: MatRef<'a, T>| view(term).submatrix(row0, 0, height, depth);
+        if unit_rows || unit_depth {
+            // Each term's panel as (weight, lines): a column per depth
+            // index when unit_rows, else a row per panel row.
+            let (count, len) = if unit_rows {
+                (depth, height)
+            } else {
+                (height, depth)
+            };
+            lines.clear();
+            lines.extend(terms.iter().map(|&(w, term)| {
+                let part = panel_of(term);
+                let step = if unit_rows {
+                    part.col_stride()
+                } else {
+                    part.row_stride()
+                };
+                (w, part.as_ptr(), step)
+            }));
+            // SAFETY: line j of a term's panel is the `len` unit-stride
+            // elements from ptr + j·step (j < count), all inside the view.
+            let line_of = |&(w, ptr, step): &(T, *const T, usize), j: usize| {
+                (w, unsafe {
+                    std::slice::from_raw_parts(ptr.add(j * step), len)
+                })
+            };
+            if unit_rows && height == width {
+                // Element (i, p) of a packed panel sits at p·width + i:
+                // column p is a contiguous line of the packed layout.
+                for (p, out_line) in out.chunks_exact_mut(width).enumerate() {
+                    sum_lines(out_line, lines.iter().map(|l| line_of(l, p)));
+                }
+                continue;
+            }
+            for (j, out_line) in scratch.chunks_exact_mut(len.max(1)).take(count).enumerate() {
+                sum_lines(out_line, lines.iter().map(|l| line_of(l, j)));
+            }
+            let sum = &scratch[..height * depth];
+            let sum = if unit_rows {
+                MatRef::from_slice(sum, depth, height).map(MatRef::t)
+            } else {
+                MatRef::from_slice(sum, height, depth)
+            };
+            K::pack(sum.expect("the scratch holds one panel"), width, out);
         } else {
-            dst.iter_mut()
-                .zip(&*scratch)
-                .for_each(|(d, &s)| *d = d.add(w.mul(s)));
+            K::pack(panel_of(first), width, out);
+            if w0 != T::ONE {
+                out.iter_mut().for_each(|x| *x = w0.mul(*x));
+            }
+            for &(w, term) in &terms[1..] {
+                K::pack(panel_of(term), width, scratch);
+                add_scaled(out, w, scratch);
+            }
         }
+    }
+}
+
+/// out ← Σ wᵢ·lineᵢ, every line as long as `out`.
+fn sum_lines<'l, T: Element + 'l>(out: &mut [T], mut lines: impl Iterator<Item = (T, &'l [T])>) {
+    let Some((w0, first)) = lines.next() else {
+        out.fill(T::ZERO);
+        return;
+    };
+    if w0 == T::ONE {
+        out.copy_from_slice(first);
+    } else {
+        for (d, &s) in out.iter_mut().zip(first) {
+            *d = w0.mul(s);
+        }
+    }
+    for (w, line) in lines {
+        add_scaled(out, w, line);
+    }
+}
+
+/// out ← out + w·src.
+fn add_scaled<T: Element>(out: &mut [T], w: T, src: &[T]) {
+    if w == T::ONE {
+        out.iter_mut().zip(src).for_each(|(d, &s)| *d = d.add(s));
+    } else if w == T::ZERO.sub(T::ONE) {
+        out.iter_mut().zip(src).for_each(|(d, &s)| *d = d.sub(s));
+    } else {
+        out.iter_mut()
+            .zip(src)
+            .for_each(|(d, &s)| *d = d.add(w.mul(s)));
     }
 }
 

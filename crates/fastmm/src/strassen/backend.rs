@@ -92,20 +92,23 @@ pub trait Backend<T: Element> {
     /// sizes the `scratch` that the default implementation needs.
     const FUSES_PRIMITIVE: bool = false;
 
-    /// The Strassen primitive: **M = (Σ wᵢAᵢ)(Σ vⱼBⱼ), then C_k += γ_k·α·M**
-    /// for each destination (γ_k, C_k). All A terms have one shape, all B
-    /// terms another, and the destinations are disjoint blocks of C.
+    /// The Strassen primitive: **M = (Σ wᵢAᵢ)(Σ vⱼBⱼ), then
+    /// C_k ← β·C_k + γ_k·α·M** for each destination (γ_k, C_k); β = 0 never
+    /// reads C_k. All A terms have one shape, all B terms another, and the
+    /// destinations are disjoint blocks of C or of C-shaped temporaries.
     ///
     /// The default forms the sums in `scratch` (an A-shaped, a B-shaped and
     /// a C-shaped temporary; a single term of weight 1 is used in place),
     /// multiplies them classically and adds the product into each
     /// destination. A backend that fuses the sums into its own packing or
     /// tile loads overrides it and sets [`Backend::FUSES_PRIMITIVE`].
+    #[allow(clippy::too_many_arguments)]
     fn primitive(
         &mut self,
         alpha: T,
         a: &[(T, Block)],
         b: &[(T, Block)],
+        beta: T,
         c: &[(T, Block)],
         scratch: [Block; 3],
     ) -> Result<(), Error> {
@@ -126,12 +129,12 @@ pub trait Backend<T: Element> {
         };
         if let [(gamma, dest)] = c {
             if *gamma == T::ONE {
-                return self.gemm(alpha, left, right, T::ONE, *dest);
+                return self.gemm(alpha, left, right, beta, *dest);
             }
         }
         self.gemm(alpha, left, right, T::ZERO, product)?;
         for &(gamma, dest) in c {
-            self.combine(T::ONE, dest, &[(gamma, product)])?;
+            self.combine(beta, dest, &[(gamma, product)])?;
         }
         Ok(())
     }

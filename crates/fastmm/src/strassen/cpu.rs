@@ -177,6 +177,7 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         alpha: T,
         a: &[(T, Block)],
         b: &[(T, Block)],
+        beta: T,
         c: &[(T, Block)],
         _scratch: [Block; 3],
     ) -> Result<(), Error> {
@@ -189,7 +190,7 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
             let b: Vec<(T, MatRef<'_, T>)> = b.iter().map(|&(w, x)| (w, self.read(x))).collect();
             let mut c: Vec<(T, MatMut<'_, T>)> =
                 c.iter().map(|&(w, x)| (w, self.write(x))).collect();
-            packed::multiply_fused(alpha, &a, &b, &mut c, &self.base)
+            packed::multiply_fused(alpha, &a, &b, beta, &mut c, &self.base)
         }
     }
 
@@ -339,6 +340,7 @@ mod tests {
                     threshold: 4,
                     max_depth: 3,
                     fused: Some(products),
+                    lazy_sum_terms: 0,
                 };
                 let mut got = c0.clone();
                 let base = GemmOptions::new(Algorithm::Packed);

@@ -22,6 +22,10 @@ use crate::strassen::schedule::{Keep, Kind, Loc, Product, Schedule, Step};
 /// the smallest one before applying a level.
 const ELONGATION_SPLIT: usize = 4;
 
+/// The first of the three slots (past every schedule's) of a level that
+/// hold the sums and product of a primitive the backend does not fuse.
+const PRIMITIVE_SCRATCH_SLOT: usize = 32;
+
 /// What one recursion needs to know.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Plan {
@@ -37,7 +41,16 @@ pub(crate) struct Plan {
     /// The `fused` variant: the level's products in primitive form,
     /// composed across levels; `schedule` is then unused.
     pub fused: Option<&'static [Product; 7]>,
+    /// In the stored schedules, a sum of A or B blocks with at most this
+    /// many terms, read by a product that recurses no further, is not
+    /// stored but handed to that product, which forms it while packing
+    /// ([`Backend::primitive`]); 0 stores every sum. Only for backends
+    /// whose primitive fuses.
+    pub lazy_sum_terms: usize,
 }
+
+/// A weighted sum of equally shaped blocks, Σ wᵢ·blockᵢ.
+type Terms<T> = [(T, Block)];
 
 /// A sub-block as (row, col, rows, cols).
 type Rect = (usize, usize, usize, usize);
@@ -201,7 +214,7 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     /// pass; nothing when β = 1), since its primitives only accumulate.
     fn top(&mut self, (a, b, c): (Block, Block, Block), beta: T) -> Result<(), Error> {
         if self.plan.fused.is_none() {
-            return self.multiply(0, (a, b, c), beta);
+            return self.multiply(0, (&[(T::ONE, a)], &[(T::ONE, b)], c), beta);
         }
         if beta != T::ONE {
             if let Some(backend) = self.backend.as_deref_mut() {
@@ -226,7 +239,7 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
             .plan
             .cut(level, (a[0].1.rows, a[0].1.cols, b[0].1.cols))
         {
-            Cut::Leaf => self.primitive(level, a, b, c),
+            Cut::Leaf => self.primitive(level, a, b, T::ONE, c),
             Cut::Halves(halves) => {
                 for part in &halves {
                     let (a, b, c) = cut(part);
@@ -239,7 +252,7 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
                 self.fused_level(level, &a2, &b2, &c2)?;
                 for part in &leftovers {
                     let (a, b, c) = cut(part);
-                    self.primitive(level, &a, &b, &c)?;
+                    self.primitive(level, &a, &b, T::ONE, &c)?;
                 }
                 Ok(())
             }
@@ -275,6 +288,7 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
         level: usize,
         a: &[(T, Block)],
         b: &[(T, Block)],
+        beta: T,
         c: &[(T, Block)],
     ) -> Result<(), Error> {
         let (m, k, n) = (a[0].1.rows, a[0].1.cols, b[0].1.cols);
@@ -285,39 +299,50 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
                 let id = self.slot(level, slot, rows * cols);
                 Block::whole(Store::Temp { id, ld: cols }, rows, cols)
             };
-            [temp(0, m, k), temp(1, k, n), temp(2, m, n)]
+            let first = PRIMITIVE_SCRATCH_SLOT;
+            [
+                temp(first, m, k),
+                temp(first + 1, k, n),
+                temp(first + 2, m, n),
+            ]
         };
         match self.backend.as_deref_mut() {
-            Some(backend) => backend.primitive(self.alpha, a, b, c, scratch),
+            Some(backend) => backend.primitive(self.alpha, a, b, beta, c, scratch),
             None => Ok(()),
         }
     }
 
-    /// c ← α·a·b + β·c at recursion depth `level`.
+    /// c ← α·(Σ a)(Σ b) + β·c at recursion depth `level`, where each
+    /// operand is a weighted list of blocks (one block of weight 1 unless
+    /// a sum was left for the product to form).
     fn multiply(
         &mut self,
         level: usize,
-        (a, b, c): (Block, Block, Block),
+        (a, b, c): (&Terms<T>, &Terms<T>, Block),
         beta: T,
     ) -> Result<(), Error> {
-        let cut = |part: &Part| (a.sub_rect(part.a), b.sub_rect(part.b), c.sub_rect(part.c));
+        let cut = |part: &Part| (sub(a, part.a), sub(b, part.b), c.sub_rect(part.c));
         // A part that adds into C already written by an earlier part of the
         // same cut accumulates; the others apply the caller's β.
         let beta_of = |part: &Part| if part.accumulates { T::ONE } else { beta };
-        match self.plan.cut(level, (a.rows, a.cols, b.cols)) {
-            Cut::Leaf => self.gemm(a, b, beta, c),
+        match self
+            .plan
+            .cut(level, (a[0].1.rows, a[0].1.cols, b[0].1.cols))
+        {
+            Cut::Leaf => self.leaf(level, a, b, beta, c),
             Cut::Halves(halves) => {
                 for part in &halves {
-                    self.multiply(level, cut(part), beta_of(part))?;
+                    let (a, b, c) = cut(part);
+                    self.multiply(level, (&a, &b, c), beta_of(part))?;
                 }
                 Ok(())
             }
             Cut::Level { core, leftovers } => {
                 let (a2, b2, c2) = cut(&core);
-                self.level(level, a2, b2, beta, c2)?;
+                self.level(level, &a2, &b2, beta, c2)?;
                 for part in &leftovers {
                     let (a, b, c) = cut(part);
-                    self.gemm(a, b, beta_of(part), c)?;
+                    self.leaf(level, &a, &b, beta_of(part), c)?;
                 }
                 Ok(())
             }
@@ -325,57 +350,158 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     }
 
     /// One level of the schedule on even dimensions.
-    fn level(&mut self, level: usize, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
+    fn level(
+        &mut self,
+        level: usize,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        beta: T,
+        c: Block,
+    ) -> Result<(), Error> {
         let schedule = if beta == T::ZERO || self.plan.schedule.any_beta {
             self.plan.schedule
         } else {
             self.plan.beta_schedule
         };
         self.levels = self.levels.max(level + 1);
-        let halves = (a.rows / 2, a.cols / 2, b.cols / 2);
-        let quadrants = Quadrants { a, b, c, halves };
+        let halves = (a[0].1.rows / 2, a[0].1.cols / 2, b[0].1.cols / 2);
+        let quadrants = Quadrants {
+            a,
+            b,
+            c,
+            halves,
+            lazy: Vec::new(),
+        };
+        let mut q = quadrants;
         for step in schedule.steps {
             match *step {
                 Step::Sum { dst, keep, terms } => {
-                    let dst = self.resolve(level, &quadrants, dst);
+                    let keep = keep_value(keep, beta);
+                    if let Loc::T(slot, Kind::A | Kind::B) = dst {
+                        self.operand_sum(level, &mut q, (slot, dst), keep, terms)?;
+                        continue;
+                    }
+                    let dst = self.resolve(level, &q, dst);
                     let terms: Vec<(T, Block)> = terms
                         .iter()
-                        .map(|&(w, loc)| {
-                            (T::from_i64(w.into()), self.resolve(level, &quadrants, loc))
-                        })
+                        .map(|&(w, loc)| (T::from_i64(w.into()), self.resolve(level, &q, loc)))
                         .collect();
-                    let keep = keep_value(keep, beta);
                     if let Some(backend) = self.backend.as_deref_mut() {
                         backend.combine(keep, dst, &terms)?;
                     }
                 }
                 Step::Product { a, b, c, keep } => {
-                    let operands = (
-                        self.resolve(level, &quadrants, a),
-                        self.resolve(level, &quadrants, b),
-                        self.resolve(level, &quadrants, c),
-                    );
-                    self.multiply(level + 1, operands, keep_value(keep, beta))?;
+                    let a = self.operand(level, &q, a);
+                    let b = self.operand(level, &q, b);
+                    let c = self.resolve(level, &q, c);
+                    self.multiply(level + 1, (&a, &b, c), keep_value(keep, beta))?;
                 }
             }
         }
         Ok(())
     }
 
-    fn gemm(&mut self, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
+    /// T(slot) ← keep·T(slot) + Σ w·term for an A- or B-shaped temporary:
+    /// left as a list of blocks of the level's operands for the product to
+    /// form while packing, when that product is a leaf and the list has at
+    /// most `lazy_sum_terms` terms; else stored (in place when the
+    /// temporary already holds the old value). Deeper products would expand
+    /// the list again at every level below.
+    fn operand_sum(
+        &mut self,
+        level: usize,
+        q: &mut Quadrants<'_, T>,
+        (slot, dst): (u8, Loc),
+        keep: T,
+        terms: &[(i8, Loc)],
+    ) -> Result<(), Error> {
+        let slot = slot as usize;
+        let mut sum: Vec<(T, Block)> = Vec::new();
+        if keep != T::ZERO {
+            sum.extend(scaled(keep, &self.operand(level, q, dst)));
+        }
+        for &(w, loc) in terms {
+            sum.extend(scaled(T::from_i64(w.into()), &self.operand(level, q, loc)));
+        }
+        let own_temps = self.ids.get(level).cloned().unwrap_or_default();
+        let is_own_temp = |block: &Block| match block.store {
+            Store::Temp { id, .. } => own_temps.contains(&Some(id)),
+            _ => false,
+        };
+        if q.lazy.len() <= slot {
+            q.lazy.resize(slot + 1, None);
+        }
+        let leaf_products = matches!(self.plan.cut(level + 1, q.halves), Cut::Leaf);
+        if leaf_products
+            && sum.len() <= self.plan.lazy_sum_terms
+            && !sum.iter().any(|(_, x)| is_own_temp(x))
+        {
+            // Only blocks of this level's operands, which nothing writes
+            // while the level runs.
+            q.lazy[slot] = Some(sum);
+            return Ok(());
+        }
+        q.lazy[slot] = None;
+        let dst = self.resolve(level, q, dst);
+        // The old value, when stored in the destination, stays in place.
+        let mut keep = T::ZERO;
+        sum.retain(|&(w, x)| {
+            let in_place = x == dst;
+            if in_place {
+                keep = keep.add(w);
+            }
+            !in_place
+        });
         match self.backend.as_deref_mut() {
-            Some(backend) => backend.gemm(self.alpha, a, b, beta, c),
+            Some(backend) => backend.combine(keep, dst, &sum),
             None => Ok(()),
         }
     }
 
-    /// The block a schedule location names at this level; a temporary
-    /// slot is sized (dry run) or looked up (real run) here.
-    fn resolve(&mut self, level: usize, q: &Quadrants, loc: Loc) -> Block {
+    /// The weighted blocks an operand location stands for: the quadrant of
+    /// every term of the level's operand, a sum left unformed, or a block.
+    fn operand(&mut self, level: usize, q: &Quadrants<'_, T>, loc: Loc) -> Vec<(T, Block)> {
         let (mh, kh, nh) = q.halves;
         match loc {
-            Loc::A(i, j) => q.a.sub(i as usize * mh, j as usize * kh, mh, kh),
-            Loc::B(i, j) => q.b.sub(i as usize * kh, j as usize * nh, kh, nh),
+            Loc::A(i, j) => sub(q.a, (i as usize * mh, j as usize * kh, mh, kh)),
+            Loc::B(i, j) => sub(q.b, (i as usize * kh, j as usize * nh, kh, nh)),
+            Loc::T(slot, _) => match q.lazy.get(slot as usize) {
+                Some(Some(sum)) => sum.clone(),
+                _ => vec![(T::ONE, self.resolve(level, q, loc))],
+            },
+            Loc::C(..) => vec![(T::ONE, self.resolve(level, q, loc))],
+        }
+    }
+
+    /// c ← α·(Σ a)(Σ b) + β·c classically: a plain GEMM for single blocks,
+    /// else the backend's primitive.
+    fn leaf(
+        &mut self,
+        level: usize,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        beta: T,
+        c: Block,
+    ) -> Result<(), Error> {
+        if let ([(wa, a1)], [(wb, b1)]) = (a, b) {
+            if *wa == T::ONE && *wb == T::ONE {
+                return match self.backend.as_deref_mut() {
+                    Some(backend) => backend.gemm(self.alpha, *a1, *b1, beta, c),
+                    None => Ok(()),
+                };
+            }
+        }
+        self.primitive(level, a, b, beta, &[(T::ONE, c)])
+    }
+
+    /// The block a C location, or a stored temporary, names at this level;
+    /// a temporary slot is sized (dry run) or looked up (real run) here.
+    fn resolve(&mut self, level: usize, q: &Quadrants<'_, T>, loc: Loc) -> Block {
+        let (mh, kh, nh) = q.halves;
+        match loc {
+            Loc::A(..) | Loc::B(..) => {
+                unreachable!("operand quadrants are resolved by `operand`")
+            }
             Loc::C(i, j) => q.c.sub(i as usize * mh, j as usize * nh, mh, nh),
             Loc::T(slot, kind) => {
                 let (rows, cols) = match kind {
@@ -411,13 +537,16 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     }
 }
 
-/// The operands of one level and the size of their quadrants.
-struct Quadrants {
-    a: Block,
-    b: Block,
+/// The operands of one level, the size of their quadrants, and the sums
+/// of this level left for their products to form.
+struct Quadrants<'o, T> {
+    a: &'o [(T, Block)],
+    b: &'o [(T, Block)],
     c: Block,
     /// (m/2, k/2, n/2).
     halves: (usize, usize, usize),
+    /// lazy[slot]: the unformed sum an A- or B-shaped temporary stands for.
+    lazy: Vec<Option<Vec<(T, Block)>>>,
 }
 
 fn keep_value<T: Element>(keep: Keep, beta: T) -> T {
@@ -427,6 +556,11 @@ fn keep_value<T: Element>(keep: Keep, beta: T) -> T {
         Keep::MinusOne => T::ZERO.sub(T::ONE),
         Keep::Beta => beta,
     }
+}
+
+/// Every term's weight multiplied by `factor`.
+fn scaled<T: Element>(factor: T, terms: &[(T, Block)]) -> impl Iterator<Item = (T, Block)> + '_ {
+    terms.iter().map(move |&(w, block)| (factor.mul(w), block))
 }
 
 /// The same sub-block of every term.

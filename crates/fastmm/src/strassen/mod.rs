@@ -52,7 +52,7 @@ use crate::matrix::{MatMut, MatRef};
 use crate::threads::run_in_pool;
 use crate::tunables::{
     STRASSEN_AUTO_MAX_LEVELS_F32, STRASSEN_AUTO_MAX_LEVELS_F64, STRASSEN_AUTO_THRESHOLD,
-    STRASSEN_MAX_LEVELS,
+    STRASSEN_LAZY_SUM_TERMS, STRASSEN_MAX_LEVELS,
 };
 use engine::Plan;
 use schedule::Schedule;
@@ -167,6 +167,19 @@ pub fn effective_max_depth(opts: &GemmOptions, dtype: DType) -> usize {
     })
 }
 
+/// The most terms of an operand sum left for a leaf product to form while
+/// packing (0: every sum stored): the option, else
+/// [`STRASSEN_LAZY_SUM_TERMS`]; always 0 where the base is not `packed` on
+/// the CPU, the only classical product that forms sums while packing.
+pub fn effective_lazy_sums(opts: &GemmOptions) -> usize {
+    match (opts.algorithm.device(), opts.base) {
+        (crate::algo::Device::Cpu, None | Some(Algorithm::Packed)) => {
+            opts.lazy_sums.unwrap_or(STRASSEN_LAZY_SUM_TERMS)
+        }
+        _ => 0,
+    }
+}
+
 pub(crate) fn plan<T: Element>(scheme: Scheme, opts: &GemmOptions) -> Plan {
     let variant = opts.variant.unwrap_or_default();
     Plan {
@@ -175,6 +188,7 @@ pub(crate) fn plan<T: Element>(scheme: Scheme, opts: &GemmOptions) -> Plan {
         threshold: effective_threshold(opts, T::DTYPE),
         max_depth: effective_max_depth(opts, T::DTYPE),
         fused: (variant == Variant::Fused).then(|| scheme.products()),
+        lazy_sum_terms: effective_lazy_sums(opts),
     }
 }
 
