@@ -502,10 +502,12 @@ fn kernel_label<T: Element>(opts: &GemmOptions, (m, n): (usize, usize)) -> Resul
             terms if terms > 0 && variant != Variant::Fused => format!(" lazy≤{terms}"),
             _ => String::new(),
         };
-        return Ok(format!(
-            "{variant}{lazy} n0={} + {base}",
-            fastmm::strassen::effective_threshold(opts, T::DTYPE)
-        ));
+        let threshold = fastmm::strassen::effective_threshold(opts, T::DTYPE);
+        let start = match fastmm::strassen::effective_start(opts, T::DTYPE) {
+            start if start > threshold => format!(" from {start}"),
+            _ => String::new(),
+        };
+        return Ok(format!("{variant}{lazy} n0={threshold}{start} + {base}"));
     }
     if opts.algorithm != Algorithm::Packed {
         return Ok("scalar".into());

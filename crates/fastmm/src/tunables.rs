@@ -44,11 +44,22 @@ pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 /// copies of C cost more than the per-step fork-joins they save.
 pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
 
-/// `strassen`/`winograd` recurse while m, k and n are all at least this
-/// (`--threshold auto`): on dev-epyc one level at 4096 and two at 8192 ran
-/// at 1.0–1.5× `packed`, while 1024³ base products (three levels at 4096)
-/// lost to the additions (docs/benchmarks.md).
-pub const STRASSEN_AUTO_THRESHOLD: usize = 4096;
+/// `strassen`/`winograd` on the CPU recurse while m, k and n are all at
+/// least this (`--threshold auto`), so base products stay ≥ 1024: on
+/// dev-epyc (two threads, f64) three levels at 8192 (base 1024) ran 1.20–
+/// 1.23× `packed` and 1.17–1.20× OpenBLAS, two at 6144 (base 1536) 1.18×
+/// and 1.12×, where n₀ = 4096 gave 1.16× and 1.08× `packed`
+/// (docs/benchmarks.md).
+pub const STRASSEN_AUTO_THRESHOLD: usize = 2048;
+
+/// ...but `auto` applies a first level only from this size (f64, i64): one
+/// level on 2048–3001 measured 0.92–1.04× `packed`, at 3500 1.04–1.11×.
+pub const STRASSEN_AUTO_START_8_BYTE: usize = 3072;
+
+/// ...and from this size for f32 and i32, whose kernel does twice the
+/// flops per byte the additions move: one level on 2048–3500 measured
+/// 0.90–1.09× `packed`, at 4096 1.05–1.13×.
+pub const STRASSEN_AUTO_START_4_BYTE: usize = 4096;
 
 /// Most levels `auto` applies to f32: the measured relative error at
 /// n = 2048 on uniform [-1, 1] inputs is 1.2e-6 (Strassen) and 2.1e-6

@@ -333,9 +333,30 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
     assert_eq!(levels(16384, DType::F32), 2);
     assert_eq!(levels(8192, DType::F64), 0);
     assert_eq!(levels(16384, DType::F64), 1);
+    // auto on the CPU: base products of at least 2048/2 = 1024, and a first
+    // level only from 3072 (8-byte types) or 4096 (4-byte types); f32 at
+    // most two levels (accuracy), f64 four.
     let cpu = GemmOptions::new(Algorithm::Winograd);
+    let cpu_levels = |n: usize, dtype: DType| match dtype {
+        DType::F64 => workspace::<f64>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
+        _ => workspace::<f32>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
+    };
+    for (n, f64_levels, f32_levels) in [
+        (2048, 0, 0),
+        (3071, 0, 0),
+        (3072, 1, 0),
+        (4095, 1, 0),
+        (4096, 2, 2),
+        (6144, 2, 2),
+        (8192, 3, 2),
+    ] {
+        assert_eq!(cpu_levels(n, DType::F64), f64_levels, "f64 n = {n}");
+        assert_eq!(cpu_levels(n, DType::F32), f32_levels, "f32 n = {n}");
+    }
+    // An explicit threshold is the whole rule.
+    let explicit = cpu.threshold(2048);
     assert_eq!(
-        workspace::<f32>(Scheme::Winograd, (4096, 4096, 4096), true, &cpu).levels,
+        workspace::<f64>(Scheme::Winograd, (2048, 2048, 2048), true, &explicit).levels,
         1
     );
 

@@ -338,6 +338,7 @@ mod tests {
                     schedule: &schedule::STRASSEN_FRUGAL,
                     beta_schedule: &schedule::STRASSEN_TEMPORARIES,
                     threshold: 4,
+                    start: 0,
                     max_depth: 3,
                     fused: Some(products),
                     lazy_sum_terms: 0,

@@ -36,6 +36,10 @@ pub(crate) struct Plan {
     pub beta_schedule: &'static Schedule,
     /// Recurse only while m, k and n are all at least this (≥ 2).
     pub threshold: usize,
+    /// Apply the top level only when m, k and n are all at least this too:
+    /// `auto`'s smallest product worth one level (0 for an explicit
+    /// threshold).
+    pub start: usize,
     /// At most this many levels.
     pub max_depth: usize,
     /// The `fused` variant: the level's products in primitive form,
@@ -80,7 +84,10 @@ enum Cut {
 impl Plan {
     fn cut(&self, level: usize, (m, k, n): (usize, usize, usize)) -> Cut {
         let smallest = m.min(k).min(n);
-        if level >= self.max_depth || smallest < self.threshold {
+        if level >= self.max_depth
+            || smallest < self.threshold
+            || (level == 0 && smallest < self.start)
+        {
             return Cut::Leaf;
         }
         let part = |a: Rect, b: Rect, c: Rect, accumulates| Part {

@@ -51,8 +51,9 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::threads::run_in_pool;
 use crate::tunables::{
-    STRASSEN_AUTO_MAX_LEVELS_F32, STRASSEN_AUTO_MAX_LEVELS_F64, STRASSEN_AUTO_THRESHOLD,
-    STRASSEN_LAZY_SUM_TERMS, STRASSEN_MAX_LEVELS,
+    STRASSEN_AUTO_MAX_LEVELS_F32, STRASSEN_AUTO_MAX_LEVELS_F64, STRASSEN_AUTO_START_4_BYTE,
+    STRASSEN_AUTO_START_8_BYTE, STRASSEN_AUTO_THRESHOLD, STRASSEN_LAZY_SUM_TERMS,
+    STRASSEN_MAX_LEVELS,
 };
 use engine::Plan;
 use schedule::Schedule;
@@ -156,6 +157,17 @@ pub fn effective_threshold(opts: &GemmOptions, dtype: DType) -> usize {
         })
 }
 
+/// The size from which a first level applies: under `auto` on the CPU,
+/// the measured smallest size worth one level, by element size; with an
+/// explicit threshold, or on the GPU, no more than the threshold itself.
+pub fn effective_start(opts: &GemmOptions, dtype: DType) -> usize {
+    match (opts.threshold, opts.algorithm.device()) {
+        (None, crate::algo::Device::Cpu) if dtype.size_bytes() == 4 => STRASSEN_AUTO_START_4_BYTE,
+        (None, crate::algo::Device::Cpu) => STRASSEN_AUTO_START_8_BYTE,
+        _ => 0,
+    }
+}
+
 /// The most levels in effect: the option, else the accuracy rule for
 /// floats (each level multiplies the error; see the tunables) and no limit
 /// beyond [`STRASSEN_MAX_LEVELS`] for the exact integer types.
@@ -186,6 +198,7 @@ pub(crate) fn plan<T: Element>(scheme: Scheme, opts: &GemmOptions) -> Plan {
         schedule: scheme.schedule(variant),
         beta_schedule: scheme.schedule(Variant::Temporaries),
         threshold: effective_threshold(opts, T::DTYPE),
+        start: effective_start(opts, T::DTYPE),
         max_depth: effective_max_depth(opts, T::DTYPE),
         fused: (variant == Variant::Fused).then(|| scheme.products()),
         lazy_sum_terms: effective_lazy_sums(opts),
