@@ -237,9 +237,9 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     fn fused(
         &mut self,
         level: usize,
-        a: &[(T, Block)],
-        b: &[(T, Block)],
-        c: &[(T, Block)],
+        a: &Terms<T>,
+        b: &Terms<T>,
+        c: &Terms<T>,
     ) -> Result<(), Error> {
         let cut = |parts: &Part| (sub(a, parts.a), sub(b, parts.b), sub(c, parts.c));
         match self
@@ -271,9 +271,9 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     fn fused_level(
         &mut self,
         level: usize,
-        a: &[(T, Block)],
-        b: &[(T, Block)],
-        c: &[(T, Block)],
+        a: &Terms<T>,
+        b: &Terms<T>,
+        c: &Terms<T>,
     ) -> Result<(), Error> {
         let products = self.plan.fused.expect("the fused variant has products");
         self.levels = self.levels.max(level + 1);
@@ -293,10 +293,10 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     fn primitive(
         &mut self,
         level: usize,
-        a: &[(T, Block)],
-        b: &[(T, Block)],
+        a: &Terms<T>,
+        b: &Terms<T>,
         beta: T,
-        c: &[(T, Block)],
+        c: &Terms<T>,
     ) -> Result<(), Error> {
         let (m, k, n) = (a[0].1.rows, a[0].1.cols, b[0].1.cols);
         let scratch = if B::FUSES_PRIMITIVE {
@@ -360,8 +360,8 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     fn level(
         &mut self,
         level: usize,
-        a: &[(T, Block)],
-        b: &[(T, Block)],
+        a: &Terms<T>,
+        b: &Terms<T>,
         beta: T,
         c: Block,
     ) -> Result<(), Error> {
@@ -485,8 +485,8 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
     fn leaf(
         &mut self,
         level: usize,
-        a: &[(T, Block)],
-        b: &[(T, Block)],
+        a: &Terms<T>,
+        b: &Terms<T>,
         beta: T,
         c: Block,
     ) -> Result<(), Error> {
@@ -581,7 +581,7 @@ fn sub<T: Copy>(terms: &[(T, Block)], rect: Rect) -> Vec<(T, Block)> {
 /// Each term's quadrants named by `coefficients`, as (w·coefficient,
 /// quadrant (i, j)) with quadrants `rows`×`cols`.
 fn expand<T: Element>(
-    terms: &[(T, Block)],
+    terms: &Terms<T>,
     coefficients: &[(i8, (u8, u8))],
     rows: usize,
     cols: usize,
