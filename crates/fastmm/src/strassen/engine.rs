@@ -372,14 +372,13 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
         };
         self.levels = self.levels.max(level + 1);
         let halves = (a[0].1.rows / 2, a[0].1.cols / 2, b[0].1.cols / 2);
-        let quadrants = Quadrants {
+        let mut q = Quadrants {
             a,
             b,
             c,
             halves,
             lazy: Vec::new(),
         };
-        let mut q = quadrants;
         for step in schedule.steps {
             match *step {
                 Step::Sum { dst, keep, terms } => {
@@ -430,17 +429,16 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
         for &(w, loc) in terms {
             sum.extend(scaled(T::from_i64(w.into()), &self.operand(level, q, loc)));
         }
-        let own_temps = self.ids.get(level).cloned().unwrap_or_default();
+        if q.lazy.len() <= slot {
+            q.lazy.resize(slot + 1, None);
+        }
+        let own_temps = self.ids.get(level).map_or(&[][..], Vec::as_slice);
         let is_own_temp = |block: &Block| match block.store {
             Store::Temp { id, .. } => own_temps.contains(&Some(id)),
             _ => false,
         };
-        if q.lazy.len() <= slot {
-            q.lazy.resize(slot + 1, None);
-        }
-        let leaf_products = matches!(self.plan.cut(level + 1, q.halves), Cut::Leaf);
-        if leaf_products
-            && sum.len() <= self.plan.lazy_sum_terms
+        if sum.len() <= self.plan.lazy_sum_terms
+            && matches!(self.plan.cut(level + 1, q.halves), Cut::Leaf)
             && !sum.iter().any(|(_, x)| is_own_temp(x))
         {
             // Only blocks of this level's operands, which nothing writes
