@@ -412,7 +412,7 @@ fn run_typed<T: Element>(
             .map_or(1.0, |first| first.median_ms / median_ms);
         records.push(Record {
             algorithm: algorithm.name(),
-            kernel: kernel_label::<T>(&opts, (p.m, p.n))?,
+            kernel: kernel_label::<T>(&opts, (p.m, p.k, p.n))?,
             device: algorithm.device().name(),
             dtype: T::DTYPE.name(),
             m: p.m,
@@ -443,10 +443,14 @@ fn run_typed<T: Element>(
     Ok(records)
 }
 
-/// What computes the inner loop of an m×n product: the packed microkernel
-/// and its block sizes, the GPU kernel the shape rule picks, or "scalar"
-/// for the loops compiled for the baseline target.
-fn kernel_label<T: Element>(opts: &GemmOptions, (m, n): (usize, usize)) -> Result<String> {
+/// What computes the inner loop of an m×k×n product: the packed
+/// microkernel and its block sizes, the GPU kernel the shape rule picks
+/// (and how its tiles are scheduled), or "scalar" for the loops compiled
+/// for the baseline target.
+fn kernel_label<T: Element>(
+    opts: &GemmOptions,
+    (m, k, n): (usize, usize, usize),
+) -> Result<String> {
     if opts.algorithm.device() == Device::Cuda {
         let gpu = fastmm::cuda::Gpu::default_gpu()?;
         let memory = format!(
@@ -467,7 +471,13 @@ fn kernel_label<T: Element>(opts: &GemmOptions, (m, n): (usize, usize)) -> Resul
         return Ok(match opts.algorithm {
             Algorithm::CudaFast => {
                 let config = fastmm::cuda::gemm::FastConfig::resolve(opts, T::DTYPE, gpu, (m, n))?;
-                format!("{} {} {memory}", config.describe(), gpu.arch())
+                let schedule = config.schedule(gpu, (m, k, n))?.describe();
+                let schedule = if schedule.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {schedule}")
+                };
+                format!("{}{schedule} {} {memory}", config.describe(), gpu.arch())
             }
             // The precision modes apply to sgemm only; f64 runs dgemm.
             Algorithm::Cublas if T::DTYPE == DType::F64 => {
@@ -490,7 +500,7 @@ fn kernel_label<T: Element>(opts: &GemmOptions, (m, n): (usize, usize)) -> Resul
                 algorithm: Algorithm::Packed,
                 ..*opts
             },
-            (m, n),
+            (m, k, n),
         )?;
         let kernel = packed.split(' ').take(2).collect::<Vec<_>>().join(" ");
         let base = match opts.base.unwrap_or(Algorithm::Packed) {

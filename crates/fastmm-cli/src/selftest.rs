@@ -5,6 +5,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
+use fastmm::cuda::gemm::{FastConfig, FastSchedule};
 use fastmm::cuda::{round_trip, FastKernel, Gpu, GpuMemory, GpuPrecision};
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::strassen::{error_growth, workspace};
@@ -78,15 +79,18 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
         for algorithm in Algorithm::all_on(device) {
             for (label, opts) in option_sets(algorithm, &memories) {
                 for dtype in DType::ALL {
-                    let row = match dtype {
-                        DType::F32 => check_algorithm::<f32>(&label, &opts),
-                        DType::F64 => check_algorithm::<f64>(&label, &opts),
-                        DType::I32 => check_algorithm::<i32>(&label, &opts),
-                        DType::I64 => check_algorithm::<i64>(&label, &opts),
-                    };
-                    rows.extend(row);
+                    // `--tile` of the type's default micro-tile repeats
+                    // the plain cuda-fast row.
+                    let default_tile = fastmm::cuda::gemm::simt_micro_tiles(dtype)[0];
+                    if opts.algorithm == Algorithm::CudaFast && opts.tile == Some(default_tile) {
+                        continue;
+                    }
+                    rows.extend(check_dtype(dtype, &label, &opts, SHAPES));
                 }
             }
+        }
+        if device == Device::Cuda {
+            rows.extend(wave_tail_checks(Gpu::default_gpu()?)?);
         }
     }
     println!("{:<52} {:>6} {:>6}  verdict", "check", "passed", "failed");
@@ -113,6 +117,68 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
         if all_ok { "all passed" } else { "FAILURES" }
     );
     Ok(all_ok)
+}
+
+fn check_dtype(
+    dtype: DType,
+    label: &str,
+    opts: &GemmOptions,
+    shapes: &[(usize, usize, usize)],
+) -> Option<Row> {
+    match dtype {
+        DType::F32 => check_algorithm::<f32>(label, opts, shapes),
+        DType::F64 => check_algorithm::<f64>(label, opts, shapes),
+        DType::I32 => check_algorithm::<i32>(label, opts, shapes),
+        DType::I64 => check_algorithm::<i64>(label, opts, shapes),
+    }
+}
+
+/// cuda-fast's wave-tail split (the last, nearly empty wave of tiles run as
+/// a split-K product) for every kernel it may run, on a shape sized to
+/// this GPU's SMs so that the split happens: two tile columns, the last
+/// row and column of tiles partial, and one more tile row than fill a wave
+/// of resident blocks at least twice over. A shape that does not split
+/// fails the row rather than passing untested.
+fn wave_tail_checks(gpu: &Gpu) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for dtype in DType::ALL {
+        let simt =
+            fastmm::cuda::gemm::simt_micro_tiles(dtype).map(|tm| (FastKernel::Simt, Some(tm)));
+        let mma = (dtype == DType::F64).then_some((FastKernel::Mma, None));
+        for (family, tile) in simt.into_iter().chain(mma) {
+            let opts = GemmOptions {
+                cuda_kernel: Some(family),
+                tile,
+                ..GemmOptions::new(Algorithm::CudaFast)
+            };
+            // One candidate each (the tile is given), whatever the shape.
+            let config = FastConfig::resolve(&opts, dtype, gpu, (1, 1))?;
+            let (tile_rows, tile_cols) = config.block_shape();
+            let resident = gpu.info().multiprocessors * config.blocks_per_sm();
+            let (k, n) = (1100, 2 * tile_cols - 3);
+            let shape = (resident / 2 + 1..2 * resident)
+                .map(|tiles_m| (tiles_m * tile_rows - 5, k, n))
+                .find(|&dims| matches!(config.schedule(gpu, dims), Ok(FastSchedule::WaveTail(_))));
+            let label = match tile {
+                Some(tm) => format!("cuda-fast {family} tile {tm} wave tail"),
+                None => format!("cuda-fast {family} wave tail"),
+            };
+            match shape {
+                Some(shape) => rows.extend(check_dtype(
+                    dtype,
+                    &format!("{label} {}×{}×{}", shape.0, shape.1, shape.2),
+                    &opts,
+                    &[shape],
+                )),
+                None => rows.push(Row {
+                    what: format!("{label} {dtype}"),
+                    passed: 0,
+                    failed: vec!["no shape found on which the wave tail is split".to_string()],
+                }),
+            }
+        }
+    }
+    Ok(rows)
 }
 
 fn round_trips(gpu: &Gpu) -> Vec<Row> {
@@ -248,7 +314,11 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
     sets
 }
 
-fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
+fn check_algorithm<T: Element>(
+    label: &str,
+    opts: &GemmOptions,
+    shapes: &[(usize, usize, usize)],
+) -> Option<Row> {
     let cublas_base = opts.algorithm == Algorithm::Cublas || opts.base == Some(Algorithm::Cublas);
     if cublas_base && T::DTYPE.is_integer() {
         return None;
@@ -262,8 +332,7 @@ fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
     }
     if opts.algorithm == Algorithm::CudaFast {
         if let Some(tm) = opts.tile {
-            let built = fastmm::cuda::gemm::simt_micro_tiles(T::DTYPE);
-            if tm == built[0] || !built.contains(&tm) {
+            if !fastmm::cuda::gemm::simt_micro_tiles(T::DTYPE).contains(&tm) {
                 return None;
             }
         }
@@ -275,7 +344,7 @@ fn check_algorithm<T: Element>(label: &str, opts: &GemmOptions) -> Option<Row> {
         failed: Vec::new(),
     };
     let mut rng = seeded_rng(11);
-    for &(m, k, n) in SHAPES {
+    for &(m, k, n) in shapes {
         // β = 0 over poison: C must be written everywhere and never read.
         let a: Matrix<T> = random_matrix(m, k, &mut rng);
         let b: Matrix<T> = random_matrix(k, n, &mut rng);

@@ -140,6 +140,26 @@ pub const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 16384;
 /// products.
 pub const CUDA_SPLIT_K_MIN_DEPTH: usize = 512;
 
+/// Tile rows of C that consecutive blocks of `cuda-fast` walk down before
+/// moving one tile column right (the `RASTER_GROUP` define of
+/// `kernels/block_common.cuh`): the blocks resident at once then share a
+/// few panels of A and B in L2. 16 and 32 measured no different from 8 at
+/// 16384 on the H100 (docs/perf-notes.md).
+pub const CUDA_RASTER_GROUP: usize = 8;
+
+/// `cuda-fast` runs the tiles of a last, partly empty wave of blocks as a
+/// separate split-K product (see `cuda::gemm::WaveTail`) when they can
+/// be split into at least this many k slices: with s slices the tail
+/// costs about 1/s of a wave instead of a whole one.
+pub const CUDA_WAVE_TAIL_MIN_SLICES: usize = 2;
+
+/// ...and when the other tiles take at most this many waves. On the H100
+/// the split gained 7.5% at 4099³ f64 (8 waves), 2.7% and 1.1% at 8192³
+/// f64 (31 waves, DMMA and SIMT) and nothing at 16384³ f32 (62 waves):
+/// after many waves the blocks no longer finish together, so the last
+/// wave's tiles already start spread out (a reading, docs/perf-notes.md).
+pub const CUDA_WAVE_TAIL_MAX_WAVES: usize = 32;
+
 /// Shared-memory stages of the f64 tensor-core kernel of `cuda-fast`
 /// (`kernels/fast_mma.cu`): three 16 KiB stages fill the 48 KiB a block may
 /// use without opting in to more.

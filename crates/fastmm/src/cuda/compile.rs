@@ -124,6 +124,12 @@ fn defines(key: KernelKey) -> Vec<String> {
         let (_, columns) = crate::cuda::gemm::simt_micro_tile(key.dtype, key.tile);
         defines.push(format!("-DTN={columns}"));
     }
+    if matches!(key.source, KernelSource::Fast | KernelSource::FastMma) {
+        defines.push(format!(
+            "-DRASTER_GROUP={}",
+            crate::tunables::CUDA_RASTER_GROUP
+        ));
+    }
     defines
 }
 

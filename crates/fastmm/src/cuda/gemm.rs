@@ -20,7 +20,8 @@ use crate::matrix::{MatMut, MatRef};
 use crate::strassen::Scheme;
 use crate::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
-    CUDA_SPLIT_K_MIN_DEPTH, CUDA_TIMED_LAUNCHES,
+    CUDA_RASTER_GROUP, CUDA_SPLIT_K_MIN_DEPTH, CUDA_TIMED_LAUNCHES, CUDA_WAVE_TAIL_MAX_WAVES,
+    CUDA_WAVE_TAIL_MIN_SLICES,
 };
 
 /// Where the time of one GPU product went, in milliseconds.
@@ -112,26 +113,143 @@ const CUDA_FAST_THREADS: u32 = 256;
 /// path.
 const CUDA_FAST_BK: usize = 8;
 
-/// How many k slices `cuda-fast` splits a product into: when the tiles of C
-/// leave SMs idle, as many as fill one wave of resident blocks
-/// (`blocks_per_sm` per SM) without starting a second, each slice at least
-/// `CUDA_SPLIT_K_MIN_DEPTH` deep. A partial second wave would leave most
-/// SMs idle while it runs: 64 tiles in 5 slices on 132 SMs at two blocks
-/// each is 320 blocks, 1.2 waves.
-fn split_k_slices(
-    gpu: &Gpu,
-    (m, k, n): (usize, usize, usize),
-    (rows, cols): (usize, usize),
-    blocks_per_sm: usize,
-) -> usize {
-    let blocks = m.div_ceil(rows) * n.div_ceil(cols);
-    let sms = gpu.info().multiprocessors.max(1);
-    if blocks >= sms {
-        return 1;
+/// How `cuda-fast` lays the tiles of one product over the GPU's resident
+/// blocks (`blocks_per_sm` per SM), decided per launch by [`FastSchedule::plan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FastSchedule {
+    /// One block per tile of C.
+    Tiles,
+    /// Too few tiles to fill the SMs: k is split into this many slices,
+    /// each written to a workspace and then added into C.
+    SplitK(usize),
+    /// Many waves of tiles whose last one would leave most SMs idle: those
+    /// tiles run as a separate split-K product.
+    WaveTail(WaveTail),
+}
+
+/// The tiles of a last, nearly empty wave of `cuda-fast` blocks, run as a
+/// split-K product of their own (a "data-parallel + split-K" hybrid, as
+/// CUTLASS's stream-K offers): with s slices they cost about 1/s of a
+/// wave instead of a whole one. In the grouped block order
+/// (`kernels/block_common.cuh`) the last tiles are the last columns of the
+/// last strip of [`CUDA_RASTER_GROUP`] tile rows, so the tail is taken as
+/// a rectangle reaching C's bottom-right corner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaveTail {
+    /// Grouped index of the tail's first tile: blocks of the main launch
+    /// from here on return at once.
+    pub first_tile: usize,
+    /// The tail's top-left tile (tile row, tile column).
+    pub origin: (usize, usize),
+    /// Its tiles.
+    pub tiles: usize,
+    /// The k slices each of its tiles is split into.
+    pub slices: usize,
+}
+
+impl FastSchedule {
+    /// The schedule of an m×k×n product in tiles of `(rows, cols)` on `sms`
+    /// multiprocessors holding `blocks_per_sm` blocks each; `wave_tail`
+    /// allows [`FastSchedule::WaveTail`].
+    ///
+    /// Split-K: when the tiles of C leave SMs idle, as many slices as fill
+    /// one wave of resident blocks without starting a second, each at least
+    /// `CUDA_SPLIT_K_MIN_DEPTH` deep. A partial second wave would leave
+    /// most SMs idle while it runs: 64 tiles in 5 slices on 132 SMs at two
+    /// blocks each is 320 blocks, 1.2 waves.
+    ///
+    /// Wave tail: with w = tiles mod (resident blocks) ≠ 0 the last wave
+    /// holds w tiles. The tail is the fewest whole columns of the last
+    /// strip that cover w tiles, so the other tiles take one wave fewer; it
+    /// is split into as many slices as its tiles fit one wave, at least
+    /// `CUDA_WAVE_TAIL_MIN_SLICES` and each at least
+    /// `CUDA_SPLIT_K_MIN_DEPTH` deep, when the other tiles take at most
+    /// `CUDA_WAVE_TAIL_MAX_WAVES` waves. At 8192² f64 in 128×128 tiles on
+    /// 132 SMs: 4096 tiles are 31 waves and 4 tiles; the tail is a strip
+    /// of 8 rows, one column, in 16 slices.
+    pub fn plan(
+        (m, k, n): (usize, usize, usize),
+        (rows, cols): (usize, usize),
+        sms: usize,
+        blocks_per_sm: usize,
+        wave_tail: bool,
+    ) -> FastSchedule {
+        let (tiles_m, tiles_n) = (m.div_ceil(rows), n.div_ceil(cols));
+        let tiles = tiles_m * tiles_n;
+        let sms = sms.max(1);
+        let resident = sms * blocks_per_sm.max(1);
+        if tiles == 0 {
+            return FastSchedule::Tiles;
+        }
+        if tiles < sms {
+            let slices = (resident / tiles).min(k / CUDA_SPLIT_K_MIN_DEPTH);
+            return if slices > 1 {
+                FastSchedule::SplitK(slices)
+            } else {
+                FastSchedule::Tiles
+            };
+        }
+        let last_wave = tiles % resident;
+        let whole_waves = tiles / resident;
+        if !wave_tail
+            || whole_waves == 0
+            || whole_waves > CUDA_WAVE_TAIL_MAX_WAVES
+            || last_wave == 0
+        {
+            return FastSchedule::Tiles;
+        }
+        let strip_top = (tiles_m - 1) / CUDA_RASTER_GROUP * CUDA_RASTER_GROUP;
+        let strip_rows = tiles_m - strip_top;
+        let columns = last_wave.div_ceil(strip_rows);
+        let tail_tiles = strip_rows * columns;
+        let slices = (resident / tail_tiles).min(k / CUDA_SPLIT_K_MIN_DEPTH);
+        if columns > tiles_n || slices < CUDA_WAVE_TAIL_MIN_SLICES {
+            return FastSchedule::Tiles;
+        }
+        FastSchedule::WaveTail(WaveTail {
+            first_tile: tiles - tail_tiles,
+            origin: (strip_top, tiles_n - columns),
+            tiles: tail_tiles,
+            slices,
+        })
     }
-    (sms * blocks_per_sm / blocks)
-        .min(k / CUDA_SPLIT_K_MIN_DEPTH)
-        .max(1)
+
+    /// What runs, for reports: "", "split-K 4", "wave tail 8 tiles × 16 k slices".
+    pub fn describe(self) -> String {
+        match self {
+            FastSchedule::Tiles => String::new(),
+            FastSchedule::SplitK(slices) => format!("split-K {slices}"),
+            FastSchedule::WaveTail(tail) => {
+                format!("wave tail {} tiles × {} k slices", tail.tiles, tail.slices)
+            }
+        }
+    }
+}
+
+/// Environment variable that turns `cuda-fast`'s wave-tail split off
+/// (`off`) or on (`on`, the default); see [`WaveTail`].
+pub const WAVE_TAIL_ENV: &str = "FASTMM_CUDA_WAVE_TAIL";
+
+/// Whether `FASTMM_CUDA_WAVE_TAIL` allows the wave-tail split, read once
+/// per process; a value other than on or off is an error.
+pub fn wave_tail_enabled() -> Result<bool, Error> {
+    static FROM_ENV: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
+    FROM_ENV
+        .get_or_init(|| match std::env::var(WAVE_TAIL_ENV) {
+            Err(_) => Ok(true),
+            Ok(text) => parse_switch(WAVE_TAIL_ENV, &text),
+        })
+        .clone()
+        .map_err(Error::InvalidOption)
+}
+
+/// `on`/`1` or `off`/`0` (any case) of the switch `name`.
+fn parse_switch(name: &str, text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "1" => Ok(true),
+        "off" | "0" => Ok(false),
+        other => Err(format!("{name}: '{other}' is not on or off")),
+    }
 }
 
 /// The SIMT micro-tiles (TM, the `TM` define of `kernels/fast.cu`; its
@@ -399,6 +517,17 @@ impl FastConfig {
         }
     }
 
+    /// How it lays out an m×k×n product on `gpu` (see [`FastSchedule::plan`]).
+    pub fn schedule(self, gpu: &Gpu, dims: (usize, usize, usize)) -> Result<FastSchedule, Error> {
+        Ok(FastSchedule::plan(
+            dims,
+            self.block_shape(),
+            gpu.info().multiprocessors,
+            self.blocks_per_sm(),
+            wave_tail_enabled()?,
+        ))
+    }
+
     /// What runs, for reports: e.g. "simt 128x256 tiles, 8x16/thread".
     pub fn describe(self) -> String {
         let (rows, cols) = self.block_shape();
@@ -594,13 +723,69 @@ impl ClassicalGemm {
 
 /// Launches a kernel of `kernels/` for c ← α·a·b + β·c (β = 0 never reads
 /// c); `fast` is cuda-fast's combine kernel, whose main kernel takes the
-/// alignment flag and split-K arguments.
+/// alignment flag, the split-K arguments and the wave-tail limit, and
+/// runs the [`FastSchedule`] of the product.
 #[allow(clippy::too_many_arguments)]
 fn launch_tile_kernel<T: Element>(
     gpu: &Gpu,
     kernel: &TileKernel,
     fast: Option<&CudaFunction>,
     (m, k, n): (usize, usize, usize),
+    alpha: T,
+    a: Operand,
+    b: Operand,
+    beta: T,
+    c: Operand,
+) -> Result<(), Error> {
+    let schedule = match fast {
+        Some(_) => FastSchedule::plan(
+            (m, k, n),
+            kernel.block,
+            gpu.info().multiprocessors,
+            kernel.blocks_per_sm,
+            wave_tail_enabled()?,
+        ),
+        None => FastSchedule::Tiles,
+    };
+    let pass = |dims, slices, tile_limit, a, b, c| {
+        launch_pass(
+            gpu, kernel, fast, dims, slices, tile_limit, alpha, a, b, beta, c,
+        )
+    };
+    match schedule {
+        FastSchedule::Tiles => pass((m, k, n), 1, usize::MAX, a, b, c),
+        FastSchedule::SplitK(slices) => pass((m, k, n), slices, usize::MAX, a, b, c),
+        FastSchedule::WaveTail(tail) => {
+            // The main launch skips the tail's tiles, which are disjoint
+            // from its own, so the two passes may run in either order.
+            pass((m, k, n), 1, tail.first_tile, a, b, c)?;
+            let (row0, col0) = (
+                tail.origin.0 * kernel.block.0,
+                tail.origin.1 * kernel.block.1,
+            );
+            pass(
+                (m - row0, k, n - col0),
+                tail.slices,
+                usize::MAX,
+                a.at::<T>(row0, 0),
+                b.at::<T>(0, col0),
+                c.at::<T>(row0, col0),
+            )
+        }
+    }
+}
+
+/// One launch of a kernel of `kernels/` (and, with split-K, the combine
+/// that adds its slices into c): c ← α·a·b + β·c over k in `slices`
+/// slices; blocks from grouped index `tile_limit` on skip their tiles.
+#[allow(clippy::too_many_arguments)]
+fn launch_pass<T: Element>(
+    gpu: &Gpu,
+    kernel: &TileKernel,
+    fast: Option<&CudaFunction>,
+    (m, k, n): (usize, usize, usize),
+    slices: usize,
+    tile_limit: usize,
     alpha: T,
     a: Operand,
     b: Operand,
@@ -623,10 +808,6 @@ fn launch_tile_kernel<T: Element>(
     // boundary, so whole-vector loads are aligned.
     let lanes = 16 / std::mem::size_of::<T>();
     let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
-    let slices = match fast {
-        Some(_) => split_k_slices(gpu, (m, k, n), kernel.block, kernel.blocks_per_sm),
-        None => 1,
-    };
     let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;
     let slices = k.div_ceil(k_slice);
     // Split-K: the slices go to a workspace, one m×n block each,
@@ -658,6 +839,7 @@ fn launch_tile_kernel<T: Element>(
         shared_mem_bytes: 0,
     };
     let k_slice_i = to_i32("k slice", k_slice)?;
+    let tile_limit_i = tile_limit.min(i32::MAX as usize) as i32;
     let c_slice = (m * n) as i64;
     let mut launch = gpu.stream.launch_builder(&kernel.function);
     launch
@@ -673,12 +855,17 @@ fn launch_tile_kernel<T: Element>(
         .arg(&target.ptr)
         .arg(&ldc);
     if fast.is_some() {
-        launch.arg(&aligned).arg(&k_slice_i).arg(&c_slice);
+        launch
+            .arg(&aligned)
+            .arg(&k_slice_i)
+            .arg(&c_slice)
+            .arg(&tile_limit_i);
     }
     // SAFETY: the arguments match the kernel's signature (int ×3,
     // ELEM, pointer, long long, pointer, long long, ELEM,
     // pointer, long long, and for cuda-fast `int vec_ok`, `int
-    // k_slice`, `long long c_slice`; `aligned` is true only when
+    // k_slice`, `long long c_slice`, `int tile_limit`, which only
+    // makes blocks return early; `aligned` is true only when
     // every row of A and B starts 16-byte aligned; with split-K
     // the target holds `slices` m×n blocks c_slice apart), and
     // the caller's operands address m×k, k×n and m×n row-major
@@ -1130,5 +1317,104 @@ mod tests {
                 assert!(simt_micro_tiles(dtype).contains(tm), "{dtype} {tm}");
             }
         }
+    }
+
+    /// The tile (row, column) of grouped block index `id` on a tiles_m ×
+    /// tiles_n grid: `raster_tile` of `kernels/block_common.cuh`.
+    fn grouped_tile(id: usize, (tiles_m, tiles_n): (usize, usize)) -> (usize, usize) {
+        let per_group = CUDA_RASTER_GROUP * tiles_n;
+        let first_row = id / per_group * CUDA_RASTER_GROUP;
+        let rows = (tiles_m - first_row).min(CUDA_RASTER_GROUP);
+        let in_group = id % per_group;
+        (first_row + in_group % rows, in_group / rows)
+    }
+
+    #[test]
+    fn the_wave_tail_of_8192_squared_dmma_is_one_column_in_16_slices() {
+        // H100: 132 SMs, one 128×128 block each.
+        let plan = FastSchedule::plan((8192, 8192, 8192), (128, 128), 132, 1, true);
+        assert_eq!(
+            plan,
+            FastSchedule::WaveTail(WaveTail {
+                first_tile: 4088,
+                origin: (56, 63),
+                tiles: 8,
+                slices: 16,
+            })
+        );
+        assert_eq!(plan.describe(), "wave tail 8 tiles × 16 k slices");
+        let off = FastSchedule::plan((8192, 8192, 8192), (128, 128), 132, 1, false);
+        assert_eq!(off, FastSchedule::Tiles);
+        // 16384² f32 in 128×256 tiles: 62 whole waves, past the most.
+        let many = FastSchedule::plan((16384, 16384, 16384), (128, 256), 132, 1, true);
+        assert_eq!(many, FastSchedule::Tiles);
+        // 4096²: 512 tiles, a last wave of 116 (15 columns, 120 tiles).
+        let full = FastSchedule::plan((4096, 4096, 4096), (128, 256), 132, 1, true);
+        assert_eq!(full, FastSchedule::Tiles);
+        // Exact waves: 132 × 2 tiles.
+        let exact = FastSchedule::plan((128 * 132, 64, 512), (128, 256), 132, 1, true);
+        assert_eq!(exact, FastSchedule::Tiles);
+        // Too shallow to split: k below two slices of the minimum depth.
+        let shallow = FastSchedule::plan((16384, 1000, 16384), (128, 256), 132, 1, true);
+        assert_eq!(shallow, FastSchedule::Tiles);
+        // Few tiles: split-K as before (6 tiles, 22 fill the SMs, k allows 4).
+        let few = FastSchedule::plan((264, 2056, 264), (128, 256), 132, 1, true);
+        assert_eq!(few, FastSchedule::SplitK(4));
+        assert_eq!(few.describe(), "split-K 4");
+        let one = FastSchedule::plan((264, 148, 264), (128, 256), 132, 1, true);
+        assert_eq!(one, FastSchedule::Tiles);
+    }
+
+    #[test]
+    fn the_wave_tail_switch_takes_on_or_off_and_names_itself_otherwise() {
+        for (text, expected) in [("on", true), (" OFF ", false), ("1", true), ("0", false)] {
+            assert_eq!(parse_switch(WAVE_TAIL_ENV, text), Ok(expected), "{text}");
+        }
+        let err = parse_switch(WAVE_TAIL_ENV, "maybe").unwrap_err();
+        assert!(
+            err.contains(WAVE_TAIL_ENV) && err.contains("maybe"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_wave_tail_is_exactly_the_last_grouped_tiles_and_saves_a_wave() {
+        let mut tails = 0;
+        for sms in [7, 16, 132] {
+            for blocks_per_sm in [1, 2] {
+                for tiles_m in 1..40 {
+                    for tiles_n in 1..40 {
+                        let (rows, cols) = (128, 64);
+                        // A partial last tile row and column, as at odd shapes.
+                        let dims = (tiles_m * rows - 5, 4096, tiles_n * cols - 3);
+                        let plan = FastSchedule::plan(dims, (rows, cols), sms, blocks_per_sm, true);
+                        let FastSchedule::WaveTail(tail) = plan else {
+                            continue;
+                        };
+                        tails += 1;
+                        let tiles = tiles_m * tiles_n;
+                        let resident = sms * blocks_per_sm;
+                        let what = format!("{tiles_m}×{tiles_n} tiles, {resident} resident");
+                        assert_eq!(tail.first_tile + tail.tiles, tiles, "{what}");
+                        assert_eq!(
+                            tail.first_tile.div_ceil(resident),
+                            tiles / resident,
+                            "{what}"
+                        );
+                        assert!(tiles / resident <= CUDA_WAVE_TAIL_MAX_WAVES, "{what}");
+                        assert!(tail.slices >= CUDA_WAVE_TAIL_MIN_SLICES, "{what}");
+                        assert!(tail.slices * tail.tiles <= resident, "{what}");
+                        let (top, left) = tail.origin;
+                        assert_eq!((tiles_m - top) * (tiles_n - left), tail.tiles, "{what}");
+                        for id in 0..tiles {
+                            let (row, col) = grouped_tile(id, (tiles_m, tiles_n));
+                            let in_rectangle = row >= top && col >= left;
+                            assert_eq!(in_rectangle, id >= tail.first_tile, "{what}, id {id}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(tails > 100, "only {tails} shapes had a wave tail");
     }
 }

@@ -6,7 +6,11 @@
 // down a strip of RASTER_GROUP tile rows before moving one tile column to
 // the right. The blocks resident at one time then share a few panels of A
 // and B in L2 instead of each wave streaming all of B from DRAM.
-#define RASTER_GROUP 8
+// RASTER_GROUP comes from the host (tunables::CUDA_RASTER_GROUP), which
+// relies on this order to find the wave tail (below).
+#ifndef RASTER_GROUP
+#error "RASTER_GROUP must be defined by the host"
+#endif
 
 struct TileCoord {
     int row;
@@ -26,6 +30,15 @@ __device__ __forceinline__ TileCoord raster_tile()
     t.col = in_group / rows;
     return t;
 }
+
+// Wave tail: blocks whose grouped index is tile_limit or more return at
+// once. In the grouped order those are the last tile columns of the last
+// strip, a rectangle of C, which the host runs as a separate split-K
+// product instead of as a nearly empty last wave of whole tiles.
+#define SKIP_TILES_FROM(tile_limit)                                            \
+    do {                                                                        \
+        if ((int)(blockIdx.y * gridDim.x + blockIdx.x) >= (tile_limit)) return; \
+    } while (0)
 
 // Split-K: block z multiplies k columns [z·k_slice, …) of A by the same rows
 // of B into its own m×n slice of C, c_slice elements on (the host adds the

@@ -68,8 +68,9 @@ union Vec16 {
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
           const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
-          long long ldc, int vec_ok, int k_slice, long long c_slice)
+          long long ldc, int vec_ok, int k_slice, long long c_slice, int tile_limit)
 {
+    SKIP_TILES_FROM(tile_limit);
     ENTER_K_SLICE();
     __shared__ __align__(16) ELEM a_tile[2][BK][BM];
     __shared__ __align__(16) ELEM b_tile[2][BK][BN];

@@ -62,8 +62,9 @@ __device__ __forceinline__ void mma16x8x8(double* d, const double* a, const doub
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_fast_mma(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
               const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
-              long long ldc, int vec_ok, int k_slice, long long c_slice)
+              long long ldc, int vec_ok, int k_slice, long long c_slice, int tile_limit)
 {
+    SKIP_TILES_FROM(tile_limit);
     ENTER_K_SLICE();
     // 3 x (8 + 8) KiB: the static limit of 48 KiB exactly.
     __shared__ __align__(16) double a_tile[STAGES][BM * BK];
