@@ -98,6 +98,15 @@ pub const FREIVALDS_FLOAT_VECTORS: usize = 3;
 /// check (the first and last of each always among them, where edge tiles live).
 pub const VERIFY_SAMPLED_LINES: usize = 8;
 
+/// `verify` multiplies a matrix by a vector on all threads (in blocks of
+/// [`VERIFY_ROWS_PER_TASK`] rows) from this many elements on; below it
+/// the calling thread does it alone.
+pub const VERIFY_PARALLEL_MIN_ELEMENTS: usize = 1 << 20;
+
+/// Rows of the matrix per parallel task of `verify`'s matrix-vector
+/// products: a few hundred keep the slice of y a task updates in L1.
+pub const VERIFY_ROWS_PER_TASK: usize = 256;
+
 /// Random vectors per randomized check of an integer product. A wrong
 /// product survives one vector with probability at most 1/2 in Z/2^w.
 pub const FREIVALDS_INT_VECTORS: usize = 20;

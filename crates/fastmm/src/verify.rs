@@ -30,6 +30,7 @@
 
 use rand::seq::index::sample;
 use rand::Rng;
+use rayon::prelude::*;
 
 use crate::element::Element;
 use crate::error::Error;
@@ -37,7 +38,7 @@ use crate::matrix::MatRef;
 use crate::random::seeded_rng;
 use crate::tunables::{
     FLOAT_TOLERANCE_FACTOR, FREIVALDS_FLOAT_VECTORS, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK,
-    VERIFY_SAMPLED_LINES,
+    VERIFY_PARALLEL_MIN_ELEMENTS, VERIFY_ROWS_PER_TASK, VERIFY_SAMPLED_LINES,
 };
 
 /// How a product was checked.
@@ -170,6 +171,14 @@ impl Tally {
         self.worst_ratio = self.worst_ratio.max(ratio);
     }
 
+    /// Adds another tally's sums and worst ratio to this one.
+    fn merge(mut self, other: Tally) -> Tally {
+        self.diff2 += other.diff2;
+        self.ref2 += other.ref2;
+        self.worst_ratio = self.worst_ratio.max(other.worst_ratio);
+        self
+    }
+
     fn verdict(&self, method: CheckMethod) -> Verdict {
         let rel_error = if self.ref2 > 0.0 {
             (self.diff2 / self.ref2).sqrt()
@@ -230,11 +239,15 @@ fn float_full<T: Element>(
     c: MatRef<'_, T>,
     bound: Bound,
 ) -> Verdict {
-    let mut tally = Tally::default();
-    for i in 0..a.rows() {
-        compare_row(a, b, c, i, bound, &mut tally);
-    }
-    tally.verdict(CheckMethod::Full)
+    // One tally per row, merged in row order: the same sums on any
+    // number of threads.
+    let rows: Vec<Tally> = (0..a.rows())
+        .into_par_iter()
+        .map(|i| compare_row(a, b, c, i, bound))
+        .collect();
+    rows.into_iter()
+        .fold(Tally::default(), Tally::merge)
+        .verdict(CheckMethod::Full)
 }
 
 fn float_randomized<T: Element>(
@@ -246,11 +259,11 @@ fn float_randomized<T: Element>(
     let mut rng = seeded_rng(0x5eed_f00d);
     let mut tally = Tally::default();
     for i in sampled_lines(a.rows(), &mut rng) {
-        compare_row(a, b, c, i, bound, &mut tally);
+        tally = tally.merge(compare_row(a, b, c, i, bound));
     }
     // Columns of C are rows of Cᵀ = BᵀAᵀ.
     for j in sampled_lines(b.cols(), &mut rng) {
-        compare_row(b.t(), a.t(), c.t(), j, bound, &mut tally);
+        tally = tally.merge(compare_row(b.t(), a.t(), c.t(), j, bound));
     }
     let signed = |acc: f64, m: T, v: f64| acc + m.to_f64() * v;
     let magnitude = |acc: f64, m: T, v: f64| acc + m.to_f64().abs() * v;
@@ -270,29 +283,26 @@ fn float_randomized<T: Element>(
 }
 
 /// Compares row i of C with row i of A·B computed in f64, each element
-/// against γ·(|A||B|)_ij.
+/// against γ·(|A||B|)_ij: the row is Bᵀ·x and its magnitudes Bᵀ·|x| for x
+/// = row i of A, so B is read along whichever dimension it is stored.
 fn compare_row<T: Element>(
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     c: MatRef<'_, T>,
     i: usize,
     bound: Bound,
-    tally: &mut Tally,
-) {
-    let n = b.cols();
-    let mut exact = vec![0.0f64; n];
-    let mut magnitude = vec![0.0f64; n];
-    for p in 0..a.cols() {
-        let aip = a.get(i, p).to_f64();
-        for (j, (e, g)) in exact.iter_mut().zip(magnitude.iter_mut()).enumerate() {
-            let term = aip * b.get(p, j).to_f64();
-            *e += term;
-            *g += term.abs();
-        }
+) -> Tally {
+    let x: Vec<f64> = (0..a.cols()).map(|p| a.get(i, p).to_f64()).collect();
+    let x_abs: Vec<f64> = x.iter().map(|v| v.abs()).collect();
+    let exact = mat_vec(b.t(), &x, 0.0, |acc, m: T, v| acc + m.to_f64() * v);
+    let magnitude = mat_vec(b.t(), &x_abs, 0.0, |acc, m: T, v| {
+        acc + m.to_f64().abs() * v
+    });
+    let mut tally = Tally::default();
+    for (j, (&exact, &magnitude)) in exact.iter().zip(&magnitude).enumerate() {
+        tally.compare(c.get(i, j).to_f64(), exact, bound.of(magnitude));
     }
-    for j in 0..n {
-        tally.compare(c.get(i, j).to_f64(), exact[j], bound.of(magnitude[j]));
-    }
+    tally
 }
 
 /// The first and last index and random others, at most
@@ -310,16 +320,60 @@ fn sampled_lines(len: usize, rng: &mut impl Rng) -> Vec<usize> {
     lines
 }
 
-/// y = M·x with a caller-supplied multiply-accumulate.
-fn mat_vec<T: Element, V: Copy>(
+/// y = M·x with a caller-supplied multiply-accumulate, y_i folded over j
+/// in order (so wrapping integer sums are exact). M is walked along its
+/// stored dimension: dot products of contiguous rows, or, when its
+/// columns are the contiguous ones (a transposed or column-major view),
+/// column by column over blocks of rows; blocks of
+/// [`VERIFY_ROWS_PER_TASK`] rows run in parallel on large matrices.
+fn mat_vec<T: Element, V: Copy + Send + Sync>(
     m: MatRef<'_, T>,
     x: &[V],
     zero: V,
-    mac: impl Fn(V, T, V) -> V,
+    mac: impl Fn(V, T, V) -> V + Sync,
 ) -> Vec<V> {
-    (0..m.rows())
-        .map(|i| (0..m.cols()).fold(zero, |acc, j| mac(acc, m.get(i, j), x[j])))
-        .collect()
+    let by_columns = m.col_stride() != 1 && m.row_stride() == 1;
+    let block = |first: usize, out: &mut [V]| {
+        if by_columns {
+            for (j, &xj) in x.iter().enumerate() {
+                for (r, y) in out.iter_mut().enumerate() {
+                    *y = mac(*y, m.get(first + r, j), xj);
+                }
+            }
+        } else {
+            // Four rows at a time: four independent chains of additions
+            // instead of one, whose latency would bound the loop.
+            let len = out.len();
+            let mut quads = out.chunks_exact_mut(4);
+            for (q, ys) in (&mut quads).enumerate() {
+                let row = first + 4 * q;
+                let mut acc = [zero; 4];
+                for (j, &xj) in x.iter().enumerate() {
+                    for (r, acc) in acc.iter_mut().enumerate() {
+                        *acc = mac(*acc, m.get(row + r, j), xj);
+                    }
+                }
+                ys.copy_from_slice(&acc);
+            }
+            let rest = quads.into_remainder();
+            let row = first + len - rest.len();
+            for (r, y) in rest.iter_mut().enumerate() {
+                *y = x
+                    .iter()
+                    .enumerate()
+                    .fold(zero, |acc, (j, &xj)| mac(acc, m.get(row + r, j), xj));
+            }
+        }
+    };
+    let mut y = vec![zero; m.rows()];
+    if m.rows() * m.cols() < VERIFY_PARALLEL_MIN_ELEMENTS {
+        block(0, &mut y);
+    } else {
+        y.par_chunks_mut(VERIFY_ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(chunk, out)| block(chunk * VERIFY_ROWS_PER_TASK, out));
+    }
+    y
 }
 
 fn square(x: f64) -> f64 {

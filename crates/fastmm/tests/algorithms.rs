@@ -312,6 +312,43 @@ fn verification_rejects_a_single_wrong_element() {
     assert!(!verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
 }
 
+#[test]
+fn verification_walks_transposed_views_along_their_storage() {
+    let mut rng = seeded_rng(8);
+    // Floats above the full-check size and the parallel matrix-vector
+    // size: sampled lines and Freivalds over views whose columns are the
+    // contiguous dimension (Aᵀ, Bᵀ and Cᵀ stored).
+    let (m, k, n) = (1100, 1000, 300);
+    let at: Matrix<f64> = random_matrix(k, m, &mut rng);
+    let bt: Matrix<f64> = random_matrix(n, k, &mut rng);
+    let (a, b) = (at.as_ref().t(), bt.as_ref().t());
+    let c = matmul_with(a, b, &GemmOptions::default()).unwrap();
+    let mut ct = Matrix::from_view(c.as_ref().t());
+    let verdict = verify(a, b, ct.as_ref().t()).unwrap();
+    assert!(verdict.ok, "{verdict:?}");
+    assert_eq!(verdict.method, fastmm::verify::CheckMethod::Randomized);
+    let same = verify(
+        Matrix::from_view(a).as_ref(),
+        Matrix::from_view(b).as_ref(),
+        c.as_ref(),
+    )
+    .unwrap();
+    assert!(same.ok, "{same:?}");
+    // An element off its row and column samples: Freivalds sees it.
+    let (i, j) = (m / 2 + 1, n / 2 + 1);
+    ct.set(j, i, ct.get(j, i) + 0.5);
+    assert!(!verify(a, b, ct.as_ref().t()).unwrap().ok);
+    // Integers in Z/2^64, the same views: exact Freivalds.
+    let at: Matrix<i64> = random_matrix_full_range(700, 700, &mut rng);
+    let bt: Matrix<i64> = random_matrix_full_range(700, 700, &mut rng);
+    let (a, b) = (at.as_ref().t(), bt.as_ref().t());
+    let c = matmul_with(a, b, &GemmOptions::default()).unwrap();
+    let mut ct = Matrix::from_view(c.as_ref().t());
+    assert!(verify(a, b, ct.as_ref().t()).unwrap().ok);
+    ct.set(123, 345, ct.get(123, 345).wrapping_add(1));
+    assert!(!verify(a, b, ct.as_ref().t()).unwrap().ok);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
