@@ -68,7 +68,8 @@ pub struct RunArgs {
     /// rule for floats, unlimited for integers).
     #[arg(long)]
     depth: Option<usize>,
-    /// `strassen`/`winograd` memory schedule: temporaries, frugal or fused.
+    /// `strassen`/`winograd` memory schedule: temporaries, frugal, fused or
+    /// batched.
     #[arg(long, default_value = "frugal")]
     variant: String,
     /// `strassen`/`winograd` on the CPU with temporaries or frugal: operand
@@ -343,10 +344,23 @@ fn run_typed<T: Element>(
     let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
     let mut records: Vec<Record> = Vec::with_capacity(algorithms.len());
     for &algorithm in algorithms {
-        let opts = GemmOptions {
+        let mut opts = GemmOptions {
             algorithm,
             ..base_opts
         };
+        // The GPU's default memory schedule depends on the free memory:
+        // resolved here, so the label and the report name what runs.
+        if let (Some(scheme), Device::Cuda) = (Scheme::of(algorithm), algorithm.device()) {
+            let gpu = fastmm::cuda::Gpu::default_gpu()?;
+            opts.variant = Some(fastmm::cuda::default_variant::<T>(
+                gpu,
+                scheme,
+                (p.m, p.k, p.n),
+                true,
+                &opts,
+            )?);
+        }
+        let opts = opts;
         // (compute ms, upload ms, download ms) of one run; the CPU has no copies.
         let multiply = |c: &mut Matrix<T>| -> Result<(f64, f64, f64)> {
             c.as_mut_slice().fill(T::poison());
@@ -462,10 +476,14 @@ fn kernel_label<T: Element>(
             let base = opts
                 .base
                 .unwrap_or_else(|| fastmm::cuda::gemm::default_gpu_base(T::DTYPE));
+            let threshold = fastmm::strassen::effective_threshold(opts, T::DTYPE);
+            let start = match fastmm::strassen::effective_start(opts, T::DTYPE) {
+                start if start > threshold => format!(" from {start}"),
+                _ => String::new(),
+            };
             return Ok(format!(
-                "{} n0={} + {base} {memory}",
+                "{} n0={threshold}{start} + {base} {memory}",
                 opts.variant.unwrap_or_default(),
-                fastmm::strassen::effective_threshold(opts, T::DTYPE)
             ));
         }
         return Ok(match opts.algorithm {

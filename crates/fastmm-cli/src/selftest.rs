@@ -297,7 +297,7 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
             .chain(families)
             .collect();
     }
-    let mut variants = vec![Variant::Temporaries, Variant::Frugal];
+    let mut variants = vec![Variant::Temporaries, Variant::Frugal, Variant::Batched];
     if algorithm.device() == Device::Cpu {
         variants.push(Variant::Fused);
     }

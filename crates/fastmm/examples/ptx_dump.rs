@@ -25,7 +25,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let tiles = match source {
                 KernelSource::Naive => vec![CUDA_NAIVE_BLOCK],
                 KernelSource::Tiled => vec![CUDA_DEFAULT_TILE],
-                KernelSource::Combine => vec![CUDA_COMBINE_ROWS_PER_BLOCK],
+                KernelSource::Combine | KernelSource::CombineGroup => {
+                    vec![CUDA_COMBINE_ROWS_PER_BLOCK]
+                }
                 KernelSource::Convert => vec![1],
                 KernelSource::Fast => fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec(),
                 KernelSource::FastMma => vec![fastmm::tunables::CUDA_MMA_STAGES],

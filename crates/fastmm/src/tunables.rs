@@ -132,17 +132,28 @@ pub const CUDA_TIMED_LAUNCHES: usize = 5;
 /// (32×8 = 256 threads, each one element: coalesced along rows).
 pub const CUDA_COMBINE_ROWS_PER_BLOCK: usize = 8;
 
-/// `cuda-strassen`/`cuda-winograd` recurse while m, k and n are all at
-/// least this (`--threshold auto`), f32 and integers. On the H100 over
-/// cuBLAS (docs/benchmarks.md): one level at 4096 ran at 0.95–0.98× cuBLAS,
-/// one at 8192 at 1.06–1.08×, two at 16384 (4096 base) at 1.11–1.13×.
-pub const CUDA_STRASSEN_AUTO_THRESHOLD: usize = 8192;
+/// `cuda-strassen`/`cuda-winograd` on f32 recurse while m, k and n are
+/// all at least this (`--threshold auto`)... On the H100 over cuBLAS with
+/// the `batched` variant (docs/benchmarks.md, session 9): one level at
+/// 4096 1.04×, at 6144 0.97× (its 3072³ products run cuBLAS below its
+/// best), at 8192 1.11× and two levels there (2048³ products) 1.15×; two
+/// at 16384 1.18×.
+pub const CUDA_STRASSEN_AUTO_THRESHOLD: usize = 4096;
 
-/// The same for f64, where cuBLAS's dgemm runs at 61–63 TFLOPS on the
-/// H100's FP64 tensor cores and additions weigh more: one level at 8192
-/// ran at 0.94–0.97× cuBLAS, two at 0.83–0.88×. Larger sizes are not yet
-/// measured, so `auto` does not recurse below 16384.
-pub const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 16384;
+/// ...applying a first level only from this size, which skips the
+/// losing 6144.
+pub const CUDA_STRASSEN_AUTO_START: usize = 8192;
+
+/// The same for f64 (first level and recursion): cuBLAS's dgemm runs at
+/// 57–62 TFLOPS on the H100's FP64 tensor cores, so additions weigh more;
+/// `batched` at 8192 measured 1.10× with one level (4096³ products) and
+/// 1.05× with two.
+pub const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 8192;
+
+/// The same for integers, whose base is `cuda-fast` (cuBLAS has no integer
+/// GEMM): recurse from 8192, as measured in session 4 with the `frugal`
+/// variant (not re-measured with `batched`).
+pub const CUDA_STRASSEN_AUTO_THRESHOLD_INT: usize = 8192;
 
 /// `cuda-fast` splits k only into slices at least this deep: a shallower
 /// slice spends more on writing and adding its m×n partial than on its

@@ -31,7 +31,9 @@ fn every_kernel_compiles_for_sm90() {
         let tiles: &[usize] = match source {
             KernelSource::Naive => &[fastmm::tunables::CUDA_NAIVE_BLOCK],
             KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
-            KernelSource::Combine => &[fastmm::tunables::CUDA_COMBINE_ROWS_PER_BLOCK],
+            KernelSource::Combine | KernelSource::CombineGroup => {
+                &[fastmm::tunables::CUDA_COMBINE_ROWS_PER_BLOCK]
+            }
             KernelSource::Convert => &[0, 1],
             // Every TM of some type; each type builds its own.
             KernelSource::Fast => &[4, 8, 16],

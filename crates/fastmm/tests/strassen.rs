@@ -10,10 +10,11 @@ const FAST: [Algorithm; 2] = [Algorithm::Strassen, Algorithm::Winograd];
 
 /// Every memory schedule, and the stored ones with operand sums of up to
 /// 2 or 4 blocks left for the leaf products to form while packing.
-const SCHEDULES: [(Variant, usize); 6] = [
+const SCHEDULES: [(Variant, usize); 7] = [
     (Variant::Temporaries, 0),
     (Variant::Frugal, 0),
     (Variant::Fused, 0),
+    (Variant::Batched, 0),
     (Variant::Temporaries, 4),
     (Variant::Frugal, 2),
     (Variant::Frugal, 4),
@@ -217,6 +218,12 @@ fn workspace_report_matches_the_schedules() {
     let winograd = workspace::<f64>(Scheme::Winograd, (n, n, n), true, &opts(Variant::Frugal));
     assert_eq!(winograd.workspace_elements, 2 * (q(1) + q(2) + q(3)));
     // Fused: no temporaries at all.
+    // Batched stores what temporaries does: 17 (Strassen) and 15
+    // (Winograd) quarter blocks per level.
+    let batched = workspace::<f64>(Scheme::Strassen, (n, n, n), false, &opts(Variant::Batched));
+    assert_eq!(batched.workspace_elements, 17 * (q(1) + q(2) + q(3)));
+    let batched = workspace::<f64>(Scheme::Winograd, (n, n, n), false, &opts(Variant::Batched));
+    assert_eq!(batched.workspace_elements, 15 * (q(1) + q(2) + q(3)));
     let fused = workspace::<f64>(Scheme::Strassen, (n, n, n), false, &opts(Variant::Fused));
     assert_eq!((fused.levels, fused.workspace_elements), (3, 0));
     // β ≠ 0: the top level falls back to the temporaries schedule.
@@ -322,17 +329,26 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
         .validate()
         .is_ok());
 
-    // auto: f32 recurses from 8192 on the GPU, f64 from 16384.
+    // auto on the GPU: f32 recurses while n ≥ 4096 but starts only from
+    // 8192 (at most two levels: accuracy); f64 and integers from 8192.
     let gpu = GemmOptions::new(Algorithm::CudaWinograd);
     let levels = |n: usize, dtype: DType| match dtype {
         DType::F64 => workspace::<f64>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
+        DType::I32 => workspace::<i32>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
         _ => workspace::<f32>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
     };
-    assert_eq!(levels(4096, DType::F32), 0);
-    assert_eq!(levels(8192, DType::F32), 1);
-    assert_eq!(levels(16384, DType::F32), 2);
-    assert_eq!(levels(8192, DType::F64), 0);
-    assert_eq!(levels(16384, DType::F64), 1);
+    for (n, f32_levels, f64_levels, i32_levels) in [
+        (4096, 0, 0, 0),
+        (6144, 0, 0, 0),
+        (8192, 2, 1, 1),
+        (12288, 2, 1, 1),
+        (16384, 2, 2, 2),
+        (32768, 2, 3, 3),
+    ] {
+        assert_eq!(levels(n, DType::F32), f32_levels, "f32 {n}");
+        assert_eq!(levels(n, DType::F64), f64_levels, "f64 {n}");
+        assert_eq!(levels(n, DType::I32), i32_levels, "i32 {n}");
+    }
     // auto on the CPU: base products of at least 2048/2 = 1024, and a first
     // level only from 3072 (8-byte types) or 4096 (4-byte types); f32 at
     // most two levels (accuracy), f64 four.
@@ -362,6 +378,11 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
 
     // Frugal Winograd at one level, n = 8192: Douglas's two temporaries of
     // 4096² (the H100 run reported 128 MiB of f32).
-    let report = workspace::<f32>(Scheme::Winograd, (8192, 8192, 8192), true, &gpu);
+    let frugal = gpu.variant(Variant::Frugal).threshold(8192);
+    let report = workspace::<f32>(Scheme::Winograd, (8192, 8192, 8192), true, &frugal);
     assert_eq!(report.workspace_elements, 2 * 4096 * 4096, "{report:?}");
+    // Batched at one level: 15 of them (the H100 run reported 960 MiB).
+    let batched = gpu.variant(Variant::Batched).threshold(8192);
+    let report = workspace::<f32>(Scheme::Winograd, (8192, 8192, 8192), true, &batched);
+    assert_eq!(report.workspace_elements, 15 * 4096 * 4096, "{report:?}");
 }

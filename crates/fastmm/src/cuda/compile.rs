@@ -20,6 +20,9 @@ pub enum KernelSource {
     Tiled,
     /// `combine.cu`: dst ← keep·dst + Σ wᵢ·srcᵢ, the fast algorithms' additions.
     Combine,
+    /// `combine_group.cu`: several such combinations over shared sources
+    /// in one pass (the `batched` schedules' groups).
+    CombineGroup,
     /// `convert.cu`: f32 → bf16 (tile 1) or f16 (tile 0), for cuBLAS's
     /// reduced-precision modes.
     Convert,
@@ -33,10 +36,11 @@ pub enum KernelSource {
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 6] = [
+    pub const ALL: [KernelSource; 7] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
+        KernelSource::CombineGroup,
         KernelSource::Convert,
         KernelSource::Fast,
         KernelSource::FastMma,
@@ -57,6 +61,7 @@ impl KernelSource {
             KernelSource::Naive => include_str!("kernels/naive.cu"),
             KernelSource::Tiled => include_str!("kernels/tiled.cu"),
             KernelSource::Combine => include_str!("kernels/combine.cu"),
+            KernelSource::CombineGroup => include_str!("kernels/combine_group.cu"),
             KernelSource::Convert => include_str!("kernels/convert.cu"),
             KernelSource::Fast => concat!(
                 include_str!("kernels/block_common.cuh"),
@@ -75,6 +80,7 @@ impl KernelSource {
             KernelSource::Naive => "gemm_naive",
             KernelSource::Tiled => "gemm_tiled",
             KernelSource::Combine => "combine",
+            KernelSource::CombineGroup => "combine_group",
             KernelSource::Convert => "to_half",
             KernelSource::Fast => "gemm_fast",
             KernelSource::FastMma => "gemm_fast_mma",
@@ -86,7 +92,7 @@ impl KernelSource {
         match self {
             KernelSource::Naive => "BLOCK",
             KernelSource::Tiled => "TILE",
-            KernelSource::Combine => "ROWS_PER_BLOCK",
+            KernelSource::Combine | KernelSource::CombineGroup => "ROWS_PER_BLOCK",
             KernelSource::Convert => "BF16",
             KernelSource::Fast => "TM",
             KernelSource::FastMma => "STAGES",

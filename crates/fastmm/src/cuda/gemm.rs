@@ -593,7 +593,7 @@ pub(crate) struct TileKernel {
     blocks_per_sm: usize,
 }
 
-fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
+pub(crate) fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
     i32::try_from(v).map_err(|_| Error::Unsupported {
         algorithm: "CUDA",
         what: format!("{what} = {v} (CUDA kernels and cuBLAS index with 32-bit ints)"),
@@ -917,6 +917,25 @@ pub fn multiply_timed<T: Element>(
     let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
     let memory = opts.gpu_memory.unwrap_or_default();
     let beta_is_zero = beta == T::ZERO;
+    // Asked before the upload: the default schedule's temporaries must fit
+    // beside A, B and C.
+    let resolved;
+    let opts = match scheme {
+        Some(scheme) => {
+            resolved = GemmOptions {
+                variant: Some(crate::cuda::strassen::default_variant::<T>(
+                    gpu,
+                    scheme,
+                    (m, k, n),
+                    beta_is_zero,
+                    opts,
+                )?),
+                ..*opts
+            };
+            &resolved
+        }
+        None => opts,
+    };
 
     // Staging into row-major host buffers (page-locked with `gpu_pinned`)
     // is a layout step outside the timings; the copies are timed.

@@ -17,6 +17,7 @@ pub use device::{libraries, Gpu, GpuInfo};
 pub use gemm::{multiply_timed, FastKernel, GpuTimes};
 pub use memory::{round_trip, GpuMemory};
 pub use precision::GpuPrecision;
+pub use strassen::default_variant;
 
 /// A failed CUDA driver, cuBLAS or NVRTC call, as the library's typed error.
 pub(crate) fn cuda_err(what: &str, e: impl std::fmt::Debug) -> crate::error::Error {

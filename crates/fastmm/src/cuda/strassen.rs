@@ -5,22 +5,79 @@
 //! 000 §2.2.1's per-level workspace, or seed 003's few temporaries with
 //! `--variant frugal`) and reused by repeated runs of the same product.
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 
+use crate::algo::GemmOptions;
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{launch_combine, ClassicalGemm, Operand};
+use crate::cuda::gemm::{launch_combine, to_i32, ClassicalGemm, Operand};
 use crate::element::Element;
 use crate::error::Error;
-use crate::strassen::backend::{Backend, Block, Store};
+use crate::strassen::backend::{Backend, Block, Combination, Store};
+use crate::strassen::{workspace, Scheme, Variant};
 use crate::tunables::CUDA_COMBINE_ROWS_PER_BLOCK;
+
+/// The memory schedule `cuda-strassen`/`cuda-winograd` run for C ← αAB +
+/// βC (A m×k, B k×n) when `opts` names none: `batched`, the fastest on the
+/// H100 (docs/benchmarks.md), when its temporaries and A, B and C fit in
+/// the GPU's free memory, else `frugal`, which needs 2–3 temporaries per
+/// level. An explicit variant is returned as given.
+pub fn default_variant<T: Element>(
+    gpu: &Gpu,
+    scheme: Scheme,
+    (m, k, n): (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Result<Variant, Error> {
+    if let Some(variant) = opts.variant {
+        return Ok(variant);
+    }
+    let batched = GemmOptions {
+        variant: Some(Variant::Batched),
+        ..*opts
+    };
+    let temporaries = workspace::<T>(scheme, (m, k, n), beta_is_zero, &batched).workspace_elements;
+    let bytes = (temporaries + m * k + k * n + m * n) * std::mem::size_of::<T>();
+    let (free, _) = gpu.memory_info()?;
+    Ok(if bytes <= free {
+        Variant::Batched
+    } else {
+        Variant::Frugal
+    })
+}
+
+/// Sources and destinations one `combine_group` launch takes
+/// (`GROUP_SOURCES`, `GROUP_DESTS` of `kernels/combine_group.cu`).
+const GROUP_SOURCES: usize = 8;
+const GROUP_DESTS: usize = 8;
+
+/// The `Group` argument of `kernels/combine_group.cu`, field for field.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GroupArgs<T> {
+    src: [u64; GROUP_SOURCES],
+    src_ld: [i64; GROUP_SOURCES],
+    dst: [u64; GROUP_DESTS],
+    dst_ld: [i64; GROUP_DESTS],
+    keep: [T; GROUP_DESTS],
+    weight: [[T; GROUP_SOURCES]; GROUP_DESTS],
+    sources: i32,
+    dests: i32,
+}
+
+// SAFETY: a plain #[repr(C)] struct of integers and T (f32, f64, i32 or
+// i64), laid out as the kernel's `Group` (pointers as 64-bit addresses,
+// long long as i64, ELEM as T, int as i32, in the same order), so its
+// bytes are a valid kernel parameter.
+unsafe impl<T: Element> DeviceRepr for GroupArgs<T> {}
 
 /// A, B, C and the temporaries of one product on the GPU.
 pub(crate) struct CudaBackend<'g, T: Element> {
     gpu: &'g Gpu,
     classical: ClassicalGemm,
     combine: CudaFunction,
+    combine_group: CudaFunction,
     a: Operand,
     b: Operand,
     c: Operand,
@@ -40,10 +97,16 @@ impl<'g, T: Element> CudaBackend<'g, T> {
             dtype: T::DTYPE,
             tile: CUDA_COMBINE_ROWS_PER_BLOCK,
         })?;
+        let combine_group = gpu.function(KernelKey {
+            source: KernelSource::CombineGroup,
+            dtype: T::DTYPE,
+            tile: CUDA_COMBINE_ROWS_PER_BLOCK,
+        })?;
         Ok(CudaBackend {
             gpu,
             classical,
             combine,
+            combine_group,
             a,
             b,
             c,
@@ -104,6 +167,87 @@ impl<T: Element> Backend<T> for CudaBackend<'_, T> {
         let (oa, ob, oc) = (self.operand(a), self.operand(b), self.operand(c));
         self.classical
             .run(self.gpu, (a.rows, a.cols, b.cols), alpha, oa, ob, beta, oc)
+    }
+
+    /// One `combine_group` launch when the group fits it (one shape, at
+    /// most 8 distinct sources and 8 destinations), else one combine per
+    /// sum.
+    fn combine_group(&mut self, sums: &[Combination<T>]) -> Result<(), Error> {
+        let Some(first) = sums.first() else {
+            return Ok(());
+        };
+        let shape = (first.dst.rows, first.dst.cols);
+        let mut sources: Vec<Block> = Vec::new();
+        for sum in sums {
+            for &(_, block) in &sum.terms {
+                if !sources.contains(&block) {
+                    sources.push(block);
+                }
+            }
+        }
+        let fits = sums.len() <= GROUP_DESTS
+            && sources.len() <= GROUP_SOURCES
+            && sums.iter().all(|sum| {
+                (sum.dst.rows, sum.dst.cols) == shape
+                    && sum.terms.iter().all(|(_, t)| (t.rows, t.cols) == shape)
+            });
+        if !fits {
+            for sum in sums {
+                self.combine(sum.keep, sum.dst, &sum.terms)?;
+            }
+            return Ok(());
+        }
+        let (rows, cols) = shape;
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let mut args = GroupArgs {
+            src: [0; GROUP_SOURCES],
+            src_ld: [0; GROUP_SOURCES],
+            dst: [0; GROUP_DESTS],
+            dst_ld: [0; GROUP_DESTS],
+            keep: [T::ZERO; GROUP_DESTS],
+            weight: [[T::ZERO; GROUP_SOURCES]; GROUP_DESTS],
+            sources: sources.len() as i32,
+            dests: sums.len() as i32,
+        };
+        for (s, &block) in sources.iter().enumerate() {
+            let operand = self.operand(block);
+            args.src[s] = operand.ptr;
+            args.src_ld[s] = operand.ld as i64;
+        }
+        for (d, sum) in sums.iter().enumerate() {
+            let operand = self.operand(sum.dst);
+            args.dst[d] = operand.ptr;
+            args.dst_ld[d] = operand.ld as i64;
+            args.keep[d] = sum.keep;
+            for &(w, block) in &sum.terms {
+                let s = sources
+                    .iter()
+                    .position(|&x| x == block)
+                    .expect("collected above");
+                args.weight[d][s] = args.weight[d][s].add(w);
+            }
+        }
+        let (rows_i, cols_i) = (to_i32("rows", rows)?, to_i32("cols", cols)?);
+        let config = LaunchConfig {
+            grid_dim: (
+                cols.div_ceil(32) as u32,
+                rows.div_ceil(CUDA_COMBINE_ROWS_PER_BLOCK) as u32,
+                1,
+            ),
+            block_dim: (32, CUDA_COMBINE_ROWS_PER_BLOCK as u32, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = self.gpu.stream.launch_builder(&self.combine_group);
+        launch.arg(&rows_i).arg(&cols_i).arg(&args);
+        // SAFETY: the arguments match `combine_group(int, int, Group)`;
+        // every pointer addresses a rows×cols block (of A, B, C or a
+        // temporary the dry run sized) with its leading dimension, and the
+        // engine's groups never name one sum's destination among another's
+        // sources, so each thread's reads precede its own writes only.
+        unsafe { launch.launch(config) }.map_err(|e| cuda_err("combine_group launch failed", e))?;
+        Ok(())
     }
 
     fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {

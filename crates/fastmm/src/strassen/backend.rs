@@ -70,6 +70,18 @@ impl Block {
     }
 }
 
+/// One linear combination of a [`Backend::combine_group`]:
+/// dst ← keep·dst + Σ w·term.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combination<T> {
+    /// Factor on the destination's old contents (0: never read).
+    pub keep: T,
+    /// Where it goes.
+    pub dst: Block,
+    /// The weighted sources.
+    pub terms: Vec<(T, Block)>,
+}
+
 /// A device the fast algorithms run on.
 ///
 /// Every call names blocks of A, B, C or of the temporaries. The recursion
@@ -87,6 +99,18 @@ pub trait Backend<T: Element> {
     /// **dst ← keep·dst + Σ wᵢ·srcᵢ**; keep = 0 never reads dst (and with
     /// no terms, dst ← keep·dst).
     fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error>;
+
+    /// Several combinations at once, each **dst ← keep·dst + Σ wᵢ·srcᵢ**:
+    /// all blocks of one shape, and no destination among the sources of
+    /// another (each reads only its own, through keep). A backend may form
+    /// them in one pass that reads every source once; the default runs
+    /// them one by one.
+    fn combine_group(&mut self, sums: &[Combination<T>]) -> Result<(), Error> {
+        for sum in sums {
+            self.combine(sum.keep, sum.dst, &sum.terms)?;
+        }
+        Ok(())
+    }
 
     /// Whether [`Backend::primitive`] is native. When it is not, the engine
     /// sizes the `scratch` that the default implementation needs.

@@ -15,7 +15,7 @@
 
 use crate::element::Element;
 use crate::error::Error;
-use crate::strassen::backend::{Backend, Block, Store};
+use crate::strassen::backend::{Backend, Block, Combination, Store};
 use crate::strassen::schedule::{Keep, Kind, Loc, Product, Schedule, Step};
 
 /// Cut a product classically along a dimension this many times larger than
@@ -401,6 +401,30 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
                     let b = self.operand(level, &q, b);
                     let c = self.resolve(level, &q, c);
                     self.multiply(level + 1, (&a, &b, c), keep_value(keep, beta))?;
+                }
+                Step::Group(sums) => {
+                    // Every sum stored: its temporaries feed products that
+                    // may recurse, and the group is formed in one pass.
+                    let mut group = Vec::with_capacity(sums.len());
+                    for sum in sums {
+                        let Step::Sum { dst, keep, terms } = *sum else {
+                            unreachable!("a group holds sums only");
+                        };
+                        let dst = self.resolve(level, &q, dst);
+                        let mut weighted = Vec::with_capacity(terms.len());
+                        for &(w, loc) in terms {
+                            let w = T::from_i64(w.into());
+                            weighted.extend(scaled(w, &self.operand(level, &q, loc)));
+                        }
+                        group.push(Combination {
+                            keep: keep_value(keep, beta),
+                            dst,
+                            terms: weighted,
+                        });
+                    }
+                    if let Some(backend) = self.backend.as_deref_mut() {
+                        backend.combine_group(&group)?;
+                    }
                 }
             }
         }
