@@ -68,9 +68,10 @@ pub struct RunArgs {
     /// rule for floats, unlimited for integers).
     #[arg(long)]
     depth: Option<usize>,
-    /// `strassen`/`winograd` memory schedule: temporaries, frugal, fused or
-    /// batched.
-    #[arg(long, default_value = "frugal")]
+    /// `strassen`/`winograd` memory schedule: temporaries, frugal, fused,
+    /// batched, or auto (CPU frugal; GPU batched when it fits the free
+    /// GPU memory, else frugal).
+    #[arg(long, default_value = "auto")]
     variant: String,
     /// `strassen`/`winograd` on the CPU with temporaries or frugal: operand
     /// sums of at most this many blocks that feed a base-case product are
@@ -206,7 +207,13 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .map(str::parse::<CpuKernel>)
             .transpose()?,
         block_sizes: blocks,
-        variant: Some(args.variant.parse::<Variant>()?),
+        variant: match args.variant.trim() {
+            auto if auto.eq_ignore_ascii_case("auto") => None,
+            name => Some(
+                name.parse::<Variant>()
+                    .map_err(|e| anyhow::anyhow!("{e}, or auto"))?,
+            ),
+        },
         threshold: parse_threshold(&args.threshold)?,
         depth: args.depth,
         lazy_sums: args.lazy_sums,

@@ -285,6 +285,33 @@ fn strassen_and_winograd_report_levels_and_workspace() {
     }
     let ints: Vec<_> = records.iter().filter(|r| r["dtype"] == "i64").collect();
     assert!(ints.iter().all(|r| r["rel_error"] == 0.0));
+    // `auto` (the default) runs frugal on the CPU; batched is accepted and
+    // exact.
+    for (variant, shown) in [("auto", "frugal"), ("batched", "batched")] {
+        let out = fastmm(&[
+            "run",
+            "--size",
+            "67",
+            "--algo",
+            "winograd",
+            "--dtype",
+            "i32",
+            "--threshold",
+            "8",
+            "--variant",
+            variant,
+            "--json",
+            "--reps",
+            "1",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let record = &records[0];
+        assert_eq!(record["ok"], true, "{record}");
+        assert_eq!(record["rel_error"], 0.0, "{record}");
+        let kernel = record["kernel"].as_str().unwrap();
+        assert!(kernel.starts_with(&format!("{shown} n0=8")), "{kernel}");
+    }
 }
 
 #[test]
