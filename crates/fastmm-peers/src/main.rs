@@ -21,7 +21,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use fastmm::random::{random_matrix, seeded_rng};
-use fastmm::strassen::{error_growth, workspace, Scheme};
+use fastmm::strassen::{error_growth, workspace, Scheme, Variant};
 use fastmm::threads::available_threads;
 use fastmm::verify::verify_with_growth;
 use fastmm::{gemm as fastmm_gemm, Algorithm, DType, Element, GemmOptions, Matrix};
@@ -45,7 +45,8 @@ struct Args {
     #[arg(long, default_value = "python3")]
     python: String,
     /// fastmm algorithms to run, comma separated (e.g. `winograd,strassen,packed`);
-    /// the ratio column is relative to the first.
+    /// a fast algorithm may name its variant after a slash
+    /// (`winograd/batched`); the ratio column is relative to the first.
     #[arg(long, default_value = "packed")]
     fastmm: String,
     /// Threshold n₀ of `strassen`/`winograd` (default: auto).
@@ -110,16 +111,26 @@ fn contestants<T: PeerElement>(
     threads: usize,
 ) -> Result<Vec<Contestant<T>>> {
     let mut out = Vec::new();
-    for algorithm in Algorithm::parse_list(&args.fastmm)? {
+    for entry in args.fastmm.split(',').map(str::trim) {
+        let (name, variant) = match entry.split_once('/') {
+            Some((name, variant)) => (name, Some(variant.parse::<Variant>()?)),
+            None => (entry, None),
+        };
+        let algorithm: Algorithm = name.parse()?;
         let opts = GemmOptions {
             threshold: args.threshold,
+            variant,
             ..GemmOptions::new(algorithm).threads(threads)
+        };
+        let label = match variant {
+            Some(variant) => format!("{algorithm}/{variant}"),
+            None => algorithm.to_string(),
         };
         let growth = Scheme::of(algorithm).map_or(1.0, |scheme| {
             error_growth(scheme, workspace::<T>(scheme, shape, true, &opts).levels)
         });
         out.push(Contestant {
-            name: format!("fastmm {algorithm}"),
+            name: format!("fastmm {label}"),
             run: Box::new(move |a, b, c| {
                 fastmm_gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
                     .expect("valid shapes")

@@ -87,6 +87,11 @@ pub const STRASSEN_LAZY_SUM_TERMS: usize = 0;
 /// Linear combinations of at least this many elements run on all threads.
 pub const STRASSEN_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
+/// The `batched` schedules form a group of sums on the CPU span by span
+/// along each row: spans of this many bytes keep up to 8 sources and 8
+/// destinations (16 KiB) in L1 while every sum of the group reads them.
+pub const STRASSEN_GROUP_SPAN_BYTES: usize = 1024;
+
 /// Largest m·n·k for which `verify` computes a full f64 reference product.
 /// Above it the O(n²) randomized check is used.
 pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;

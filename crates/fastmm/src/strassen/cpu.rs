@@ -11,8 +11,8 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::packed;
 use crate::packed::workspace::{Pool, Workspace};
-use crate::strassen::backend::{Backend, Block, Store};
-use crate::tunables::STRASSEN_PARALLEL_MIN_ELEMENTS;
+use crate::strassen::backend::{Backend, Block, Combination, Store};
+use crate::tunables::{STRASSEN_GROUP_SPAN_BYTES, STRASSEN_PARALLEL_MIN_ELEMENTS};
 
 /// Raw address and strides of a block, shareable across the pool's
 /// threads (the recursion keeps destinations and sources disjoint).
@@ -194,6 +194,57 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         }
     }
 
+    /// One pass over the rows: each row is cut into spans of
+    /// [`STRASSEN_GROUP_SPAN_BYTES`], and every sum of the group is formed
+    /// on a span before the next, so each source span comes from memory
+    /// once and from L1 for the other sums that read it.
+    fn combine_group(&mut self, sums: &[Combination<T>]) -> Result<(), Error> {
+        let Some(first) = sums.first() else {
+            return Ok(());
+        };
+        let (rows, cols) = (first.dst.rows, first.dst.cols);
+        let one_shape = sums.iter().all(|sum| {
+            (sum.dst.rows, sum.dst.cols) == (rows, cols)
+                && sum
+                    .terms
+                    .iter()
+                    .all(|(_, t)| (t.rows, t.cols) == (rows, cols))
+        });
+        if !one_shape {
+            for sum in sums {
+                self.combine(sum.keep, sum.dst, &sum.terms)?;
+            }
+            return Ok(());
+        }
+        let raw: Vec<(T, Raw<T>, Vec<(T, Raw<T>)>)> = sums
+            .iter()
+            .map(|sum| {
+                let terms = sum.terms.iter().map(|&(w, t)| (w, self.raw(t))).collect();
+                (sum.keep, self.raw(sum.dst), terms)
+            })
+            .collect();
+        let span = (STRASSEN_GROUP_SPAN_BYTES / std::mem::size_of::<T>()).max(1);
+        let row = |i: usize| {
+            for first in (0..cols).step_by(span) {
+                let end = (first + span).min(cols);
+                for (keep, out, sources) in &raw {
+                    // SAFETY: row i < rows and [first, end) ⊂ 0..cols of
+                    // every block (one shape); no destination overlaps a
+                    // source of the group (the engine's contract) or
+                    // another destination, and each call of `row` writes
+                    // only row i.
+                    unsafe { combine_span(*keep, *out, sources, i, (first, end)) }
+                }
+            }
+        };
+        if rows * cols * sums.len() >= STRASSEN_PARALLEL_MIN_ELEMENTS {
+            (0..rows).into_par_iter().for_each(row);
+        } else {
+            (0..rows).for_each(row);
+        }
+        Ok(())
+    }
+
     fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
         let (rows, cols) = (dst.rows, dst.cols);
         let out = self.raw(dst);
@@ -226,13 +277,31 @@ unsafe fn combine_row<T: Element>(
     i: usize,
     cols: usize,
 ) {
+    // SAFETY: the caller's contract, for columns 0..cols.
+    unsafe { combine_span(keep, out, sources, i, (0, cols)) }
+}
+
+/// Columns [first, end) of row i of dst ← keep·dst + Σ w·src.
+///
+/// # Safety
+/// Those elements of row i of `out` are writable and touched by no one
+/// else; the same elements of row i of each source are readable and do
+/// not overlap them.
+unsafe fn combine_span<T: Element>(
+    keep: T,
+    out: Raw<T>,
+    sources: &[(T, Raw<T>)],
+    i: usize,
+    (first, end): (usize, usize),
+) {
+    let cols = end - first;
     let at = |raw: Raw<T>, j: usize| {
         raw.ptr
-            .wrapping_add(i * raw.row_stride + j * raw.col_stride)
+            .wrapping_add(i * raw.row_stride + (first + j) * raw.col_stride)
     };
     let contiguous = out.col_stride == 1 && sources.iter().all(|(_, s)| s.col_stride == 1);
     // SAFETY (whole body): per the contract, every address formed below is
-    // inside row i of its block.
+    // inside the span of row i of its block.
     unsafe {
         if contiguous {
             let dst = std::slice::from_raw_parts_mut(at(out, 0), cols);
