@@ -216,7 +216,7 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
             }
             return Ok(());
         }
-        let raw: Vec<(T, Raw<T>, Vec<(T, Raw<T>)>)> = sums
+        let raw: Vec<RawCombination<T>> = sums
             .iter()
             .map(|sum| {
                 let terms = sum.terms.iter().map(|&(w, t)| (w, self.raw(t))).collect();
@@ -263,6 +263,9 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         Ok(())
     }
 }
+
+/// A [`Combination`] resolved to memory: (keep, destination, weighted sources).
+type RawCombination<T> = (T, Raw<T>, Vec<(T, Raw<T>)>);
 
 /// Row i of dst ← keep·dst + Σ w·src, one pass per term so each pass is a
 /// simple vectorisable loop over a row that stays in L1.
