@@ -1193,6 +1193,21 @@ fn cublas_gemm_ex<T: Element>(
 /// Terms one launch of the combine kernel adds.
 const COMBINE_TERMS_PER_LAUNCH: usize = 4;
 
+/// The grid of the elementwise kernels of `combine.cu` and
+/// `combine_group.cu` over a rows×cols block: one thread per element,
+/// blocks of 32 × `CUDA_COMBINE_ROWS_PER_BLOCK`.
+pub(crate) fn combine_launch_config(rows: usize, cols: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            cols.div_ceil(32) as u32,
+            rows.div_ceil(CUDA_COMBINE_ROWS_PER_BLOCK) as u32,
+            1,
+        ),
+        block_dim: (32, CUDA_COMBINE_ROWS_PER_BLOCK as u32, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// dst ← keep·dst + Σ wᵢ·srcᵢ over a rows×cols block with `combine.cu`
 /// (`combine`, compiled for T), four terms per launch; keep = 0 never
 /// reads dst.
@@ -1212,15 +1227,7 @@ pub(crate) unsafe fn launch_combine<T: Element>(
         return Ok(());
     }
     let (rows_i, cols_i) = (to_i32("rows", rows)?, to_i32("cols", cols)?);
-    let config = LaunchConfig {
-        grid_dim: (
-            cols.div_ceil(32) as u32,
-            rows.div_ceil(CUDA_COMBINE_ROWS_PER_BLOCK) as u32,
-            1,
-        ),
-        block_dim: (32, CUDA_COMBINE_ROWS_PER_BLOCK as u32, 1),
-        shared_mem_bytes: 0,
-    };
+    let config = combine_launch_config(rows, cols);
     let mut keep = keep;
     let mut chunks: Vec<&[(T, Operand)]> = terms.chunks(COMBINE_TERMS_PER_LAUNCH).collect();
     if chunks.is_empty() {

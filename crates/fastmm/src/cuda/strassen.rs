@@ -5,13 +5,13 @@
 //! 000 §2.2.1's per-level workspace, or seed 003's few temporaries with
 //! `--variant frugal`) and reused by repeated runs of the same product.
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, PushKernelArg};
 
 use crate::algo::GemmOptions;
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{launch_combine, to_i32, ClassicalGemm, Operand};
+use crate::cuda::gemm::{combine_launch_config, launch_combine, to_i32, ClassicalGemm, Operand};
 use crate::element::Element;
 use crate::error::Error;
 use crate::strassen::backend::{Backend, Block, Combination, Store};
@@ -230,15 +230,7 @@ impl<T: Element> Backend<T> for CudaBackend<'_, T> {
             }
         }
         let (rows_i, cols_i) = (to_i32("rows", rows)?, to_i32("cols", cols)?);
-        let config = LaunchConfig {
-            grid_dim: (
-                cols.div_ceil(32) as u32,
-                rows.div_ceil(CUDA_COMBINE_ROWS_PER_BLOCK) as u32,
-                1,
-            ),
-            block_dim: (32, CUDA_COMBINE_ROWS_PER_BLOCK as u32, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = combine_launch_config(rows, cols);
         let mut launch = self.gpu.stream.launch_builder(&self.combine_group);
         launch.arg(&rows_i).arg(&cols_i).arg(&args);
         // SAFETY: the arguments match `combine_group(int, int, Group)`;
