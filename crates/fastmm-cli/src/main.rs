@@ -1,5 +1,6 @@
 //! `fastmm`: run, verify and time matrix products from the shell.
 
+mod info;
 mod run;
 mod selftest;
 
@@ -23,6 +24,9 @@ enum Command {
     /// Run every algorithm of a device over the shape matrix (outputs
     /// poisoned first) and check each result; exits non-zero on a failure.
     Selftest(selftest::SelftestArgs),
+    /// Show the CPU, its caches and kernels, the block sizes and `auto`
+    /// rules in use, and the GPU (or what is missing for one).
+    Info(info::InfoArgs),
 }
 
 /// Exit status for input the tool cannot use.
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Info(args) => info::run(&args).map(|()| run::Outcome::AllCorrect),
         Command::Selftest(args) => match selftest::run(&args) {
             Ok(true) => Ok(run::Outcome::AllCorrect),
             Ok(false) => Ok(run::Outcome::Failures(1)),

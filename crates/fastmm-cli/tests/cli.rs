@@ -365,3 +365,53 @@ fn without_a_gpu_cuda_is_a_clear_error_and_auto_falls_back() {
         .iter()
         .all(|r| r["device"] == "cpu"));
 }
+
+#[test]
+fn info_reports_the_cpu_kernels_blocks_and_auto_rules() {
+    let out = fastmm(&["info", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["cpu"]["threads"].as_u64().unwrap() >= 1, "{report}");
+    let kernels = report["cpu"]["kernels"].as_array().unwrap();
+    // The generic twin runs everywhere.
+    assert!(
+        kernels.iter().any(|k| k[0] == "generic" && k[1] == true),
+        "{report}"
+    );
+    let packed = report["packed"].as_array().unwrap();
+    assert_eq!(packed.len(), 4);
+    for choice in packed {
+        for key in ["mr", "nr", "mc", "kc", "nc"] {
+            assert!(choice[key].as_u64().unwrap() >= 1, "{choice}");
+        }
+    }
+    let rules = report["strassen_auto"].as_array().unwrap();
+    assert!(rules
+        .iter()
+        .any(|r| r["device"] == "cpu" && r["dtype"] == "f64" && r["threshold"] == 2048));
+    // Without a GPU the report says why instead of failing.
+    if !fastmm::cuda::libraries()[0].1 {
+        assert!(report["gpu"]["device"].is_null());
+        assert!(report["gpu"]["unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("libcuda"));
+    }
+
+    // A forced kernel is named as forced, in the text report too.
+    let out = Command::new(env!("CARGO_BIN_EXE_fastmm"))
+        .args(["info"])
+        .env("FASTMM_CPU_KERNEL", "generic")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("packed uses: generic (forced by FASTMM_CPU_KERNEL=generic)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("MC/KC/NC") && text.contains("tuning:"),
+        "{text}"
+    );
+}

@@ -1,0 +1,300 @@
+//! `fastmm info`: what fastmm sees on this machine and what it would run:
+//! the CPU, its caches and the microkernels it supports, the kernel and
+//! block sizes `packed` picks per type, the fast algorithms' `auto` rules,
+//! and the GPU (or what is missing for one).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+
+use fastmm::packed::blocking::cache_sizes;
+use fastmm::packed::dispatch::KERNEL_ENV;
+use fastmm::packed::{default_cpu_kernel, select_kernel, CpuKernel};
+use fastmm::system::{available_memory_bytes, cpu_model, format_bytes};
+use fastmm::threads::available_threads;
+use fastmm::{Algorithm, DType, Element, GemmOptions};
+
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// One JSON object instead of the text report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    cpu: Cpu,
+    packed: Vec<PackedChoice>,
+    strassen_auto: Vec<AutoRule>,
+    gpu: Gpu,
+    tuning: &'static str,
+}
+
+#[derive(Serialize)]
+struct Cpu {
+    model: String,
+    threads: usize,
+    available_memory_bytes: Option<u64>,
+    l1d_bytes: usize,
+    l2_bytes: usize,
+    l3_bytes: usize,
+    /// (family, supported by this CPU), fastest first.
+    kernels: Vec<(String, bool)>,
+    /// The family `packed` uses, and why.
+    kernel_in_use: String,
+    kernel_source: String,
+}
+
+#[derive(Serialize)]
+struct PackedChoice {
+    dtype: &'static str,
+    kernel: String,
+    mr: usize,
+    nr: usize,
+    mc: usize,
+    kc: usize,
+    nc: usize,
+}
+
+#[derive(Serialize)]
+struct AutoRule {
+    device: &'static str,
+    dtype: &'static str,
+    /// Recurse while m, k and n are all at least this.
+    threshold: usize,
+    /// A first level only from this size.
+    start: usize,
+    max_levels: usize,
+}
+
+#[derive(Serialize)]
+struct Gpu {
+    /// (library, found).
+    libraries: Vec<(String, bool)>,
+    device: Option<GpuDevice>,
+    /// Why there is no device, when there is none.
+    unavailable: Option<String>,
+}
+
+#[derive(Serialize)]
+struct GpuDevice {
+    name: String,
+    arch: String,
+    multiprocessors: usize,
+    memory_bytes: usize,
+    driver_version: i32,
+    /// The cuda-fast kernel per type under the default options.
+    cuda_fast: Vec<(String, String)>,
+}
+
+pub fn run(args: &InfoArgs) -> Result<()> {
+    let report = gather()?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        text(&report)?
+    };
+    // A reader that stops early (`fastmm info | head`) is not an error.
+    match std::io::stdout().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+fn gather() -> Result<Report> {
+    let caches = cache_sizes();
+    let kernel_in_use = default_cpu_kernel()?;
+    let forced = std::env::var(KERNEL_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let cpu = Cpu {
+        model: cpu_model(),
+        threads: available_threads(),
+        available_memory_bytes: available_memory_bytes(),
+        l1d_bytes: caches.l1d,
+        l2_bytes: caches.l2,
+        l3_bytes: caches.l3,
+        kernels: CpuKernel::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), k.is_supported()))
+            .collect(),
+        kernel_in_use: kernel_in_use.name().to_string(),
+        kernel_source: match forced {
+            Some(value) => format!("forced by {KERNEL_ENV}={value}"),
+            None => "the fastest this CPU supports".to_string(),
+        },
+    };
+    let packed = vec![
+        packed_choice::<f32>()?,
+        packed_choice::<f64>()?,
+        packed_choice::<i32>()?,
+        packed_choice::<i64>()?,
+    ];
+    let mut strassen_auto = Vec::new();
+    for (device, algorithm) in [
+        ("cpu", Algorithm::Winograd),
+        ("cuda", Algorithm::CudaWinograd),
+    ] {
+        let opts = GemmOptions::new(algorithm);
+        for dtype in DType::ALL {
+            strassen_auto.push(AutoRule {
+                device,
+                dtype: dtype.name(),
+                threshold: fastmm::strassen::effective_threshold(&opts, dtype),
+                start: fastmm::strassen::effective_start(&opts, dtype),
+                max_levels: fastmm::strassen::effective_max_depth(&opts, dtype),
+            });
+        }
+    }
+    Ok(Report {
+        cpu,
+        packed,
+        strassen_auto,
+        gpu: gpu(),
+        tuning: "built-in defaults (crates/fastmm/src/tunables.rs); no tuning file is read",
+    })
+}
+
+fn packed_choice<T: Element>() -> Result<PackedChoice> {
+    let kernel = select_kernel::<T>(None)?;
+    let blocks = kernel.default_blocks().fitted(kernel.mr, kernel.nr);
+    Ok(PackedChoice {
+        dtype: T::DTYPE.name(),
+        kernel: kernel.name.to_string(),
+        mr: kernel.mr,
+        nr: kernel.nr,
+        mc: blocks.mc,
+        kc: blocks.kc,
+        nc: blocks.nc,
+    })
+}
+
+fn gpu() -> Gpu {
+    let libraries: Vec<(String, bool)> = fastmm::cuda::libraries()
+        .into_iter()
+        .map(|(name, found)| (name.to_string(), found))
+        .collect();
+    let opened = fastmm::cuda::Gpu::default_gpu().and_then(|gpu| {
+        let info = gpu.info();
+        let mut cuda_fast = Vec::new();
+        for dtype in DType::ALL {
+            let opts = GemmOptions::new(Algorithm::CudaFast);
+            // The kernel for a product large enough to fill every SM.
+            let config = fastmm::cuda::gemm::FastConfig::resolve(&opts, dtype, gpu, (8192, 8192))?;
+            cuda_fast.push((dtype.name().to_string(), config.describe()));
+        }
+        Ok(GpuDevice {
+            name: info.name.clone(),
+            arch: gpu.arch().to_string(),
+            multiprocessors: info.multiprocessors,
+            memory_bytes: info.total_memory,
+            driver_version: info.driver_version,
+            cuda_fast,
+        })
+    });
+    match opened {
+        Ok(device) => Gpu {
+            libraries,
+            device: Some(device),
+            unavailable: None,
+        },
+        Err(e) => Gpu {
+            libraries,
+            device: None,
+            unavailable: Some(e.to_string()),
+        },
+    }
+}
+
+fn text(r: &Report) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    let c = &r.cpu;
+    writeln!(out, "CPU: {} ({} hardware threads)", c.model, c.threads)?;
+    if let Some(bytes) = c.available_memory_bytes {
+        writeln!(out, "memory available: {}", format_bytes(bytes as u128))?;
+    }
+    writeln!(
+        out,
+        "caches: L1d {}, L2 {}, L3 {}",
+        format_bytes(c.l1d_bytes as u128),
+        format_bytes(c.l2_bytes as u128),
+        format_bytes(c.l3_bytes as u128)
+    )?;
+    let kernels: Vec<String> = c
+        .kernels
+        .iter()
+        .map(|(name, ok)| format!("{name} {}", if *ok { "yes" } else { "no" }))
+        .collect();
+    writeln!(out, "CPU kernels: {}", kernels.join(", "))?;
+    writeln!(
+        out,
+        "packed uses: {} ({})",
+        c.kernel_in_use, c.kernel_source
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<6} {:<22} {:>6} {:>14}",
+        "dtype", "microkernel", "MR×NR", "MC/KC/NC"
+    )?;
+    for p in &r.packed {
+        writeln!(
+            out,
+            "{:<6} {:<22} {:>6} {:>14}",
+            p.dtype,
+            p.kernel,
+            format!("{}×{}", p.mr, p.nr),
+            format!("{}/{}/{}", p.mc, p.kc, p.nc)
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "strassen/winograd --threshold auto:")?;
+    writeln!(
+        out,
+        "{:<6} {:<6} {:>10} {:>11} {:>11}",
+        "device", "dtype", "recurse ≥", "first from", "max levels"
+    )?;
+    for a in &r.strassen_auto {
+        writeln!(
+            out,
+            "{:<6} {:<6} {:>10} {:>11} {:>11}",
+            a.device,
+            a.dtype,
+            a.threshold,
+            a.start.max(a.threshold),
+            a.max_levels
+        )?;
+    }
+    writeln!(out)?;
+    let libs: Vec<String> = r
+        .gpu
+        .libraries
+        .iter()
+        .map(|(name, ok)| format!("{name} {}", if *ok { "found" } else { "missing" }))
+        .collect();
+    writeln!(out, "CUDA libraries: {}", libs.join(", "))?;
+    match (&r.gpu.device, &r.gpu.unavailable) {
+        (Some(d), _) => {
+            writeln!(
+                out,
+                "GPU: {} ({}, {} SMs, {}, driver {})",
+                d.name,
+                d.arch,
+                d.multiprocessors,
+                format_bytes(d.memory_bytes as u128),
+                d.driver_version
+            )?;
+            for (dtype, kernel) in &d.cuda_fast {
+                writeln!(out, "  cuda-fast {dtype}: {kernel}")?;
+            }
+        }
+        (None, Some(why)) => writeln!(out, "GPU: none ({why})")?,
+        (None, None) => writeln!(out, "GPU: none")?,
+    }
+    writeln!(out)?;
+    writeln!(out, "tuning: {}", r.tuning)?;
+    Ok(out)
+}
