@@ -1,5 +1,6 @@
 //! `fastmm`: run, verify and time matrix products from the shell.
 
+mod bench;
 mod info;
 mod run;
 mod selftest;
@@ -24,6 +25,9 @@ enum Command {
     /// Run every algorithm of a device over the shape matrix (outputs
     /// poisoned first) and check each result; exits non-zero on a failure.
     Selftest(selftest::SelftestArgs),
+    /// Sweep sizes × algorithms × dtypes × thread counts, each point
+    /// measured and verified; a Markdown table, and CSV/JSON with --out.
+    Bench(Box<bench::BenchArgs>),
     /// Show the CPU, its caches and kernels, the block sizes and `auto`
     /// rules in use, and the GPU (or what is missing for one).
     Info(info::InfoArgs),
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Bench(args) => bench::run(&args),
         Command::Info(args) => info::run(&args).map(|()| run::Outcome::AllCorrect),
         Command::Selftest(args) => match selftest::run(&args) {
             Ok(true) => Ok(run::Outcome::AllCorrect),

@@ -23,142 +23,142 @@ use serde::Serialize;
 /// Matrices at most this many rows and columns are printed by `--print`.
 const PRINT_MAX_DIM: usize = 8;
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Square size: m = k = n = N (each overridable by -m/-k/-n).
     #[arg(short = 's', long, value_name = "N", default_value_t = 512)]
-    size: usize,
+    pub(crate) size: usize,
     /// Rows of A and C.
     #[arg(short = 'm', value_name = "M")]
-    m: Option<usize>,
+    pub(crate) m: Option<usize>,
     /// Columns of A, rows of B.
     #[arg(short = 'k', value_name = "K")]
-    k: Option<usize>,
+    pub(crate) k: Option<usize>,
     /// Columns of B and C.
     #[arg(short = 'n', value_name = "N")]
-    n: Option<usize>,
+    pub(crate) n: Option<usize>,
     /// Element types: a comma list of f32, f64, i32, i64, or `all`.
     #[arg(short = 'd', long, default_value = "f32")]
-    dtype: String,
+    pub(crate) dtype: String,
     /// Algorithms: a comma list or `all`. Speedups are relative to the first.
     #[arg(short = 'a', long, default_value = "all")]
-    algo: String,
+    pub(crate) algo: String,
     /// Threads for threaded algorithms (default: all hardware threads).
     #[arg(short = 't', long)]
-    threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Tile edge for tiled algorithms; for cuda-fast's SIMT kernel, the
     /// micro-tile rows TM (4-byte types: 8 for 8×16, 16 for 16×8; f64: 4
     /// for 4×4, 8 for 8×4; i64: 4 or 8, square; default: chosen per shape,
     /// f64's 8×4 once its 128×64 tiles fill every SM, else the first).
     #[arg(long)]
-    tile: Option<usize>,
+    pub(crate) tile: Option<usize>,
     /// Microkernel family of `packed`: avx512, avx2 or generic (default:
     /// FASTMM_CPU_KERNEL, else the fastest this CPU runs).
     #[arg(long, value_name = "KERNEL")]
-    cpu_kernel: Option<String>,
+    pub(crate) cpu_kernel: Option<String>,
     /// Cache blocks of `packed` as MC,KC,NC (default: FASTMM_BLOCKS, else
     /// derived from the cache sizes).
     #[arg(long, value_name = "MC,KC,NC")]
-    blocks: Option<String>,
+    pub(crate) blocks: Option<String>,
     /// `strassen`/`winograd`: recurse while m, k and n are all at least
     /// this, or `auto` (the measured crossover).
     #[arg(long, value_name = "N0|auto", default_value = "auto")]
-    threshold: String,
+    pub(crate) threshold: String,
     /// `strassen`/`winograd`: most recursion levels (default: the accuracy
     /// rule for floats, unlimited for integers).
     #[arg(long)]
-    depth: Option<usize>,
+    pub(crate) depth: Option<usize>,
     /// `strassen`/`winograd` memory schedule: temporaries, frugal, fused,
     /// batched, or auto (CPU frugal; GPU batched when it fits the free
     /// GPU memory, else frugal).
     #[arg(long, default_value = "auto")]
-    variant: String,
+    pub(crate) variant: String,
     /// `strassen`/`winograd` on the CPU with temporaries or frugal: operand
     /// sums of at most this many blocks that feed a base-case product are
     /// formed while `packed` packs instead of stored (default: 0, none)
     #[arg(long, value_name = "TERMS")]
-    lazy_sums: Option<usize>,
+    pub(crate) lazy_sums: Option<usize>,
     /// `strassen`/`winograd`: the classical algorithm of the base case
     /// (default: packed on the CPU; cublas on the GPU, cuda-fast for
     /// integers).
     #[arg(long)]
-    base: Option<String>,
+    pub(crate) base: Option<String>,
     /// Where `--algo all` runs: cpu, cuda, or auto (cuda when a GPU is
     /// usable, else cpu with a notice).
     #[arg(long, default_value = "cpu")]
-    device: String,
+    pub(crate) device: String,
     /// GPU algorithms: where the operands live (device, pitched, managed).
     #[arg(long, default_value = "device")]
-    gpu_memory: String,
+    pub(crate) gpu_memory: String,
     /// `cublas` on f32: fp32 (IEEE), or a tensor-core mode: tf32, bf16, f16
     /// (verified against the looser bound of its input precision).
     #[arg(long, default_value = "fp32")]
-    precision: String,
+    pub(crate) precision: String,
     /// `cuda-fast`: kernel family, auto (mma for f64 on sm_90+, else simt),
     /// simt (FMA units) or mma (f64 on the FP64 tensor cores) (default:
     /// `FASTMM_CUDA_KERNEL`, else auto).
     #[arg(long)]
-    cuda_kernel: Option<String>,
+    pub(crate) cuda_kernel: Option<String>,
     /// GPU algorithms: stage the host↔device copies in page-locked
     /// (pinned) memory instead of pageable memory.
     #[arg(long)]
-    pinned: bool,
+    pub(crate) pinned: bool,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]
-    reps: usize,
+    pub(crate) reps: usize,
     /// Untimed runs before timing.
     #[arg(long, default_value_t = 1)]
-    warmup: usize,
+    pub(crate) warmup: usize,
     /// Seed of the random matrices: the same seed gives the same A and B.
     #[arg(long, default_value_t = 42)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Print one JSON array of records on stdout instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Print A, B and each C (only when all dimensions are at most 8).
     #[arg(long)]
-    print: bool,
+    pub(crate) print: bool,
     /// Corrupt one element of each result before verification, to show that
     /// verification catches it (testing aid).
     #[arg(long, hide = true)]
-    corrupt: bool,
+    pub(crate) corrupt: bool,
 }
 
 /// One measured and verified run, as printed by `--json`.
-#[derive(Serialize, Debug)]
-struct Record {
-    algorithm: &'static str,
-    kernel: String,
-    device: &'static str,
-    dtype: &'static str,
-    m: usize,
-    k: usize,
-    n: usize,
-    threads: usize,
-    tile: Option<usize>,
-    reps: usize,
-    median_ms: f64,
-    min_ms: f64,
-    max_ms: f64,
-    gflops: f64,
-    speedup: f64,
-    rel_error: f64,
-    bound_ratio: f64,
-    check: &'static str,
-    ok: bool,
-    seed: u64,
+#[derive(Serialize, Debug, Clone)]
+pub struct Record {
+    pub algorithm: &'static str,
+    pub kernel: String,
+    pub device: &'static str,
+    pub dtype: &'static str,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub threads: usize,
+    pub tile: Option<usize>,
+    pub reps: usize,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub gflops: f64,
+    pub speedup: f64,
+    pub rel_error: f64,
+    pub bound_ratio: f64,
+    pub check: &'static str,
+    pub ok: bool,
+    pub seed: u64,
     /// GPU algorithms: median host→device copy time.
-    upload_ms: Option<f64>,
+    pub upload_ms: Option<f64>,
     /// GPU algorithms: median device→host copy time.
-    download_ms: Option<f64>,
+    pub download_ms: Option<f64>,
     /// GPU algorithms: GFLOP/s counting the copies too (`gflops` is the
     /// kernel alone, between CUDA events).
-    end_to_end_gflops: Option<f64>,
+    pub end_to_end_gflops: Option<f64>,
     /// Strassen/Winograd levels applied (absent for classical algorithms).
-    levels: Option<usize>,
+    pub levels: Option<usize>,
     /// Temporary workspace of Strassen/Winograd, in bytes (the packing
     /// buffers of the classical products come on top).
-    extra_bytes: u64,
+    pub extra_bytes: u64,
 }
 
 /// How a run ended when no input error stopped it.
@@ -167,13 +167,30 @@ pub enum Outcome {
     Failures(usize),
 }
 
-struct Problem {
+pub(crate) struct Problem {
     m: usize,
     k: usize,
     n: usize,
 }
 
 pub fn run(args: &RunArgs) -> Result<Outcome> {
+    let (problem, records) = measure(args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&records)?);
+    } else {
+        print_table(args, &problem, &records);
+    }
+    let failures = records.iter().filter(|r| !r.ok).count();
+    Ok(if failures == 0 {
+        Outcome::AllCorrect
+    } else {
+        Outcome::Failures(failures)
+    })
+}
+
+/// Runs, times and verifies every algorithm × dtype that `args` names, on
+/// one problem: the records `run` prints (and `bench` collects).
+pub(crate) fn measure(args: &RunArgs) -> Result<(Problem, Vec<Record>)> {
     let problem = Problem {
         m: args.m.unwrap_or(args.size),
         k: args.k.unwrap_or(args.size),
@@ -247,18 +264,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         };
         records.extend(typed?);
     }
-
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&records)?);
-    } else {
-        print_table(args, &problem, &records);
-    }
-    let failures = records.iter().filter(|r| !r.ok).count();
-    Ok(if failures == 0 {
-        Outcome::AllCorrect
-    } else {
-        Outcome::Failures(failures)
-    })
+    Ok((problem, records))
 }
 
 /// The device `--algo all` stands for. `cuda` must be usable (the error

@@ -415,3 +415,58 @@ fn info_reports_the_cpu_kernels_blocks_and_auto_rules() {
         "{text}"
     );
 }
+
+#[test]
+fn bench_sweeps_sizes_and_threads_into_table_csv_and_json() {
+    let dir = std::env::temp_dir().join(format!("fastmm-bench-test-{}", std::process::id()));
+    let out = fastmm(&[
+        "bench",
+        "--sizes",
+        "16..32x2,20",
+        "--thread-counts",
+        "1,2",
+        "--algo",
+        "naive,packed",
+        "--dtype",
+        "i32",
+        "--reps",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(table.starts_with("| size | dtype | threads |"), "{table}");
+    // 3 sizes × 2 thread counts × 2 algorithms.
+    let points: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let points = points.as_array().unwrap();
+    assert_eq!(points.len(), 12);
+    for p in points {
+        assert_eq!(p["ok"], true, "{p}");
+        assert_eq!(p["rel_error"], 0.0, "{p}");
+        if p["algorithm"] == "naive" {
+            assert_eq!(p["speedup_vs_baseline"], 1.0, "{p}");
+        }
+        // packed on one thread is its own reference: efficiency 1.
+        if p["algorithm"] == "packed" && p["threads_requested"] == 1 {
+            assert_eq!(p["efficiency"], 1.0, "{p}");
+        }
+    }
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 13, "{csv}");
+    assert!(csv.starts_with("m,k,n,dtype,threads,algorithm"), "{csv}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("results.md")).unwrap(),
+        table
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let bad = fastmm(&["bench", "--sizes", "8..64x1"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("must start at 1 or more and grow"),
+        "{}",
+        stderr(&bad)
+    );
+}
