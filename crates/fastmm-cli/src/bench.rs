@@ -5,11 +5,12 @@
 //! and, with `--out DIR`, as CSV and JSON files.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::run::{measure, Outcome, Record, RunArgs};
@@ -127,8 +128,13 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             .to_string(),
     };
     let mut records = Vec::new();
+    let progress = progress_bar((sizes.len() * thread_counts.len()) as u64);
     for &size in &sizes {
         for &threads in &thread_counts {
+            progress.set_message(format!(
+                "n = {size}, threads {}",
+                threads.map_or("all".to_string(), |t| t.to_string())
+            ));
             let mut point = args.run.clone();
             point.size = size;
             point.threads = threads;
@@ -136,8 +142,10 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                 measure(&point).with_context(|| format!("at size {size}, threads {threads:?}"))?;
             let requested = threads.unwrap_or_else(fastmm::threads::available_threads);
             records.extend(measured.into_iter().map(|r| (r, requested)));
+            progress.inc(1);
         }
     }
+    progress.finish_and_clear();
     let points = derive(records, &baseline);
     let table = markdown(&points)?;
     write_stdout(&table)?;
@@ -262,6 +270,21 @@ fn csv(points: &[Point]) -> Result<String> {
         )?;
     }
     Ok(out)
+}
+
+/// A bar with an ETA over the sweep's points on a terminal (stderr), and
+/// nothing when stderr is not one (logs, CI, pipes).
+fn progress_bar(points: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(points);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:30} {pos}/{len} points, ETA {eta} — {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// Writes to stdout; a reader that stops early is not an error.
