@@ -7,6 +7,8 @@
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -129,8 +131,12 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     };
     let mut records = Vec::new();
     let progress = progress_bar((sizes.len() * thread_counts.len()) as u64);
-    for &size in &sizes {
+    let interrupted = stop_on_ctrl_c();
+    'sweep: for &size in &sizes {
         for &threads in &thread_counts {
+            if interrupted.load(Ordering::SeqCst) {
+                break 'sweep;
+            }
             progress.set_message(format!(
                 "n = {size}, threads {}",
                 threads.map_or("all".to_string(), |t| t.to_string())
@@ -161,6 +167,15 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             "results.json",
             &(serde_json::to_string_pretty(&points)? + "\n"),
         )?;
+    }
+    if interrupted.load(Ordering::SeqCst) {
+        eprintln!(
+            "interrupted: kept the {} measured points{}",
+            points.len(),
+            if args.out.is_some() { " (written)" } else { "" }
+        );
+        // The conventional status of a run stopped by SIGINT.
+        std::process::exit(130);
     }
     let failed = points.iter().filter(|p| !p.record.ok).count();
     Ok(if failed == 0 {
@@ -270,6 +285,22 @@ fn csv(points: &[Point]) -> Result<String> {
         )?;
     }
     Ok(out)
+}
+
+/// A flag that the first Ctrl-C raises, so the sweep stops after the
+/// point it is measuring and still writes what it has; a second Ctrl-C
+/// ends the process at once. (If a handler cannot be installed, Ctrl-C
+/// keeps its default meaning.)
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let raised = Arc::clone(&flag);
+    let _ = ctrlc::set_handler(move || {
+        if raised.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nCtrl-C: finishing this point, then writing the results (again to quit)");
+    });
+    flag
 }
 
 /// A bar with an ETA over the sweep's points on a terminal (stderr), and

@@ -470,3 +470,42 @@ fn bench_sweeps_sizes_and_threads_into_table_csv_and_json() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn ctrl_c_stops_a_bench_and_keeps_the_points_measured() {
+    let dir = std::env::temp_dir().join(format!("fastmm-bench-int-{}", std::process::id()));
+    // Naive up to 4096 would take minutes; the interrupt lands early on.
+    let child = Command::new(env!("CARGO_BIN_EXE_fastmm"))
+        .args([
+            "bench",
+            "--sizes",
+            "32..4096x2",
+            "--algo",
+            "naive",
+            "--reps",
+            "1",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interrupted: kept the"),
+        "{}",
+        stderr(&out)
+    );
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let rows = csv.lines().count() - 1;
+    assert!((1..8).contains(&rows), "{csv}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
