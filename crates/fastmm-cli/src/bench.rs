@@ -5,7 +5,7 @@
 //! and, with `--out DIR`, as CSV and JSON files.
 
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write as _};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -154,7 +154,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     progress.finish_and_clear();
     let points = derive(records, &baseline);
     let table = markdown(&points)?;
-    write_stdout(&table)?;
+    crate::write_stdout(&table)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let write = |name: &str, text: &str| {
@@ -219,70 +219,92 @@ fn derive(records: Vec<(Record, usize)>, baseline: &str) -> Vec<Point> {
         .collect()
 }
 
+/// The columns of a point as (header, value for tables, value for CSV):
+/// one list, so the Markdown table and the CSV file cannot drift apart.
+fn columns(p: &Point) -> Vec<(&'static str, String, String)> {
+    let r = &p.record;
+    let both = |header, value: String| (header, value.clone(), value);
+    vec![
+        both("m", r.m.to_string()),
+        both("k", r.k.to_string()),
+        both("n", r.n.to_string()),
+        both("dtype", r.dtype.to_string()),
+        both("threads", p.threads_requested.to_string()),
+        both("algorithm", r.algorithm.to_string()),
+        (
+            "kernel",
+            r.kernel.clone(),
+            format!("\"{}\"", r.kernel.replace('"', "\"\"")),
+        ),
+        (
+            "median ms",
+            format!("{:.3}", r.median_ms),
+            r.median_ms.to_string(),
+        ),
+        ("min ms", format!("{:.3}", r.min_ms), r.min_ms.to_string()),
+        ("max ms", format!("{:.3}", r.max_ms), r.max_ms.to_string()),
+        ("GFLOP/s", format!("{:.2}", r.gflops), r.gflops.to_string()),
+        (
+            "speedup",
+            format!("{:.3}", p.speedup_vs_baseline),
+            p.speedup_vs_baseline.to_string(),
+        ),
+        (
+            "improvement %",
+            format!("{:+.1}", p.improvement_percent),
+            p.improvement_percent.to_string(),
+        ),
+        (
+            "efficiency",
+            p.efficiency.map_or("–".to_string(), |e| format!("{e:.2}")),
+            p.efficiency.map_or(String::new(), |e| e.to_string()),
+        ),
+        (
+            "rel error",
+            format!("{:.2e}", r.rel_error),
+            r.rel_error.to_string(),
+        ),
+        (
+            "ok",
+            if r.ok { "yes" } else { "NO" }.to_string(),
+            r.ok.to_string(),
+        ),
+    ]
+}
+
 fn markdown(points: &[Point]) -> Result<String> {
     let mut out = String::new();
-    writeln!(
-        out,
-        "| size | dtype | threads | algorithm | kernel | median ms | min ms | max ms | GFLOP/s | speedup | improvement | efficiency | rel error | ok |"
-    )?;
-    writeln!(
-        out,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-    )?;
+    let Some(first) = points.first() else {
+        return Ok(out);
+    };
+    let headers: Vec<&str> = columns(first).into_iter().map(|c| c.0).collect();
+    writeln!(out, "| {} |", headers.join(" | "))?;
+    writeln!(out, "|{}", "---|".repeat(headers.len()))?;
     for p in points {
-        let r = &p.record;
-        writeln!(
-            out,
-            "| {}×{}×{} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.2} | {:.3} | {:+.1}% | {} | {:.2e} | {} |",
-            r.m,
-            r.k,
-            r.n,
-            r.dtype,
-            p.threads_requested,
-            r.algorithm,
-            r.kernel,
-            r.median_ms,
-            r.min_ms,
-            r.max_ms,
-            r.gflops,
-            p.speedup_vs_baseline,
-            p.improvement_percent,
-            p.efficiency.map_or("–".to_string(), |e| format!("{e:.2}")),
-            r.rel_error,
-            if r.ok { "yes" } else { "NO" }
-        )?;
+        let cells: Vec<String> = columns(p).into_iter().map(|c| c.1).collect();
+        writeln!(out, "| {} |", cells.join(" | "))?;
     }
     Ok(out)
 }
 
 fn csv(points: &[Point]) -> Result<String> {
     let mut out = String::new();
-    writeln!(
-        out,
-        "m,k,n,dtype,threads,algorithm,kernel,median_ms,min_ms,max_ms,gflops,speedup,improvement_percent,efficiency,rel_error,ok"
-    )?;
+    let Some(first) = points.first() else {
+        return Ok(out);
+    };
+    let headers: Vec<String> = columns(first)
+        .into_iter()
+        .map(|c| {
+            c.0.replace(" %", "_percent")
+                .replace("/s", "s")
+                .replace(' ', "_")
+                .to_lowercase()
+        })
+        .collect();
+    writeln!(out, "{}", headers.join(","))?;
     for p in points {
-        let r = &p.record;
-        writeln!(
-            out,
-            "{},{},{},{},{},{},\"{}\",{},{},{},{},{},{},{},{},{}",
-            r.m,
-            r.k,
-            r.n,
-            r.dtype,
-            p.threads_requested,
-            r.algorithm,
-            r.kernel.replace('"', "\"\""),
-            r.median_ms,
-            r.min_ms,
-            r.max_ms,
-            r.gflops,
-            p.speedup_vs_baseline,
-            p.improvement_percent,
-            p.efficiency.map_or(String::new(), |e| e.to_string()),
-            r.rel_error,
-            r.ok
-        )?;
+        let cells: Vec<String> = columns(p).into_iter().map(|c| c.2).collect();
+        writeln!(out, "{}", cells.join(","))?;
     }
     Ok(out)
 }
@@ -316,14 +338,6 @@ fn progress_bar(points: u64) -> ProgressBar {
         bar.set_style(style);
     }
     bar
-}
-
-/// Writes to stdout; a reader that stops early is not an error.
-fn write_stdout(text: &str) -> Result<()> {
-    match std::io::stdout().write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! and the GPU (or what is missing for one).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use anyhow::Result;
 use clap::Args;
@@ -97,11 +96,7 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     } else {
         text(&report)?
     };
-    // A reader that stops early (`fastmm info | head`) is not an error.
-    match std::io::stdout().write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
+    crate::write_stdout(&text)
 }
 
 fn gather() -> Result<Report> {

@@ -33,6 +33,16 @@ enum Command {
     Info(info::InfoArgs),
 }
 
+/// Writes a report to stdout in one go; a reader that stops early
+/// (`fastmm info | head`) is not an error.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    match std::io::stdout().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
 /// Exit status for input the tool cannot use.
 const EXIT_BAD_INPUT: u8 = 2;
 /// Exit status when a computed product fails verification.

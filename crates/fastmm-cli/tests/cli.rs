@@ -436,7 +436,10 @@ fn bench_sweeps_sizes_and_threads_into_table_csv_and_json() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
-    assert!(table.starts_with("| size | dtype | threads |"), "{table}");
+    assert!(
+        table.starts_with("| m | k | n | dtype | threads |"),
+        "{table}"
+    );
     // 3 sizes × 2 thread counts × 2 algorithms.
     let points: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
