@@ -1,17 +1,25 @@
-"""numpy's matmul (OpenBLAS) as a contestant of the fastmm-peers harness.
+"""numpy's matmul (OpenBLAS) as a peer of fastmm-peers and `fastmm bench`.
 
-Usage: numpy_gemm.py M K N DTYPE THREADS
-Prints one JSON line describing the BLAS library threadpoolctl finds, then
-for each line read from stdin runs one untimed and one timed product and
-prints the time of the second in milliseconds, so the harness can interleave numpy's
-runs with the other contestants'.
+Usage: numpy_gemm.py M K N DTYPE THREADS  (the Rust side embeds this file
+and runs it with `python -c`).
+Prints one JSON line describing numpy and the BLAS library threadpoolctl
+finds (an empty list without threadpoolctl; the parent then pins the
+threads through OPENBLAS_NUM_THREADS), then for each line read from stdin
+runs one untimed and one timed product and prints the time of the second
+in milliseconds, so the caller can interleave numpy's runs with the other
+contestants'.
 """
+import contextlib
 import json
 import sys
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+
+try:
+    from threadpoolctl import threadpool_info, threadpool_limits
+except ImportError:  # optional: the environment variables pin the threads
+    threadpool_info = None
 
 
 def main() -> None:
@@ -21,14 +29,19 @@ def main() -> None:
     rng = np.random.default_rng(42)
     a = rng.uniform(-1, 1, (m, k)).astype(dtype)
     b = rng.uniform(-1, 1, (k, n)).astype(dtype)
-    with threadpool_limits(limits=threads, user_api="blas"):
+    limits = (
+        threadpool_limits(limits=threads, user_api="blas")
+        if threadpool_info
+        else contextlib.nullcontext()
+    )
+    with limits:
         blas = [
             {key: info.get(key) for key in ("internal_api", "version", "architecture", "num_threads")}
-            for info in threadpool_info()
+            for info in (threadpool_info() if threadpool_info else [])
             if info.get("user_api") == "blas"
         ]
         a @ b
-        print(json.dumps({"blas": blas}), flush=True)
+        print(json.dumps({"numpy": np.__version__, "blas": blas}), flush=True)
         for _ in sys.stdin:
             a @ b  # untimed: wakes the cores, as the harness does for every contestant
             start = time.perf_counter()

@@ -297,7 +297,7 @@ fn parse_threshold(text: &str) -> Result<Option<usize>> {
     }
 }
 
-fn parse_dtypes(list: &str) -> Result<Vec<DType>> {
+pub(crate) fn parse_dtypes(list: &str) -> Result<Vec<DType>> {
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim) {
         if name.eq_ignore_ascii_case("all") {
@@ -561,7 +561,7 @@ fn kernel_label<T: Element>(
     Ok(format!("{} {}/{}/{}", kernel.name, b.mc, b.kc, b.nc))
 }
 
-fn median(sorted: &[f64]) -> f64 {
+pub(crate) fn median(sorted: &[f64]) -> f64 {
     let mid = sorted.len() / 2;
     if sorted.len() % 2 == 1 {
         sorted[mid]

@@ -431,38 +431,59 @@ fn bench_sweeps_sizes_and_threads_into_table_csv_and_json() {
         "i32",
         "--reps",
         "1",
+        "--peers",
+        "none",
         "--out",
         dir.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
+    assert!(table.starts_with("fastmm bench: baseline naive"), "{table}");
     assert!(
-        table.starts_with("| m | k | n | dtype | threads |"),
+        table.contains("\n| m | k | n | dtype | threads |"),
         "{table}"
     );
-    // 3 sizes × 2 thread counts × 2 algorithms.
-    let points: serde_json::Value =
+    // 3 sizes × (2 thread counts for packed + 1 for naive, which has no
+    // threads to sweep).
+    let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let points = points.as_array().unwrap();
-    assert_eq!(points.len(), 12);
+    for field in ["date", "machine", "command", "baseline", "skipped"] {
+        assert!(!report[field].is_null(), "{field}: {report}");
+    }
+    let points = report["points"].as_array().unwrap();
+    assert_eq!(points.len(), 9);
     for p in points {
         assert_eq!(p["ok"], true, "{p}");
         assert_eq!(p["rel_error"], 0.0, "{p}");
         if p["algorithm"] == "naive" {
             assert_eq!(p["speedup_vs_baseline"], 1.0, "{p}");
+            assert!(p["settings"].get("threads").is_none(), "{p}");
         }
         // packed on one thread is its own reference: efficiency 1.
-        if p["algorithm"] == "packed" && p["threads_requested"] == 1 {
+        if p["algorithm"] == "packed" && p["settings"]["threads"] == "1" {
             assert_eq!(p["efficiency"], 1.0, "{p}");
+            assert_eq!(p["efficiency_per"], "threads", "{p}");
         }
     }
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 13, "{csv}");
+    assert_eq!(csv.lines().count(), 10, "{csv}");
     assert!(csv.starts_with("m,k,n,dtype,threads,algorithm"), "{csv}");
     assert_eq!(
         std::fs::read_to_string(dir.join("results.md")).unwrap(),
         table
     );
+    for figure in [
+        "time-vs-size",
+        "gflops-vs-size",
+        "speedup-vs-size",
+        "speedup-vs-threads",
+        "efficiency-vs-threads",
+    ] {
+        let png = std::fs::read(dir.join(format!("{figure}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{figure}");
+        let svg = std::fs::read_to_string(dir.join(format!("{figure}.svg"))).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("packed"), "{figure}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 
     let bad = fastmm(&["bench", "--sizes", "8..64x1"]);
@@ -471,6 +492,101 @@ fn bench_sweeps_sizes_and_threads_into_table_csv_and_json() {
         stderr(&bad).contains("must start at 1 or more and grow"),
         "{}",
         stderr(&bad)
+    );
+    let typo = fastmm(&["bench", "--sizes", "8", "--variants", "frugal,lazy"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        stderr(&typo).contains("variant 'lazy'"),
+        "{}",
+        stderr(&typo)
+    );
+}
+
+#[test]
+fn bench_skips_unsupported_points_with_the_reason() {
+    let out = fastmm(&[
+        "bench",
+        "--sizes",
+        "24,3x5x7",
+        "--algo",
+        "strassen,packed",
+        "--bases",
+        "packed,cuda-tiled,naive",
+        "--threshold",
+        "8",
+        "--reps",
+        "1",
+        "--peers",
+        "none",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // strassen: 2 bases that work × 2 shapes; packed once per shape.
+    assert_eq!(text.matches("| yes |").count(), 6, "{text}");
+    assert_eq!(text.matches("skipped: strassen").count(), 2, "{text}");
+    assert!(
+        text.contains("must run on the cpu too, not cuda-tiled"),
+        "{text}"
+    );
+}
+
+#[test]
+fn every_cpu_suite_runs_quick_and_draws_its_figures() {
+    let list = fastmm(&["bench", "--list-suites"]);
+    assert!(list.status.success());
+    let listing = stdout(&list);
+    let cpu_suites: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.contains("| cpu |"))
+        .map(|l| l.split('|').nth(1).unwrap().trim())
+        .collect();
+    assert!(cpu_suites.len() >= 6, "{listing}");
+    for suite in cpu_suites {
+        let dir = std::env::temp_dir().join(format!("fastmm-suite-{suite}-{}", std::process::id()));
+        let out = fastmm(&[
+            "bench",
+            "--suite",
+            suite,
+            "--quick",
+            "--peers",
+            "none",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{suite}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            !text.contains("| NO |") && !text.contains("skipped"),
+            "{suite}: {text}"
+        );
+        let figures = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "png")
+            })
+            .count();
+        assert!(figures >= 1, "{suite} drew no figure");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // A GPU suite on a machine without one is an input error, not a crash.
+    if !listing.contains("| cuda |") {
+        panic!("no GPU suite listed: {listing}");
+    }
+    let gpu = fastmm(&["bench", "--suite", "seed-004-tiles", "--quick"]);
+    if !gpu.status.success() {
+        assert_eq!(gpu.status.code(), Some(2));
+        assert!(stderr(&gpu).contains("runs on a GPU"), "{}", stderr(&gpu));
+    }
+    let unknown = fastmm(&["bench", "--suite", "seed-999"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("seed-002-ladder"),
+        "{}",
+        stderr(&unknown)
     );
 }
 

@@ -14,8 +14,6 @@
 //! milliseconds to come back) and outlasts the previous contestant's
 //! spinning worker threads.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -25,6 +23,7 @@ use fastmm::strassen::{error_growth, workspace, Scheme, Variant};
 use fastmm::threads::available_threads;
 use fastmm::verify::verify_with_growth;
 use fastmm::{gemm as fastmm_gemm, Algorithm, DType, Element, GemmOptions, Matrix};
+use fastmm_peers::numpy::Numpy;
 
 #[derive(Parser)]
 #[command(about = "Benchmark fastmm's packed GEMM against OpenBLAS, matrixmultiply and gemm")]
@@ -217,85 +216,6 @@ fn median(times: &mut [f64]) -> f64 {
         times[mid]
     } else {
         (times[mid - 1] + times[mid]) / 2.0
-    }
-}
-
-/// numpy in a child process that times one product per line it reads,
-/// so its runs interleave with the others'.
-struct Numpy {
-    child: Child,
-    reader: BufReader<ChildStdout>,
-    label: String,
-}
-
-impl Numpy {
-    fn start(
-        python: &str,
-        (m, k, n): (usize, usize, usize),
-        dtype: DType,
-        threads: usize,
-    ) -> Result<Numpy> {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/numpy_gemm.py");
-        let mut child = Command::new(python)
-            .args([
-                script,
-                &m.to_string(),
-                &k.to_string(),
-                &n.to_string(),
-                dtype.name(),
-                &threads.to_string(),
-            ])
-            // OpenBLAS workers otherwise spin for a long time after each
-            // product, stealing a core from whichever contestant runs next.
-            .env("OPENBLAS_THREAD_TIMEOUT", "4")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot run {python}"))?;
-        let mut reader = BufReader::new(child.stdout.take().context("no stdout")?);
-        let mut header = String::new();
-        reader.read_line(&mut header)?;
-        if header.is_empty() {
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .context("no stderr")?
-                .read_to_string(&mut err)?;
-            bail!("{}", err.lines().last().unwrap_or("numpy exited"));
-        }
-        let report: serde_json::Value = serde_json::from_str(&header)?;
-        let blas = &report["blas"][0];
-        let label = format!(
-            "numpy {} {} ({}, {} threads)",
-            blas["internal_api"].as_str().unwrap_or("?"),
-            blas["version"].as_str().unwrap_or("?"),
-            blas["architecture"].as_str().unwrap_or("?"),
-            blas["num_threads"]
-        );
-        Ok(Numpy {
-            child,
-            reader,
-            label,
-        })
-    }
-
-    /// One timed product, in milliseconds.
-    fn time_one(&mut self) -> Result<f64> {
-        writeln!(self.child.stdin.as_mut().context("no stdin")?, "time")?;
-        let mut line = String::new();
-        self.reader.read_line(&mut line)?;
-        line.trim()
-            .parse()
-            .with_context(|| format!("numpy answered '{}'", line.trim()))
-    }
-}
-
-impl Drop for Numpy {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
     }
 }
 

@@ -1,0 +1,439 @@
+//! The figures of `fastmm bench --out`: one PNG and one SVG per figure,
+//! each with a title, axis labels with units, a legend per series and the
+//! machine in a footer. Text is drawn with DejaVu Sans embedded in the
+//! binary, so figures look the same on a machine without fonts.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{anyhow, Result};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::report::Point;
+use super::{AxisKind, Sweep};
+
+/// Pixels of every figure.
+const FIGURE_SIZE: (u32, u32) = (1000, 640);
+/// Height of the footer that names the machine.
+const FOOTER_HEIGHT: u32 = 28;
+
+/// Line colours, in order (Tableau 10): distinct on white and in grey.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// A tick label: whole numbers without decimals, others to three
+/// significant digits.
+fn compact(v: &f64) -> String {
+    let v = *v;
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1.0 && (v - v.round()).abs() < 1e-9 * v.abs() {
+        format!("{}", v.round())
+    } else {
+        let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+        let text = format!("{v:.digits$}");
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        }
+    }
+}
+
+/// A figure: series of (x, y) points, one line each.
+struct Figure {
+    /// File name without extension.
+    file: String,
+    title: String,
+    x_label: String,
+    y_label: String,
+    log_x: bool,
+    log_y: bool,
+    /// Names for x = 0, 1, … when the x values are categories.
+    categories: Option<Vec<String>>,
+    legend: SeriesLabelPosition,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Draws every figure the sweep supports into `dir` and returns their
+/// file names (without extensions).
+pub fn draw_all(dir: &Path, sweep: &Sweep, points: &[Point], machine: &str) -> Result<Vec<String>> {
+    let figures = figures(sweep, points);
+    if figures.is_empty() {
+        return Ok(Vec::new());
+    }
+    register_font();
+    let mut names = Vec::new();
+    for figure in figures.iter().filter(|f| !f.series.is_empty()) {
+        let png = dir.join(format!("{}.png", figure.file));
+        let svg = dir.join(format!("{}.svg", figure.file));
+        {
+            let root = BitMapBackend::new(&png, FIGURE_SIZE).into_drawing_area();
+            draw(&root, figure, machine)?;
+            root.present()
+                .map_err(|e| anyhow!("cannot write {}: {e}", png.display()))?;
+        }
+        {
+            let root = SVGBackend::new(&svg, FIGURE_SIZE).into_drawing_area();
+            draw(&root, figure, machine)?;
+            root.present()
+                .map_err(|e| anyhow!("cannot write {}: {e}", svg.display()))?;
+        }
+        names.push(figure.file.clone());
+    }
+    Ok(names)
+}
+
+fn register_font() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // DejaVu Sans is a valid font; a failure would only lose the text.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
+        );
+    });
+}
+
+/// The x position of a shape: n for squares, ∛(mkn) otherwise.
+fn size_of(p: &Point) -> f64 {
+    let r = &p.record;
+    if r.m == r.k && r.k == r.n {
+        r.n as f64
+    } else {
+        (r.m as f64 * r.k as f64 * r.n as f64).cbrt()
+    }
+}
+
+/// Series names: the algorithm, plus whatever else varies among the
+/// points drawn (dtype, shape, settings) except what is on the x axis.
+fn label(p: &Point, points: &[&Point], x_axis: Option<&str>) -> String {
+    let r = &p.record;
+    let mut label = r.algorithm.to_string();
+    let varies = |f: &dyn Fn(&Point) -> String| {
+        points
+            .iter()
+            .filter(|q| q.record.algorithm == r.algorithm)
+            .map(|q| f(q))
+            .collect::<BTreeSet<_>>()
+            .len()
+            > 1
+    };
+    if varies(&|q| q.record.dtype.to_string()) {
+        label += &format!(" {}", r.dtype);
+    }
+    if x_axis.is_some() && varies(&|q| format!("{}x{}x{}", q.record.m, q.record.k, q.record.n)) {
+        if r.m == r.k && r.k == r.n {
+            label += &format!(" n={}", r.n);
+        } else {
+            label += &format!(" {}×{}×{}", r.m, r.k, r.n);
+        }
+    }
+    for (axis, value) in &p.settings {
+        if Some(*axis) != x_axis && varies(&|q| q.settings.get(axis).cloned().unwrap_or_default()) {
+            label += &format!(" {axis}={value}");
+        }
+    }
+    label
+}
+
+/// Groups points into series by label, each sorted by x.
+fn series(
+    points: &[&Point],
+    x_axis: Option<&str>,
+    xy: &dyn Fn(&Point) -> Option<(f64, f64)>,
+) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for p in points {
+        let Some((x, y)) = xy(p).filter(|(x, y)| x.is_finite() && y.is_finite()) else {
+            continue;
+        };
+        let name = label(p, points, x_axis);
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, values)) => values.push((x, y)),
+            None => series.push((name, vec![(x, y)])),
+        }
+    }
+    for (_, values) in &mut series {
+        values.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    series
+}
+
+fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    let all: Vec<&Point> = points.iter().collect();
+    let title = &sweep.title;
+    if sweep.shapes.len() >= 2 {
+        let rectangles = sweep.shapes.iter().any(|&(m, k, n)| m != k || k != n);
+        let x_label = if rectangles {
+            "size ∛(m·k·n) (elements)"
+        } else {
+            "matrix size n (elements)"
+        };
+        // With other axes swept, the size figures show their first values.
+        let firsts: Vec<&Point> = all
+            .iter()
+            .copied()
+            .filter(|p| {
+                sweep.axes.iter().all(|axis| {
+                    p.settings
+                        .get(axis.kind.name())
+                        .is_none_or(|v| *v == axis.values[0])
+                })
+            })
+            .collect();
+        // The settings the size figures hold fixed, for their titles.
+        let held: String = sweep
+            .axes
+            .iter()
+            .filter(|a| a.values.len() > 1)
+            .map(|a| format!(", {} {}", a.kind.name(), a.values[0]))
+            .collect();
+        let by_size = |f: fn(&Point) -> f64| move |p: &Point| Some((size_of(p), f(p)));
+        figures.push(Figure {
+            file: "time-vs-size".into(),
+            title: format!("{title}: time against size{held}"),
+            x_label: x_label.into(),
+            y_label: "median time (ms)".into(),
+            log_x: true,
+            log_y: true,
+            categories: None,
+            legend: SeriesLabelPosition::UpperLeft,
+            series: series(&firsts, None, &by_size(|p| p.record.median_ms)),
+        });
+        figures.push(Figure {
+            file: "gflops-vs-size".into(),
+            title: format!("{title}: throughput against size{held}"),
+            x_label: x_label.into(),
+            y_label: "GFLOP/s (2mnk / time)".into(),
+            log_x: true,
+            log_y: false,
+            categories: None,
+            legend: SeriesLabelPosition::UpperLeft,
+            series: series(&firsts, None, &by_size(|p| p.record.gflops)),
+        });
+        if sweep.algorithms.len() > 1 {
+            figures.push(Figure {
+                file: "speedup-vs-size".into(),
+                title: format!(
+                    "{title}: speedup over {} against size{held}",
+                    sweep.baseline
+                ),
+                x_label: x_label.into(),
+                y_label: format!("speedup over {} (×)", sweep.baseline),
+                log_x: true,
+                log_y: false,
+                categories: None,
+                legend: SeriesLabelPosition::UpperLeft,
+                series: series(&firsts, None, &by_size(|p| p.speedup_vs_baseline)),
+            });
+        }
+    }
+    for axis in sweep.axes.iter().filter(|a| a.values.len() >= 2) {
+        let name = axis.kind.name();
+        let swept: Vec<&Point> = all
+            .iter()
+            .copied()
+            .filter(|p| p.settings.contains_key(name))
+            .collect();
+        let value = |p: &Point| p.settings.get(name).and_then(|v| v.parse::<f64>().ok());
+        if axis.kind == AxisKind::Threads {
+            figures.push(Figure {
+                file: "speedup-vs-threads".into(),
+                title: format!("{title}: speedup against threads"),
+                x_label: "threads".into(),
+                y_label: "speedup over one thread (×)".into(),
+                log_x: false,
+                log_y: false,
+                categories: None,
+                legend: SeriesLabelPosition::UpperLeft,
+                series: series(&swept, Some(name), &|p| {
+                    Some((value(p)?, p.speedup_vs_one_thread?))
+                }),
+            });
+            figures.push(Figure {
+                file: "efficiency-vs-threads".into(),
+                title: format!("{title}: parallel efficiency against threads"),
+                x_label: "threads".into(),
+                y_label: "efficiency (speedup / threads)".into(),
+                log_x: false,
+                log_y: false,
+                categories: None,
+                legend: SeriesLabelPosition::LowerLeft,
+                series: series(&swept, Some(name), &|p| {
+                    Some((
+                        value(p)?,
+                        p.efficiency
+                            .filter(|_| p.efficiency_per == Some("threads"))?,
+                    ))
+                }),
+            });
+            continue;
+        }
+        let file = format!("time-vs-{}", name.replace(' ', "-"));
+        let title = format!("{title}: time against {}", axis.kind.label());
+        if axis.kind.numeric() {
+            let log = axis.kind != AxisKind::Depth;
+            figures.push(Figure {
+                file,
+                title,
+                x_label: axis.kind.label().into(),
+                y_label: "median time (ms)".into(),
+                log_x: log,
+                log_y: true,
+                categories: None,
+                legend: SeriesLabelPosition::UpperRight,
+                series: series(&swept, Some(name), &|p| {
+                    Some((value(p)?, p.record.median_ms))
+                }),
+            });
+        } else {
+            let position = |p: &Point| {
+                let v = p.settings.get(name)?;
+                axis.values.iter().position(|a| a == v).map(|i| i as f64)
+            };
+            figures.push(Figure {
+                file,
+                title,
+                x_label: axis.kind.label().into(),
+                y_label: "median time (ms)".into(),
+                log_x: false,
+                log_y: true,
+                categories: Some(axis.values.clone()),
+                legend: SeriesLabelPosition::UpperRight,
+                series: series(&swept, Some(name), &|p| {
+                    Some((position(p)?, p.record.median_ms))
+                }),
+            });
+        }
+    }
+    figures
+}
+
+/// Bounds of the data with a margin; positive for log axes.
+fn bounds(values: impl Iterator<Item = f64>, log: bool, from_zero: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !lo.is_finite() {
+        return (1.0, 10.0);
+    }
+    if log {
+        lo = lo.max(f64::MIN_POSITIVE);
+        hi = hi.max(lo);
+        (lo / 1.3, hi * 1.3)
+    } else {
+        if from_zero {
+            lo = lo.min(0.0);
+        }
+        let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.05).max(1e-9);
+        (if from_zero { lo } else { lo - pad }, hi + pad)
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    fig: &Figure,
+    machine: &str,
+) -> Result<()> {
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let (chart, footer) = root.split_vertically(FIGURE_SIZE.1 - FOOTER_HEIGHT);
+    footer
+        .draw_text(
+            machine,
+            &("sans-serif", 14).into_font().color(&BLACK.mix(0.75)),
+            (12, 6),
+        )
+        .map_err(|e| anyhow!("{e}"))?;
+    let xs = fig.series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
+    let ys = fig.series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
+    let (x0, x1) = match &fig.categories {
+        Some(names) => (-0.5, names.len() as f64 - 0.5),
+        None => bounds(xs, fig.log_x, false),
+    };
+    let (y0, y1) = bounds(ys, fig.log_y, true);
+    match (fig.log_x, fig.log_y) {
+        (true, true) => plot(&chart, fig, (x0..x1).log_scale(), (y0..y1).log_scale()),
+        (true, false) => plot(&chart, fig, (x0..x1).log_scale(), y0..y1),
+        (false, true) => plot(&chart, fig, x0..x1, (y0..y1).log_scale()),
+        (false, false) => plot(&chart, fig, x0..x1, y0..y1),
+    }
+}
+
+fn plot<DB, X, Y>(area: &DrawingArea<DB, Shift>, fig: &Figure, x: X, y: Y) -> Result<()>
+where
+    DB: DrawingBackend,
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
+    let mut chart = ChartBuilder::on(area)
+        .caption(&fig.title, ("sans-serif", 22))
+        .margin(14)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x, y)
+        .map_err(err)?;
+    let category = |v: &f64| {
+        let names = fig.categories.as_deref().unwrap_or_default();
+        let i = v.round();
+        if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+            names[i as usize].clone()
+        } else {
+            String::new()
+        }
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(fig.x_label.as_str())
+        .y_desc(fig.y_label.as_str())
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16));
+    match &fig.categories {
+        Some(names) => mesh.x_labels(names.len()).x_label_formatter(&category),
+        None => mesh.x_label_formatter(&compact),
+    };
+    mesh.y_label_formatter(&compact);
+    mesh.draw().map_err(err)?;
+    for (i, (name, values)) in fig.series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()].to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                values.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(values.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(fig.legend.clone())
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
