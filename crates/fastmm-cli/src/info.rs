@@ -29,7 +29,7 @@ struct Report {
     packed: Vec<PackedChoice>,
     strassen_auto: Vec<AutoRule>,
     gpu: Gpu,
-    tuning: &'static str,
+    tuning: String,
 }
 
 #[derive(Serialize)]
@@ -149,8 +149,64 @@ fn gather() -> Result<Report> {
         packed,
         strassen_auto,
         gpu: gpu(),
-        tuning: "built-in defaults (crates/fastmm/src/tunables.rs); no tuning file is read",
+        tuning: tuning_summary(),
     })
+}
+
+/// Where `auto` gets its parameters: the tuning file and what of it
+/// applies here, or the built-in rules.
+pub fn tuning_summary() -> String {
+    use fastmm::tuning::{self, TuningState};
+    let source = tuning::source();
+    let path = source
+        .path
+        .as_ref()
+        .map_or(String::new(), |p| p.display().to_string());
+    match &source.state {
+        TuningState::Disabled => format!("built-in rules ({}=off)", tuning::TUNING_ENV),
+        TuningState::Missing => format!("built-in rules (no {path}; `fastmm tune` writes one)"),
+        TuningState::Invalid(e) => format!("built-in rules; the tuning file is unusable: {e}"),
+        TuningState::Loaded(file) => {
+            let mut parts = Vec::new();
+            match (&file.cpu, tuning::cpu()) {
+                (Some(_), Some(cpu)) => {
+                    let types: Vec<&str> = DType::ALL
+                        .into_iter()
+                        .filter(|&d| cpu.of(d).is_some())
+                        .map(DType::name)
+                        .collect();
+                    parts.push(format!(
+                        "CPU section applies (threads {}, tile {}, types {})",
+                        cpu.threads.map_or("-".into(), |t| t.to_string()),
+                        cpu.tile.map_or("-".into(), |t| t.to_string()),
+                        if types.is_empty() {
+                            "-".into()
+                        } else {
+                            types.join("/")
+                        }
+                    ));
+                }
+                (Some(other), None) => {
+                    parts.push(format!("CPU section is for {} (ignored)", other.model))
+                }
+                _ => {}
+            }
+            match (&file.cuda, tuning::cuda()) {
+                (Some(_), Some(cuda)) => parts.push(format!(
+                    "CUDA section applies (tile {})",
+                    cuda.tile.map_or("-".into(), |t| t.to_string())
+                )),
+                (Some(other), None) => {
+                    parts.push(format!("CUDA section is for {} (ignored here)", other.gpu))
+                }
+                _ => {}
+            }
+            if parts.is_empty() {
+                parts.push("no sections".into());
+            }
+            format!("{path}: {}", parts.join("; "))
+        }
+    }
 }
 
 fn packed_choice<T: Element>() -> Result<PackedChoice> {

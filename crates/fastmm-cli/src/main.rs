@@ -4,6 +4,7 @@ mod bench;
 mod info;
 mod run;
 mod selftest;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -29,8 +30,11 @@ enum Command {
     /// measured and verified; a Markdown table, and CSV/JSON with --out.
     Bench(Box<bench::BenchArgs>),
     /// Show the CPU, its caches and kernels, the block sizes and `auto`
-    /// rules in use, and the GPU (or what is missing for one).
+    /// rules in use, the tuning file, and the GPU (or what is missing).
     Info(info::InfoArgs),
+    /// Search block sizes, tiles, thread counts and Strassen thresholds
+    /// for this machine and save them where `auto` reads them.
+    Tune(tune::TuneArgs),
 }
 
 /// Writes a report to stdout in one go; a reader that stops early
@@ -90,10 +94,23 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
+    // A tuning file that cannot be read would silently change nothing:
+    // the commands that measure refuse it; `info` shows it, `tune`
+    // replaces it.
+    if let fastmm::tuning::TuningState::Invalid(e) = &fastmm::tuning::source().state {
+        if !matches!(cli.command, Command::Info(_) | Command::Tune(_)) {
+            eprintln!(
+                "error: {e} (fix or delete it, or set {}=off)",
+                fastmm::tuning::TUNING_ENV
+            );
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Info(args) => info::run(&args).map(|()| run::Outcome::AllCorrect),
+        Command::Tune(args) => tune::run(&args),
         Command::Selftest(args) => match selftest::run(&args) {
             Ok(true) => Ok(run::Outcome::AllCorrect),
             Ok(false) => Ok(run::Outcome::Failures(1)),

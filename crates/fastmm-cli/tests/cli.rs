@@ -628,3 +628,158 @@ fn ctrl_c_stops_a_bench_and_keeps_the_points_measured() {
     assert!((1..8).contains(&rows), "{csv}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn fastmm_tuned(tuning: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fastmm"))
+        .args(args)
+        .env("FASTMM_TUNING", tuning)
+        .output()
+        .expect("the fastmm binary runs")
+}
+
+#[test]
+fn tune_saves_a_file_that_auto_then_uses() {
+    let dir = std::env::temp_dir().join(format!("fastmm-tune-{}", std::process::id()));
+    let file = dir.join("nested").join("tuning.toml");
+    let out = fastmm(&[
+        "tune",
+        "--quick",
+        "--reps",
+        "1",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    for step in [
+        "| threads |",
+        "| tile (tiled) |",
+        "| blocks f32",
+        "| blocks f64",
+        "| strassen f64 |",
+    ] {
+        assert!(report.contains(step), "{step}: {report}");
+    }
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        saved.contains("[cpu.f64]") && saved.contains("blocks = ["),
+        "{saved}"
+    );
+    // --quick sizes never move the crossovers.
+    assert!(!saved.contains("strassen_threshold"), "{saved}");
+    let info = stdout(&fastmm_tuned(&file, &["info"]));
+    assert!(info.contains("CPU section applies"), "{info}");
+
+    // A file written by hand: its values show in what `run` reports.
+    let json = |out: &Output| -> serde_json::Value {
+        assert!(out.status.success(), "{}", stderr(out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let model = json(&fastmm_tuned(&file, &["info", "--json"]))["cpu"]["model"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let kernel = json(&fastmm(&[
+        "run", "--algo", "packed", "--size", "8", "--json",
+    ]))[0]["kernel"]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let hand = dir.join("hand.toml");
+    std::fs::write(
+        &hand,
+        format!(
+            "[cpu]\nmodel = \"{model}\"\nthreads = 1\ntile = 48\n\n[cpu.f32]\nkernel = \"{kernel}\"\nblocks = [24, 64, 64]\nstrassen_threshold = 100\nstrassen_start = 150\n"
+        ),
+    )
+    .unwrap();
+    let records = json(&fastmm_tuned(
+        &hand,
+        &[
+            "run",
+            "--algo",
+            "packed,tiled,strassen",
+            "--size",
+            "200",
+            "--json",
+        ],
+    ));
+    assert!(
+        records[0]["kernel"]
+            .as_str()
+            .unwrap()
+            .ends_with(" 24/64/64"),
+        "{records}"
+    );
+    assert_eq!(records[0]["threads"], 1, "{records}");
+    assert_eq!(records[1]["tile"], 48, "{records}");
+    assert!(
+        records[2]["kernel"]
+            .as_str()
+            .unwrap()
+            .contains("n0=100 from 150"),
+        "{records}"
+    );
+    // 200 ≥ 150 starts; 100 ≥ 100 recurses once more.
+    assert_eq!(records[2]["levels"], 2, "{records}");
+    // Explicit options still win over the file.
+    let explicit = json(&fastmm_tuned(
+        &hand,
+        &[
+            "run",
+            "--algo",
+            "packed",
+            "--size",
+            "64",
+            "--threads",
+            "2",
+            "--blocks",
+            "48,128,128",
+            "--json",
+        ],
+    ));
+    assert!(
+        explicit[0]["kernel"]
+            .as_str()
+            .unwrap()
+            .ends_with(" 48/128/128"),
+        "{explicit}"
+    );
+    assert_eq!(explicit[0]["threads"], 2, "{explicit}");
+
+    // Another CPU's section changes nothing here.
+    let other = dir.join("other.toml");
+    std::fs::write(&other, "[cpu]\nmodel = \"Another CPU\"\nthreads = 1\n").unwrap();
+    let info = stdout(&fastmm_tuned(&other, &["info"]));
+    assert!(
+        info.contains("CPU section is for Another CPU (ignored)"),
+        "{info}"
+    );
+    let untouched = json(&fastmm_tuned(
+        &other,
+        &["run", "--algo", "packed", "--size", "8", "--json"],
+    ));
+    assert_ne!(untouched[0]["threads"], 1, "{untouched}");
+
+    // A broken file stops the commands that measure, with the reason.
+    let broken = dir.join("broken.toml");
+    std::fs::write(&broken, "[cpu]\nmodel = \"x\"\nthreds = 2\n").unwrap();
+    let refused = fastmm_tuned(&broken, &["run", "--size", "8"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("broken.toml"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        stderr(&refused).contains("FASTMM_TUNING=off"),
+        "{}",
+        stderr(&refused)
+    );
+    let shown = stdout(&fastmm_tuned(&broken, &["info"]));
+    assert!(shown.contains("unusable"), "{shown}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -49,6 +49,7 @@ pub mod strassen;
 pub mod system;
 pub mod threads;
 pub mod tunables;
+pub mod tuning;
 pub mod verify;
 
 pub use algo::{Algorithm, Device, GemmOptions};

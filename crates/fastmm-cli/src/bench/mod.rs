@@ -534,7 +534,7 @@ fn openblas(
 
 /// The machine, for captions: CPU model and threads, and the GPU when one
 /// ran.
-fn machine_line(with_gpu: bool) -> String {
+pub fn machine_line(with_gpu: bool) -> String {
     let mut line = format!(
         "CPU: {} ({} threads)",
         fastmm::system::cpu_model(),

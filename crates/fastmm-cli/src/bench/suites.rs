@@ -3,7 +3,6 @@
 //! ones), with a `--quick` version sized for CI.
 
 use anyhow::{bail, Result};
-use fastmm::threads::available_threads;
 
 use super::axes::AxisKind;
 use super::{algorithms_on_devices, parse_shapes, Sweep};
@@ -224,14 +223,9 @@ pub fn listing() -> String {
     out
 }
 
-/// 1, 2, 4, … below the hardware threads, and the hardware threads.
+/// This machine's thread counts for a suite's axis.
 fn thread_counts() -> String {
-    let all = available_threads();
-    let mut counts: Vec<usize> = std::iter::successors(Some(1), |t| Some(t * 2))
-        .take_while(|&t| t < all)
-        .collect();
-    counts.push(all);
-    counts
+    crate::tune::thread_counts()
         .iter()
         .map(usize::to_string)
         .collect::<Vec<_>>()
@@ -309,6 +303,6 @@ mod tests {
             }
         }
         assert!(sweep("seed-999", true, &defaults).is_err());
-        assert!(thread_counts().ends_with(&available_threads().to_string()));
+        assert!(thread_counts().ends_with(&fastmm::threads::available_threads().to_string()));
     }
 }

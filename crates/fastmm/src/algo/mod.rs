@@ -467,7 +467,9 @@ impl GemmOptions {
     /// The thread count the algorithm will actually use.
     pub fn effective_threads(&self) -> usize {
         if self.algorithm.info().uses_threads {
-            self.threads.unwrap_or_else(available_threads)
+            self.threads
+                .or_else(crate::tuning::threads)
+                .unwrap_or_else(available_threads)
         } else {
             1
         }
@@ -479,10 +481,11 @@ impl GemmOptions {
             Device::Cpu => DEFAULT_TILE,
             Device::Cuda => crate::tunables::CUDA_DEFAULT_TILE,
         };
-        self.algorithm
-            .info()
-            .uses_tile
-            .then(|| self.tile.unwrap_or(default))
+        self.algorithm.info().uses_tile.then(|| {
+            self.tile
+                .or_else(|| crate::tuning::tile(self.algorithm.device()))
+                .unwrap_or(default)
+        })
     }
 }
 

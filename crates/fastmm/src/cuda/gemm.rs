@@ -54,7 +54,10 @@ pub fn checked_tile<T: Element>(
     opts: &GemmOptions,
 ) -> Result<usize, Error> {
     let tile = match algorithm {
-        Algorithm::CudaTiled => opts.tile.unwrap_or(CUDA_DEFAULT_TILE),
+        Algorithm::CudaTiled => opts
+            .tile
+            .or_else(|| crate::tuning::tile(crate::algo::Device::Cuda))
+            .unwrap_or(CUDA_DEFAULT_TILE),
         _ => CUDA_NAIVE_BLOCK,
     };
     let info = gpu.info();

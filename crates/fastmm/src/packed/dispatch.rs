@@ -149,8 +149,15 @@ impl<T: Element> PackedKernel<T> {
         2.0 * (self.mr * self.nr * kc * calls) as f64 / seconds / 1e9
     }
 
-    /// The analytical block sizes for this kernel on this machine.
+    /// The block sizes `packed` uses unless told otherwise: the tuning
+    /// file's for this kernel and type (see [`crate::tuning`]), else the
+    /// analytical ones.
     pub fn default_blocks(&self) -> BlockSizes {
+        crate::tuning::blocks(T::DTYPE, self.name).unwrap_or_else(|| self.analytical_blocks())
+    }
+
+    /// The analytical block sizes for this kernel on this machine's caches.
+    pub fn analytical_blocks(&self) -> BlockSizes {
         BlockSizes::for_kernel(cache_sizes(), std::mem::size_of::<T>(), self.mr, self.nr)
     }
 }

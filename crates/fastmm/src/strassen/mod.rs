@@ -158,9 +158,12 @@ impl Scheme {
     }
 }
 
-/// The threshold n₀ in effect: the option, else the measured crossover.
+/// The threshold n₀ in effect: the option, else the tuning file's, else
+/// the measured crossover.
 pub fn effective_threshold(opts: &GemmOptions, dtype: DType) -> usize {
+    let tuned = crate::tuning::strassen(opts.algorithm.device(), dtype);
     opts.threshold
+        .or(tuned.map(|(threshold, _)| threshold))
         .unwrap_or(match (opts.algorithm.device(), dtype) {
             (crate::algo::Device::Cpu, _) => STRASSEN_AUTO_THRESHOLD,
             (crate::algo::Device::Cuda, DType::F64) => {
@@ -173,10 +176,17 @@ pub fn effective_threshold(opts: &GemmOptions, dtype: DType) -> usize {
         })
 }
 
-/// The size from which a first level applies: under `auto`, the measured
-/// smallest size worth one level (on the CPU by element size, on the GPU
-/// for f32); with an explicit threshold no more than the threshold itself.
+/// The size from which a first level applies: under `auto`, the tuning
+/// file's, else the measured smallest size worth one level (on the CPU by
+/// element size, on the GPU for f32); with an explicit threshold no more
+/// than the threshold itself.
 pub fn effective_start(opts: &GemmOptions, dtype: DType) -> usize {
+    if let (None, Some((_, start))) = (
+        opts.threshold,
+        crate::tuning::strassen(opts.algorithm.device(), dtype),
+    ) {
+        return start;
+    }
     match (opts.threshold, opts.algorithm.device()) {
         (None, crate::algo::Device::Cpu) if dtype.size_bytes() == 4 => STRASSEN_AUTO_START_4_BYTE,
         (None, crate::algo::Device::Cpu) => STRASSEN_AUTO_START_8_BYTE,

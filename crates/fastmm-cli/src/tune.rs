@@ -1,0 +1,487 @@
+//! `fastmm tune`: measures the parameters `auto` would otherwise take
+//! from built-in rules — threads, the tile of the tiled loops, `packed`'s
+//! cache blocks, the Strassen/Winograd crossover per type, and on a GPU
+//! the shared-memory tile and the crossover over cuBLAS — on this machine,
+//! and saves them to the tuning file (see `fastmm::tuning`), keeping the
+//! other device's section.
+//!
+//! Every candidate runs through `run`'s measure-and-verify path, so a
+//! candidate that computes a wrong result stops the search. A candidate
+//! replaces the default only when it is faster by [`KEEP_MARGIN`], so
+//! noise does not move a parameter.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser};
+use fastmm::packed::select_kernel;
+use fastmm::threads::available_threads;
+use fastmm::tuning::{CpuTuning, CudaTuning, Tuning, TuningState};
+use fastmm::{DType, Element};
+
+use crate::run::{measure, Outcome, RunArgs};
+
+/// A candidate must beat the default's median by this fraction to replace
+/// it: this machine's repeat-to-repeat noise is a few percent.
+const KEEP_MARGIN: f64 = 0.02;
+
+/// Times a winner and the default are measured again before the winner
+/// replaces the default.
+const CONFIRM_ROUNDS: usize = 2;
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// What to tune: cpu or cuda.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Element types whose blocks and crossovers to tune.
+    #[arg(short = 'd', long, default_value = "f32,f64")]
+    dtype: String,
+    /// A small search (seconds), for trying the command and for CI; its
+    /// sizes are too small to move the Strassen crossovers.
+    #[arg(long)]
+    quick: bool,
+    /// Timed repetitions per candidate (the median counts).
+    #[arg(short = 'r', long, default_value_t = 3)]
+    reps: usize,
+    /// Where to save (default: the tuning file `auto` reads).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Measure and print, but save nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Parses `run`'s defaults, so candidates start from what `run` does.
+#[derive(Parser)]
+struct RunDefaults {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The measurements so far, as Markdown rows.
+struct Log {
+    rows: String,
+}
+
+impl Log {
+    fn row(&mut self, step: &str, candidate: &str, ms: f64, flops: f64, note: &str) {
+        let _ = writeln!(
+            self.rows,
+            "| {step} | {candidate} | {ms:.3} | {:.1} | {note} |",
+            flops / (ms * 1e6)
+        );
+        eprintln!("  {step}: {candidate}: {ms:.3} ms {note}");
+    }
+}
+
+/// Median time of one verified run of `args` (one algorithm, one dtype).
+fn time(args: &RunArgs) -> Result<f64> {
+    let (_, records) = measure(args)?;
+    let record = records.first().context("nothing was measured")?;
+    if !record.ok {
+        bail!(
+            "{} {} {}×{}×{} gave a wrong result (relative error {:.2e})",
+            record.algorithm,
+            record.kernel,
+            record.m,
+            record.k,
+            record.n,
+            record.rel_error
+        );
+    }
+    Ok(record.median_ms)
+}
+
+/// Times each candidate (`set` applies it to a copy of `base`) and
+/// returns the index of the one to keep: the fastest, if it beats
+/// `candidates[default]` by [`KEEP_MARGIN`], else the default.
+fn choose(
+    log: &mut Log,
+    step: &str,
+    base: &RunArgs,
+    candidates: &[String],
+    default: usize,
+    set: &dyn Fn(&mut RunArgs, &str) -> Result<()>,
+) -> Result<usize> {
+    let flops = 2.0 * base.size.pow(3) as f64;
+    let mut times = Vec::new();
+    for candidate in candidates {
+        let mut args = base.clone();
+        set(&mut args, candidate)?;
+        let ms = time(&args).with_context(|| format!("{step} {candidate}"))?;
+        times.push(ms);
+    }
+    let best = (0..times.len())
+        .min_by(|&a, &b| times[a].total_cmp(&times[b]))
+        .unwrap_or(default);
+    let beats = |times: &[f64]| times[best] < times[default] * (1.0 - KEEP_MARGIN);
+    let mut keep = if beats(&times) { best } else { default };
+    if keep != default {
+        // One lucky run must not move a parameter: the winner and the
+        // default run again, alternately, and the winner must win again.
+        let mut again = times.clone();
+        for round in 0..CONFIRM_ROUNDS {
+            for i in [default, best] {
+                let mut args = base.clone();
+                set(&mut args, &candidates[i])?;
+                let ms = time(&args)?;
+                again[i] = if round == 0 { ms } else { again[i].min(ms) };
+            }
+        }
+        if !beats(&again) {
+            keep = default;
+            eprintln!(
+                "  {step}: {} did not beat the default again ({:.3} against {:.3} ms); the default stays",
+                candidates[best], again[best], again[default]
+            );
+        }
+    }
+    for (i, (candidate, ms)) in candidates.iter().zip(&times).enumerate() {
+        let mut note = String::new();
+        if i == default {
+            note += "default ";
+        }
+        if i == keep {
+            note += "← chosen";
+        }
+        log.row(step, candidate, *ms, flops, note.trim());
+    }
+    Ok(keep)
+}
+
+/// The smallest size from which one level of `algorithm` beats `classical`
+/// at that size and every larger one measured, or `None` when it never
+/// does.
+fn crossover(
+    log: &mut Log,
+    step: &str,
+    base: &RunArgs,
+    classical: &str,
+    algorithm: &str,
+    sizes: &[usize],
+) -> Result<Option<usize>> {
+    let mut wins = Vec::new();
+    for &size in sizes {
+        let mut args = base.clone();
+        args.size = size;
+        args.algo = classical.to_string();
+        let plain = time(&args)?;
+        args.algo = algorithm.to_string();
+        args.threshold = size.to_string();
+        args.depth = Some(1);
+        let fast = time(&args)?;
+        let flops = 2.0 * (size as f64).powi(3);
+        log.row(step, &format!("{classical} n={size}"), plain, flops, "");
+        log.row(
+            step,
+            &format!("{algorithm} 1 level n={size}"),
+            fast,
+            flops,
+            &format!("{:.3}× {classical}", plain / fast),
+        );
+        wins.push(fast < plain * (1.0 - KEEP_MARGIN));
+    }
+    Ok((0..sizes.len())
+        .find(|&i| wins[i..].iter().all(|&w| w))
+        .map(|i| sizes[i]))
+}
+
+pub fn run(args: &TuneArgs) -> Result<Outcome> {
+    if args.reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    let path = match &args.out {
+        Some(p) => Some(p.clone()),
+        None => fastmm::tuning::tuning_path(),
+    };
+    let dtypes = crate::run::parse_dtypes(&args.dtype)?;
+    let mut base = RunDefaults::parse_from(["fastmm"]).run;
+    base.reps = args.reps;
+    base.warmup = 1;
+    // Candidates are set explicitly; the file being replaced must not
+    // steer the ones that are not.
+    let mut tuning = match path.as_ref().map(std::fs::read_to_string) {
+        Some(Ok(text)) => Tuning::parse(&text).unwrap_or_default(),
+        _ => Tuning::default(),
+    };
+    let mut log = Log {
+        rows: "| step | candidate | median ms | GFLOP/s | |\n|---|---|---|---|---|\n".into(),
+    };
+    match args.device.trim().to_ascii_lowercase().as_str() {
+        "cpu" => tuning.cpu = Some(tune_cpu(args, &base, &dtypes, &mut log)?),
+        "cuda" => {
+            fastmm::cuda::Gpu::default_gpu()?;
+            tuning.cuda = Some(tune_cuda(args, &base, &dtypes, &mut log)?);
+        }
+        other => bail!("unknown device '{other}' (expected cpu or cuda)"),
+    }
+    tuning.tuned = Some(format!(
+        "{} by `{}`",
+        crate::utc_now(),
+        std::env::args().collect::<Vec<_>>().join(" ")
+    ));
+    let text = tuning.to_toml()?;
+    let mut report = format!(
+        "fastmm tune: {}\n\n{}\n",
+        crate::bench::machine_line(args.device == "cuda"),
+        log.rows
+    );
+    report += &format!("```toml\n{text}```\n");
+    crate::write_stdout(&report)?;
+    match (&path, args.dry_run) {
+        (_, true) => eprintln!("dry run: nothing saved"),
+        (None, false) => bail!(
+            "no place to save the tuning ({} is off and there is no home directory); use --out",
+            fastmm::tuning::TUNING_ENV
+        ),
+        (Some(path), false) => {
+            save(path, &text)?;
+            eprintln!("saved to {}", path.display());
+            if !matches!(
+                fastmm::tuning::source().state,
+                TuningState::Missing | TuningState::Loaded(_)
+            ) {
+                eprintln!("note: it replaced an unusable tuning file");
+            }
+        }
+    }
+    Ok(Outcome::AllCorrect)
+}
+
+/// Writes the file whole: to a temporary name beside it, then renamed, so
+/// a reader never sees half a file.
+fn save(path: &std::path::Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let temporary = path.with_extension("toml.partial");
+    std::fs::write(&temporary, text)
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, path).with_context(|| format!("cannot replace {}", path.display()))
+}
+
+/// 1, 2, 4, … below the hardware threads, and the hardware threads.
+pub fn thread_counts() -> Vec<usize> {
+    let all = available_threads();
+    let mut counts: Vec<usize> = std::iter::successors(Some(1), |t| Some(t * 2))
+        .take_while(|&t| t < all)
+        .collect();
+    counts.push(all);
+    counts
+}
+
+fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) -> Result<CpuTuning> {
+    let mut cpu = CpuTuning {
+        model: fastmm::system::cpu_model(),
+        ..Default::default()
+    };
+    let first = dtypes.first().copied().unwrap_or(DType::F64);
+
+    let mut packed = base.clone();
+    packed.algo = "packed".into();
+    packed.dtype = first.name().into();
+    packed.size = if args.quick { 384 } else { 1536 };
+    let (_, analytical) = match first {
+        DType::F32 => kernel_blocks::<f32>()?,
+        DType::F64 => kernel_blocks::<f64>()?,
+        DType::I32 => kernel_blocks::<i32>()?,
+        DType::I64 => kernel_blocks::<i64>()?,
+    };
+    packed.blocks = Some(format!(
+        "{},{},{}",
+        analytical.mc, analytical.kc, analytical.nc
+    ));
+    let counts: Vec<String> = thread_counts().iter().map(usize::to_string).collect();
+    let chosen = choose(
+        log,
+        "threads",
+        &packed,
+        &counts,
+        counts.len() - 1,
+        &|a, v| {
+            a.threads = Some(v.parse()?);
+            Ok(())
+        },
+    )?;
+    let threads: usize = counts[chosen].parse()?;
+    cpu.threads = Some(threads);
+
+    let mut tiled = base.clone();
+    tiled.algo = "tiled".into();
+    tiled.dtype = "f32".into();
+    tiled.size = if args.quick { 256 } else { 1024 };
+    let tiles: Vec<String> = [32, 64, 128, 256, 512]
+        .iter()
+        .map(usize::to_string)
+        .collect();
+    let default_tile = tiles
+        .iter()
+        .position(|t| *t == fastmm::tunables::DEFAULT_TILE.to_string())
+        .unwrap_or(0);
+    let chosen = choose(
+        log,
+        "tile (tiled)",
+        &tiled,
+        &tiles,
+        default_tile,
+        &|a, v| {
+            a.tile = Some(v.parse()?);
+            Ok(())
+        },
+    )?;
+    cpu.tile = Some(tiles[chosen].parse()?);
+
+    for &dtype in dtypes {
+        let (kernel, analytical) = match dtype {
+            DType::F32 => kernel_blocks::<f32>()?,
+            DType::F64 => kernel_blocks::<f64>()?,
+            DType::I32 => kernel_blocks::<i32>()?,
+            DType::I64 => kernel_blocks::<i64>()?,
+        };
+        let mut packed = base.clone();
+        packed.algo = "packed".into();
+        packed.dtype = dtype.name().into();
+        packed.threads = Some(threads);
+        packed.size = if args.quick { 256 } else { 2048 };
+        let candidates = block_candidates(analytical, args.quick);
+        let chosen = choose(
+            log,
+            &format!("blocks {dtype} ({kernel})"),
+            &packed,
+            &candidates,
+            0,
+            &|a, v| {
+                a.blocks = Some(v.to_string());
+                Ok(())
+            },
+        )?;
+        let blocks = fastmm::BlockSizes::parse(&candidates[chosen])?;
+        let entry = cpu.of_mut(dtype);
+        entry.kernel = Some(kernel);
+        entry.blocks = Some([blocks.mc, blocks.kc, blocks.nc]);
+
+        let mut fast = packed.clone();
+        fast.blocks = Some(candidates[chosen].clone());
+        let sizes: &[usize] = if args.quick {
+            &[256, 512]
+        } else {
+            &[1024, 1536, 2048, 3072, 4096]
+        };
+        match crossover(
+            log,
+            &format!("strassen {dtype}"),
+            &fast,
+            "packed",
+            "winograd",
+            sizes,
+        )? {
+            Some(_) if args.quick => {
+                eprintln!("  strassen {dtype}: --quick sizes do not move the crossover")
+            }
+            Some(start) => {
+                entry.strassen_threshold = Some(start);
+                entry.strassen_start = Some(start);
+            }
+            None => eprintln!(
+                "  strassen {dtype}: one level never won up to {}; the built-in rule stays",
+                sizes[sizes.len() - 1]
+            ),
+        }
+    }
+    Ok(cpu)
+}
+
+/// The `packed` kernel `auto` picks for T and its analytical blocks.
+fn kernel_blocks<T: Element>() -> Result<(String, fastmm::BlockSizes)> {
+    let kernel = select_kernel::<T>(None)?;
+    Ok((
+        kernel.name.to_string(),
+        kernel.analytical_blocks().fitted(kernel.mr, kernel.nr),
+    ))
+}
+
+/// Block sizes to try, the analytical ones first: MC (rows of A per
+/// block) smaller, KC (depth) 256, NC (columns of B) halved and doubled.
+fn block_candidates(analytical: fastmm::BlockSizes, quick: bool) -> Vec<String> {
+    let fastmm::BlockSizes { mc, kc, nc } = analytical;
+    let mut list = vec![(mc, kc, nc)];
+    let mcs = [mc, (mc / 4).max(1), 256.min(mc)];
+    let kcs = [kc, 256];
+    let ncs = [nc, nc * 2, (nc / 2).max(1)];
+    for &m in &mcs {
+        for &k in &kcs {
+            for &n in &ncs {
+                if !list.contains(&(m, k, n)) {
+                    list.push((m, k, n));
+                }
+            }
+        }
+    }
+    if quick {
+        list.truncate(4);
+    }
+    list.into_iter()
+        .map(|(m, k, n)| format!("{m},{k},{n}"))
+        .collect()
+}
+
+fn tune_cuda(
+    args: &TuneArgs,
+    base: &RunArgs,
+    dtypes: &[DType],
+    log: &mut Log,
+) -> Result<CudaTuning> {
+    let gpu = fastmm::cuda::Gpu::default_gpu()?;
+    let mut cuda = CudaTuning {
+        gpu: gpu.info().name.clone(),
+        ..Default::default()
+    };
+    let mut tiled = base.clone();
+    tiled.algo = "cuda-tiled".into();
+    tiled.dtype = "f32".into();
+    tiled.size = if args.quick { 512 } else { 2048 };
+    let tiles: Vec<String> = ["8", "16", "32"].map(String::from).to_vec();
+    let chosen = choose(log, "tile (cuda-tiled)", &tiled, &tiles, 2, &|a, v| {
+        a.tile = Some(v.parse()?);
+        Ok(())
+    })?;
+    cuda.tile = Some(tiles[chosen].parse()?);
+    for &dtype in dtypes {
+        let classical = if dtype.is_integer() {
+            "cuda-fast"
+        } else {
+            "cublas"
+        };
+        let mut fast = base.clone();
+        fast.dtype = dtype.name().into();
+        let sizes: &[usize] = if args.quick {
+            &[512, 1024]
+        } else {
+            &[2048, 4096, 6144, 8192]
+        };
+        match crossover(
+            log,
+            &format!("cuda-winograd {dtype}"),
+            &fast,
+            classical,
+            "cuda-winograd",
+            sizes,
+        )? {
+            Some(_) if args.quick => {
+                eprintln!("  cuda-winograd {dtype}: --quick sizes do not move the crossover")
+            }
+            Some(start) => {
+                let entry = cuda.of_mut(dtype);
+                entry.strassen_threshold = Some(start);
+                entry.strassen_start = Some(start);
+            }
+            None => eprintln!(
+                "  cuda-winograd {dtype}: one level never won up to {}; the built-in rule stays",
+                sizes[sizes.len() - 1]
+            ),
+        }
+    }
+    Ok(cuda)
+}
