@@ -151,9 +151,11 @@ fn choose(
     Ok(keep)
 }
 
-/// The smallest size from which one level of `algorithm` beats `classical`
-/// at that size and every larger one measured, or `None` when it never
-/// does.
+/// Where one level of `algorithm` beats `classical`: (the smallest size
+/// where it wins, which becomes the threshold for recursing further; the
+/// smallest size from which it wins at every larger size measured, which
+/// becomes the start), or `None` when it wins at no size from which it
+/// keeps winning.
 fn crossover(
     log: &mut Log,
     step: &str,
@@ -161,7 +163,7 @@ fn crossover(
     classical: &str,
     algorithm: &str,
     sizes: &[usize],
-) -> Result<Option<usize>> {
+) -> Result<Option<(usize, usize)>> {
     let mut wins = Vec::new();
     for &size in sizes {
         let mut args = base.clone();
@@ -183,9 +185,9 @@ fn crossover(
         );
         wins.push(fast < plain * (1.0 - KEEP_MARGIN));
     }
-    Ok((0..sizes.len())
-        .find(|&i| wins[i..].iter().all(|&w| w))
-        .map(|i| sizes[i]))
+    let first = wins.iter().position(|&w| w);
+    let start = (0..sizes.len()).find(|&i| wins[i..].iter().all(|&w| w));
+    Ok(first.zip(start).map(|(f, s)| (sizes[f], sizes[s])))
 }
 
 pub fn run(args: &TuneArgs) -> Result<Outcome> {
@@ -239,10 +241,9 @@ pub fn run(args: &TuneArgs) -> Result<Outcome> {
         (Some(path), false) => {
             save(path, &text)?;
             eprintln!("saved to {}", path.display());
-            if !matches!(
-                fastmm::tuning::source().state,
-                TuningState::Missing | TuningState::Loaded(_)
-            ) {
+            if args.out.is_none()
+                && matches!(fastmm::tuning::source().state, TuningState::Invalid(_))
+            {
                 eprintln!("note: it replaced an unusable tuning file");
             }
         }
@@ -380,8 +381,8 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
             Some(_) if args.quick => {
                 eprintln!("  strassen {dtype}: --quick sizes do not move the crossover")
             }
-            Some(start) => {
-                entry.strassen_threshold = Some(start);
+            Some((threshold, start)) => {
+                entry.strassen_threshold = Some(threshold);
                 entry.strassen_start = Some(start);
             }
             None => eprintln!(
@@ -472,9 +473,9 @@ fn tune_cuda(
             Some(_) if args.quick => {
                 eprintln!("  cuda-winograd {dtype}: --quick sizes do not move the crossover")
             }
-            Some(start) => {
+            Some((threshold, start)) => {
                 let entry = cuda.of_mut(dtype);
-                entry.strassen_threshold = Some(start);
+                entry.strassen_threshold = Some(threshold);
                 entry.strassen_start = Some(start);
             }
             None => eprintln!(

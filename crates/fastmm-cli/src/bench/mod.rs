@@ -99,6 +99,8 @@ pub struct BenchArgs {
 pub struct Sweep {
     /// Names the figures and the report.
     pub title: String,
+    /// What it replays (a seed's tables or figures), for captions.
+    pub source: Option<String>,
     pub shapes: Vec<(usize, usize, usize)>,
     pub algorithms: Vec<Algorithm>,
     pub axes: Vec<Axis>,
@@ -246,6 +248,7 @@ impl BenchArgs {
         };
         Ok(Sweep {
             title: "fastmm bench".to_string(),
+            source: None,
             shapes: parse_shapes(&self.sizes)?,
             algorithms,
             axes,
@@ -280,8 +283,16 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     let axis_names: Vec<&'static str> = sweep.axes.iter().map(|a| a.kind.name()).collect();
     let machine = machine_line(sms.is_some());
     let mut text = format!(
-        "{}: baseline {}, median of {} after {} warm-up; {}\n\n",
-        sweep.title, sweep.baseline, sweep.run.reps, sweep.run.warmup, machine
+        "{}{}: baseline {}, median of {} after {} warm-up; {}\n\n",
+        sweep.title,
+        sweep
+            .source
+            .as_ref()
+            .map_or(String::new(), |s| format!(" ({s})")),
+        sweep.baseline,
+        sweep.run.reps,
+        sweep.run.warmup,
+        machine
     );
     text += &report::markdown(&points, &axis_names)?;
     for s in &skipped {
@@ -306,6 +317,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             "machine": machine,
             "command": std::env::args().collect::<Vec<_>>().join(" "),
             "sweep": sweep.title,
+            "replays": sweep.source,
             "baseline": sweep.baseline,
             "points": points,
             "skipped": skipped,
@@ -355,7 +367,11 @@ fn add_peers(sweep: &mut Sweep, peers: &str) -> Result<()> {
             if on_cpu {
                 auto.push("openblas".to_string());
             }
-            if on_gpu {
+            // cuBLAS multiplies floats only.
+            let floats = crate::run::parse_dtypes(&sweep.run.dtype)?
+                .iter()
+                .any(|d| !d.is_integer());
+            if on_gpu && floats {
                 auto.push("cublas".to_string());
             }
             auto

@@ -17,6 +17,9 @@ use super::{AxisKind, Sweep};
 
 /// Pixels of every figure.
 const FIGURE_SIZE: (u32, u32) = (1000, 640);
+/// Most lines a size figure draws before it keeps other axes at their
+/// first values.
+const MAX_SERIES: usize = 10;
 /// Height of the footer that names the machine.
 const FOOTER_HEIGHT: u32 = 28;
 
@@ -75,6 +78,11 @@ pub fn draw_all(dir: &Path, sweep: &Sweep, points: &[Point], machine: &str) -> R
     if figures.is_empty() {
         return Ok(Vec::new());
     }
+    let footer = match &sweep.source {
+        Some(source) => format!("{source} · {machine}"),
+        None => machine.to_string(),
+    };
+    let machine = footer.as_str();
     register_font();
     let mut names = Vec::new();
     for figure in figures.iter().filter(|f| !f.series.is_empty()) {
@@ -185,25 +193,31 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
         } else {
             "matrix size n (elements)"
         };
-        // With other axes swept, the size figures show their first values.
-        let firsts: Vec<&Point> = all
-            .iter()
-            .copied()
-            .filter(|p| {
-                sweep.axes.iter().all(|axis| {
-                    p.settings
-                        .get(axis.kind.name())
-                        .is_none_or(|v| *v == axis.values[0])
+        // With other axes swept, the size figures draw a line per
+        // combination while that stays readable, else the first values.
+        let lines = series(&all, None, &|p| Some((size_of(p), p.record.median_ms))).len();
+        let (firsts, held): (Vec<&Point>, String) = if lines <= MAX_SERIES {
+            (all.clone(), String::new())
+        } else {
+            let firsts = all
+                .iter()
+                .copied()
+                .filter(|p| {
+                    sweep.axes.iter().all(|axis| {
+                        p.settings
+                            .get(axis.kind.name())
+                            .is_none_or(|v| *v == axis.values[0])
+                    })
                 })
-            })
-            .collect();
-        // The settings the size figures hold fixed, for their titles.
-        let held: String = sweep
-            .axes
-            .iter()
-            .filter(|a| a.values.len() > 1)
-            .map(|a| format!(", {} {}", a.kind.name(), a.values[0]))
-            .collect();
+                .collect();
+            let held = sweep
+                .axes
+                .iter()
+                .filter(|a| a.values.len() > 1)
+                .map(|a| format!(", {} {}", a.kind.name(), a.values[0]))
+                .collect();
+            (firsts, held)
+        };
         let by_size = |f: fn(&Point) -> f64| move |p: &Point| Some((size_of(p), f(p)));
         figures.push(Figure {
             file: "time-vs-size".into(),
@@ -384,8 +398,12 @@ where
     Y::CoordDescType: ValueFormatter<f64>,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
+    // Shrink a long title to the width (DejaVu Sans averages about 0.55
+    // em per character).
+    let width = f64::from(FIGURE_SIZE.0) - 40.0;
+    let title_size = (width / (0.55 * fig.title.chars().count() as f64)).clamp(12.0, 22.0);
     let mut chart = ChartBuilder::on(area)
-        .caption(&fig.title, ("sans-serif", 22))
+        .caption(&fig.title, ("sans-serif", title_size))
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(72)

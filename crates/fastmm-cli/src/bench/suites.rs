@@ -267,7 +267,8 @@ pub fn sweep(name: &str, quick: bool, defaults: &RunArgs) -> Result<Sweep> {
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Sweep {
-        title: format!("{} ({})", suite.name, suite.source),
+        title: suite.name.to_string(),
+        source: Some(suite.source.to_string()),
         shapes: parse_shapes(if quick {
             suite.quick_sizes
         } else {
