@@ -652,7 +652,7 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record]) {
 
 /// Milliseconds with about four significant digits, so microsecond runs
 /// do not print as 0.000.
-fn format_ms(ms: f64) -> String {
+pub(crate) fn format_ms(ms: f64) -> String {
     match ms {
         ms if ms >= 100.0 => format!("{ms:.1}"),
         ms if ms >= 1.0 => format!("{ms:.3}"),

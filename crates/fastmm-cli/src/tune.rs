@@ -166,24 +166,40 @@ fn crossover(
 ) -> Result<Option<(usize, usize)>> {
     let mut wins = Vec::new();
     for &size in sizes {
-        let mut args = base.clone();
-        args.size = size;
-        args.algo = classical.to_string();
-        let plain = time(&args)?;
-        args.algo = algorithm.to_string();
-        args.threshold = size.to_string();
-        args.depth = Some(1);
-        let fast = time(&args)?;
+        let mut plain_args = base.clone();
+        plain_args.size = size;
+        plain_args.algo = classical.to_string();
+        let mut fast_args = plain_args.clone();
+        fast_args.algo = algorithm.to_string();
+        fast_args.threshold = size.to_string();
+        fast_args.depth = Some(1);
         let flops = 2.0 * (size as f64).powi(3);
-        log.row(step, &format!("{classical} n={size}"), plain, flops, "");
-        log.row(
-            step,
-            &format!("{algorithm} 1 level n={size}"),
-            fast,
-            flops,
-            &format!("{:.3}× {classical}", plain / fast),
-        );
-        wins.push(fast < plain * (1.0 - KEEP_MARGIN));
+        // A win counts only when it repeats (see CONFIRM_ROUNDS).
+        let mut won = true;
+        for round in 0..=CONFIRM_ROUNDS {
+            let plain = time(&plain_args)?;
+            let fast = time(&fast_args)?;
+            let again = if round == 0 { "" } else { " (again)" };
+            log.row(
+                step,
+                &format!("{classical} n={size}{again}"),
+                plain,
+                flops,
+                "",
+            );
+            log.row(
+                step,
+                &format!("{algorithm} 1 level n={size}{again}"),
+                fast,
+                flops,
+                &format!("{:.3}× {classical}", plain / fast),
+            );
+            won = fast < plain * (1.0 - KEEP_MARGIN);
+            if !won {
+                break;
+            }
+        }
+        wins.push(won);
     }
     let first = wins.iter().position(|&w| w);
     let start = (0..sizes.len()).find(|&i| wins[i..].iter().all(|&w| w));

@@ -145,23 +145,29 @@ fn columns(p: &Point, axes: &[&'static str]) -> Vec<(String, String, String)> {
         ("kernel".into(), r.kernel.clone(), quoted(&r.kernel)),
         (
             "median ms".into(),
-            format!("{:.3}", r.median_ms),
+            crate::run::format_ms(r.median_ms),
             r.median_ms.to_string(),
         ),
         (
             "min ms".into(),
-            format!("{:.3}", r.min_ms),
+            crate::run::format_ms(r.min_ms),
             r.min_ms.to_string(),
         ),
         (
             "max ms".into(),
-            format!("{:.3}", r.max_ms),
+            crate::run::format_ms(r.max_ms),
             r.max_ms.to_string(),
         ),
         (
             "GFLOP/s".into(),
             format!("{:.2}", r.gflops),
             r.gflops.to_string(),
+        ),
+        (
+            "e2e GFLOP/s".into(),
+            r.end_to_end_gflops
+                .map_or("–".to_string(), |g| format!("{g:.2}")),
+            r.end_to_end_gflops.map_or(String::new(), |g| g.to_string()),
         ),
         (
             "speedup".into(),
