@@ -531,6 +531,34 @@ fn bench_skips_unsupported_points_with_the_reason() {
 }
 
 #[test]
+fn a_missing_peer_is_a_note_not_a_failure() {
+    let out = fastmm(&[
+        "bench",
+        "--sizes",
+        "32",
+        "--algo",
+        "packed",
+        "--reps",
+        "1",
+        "--peers",
+        "openblas",
+        "--python",
+        "/nonexistent/python3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("| packed |"), "{text}");
+    assert!(
+        text.contains("skipped: openblas f32 32×32×32: cannot run /nonexistent/python3"),
+        "{text}"
+    );
+    let gpu_peer = fastmm(&[
+        "bench", "--sizes", "32", "--algo", "packed", "--reps", "1", "--peers", "cublas",
+    ]);
+    assert!(gpu_peer.status.success(), "{}", stderr(&gpu_peer));
+}
+
+#[test]
 fn every_cpu_suite_runs_quick_and_draws_its_figures() {
     let list = fastmm(&["bench", "--list-suites"]);
     assert!(list.status.success());
