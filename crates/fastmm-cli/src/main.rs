@@ -2,6 +2,7 @@
 
 mod bench;
 mod info;
+mod multiply;
 mod run;
 mod selftest;
 mod tune;
@@ -32,6 +33,9 @@ enum Command {
     /// Show the CPU, its caches and kernels, the block sizes and `auto`
     /// rules in use, the tuning file, and the GPU (or what is missing).
     Info(info::InfoArgs),
+    /// Multiply the matrices in two files (.npy, .mtx, .csv, .tsv, raw)
+    /// and write C to a third; --check verifies it first.
+    Multiply(Box<multiply::MultiplyArgs>),
     /// Search block sizes, tiles, thread counts and Strassen thresholds
     /// for this machine and save them where `auto` reads them.
     Tune(tune::TuneArgs),
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Info(args) => info::run(&args).map(|()| run::Outcome::AllCorrect),
         Command::Tune(args) => tune::run(&args),
+        Command::Multiply(args) => multiply::run(&args),
         Command::Selftest(args) => match selftest::run(&args) {
             Ok(true) => Ok(run::Outcome::AllCorrect),
             Ok(false) => Ok(run::Outcome::Failures(1)),

@@ -419,18 +419,9 @@ fn run_typed<T: Element>(
             c.set(0, 0, wrong);
         }
         let fast = Scheme::of(algorithm)
-            .map(|scheme| (scheme, workspace::<T>(scheme, (p.m, p.k, p.n), true, &opts)));
-        // Fast algorithms and reduced-precision modes may exceed the f32
-        // bound by their growth factors.
-        let precision = if algorithm == Algorithm::Cublas {
-            opts.gpu_precision.unwrap_or_default()
-        } else {
-            GpuPrecision::Fp32
-        };
-        let growth = fast.map_or(1.0, |(scheme, report)| error_growth(scheme, report.levels))
-            * precision.error_growth();
+            .map(|scheme| workspace::<T>(scheme, (p.m, p.k, p.n), true, &opts));
+        let growth = error_growth_of::<T>(&opts, (p.m, p.k, p.n));
         let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
-        let fast = fast.map(|(_, report)| report);
         if printable {
             show(args, &format!("C = A·B ({algorithm}, {})", T::DTYPE), &c);
         }
@@ -468,6 +459,24 @@ fn run_typed<T: Element>(
         });
     }
     Ok(records)
+}
+
+/// How far the error of `opts`'s algorithm on an m×k×n product may exceed
+/// the classical rounding bound: fast algorithms by their levels' growth,
+/// cuBLAS's reduced-precision modes by their input rounding.
+pub(crate) fn error_growth_of<T: Element>(
+    opts: &GemmOptions,
+    (m, k, n): (usize, usize, usize),
+) -> f64 {
+    let fast = Scheme::of(opts.algorithm).map_or(1.0, |scheme| {
+        error_growth(scheme, workspace::<T>(scheme, (m, k, n), true, opts).levels)
+    });
+    let precision = if opts.algorithm == Algorithm::Cublas {
+        opts.gpu_precision.unwrap_or_default()
+    } else {
+        GpuPrecision::Fp32
+    };
+    fast * precision.error_growth()
 }
 
 /// What computes the inner loop of an m×k×n product: the packed

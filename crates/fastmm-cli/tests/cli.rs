@@ -811,3 +811,174 @@ fn tune_saves_a_file_that_auto_then_uses() {
     assert!(shown.contains("unusable"), "{shown}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn multiply_reads_every_format_and_writes_a_verified_product() {
+    use fastmm::io::{read_matrix, write_matrix, AnyMatrix, ReadOptions};
+    use fastmm::Matrix;
+    let dir = std::env::temp_dir().join(format!("fastmm-multiply-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = Matrix::from_fn(37, 29, |i, j| ((i * 7 + j * 3) % 11) as i64 - 5);
+    let b = Matrix::from_fn(29, 41, |i, j| ((i * 5 + j) % 13) as i64 - 6);
+    let expected = AnyMatrix::I64(fastmm::matmul(&a, &b).unwrap());
+    let a_any = AnyMatrix::I64(a);
+    let b_any = AnyMatrix::I64(b);
+    let path = |name: &str| dir.join(name);
+    for ext in ["npy", "mtx", "csv", "tsv", "bin"] {
+        write_matrix(
+            &path(&format!("a.{ext}")),
+            &a_any.to(fastmm::DType::I32).unwrap(),
+        )
+        .unwrap();
+        write_matrix(&path(&format!("b.{ext}")), &b_any).unwrap();
+    }
+    let as_str = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+    // (A, B, options, the type C is computed and written in).
+    for (a_file, b_file, extra, c_dtype) in [
+        ("a.npy", "b.mtx", vec![], fastmm::DType::I64),
+        (
+            "a.csv",
+            "b.tsv",
+            vec!["--input-dtype", "i64"],
+            fastmm::DType::I64,
+        ),
+        (
+            "a.bin",
+            "b.npy",
+            vec!["--input-dtype", "i32", "--shape-a", "37x29"],
+            fastmm::DType::I64,
+        ),
+        // Matrix Market integers × CSV (f64 by default): f64.
+        (
+            "a.mtx",
+            "b.csv",
+            vec!["--algo", "winograd"],
+            fastmm::DType::F64,
+        ),
+    ] {
+        for out in ["c.npy", "c.mtx", "c.csv", "c.tsv", "c.bin"] {
+            let mut args = vec![
+                "multiply".to_string(),
+                as_str(path(a_file)),
+                as_str(path(b_file)),
+                "-o".into(),
+                as_str(path(out)),
+                "--check".into(),
+            ];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            let run = fastmm(&argv);
+            assert!(
+                run.status.success(),
+                "{a_file} {b_file} {out}: {}",
+                stderr(&run)
+            );
+            assert!(stdout(&run).contains("check: full ok"), "{}", stdout(&run));
+            let opts = ReadOptions {
+                dtype: Some(c_dtype),
+                shape: Some((37, 41)),
+            };
+            let c = read_matrix(&path(out), &opts)
+                .unwrap()
+                .to(fastmm::DType::I64)
+                .unwrap();
+            assert_eq!(c, expected, "{a_file} × {b_file} → {out}");
+        }
+    }
+    // Promotion: i32 × f64 multiplies in f64; --dtype f32 rounds on request.
+    write_matrix(&path("bf.npy"), &b_any.to(fastmm::DType::F64).unwrap()).unwrap();
+    let mixed = fastmm(&[
+        "multiply",
+        &as_str(path("a.npy")),
+        &as_str(path("bf.npy")),
+        "-o",
+        &as_str(path("m.npy")),
+    ]);
+    assert!(
+        stdout(&mixed).contains(", f64, packed"),
+        "{}",
+        stdout(&mixed)
+    );
+    let single = fastmm(&[
+        "multiply",
+        &as_str(path("a.npy")),
+        &as_str(path("bf.npy")),
+        "-o",
+        &as_str(path("s.npy")),
+        "--dtype",
+        "f32",
+    ]);
+    assert!(
+        stdout(&single).contains(", f32, packed"),
+        "{}",
+        stdout(&single)
+    );
+
+    // Errors: one line, exit 2, the file named, and no C left behind.
+    let failing = |args: &[&str], needle: &str| {
+        let out = fastmm(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+    };
+    std::fs::write(path("bad.csv"), "1,2\n3,oops\n").unwrap();
+    failing(
+        &[
+            "multiply",
+            &as_str(path("bad.csv")),
+            &as_str(path("b.npy")),
+            "-o",
+            &as_str(path("x.npy")),
+        ],
+        "bad.csv: line 2, field 2: 'oops' is not a number",
+    );
+    failing(
+        &[
+            "multiply",
+            &as_str(path("a.npy")),
+            &as_str(path("a.npy")),
+            "-o",
+            &as_str(path("x.npy")),
+        ],
+        "A has 29 columns but B has 37 rows",
+    );
+    failing(
+        &[
+            "multiply",
+            &as_str(path("a.npy")),
+            &as_str(path("b.npy")),
+            "-o",
+            &as_str(path("b.npy")),
+        ],
+        "inputs are never modified",
+    );
+    failing(
+        &[
+            "multiply",
+            &as_str(path("a.bin")),
+            &as_str(path("b.npy")),
+            "-o",
+            &as_str(path("x.npy")),
+        ],
+        "a raw file needs its shape",
+    );
+    failing(
+        &[
+            "multiply",
+            &as_str(path("a.npy")),
+            &as_str(path("b.npy")),
+            "-o",
+            &as_str(path("x.xlsx")),
+        ],
+        "unknown format",
+    );
+    assert!(!path("x.npy").exists() && !path("x.xlsx").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -102,4 +102,14 @@ pub enum Error {
         /// What it got.
         got: DType,
     },
+
+    /// A matrix file that cannot be read or written: which file, where in
+    /// it (a line or byte offset, when known), and why.
+    #[error("{file}: {reason}")]
+    File {
+        /// The file's path as given.
+        file: String,
+        /// Where and what, e.g. "line 3: 'x' is not a number".
+        reason: String,
+    },
 }

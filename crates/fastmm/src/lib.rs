@@ -42,6 +42,7 @@ pub mod cuda;
 pub mod element;
 pub mod error;
 pub mod gemm;
+pub mod io;
 pub mod matrix;
 pub mod packed;
 pub mod random;

@@ -1,0 +1,92 @@
+//! .npy files through `npyz`: 2-D arrays (a 1-D array reads as one
+//! column) of f4, f8, i4 or i8 in either byte order, C or Fortran order;
+//! written little-endian in C order.
+
+use npyz::{NpyFile, Order, TypeChar, WriterBuilder};
+
+use super::{check_declared, with_any, AnyMatrix};
+use crate::element::Element;
+use crate::matrix::Matrix;
+
+pub(super) fn read(bytes: &[u8]) -> Result<AnyMatrix, String> {
+    let mut rest = bytes;
+    let header = npyz::NpyHeader::from_reader(&mut rest)
+        .map_err(|e| format!("offset 0: not a .npy file: {e}"))?;
+    let header_len = bytes.len() - rest.len();
+    let file = NpyFile::with_header(header, rest);
+    let (rows, cols) = match *file.shape() {
+        [rows, cols] => (rows, cols),
+        [len] => (len, 1),
+        ref other => {
+            return Err(format!(
+                "offset 0: a matrix is 2-D, but this array has {} dimensions",
+                other.len()
+            ))
+        }
+    };
+    let npyz::DType::Plain(ty) = file.dtype() else {
+        return Err("offset 0: structured arrays are not matrices".to_string());
+    };
+    let item = ty.num_bytes().unwrap_or(0);
+    let dtype = match (ty.type_char(), item) {
+        (TypeChar::Float, 4) => crate::element::DType::F32,
+        (TypeChar::Float, 8) => crate::element::DType::F64,
+        (TypeChar::Int, 4) => crate::element::DType::I32,
+        (TypeChar::Int, 8) => crate::element::DType::I64,
+        _ => return Err(format!("offset 0: dtype {ty} is not f4, f8, i4 or i8")),
+    };
+    let data_len = bytes.len() - header_len;
+    // The data must be exactly what the header declares; nothing is
+    // allocated before this holds.
+    let elements = check_declared(rows, cols, usize::MAX, 1)
+        .map_err(|e| format!("offset {header_len}: {e}"))?;
+    if elements.checked_mul(item) != Some(data_len) {
+        return Err(format!(
+            "offset {header_len}: the header declares {rows}×{cols} {dtype} ({} bytes of data) but {data_len} bytes follow it",
+            elements as u128 * item as u128
+        ));
+    }
+    let fortran = file.order() == Order::Fortran;
+    let (rows, cols) = (rows as usize, cols as usize);
+    match dtype {
+        crate::element::DType::F32 => typed::<f32>(file, rows, cols, fortran).map(AnyMatrix::F32),
+        crate::element::DType::F64 => typed::<f64>(file, rows, cols, fortran).map(AnyMatrix::F64),
+        crate::element::DType::I32 => typed::<i32>(file, rows, cols, fortran).map(AnyMatrix::I32),
+        crate::element::DType::I64 => typed::<i64>(file, rows, cols, fortran).map(AnyMatrix::I64),
+    }
+}
+
+/// Reads the (already length-checked) data, turning Fortran order into
+/// the row-major layout of [`Matrix`].
+fn typed<T: Element + npyz::Deserialize>(
+    file: NpyFile<&[u8]>,
+    rows: usize,
+    cols: usize,
+    fortran: bool,
+) -> Result<Matrix<T>, String> {
+    let data: Vec<T> = file.into_vec().map_err(|e| format!("data: {e}"))?;
+    if fortran {
+        // Stored column by column: element (i, j) is at j·rows + i.
+        Ok(Matrix::from_fn(rows, cols, |i, j| data[j * rows + i]))
+    } else {
+        Matrix::from_vec(rows, cols, data).map_err(|e| e.to_string())
+    }
+}
+
+pub(super) fn write(m: &AnyMatrix) -> Result<Vec<u8>, String> {
+    fn typed<T: Element + npyz::AutoSerialize>(m: &Matrix<T>) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&[m.rows() as u64, m.cols() as u64])
+            .writer(&mut out)
+            .begin_nd()
+            .map_err(|e| e.to_string())?;
+        writer
+            .extend(m.as_slice().iter().copied())
+            .map_err(|e| e.to_string())?;
+        writer.finish().map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+    with_any!(m, m => typed(m))
+}
