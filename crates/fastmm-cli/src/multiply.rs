@@ -85,6 +85,7 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         let opts = ReadOptions {
             dtype: input_dtype,
             shape: shape.as_deref().map(parse_shape).transpose()?,
+            max_bytes: None,
         };
         Ok(read_matrix(path, &opts)?)
     };

@@ -877,6 +877,7 @@ fn multiply_reads_every_format_and_writes_a_verified_product() {
             let opts = ReadOptions {
                 dtype: Some(c_dtype),
                 shape: Some((37, 41)),
+                max_bytes: None,
             };
             let c = read_matrix(&path(out), &opts)
                 .unwrap()

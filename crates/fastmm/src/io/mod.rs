@@ -239,6 +239,10 @@ pub struct ReadOptions {
     pub dtype: Option<DType>,
     /// (rows, columns) of a raw file (required for raw).
     pub shape: Option<(usize, usize)>,
+    /// Most bytes a reader may allocate for a matrix whose size the file
+    /// does not bound (a Matrix Market `coordinate` file made dense);
+    /// default: the memory available now.
+    pub max_bytes: Option<u64>,
 }
 
 /// Reads a matrix; the format follows the extension.
@@ -253,7 +257,7 @@ pub fn read_matrix(path: &Path, opts: &ReadOptions) -> Result<AnyMatrix, Error> 
 pub fn parse_matrix(format: Format, bytes: &[u8], opts: &ReadOptions) -> Result<AnyMatrix, String> {
     match format {
         Format::Npy => npy::read(bytes),
-        Format::MatrixMarket => mtx::read(bytes),
+        Format::MatrixMarket => mtx::read(bytes, opts.max_bytes),
         Format::Csv => text::read(bytes, b',', opts.dtype.unwrap_or(DType::F64)),
         Format::Tsv => text::read(bytes, b'\t', opts.dtype.unwrap_or(DType::F64)),
         Format::Raw => match (opts.shape, opts.dtype) {
@@ -268,14 +272,7 @@ pub fn parse_matrix(format: Format, bytes: &[u8], opts: &ReadOptions) -> Result<
 /// complete.
 pub fn write_matrix(path: &Path, m: &AnyMatrix) -> Result<(), Error> {
     let format = Format::of_path(path)?;
-    let bytes = match format {
-        Format::Npy => npy::write(m),
-        Format::MatrixMarket => Ok(mtx::write(m)),
-        Format::Csv => Ok(text::write(m, b',')),
-        Format::Tsv => Ok(text::write(m, b'\t')),
-        Format::Raw => Ok(raw::write(m)),
-    }
-    .map_err(|reason| file_error(path, &reason))?;
+    let bytes = encode_matrix(format, m).map_err(|reason| file_error(path, &reason))?;
     let temporary = temporary_path(path);
     let written =
         std::fs::write(&temporary, &bytes).and_then(|()| std::fs::rename(&temporary, path));
@@ -283,6 +280,18 @@ pub fn write_matrix(path: &Path, m: &AnyMatrix) -> Result<(), Error> {
         let _ = std::fs::remove_file(&temporary);
         file_error(path, &format!("cannot write: {e}"))
     })
+}
+
+/// The bytes of a file holding `m` in `format` (raw: row-major,
+/// little-endian, no header).
+pub fn encode_matrix(format: Format, m: &AnyMatrix) -> Result<Vec<u8>, String> {
+    match format {
+        Format::Npy => npy::write(m),
+        Format::MatrixMarket => Ok(mtx::write(m)),
+        Format::Csv => Ok(text::write(m, b',')),
+        Format::Tsv => Ok(text::write(m, b'\t')),
+        Format::Raw => Ok(raw::write(m)),
+    }
 }
 
 /// A hidden name beside `path`, unique to this process.

@@ -15,7 +15,7 @@ enum Symmetry {
     Skew,
 }
 
-pub(super) fn read(bytes: &[u8]) -> Result<AnyMatrix, String> {
+pub(super) fn read(bytes: &[u8], max_bytes: Option<u64>) -> Result<AnyMatrix, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()]
             .iter()
@@ -89,9 +89,10 @@ pub(super) fn read(bytes: &[u8]) -> Result<AnyMatrix, String> {
     }
     let dense = |rows: u64, cols: u64| -> Result<usize, String> {
         let elements = rows.checked_mul(cols).and_then(|e| usize::try_from(e).ok());
-        let fits = elements.and_then(|e| e.checked_mul(8)).filter(|&b| {
-            crate::system::available_memory_bytes().is_none_or(|free| (b as u64) <= free)
-        });
+        let budget = max_bytes.or_else(crate::system::available_memory_bytes);
+        let fits = elements
+            .and_then(|e| e.checked_mul(8))
+            .filter(|&b| budget.is_none_or(|most| (b as u64) <= most));
         fits.ok_or_else(|| {
             format!("line {size_line}: a dense {rows}×{cols} matrix would not fit in the memory available")
         })?;

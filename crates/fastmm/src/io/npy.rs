@@ -8,7 +8,34 @@ use super::{check_declared, with_any, AnyMatrix};
 use crate::element::Element;
 use crate::matrix::Matrix;
 
+/// Checks the magic, the version and the header length against the file
+/// before `npyz` reads the header (it allocates the length it is given:
+/// a 4 GiB length field in 100 bytes of file ran the fuzzer out of
+/// memory).
+fn check_preamble(bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() < 10 || !bytes.starts_with(b"\x93NUMPY") {
+        return Err("offset 0: not a .npy file (no \\x93NUMPY magic)".to_string());
+    }
+    let (length, start) = match bytes[6] {
+        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
+        2 | 3 if bytes.len() >= 12 => {
+            let field = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+            (usize::try_from(field).unwrap_or(usize::MAX), 12)
+        }
+        2 | 3 => return Err("offset 8: the file ends inside the header length".to_string()),
+        other => return Err(format!("offset 6: .npy format version {other} is not supported")),
+    };
+    if length > bytes.len() - start {
+        return Err(format!(
+            "offset 8: the header declares {length} bytes, but {} follow",
+            bytes.len() - start
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn read(bytes: &[u8]) -> Result<AnyMatrix, String> {
+    check_preamble(bytes)?;
     let mut rest = bytes;
     let header = npyz::NpyHeader::from_reader(&mut rest)
         .map_err(|e| format!("offset 0: not a .npy file: {e}"))?;

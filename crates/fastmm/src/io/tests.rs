@@ -36,6 +36,7 @@ fn every_format_round_trips_every_type() {
             let opts = ReadOptions {
                 dtype: Some(m.dtype()),
                 shape: Some(m.shape()),
+                max_bytes: None,
             };
             let back = read_matrix(&path, &opts).unwrap();
             // Matrix Market reads integers as i64 and reals as f64.
@@ -184,6 +185,15 @@ fn malformed_npy_files_are_errors_with_the_reason() {
         none,
     );
     assert!(bytes.contains("is not f4, f8, i4 or i8"), "{bytes}");
+    // Found by the fuzzer: a version-3 header length of 4 GiB in a short
+    // file must be refused before anything reads (or allocates) it.
+    let mut long_header = b"\x93NUMPY\x03\x00".to_vec();
+    long_header.extend_from_slice(&0xff7b_0076u32.to_le_bytes());
+    long_header.extend_from_slice(b"{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }");
+    let long = failure("long-header.npy", &long_header, none);
+    assert!(long.contains("offset 8: the header declares 4286251126 bytes"), "{long}");
+    let version = failure("version.npy", b"\x93NUMPY\x09\x00\x10\x00{}", none);
+    assert!(version.contains("version 9 is not supported"), "{version}");
     let empty = failure("empty.npy", b"", none);
     assert!(empty.contains("not a .npy file"), "{empty}");
 }
@@ -215,7 +225,7 @@ fn malformed_text_files_are_errors_with_the_line() {
         b"1,3000000000\n",
         ReadOptions {
             dtype: Some(DType::I32),
-            shape: None,
+            ..Default::default()
         },
     );
     assert!(overflow.contains("is not an i32"), "{overflow}");
@@ -307,6 +317,7 @@ fn raw_files_need_a_shape_and_the_exact_length() {
     let sized = ReadOptions {
         dtype: Some(DType::F32),
         shape: Some((2, 2)),
+        max_bytes: None,
     };
     let short = failure("short.bin", &[0u8; 12], sized);
     assert!(
@@ -314,13 +325,14 @@ fn raw_files_need_a_shape_and_the_exact_length() {
         "{short}"
     );
     let unshaped = failure("unshaped.raw", &[0u8; 16], ReadOptions::default());
-    assert!(unshaped.contains("needs its shape and dtype"), "{unshaped}");
+    assert!(unshaped.contains("needs its shape and element type"), "{unshaped}");
     let huge = failure(
         "huge.bin",
         &[0u8; 16],
         ReadOptions {
             dtype: Some(DType::F64),
             shape: Some((usize::MAX, 2)),
+            max_bytes: None,
         },
     );
     assert!(huge.contains("too many to address"), "{huge}");
