@@ -23,7 +23,11 @@ fn check_preamble(bytes: &[u8]) -> Result<(), String> {
             (usize::try_from(field).unwrap_or(usize::MAX), 12)
         }
         2 | 3 => return Err("offset 8: the file ends inside the header length".to_string()),
-        other => return Err(format!("offset 6: .npy format version {other} is not supported")),
+        other => {
+            return Err(format!(
+                "offset 6: .npy format version {other} is not supported"
+            ))
+        }
     };
     if length > bytes.len() - start {
         return Err(format!(

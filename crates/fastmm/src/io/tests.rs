@@ -191,7 +191,10 @@ fn malformed_npy_files_are_errors_with_the_reason() {
     long_header.extend_from_slice(&0xff7b_0076u32.to_le_bytes());
     long_header.extend_from_slice(b"{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }");
     let long = failure("long-header.npy", &long_header, none);
-    assert!(long.contains("offset 8: the header declares 4286251126 bytes"), "{long}");
+    assert!(
+        long.contains("offset 8: the header declares 4286251126 bytes"),
+        "{long}"
+    );
     let version = failure("version.npy", b"\x93NUMPY\x09\x00\x10\x00{}", none);
     assert!(version.contains("version 9 is not supported"), "{version}");
     let empty = failure("empty.npy", b"", none);
@@ -325,7 +328,10 @@ fn raw_files_need_a_shape_and_the_exact_length() {
         "{short}"
     );
     let unshaped = failure("unshaped.raw", &[0u8; 16], ReadOptions::default());
-    assert!(unshaped.contains("needs its shape and element type"), "{unshaped}");
+    assert!(
+        unshaped.contains("needs its shape and element type"),
+        "{unshaped}"
+    );
     let huge = failure(
         "huge.bin",
         &[0u8; 16],
