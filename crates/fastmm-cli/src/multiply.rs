@@ -49,6 +49,52 @@ pub struct MultiplyArgs {
     /// one) before writing it; a wrong C is not written.
     #[arg(long)]
     check: bool,
+    /// Memory budget, e.g. 512M or 8G (default: the memory available).
+    /// When A, B and C together exceed it, .npy/raw inputs are multiplied
+    /// out of core: mapped, with C computed and written in blocks.
+    #[arg(long, value_name = "BYTES")]
+    max_memory: Option<String>,
+    /// Multiply out of core even when everything would fit.
+    #[arg(long)]
+    out_of_core: bool,
+}
+
+/// Bytes from "4096", "512K", "64M", "8G" or "1T" (powers of 1024; a
+/// trailing "B" or "iB" is allowed).
+fn parse_bytes(text: &str) -> Result<u64> {
+    let t = text
+        .trim()
+        .trim_end_matches(['B', 'b'])
+        .trim_end_matches('i');
+    let (number, scale) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let power = match c.to_ascii_uppercase() {
+                'K' => 1,
+                'M' => 2,
+                'G' => 3,
+                'T' => 4,
+                _ => bail!("'{text}' is not a size (e.g. 512M, 8G)"),
+            };
+            (&t[..i], 1024f64.powi(power))
+        }
+        _ => (t, 1.0),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .with_context(|| format!("'{text}' is not a size (e.g. 512M, 8G)"))?;
+    if value.is_nan() || value <= 0.0 {
+        bail!("'{text}' is not a positive size");
+    }
+    Ok((value * scale) as u64)
+}
+
+/// Whether a path names a format an out-of-core product can map.
+fn mappable(path: &Path) -> bool {
+    matches!(
+        fastmm::io::Format::of_path(path),
+        Ok(fastmm::io::Format::Npy | fastmm::io::Format::Raw)
+    )
 }
 
 fn parse_shape(text: &str) -> Result<(usize, usize)> {
@@ -81,6 +127,17 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         .as_deref()
         .map(str::parse::<DType>)
         .transpose()?;
+    let budget = match &args.max_memory {
+        Some(text) => parse_bytes(text)?,
+        None => fastmm::system::available_memory_bytes().unwrap_or(u64::MAX),
+    };
+    if mappable(&args.a) && mappable(&args.b) && mappable(&args.output) {
+        if let Some(outcome) = out_of_core(args, input_dtype, budget)? {
+            return Ok(outcome);
+        }
+    } else if args.out_of_core {
+        bail!("--out-of-core maps its inputs and streams C: A, B and C must be .npy or raw files");
+    }
     let read = |path: &Path, shape: &Option<String>| -> Result<AnyMatrix> {
         let opts = ReadOptions {
             dtype: input_dtype,
@@ -187,4 +244,118 @@ where
         None
     };
     Ok((AnyMatrix::from(c), ms, verdict))
+}
+
+/// The product out of core when it is asked for or A, B and C exceed the
+/// budget; `None` when it fits in memory and was not asked for.
+fn out_of_core(
+    args: &MultiplyArgs,
+    input_dtype: Option<DType>,
+    budget: u64,
+) -> Result<Option<Outcome>> {
+    use fastmm::io::out_of_core::{multiply, MappedMatrix};
+    let raw = |shape: &Option<String>| -> Result<Option<((usize, usize), DType)>> {
+        Ok(match (shape, input_dtype) {
+            (Some(s), Some(d)) => Some((parse_shape(s)?, d)),
+            _ => None,
+        })
+    };
+    let a = MappedMatrix::open(&args.a, raw(&args.shape_a)?)?;
+    let b = MappedMatrix::open(&args.b, raw(&args.shape_b)?)?;
+    let dtype = match &args.dtype {
+        Some(d) => d.parse::<DType>()?,
+        None => promote(a.dtype, b.dtype),
+    };
+    let (m, k, n) = (a.rows as u128, a.cols as u128, b.cols as u128);
+    let total = (m * k + k * n + m * n) * dtype.size_bytes() as u128;
+    if !args.out_of_core && total <= u128::from(budget) {
+        return Ok(None);
+    }
+    let opts = GemmOptions {
+        algorithm: args.algo.parse::<Algorithm>()?,
+        threads: args.threads,
+        ..Default::default()
+    };
+    opts.validate()?;
+    if opts.algorithm.device() != fastmm::Device::Cpu {
+        bail!(
+            "out-of-core products run on the CPU for now; {} is a GPU algorithm",
+            opts.algorithm
+        );
+    }
+    let shape = (a.rows, a.cols, b.cols);
+    let report = match dtype {
+        DType::F32 => multiply::<f32>(
+            &a,
+            &b,
+            &args.output,
+            &opts,
+            budget,
+            growth::<f32>(args, &opts, shape),
+        ),
+        DType::F64 => multiply::<f64>(
+            &a,
+            &b,
+            &args.output,
+            &opts,
+            budget,
+            growth::<f64>(args, &opts, shape),
+        ),
+        DType::I32 => multiply::<i32>(
+            &a,
+            &b,
+            &args.output,
+            &opts,
+            budget,
+            growth::<i32>(args, &opts, shape),
+        ),
+        DType::I64 => multiply::<i64>(
+            &a,
+            &b,
+            &args.output,
+            &opts,
+            budget,
+            growth::<i64>(args, &opts, shape),
+        ),
+    }?;
+    let plan = report.plan;
+    let flops = 2.0 * (m * k * n) as f64;
+    println!(
+        "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} allocated; the seed's (k(a+b)+ab)·size = {}); {:.3} s, {:.2} GFLOP/s ({:.2} in the products); wrote {}{}",
+        args.a.display(),
+        args.b.display(),
+        opts.algorithm,
+        format_bytes(budget.into()),
+        format_bytes(total),
+        report.blocks,
+        plan.block_rows,
+        plan.block_cols,
+        format_bytes(plan.c_block_bytes.into()),
+        format_bytes(plan.seed_formula_bytes.into()),
+        report.seconds,
+        flops / report.seconds / 1e9,
+        flops / report.multiply_seconds / 1e9,
+        args.output.display(),
+        report.check.map_or(String::new(), |(ok, err, bound)| format!(
+            "; check of every block: {}, worst relative error {err:.2e}, {bound:.2e} of the bound",
+            if ok { "ok" } else { "WRONG" }
+        ))
+    );
+    if report.check.is_some_and(|c| !c.0) {
+        bail!(
+            "a block of C failed verification; {} was not written",
+            args.output.display()
+        );
+    }
+    Ok(Some(Outcome::AllCorrect))
+}
+
+/// The error allowance of `--check` for an out-of-core product.
+fn growth<T: Element>(
+    args: &MultiplyArgs,
+    opts: &GemmOptions,
+    shape: (usize, usize, usize),
+) -> Option<f64> {
+    args.check
+        .then(|| crate::run::error_growth_of::<T>(opts, shape))
 }

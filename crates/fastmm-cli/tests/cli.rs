@@ -983,3 +983,124 @@ fn multiply_reads_every_format_and_writes_a_verified_product() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn multiply_out_of_core_blocks_c_within_the_budget() {
+    use fastmm::io::{read_matrix, write_matrix, AnyMatrix, ReadOptions};
+    use fastmm::Matrix;
+    let dir = std::env::temp_dir().join(format!("fastmm-ooc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let a = Matrix::from_fn(53, 31, |i, j| ((i * 7 + j * 3) % 17) as f64 - 8.0);
+    let b = Matrix::from_fn(31, 47, |i, j| ((i * 5 + j) % 13) as f64 * 0.5 - 3.0);
+    let expected = fastmm::matmul(&a, &b).unwrap();
+    write_matrix(dir.join("a.npy").as_path(), &AnyMatrix::F64(a.clone())).unwrap();
+    write_matrix(dir.join("b.bin").as_path(), &AnyMatrix::F64(b.clone())).unwrap();
+    // Budgets: whole rows of C in blocks (8 KiB), and less than one row,
+    // so C is cut into column blocks too (300 bytes).
+    for (budget, out) in [("8K", "c.npy"), ("300", "c.bin")] {
+        let run = fastmm(&[
+            "multiply",
+            &path("a.npy"),
+            &path("b.bin"),
+            "--shape-b",
+            "31x47",
+            "--input-dtype",
+            "f64",
+            "-o",
+            &path(out),
+            "--max-memory",
+            budget,
+            "--check",
+        ]);
+        assert!(run.status.success(), "{budget}: {}", stderr(&run));
+        let text = stdout(&run);
+        assert!(
+            text.contains("out of core") && text.contains("check of every block: ok"),
+            "{text}"
+        );
+        let opts = ReadOptions {
+            dtype: Some(fastmm::DType::F64),
+            shape: Some((53, 47)),
+            max_bytes: None,
+        };
+        let c = read_matrix(&dir.join(out), &opts).unwrap();
+        let AnyMatrix::F64(c) = c else { panic!("f64") };
+        for i in 0..53 {
+            for j in 0..47 {
+                assert!(
+                    (c.get(i, j) - expected.get(i, j)).abs() < 1e-9,
+                    "{budget} ({i}, {j})"
+                );
+            }
+        }
+    }
+    // A Fortran-order .npy (written here by hand) maps as a column-major
+    // view.
+    let header = "{'descr': '<f8', 'fortran_order': True, 'shape': (31, 47), }";
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!("{header:<117}\n");
+    bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(padded.as_bytes());
+    for j in 0..47 {
+        for i in 0..31 {
+            bytes.extend_from_slice(&b.get(i, j).to_le_bytes());
+        }
+    }
+    std::fs::write(dir.join("bf.npy"), &bytes).unwrap();
+    let fortran = fastmm(&[
+        "multiply",
+        &path("a.npy"),
+        &path("bf.npy"),
+        "-o",
+        &path("x.npy"),
+        "--out-of-core",
+    ]);
+    assert!(fortran.status.success(), "{}", stderr(&fortran));
+    let AnyMatrix::F64(x) = read_matrix(&dir.join("x.npy"), &ReadOptions::default()).unwrap()
+    else {
+        panic!("f64")
+    };
+    assert!(x
+        .as_slice()
+        .iter()
+        .zip(expected.as_slice())
+        .all(|(x, e)| (x - e).abs() < 1e-9));
+    // Text inputs cannot be mapped; mixed types are refused out of core.
+    write_matrix(dir.join("a.csv").as_path(), &AnyMatrix::F64(a)).unwrap();
+    let text = fastmm(&[
+        "multiply",
+        &path("a.csv"),
+        &path("b.bin"),
+        "-o",
+        &path("y.npy"),
+        "--out-of-core",
+    ]);
+    assert_eq!(text.status.code(), Some(2));
+    assert!(
+        stderr(&text).contains("must be .npy or raw files"),
+        "{}",
+        stderr(&text)
+    );
+    write_matrix(
+        dir.join("bi.npy").as_path(),
+        &AnyMatrix::I32(Matrix::from_fn(31, 2, |i, _| i as i32)),
+    )
+    .unwrap();
+    let mixed = fastmm(&[
+        "multiply",
+        &path("a.npy"),
+        &path("bi.npy"),
+        "-o",
+        &path("z.npy"),
+        "--out-of-core",
+    ]);
+    assert_eq!(mixed.status.code(), Some(2));
+    assert!(
+        stderr(&mixed).contains("needs both operands in the product's type"),
+        "{}",
+        stderr(&mixed)
+    );
+    assert!(!dir.join("z.npy").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

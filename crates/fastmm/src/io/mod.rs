@@ -16,7 +16,9 @@
 
 mod mtx;
 mod npy;
+pub mod out_of_core;
 mod raw;
+pub use raw::LittleEndian;
 mod text;
 
 use std::path::{Path, PathBuf};
@@ -274,8 +276,14 @@ pub fn write_matrix(path: &Path, m: &AnyMatrix) -> Result<(), Error> {
     let format = Format::of_path(path)?;
     let bytes = encode_matrix(format, m).map_err(|reason| file_error(path, &reason))?;
     let temporary = temporary_path(path);
-    let written =
-        std::fs::write(&temporary, &bytes).and_then(|()| std::fs::rename(&temporary, path));
+    // Flushed to the disk before the rename, so that after a crash the
+    // final name holds the whole matrix or the old file, never a hole.
+    let written = std::fs::File::create(&temporary)
+        .and_then(|mut file| {
+            std::io::Write::write_all(&mut file, &bytes)?;
+            file.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&temporary, path));
     written.map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
         file_error(path, &format!("cannot write: {e}"))
@@ -295,7 +303,7 @@ pub fn encode_matrix(format: Format, m: &AnyMatrix) -> Result<Vec<u8>, String> {
 }
 
 /// A hidden name beside `path`, unique to this process.
-fn temporary_path(path: &Path) -> PathBuf {
+pub(crate) fn temporary_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map_or("matrix".into(), |n| n.to_string_lossy().into_owned());

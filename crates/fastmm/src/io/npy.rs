@@ -12,7 +12,7 @@ use crate::matrix::Matrix;
 /// before `npyz` reads the header (it allocates the length it is given:
 /// a 4 GiB length field in 100 bytes of file ran the fuzzer out of
 /// memory).
-fn check_preamble(bytes: &[u8]) -> Result<(), String> {
+pub(super) fn check_preamble(bytes: &[u8]) -> Result<(), String> {
     if bytes.len() < 10 || !bytes.starts_with(b"\x93NUMPY") {
         return Err("offset 0: not a .npy file (no \\x93NUMPY magic)".to_string());
     }
@@ -36,6 +36,59 @@ fn check_preamble(bytes: &[u8]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The layout of a .npy file's data: (dtype, rows, cols, Fortran order,
+/// little-endian, offset of the data). `head` holds at least the preamble
+/// and header; `file_len` is the whole file's length, which must be the
+/// offset plus the data.
+pub(super) fn layout(
+    head: &[u8],
+    file_len: u64,
+) -> Result<(crate::element::DType, usize, usize, bool, bool, u64), String> {
+    check_preamble(head)?;
+    let mut rest = head;
+    let header = npyz::NpyHeader::from_reader(&mut rest)
+        .map_err(|e| format!("offset 0: not a .npy file: {e}"))?;
+    let offset = (head.len() - rest.len()) as u64;
+    let file = NpyFile::with_header(header, rest);
+    let (rows, cols) = match *file.shape() {
+        [rows, cols] => (rows, cols),
+        [len] => (len, 1),
+        ref other => {
+            return Err(format!(
+                "offset 0: a matrix is 2-D, but this array has {} dimensions",
+                other.len()
+            ))
+        }
+    };
+    let npyz::DType::Plain(ty) = file.dtype() else {
+        return Err("offset 0: structured arrays are not matrices".to_string());
+    };
+    let dtype = match (ty.type_char(), ty.num_bytes()) {
+        (TypeChar::Float, Some(4)) => crate::element::DType::F32,
+        (TypeChar::Float, Some(8)) => crate::element::DType::F64,
+        (TypeChar::Int, Some(4)) => crate::element::DType::I32,
+        (TypeChar::Int, Some(8)) => crate::element::DType::I64,
+        _ => return Err(format!("offset 0: dtype {ty} is not f4, f8, i4 or i8")),
+    };
+    let data = rows
+        .checked_mul(cols)
+        .and_then(|e| e.checked_mul(dtype.size_bytes() as u64));
+    if data.and_then(|d| d.checked_add(offset)) != Some(file_len) {
+        return Err(format!(
+            "offset {offset}: the header declares {rows}×{cols} {dtype}, but the file is {file_len} bytes"
+        ));
+    }
+    let little = ty.endianness() != npyz::Endianness::Big;
+    Ok((
+        dtype,
+        rows as usize,
+        cols as usize,
+        file.order() == Order::Fortran,
+        little,
+        offset,
+    ))
 }
 
 pub(super) fn read(bytes: &[u8]) -> Result<AnyMatrix, String> {
@@ -120,4 +173,28 @@ pub(super) fn write(m: &AnyMatrix) -> Result<Vec<u8>, String> {
         Ok(out)
     }
     with_any!(m, m => typed(m))
+}
+
+/// The preamble and header of a C-order, little-endian .npy file of a
+/// rows×cols matrix of `dtype` (format 1.0, padded to 64 bytes), for
+/// writers that stream the data after it.
+pub(super) fn header_bytes(dtype: crate::element::DType, rows: usize, cols: usize) -> Vec<u8> {
+    let descr = match dtype {
+        crate::element::DType::F32 => "<f4",
+        crate::element::DType::F64 => "<f8",
+        crate::element::DType::I32 => "<i4",
+        crate::element::DType::I64 => "<i8",
+    };
+    let dict =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    // Magic (6) + version (2) + length (2) + dict + padding + '\n'.
+    let unpadded = 10 + dict.len() + 1;
+    let padded = unpadded.div_ceil(64) * 64;
+    let mut header = dict.into_bytes();
+    header.resize(padded - 10 - 1, b' ');
+    header.push(b'\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(&header);
+    out
 }

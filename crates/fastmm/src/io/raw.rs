@@ -5,10 +5,13 @@ use super::{check_declared, with_any, AnyMatrix};
 use crate::element::{DType, Element};
 use crate::matrix::Matrix;
 
-/// Elements with a fixed little-endian encoding.
-pub(super) trait LittleEndian: Sized {
+/// Elements with a fixed little-endian encoding (every [`Element`]).
+pub trait LittleEndian: Sized {
+    /// Bytes per element.
     const SIZE: usize;
+    /// Decodes one element from exactly `SIZE` bytes.
     fn from_le(bytes: &[u8]) -> Self;
+    /// Appends the element's `SIZE` bytes.
     fn to_le(self, out: &mut Vec<u8>);
 }
 

@@ -1,0 +1,299 @@
+//! Products larger than the memory budget, on the CPU: seed 003 §2.1's
+//! multiplication "by parts". A and B are memory-mapped (.npy or raw), so
+//! the operating system pages them in as the product reads them and may
+//! evict them; C is computed in blocks of `a` rows (and, when a block row
+//! of C would not fit, `b` columns) and each block is written to the
+//! output as soon as it is done. What fastmm allocates is the C block and
+//! the product's packing buffers; the seed's formula for the memory of a
+//! block step, (k(a + b) + ab)·sizeof(T), is reported with the plan.
+//!
+//! The output is a .npy (C order) or raw file written to a temporary name
+//! beside the target and renamed when complete.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::Instant;
+
+use super::raw::LittleEndian;
+use super::{file_error, npy, Format};
+use crate::algo::GemmOptions;
+use crate::element::{DType, Element};
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef, Matrix};
+
+/// An input matrix mapped from a file.
+pub struct MappedMatrix {
+    map: memmap2::Mmap,
+    /// Element type of the data.
+    pub dtype: DType,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Stored column by column (a Fortran-order .npy).
+    pub column_major: bool,
+    little_endian: bool,
+    offset: usize,
+}
+
+impl MappedMatrix {
+    /// Maps a .npy file, or a raw file of the given shape and type.
+    pub fn open(path: &Path, raw: Option<((usize, usize), DType)>) -> Result<MappedMatrix, Error> {
+        let err = |reason: &str| file_error(path, reason);
+        let file = File::open(path).map_err(|e| err(&format!("cannot open: {e}")))?;
+        let len = file
+            .metadata()
+            .map_err(|e| err(&format!("cannot read its size: {e}")))?
+            .len();
+        // SAFETY: the map is read-only and private to this process; fastmm
+        // never writes its inputs. As for any mapped file, another process
+        // truncating it while mapped would fault; that is documented for
+        // `fastmm multiply`.
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err(&format!("cannot map: {e}")))?;
+        let (dtype, rows, cols, column_major, little_endian, offset) = match Format::of_path(path)?
+        {
+            Format::Npy => npy::layout(&map, len).map_err(|e| err(&e))?,
+            Format::Raw => {
+                let Some(((rows, cols), dtype)) = raw else {
+                    return Err(err("a raw file needs its shape and element type"));
+                };
+                let needed = (rows as u128) * (cols as u128) * dtype.size_bytes() as u128;
+                if needed != u128::from(len) {
+                    return Err(err(&format!(
+                        "{rows}×{cols} {dtype} needs {needed} bytes, but the file has {len}"
+                    )));
+                }
+                (dtype, rows, cols, false, true, 0)
+            }
+            _ => {
+                return Err(err(
+                    "an out-of-core product maps its inputs: they must be .npy or raw files",
+                ))
+            }
+        };
+        Ok(MappedMatrix {
+            map,
+            dtype,
+            rows,
+            cols,
+            column_major,
+            little_endian,
+            offset: offset as usize,
+        })
+    }
+
+    /// A view of the mapped data as T, without copying: the type must be
+    /// T's, stored little-endian and aligned for T.
+    pub fn view<T: Element>(&self) -> Result<MatRef<'_, T>, String> {
+        if self.dtype != T::DTYPE {
+            return Err(format!(
+                "holds {}, not {}: an out-of-core product needs both operands in the product's type",
+                self.dtype,
+                T::DTYPE
+            ));
+        }
+        if !self.little_endian {
+            return Err(
+                "is big-endian: an out-of-core product maps little-endian data only".into(),
+            );
+        }
+        let bytes = &self.map[self.offset..];
+        if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
+            return Err(format!(
+                "its data (at byte {}) is not aligned for {}",
+                self.offset,
+                T::DTYPE
+            ));
+        }
+        let len = self.rows * self.cols;
+        // SAFETY: the slice lies inside the map (its length was checked
+        // against the file: offset + rows·cols·size bytes), is aligned for
+        // T (checked above), and every bit pattern is a valid f32, f64,
+        // i32 or i64 (Element is sealed to those). The map is read-only and
+        // lives as long as the returned view borrows `self`.
+        let data: &[T] = unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), len) };
+        let (row_stride, col_stride) = if self.column_major {
+            (1, self.rows)
+        } else {
+            (self.cols, 1)
+        };
+        MatRef::from_slice_strided(data, self.rows, self.cols, row_stride, col_stride)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// How an out-of-core product is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// Rows of C per block (a).
+    pub block_rows: usize,
+    /// Columns of C per block (b).
+    pub block_cols: usize,
+    /// The seed's memory of one block step, (k(a + b) + ab)·sizeof(T).
+    pub seed_formula_bytes: u64,
+    /// What fastmm allocates for the C block: a·b·sizeof(T).
+    pub c_block_bytes: u64,
+}
+
+impl Plan {
+    /// Blocks of C as large as `budget` bytes allow, whole rows first: a
+    /// = rows that fit whole, else one row in blocks of b columns. Half of
+    /// the budget is left to the product's packing buffers and the
+    /// operating system's pages of A and B. (A second C block, written by
+    /// another thread while this one is computed, measured no faster on
+    /// two vCPUs: docs/perf-notes.md.)
+    pub fn new((m, k, n): (usize, usize, usize), elem: usize, budget: u64) -> Plan {
+        let for_c = (budget / 2).max(elem as u64);
+        let row_bytes = (n.max(1) * elem) as u64;
+        let (a, b) = if row_bytes <= for_c {
+            (((for_c / row_bytes) as usize).clamp(1, m.max(1)), n)
+        } else {
+            (1, ((for_c / elem as u64) as usize).clamp(1, n.max(1)))
+        };
+        let (a64, b64, k64) = (a as u64, b as u64, k as u64);
+        Plan {
+            block_rows: a,
+            block_cols: b,
+            seed_formula_bytes: (k64 * (a64 + b64) + a64 * b64) * elem as u64,
+            c_block_bytes: a64 * b64 * elem as u64,
+        }
+    }
+
+    /// Blocks of C: ⌈m/a⌉·⌈n/b⌉.
+    pub fn blocks(&self, m: usize, n: usize) -> usize {
+        m.div_ceil(self.block_rows.max(1)) * n.div_ceil(self.block_cols.max(1))
+    }
+}
+
+/// A block's verification: (ok, relative error, fraction of the bound).
+pub type BlockCheck = (bool, f64, f64);
+
+/// What an out-of-core product did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// (m, k, n).
+    pub shape: (usize, usize, usize),
+    /// The blocking.
+    pub plan: Plan,
+    /// Blocks of C computed and written.
+    pub blocks: usize,
+    /// Seconds from mapping to the renamed output.
+    pub seconds: f64,
+    /// Seconds of those inside the products.
+    pub multiply_seconds: f64,
+    /// The worst verification of a block, when asked: (ok, relative
+    /// error, fraction of the bound).
+    pub check: Option<BlockCheck>,
+}
+
+/// C = A·B for mapped A and B of type T, C written block by block to
+/// `c_path` (.npy or raw) within `budget` bytes, each block verified when
+/// `check` (with the error allowance `growth`).
+pub fn multiply<T: Element + LittleEndian>(
+    a: &MappedMatrix,
+    b: &MappedMatrix,
+    c_path: &Path,
+    opts: &GemmOptions,
+    budget: u64,
+    check: Option<f64>,
+) -> Result<Report, Error> {
+    let start = Instant::now();
+    let a_view = a
+        .view::<T>()
+        .map_err(|e| Error::InvalidOption(format!("A {e}")))?;
+    let b_view = b
+        .view::<T>()
+        .map_err(|e| Error::InvalidOption(format!("B {e}")))?;
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k {
+        return Err(Error::DimensionMismatch {
+            a: (a.rows, a.cols),
+            b: (b.rows, b.cols),
+        });
+    }
+    let elem = std::mem::size_of::<T>();
+    let plan = Plan::new((m, k, n), elem, budget);
+    let header = match Format::of_path(c_path)? {
+        Format::Npy => npy::header_bytes(T::DTYPE, m, n),
+        Format::Raw => Vec::new(),
+        _ => {
+            return Err(file_error(
+                c_path,
+                "an out-of-core product writes .npy or raw files",
+            ))
+        }
+    };
+    let temporary = super::temporary_path(c_path);
+    let result = (|| -> Result<(f64, Option<BlockCheck>), Error> {
+        let io = |e: std::io::Error| file_error(c_path, &format!("cannot write: {e}"));
+        let mut file = File::create(&temporary).map_err(io)?;
+        file.write_all(&header).map_err(io)?;
+        // Reserve the whole file so blocks can be written at their offsets.
+        let data_bytes = (m as u64) * (n as u64) * elem as u64;
+        file.set_len(header.len() as u64 + data_bytes).map_err(io)?;
+        let mut block = Matrix::<T>::try_filled(plan.block_rows, plan.block_cols, T::ZERO)?;
+        let mut bytes = Vec::with_capacity(plan.block_cols * elem);
+        let mut multiply_seconds = 0.0;
+        let mut worst: Option<BlockCheck> = None;
+        for i0 in (0..m).step_by(plan.block_rows.max(1)) {
+            let rows = plan.block_rows.min(m - i0);
+            for j0 in (0..n).step_by(plan.block_cols.max(1)) {
+                let cols = plan.block_cols.min(n - j0);
+                let a_block = a_view.submatrix(i0, 0, rows, k);
+                let b_block = b_view.submatrix(0, j0, k, cols);
+                let mut c_block: MatMut<'_, T> = block.as_mut().submatrix(0, 0, rows, cols);
+                let t = Instant::now();
+                crate::gemm(T::ONE, a_block, b_block, T::ZERO, c_block.rb_mut(), opts)?;
+                multiply_seconds += t.elapsed().as_secs_f64();
+                if let Some(growth) = check {
+                    let v =
+                        crate::verify::verify_with_growth(a_block, b_block, c_block.rb(), growth)?;
+                    let entry = (v.ok, v.rel_error, v.bound_ratio);
+                    // The block nearest its bound (a failure ends the loop).
+                    worst = Some(match worst {
+                        Some(w) if w.2 >= entry.2 => w,
+                        _ => entry,
+                    });
+                    if !v.ok {
+                        return Ok((multiply_seconds, worst));
+                    }
+                }
+                for i in 0..rows {
+                    bytes.clear();
+                    for j in 0..cols {
+                        c_block.get(i, j).to_le(&mut bytes);
+                    }
+                    let at = header.len() as u64 + (((i0 + i) * n + j0) * elem) as u64;
+                    file.write_all_at(&bytes, at).map_err(io)?;
+                }
+            }
+        }
+        // On the disk before the rename (see `write_matrix`).
+        file.sync_all().map_err(io)?;
+        Ok((multiply_seconds, worst))
+    })();
+    let (multiply_seconds, worst) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(e);
+        }
+    };
+    if worst.is_some_and(|w| !w.0) {
+        let _ = std::fs::remove_file(&temporary);
+    } else {
+        std::fs::rename(&temporary, c_path)
+            .map_err(|e| file_error(c_path, &format!("cannot write: {e}")))?;
+    }
+    Ok(Report {
+        shape: (m, k, n),
+        plan,
+        blocks: plan.blocks(m, n),
+        seconds: start.elapsed().as_secs_f64(),
+        multiply_seconds,
+        check: worst,
+    })
+}
