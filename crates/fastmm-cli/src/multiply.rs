@@ -199,11 +199,18 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
     let bytes = std::fs::metadata(&args.output).map_or(0, |m| m.len());
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
     println!(
-        "C = A·B: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}: {multiply_ms:.3} ms, {:.2} GFLOP/s; read {read_ms:.1} ms, wrote {} ({}) in {write_ms:.1} ms{}",
+        "C = A·B: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}: {multiply_ms:.3} ms, {:.2} GFLOP/s{}; read {read_ms:.1} ms, wrote {} ({}) in {write_ms:.1} ms{}",
         args.a.display(),
         args.b.display(),
         opts.algorithm,
         flops / (multiply_ms * 1e6),
+        // One product, timed from the host: on a GPU it includes the
+        // copies and, in a fresh process, starting CUDA.
+        if opts.algorithm.device() == fastmm::Device::Cuda {
+            " (wall time with host↔device copies and CUDA start-up)"
+        } else {
+            ""
+        },
         args.output.display(),
         format_bytes(bytes.into()),
         verdict.map_or(String::new(), |(_, line)| format!("; check: {line}"))
