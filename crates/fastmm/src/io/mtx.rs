@@ -3,7 +3,7 @@
 //! `integer` (i64) and `pattern` (ones, i64), symmetries `general`,
 //! `symmetric` and `skew-symmetric`. Written as `array`, `general`.
 
-use super::text::{format_number, parse_number};
+use super::text::{format_number, parse_number, utf8};
 use super::{check_declared, with_any, AnyMatrix};
 use crate::element::Element;
 use crate::matrix::Matrix;
@@ -16,14 +16,7 @@ enum Symmetry {
 }
 
 pub(super) fn read(bytes: &[u8], max_bytes: Option<u64>) -> Result<AnyMatrix, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1;
-        format!("line {line}: not UTF-8 text")
-    })?;
+    let text = utf8(bytes)?;
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     let (_, banner) = lines
         .next()

@@ -4,7 +4,7 @@
 
 use npyz::{NpyFile, Order, TypeChar, WriterBuilder};
 
-use super::{check_declared, with_any, AnyMatrix};
+use super::{with_any, AnyMatrix};
 use crate::element::Element;
 use crate::matrix::Matrix;
 
@@ -38,20 +38,28 @@ pub(super) fn check_preamble(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// The layout of a .npy file's data: (dtype, rows, cols, Fortran order,
-/// little-endian, offset of the data). `head` holds at least the preamble
-/// and header; `file_len` is the whole file's length, which must be the
-/// offset plus the data.
-pub(super) fn layout(
-    head: &[u8],
-    file_len: u64,
-) -> Result<(crate::element::DType, usize, usize, bool, bool, u64), String> {
+/// Where and how a .npy file stores its matrix.
+pub(super) struct Layout {
+    pub dtype: crate::element::DType,
+    pub rows: usize,
+    pub cols: usize,
+    /// Stored column by column.
+    pub fortran: bool,
+    pub little_endian: bool,
+    /// Byte offset of the data.
+    pub offset: u64,
+}
+
+/// Parses the preamble and header in `head` (at least those bytes of the
+/// file) and checks that the file's `file_len` bytes are exactly the
+/// header plus the data it declares, before anything is allocated for it.
+fn parse_header(head: &[u8], file_len: u64) -> Result<(Layout, npyz::NpyHeader), String> {
     check_preamble(head)?;
     let mut rest = head;
     let header = npyz::NpyHeader::from_reader(&mut rest)
         .map_err(|e| format!("offset 0: not a .npy file: {e}"))?;
     let offset = (head.len() - rest.len()) as u64;
-    let file = NpyFile::with_header(header, rest);
+    let file = NpyFile::with_header(header.clone(), rest);
     let (rows, cols) = match *file.shape() {
         [rows, cols] => (rows, cols),
         [len] => (len, 1),
@@ -72,67 +80,35 @@ pub(super) fn layout(
         (TypeChar::Int, Some(8)) => crate::element::DType::I64,
         _ => return Err(format!("offset 0: dtype {ty} is not f4, f8, i4 or i8")),
     };
-    let data = rows
-        .checked_mul(cols)
-        .and_then(|e| e.checked_mul(dtype.size_bytes() as u64));
-    if data.and_then(|d| d.checked_add(offset)) != Some(file_len) {
+    let declared = u128::from(rows) * u128::from(cols) * dtype.size_bytes() as u128;
+    let data_len = file_len.saturating_sub(offset);
+    let addressable = usize::try_from(u128::from(rows) * u128::from(cols)).is_ok();
+    if declared != u128::from(data_len) || !addressable {
         return Err(format!(
-            "offset {offset}: the header declares {rows}×{cols} {dtype}, but the file is {file_len} bytes"
+            "offset {offset}: the header declares {rows}×{cols} {dtype} ({declared} bytes of data) but {data_len} bytes follow it"
         ));
     }
-    let little = ty.endianness() != npyz::Endianness::Big;
-    Ok((
+    let layout = Layout {
         dtype,
-        rows as usize,
-        cols as usize,
-        file.order() == Order::Fortran,
-        little,
+        rows: rows as usize,
+        cols: cols as usize,
+        fortran: file.order() == Order::Fortran,
+        little_endian: ty.endianness() != npyz::Endianness::Big,
         offset,
-    ))
+    };
+    Ok((layout, header))
+}
+
+/// The layout of a mapped .npy file (see [`parse_header`]).
+pub(super) fn layout(head: &[u8], file_len: u64) -> Result<Layout, String> {
+    parse_header(head, file_len).map(|(layout, _)| layout)
 }
 
 pub(super) fn read(bytes: &[u8]) -> Result<AnyMatrix, String> {
-    check_preamble(bytes)?;
-    let mut rest = bytes;
-    let header = npyz::NpyHeader::from_reader(&mut rest)
-        .map_err(|e| format!("offset 0: not a .npy file: {e}"))?;
-    let header_len = bytes.len() - rest.len();
-    let file = NpyFile::with_header(header, rest);
-    let (rows, cols) = match *file.shape() {
-        [rows, cols] => (rows, cols),
-        [len] => (len, 1),
-        ref other => {
-            return Err(format!(
-                "offset 0: a matrix is 2-D, but this array has {} dimensions",
-                other.len()
-            ))
-        }
-    };
-    let npyz::DType::Plain(ty) = file.dtype() else {
-        return Err("offset 0: structured arrays are not matrices".to_string());
-    };
-    let item = ty.num_bytes().unwrap_or(0);
-    let dtype = match (ty.type_char(), item) {
-        (TypeChar::Float, 4) => crate::element::DType::F32,
-        (TypeChar::Float, 8) => crate::element::DType::F64,
-        (TypeChar::Int, 4) => crate::element::DType::I32,
-        (TypeChar::Int, 8) => crate::element::DType::I64,
-        _ => return Err(format!("offset 0: dtype {ty} is not f4, f8, i4 or i8")),
-    };
-    let data_len = bytes.len() - header_len;
-    // The data must be exactly what the header declares; nothing is
-    // allocated before this holds.
-    let elements = check_declared(rows, cols, usize::MAX, 1)
-        .map_err(|e| format!("offset {header_len}: {e}"))?;
-    if elements.checked_mul(item) != Some(data_len) {
-        return Err(format!(
-            "offset {header_len}: the header declares {rows}×{cols} {dtype} ({} bytes of data) but {data_len} bytes follow it",
-            elements as u128 * item as u128
-        ));
-    }
-    let fortran = file.order() == Order::Fortran;
-    let (rows, cols) = (rows as usize, cols as usize);
-    match dtype {
+    let (l, header) = parse_header(bytes, bytes.len() as u64)?;
+    let file = NpyFile::with_header(header, &bytes[l.offset as usize..]);
+    let (rows, cols, fortran) = (l.rows, l.cols, l.fortran);
+    match l.dtype {
         crate::element::DType::F32 => typed::<f32>(file, rows, cols, fortran).map(AnyMatrix::F32),
         crate::element::DType::F64 => typed::<f64>(file, rows, cols, fortran).map(AnyMatrix::F64),
         crate::element::DType::I32 => typed::<i32>(file, rows, cols, fortran).map(AnyMatrix::I32),

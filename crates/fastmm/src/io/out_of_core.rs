@@ -55,7 +55,17 @@ impl MappedMatrix {
             unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err(&format!("cannot map: {e}")))?;
         let (dtype, rows, cols, column_major, little_endian, offset) = match Format::of_path(path)?
         {
-            Format::Npy => npy::layout(&map, len).map_err(|e| err(&e))?,
+            Format::Npy => {
+                let l = npy::layout(&map, len).map_err(|e| err(&e))?;
+                (
+                    l.dtype,
+                    l.rows,
+                    l.cols,
+                    l.fortran,
+                    l.little_endian,
+                    l.offset,
+                )
+            }
             Format::Raw => {
                 let Some(((rows, cols), dtype)) = raw else {
                     return Err(err("a raw file needs its shape and element type"));

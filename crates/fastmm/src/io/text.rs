@@ -34,15 +34,20 @@ pub(super) fn parse_number<T: Element + std::str::FromStr>(field: &str) -> Resul
     Ok(value)
 }
 
-fn parse<T: Element + std::str::FromStr>(bytes: &[u8], delimiter: u8) -> Result<Matrix<T>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
+/// The bytes as text, or the line where they stop being UTF-8.
+pub(super) fn utf8(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()]
             .iter()
             .filter(|&&b| b == b'\n')
             .count()
             + 1;
         format!("line {line}: not UTF-8 text")
-    })?;
+    })
+}
+
+fn parse<T: Element + std::str::FromStr>(bytes: &[u8], delimiter: u8) -> Result<Matrix<T>, String> {
+    let text = utf8(bytes)?;
     let mut data = Vec::new();
     let mut cols = None;
     let mut rows = 0usize;
