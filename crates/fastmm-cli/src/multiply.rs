@@ -54,14 +54,39 @@ pub struct MultiplyArgs {
     /// out of core: mapped, with C computed and written in blocks.
     #[arg(long, value_name = "BYTES")]
     max_memory: Option<String>,
-    /// Multiply out of core even when everything would fit.
+    /// GPU algorithms: the most GPU memory the product may use, e.g. 16G
+    /// (default: the free memory); a larger product streams through the
+    /// GPU in tiles.
+    #[arg(long, value_name = "BYTES")]
+    max_gpu_memory: Option<String>,
+    /// Multiply out of core even when everything would fit (on a GPU:
+    /// stream through it in tiles).
     #[arg(long)]
     out_of_core: bool,
 }
 
+impl MultiplyArgs {
+    /// The product's options, as given.
+    fn options(&self) -> Result<GemmOptions> {
+        let opts = GemmOptions {
+            algorithm: self.algo.parse::<Algorithm>()?,
+            threads: self.threads,
+            gpu_max_memory: self
+                .max_gpu_memory
+                .as_deref()
+                .map(parse_bytes)
+                .transpose()?,
+            gpu_out_of_core: self.out_of_core,
+            ..Default::default()
+        };
+        opts.validate()?;
+        Ok(opts)
+    }
+}
+
 /// Bytes from "4096", "512K", "64M", "8G" or "1T" (powers of 1024; a
 /// trailing "B" or "iB" is allowed).
-fn parse_bytes(text: &str) -> Result<u64> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64> {
     let t = text
         .trim()
         .trim_end_matches(['B', 'b'])
@@ -171,12 +196,7 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
             args.b.display()
         );
     }
-    let opts = GemmOptions {
-        algorithm: args.algo.parse::<Algorithm>()?,
-        threads: args.threads,
-        ..Default::default()
-    };
-    opts.validate()?;
+    let opts = args.options()?;
     let (c, multiply_ms, verdict) = match (&a, &b) {
         (AnyMatrix::F32(a), AnyMatrix::F32(b)) => multiply(a, b, &opts, args.check)?,
         (AnyMatrix::F64(a), AnyMatrix::F64(b)) => multiply(a, b, &opts, args.check)?,
@@ -278,19 +298,18 @@ fn out_of_core(
     if !args.out_of_core && total <= u128::from(budget) {
         return Ok(None);
     }
-    let opts = GemmOptions {
-        algorithm: args.algo.parse::<Algorithm>()?,
-        threads: args.threads,
-        ..Default::default()
-    };
-    opts.validate()?;
-    if opts.algorithm.device() != fastmm::Device::Cpu {
-        bail!(
-            "out-of-core products run on the CPU for now; {} is a GPU algorithm",
-            opts.algorithm
-        );
-    }
+    let opts = args.options()?;
     let shape = (a.rows, a.cols, b.cols);
+    if opts.algorithm.device() == fastmm::Device::Cuda {
+        let budget_text = format_bytes(budget.into());
+        return match dtype {
+            DType::F32 => on_gpu::<f32>(args, &a, &b, &opts, &budget_text),
+            DType::F64 => on_gpu::<f64>(args, &a, &b, &opts, &budget_text),
+            DType::I32 => on_gpu::<i32>(args, &a, &b, &opts, &budget_text),
+            DType::I64 => on_gpu::<i64>(args, &a, &b, &opts, &budget_text),
+        }
+        .map(Some);
+    }
     let report = match dtype {
         DType::F32 => multiply::<f32>(
             &a,
@@ -365,4 +384,89 @@ fn growth<T: Element>(
 ) -> Option<f64> {
     args.check
         .then(|| crate::run::error_growth_of::<T>(opts, shape))
+}
+
+/// A mapped product on the GPU, streamed in tiles from the mapped A and B
+/// into a mapped C (so that neither is copied whole in host memory), then
+/// verified when asked before C is renamed into place.
+fn on_gpu<T: Element>(
+    args: &MultiplyArgs,
+    a: &fastmm::io::out_of_core::MappedMatrix,
+    b: &fastmm::io::out_of_core::MappedMatrix,
+    opts: &GemmOptions,
+    host_budget: &str,
+) -> Result<Outcome> {
+    let err =
+        |which: &str, path: &Path, e: String| anyhow::anyhow!("{} ({which}) {e}", path.display());
+    let a_view = a.view::<T>().map_err(|e| err("A", &args.a, e))?;
+    let b_view = b.view::<T>().map_err(|e| err("B", &args.b, e))?;
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k {
+        bail!(
+            "cannot multiply A ({m}×{k}, {}) by B ({}×{n}, {}): A has {k} columns but B has {} rows",
+            args.a.display(),
+            b.rows,
+            args.b.display(),
+            b.rows
+        );
+    }
+    let gpu = fastmm::cuda::Gpu::default_gpu()?;
+    let (report, verdict) =
+        fastmm::io::out_of_core::write_through_map::<T, _>(&args.output, (m, n), |mut c| {
+            let report = fastmm::cuda::out_of_core::multiply(
+                gpu,
+                T::ONE,
+                a_view,
+                b_view,
+                T::ZERO,
+                c.rb_mut(),
+                opts,
+            )?;
+            let verdict = if args.check {
+                let growth = crate::run::error_growth_of::<T>(opts, (m, k, n));
+                Some(fastmm::verify::verify_with_growth(
+                    a_view,
+                    b_view,
+                    c.rb(),
+                    growth,
+                )?)
+            } else {
+                None
+            };
+            let keep = verdict.as_ref().is_none_or(|v| v.ok);
+            Ok(((report, verdict), keep))
+        })?;
+    let flops = 2.0 * m as f64 * k as f64 * n as f64;
+    println!(
+        "C = A·B on the GPU out of core: A {m}×{k} ({}), B {k}×{n} ({}), {}, {}; host memory budget {host_budget}, inputs mapped; GPU budget {}: {}; {} up, {} down; {:.3} s, {:.2} GFLOP/s (products {:.1}% of the time); {}{}",
+        args.a.display(),
+        args.b.display(),
+        T::DTYPE,
+        opts.algorithm,
+        format_bytes(report.budget.into()),
+        report.plan.describe(),
+        format_bytes(report.upload_bytes.into()),
+        format_bytes(report.download_bytes.into()),
+        report.seconds,
+        flops / report.seconds / 1e9,
+        100.0 * report.products_seconds / report.seconds,
+        match &verdict {
+            Some(v) if !v.ok => "not written".to_string(),
+            _ => format!("wrote {}", args.output.display()),
+        },
+        verdict.as_ref().map_or(String::new(), |v| format!(
+            "; check: {} {}, relative error {:.2e}, {:.2e} of the bound",
+            v.method.name(),
+            if v.ok { "ok" } else { "WRONG" },
+            v.rel_error,
+            v.bound_ratio
+        ))
+    );
+    if verdict.is_some_and(|v| !v.ok) {
+        bail!(
+            "C failed verification; {} was not written",
+            args.output.display()
+        );
+    }
+    Ok(Outcome::AllCorrect)
 }

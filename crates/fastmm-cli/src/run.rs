@@ -103,6 +103,14 @@ pub struct RunArgs {
     /// (pinned) memory instead of pageable memory.
     #[arg(long)]
     pub(crate) pinned: bool,
+    /// GPU algorithms: the most GPU memory a product may use, e.g. 16G
+    /// (default: the free memory). A larger product runs out of core:
+    /// streamed through the GPU in tiles, copies overlapping products.
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_gpu_memory: Option<String>,
+    /// GPU algorithms: run out of core even when the product fits.
+    #[arg(long)]
+    pub(crate) out_of_core: bool,
     /// Timed repetitions; the median is reported.
     #[arg(short = 'r', long, default_value_t = 3)]
     pub(crate) reps: usize,
@@ -241,6 +249,12 @@ pub(crate) fn measure(args: &RunArgs) -> Result<(Problem, Vec<Record>)> {
             .transpose()?,
         gpu_memory: Some(args.gpu_memory.parse()?),
         gpu_pinned: args.pinned,
+        gpu_max_memory: args
+            .max_gpu_memory
+            .as_deref()
+            .map(crate::multiply::parse_bytes)
+            .transpose()?,
+        gpu_out_of_core: args.out_of_core,
         gpu_precision: Some(args.precision.parse()?),
         cuda_kernel: args
             .cuda_kernel
@@ -374,12 +388,31 @@ fn run_typed<T: Element>(
             )?);
         }
         let opts = opts;
-        // (compute ms, upload ms, download ms) of one run; the CPU has no copies.
-        let multiply = |c: &mut Matrix<T>| -> Result<(f64, f64, f64)> {
+        // (compute ms, upload ms, download ms) of one run; the CPU has no
+        // copies, and an out-of-core GPU product overlaps them with its
+        // products, so its time is the whole product's (its report kept).
+        let mut out_of_core = None;
+        let mut multiply = |c: &mut Matrix<T>| -> Result<(f64, f64, f64)> {
             c.as_mut_slice().fill(T::poison());
             if algorithm.device() == Device::Cuda {
                 let gpu = fastmm::cuda::Gpu::default_gpu()?;
                 opts.validate()?;
+                let shape = (p.m, p.k, p.n);
+                if fastmm::cuda::out_of_core::needed::<T>(gpu, shape, &opts)? {
+                    let report = fastmm::cuda::out_of_core::multiply(
+                        gpu,
+                        T::ONE,
+                        a.as_ref(),
+                        b.as_ref(),
+                        T::ZERO,
+                        c.as_mut(),
+                        &opts,
+                    )
+                    .with_context(|| format!("{algorithm} out of core failed"))?;
+                    let ms = report.seconds * 1e3;
+                    out_of_core = Some(report);
+                    return Ok((ms, 0.0, 0.0));
+                }
                 let t = fastmm::cuda::multiply_timed(
                     gpu,
                     T::ONE,
@@ -403,6 +436,7 @@ fn run_typed<T: Element>(
         let runs = (0..args.reps)
             .map(|_| multiply(&mut c))
             .collect::<Result<Vec<_>>>()?;
+        let out_of_core = out_of_core.take();
         let sorted = |f: fn(&(f64, f64, f64)) -> f64| {
             let mut v: Vec<f64> = runs.iter().map(f).collect();
             v.sort_by(f64::total_cmp);
@@ -410,7 +444,7 @@ fn run_typed<T: Element>(
         };
         let times = sorted(|r| r.0);
         let median_ms = median(&times);
-        let on_gpu = algorithm.device() == Device::Cuda;
+        let on_gpu = algorithm.device() == Device::Cuda && out_of_core.is_none();
         let upload_ms = on_gpu.then(|| median(&sorted(|r| r.1)));
         let download_ms = on_gpu.then(|| median(&sorted(|r| r.2)));
         let end_to_end_ms = on_gpu.then(|| median(&sorted(|r| r.0 + r.1 + r.2)));
@@ -430,7 +464,10 @@ fn run_typed<T: Element>(
             .map_or(1.0, |first| first.median_ms / median_ms);
         records.push(Record {
             algorithm: algorithm.name(),
-            kernel: kernel_label::<T>(&opts, (p.m, p.k, p.n))?,
+            kernel: match &out_of_core {
+                Some(report) => out_of_core_label::<T>(&opts, report)?,
+                None => kernel_label::<T>(&opts, (p.m, p.k, p.n))?,
+            },
             device: algorithm.device().name(),
             dtype: T::DTYPE.name(),
             m: p.m,
@@ -477,6 +514,33 @@ pub(crate) fn error_growth_of<T: Element>(
         GpuPrecision::Fp32
     };
     fast * precision.error_growth()
+}
+
+/// The kernel of an out-of-core GPU product's tiles and how it streamed:
+/// the plan, the bytes each way, and the share of the time the GPU spent
+/// in products (what the copies did not hide is the rest).
+fn out_of_core_label<T: Element>(
+    opts: &GemmOptions,
+    report: &fastmm::cuda::out_of_core::Report,
+) -> Result<String> {
+    let plan = &report.plan;
+    let tile = kernel_label::<T>(
+        &GemmOptions {
+            gpu_out_of_core: false,
+            ..*opts
+        },
+        (plan.tile_rows, plan.depth, plan.tile_cols),
+    )?;
+    Ok(format!(
+        "{tile}; out of core in {}: {}; {} up, {} down; products {:.1}% of the time; host staging {:.2} s in, {:.2} s out",
+        format_bytes(report.budget.into()),
+        plan.describe(),
+        format_bytes(report.upload_bytes.into()),
+        format_bytes(report.download_bytes.into()),
+        100.0 * report.products_seconds / report.seconds,
+        report.staging_seconds.0,
+        report.staging_seconds.1
+    ))
 }
 
 /// What computes the inner loop of an m×k×n product: the packed

@@ -91,6 +91,7 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
         }
         if device == Device::Cuda {
             rows.extend(wave_tail_checks(Gpu::default_gpu()?)?);
+            rows.extend(out_of_core_checks(Gpu::default_gpu()?));
         }
     }
     println!("{:<52} {:>6} {:>6}  verdict", "check", "passed", "failed");
@@ -179,6 +180,159 @@ fn wave_tail_checks(gpu: &Gpu) -> Result<Vec<Row>> {
         }
     }
     Ok(rows)
+}
+
+/// The GPU's out-of-core product under every kind of schedule, built by
+/// hand on the shape matrix (tiles of about a third of m and half of n):
+/// one step; all of B resident; A resident in fewer slots than panels;
+/// k split in three and accumulated; one buffer each. Each over NaN with
+/// β = 0, and exactly on small integers with α = 2, β = −3. Then the
+/// planner itself through `gemm`, with a budget of a third of A, B and C.
+fn out_of_core_checks(gpu: &Gpu) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for algorithm in [Algorithm::Cublas, Algorithm::CudaFast] {
+        let opts = GemmOptions::new(algorithm);
+        for dtype in DType::ALL {
+            let row = match dtype {
+                DType::F32 => planned_checks::<f32>(gpu, &opts),
+                DType::F64 => planned_checks::<f64>(gpu, &opts),
+                DType::I32 => planned_checks::<i32>(gpu, &opts),
+                DType::I64 => planned_checks::<i64>(gpu, &opts),
+            };
+            rows.extend(row);
+            let shape = (1100, 900, 1300);
+            let (m, k, n) = shape;
+            let bytes = ((m * k + k * n + m * n) * dtype.size_bytes()) as u64;
+            let budgeted = GemmOptions {
+                gpu_max_memory: Some(bytes / 3),
+                ..opts
+            };
+            rows.extend(check_dtype(
+                dtype,
+                &format!("{algorithm} out of core, a third of the bytes"),
+                &budgeted,
+                &[shape],
+            ));
+        }
+    }
+    rows
+}
+
+/// The hand-built schedules of [`out_of_core_checks`] for one type.
+fn planned_checks<T: Element>(gpu: &Gpu, opts: &GemmOptions) -> Option<Row> {
+    use fastmm::cuda::out_of_core::{multiply_planned, plan::Slots, Plan, Resident};
+    if opts.algorithm == Algorithm::Cublas && T::DTYPE.is_integer() {
+        return None;
+    }
+    let mut row = Row {
+        what: format!("{} out of core, planned {}", opts.algorithm, T::DTYPE),
+        passed: 0,
+        failed: Vec::new(),
+    };
+    let elem = std::mem::size_of::<T>();
+    let mut rng = seeded_rng(13);
+    for &(m, k, n) in SHAPES {
+        let (rows, cols) = (m.div_ceil(3), n.div_ceil(2));
+        let whole = Plan {
+            shape: (m, k, n),
+            elem,
+            tile_rows: m,
+            tile_cols: n,
+            depth: k,
+            resident: Resident::B,
+            slots: Slots { a: 1, b: 1, c: 1 },
+        };
+        let tiled = |resident, depth, slots| Plan {
+            tile_rows: rows,
+            tile_cols: cols,
+            depth,
+            resident,
+            slots,
+            ..whole
+        };
+        let plans = [
+            ("one step", whole),
+            (
+                "B resident",
+                tiled(Resident::B, k, Slots { a: 2, b: 2, c: 2 }),
+            ),
+            (
+                "A resident in 2 slots",
+                tiled(Resident::A, k, Slots { a: 2, b: 2, c: 2 }),
+            ),
+            (
+                "k in 3 slices",
+                tiled(Resident::B, k.div_ceil(3), Slots { a: 2, b: 2, c: 2 }),
+            ),
+            (
+                "one buffer each",
+                tiled(Resident::B, k, Slots { a: 1, b: 1, c: 1 }),
+            ),
+        ];
+        for (what, plan) in plans {
+            let a: Matrix<T> = random_matrix(m, k, &mut rng);
+            let b: Matrix<T> = random_matrix(k, n, &mut rng);
+            let mut c = Matrix::filled(m, n, T::poison());
+            let outcome = multiply_planned(
+                gpu,
+                plan,
+                T::ONE,
+                a.as_ref(),
+                b.as_ref(),
+                T::ZERO,
+                c.as_mut(),
+                opts,
+            )
+            .map_err(|e| e.to_string())
+            .and_then(|_| {
+                verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), 1.0)
+                    .map_err(|e| e.to_string())
+            });
+            match outcome {
+                Ok(v) if v.ok => row.passed += 1,
+                Ok(v) => row.failed.push(format!(
+                    "{m}×{k}×{n} {what} β=0: relative error {:.2e} ({:.2}× its bound)",
+                    v.rel_error, v.bound_ratio
+                )),
+                Err(e) => row.failed.push(format!("{m}×{k}×{n} {what} β=0: {e}")),
+            }
+            let a: Matrix<T> = small_int_matrix(m, k, 1);
+            let b: Matrix<T> = small_int_matrix(k, n, 2);
+            let c0: Matrix<T> = small_int_matrix(m, n, 3);
+            let (alpha, beta) = (T::from_i64(2), T::from_i64(-3));
+            let mut expected = c0.clone();
+            let mut c = c0.clone();
+            let outcome = gemm(
+                alpha,
+                a.as_ref(),
+                b.as_ref(),
+                beta,
+                expected.as_mut(),
+                &GemmOptions::new(Algorithm::Naive),
+            )
+            .and_then(|()| {
+                multiply_planned(
+                    gpu,
+                    plan,
+                    alpha,
+                    a.as_ref(),
+                    b.as_ref(),
+                    beta,
+                    c.as_mut(),
+                    opts,
+                )
+                .map(|_| ())
+            });
+            match outcome {
+                Ok(()) if c == expected => row.passed += 1,
+                Ok(()) => row.failed.push(format!(
+                    "{m}×{k}×{n} {what} α=2 β=-3: differs from the naive product"
+                )),
+                Err(e) => row.failed.push(format!("{m}×{k}×{n} {what} α=2 β=-3: {e}")),
+            }
+        }
+    }
+    Some(row)
 }
 
 fn round_trips(gpu: &Gpu) -> Vec<Row> {

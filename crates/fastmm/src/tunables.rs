@@ -189,3 +189,29 @@ pub const CUDA_WAVE_TAIL_MAX_WAVES: usize = 32;
 /// (`kernels/fast_mma.cu`): three 16 KiB stages fill the 48 KiB a block may
 /// use without opting in to more.
 pub const CUDA_MMA_STAGES: usize = 3;
+
+/// Largest tile edge of C in a GPU out-of-core product: an 8192×k×8192
+/// product keeps cuBLAS at its large-size rate while a tile's transfers
+/// (one 8192-wide panel) take a fraction of its compute.
+pub const CUDA_OUT_OF_CORE_TILE: usize = 8192;
+
+/// Smallest tile edge the GPU out-of-core planner tries before it splits
+/// k instead.
+pub const CUDA_OUT_OF_CORE_MIN_TILE: usize = 512;
+
+/// Tile edges of a GPU out-of-core product are rounded to this many
+/// elements, so that every tile but the last is aligned for the kernels'
+/// vector loads.
+pub const CUDA_OUT_OF_CORE_ALIGN: usize = 128;
+
+/// Bytes of each page-locked staging buffer of a GPU out-of-core product:
+/// large enough that each copy runs at the link's rate, small enough that
+/// filling one (a host copy) overlaps the DMA of the others.
+pub const CUDA_OUT_OF_CORE_CHUNK_BYTES: usize = 64 << 20;
+
+/// Staging buffers for uploads and for downloads.
+pub const CUDA_OUT_OF_CORE_CHUNKS: usize = 4;
+
+/// GPU memory kept free beyond an out-of-core product's buffers when the
+/// budget is the free memory: cuBLAS's workspace and the kernels' modules.
+pub const CUDA_OUT_OF_CORE_RESERVE_BYTES: u64 = 1 << 30;

@@ -324,6 +324,12 @@ pub struct GemmOptions {
     pub gpu_memory: Option<crate::cuda::GpuMemory>,
     /// GPU algorithms: stage host↔device copies in page-locked memory.
     pub gpu_pinned: bool,
+    /// GPU algorithms: the most GPU memory a product may use, in bytes
+    /// (default: the free memory). A product whose A, B and C exceed it
+    /// runs out of core, streamed through the GPU in tiles.
+    pub gpu_max_memory: Option<u64>,
+    /// GPU algorithms: stream the product in tiles even when it fits.
+    pub gpu_out_of_core: bool,
     /// `cublas` on f32: the tensor-core mode (default: IEEE f32).
     #[cfg(feature = "cuda")]
     pub gpu_precision: Option<crate::cuda::GpuPrecision>,
@@ -543,8 +549,9 @@ pub(crate) fn multiply<T: Element>(
     Ok(())
 }
 
-/// A GPU algorithm on host matrices: copies in, multiplies, copies back
-/// (a typed error in a build without the `cuda` feature).
+/// A GPU algorithm on host matrices: copies in, multiplies, copies back;
+/// out of core, streamed in tiles, when A, B and C exceed the GPU memory
+/// budget (a typed error in a build without the `cuda` feature).
 fn multiply_on_gpu<T: Element>(
     alpha: T,
     a: MatRef<'_, T>,
@@ -556,7 +563,12 @@ fn multiply_on_gpu<T: Element>(
     #[cfg(feature = "cuda")]
     {
         let gpu = crate::cuda::Gpu::default_gpu()?;
-        crate::cuda::multiply_timed(gpu, alpha, a, b, beta, c, opts).map(|_| ())
+        let shape = (a.rows(), a.cols(), b.cols());
+        if crate::cuda::out_of_core::needed::<T>(gpu, shape, opts)? {
+            crate::cuda::out_of_core::multiply(gpu, alpha, a, b, beta, c, opts).map(|_| ())
+        } else {
+            crate::cuda::multiply_once(gpu, alpha, a, b, beta, c, opts).map(|_| ())
+        }
     }
     #[cfg(not(feature = "cuda"))]
     {

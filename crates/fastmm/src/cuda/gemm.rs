@@ -893,6 +893,9 @@ fn launch_pass<T: Element>(
 /// C ← α·A·B + β·C with a GPU algorithm on host matrices: uploads A and B
 /// (and C if β ≠ 0) into `opts.gpu_memory`, runs, and copies C back.
 /// β = 0 never reads C. Shapes are checked by the caller (the boundary).
+/// With β = 0 the product runs once untimed and then
+/// [`CUDA_TIMED_LAUNCHES`] times (see [`GpuTimes::kernel_ms`]); see
+/// [`multiply_once`] for a single run.
 pub fn multiply_timed<T: Element>(
     gpu: &Gpu,
     alpha: T,
@@ -901,6 +904,33 @@ pub fn multiply_timed<T: Element>(
     beta: T,
     c: MatMut<'_, T>,
     opts: &GemmOptions,
+) -> Result<GpuTimes, Error> {
+    multiply_on_device(gpu, alpha, a, b, beta, c, opts, true)
+}
+
+/// [`multiply_timed`] with the product run once: the library's path.
+pub fn multiply_once<T: Element>(
+    gpu: &Gpu,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<GpuTimes, Error> {
+    multiply_on_device(gpu, alpha, a, b, beta, c, opts, false)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn multiply_on_device<T: Element>(
+    gpu: &Gpu,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+    median_of_launches: bool,
 ) -> Result<GpuTimes, Error> {
     let (m, k) = a.shape();
     let n = b.cols();
@@ -997,7 +1027,7 @@ pub fn multiply_timed<T: Element>(
     // temporaries) and then CUDA_TIMED_LAUNCHES times back to back: kernel
     // time is the median of those, free of the idle gaps the copies leave.
     // With β ≠ 0 each run changes C, so exactly one runs.
-    let timed_launches = if beta_is_zero {
+    let timed_launches = if beta_is_zero && median_of_launches {
         launch_once()?;
         CUDA_TIMED_LAUNCHES
     } else {

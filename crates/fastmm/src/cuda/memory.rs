@@ -62,23 +62,104 @@ impl FromStr for GpuMemory {
     }
 }
 
-/// A pitched allocation, freed on drop.
-struct Pitched {
-    ptr: CUdeviceptr,
+/// Device memory from `cuMemAlloc` or `cuMemAllocPitch`, freed on drop;
+/// for buffers that streams other than the GPU's own use (cudarc's slices
+/// order their uses by events, which those streams' own events replace).
+pub(crate) struct RawDeviceMemory {
+    pub ptr: CUdeviceptr,
 }
 
-impl Drop for Pitched {
+impl RawDeviceMemory {
+    /// `bytes` (at least 1) of linear device memory.
+    pub fn alloc(gpu: &Gpu, bytes: usize) -> Result<RawDeviceMemory, Error> {
+        gpu.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_err("cannot bind the context", e))?;
+        let mut ptr = 0;
+        // SAFETY: an out-pointer to a local.
+        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) }
+            .result()
+            .map_err(|e| cuda_err(&format!("cannot allocate {bytes} bytes on the GPU"), e))?;
+        Ok(RawDeviceMemory { ptr })
+    }
+}
+
+impl Drop for RawDeviceMemory {
     fn drop(&mut self) {
-        // SAFETY: `ptr` came from cuMemAllocPitch and is freed once. A
-        // failure to free cannot be reported from drop; it leaks.
+        // SAFETY: `ptr` came from cuMemAlloc(Pitch) and is freed once; the
+        // free waits for the work using it. A failure to free cannot be
+        // reported from drop; it leaks.
         let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+    }
+}
+
+/// Page-locked host memory from `cuMemHostAlloc` (no write-combining, so
+/// the host reads it at full speed), freed on drop: a staging buffer the
+/// DMA engines reach directly.
+pub(crate) struct PinnedStaging {
+    ptr: *mut std::ffi::c_void,
+    bytes: usize,
+}
+
+// SAFETY: the buffer is plain host memory owned by this value; moving it
+// to another thread moves that ownership.
+unsafe impl Send for PinnedStaging {}
+
+impl PinnedStaging {
+    /// `bytes` (at least 1) of page-locked memory.
+    pub fn alloc(gpu: &Gpu, bytes: usize) -> Result<PinnedStaging, Error> {
+        gpu.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_err("cannot bind the context", e))?;
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: an out-pointer to a local; flags 0 is plain page-locked
+        // memory.
+        unsafe { sys::cuMemHostAlloc(&mut ptr, bytes.max(1), 0) }
+            .result()
+            .map_err(|e| {
+                cuda_err(
+                    &format!("cannot allocate {bytes} bytes of pinned memory"),
+                    e,
+                )
+            })?;
+        Ok(PinnedStaging { ptr, bytes })
+    }
+
+    /// Its address.
+    pub fn ptr(&self) -> *mut std::ffi::c_void {
+        self.ptr
+    }
+
+    /// The first `len` elements as T (`len`·size of T within the buffer).
+    ///
+    /// # Safety
+    /// No copy to or from the buffer may be in flight.
+    pub unsafe fn as_mut_slice<T: Element>(&mut self, len: usize) -> &mut [T] {
+        assert!(
+            len * std::mem::size_of::<T>() <= self.bytes,
+            "a staging buffer holds {} bytes",
+            self.bytes
+        );
+        // SAFETY: the allocation holds `bytes` bytes, page-aligned (so
+        // aligned for T), borrowed mutably through `self`; every bit
+        // pattern is a valid element; the caller guarantees no DMA touches
+        // it meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<T>(), len) }
+    }
+}
+
+impl Drop for PinnedStaging {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from cuMemHostAlloc and is freed once; the
+        // owner waits for its copies before dropping it.
+        let _ = unsafe { sys::cuMemFreeHost(self.ptr) };
     }
 }
 
 enum Storage<T> {
     Linear(CudaSlice<T>),
     // Held for its Drop, which frees the allocation.
-    Pitched(#[allow(dead_code)] Pitched),
+    Pitched(#[allow(dead_code)] RawDeviceMemory),
     Managed(UnifiedSlice<T>),
 }
 
@@ -276,7 +357,7 @@ impl<T: Element> DeviceMatrix<T> {
                 }
                 .result()
                 .map_err(|e| cuda_err("cannot allocate pitched memory", e))?;
-                let owned = Pitched { ptr };
+                let owned = RawDeviceMemory { ptr };
                 if pitch % size != 0 {
                     return Err(Error::Cuda(format!(
                         "pitch {pitch} is not a multiple of the element size {size}"

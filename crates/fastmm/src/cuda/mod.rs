@@ -10,11 +10,12 @@ pub mod compile;
 pub mod device;
 pub mod gemm;
 pub mod memory;
+pub mod out_of_core;
 pub mod precision;
 pub(crate) mod strassen;
 
 pub use device::{libraries, Gpu, GpuInfo};
-pub use gemm::{multiply_timed, FastKernel, GpuTimes};
+pub use gemm::{multiply_once, multiply_timed, FastKernel, GpuTimes};
 pub use memory::{round_trip, GpuMemory};
 pub use precision::GpuPrecision;
 pub use strassen::default_variant;

@@ -307,3 +307,82 @@ pub fn multiply<T: Element + LittleEndian>(
         check: worst,
     })
 }
+
+/// Writes an m×n C of T to `c_path` (.npy, C order, or raw) through a
+/// memory map: the file is created under a temporary name beside the
+/// target, sized, and mapped; `fill` writes C through the view and says
+/// whether to keep it; a kept C is flushed to the disk and renamed over
+/// `c_path`, anything else (or an error) removes the temporary file. For
+/// producers that write C in place, such as the GPU's out-of-core product,
+/// so that C never needs a second copy in memory.
+pub fn write_through_map<T: Element, R>(
+    c_path: &Path,
+    (m, n): (usize, usize),
+    fill: impl FnOnce(MatMut<'_, T>) -> Result<(R, bool), Error>,
+) -> Result<R, Error> {
+    if cfg!(target_endian = "big") {
+        return Err(file_error(
+            c_path,
+            "a mapped output is written in the host's byte order, and .npy/raw outputs are little-endian",
+        ));
+    }
+    let header = match Format::of_path(c_path)? {
+        Format::Npy => npy::header_bytes(T::DTYPE, m, n),
+        Format::Raw => Vec::new(),
+        _ => return Err(file_error(c_path, "a mapped output is a .npy or raw file")),
+    };
+    let elem = std::mem::size_of::<T>();
+    let data_bytes = (m as u128) * (n as u128) * elem as u128;
+    let total = u64::try_from(header.len() as u128 + data_bytes)
+        .map_err(|_| file_error(c_path, "C is larger than a file can be"))?;
+    let temporary = super::temporary_path(c_path);
+    let io = |e: std::io::Error| file_error(c_path, &format!("cannot write: {e}"));
+    let result = (|| -> Result<(R, bool), Error> {
+        // Read and write: a shared map needs both.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temporary)
+            .map_err(io)?;
+        file.write_all(&header).map_err(io)?;
+        file.set_len(total).map_err(io)?;
+        // SAFETY: the file was just created by this process under a
+        // private temporary name and is mapped once, read-write; nothing
+        // else writes it while the map lives.
+        let mut map = unsafe { memmap2::MmapMut::map_mut(&file) }
+            .map_err(|e| file_error(c_path, &format!("cannot map: {e}")))?;
+        let bytes = &mut map[header.len()..];
+        if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
+            return Err(file_error(c_path, "the mapped data is not aligned"));
+        }
+        // SAFETY: the slice covers the m·n elements after the header
+        // (the file was sized to header + m·n·size), is aligned for T
+        // (checked above; the .npy header is 64 bytes long), and is
+        // borrowed mutably from the map, which outlives the view.
+        let data: &mut [T] =
+            unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), m * n) };
+        let c = MatMut::from_slice(data, m, n)?;
+        let outcome = fill(c)?;
+        if outcome.1 {
+            map.flush().map_err(io)?;
+            file.sync_all().map_err(io)?;
+        }
+        Ok(outcome)
+    })();
+    match result {
+        Ok((value, true)) => {
+            std::fs::rename(&temporary, c_path).map_err(io)?;
+            Ok(value)
+        }
+        Ok((value, false)) => {
+            let _ = std::fs::remove_file(&temporary);
+            Ok(value)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&temporary);
+            Err(e)
+        }
+    }
+}

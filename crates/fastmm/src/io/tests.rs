@@ -384,3 +384,53 @@ fn a_failed_write_leaves_no_partial_file() {
     assert!(err.to_string().contains("cannot write"), "{err}");
     assert!(!path.exists());
 }
+
+#[test]
+fn a_mapped_output_is_renamed_when_kept_and_removed_otherwise() {
+    let dir = dir();
+    for ext in ["npy", "bin"] {
+        let path = dir.join(format!("mapped.{ext}"));
+        let _ = std::fs::remove_file(&path);
+        let expected = Matrix::from_fn(3, 4, |i, j| (i * 10 + j) as f64 - 0.5);
+        let value = out_of_core::write_through_map::<f64, _>(&path, (3, 4), |mut c| {
+            for i in 0..3 {
+                for j in 0..4 {
+                    c.set(i, j, expected.get(i, j));
+                }
+            }
+            Ok((7, true))
+        })
+        .unwrap();
+        assert_eq!(value, 7);
+        let opts = ReadOptions {
+            dtype: Some(DType::F64),
+            shape: Some((3, 4)),
+            max_bytes: None,
+        };
+        assert_eq!(
+            read_matrix(&path, &opts).unwrap(),
+            AnyMatrix::F64(expected.clone())
+        );
+        // Not kept (a failed check) or failed: the old file stays, and no
+        // temporary is left beside it.
+        out_of_core::write_through_map::<f64, _>(&path, (3, 4), |mut c| {
+            c.fill(0.0);
+            Ok(((), false))
+        })
+        .unwrap();
+        let failed = out_of_core::write_through_map::<f64, _>(&path, (3, 4), |_| {
+            Err::<((), bool), _>(Error::InvalidOption("stop".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(read_matrix(&path, &opts).unwrap(), AnyMatrix::F64(expected));
+        let leftovers = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                let name = name.to_string_lossy();
+                name.starts_with(".mapped") && name.ends_with(".partial")
+            })
+            .count();
+        assert_eq!(leftovers, 0);
+    }
+}

@@ -1,0 +1,195 @@
+//! GPU products larger than GPU memory: seed 003 §2.1's multiplication "by
+//! parts", pipelined. C is cut into tiles, A into row panels and B into
+//! column panels ([`plan`]); the operand that moves fewer bytes stays on
+//! the GPU in as many panels as the budget holds while the other streams
+//! through two buffers, and host→device copies, products and device→host
+//! copies overlap on three streams with page-locked staging
+//! ([`pipeline`]). A, B and C stay where the caller has them — in memory,
+//! or mapped from files — and are never copied whole.
+//!
+//! The products are the classical GPU algorithms (cuBLAS, `cuda-fast`,
+//! `cuda-tiled`, `cuda-naive`) on each tile: C_ij ← α·A_i·B_j, then β is
+//! applied on the host as each tile lands, so β = 0 never reads C.
+
+pub mod pipeline;
+pub mod plan;
+
+use std::time::Instant;
+
+pub use plan::{Plan, Resident};
+
+use crate::algo::{Algorithm, GemmOptions};
+use crate::cuda::device::Gpu;
+use crate::cuda::gemm::ClassicalGemm;
+use crate::cuda::memory::GpuMemory;
+use crate::cuda::precision::GpuPrecision;
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef};
+use crate::strassen::Scheme;
+use crate::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TILE};
+
+/// What an out-of-core GPU product did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The cut.
+    pub plan: Plan,
+    /// The GPU memory it was planned in, bytes.
+    pub budget: u64,
+    /// Products on the GPU.
+    pub products: usize,
+    /// Bytes copied to the GPU (A and B, as often as they streamed).
+    pub upload_bytes: u64,
+    /// Bytes copied back (C once).
+    pub download_bytes: u64,
+    /// Seconds from the start (allocations included) to C complete on the
+    /// host.
+    pub seconds: f64,
+    /// Sum of the products' GPU times, seconds: `seconds` less this is
+    /// what the copies and the start-up did not hide.
+    pub products_seconds: f64,
+    /// Host seconds spent copying A and B into page-locked staging, and
+    /// staging into C (each on its own thread, overlapping the rest).
+    pub staging_seconds: (f64, f64),
+}
+
+/// The GPU memory a product may use: `opts.gpu_max_memory`, at most the
+/// free memory less a reserve for cuBLAS and the kernels.
+pub fn budget(gpu: &Gpu, opts: &GemmOptions) -> Result<u64, Error> {
+    let (free, _) = gpu.memory_info()?;
+    let usable = (free as u64).saturating_sub(CUDA_OUT_OF_CORE_RESERVE_BYTES);
+    Ok(opts
+        .gpu_max_memory
+        .map_or(usable, |asked| asked.min(usable)))
+}
+
+/// Whether an m×k×n product of T with `opts` runs out of core: asked for,
+/// or A, B and C together exceed the [`budget`].
+pub fn needed<T: Element>(
+    gpu: &Gpu,
+    (m, k, n): (usize, usize, usize),
+    opts: &GemmOptions,
+) -> Result<bool, Error> {
+    if opts.gpu_out_of_core {
+        return Ok(true);
+    }
+    let (m, k, n) = (m as u128, k as u128, n as u128);
+    let bytes = (m * k + k * n + m * n) * std::mem::size_of::<T>() as u128;
+    Ok(bytes > u128::from(budget(gpu, opts)?))
+}
+
+/// Refuses what the out-of-core path does not run: the fast algorithms
+/// (their temporaries are sized for whole operands), memory kinds other
+/// than linear device memory, and the 16-bit cuBLAS modes (their operands
+/// are converted whole).
+fn check_options(opts: &GemmOptions) -> Result<(), Error> {
+    if Scheme::of(opts.algorithm).is_some() {
+        return Err(Error::Unsupported {
+            algorithm: opts.algorithm.name(),
+            what: "products larger than GPU memory (out of core, use cublas or cuda-fast)".into(),
+        });
+    }
+    if !matches!(
+        opts.algorithm,
+        Algorithm::Cublas | Algorithm::CudaFast | Algorithm::CudaTiled | Algorithm::CudaNaive
+    ) {
+        return Err(Error::InvalidOption(format!(
+            "{} is not a GPU algorithm",
+            opts.algorithm
+        )));
+    }
+    if let Some(memory) = opts.gpu_memory.filter(|&m| m != GpuMemory::Device) {
+        return Err(Error::InvalidOption(format!(
+            "an out-of-core product streams through device memory, not {memory} memory"
+        )));
+    }
+    if let Some(p) = opts
+        .gpu_precision
+        .filter(|&p| !matches!(p, GpuPrecision::Fp32 | GpuPrecision::Tf32))
+    {
+        return Err(Error::InvalidOption(format!(
+            "precision {p} converts whole operands to 16 bits; an out-of-core product takes fp32 or tf32"
+        )));
+    }
+    Ok(())
+}
+
+/// The plan `multiply` would follow for an m×k×n product of T.
+pub fn plan_for<T: Element>(
+    gpu: &Gpu,
+    shape: (usize, usize, usize),
+    opts: &GemmOptions,
+) -> Result<(Plan, u64), Error> {
+    let budget = budget(gpu, opts)?;
+    let plan = Plan::new(
+        shape,
+        std::mem::size_of::<T>(),
+        budget,
+        CUDA_OUT_OF_CORE_TILE,
+    )?;
+    Ok((plan, budget))
+}
+
+/// C ← α·A·B + β·C on the GPU in tiles, within the [`budget`], for host
+/// matrices of any size (β = 0 never reads C). The caller checks shapes;
+/// m, k and n are at least 1.
+pub fn multiply<T: Element>(
+    gpu: &Gpu,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<Report, Error> {
+    let (plan, budget) = plan_for::<T>(gpu, (a.rows(), a.cols(), b.cols()), opts)?;
+    let mut report = multiply_planned(gpu, plan, alpha, a, b, beta, c, opts)?;
+    report.budget = budget;
+    Ok(report)
+}
+
+/// [`multiply`] by a given plan (checked against the operands): for
+/// tests of every kind of schedule on small matrices, and for sweeps.
+#[allow(clippy::too_many_arguments)]
+pub fn multiply_planned<T: Element>(
+    gpu: &Gpu,
+    plan: Plan,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<Report, Error> {
+    let start = Instant::now();
+    check_options(opts)?;
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    if b.rows() != k || c.shape() != (m, n) {
+        return Err(Error::DimensionMismatch {
+            a: a.shape(),
+            b: b.shape(),
+        });
+    }
+    plan.check((m, k, n), std::mem::size_of::<T>())?;
+    let gemm = ClassicalGemm::resolve::<T>(gpu, opts.algorithm, opts)?;
+    let schedule = plan.schedule();
+    let elem = std::mem::size_of::<T>();
+    let (rows, cols, depth) = (plan.tile_rows, plan.tile_cols, plan.depth);
+    let slots = pipeline::Slots::alloc(
+        gpu,
+        [plan.slots.a, plan.slots.b, plan.slots.c],
+        [rows * depth * elem, depth * cols * elem, rows * cols * elem],
+    )?;
+    let measured = pipeline::execute(gpu, &gemm, &schedule, &slots, alpha, (a, b), beta, c)?;
+    drop(slots);
+    Ok(Report {
+        plan,
+        budget: plan.device_bytes(),
+        products: schedule.tasks.len(),
+        upload_bytes: schedule.upload_elements() * elem as u64,
+        download_bytes: (m * n * elem) as u64,
+        seconds: start.elapsed().as_secs_f64(),
+        products_seconds: measured.products_ms / 1e3,
+        staging_seconds: (measured.gather_seconds, measured.scatter_seconds),
+    })
+}
