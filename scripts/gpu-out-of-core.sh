@@ -46,6 +46,7 @@ fi
 if [ "$part" = incore ]; then
   run incore-32768 200 run --device cuda --algo cublas -s 32768 -r 3 --warmup 0 --json
   run incore-tile-8192x90000x8192 200 run --device cuda --algo cublas -m 8192 -k 90000 -n 8192 -r 3 --warmup 0 --json
+  run incore-16384 200 run --device cuda --algo cublas -s 16384 -r 3 --warmup 0 --json
 fi
 if [ "$part" = bench ]; then
   run ooc-90000 560 run --device cuda --algo cublas -s 90000 --warmup 0 -r 2 --json

@@ -299,6 +299,31 @@ fn out_of_core(
         return Ok(None);
     }
     let opts = args.options()?;
+    // An input of another type, byte order or alignment is converted
+    // once, in pieces, into a scratch file beside the output (removed at
+    // once; its map keeps the pages).
+    let scratch = match args.output.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let convert = |m: MappedMatrix, which: &str, path: &Path| -> Result<MappedMatrix> {
+        if m.maps_as(dtype) {
+            return Ok(m);
+        }
+        let start = Instant::now();
+        let converted = m
+            .converted(dtype, &scratch)
+            .map_err(|e| anyhow::anyhow!("{} ({which}) as {dtype}: {e}", path.display()))?;
+        eprintln!(
+            "note: {which} ({}, {}) converted to little-endian {dtype} in a scratch file in {:.3} s",
+            path.display(),
+            m.dtype,
+            start.elapsed().as_secs_f64()
+        );
+        Ok(converted)
+    };
+    let a = convert(a, "A", &args.a)?;
+    let b = convert(b, "B", &args.b)?;
     let shape = (a.rows, a.cols, b.cols);
     if opts.algorithm.device() == fastmm::Device::Cuda {
         let budget_text = format_bytes(budget.into());
@@ -347,7 +372,7 @@ fn out_of_core(
     let plan = report.plan;
     let flops = 2.0 * (m * k * n) as f64;
     println!(
-        "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} allocated; the seed's (k(a+b)+ab)·size = {}); {:.3} s, {:.2} GFLOP/s ({:.2} in the products); wrote {}{}",
+        "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} each, written through a map; the seed's (k(a+b)+ab)·size = {}); {:.3} s, {:.2} GFLOP/s ({:.2} in the products); wrote {}{}",
         args.a.display(),
         args.b.display(),
         opts.algorithm,

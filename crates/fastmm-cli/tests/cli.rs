@@ -1067,7 +1067,7 @@ fn multiply_out_of_core_blocks_c_within_the_budget() {
         .zip(expected.as_slice())
         .all(|(x, e)| (x - e).abs() < 1e-9));
     // Text inputs cannot be mapped; mixed types are refused out of core.
-    write_matrix(dir.join("a.csv").as_path(), &AnyMatrix::F64(a)).unwrap();
+    write_matrix(dir.join("a.csv").as_path(), &AnyMatrix::F64(a.clone())).unwrap();
     let text = fastmm(&[
         "multiply",
         &path("a.csv"),
@@ -1087,6 +1087,8 @@ fn multiply_out_of_core_blocks_c_within_the_budget() {
         &AnyMatrix::I32(Matrix::from_fn(31, 2, |i, _| i as i32)),
     )
     .unwrap();
+    // Mixed types: the i32 B is converted to f64 in a scratch file (which
+    // is gone afterwards) and the product is exact.
     let mixed = fastmm(&[
         "multiply",
         &path("a.npy"),
@@ -1094,13 +1096,75 @@ fn multiply_out_of_core_blocks_c_within_the_budget() {
         "-o",
         &path("z.npy"),
         "--out-of-core",
+        "--check",
     ]);
-    assert_eq!(mixed.status.code(), Some(2));
+    assert!(mixed.status.success(), "{}", stderr(&mixed));
+    assert!(stderr(&mixed).contains("converted to little-endian f64"));
+    let AnyMatrix::F64(z) = read_matrix(&dir.join("z.npy"), &ReadOptions::default()).unwrap()
+    else {
+        panic!("f64")
+    };
+    for i in 0..53 {
+        for j in 0..2 {
+            let want: f64 = (0..31).map(|p| a.get(i, p) * p as f64).sum();
+            assert_eq!(z.get(i, j), want, "({i}, {j})");
+        }
+    }
+    // A big-endian A is converted too; an f64 that is not an integer
+    // cannot become an i64, and the error names the element.
+    let header = "{'descr': '>f8', 'fortran_order': False, 'shape': (53, 31), }";
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!("{header:<117}\n");
+    bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(padded.as_bytes());
+    for x in a.as_slice() {
+        bytes.extend_from_slice(&x.to_be_bytes());
+    }
+    std::fs::write(dir.join("abig.npy"), &bytes).unwrap();
+    let big = fastmm(&[
+        "multiply",
+        &path("abig.npy"),
+        &path("bf.npy"),
+        "-o",
+        &path("w.npy"),
+        "--out-of-core",
+    ]);
+    assert!(big.status.success(), "{}", stderr(&big));
+    let AnyMatrix::F64(w) = read_matrix(&dir.join("w.npy"), &ReadOptions::default()).unwrap()
+    else {
+        panic!("f64")
+    };
+    assert!(w
+        .as_slice()
+        .iter()
+        .zip(expected.as_slice())
+        .all(|(w, e)| (w - e).abs() < 1e-9));
+    let inexact = fastmm(&[
+        "multiply",
+        &path("b.bin"),
+        &path("bi.npy"),
+        "--shape-a",
+        "31x47",
+        "--input-dtype",
+        "f64",
+        "-o",
+        &path("v.npy"),
+        "--out-of-core",
+        "--dtype",
+        "i64",
+    ]);
+    assert_eq!(inexact.status.code(), Some(2), "{}", stderr(&inexact));
     assert!(
-        stderr(&mixed).contains("needs both operands in the product's type"),
+        stderr(&inexact).contains("is not exactly a i64"),
         "{}",
-        stderr(&mixed)
+        stderr(&inexact)
     );
-    assert!(!dir.join("z.npy").exists());
+    assert!(!dir.join("v.npy").exists());
+    let scratch: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("fastmm-convert"))
+        .collect();
+    assert!(scratch.is_empty(), "{scratch:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

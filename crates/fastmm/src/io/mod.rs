@@ -103,7 +103,7 @@ macro_rules! with_any {
 pub(crate) use with_any;
 
 /// Converts a value of one element type to another, or says why not.
-trait Convert<U> {
+pub(crate) trait Convert<U> {
     fn convert(self) -> Option<U>;
 }
 

@@ -2,17 +2,17 @@
 //! multiplication "by parts". A and B are memory-mapped (.npy or raw), so
 //! the operating system pages them in as the product reads them and may
 //! evict them; C is computed in blocks of `a` rows (and, when a block row
-//! of C would not fit, `b` columns) and each block is written to the
-//! output as soon as it is done. What fastmm allocates is the C block and
+//! of C would not fit, `b` columns) straight into the output file, which
+//! is mapped too, so each block lands in the page cache where the kernel
+//! writes it back while the next block computes. What fastmm allocates is
 //! the product's packing buffers; the seed's formula for the memory of a
 //! block step, (k(a + b) + ab)·sizeof(T), is reported with the plan.
 //!
 //! The output is a .npy (C order) or raw file written to a temporary name
-//! beside the target and renamed when complete.
+//! beside the target, flushed to the disk and renamed when complete.
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ use super::{file_error, npy, Format};
 use crate::algo::GemmOptions;
 use crate::element::{DType, Element};
 use crate::error::Error;
-use crate::matrix::{MatMut, MatRef, Matrix};
+use crate::matrix::{MatMut, MatRef};
 
 /// An input matrix mapped from a file.
 pub struct MappedMatrix {
@@ -135,6 +135,141 @@ impl MappedMatrix {
     }
 }
 
+impl MappedMatrix {
+    /// Whether [`MappedMatrix::view`] as `dtype` maps the file as it is.
+    pub fn maps_as(&self, dtype: DType) -> bool {
+        self.dtype == dtype
+            && self.little_endian
+            && self.map[self.offset..]
+                .as_ptr()
+                .align_offset(dtype.size_bytes())
+                == 0
+    }
+
+    /// This matrix as `dtype`, little-endian and aligned, in the same
+    /// storage order: converted element by element (exactly, by the rules
+    /// of [`super::AnyMatrix::to`]; the error names the first element that
+    /// does not fit) into a scratch file in `scratch_dir`, in pieces of a
+    /// few MiB, then mapped. The scratch file is removed at once: the map
+    /// keeps its pages until dropped, so nothing is left behind. For
+    /// inputs of another type, byte order or alignment than the product's.
+    pub fn converted(&self, dtype: DType, scratch_dir: &Path) -> Result<MappedMatrix, Error> {
+        let name = format!(
+            ".fastmm-convert.{}.{}",
+            std::process::id(),
+            SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let path = scratch_dir.join(name);
+        let err = |reason: String| file_error(&path, &reason);
+        let result = (|| -> Result<memmap2::Mmap, Error> {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| err(format!("cannot create a scratch file: {e}")))?;
+            let len = self.rows * self.cols;
+            let bytes = &self.map[self.offset..self.offset + len * self.dtype.size_bytes()];
+            let mut out = Vec::with_capacity(CONVERT_PIECE_ELEMENTS * dtype.size_bytes());
+            for (piece, first) in (0..len).step_by(CONVERT_PIECE_ELEMENTS).enumerate() {
+                let count = CONVERT_PIECE_ELEMENTS.min(len - first);
+                out.clear();
+                convert_piece(
+                    (self.dtype, self.little_endian),
+                    dtype,
+                    &bytes[first * self.dtype.size_bytes()..][..count * self.dtype.size_bytes()],
+                    &mut out,
+                )
+                .map_err(|(index, value)| {
+                    let at = piece * CONVERT_PIECE_ELEMENTS + index;
+                    let (major, minor) = if self.column_major {
+                        (at % self.rows.max(1), at / self.rows.max(1))
+                    } else {
+                        (at / self.cols.max(1), at % self.cols.max(1))
+                    };
+                    Error::InvalidOption(format!(
+                        "element ({major}, {minor}) = {value} is not exactly a {dtype}"
+                    ))
+                })?;
+                file.write_all(&out)
+                    .map_err(|e| err(format!("cannot write a scratch file: {e}")))?;
+            }
+            // SAFETY: the scratch file is private to this process (created
+            // new under a unique name) and is never written after this.
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err(format!("cannot map: {e}")))
+        })();
+        let _ = std::fs::remove_file(&path);
+        Ok(MappedMatrix {
+            map: result?,
+            dtype,
+            rows: self.rows,
+            cols: self.cols,
+            column_major: self.column_major,
+            little_endian: true,
+            offset: 0,
+        })
+    }
+}
+
+/// Scratch files made by this process so far (for unique names).
+static SCRATCH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Elements converted per piece of [`MappedMatrix::converted`] (4 MiB of
+/// f64): bounded memory, and writes large enough to run at disk speed.
+const CONVERT_PIECE_ELEMENTS: usize = 1 << 19;
+
+/// Appends the elements of `bytes` (of type `from.0`, little-endian when
+/// `from.1`) converted to `to` in little-endian bytes to `out`; or the
+/// index and value of the first that does not convert exactly.
+fn convert_piece(
+    from: (DType, bool),
+    to: DType,
+    bytes: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), (usize, String)> {
+    fn decode<S: LittleEndian>(chunk: &[u8], little: bool) -> S {
+        if little {
+            S::from_le(chunk)
+        } else {
+            let mut reversed = [0u8; 8];
+            let reversed = &mut reversed[..chunk.len()];
+            reversed.copy_from_slice(chunk);
+            reversed.reverse();
+            S::from_le(reversed)
+        }
+    }
+    fn typed<S, U>(bytes: &[u8], little: bool, out: &mut Vec<u8>) -> Result<(), (usize, String)>
+    where
+        S: Element + LittleEndian + super::Convert<U>,
+        U: Element + LittleEndian,
+    {
+        for (i, chunk) in bytes.chunks_exact(std::mem::size_of::<S>()).enumerate() {
+            let x: S = decode(chunk, little);
+            match x.convert() {
+                Some(y) => y.to_le(out),
+                None => return Err((i, format!("{x}"))),
+            }
+        }
+        Ok(())
+    }
+    macro_rules! to {
+        ($s:ty) => {
+            match to {
+                DType::F32 => typed::<$s, f32>(bytes, from.1, out),
+                DType::F64 => typed::<$s, f64>(bytes, from.1, out),
+                DType::I32 => typed::<$s, i32>(bytes, from.1, out),
+                DType::I64 => typed::<$s, i64>(bytes, from.1, out),
+            }
+        };
+    }
+    match from.0 {
+        DType::F32 => to!(f32),
+        DType::F64 => to!(f64),
+        DType::I32 => to!(i32),
+        DType::I64 => to!(i64),
+    }
+}
+
 /// How an out-of-core product is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
@@ -144,7 +279,8 @@ pub struct Plan {
     pub block_cols: usize,
     /// The seed's memory of one block step, (k(a + b) + ab)·sizeof(T).
     pub seed_formula_bytes: u64,
-    /// What fastmm allocates for the C block: a·b·sizeof(T).
+    /// Bytes of one C block, a·b·sizeof(T): written through the map, so
+    /// they are page cache the kernel writes back, not an allocation.
     pub c_block_bytes: u64,
 }
 
@@ -199,10 +335,11 @@ pub struct Report {
     pub check: Option<BlockCheck>,
 }
 
-/// C = A·B for mapped A and B of type T, C written block by block to
-/// `c_path` (.npy or raw) within `budget` bytes, each block verified when
-/// `check` (with the error allowance `growth`).
-pub fn multiply<T: Element + LittleEndian>(
+/// C = A·B for mapped A and B of type T, C computed block by block
+/// straight into the mapped output `c_path` (.npy or raw) within `budget`
+/// bytes, each block verified when `check` (with the error allowance
+/// `growth`); a failed check leaves no output.
+pub fn multiply<T: Element>(
     a: &MappedMatrix,
     b: &MappedMatrix,
     c_path: &Path,
@@ -224,28 +361,8 @@ pub fn multiply<T: Element + LittleEndian>(
             b: (b.rows, b.cols),
         });
     }
-    let elem = std::mem::size_of::<T>();
-    let plan = Plan::new((m, k, n), elem, budget);
-    let header = match Format::of_path(c_path)? {
-        Format::Npy => npy::header_bytes(T::DTYPE, m, n),
-        Format::Raw => Vec::new(),
-        _ => {
-            return Err(file_error(
-                c_path,
-                "an out-of-core product writes .npy or raw files",
-            ))
-        }
-    };
-    let temporary = super::temporary_path(c_path);
-    let result = (|| -> Result<(f64, Option<BlockCheck>), Error> {
-        let io = |e: std::io::Error| file_error(c_path, &format!("cannot write: {e}"));
-        let mut file = File::create(&temporary).map_err(io)?;
-        file.write_all(&header).map_err(io)?;
-        // Reserve the whole file so blocks can be written at their offsets.
-        let data_bytes = (m as u64) * (n as u64) * elem as u64;
-        file.set_len(header.len() as u64 + data_bytes).map_err(io)?;
-        let mut block = Matrix::<T>::try_filled(plan.block_rows, plan.block_cols, T::ZERO)?;
-        let mut bytes = Vec::with_capacity(plan.block_cols * elem);
+    let plan = Plan::new((m, k, n), std::mem::size_of::<T>(), budget);
+    let (multiply_seconds, worst) = write_through_map::<T, _>(c_path, (m, n), |mut c| {
         let mut multiply_seconds = 0.0;
         let mut worst: Option<BlockCheck> = None;
         for i0 in (0..m).step_by(plan.block_rows.max(1)) {
@@ -254,7 +371,7 @@ pub fn multiply<T: Element + LittleEndian>(
                 let cols = plan.block_cols.min(n - j0);
                 let a_block = a_view.submatrix(i0, 0, rows, k);
                 let b_block = b_view.submatrix(0, j0, k, cols);
-                let mut c_block: MatMut<'_, T> = block.as_mut().submatrix(0, 0, rows, cols);
+                let mut c_block = c.rb_mut().submatrix(i0, j0, rows, cols);
                 let t = Instant::now();
                 crate::gemm(T::ONE, a_block, b_block, T::ZERO, c_block.rb_mut(), opts)?;
                 multiply_seconds += t.elapsed().as_secs_f64();
@@ -268,36 +385,13 @@ pub fn multiply<T: Element + LittleEndian>(
                         _ => entry,
                     });
                     if !v.ok {
-                        return Ok((multiply_seconds, worst));
+                        return Ok(((multiply_seconds, worst), false));
                     }
-                }
-                for i in 0..rows {
-                    bytes.clear();
-                    for j in 0..cols {
-                        c_block.get(i, j).to_le(&mut bytes);
-                    }
-                    let at = header.len() as u64 + (((i0 + i) * n + j0) * elem) as u64;
-                    file.write_all_at(&bytes, at).map_err(io)?;
                 }
             }
         }
-        // On the disk before the rename (see `write_matrix`).
-        file.sync_all().map_err(io)?;
-        Ok((multiply_seconds, worst))
-    })();
-    let (multiply_seconds, worst) = match result {
-        Ok(done) => done,
-        Err(e) => {
-            let _ = std::fs::remove_file(&temporary);
-            return Err(e);
-        }
-    };
-    if worst.is_some_and(|w| !w.0) {
-        let _ = std::fs::remove_file(&temporary);
-    } else {
-        std::fs::rename(&temporary, c_path)
-            .map_err(|e| file_error(c_path, &format!("cannot write: {e}")))?;
-    }
+        Ok(((multiply_seconds, worst), true))
+    })?;
     Ok(Report {
         shape: (m, k, n),
         plan,
