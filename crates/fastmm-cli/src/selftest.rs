@@ -10,7 +10,9 @@ use fastmm::cuda::{round_trip, FastKernel, Gpu, GpuMemory, GpuPrecision};
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::strassen::{error_growth, workspace};
 use fastmm::verify::verify_with_growth;
-use fastmm::{gemm, Algorithm, DType, Device, Element, GemmOptions, Matrix, Scheme, Variant};
+use fastmm::{
+    gemm, Algorithm, DType, Device, Element, GemmOptions, MatMut, MatRef, Matrix, Scheme, Variant,
+};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
@@ -233,15 +235,7 @@ fn planned_checks<T: Element>(gpu: &Gpu, opts: &GemmOptions) -> Option<Row> {
     let mut rng = seeded_rng(13);
     for &(m, k, n) in SHAPES {
         let (rows, cols) = (m.div_ceil(3), n.div_ceil(2));
-        let whole = Plan {
-            shape: (m, k, n),
-            elem,
-            tile_rows: m,
-            tile_cols: n,
-            depth: k,
-            resident: Resident::B,
-            slots: Slots { a: 1, b: 1, c: 1 },
-        };
+        let whole = Plan::one_step((m, k, n), elem);
         let tiled = |resident, depth, slots| Plan {
             tile_rows: rows,
             tile_cols: cols,
@@ -270,66 +264,16 @@ fn planned_checks<T: Element>(gpu: &Gpu, opts: &GemmOptions) -> Option<Row> {
             ),
         ];
         for (what, plan) in plans {
-            let a: Matrix<T> = random_matrix(m, k, &mut rng);
-            let b: Matrix<T> = random_matrix(k, n, &mut rng);
-            let mut c = Matrix::filled(m, n, T::poison());
-            let outcome = multiply_planned(
-                gpu,
-                plan,
-                T::ONE,
-                a.as_ref(),
-                b.as_ref(),
-                T::ZERO,
-                c.as_mut(),
-                opts,
-            )
-            .map_err(|e| e.to_string())
-            .and_then(|_| {
-                verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), 1.0)
-                    .map_err(|e| e.to_string())
-            });
-            match outcome {
-                Ok(v) if v.ok => row.passed += 1,
-                Ok(v) => row.failed.push(format!(
-                    "{m}×{k}×{n} {what} β=0: relative error {:.2e} ({:.2}× its bound)",
-                    v.rel_error, v.bound_ratio
-                )),
-                Err(e) => row.failed.push(format!("{m}×{k}×{n} {what} β=0: {e}")),
-            }
-            let a: Matrix<T> = small_int_matrix(m, k, 1);
-            let b: Matrix<T> = small_int_matrix(k, n, 2);
-            let c0: Matrix<T> = small_int_matrix(m, n, 3);
-            let (alpha, beta) = (T::from_i64(2), T::from_i64(-3));
-            let mut expected = c0.clone();
-            let mut c = c0.clone();
-            let outcome = gemm(
-                alpha,
-                a.as_ref(),
-                b.as_ref(),
-                beta,
-                expected.as_mut(),
-                &GemmOptions::new(Algorithm::Naive),
-            )
-            .and_then(|()| {
-                multiply_planned(
-                    gpu,
-                    plan,
-                    alpha,
-                    a.as_ref(),
-                    b.as_ref(),
-                    beta,
-                    c.as_mut(),
-                    opts,
-                )
-                .map(|_| ())
-            });
-            match outcome {
-                Ok(()) if c == expected => row.passed += 1,
-                Ok(()) => row.failed.push(format!(
-                    "{m}×{k}×{n} {what} α=2 β=-3: differs from the naive product"
-                )),
-                Err(e) => row.failed.push(format!("{m}×{k}×{n} {what} α=2 β=-3: {e}")),
-            }
+            check_shape::<T>(
+                &mut row,
+                (m, k, n),
+                what,
+                1.0,
+                &mut rng,
+                |alpha, a, b, beta, c| {
+                    multiply_planned(gpu, plan, alpha, a, b, beta, c, opts).map(|_| ())
+                },
+            );
         }
     }
     Some(row)
@@ -468,6 +412,63 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
     sets
 }
 
+/// One shape of a row: C ← A·B with β = 0 over poison (C must be written
+/// everywhere and never read), verified within `growth` of the classical
+/// bound; then C ← 2·A·B − 3·C on small integers, compared bit for bit
+/// with the naive product.
+fn check_shape<T: Element>(
+    row: &mut Row,
+    (m, k, n): (usize, usize, usize),
+    what: &str,
+    growth: f64,
+    rng: &mut fastmm::random::SeededRng,
+    multiply: impl Fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>) -> Result<(), fastmm::Error>,
+) {
+    let label = format!(
+        "{m}×{k}×{n}{}{what}",
+        if what.is_empty() { "" } else { " " }
+    );
+    let a: Matrix<T> = random_matrix(m, k, rng);
+    let b: Matrix<T> = random_matrix(k, n, rng);
+    let mut c = Matrix::filled(m, n, T::poison());
+    let outcome = multiply(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut())
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)
+                .map_err(|e| e.to_string())
+        });
+    match outcome {
+        Ok(verdict) if verdict.ok => row.passed += 1,
+        Ok(verdict) => row.failed.push(format!(
+            "{label} β=0: relative error {:.2e} ({:.2}× its bound)",
+            verdict.rel_error, verdict.bound_ratio
+        )),
+        Err(e) => row.failed.push(format!("{label} β=0: {e}")),
+    }
+    let a: Matrix<T> = small_int_matrix(m, k, 1);
+    let b: Matrix<T> = small_int_matrix(k, n, 2);
+    let c0: Matrix<T> = small_int_matrix(m, n, 3);
+    let (alpha, beta) = (T::from_i64(2), T::from_i64(-3));
+    let mut expected = c0.clone();
+    let mut c = c0;
+    let outcome = gemm(
+        alpha,
+        a.as_ref(),
+        b.as_ref(),
+        beta,
+        expected.as_mut(),
+        &GemmOptions::new(Algorithm::Naive),
+    )
+    .and_then(|()| multiply(alpha, a.as_ref(), b.as_ref(), beta, c.as_mut()));
+    match outcome {
+        Ok(()) if c == expected => row.passed += 1,
+        Ok(()) => row
+            .failed
+            .push(format!("{label} α=2 β=-3: differs from the naive product")),
+        Err(e) => row.failed.push(format!("{label} α=2 β=-3: {e}")),
+    }
+}
+
 fn check_algorithm<T: Element>(
     label: &str,
     opts: &GemmOptions,
@@ -499,10 +500,6 @@ fn check_algorithm<T: Element>(
     };
     let mut rng = seeded_rng(11);
     for &(m, k, n) in shapes {
-        // β = 0 over poison: C must be written everywhere and never read.
-        let a: Matrix<T> = random_matrix(m, k, &mut rng);
-        let b: Matrix<T> = random_matrix(k, n, &mut rng);
-        let mut c = Matrix::filled(m, n, T::poison());
         // Fast algorithms may exceed the classical float bound by their
         // per-level growth factor, reduced-precision modes by the ratio of
         // unit roundoffs.
@@ -512,44 +509,14 @@ fn check_algorithm<T: Element>(
                 workspace::<T>(scheme, (m, k, n), true, &opts).levels,
             )
         }) * precision.error_growth();
-        let outcome = gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)
-                    .map_err(|e| e.to_string())
-            });
-        match outcome {
-            Ok(verdict) if verdict.ok => row.passed += 1,
-            Ok(verdict) => row.failed.push(format!(
-                "{m}×{k}×{n} β=0: relative error {:.2e} ({:.2}× its bound)",
-                verdict.rel_error, verdict.bound_ratio
-            )),
-            Err(e) => row.failed.push(format!("{m}×{k}×{n} β=0: {e}")),
-        }
-        // C ← 2·A·B − 3·C on exact data, compared bit for bit.
-        let a: Matrix<T> = small_int_matrix(m, k, 1);
-        let b: Matrix<T> = small_int_matrix(k, n, 2);
-        let c0: Matrix<T> = small_int_matrix(m, n, 3);
-        let (alpha, beta) = (T::from_i64(2), T::from_i64(-3));
-        let mut expected = c0.clone();
-        let reference = GemmOptions::new(Algorithm::Naive);
-        let mut c = c0.clone();
-        let outcome = gemm(
-            alpha,
-            a.as_ref(),
-            b.as_ref(),
-            beta,
-            expected.as_mut(),
-            &reference,
-        )
-        .and_then(|()| gemm(alpha, a.as_ref(), b.as_ref(), beta, c.as_mut(), &opts));
-        match outcome {
-            Ok(()) if c == expected => row.passed += 1,
-            Ok(()) => row.failed.push(format!(
-                "{m}×{k}×{n} α=2 β=-3: differs from the naive product"
-            )),
-            Err(e) => row.failed.push(format!("{m}×{k}×{n} α=2 β=-3: {e}")),
-        }
+        check_shape::<T>(
+            &mut row,
+            (m, k, n),
+            "",
+            growth,
+            &mut rng,
+            |alpha, a, b, beta, c| gemm(alpha, a, b, beta, c, &opts),
+        );
     }
     Some(row)
 }

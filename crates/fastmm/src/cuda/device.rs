@@ -179,6 +179,14 @@ impl Gpu {
         f(blas.as_ref().expect("created above"))
     }
 
+    /// Makes this GPU's context current on the calling thread, as raw
+    /// driver calls need (cudarc's own calls do it themselves).
+    pub(crate) fn bind(&self) -> Result<(), Error> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_err("cannot bind the context", e))
+    }
+
     /// Waits for the stream and reports any error a kernel raised.
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
         self.stream

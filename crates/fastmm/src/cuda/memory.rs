@@ -72,9 +72,7 @@ pub(crate) struct RawDeviceMemory {
 impl RawDeviceMemory {
     /// `bytes` (at least 1) of linear device memory.
     pub fn alloc(gpu: &Gpu, bytes: usize) -> Result<RawDeviceMemory, Error> {
-        gpu.ctx
-            .bind_to_thread()
-            .map_err(|e| cuda_err("cannot bind the context", e))?;
+        gpu.bind()?;
         let mut ptr = 0;
         // SAFETY: an out-pointer to a local.
         unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) }
@@ -108,9 +106,7 @@ unsafe impl Send for PinnedStaging {}
 impl PinnedStaging {
     /// `bytes` (at least 1) of page-locked memory.
     pub fn alloc(gpu: &Gpu, bytes: usize) -> Result<PinnedStaging, Error> {
-        gpu.ctx
-            .bind_to_thread()
-            .map_err(|e| cuda_err("cannot bind the context", e))?;
+        gpu.bind()?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: an out-pointer to a local; flags 0 is plain page-locked
         // memory.
@@ -228,9 +224,7 @@ unsafe fn copy_2d(gpu: &Gpu, from: Side, to: Side, width: usize, rows: usize) ->
         WidthInBytes: width,
         Height: rows,
     };
-    gpu.ctx
-        .bind_to_thread()
-        .map_err(|e| cuda_err("cannot bind the context", e))?;
+    gpu.bind()?;
     // SAFETY: the caller's contract covers both ends of the copy.
     unsafe { sys::cuMemcpy2D_v2(&copy) }
         .result()

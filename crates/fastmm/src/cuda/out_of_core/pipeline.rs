@@ -271,9 +271,7 @@ fn feed<T: Element>(
                 gathering += started.elapsed().as_secs_f64();
                 let bytes = piece.elements() * elem;
                 let offset = ((piece.row * cols + piece.col) * elem) as u64;
-                gpu.ctx
-                    .bind_to_thread()
-                    .map_err(|e| cuda_err("cannot bind the context", e))?;
+                gpu.bind()?;
                 // SAFETY: the slot holds the panel (rows·cols elements at
                 // its depth and width, `Plan::device_bytes`), the staging
                 // buffer `bytes` bytes; the buffer is not touched again
@@ -355,9 +353,7 @@ fn drain<T: Element>(
                 }
                 let bytes = piece.elements() * elem;
                 let offset = ((piece.row * cols + piece.col) * elem) as u64;
-                gpu.ctx
-                    .bind_to_thread()
-                    .map_err(|e| cuda_err("cannot bind the context", e))?;
+                gpu.bind()?;
                 // SAFETY: the slot holds the tile (rows·cols elements), the
                 // buffer `bytes` bytes and no other copy: buffers are used
                 // in turn and the oldest was landed above when all were

@@ -191,15 +191,7 @@ impl Plan {
         }
         let words = budget / elem.max(1) as u64;
         let (m64, k64, n64) = (m as u64, k as u64, n as u64);
-        let whole = Plan {
-            shape: (m, k, n),
-            elem,
-            tile_rows: m,
-            tile_cols: n,
-            depth: k,
-            resident: Resident::B,
-            slots: Slots { a: 1, b: 1, c: 1 },
-        };
+        let whole = Plan::one_step((m, k, n), elem);
         if m64 * k64 + k64 * n64 + m64 * n64 <= words {
             return Ok(whole);
         }
@@ -281,6 +273,19 @@ impl Plan {
             slots: Slots { a: 2, b: 2, c: 2 },
             ..whole
         })
+    }
+
+    /// The whole m×k×n product in one step: one buffer each for A, B, C.
+    pub fn one_step((m, k, n): (usize, usize, usize), elem: usize) -> Plan {
+        Plan {
+            shape: (m, k, n),
+            elem,
+            tile_rows: m,
+            tile_cols: n,
+            depth: k,
+            resident: Resident::B,
+            slots: Slots { a: 1, b: 1, c: 1 },
+        }
     }
 
     /// Refuses a plan that does not describe an m×k×n product of
