@@ -347,16 +347,21 @@ impl Plan {
             Resident::B => ("B", self.slots.b, n.div_ceil(cols)),
             Resident::A => ("A", self.slots.a, m.div_ceil(rows)),
         };
-        let split_k = if depth < k {
-            format!(", k in {} slices of {depth}", k.div_ceil(depth))
+        let flow = if depth < k {
+            format!(
+                ", k in {} slices of {depth}; A and B streamed through {} and {} buffers",
+                k.div_ceil(depth),
+                self.slots.a,
+                self.slots.b
+            )
         } else {
-            String::new()
+            format!(
+                "; {} resident in {} of its {} panels",
+                resident.0, resident.1, resident.2
+            )
         };
         format!(
-            "{tiles} tiles of {rows}×{cols}{split_k}; {} resident in {} of its {} panels; GPU buffers {} (the seed's (k(a+b)+ab)·size = {})",
-            resident.0,
-            resident.1,
-            resident.2,
+            "{tiles} tiles of {rows}×{cols}{flow}; GPU buffers {} (the seed's (k(a+b)+ab)·size = {})",
             format_bytes(self.device_bytes().into()),
             format_bytes(self.seed_formula_bytes().into()),
         )
