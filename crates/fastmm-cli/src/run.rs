@@ -376,16 +376,22 @@ fn run_typed<T: Element>(
             ..base_opts
         };
         // The GPU's default memory schedule depends on the free memory:
-        // resolved here, so the label and the report name what runs.
+        // resolved here, so the label and the report name what runs (out
+        // of core, per tile, by the out-of-core plan).
         if let (Some(scheme), Device::Cuda) = (Scheme::of(algorithm), algorithm.device()) {
             let gpu = fastmm::cuda::Gpu::default_gpu()?;
-            opts.variant = Some(fastmm::cuda::default_variant::<T>(
-                gpu,
-                scheme,
-                (p.m, p.k, p.n),
-                true,
-                &opts,
-            )?);
+            let streamed = fastmm::cuda::out_of_core::needed::<T>(gpu, (p.m, p.k, p.n), &opts)?;
+            opts.variant = if streamed {
+                opts.variant
+            } else {
+                Some(fastmm::cuda::default_variant::<T>(
+                    gpu,
+                    scheme,
+                    (p.m, p.k, p.n),
+                    true,
+                    &opts,
+                )?)
+            };
         }
         let opts = opts;
         // (compute ms, upload ms, download ms) of one run; the CPU has no
@@ -465,7 +471,7 @@ fn run_typed<T: Element>(
         records.push(Record {
             algorithm: algorithm.name(),
             kernel: match &out_of_core {
-                Some(report) => out_of_core_label::<T>(&opts, report)?,
+                Some(report) => out_of_core_label::<T>(report)?,
                 None => kernel_label::<T>(&opts, (p.m, p.k, p.n))?,
             },
             device: algorithm.device().name(),
@@ -519,15 +525,12 @@ pub(crate) fn error_growth_of<T: Element>(
 /// The kernel of an out-of-core GPU product's tiles and how it streamed:
 /// the plan, the bytes each way, and the share of the time the GPU spent
 /// in products (what the copies did not hide is the rest).
-fn out_of_core_label<T: Element>(
-    opts: &GemmOptions,
-    report: &fastmm::cuda::out_of_core::Report,
-) -> Result<String> {
+fn out_of_core_label<T: Element>(report: &fastmm::cuda::out_of_core::Report) -> Result<String> {
     let plan = &report.plan;
     let tile = kernel_label::<T>(
         &GemmOptions {
             gpu_out_of_core: false,
-            ..*opts
+            ..report.tile_options
         },
         (plan.tile_rows, plan.depth, plan.tile_cols),
     )?;

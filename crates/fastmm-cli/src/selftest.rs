@@ -188,10 +188,27 @@ fn wave_tail_checks(gpu: &Gpu) -> Result<Vec<Row>> {
 /// hand on the shape matrix (tiles of about a third of m and half of n):
 /// one step; all of B resident; A resident in fewer slots than panels;
 /// k split in three and accumulated; one buffer each. Each over NaN with
-/// β = 0, and exactly on small integers with α = 2, β = −3. Then the
-/// planner itself through `gemm`, with a budget of a third of A, B and C.
+/// β = 0, and exactly on small integers with α = 2, β = −3; for cuBLAS
+/// and cuda-fast, and for Strassen and Winograd per tile (recursing from
+/// 16). Then the planner itself through `gemm`, with a budget of a third
+/// of A, B and C.
 fn out_of_core_checks(gpu: &Gpu) -> Vec<Row> {
     let mut rows = Vec::new();
+    // Strassen and Winograd per tile, recursing on these small tiles.
+    for algorithm in [Algorithm::CudaStrassen, Algorithm::CudaWinograd] {
+        let opts = GemmOptions {
+            threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+            ..GemmOptions::new(algorithm)
+        };
+        for dtype in DType::ALL {
+            rows.extend(match dtype {
+                DType::F32 => planned_checks::<f32>(gpu, &opts),
+                DType::F64 => planned_checks::<f64>(gpu, &opts),
+                DType::I32 => planned_checks::<i32>(gpu, &opts),
+                DType::I64 => planned_checks::<i64>(gpu, &opts),
+            });
+        }
+    }
     for algorithm in [Algorithm::Cublas, Algorithm::CudaFast] {
         let opts = GemmOptions::new(algorithm);
         for dtype in DType::ALL {
@@ -263,12 +280,16 @@ fn planned_checks<T: Element>(gpu: &Gpu, opts: &GemmOptions) -> Option<Row> {
                 tiled(Resident::B, k, Slots { a: 1, b: 1, c: 1 }),
             ),
         ];
+        // A fast algorithm's tiles recurse at most as deep as the whole.
+        let growth = Scheme::of(opts.algorithm).map_or(1.0, |scheme| {
+            error_growth(scheme, workspace::<T>(scheme, (m, k, n), true, opts).levels)
+        });
         for (what, plan) in plans {
             check_shape::<T>(
                 &mut row,
                 (m, k, n),
                 what,
-                1.0,
+                growth,
                 &mut rng,
                 |alpha, a, b, beta, c| {
                     multiply_planned(gpu, plan, alpha, a, b, beta, c, opts).map(|_| ())

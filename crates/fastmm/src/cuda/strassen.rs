@@ -116,6 +116,12 @@ impl<'g, T: Element> CudaBackend<'g, T> {
         })
     }
 
+    /// Points the backend at another product's A, B and C, keeping its
+    /// temporaries (the out-of-core pipeline runs one product per tile).
+    pub(crate) fn retarget(&mut self, (a, b, c): (Operand, Operand, Operand)) {
+        (self.a, self.b, self.c) = (a, b, c);
+    }
+
     /// Address and leading dimension of a block.
     fn operand(&self, block: Block) -> Operand {
         let store = match block.store {
@@ -133,8 +139,16 @@ impl<'g, T: Element> CudaBackend<'g, T> {
 
 impl<T: Element> Backend<T> for CudaBackend<'_, T> {
     fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
-        // The same product asks for the same capacities every run: keep them.
-        if self.capacities == capacities {
+        // The same product asks for the same capacities every run, and a
+        // smaller tile of an out-of-core product for smaller ones: keep
+        // temporaries that are large enough.
+        if self.capacities.len() == capacities.len()
+            && self
+                .capacities
+                .iter()
+                .zip(capacities)
+                .all(|(have, need)| have >= need)
+        {
             return Ok(());
         }
         let (free, _) = self.gpu.memory_info()?;

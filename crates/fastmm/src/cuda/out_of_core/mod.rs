@@ -7,9 +7,11 @@
 //! ([`pipeline`]). A, B and C stay where the caller has them — in memory,
 //! or mapped from files — and are never copied whole.
 //!
-//! The products are the classical GPU algorithms (cuBLAS, `cuda-fast`,
-//! `cuda-tiled`, `cuda-naive`) on each tile: C_ij ← α·A_i·B_j, then β is
-//! applied on the host as each tile lands, so β = 0 never reads C.
+//! Each tile's product C_ij ← α·A_i·B_j is any GPU algorithm: a classical
+//! one (cuBLAS, `cuda-fast`, `cuda-tiled`, `cuda-naive`) or Strassen or
+//! Winograd over one, whose temporaries for the largest tile come off the
+//! budget and are kept from tile to tile. β is applied on the host as each
+//! tile lands, so β = 0 never reads C.
 
 pub mod pipeline;
 pub mod plan;
@@ -20,13 +22,14 @@ pub use plan::{Plan, Resident};
 
 use crate::algo::{Algorithm, GemmOptions};
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::ClassicalGemm;
+use crate::cuda::gemm::{default_gpu_base, ClassicalGemm, Operand};
 use crate::cuda::memory::GpuMemory;
 use crate::cuda::precision::GpuPrecision;
+use crate::cuda::strassen::CudaBackend;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::strassen::Scheme;
+use crate::strassen::{workspace, Scheme, Variant};
 use crate::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TILE};
 
 /// What an out-of-core GPU product did.
@@ -36,6 +39,9 @@ pub struct Report {
     pub plan: Plan,
     /// The GPU memory it was planned in, bytes.
     pub budget: u64,
+    /// The options each tile ran with (a fast algorithm's variant
+    /// resolved).
+    pub tile_options: GemmOptions,
     /// Products on the GPU.
     pub products: usize,
     /// Bytes copied to the GPU (A and B, as often as they streamed).
@@ -78,20 +84,18 @@ pub fn needed<T: Element>(
     Ok(bytes > u128::from(budget(gpu, opts)?))
 }
 
-/// Refuses what the out-of-core path does not run: the fast algorithms
-/// (their temporaries are sized for whole operands), memory kinds other
+/// Refuses what the out-of-core path does not run: memory kinds other
 /// than linear device memory, and the 16-bit cuBLAS modes (their operands
 /// are converted whole).
 fn check_options(opts: &GemmOptions) -> Result<(), Error> {
-    if Scheme::of(opts.algorithm).is_some() {
-        return Err(Error::Unsupported {
-            algorithm: opts.algorithm.name(),
-            what: "products larger than GPU memory (out of core, use cublas or cuda-fast)".into(),
-        });
-    }
     if !matches!(
         opts.algorithm,
-        Algorithm::Cublas | Algorithm::CudaFast | Algorithm::CudaTiled | Algorithm::CudaNaive
+        Algorithm::Cublas
+            | Algorithm::CudaFast
+            | Algorithm::CudaTiled
+            | Algorithm::CudaNaive
+            | Algorithm::CudaStrassen
+            | Algorithm::CudaWinograd
     ) {
         return Err(Error::InvalidOption(format!(
             "{} is not a GPU algorithm",
@@ -114,20 +118,151 @@ fn check_options(opts: &GemmOptions) -> Result<(), Error> {
     Ok(())
 }
 
-/// The plan `multiply` would follow for an m×k×n product of T.
+/// The options each tile runs with: for `cuda-strassen`/`cuda-winograd`
+/// without a variant, `batched` when its temporaries for the largest tile
+/// take at most a quarter of the budget, else `frugal`.
+fn tile_options<T: Element>(
+    (m, k, n): (usize, usize, usize),
+    budget: u64,
+    opts: &GemmOptions,
+) -> GemmOptions {
+    match (Scheme::of(opts.algorithm), opts.variant) {
+        (Some(scheme), None) => {
+            let batched = GemmOptions {
+                variant: Some(Variant::Batched),
+                ..*opts
+            };
+            let tile = (
+                m.min(CUDA_OUT_OF_CORE_TILE),
+                k,
+                n.min(CUDA_OUT_OF_CORE_TILE),
+            );
+            let bytes = workspace_bytes::<T>(scheme, tile, &batched);
+            GemmOptions {
+                variant: Some(if bytes <= budget / 4 {
+                    Variant::Batched
+                } else {
+                    Variant::Frugal
+                }),
+                ..*opts
+            }
+        }
+        _ => *opts,
+    }
+}
+
+/// Bytes of a fast algorithm's temporaries for one m×k×n tile product,
+/// the larger of its β = 0 and accumulating schedules.
+fn workspace_bytes<T: Element>(
+    scheme: Scheme,
+    dims: (usize, usize, usize),
+    opts: &GemmOptions,
+) -> u64 {
+    let elements = [true, false]
+        .into_iter()
+        .map(|beta_is_zero| workspace::<T>(scheme, dims, beta_is_zero, opts).workspace_elements)
+        .max()
+        .unwrap_or(0);
+    (elements * std::mem::size_of::<T>()) as u64
+}
+
+/// The plan `multiply` would follow for an m×k×n product of T, the budget
+/// it was made in, and the options each tile runs with. A fast
+/// algorithm's temporaries for the largest tile come off the budget first.
 pub fn plan_for<T: Element>(
     gpu: &Gpu,
     shape: (usize, usize, usize),
     opts: &GemmOptions,
-) -> Result<(Plan, u64), Error> {
+) -> Result<(Plan, u64, GemmOptions), Error> {
     let budget = budget(gpu, opts)?;
+    let tile_opts = tile_options::<T>(shape, budget, opts);
+    let temporaries = match Scheme::of(opts.algorithm) {
+        Some(scheme) => {
+            let (m, k, n) = shape;
+            let tile = (
+                m.min(CUDA_OUT_OF_CORE_TILE),
+                k,
+                n.min(CUDA_OUT_OF_CORE_TILE),
+            );
+            workspace_bytes::<T>(scheme, tile, &tile_opts)
+        }
+        None => 0,
+    };
+    if temporaries >= budget {
+        return Err(Error::InvalidOption(format!(
+            "{}'s temporaries for one tile need {} of the {} GPU budget; use a classical algorithm or allow more",
+            opts.algorithm,
+            crate::system::format_bytes(temporaries.into()),
+            crate::system::format_bytes(budget.into())
+        )));
+    }
     let plan = Plan::new(
         shape,
         std::mem::size_of::<T>(),
-        budget,
+        budget - temporaries,
         CUDA_OUT_OF_CORE_TILE,
     )?;
-    Ok((plan, budget))
+    Ok((plan, budget, tile_opts))
+}
+
+/// The product each tile runs: a classical GPU algorithm, or Strassen or
+/// Winograd over one, whose backend keeps its temporaries from tile to
+/// tile.
+pub(crate) enum TileProduct<'g, T: Element> {
+    Classical(ClassicalGemm),
+    Fast {
+        scheme: Scheme,
+        opts: GemmOptions,
+        backend: Box<CudaBackend<'g, T>>,
+    },
+}
+
+impl<'g, T: Element> TileProduct<'g, T> {
+    fn resolve(gpu: &'g Gpu, opts: &GemmOptions) -> Result<TileProduct<'g, T>, Error> {
+        Ok(match Scheme::of(opts.algorithm) {
+            Some(scheme) => {
+                let base = opts.base.unwrap_or_else(|| default_gpu_base(T::DTYPE));
+                let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
+                let nowhere = Operand { ptr: 0, ld: 0 };
+                TileProduct::Fast {
+                    scheme,
+                    opts: *opts,
+                    backend: Box::new(CudaBackend::new(
+                        gpu,
+                        classical,
+                        (nowhere, nowhere, nowhere),
+                    )?),
+                }
+            }
+            None => TileProduct::Classical(ClassicalGemm::resolve::<T>(gpu, opts.algorithm, opts)?),
+        })
+    }
+
+    /// c ← α·a·b + β·c for an m×k `a` and a k×n `b` on the GPU's stream.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run(
+        &mut self,
+        gpu: &Gpu,
+        dims: (usize, usize, usize),
+        alpha: T,
+        a: Operand,
+        b: Operand,
+        beta: T,
+        c: Operand,
+    ) -> Result<(), Error> {
+        match self {
+            TileProduct::Classical(gemm) => gemm.run(gpu, dims, alpha, a, b, beta, c),
+            TileProduct::Fast {
+                scheme,
+                opts,
+                backend,
+            } => {
+                backend.retarget((a, b, c));
+                let plan = crate::strassen::plan::<T>(*scheme, opts);
+                crate::strassen::engine::run(backend.as_mut(), plan, alpha, beta, dims).map(|_| ())
+            }
+        }
+    }
 }
 
 /// C ← α·A·B + β·C on the GPU in tiles, within the [`budget`], for host
@@ -142,8 +277,8 @@ pub fn multiply<T: Element>(
     c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
-    let (plan, budget) = plan_for::<T>(gpu, (a.rows(), a.cols(), b.cols()), opts)?;
-    let mut report = multiply_planned(gpu, plan, alpha, a, b, beta, c, opts)?;
+    let (plan, budget, tile_opts) = plan_for::<T>(gpu, (a.rows(), a.cols(), b.cols()), opts)?;
+    let mut report = multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts)?;
     report.budget = budget;
     Ok(report)
 }
@@ -171,7 +306,7 @@ pub fn multiply_planned<T: Element>(
         });
     }
     plan.check((m, k, n), std::mem::size_of::<T>())?;
-    let gemm = ClassicalGemm::resolve::<T>(gpu, opts.algorithm, opts)?;
+    let mut product = TileProduct::<T>::resolve(gpu, opts)?;
     let schedule = plan.schedule();
     let elem = std::mem::size_of::<T>();
     let (rows, cols, depth) = (plan.tile_rows, plan.tile_cols, plan.depth);
@@ -180,11 +315,13 @@ pub fn multiply_planned<T: Element>(
         [plan.slots.a, plan.slots.b, plan.slots.c],
         [rows * depth * elem, depth * cols * elem, rows * cols * elem],
     )?;
-    let measured = pipeline::execute(gpu, &gemm, &schedule, &slots, alpha, (a, b), beta, c)?;
+    let measured = pipeline::execute(gpu, &mut product, &schedule, &slots, alpha, (a, b), beta, c)?;
+    drop(product);
     drop(slots);
     Ok(Report {
         plan,
         budget: plan.device_bytes(),
+        tile_options: *opts,
         products: schedule.tasks.len(),
         upload_bytes: schedule.upload_elements() * elem as u64,
         download_bytes: (m * n * elem) as u64,

@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use super::plan::{Block, Operand as Input, Schedule};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{ClassicalGemm, Operand};
+use crate::cuda::gemm::Operand;
 use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
 use crate::element::Element;
 use crate::error::Error;
@@ -393,11 +393,11 @@ fn drain<T: Element>(
     Ok(scattering)
 }
 
-/// C ← α·A·B + β·C by `schedule` on `slots`, each product by `gemm`.
+/// C ← α·A·B + β·C by `schedule` on `slots`, each product by `product`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn execute<T: Element>(
     gpu: &Gpu,
-    gemm: &ClassicalGemm,
+    product: &mut super::TileProduct<'_, T>,
     schedule: &Schedule,
     slots: &Slots,
     alpha: T,
@@ -472,7 +472,7 @@ pub(super) fn execute<T: Element>(
                 }
                 let (rows, depth, cols) = task.dims;
                 let start = record(compute, CUevent_flags::CU_EVENT_DEFAULT)?;
-                gemm.run(
+                product.run(
                     gpu,
                     (rows, depth, cols),
                     alpha,
