@@ -570,10 +570,13 @@ fn kernel_label<T: Element>(
                 start if start > threshold => format!(" from {start}"),
                 _ => String::new(),
             };
-            return Ok(format!(
-                "{} n0={threshold}{start} + {base} {memory}",
-                opts.variant.unwrap_or_default(),
-            ));
+            let variant = opts.variant.unwrap_or_default();
+            // The fused variant's products are all fused-kernel launches.
+            let base = match variant {
+                Variant::Fused => "fused kernel (cuda-fast simt tiles)".to_string(),
+                _ => base.to_string(),
+            };
+            return Ok(format!("{variant} n0={threshold}{start} + {base} {memory}"));
         }
         return Ok(match opts.algorithm {
             Algorithm::CudaFast => {

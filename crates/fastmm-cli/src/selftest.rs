@@ -416,10 +416,12 @@ fn option_sets(algorithm: Algorithm, memories: &[Option<GpuMemory>]) -> Vec<(Str
             .chain(families)
             .collect();
     }
-    let mut variants = vec![Variant::Temporaries, Variant::Frugal, Variant::Batched];
-    if algorithm.device() == Device::Cpu {
-        variants.push(Variant::Fused);
-    }
+    let variants = [
+        Variant::Temporaries,
+        Variant::Frugal,
+        Variant::Batched,
+        Variant::Fused,
+    ];
     let mut sets: Vec<(String, GemmOptions)> = variants
         .into_iter()
         .map(|variant| (format!("{algorithm} {variant}"), plain.variant(variant)))

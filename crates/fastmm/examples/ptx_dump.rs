@@ -29,7 +29,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     vec![CUDA_COMBINE_ROWS_PER_BLOCK]
                 }
                 KernelSource::Convert => vec![1],
-                KernelSource::Fast => fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec(),
+                KernelSource::Fast | KernelSource::Fused => {
+                    fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec()
+                }
                 KernelSource::FastMma => vec![fastmm::tunables::CUDA_MMA_STAGES],
             };
             for tile in tiles {

@@ -36,12 +36,12 @@ fn every_kernel_compiles_for_sm90() {
             }
             KernelSource::Convert => &[0, 1],
             // Every TM of some type; each type builds its own.
-            KernelSource::Fast => &[4, 8, 16],
+            KernelSource::Fast | KernelSource::Fused => &[4, 8, 16],
             KernelSource::FastMma => &[2, 3],
         };
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
             for &tile in tiles {
-                if source == KernelSource::Fast
+                if matches!(source, KernelSource::Fast | KernelSource::Fused)
                     && !fastmm::cuda::gemm::simt_micro_tiles(dtype).contains(&tile)
                 {
                     continue;
@@ -54,7 +54,7 @@ fn every_kernel_compiles_for_sm90() {
                 // fast.cu stages B with cp.async from sm_80 and through
                 // registers before: both paths must build.
                 let archs: &[&'static str] = match source {
-                    KernelSource::Fast => &["sm_90", "sm_75"],
+                    KernelSource::Fast | KernelSource::Fused => &["sm_90", "sm_75"],
                     _ => &["sm_90"],
                 };
                 for &arch in archs {

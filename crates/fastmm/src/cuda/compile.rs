@@ -32,11 +32,15 @@ pub enum KernelSource {
     /// `fast_mma.cu`: f64 on the FP64 tensor cores (`mma.sync` m16n8k8,
     /// sm_90+), 128×128 tiles (tile = STAGES, the cp.async pipeline depth).
     FastMma,
+    /// `fused.cu`: the Strassen primitive with its operand sums formed
+    /// while staging and its result added into several blocks of C, for a
+    /// group of products in one launch (tile = TM, as for `Fast`).
+    Fused,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 7] = [
+    pub const ALL: [KernelSource; 8] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -44,6 +48,7 @@ impl KernelSource {
         KernelSource::Convert,
         KernelSource::Fast,
         KernelSource::FastMma,
+        KernelSource::Fused,
     ];
 
     /// Whether the kernel is written for elements of this type.
@@ -71,6 +76,10 @@ impl KernelSource {
                 include_str!("kernels/block_common.cuh"),
                 include_str!("kernels/fast_mma.cu")
             ),
+            KernelSource::Fused => concat!(
+                include_str!("kernels/block_common.cuh"),
+                include_str!("kernels/fused.cu")
+            ),
         }
     }
 
@@ -84,6 +93,7 @@ impl KernelSource {
             KernelSource::Convert => "to_half",
             KernelSource::Fast => "gemm_fast",
             KernelSource::FastMma => "gemm_fast_mma",
+            KernelSource::Fused => "gemm_fused",
         }
     }
 
@@ -94,7 +104,7 @@ impl KernelSource {
             KernelSource::Tiled => "TILE",
             KernelSource::Combine | KernelSource::CombineGroup => "ROWS_PER_BLOCK",
             KernelSource::Convert => "BF16",
-            KernelSource::Fast => "TM",
+            KernelSource::Fast | KernelSource::Fused => "TM",
             KernelSource::FastMma => "STAGES",
         }
     }
@@ -126,11 +136,14 @@ fn defines(key: KernelKey) -> Vec<String> {
         format!("-DACC={}", key.dtype.cuda_accumulator()),
         format!("-D{}={}", key.source.tile_define(), key.tile),
     ];
-    if key.source == KernelSource::Fast {
+    if matches!(key.source, KernelSource::Fast | KernelSource::Fused) {
         let (_, columns) = crate::cuda::gemm::simt_micro_tile(key.dtype, key.tile);
         defines.push(format!("-DTN={columns}"));
     }
-    if matches!(key.source, KernelSource::Fast | KernelSource::FastMma) {
+    if matches!(
+        key.source,
+        KernelSource::Fast | KernelSource::FastMma | KernelSource::Fused
+    ) {
         defines.push(format!(
             "-DRASTER_GROUP={}",
             crate::tunables::CUDA_RASTER_GROUP

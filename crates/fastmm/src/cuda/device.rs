@@ -30,6 +30,9 @@ pub struct GpuInfo {
     pub max_threads_per_block: usize,
     /// Static shared memory one block may use, in bytes.
     pub max_shared_per_block: usize,
+    /// Shared memory one block may use when its kernel opts in to more
+    /// than the static limit (dynamic shared memory), in bytes.
+    pub max_shared_per_block_optin: usize,
     /// Largest grid extent in y.
     pub max_grid_y: usize,
     /// Whether the device supports managed (unified) memory.
@@ -106,6 +109,9 @@ impl Gpu {
                 .map_err(|e| cuda_err("cannot read the memory size", e))?,
             max_threads_per_block: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_shared_per_block: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            max_shared_per_block_optin: attribute(
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
             max_grid_y: attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
             managed_memory: attribute(Attr::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
             driver_version,

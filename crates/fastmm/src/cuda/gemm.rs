@@ -1009,7 +1009,7 @@ fn multiply_on_device<T: Element>(
     let mut fast = match scheme {
         Some(scheme) => Some((
             scheme,
-            CudaBackend::<T>::new(gpu, classical.clone(), (oa, ob, oc))?,
+            CudaBackend::<T>::new(gpu, classical.clone(), opts, (oa, ob, oc))?,
         )),
         None => None,
     };

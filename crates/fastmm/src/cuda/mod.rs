@@ -8,6 +8,7 @@
 
 pub mod compile;
 pub mod device;
+pub(crate) mod fused;
 pub mod gemm;
 pub mod memory;
 pub mod out_of_core;

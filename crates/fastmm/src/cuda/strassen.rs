@@ -11,10 +11,11 @@ use crate::algo::GemmOptions;
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
+use crate::cuda::fused::{FusedKernel, FusedProduct};
 use crate::cuda::gemm::{combine_launch_config, launch_combine, to_i32, ClassicalGemm, Operand};
 use crate::element::Element;
 use crate::error::Error;
-use crate::strassen::backend::{Backend, Block, Combination, Store};
+use crate::strassen::backend::{Backend, Block, Combination, Primitive, Store};
 use crate::strassen::{workspace, Scheme, Variant};
 use crate::tunables::CUDA_COMBINE_ROWS_PER_BLOCK;
 
@@ -84,12 +85,17 @@ pub(crate) struct CudaBackend<'g, T: Element> {
     temps: Vec<CudaSlice<T>>,
     temp_ptrs: Vec<u64>,
     capacities: Vec<usize>,
+    /// The options the fused kernel is resolved with (its tile).
+    opts: GemmOptions,
+    /// The fused primitive's kernel, compiled on the first primitive.
+    fused: Option<FusedKernel>,
 }
 
 impl<'g, T: Element> CudaBackend<'g, T> {
     pub(crate) fn new(
         gpu: &'g Gpu,
         classical: ClassicalGemm,
+        opts: &GemmOptions,
         (a, b, c): (Operand, Operand, Operand),
     ) -> Result<Self, Error> {
         let combine = gpu.function(KernelKey {
@@ -113,6 +119,8 @@ impl<'g, T: Element> CudaBackend<'g, T> {
             temps: Vec::new(),
             temp_ptrs: Vec::new(),
             capacities: Vec::new(),
+            opts: *opts,
+            fused: None,
         })
     }
 
@@ -135,9 +143,92 @@ impl<'g, T: Element> CudaBackend<'g, T> {
         };
         store.at::<T>(block.row, block.col)
     }
+
+    /// The weighted device addresses of `terms`, all of which must share
+    /// one leading dimension (`what` names them in the error).
+    fn addresses(&self, terms: &[(T, Block)], what: &str) -> Result<(Vec<(T, u64)>, usize), Error> {
+        let operands: Vec<(T, Operand)> =
+            terms.iter().map(|&(w, b)| (w, self.operand(b))).collect();
+        let ld = operands.first().map_or(0, |(_, o)| o.ld);
+        if operands.iter().any(|(_, o)| o.ld != ld) {
+            return Err(Error::Unsupported {
+                algorithm: "the fused variant on the GPU",
+                what: format!("{what} blocks with different leading dimensions"),
+            });
+        }
+        Ok((operands.iter().map(|&(w, o)| (w, o.ptr)).collect(), ld))
+    }
 }
 
 impl<T: Element> Backend<T> for CudaBackend<'_, T> {
+    /// `kernels/fused.cu` forms the sums in its tile loads.
+    const FUSES_PRIMITIVE: bool = true;
+    /// A group of primitives is one launch (z picks the product).
+    const GROUPS_PRIMITIVES: bool = true;
+
+    fn primitive(
+        &mut self,
+        alpha: T,
+        a: &[(T, Block)],
+        b: &[(T, Block)],
+        beta: T,
+        c: &[(T, Block)],
+        scratch: [Block; 3],
+    ) -> Result<(), Error> {
+        let one = Primitive {
+            a: a.to_vec(),
+            b: b.to_vec(),
+            c: c.to_vec(),
+            scratch,
+        };
+        self.primitives(alpha, beta, std::slice::from_ref(&one))
+    }
+
+    fn primitives(&mut self, alpha: T, beta: T, group: &[Primitive<T>]) -> Result<(), Error> {
+        let Some(first) = group.first() else {
+            return Ok(());
+        };
+        let (m, k, n) = first.shape();
+        if k == 0 {
+            // M = 0: only β applies.
+            for p in group {
+                for &(_, dest) in &p.c {
+                    self.combine(beta, dest, &[])?;
+                }
+            }
+            return Ok(());
+        }
+        let mut products = Vec::with_capacity(group.len());
+        let mut lds = None;
+        for p in group {
+            debug_assert_eq!(p.shape(), (m, k, n), "a group has one shape");
+            let (a, lda) = self.addresses(&p.a, "A")?;
+            let (b, ldb) = self.addresses(&p.b, "B")?;
+            let (c, ldc) = self.addresses(&p.c, "C")?;
+            match lds {
+                None => lds = Some((lda, ldb, ldc)),
+                Some(same) if same == (lda, ldb, ldc) => {}
+                Some(_) => {
+                    return Err(Error::Unsupported {
+                        algorithm: "the fused variant on the GPU",
+                        what: "products of one group with different leading dimensions".into(),
+                    })
+                }
+            }
+            products.push(FusedProduct { a, b, c });
+        }
+        if self.fused.is_none() {
+            self.fused = Some(FusedKernel::resolve::<T>(self.gpu, &self.opts)?);
+        }
+        let kernel = self.fused.as_ref().expect("resolved above");
+        kernel.run(
+            self.gpu,
+            (m, k, n),
+            (alpha, beta),
+            &products,
+            lds.expect("the group is not empty"),
+        )
+    }
     fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
         // The same product asks for the same capacities every run, and a
         // smaller tile of an out-of-core product for smaller ones: keep

@@ -82,6 +82,45 @@ pub struct Combination<T> {
     pub terms: Vec<(T, Block)>,
 }
 
+/// One Strassen primitive of a [`Backend::primitives`] group:
+/// M = (Σ wᵢAᵢ)(Σ vⱼBⱼ) added into each destination (γ_k, C_k).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Primitive<T> {
+    /// The weighted blocks of A summed into the left operand.
+    pub a: Vec<(T, Block)>,
+    /// The weighted blocks of B summed into the right operand.
+    pub b: Vec<(T, Block)>,
+    /// The destinations and their weights γ_k.
+    pub c: Vec<(T, Block)>,
+    /// Room for the default [`Backend::primitive`] (see there).
+    pub scratch: [Block; 3],
+}
+
+impl<T> Primitive<T> {
+    /// Its (m, k, n).
+    pub fn shape(&self) -> (usize, usize, usize) {
+        (self.a[0].1.rows, self.a[0].1.cols, self.b[0].1.cols)
+    }
+
+    /// Whether a destination of `self` overlaps one of `other`'s.
+    pub fn writes_overlap(&self, other: &Primitive<T>) -> bool {
+        self.c
+            .iter()
+            .any(|(_, mine)| other.c.iter().any(|(_, theirs)| mine.overlaps(theirs)))
+    }
+}
+
+impl Block {
+    /// Whether the two blocks share an element.
+    pub fn overlaps(&self, other: &Block) -> bool {
+        self.store == other.store
+            && self.row < other.row + other.rows
+            && other.row < self.row + self.rows
+            && self.col < other.col + other.cols
+            && other.col < self.col + self.cols
+    }
+}
+
 /// A device the fast algorithms run on.
 ///
 /// Every call names blocks of A, B, C or of the temporaries. The recursion
@@ -159,6 +198,22 @@ pub trait Backend<T: Element> {
         self.gemm(alpha, left, right, T::ZERO, product)?;
         for &(gamma, dest) in c {
             self.combine(beta, dest, &[(gamma, product)])?;
+        }
+        Ok(())
+    }
+
+    /// Whether the engine should hand the fused variant's primitives over
+    /// in groups ([`Backend::primitives`]) rather than one at a time.
+    const GROUPS_PRIMITIVES: bool = false;
+
+    /// Several primitives of one shape whose destinations are pairwise
+    /// disjoint, each **C_k ← β·C_k + γ_k·α·M** as in
+    /// [`Backend::primitive`]; no destination is read by another member,
+    /// so a backend may run them concurrently. The default runs them in
+    /// order.
+    fn primitives(&mut self, alpha: T, beta: T, group: &[Primitive<T>]) -> Result<(), Error> {
+        for p in group {
+            self.primitive(alpha, &p.a, &p.b, beta, &p.c, p.scratch)?;
         }
         Ok(())
     }

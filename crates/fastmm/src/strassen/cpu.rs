@@ -429,4 +429,111 @@ mod tests {
             }
         }
     }
+
+    /// The CPU backend taking the fused variant's primitives in groups, as
+    /// the GPU's does: checks each group's contract and records its size.
+    struct Grouped<'a> {
+        inner: CpuBackend<'a, i64>,
+        sizes: Vec<usize>,
+    }
+
+    impl Backend<i64> for Grouped<'_> {
+        const FUSES_PRIMITIVE: bool = true;
+        const GROUPS_PRIMITIVES: bool = true;
+        fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
+            self.inner.allocate(capacities)
+        }
+        fn gemm(
+            &mut self,
+            alpha: i64,
+            a: Block,
+            b: Block,
+            beta: i64,
+            c: Block,
+        ) -> Result<(), Error> {
+            self.inner.gemm(alpha, a, b, beta, c)
+        }
+        fn combine(&mut self, keep: i64, dst: Block, terms: &[(i64, Block)]) -> Result<(), Error> {
+            self.inner.combine(keep, dst, terms)
+        }
+        fn primitive(
+            &mut self,
+            alpha: i64,
+            a: &[(i64, Block)],
+            b: &[(i64, Block)],
+            beta: i64,
+            c: &[(i64, Block)],
+            scratch: [Block; 3],
+        ) -> Result<(), Error> {
+            self.inner.primitive(alpha, a, b, beta, c, scratch)
+        }
+        fn primitives(
+            &mut self,
+            alpha: i64,
+            beta: i64,
+            group: &[crate::strassen::backend::Primitive<i64>],
+        ) -> Result<(), Error> {
+            for (i, p) in group.iter().enumerate() {
+                assert_eq!(p.shape(), group[0].shape(), "one shape per group");
+                for q in &group[..i] {
+                    assert!(!p.writes_overlap(q), "destinations overlap: {p:?} {q:?}");
+                }
+                self.primitive(alpha, &p.a, &p.b, beta, &p.c, p.scratch)?;
+            }
+            self.sizes.push(group.len());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn grouped_primitives_have_disjoint_destinations_and_give_the_exact_product() {
+        let mut rng = seeded_rng(43);
+        for (m, k, n) in [(64, 64, 64), (37, 41, 29), (20, 90, 23), (33, 32, 65)] {
+            let a: Matrix<i64> = random_matrix_full_range(m, k, &mut rng);
+            let b: Matrix<i64> = random_matrix_full_range(k, n, &mut rng);
+            let c0: Matrix<i64> = random_matrix_full_range(m, n, &mut rng);
+            let mut want = c0.clone();
+            crate::gemm(
+                3,
+                a.as_ref(),
+                b.as_ref(),
+                -2,
+                want.as_mut(),
+                &GemmOptions::new(Algorithm::Naive),
+            )
+            .unwrap();
+            let schemes = [&schedule::STRASSEN_PRODUCTS, &schedule::WINOGRAD_PRODUCTS];
+            // Two levels, and four (thousands of primitives, up to 81
+            // destinations each: the bounded search).
+            for (products, max_depth) in schemes.into_iter().flat_map(|s| [(s, 2), (s, 4)]) {
+                let plan = Plan {
+                    schedule: &schedule::STRASSEN_FRUGAL,
+                    beta_schedule: &schedule::STRASSEN_TEMPORARIES,
+                    threshold: 4,
+                    start: 0,
+                    max_depth,
+                    fused: Some(products),
+                    lazy_sum_terms: 0,
+                };
+                let mut got = c0.clone();
+                let base = GemmOptions::new(Algorithm::Packed);
+                let mut backend = Grouped {
+                    inner: CpuBackend::new(a.as_ref(), b.as_ref(), got.as_mut(), base),
+                    sizes: Vec::new(),
+                };
+                let report = engine::run(&mut backend, plan, 3, -2, (m, k, n)).unwrap();
+                let sizes = std::mem::take(&mut backend.sizes);
+                drop(backend);
+                assert_eq!(got, want, "{m}×{k}×{n}");
+                if (m, k, n, max_depth) == (64, 64, 64, 2) {
+                    // Two levels, 49 products: C's top-left sixteenth takes
+                    // 16 of them (Strassen: 4 × 4), so at least 16 groups;
+                    // grouping must fold the 49 into far fewer launches.
+                    assert_eq!(report.levels, 2);
+                    assert_eq!(sizes.iter().sum::<usize>(), 49, "{sizes:?}");
+                    assert!(sizes.len() < 30, "{} groups: {sizes:?}", sizes.len());
+                }
+            }
+        }
+    }
 }

@@ -15,7 +15,7 @@
 
 use crate::element::Element;
 use crate::error::Error;
-use crate::strassen::backend::{Backend, Block, Combination, Store};
+use crate::strassen::backend::{Backend, Block, Combination, Primitive, Store};
 use crate::strassen::schedule::{Keep, Kind, Loc, Product, Schedule, Step};
 
 /// Cut a product classically along a dimension this many times larger than
@@ -52,6 +52,13 @@ pub(crate) struct Plan {
     /// whose primitive fuses.
     pub lazy_sum_terms: usize,
 }
+
+/// How many of the most recent groups of held-back primitives a new one
+/// may join ([`Engine::issue_pending`]).
+const GROUP_SEARCH: usize = 32;
+
+/// Most destination comparisons to place one primitive in one group.
+const GROUP_OVERLAP_TESTS: usize = 1024;
 
 /// A weighted sum of equally shaped blocks, Σ wᵢ·blockᵢ.
 type Terms<T> = [(T, Block)];
@@ -154,6 +161,9 @@ struct Engine<'b, T: Element, B: Backend<T>> {
     ids: Vec<Vec<Option<usize>>>,
     capacities: Vec<usize>,
     levels: usize,
+    /// The fused variant's primitives, held back for a backend that runs
+    /// them in groups ([`Backend::GROUPS_PRIMITIVES`]).
+    pending: Vec<Primitive<T>>,
 }
 
 /// C ← α·A·B + β·C on `backend`, for A m×k and B k×n.
@@ -207,6 +217,7 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
             ids: Vec::new(),
             capacities: Vec::new(),
             levels: 0,
+            pending: Vec::new(),
         }
     }
 
@@ -228,7 +239,48 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
                 backend.combine(beta, c, &[])?;
             }
         }
-        self.fused(0, &[(T::ONE, a)], &[(T::ONE, b)], &[(T::ONE, c)])
+        self.fused(0, &[(T::ONE, a)], &[(T::ONE, b)], &[(T::ONE, c)])?;
+        self.issue_pending()
+    }
+
+    /// Runs the held-back primitives in groups: each goes into the first
+    /// of the last [`GROUP_SEARCH`] groups that has its shape and none of
+    /// whose destinations it overlaps (they all only add into C, which β
+    /// has already scaled, so their order does not matter), and the groups
+    /// run one after another. The search is bounded so that deep
+    /// recursions (thousands of primitives, tens of destinations each)
+    /// stay cheap: a group whose destinations would take more than
+    /// [`GROUP_OVERLAP_TESTS`] comparisons counts as full.
+    fn issue_pending(&mut self) -> Result<(), Error> {
+        let pending = std::mem::take(&mut self.pending);
+        if self.backend.is_none() {
+            return Ok(());
+        }
+        let mut groups: Vec<(Vec<Primitive<T>>, usize)> = Vec::new();
+        for primitive in pending {
+            let destinations = primitive.c.len();
+            let skip = groups.len().saturating_sub(GROUP_SEARCH);
+            let home = groups[skip..].iter().position(|(group, held)| {
+                group[0].shape() == primitive.shape()
+                    && held * destinations <= GROUP_OVERLAP_TESTS
+                    && group.iter().all(|p| !p.writes_overlap(&primitive))
+            });
+            match home {
+                Some(g) => {
+                    let (group, held) = &mut groups[skip + g];
+                    group.push(primitive);
+                    *held += destinations;
+                }
+                None => groups.push((vec![primitive], destinations)),
+            }
+        }
+        let groups: Vec<Vec<Primitive<T>>> = groups.into_iter().map(|(group, _)| group).collect();
+        if let Some(backend) = self.backend.as_deref_mut() {
+            for group in &groups {
+                backend.primitives(self.alpha, T::ONE, group)?;
+            }
+        }
+        Ok(())
     }
 
     /// Σ c_k += γ_k·α·(Σ a)(Σ b) at depth `level`, recursing on the
@@ -313,6 +365,19 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
                 temp(first + 2, m, n),
             ]
         };
+        if B::GROUPS_PRIMITIVES && self.plan.fused.is_some() {
+            debug_assert!(
+                beta == T::ONE,
+                "the fused variant's primitives only accumulate"
+            );
+            self.pending.push(Primitive {
+                a: a.to_vec(),
+                b: b.to_vec(),
+                c: c.to_vec(),
+                scratch,
+            });
+            return Ok(());
+        }
         match self.backend.as_deref_mut() {
             Some(backend) => backend.primitive(self.alpha, a, b, beta, c, scratch),
             None => Ok(()),

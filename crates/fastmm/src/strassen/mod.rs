@@ -23,7 +23,10 @@
 //! `fused` stores nothing: every product is a
 //! [`Backend::primitive`] call, which the CPU backend runs in `packed` with
 //! the sums formed during packing and each tile added into all of its
-//! destinations; C is first scaled by β once.
+//! destinations, and the GPU backend in `kernels/fused.cu`, which forms the
+//! sums while staging its tiles and runs each group of products with
+//! disjoint destinations as one launch ([`Backend::primitives`]); C is
+//! first scaled by β once.
 //!
 //! **Workspace.** Σ over levels ℓ ≥ 1 of (temporaries per level) × (m/2^ℓ ×
 //! k/2^ℓ, k/2^ℓ × n/2^ℓ or m/2^ℓ × n/2^ℓ) elements; [`workspace`] computes

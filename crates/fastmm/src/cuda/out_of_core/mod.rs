@@ -230,6 +230,7 @@ impl<'g, T: Element> TileProduct<'g, T> {
                     backend: Box::new(CudaBackend::new(
                         gpu,
                         classical,
+                        opts,
                         (nowhere, nowhere, nowhere),
                     )?),
                 }

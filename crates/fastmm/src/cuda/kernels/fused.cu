@@ -1,0 +1,271 @@
+// The Strassen primitive as one GEMM kernel (Huang, Yu and van de Geijn's
+// fused form): block z of the grid works on product z of a group, each
+//
+//     M = (sum_t wa_t A_t)(sum_t wb_t B_t),  then  C_d <- beta C_d + gamma_d alpha M
+//
+// for each of its destinations d. The operand sums are formed while the
+// tiles are staged, so no sum is ever stored in global memory, and the
+// epilogue adds the tile into every destination. The products of a group
+// have one shape and pairwise disjoint destinations (the host guarantees
+// it), so their blocks run concurrently without atomics.
+//
+// The inner loops are those of fast.cu (a 256-thread block computes a
+// BM x BN tile, each thread a TM x TN micro-tile in registers, A staged
+// transposed, shared tiles double-buffered); only staging differs. In an
+// interior step each thread copies its 16-byte vectors of the first
+// STAGED_TERMS terms of each operand with cp.async into its own slots of a
+// raw staging area, while the current step's products run; after them it
+// sums its slots (and, for terms past STAGED_TERMS, vectors it loads then)
+// and stores the sum into the tiles. A thread reads back only the slots it
+// wrote itself, so cp.async.wait_all is all the synchronisation that needs.
+// Edge steps sum guarded scalar loads, zero outside the matrices.
+//
+// Sums are formed in ACC (unsigned for integers, so they wrap like the
+// product). beta == 0 never reads C.
+//
+// Built by NVRTC with -DELEM, -DACC, -DTM, -DTN and -DRASTER_GROUP, after
+// block_common.cuh. Dynamic shared memory: TILE_BYTES + RAW_BYTES below,
+// which the host mirrors (cuda::fused::shared_bytes).
+#define BM (16 * TM)
+#define BN (16 * TN)
+#define BK (TM * TN > 64 ? 16 : 8)
+#define THREADS 256
+#define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
+#define VEC (16 / (int)sizeof(ELEM))
+#define GROUP_STRIDE (16 * VEC)
+#define A_VECS_PER_ROW (BK / VEC)
+#define B_VECS_PER_ROW (BN / VEC)
+#define A_VECS (BM * BK / VEC / THREADS)
+#define B_VECS (BN * BK / VEC / THREADS)
+// Terms per operand whose interior loads are in flight during the products.
+#define STAGED_TERMS 4
+// A launch takes at most GROUP_PRODUCTS products and GROUP_TERMS terms
+// (A, B and C together); the host splits larger groups.
+#define GROUP_PRODUCTS 8
+#define GROUP_TERMS 96
+static_assert(TM % VEC == 0 && TN % VEC == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
+                  B_VECS * VEC * THREADS == BN * BK,
+              "TM x TN must give every thread whole 16-byte vectors of both tiles");
+
+// The group, passed by value. Product z's A terms are entries
+// first[z][0] .. first[z][0] + count[z][0] - 1 of ptr/weight, its B terms
+// first[z][1].., its destinations first[z][2]...
+struct FusedGroup {
+    unsigned long long ptr[GROUP_TERMS];
+    ELEM weight[GROUP_TERMS];
+    int first[GROUP_PRODUCTS][3];
+    int count[GROUP_PRODUCTS][3];
+};
+
+// Kernel parameters read in place by index (sm_70+), not copied to the stack.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define GRID_CONSTANT __grid_constant__
+#else
+#define GRID_CONSTANT
+#endif
+
+union Vec16 {
+    uint4 raw;
+    ELEM e[VEC];
+};
+
+// Bytes of dynamic shared memory: the double-buffered tiles, then the raw
+// staging slots (STAGED_TERMS x (A_VECS + B_VECS) vectors per thread).
+#define TILE_BYTES (2 * BK * (BM + BN) * (int)sizeof(ELEM))
+#define RAW_BYTES (STAGED_TERMS * (A_VECS + B_VECS) * THREADS * 16)
+
+// A 16-byte copy into this thread's staging slot: asynchronous on sm_80+,
+// through a register before.
+__device__ __forceinline__ void copy16(uint4* slot, const void* src)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(slot);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+#else
+    *slot = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+
+__device__ __forceinline__ void copies_done()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM beta, long long ldc,
+           const GRID_CONSTANT FusedGroup group, int vec_ok)
+{
+    extern __shared__ __align__(16) unsigned char shared[];
+    ELEM(*a_tile)[BK][BM] = reinterpret_cast<ELEM(*)[BK][BM]>(shared);
+    ELEM(*b_tile)[BK][BN] = reinterpret_cast<ELEM(*)[BK][BN]>(shared + 2 * BK * BM * sizeof(ELEM));
+    uint4* raw = reinterpret_cast<uint4*>(shared + TILE_BYTES);
+
+    // This product's term ranges, read from the parameters where used
+    // rather than held in registers (the f64 8x4 tile spilled otherwise).
+    auto first = [&](int operand) { return group.first[blockIdx.z][operand]; };
+    auto count = [&](int operand) { return group.count[blockIdx.z][operand]; };
+    auto staged = [&](int operand) { return min(count(operand), STAGED_TERMS); };
+    const int tid = threadIdx.x;
+    const TileCoord tile = raster_tile();
+    const int row0 = tile.row * BM;
+    const int col0 = tile.col * BN;
+    const int ty = tid / 16;
+    const int tx = tid % 16;
+    const int a_row = tid / A_VECS_PER_ROW, a_p = (tid % A_VECS_PER_ROW) * VEC;
+    const int b_p = tid / B_VECS_PER_ROW, b_col = (tid % B_VECS_PER_ROW) * VEC;
+    const int a_row_step = THREADS / A_VECS_PER_ROW;
+    const int b_row_step = THREADS / B_VECS_PER_ROW;
+    const bool rows_inside = vec_ok && row0 + BM <= m && col0 + BN <= n;
+    // This thread's first vector of each tile, as an offset from a term's
+    // origin (every term of an operand has the same leading dimension).
+    const long long a_offset = (long long)(row0 + a_row) * lda + a_p;
+    const long long b_offset = (long long)b_p * ldb + col0 + b_col;
+    auto term = [&](int index) { return reinterpret_cast<const ELEM*>(group.ptr[index]); };
+    // Slot of vector i of staged term t (A's vectors first, then B's).
+    auto slot = [&](int t, int i) { return &raw[(t * (A_VECS + B_VECS) + i) * THREADS + tid]; };
+
+    ACC acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0;
+
+    bool pending = false;
+    auto fetch = [&](int p0, int target) {
+        pending = rows_inside && p0 + BK <= k;
+        if (pending) {
+            for (int t = 0; t < staged(0); ++t) {
+                const ELEM* base = term(first(0) + t) + a_offset + p0;
+#pragma unroll
+                for (int i = 0; i < A_VECS; ++i) copy16(slot(t, i), base + i * a_row_step * lda);
+            }
+            for (int t = 0; t < staged(1); ++t) {
+                const ELEM* base = term(first(1) + t) + b_offset + (long long)p0 * ldb;
+#pragma unroll
+                for (int i = 0; i < B_VECS; ++i) copy16(slot(t, A_VECS + i), base + i * b_row_step * ldb);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < A_VECS; ++i)
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) {
+                    const int gi = row0 + a_row + i * a_row_step, gp = p0 + a_p + v;
+                    ACC sum = 0;
+                    if (gi < m && gp < k)
+                        for (int t = 0; t < count(0); ++t)
+                            sum += (ACC)group.weight[first(0) + t] * (ACC)term(first(0) + t)[gi * lda + gp];
+                    a_tile[target][a_p + v][a_row + i * a_row_step] = (ELEM)sum;
+                }
+#pragma unroll
+            for (int i = 0; i < B_VECS; ++i)
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) {
+                    const int hp = p0 + b_p + i * b_row_step, gj = col0 + b_col + v;
+                    ACC sum = 0;
+                    if (hp < k && gj < n)
+                        for (int t = 0; t < count(1); ++t)
+                            sum += (ACC)group.weight[first(1) + t] * (ACC)term(first(1) + t)[hp * ldb + gj];
+                    b_tile[target][b_p + i * b_row_step][b_col + v] = (ELEM)sum;
+                }
+        }
+    };
+    // Sums step p0's vectors (staged by fetch, the rest loaded now) into
+    // buffer `target`.
+    auto stage = [&](int p0, int target) {
+        if (!pending) return;
+        copies_done();
+#pragma unroll
+        for (int i = 0; i < A_VECS; ++i) {
+            ACC sum[VEC];
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) sum[v] = 0;
+            for (int t = 0; t < count(0); ++t) {
+                Vec16 x;
+                if (t < staged(0))
+                    x.raw = *slot(t, i);
+                else
+                    x.raw = *reinterpret_cast<const uint4*>(term(first(0) + t) + a_offset + p0 +
+                                                            i * a_row_step * lda);
+                const ACC w = (ACC)group.weight[first(0) + t];
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) sum[v] += w * (ACC)x.e[v];
+            }
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) a_tile[target][a_p + v][a_row + i * a_row_step] = (ELEM)sum[v];
+        }
+#pragma unroll
+        for (int i = 0; i < B_VECS; ++i) {
+            ACC sum[VEC];
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) sum[v] = 0;
+            for (int t = 0; t < count(1); ++t) {
+                Vec16 x;
+                if (t < staged(1))
+                    x.raw = *slot(t, A_VECS + i);
+                else
+                    x.raw = *reinterpret_cast<const uint4*>(term(first(1) + t) + b_offset + (long long)p0 * ldb +
+                                                            i * b_row_step * ldb);
+                const ACC w = (ACC)group.weight[first(1) + t];
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) sum[v] += w * (ACC)x.e[v];
+            }
+            Vec16 out;
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) out.e[v] = (ELEM)sum[v];
+            *reinterpret_cast<uint4*>(&b_tile[target][b_p + i * b_row_step][b_col]) = out.raw;
+        }
+    };
+
+    fetch(0, 0);
+    stage(0, 0);
+    __syncthreads();
+    int buf = 0;
+    for (int p0 = 0; p0 < k; p0 += BK) {
+        const bool more = p0 + BK < k;
+        if (more) fetch(p0 + BK, buf ^ 1);
+        ELEM ra[TM];
+        ELEM rb[TN];
+#pragma unroll
+        for (int p = 0; p < BK; ++p) {
+#pragma unroll
+            for (int g = 0; g < TM / VEC; ++g)
+#pragma unroll
+                for (int r = 0; r < VEC; ++r) ra[g * VEC + r] = a_tile[buf][p][g * GROUP_STRIDE + ty * VEC + r];
+#pragma unroll
+            for (int g = 0; g < TN / VEC; ++g)
+#pragma unroll
+                for (int r = 0; r < VEC; ++r) rb[g * VEC + r] = b_tile[buf][p][g * GROUP_STRIDE + tx * VEC + r];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += (ACC)ra[i] * (ACC)rb[j];
+        }
+        if (more) {
+            // The other buffer was last read before the previous barrier.
+            stage(p0 + BK, buf ^ 1);
+            __syncthreads();
+            buf ^= 1;
+        }
+    }
+    // Destinations innermost: with them outermost the compiler keeps every
+    // element's address live across that loop and spills.
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int gi = row0 + (i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC;
+        if (gi >= m) continue;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int gj = col0 + (j / VEC) * GROUP_STRIDE + tx * VEC + j % VEC;
+            if (gj >= n) continue;
+            const long long at = gi * ldc + gj;
+            for (int d = 0; d < count(2); ++d) {
+                ELEM* c = reinterpret_cast<ELEM*>(group.ptr[first(2) + d]) + at;
+                ACC result = (ACC)group.weight[first(2) + d] * (ACC)alpha * acc[i][j];
+                if (beta != (ELEM)0) result += (ACC)beta * (ACC)*c;
+                *c = (ELEM)result;
+            }
+        }
+    }
+}
