@@ -437,9 +437,14 @@ impl GemmOptions {
                 )));
             }
             if base != Algorithm::Packed && self.variant == Some(Variant::Fused) {
-                return Err(Error::InvalidOption(format!(
-                    "the fused variant forms its sums inside packed's packing, so its base must be packed, not {base}"
-                )));
+                return Err(Error::InvalidOption(match self.algorithm.device() {
+                    Device::Cpu => format!(
+                        "the fused variant forms its sums inside packed's packing, so its base must be packed, not {base}"
+                    ),
+                    Device::Cuda => format!(
+                        "the fused variant on the GPU runs its own kernel (kernels/fused.cu) for every product, so it takes no base ({base} given)"
+                    ),
+                }));
             }
         }
         if Scheme::of(self.algorithm).is_some()
@@ -448,15 +453,6 @@ impl GemmOptions {
         {
             return Err(Error::InvalidOption(format!(
                 "lazy sums are formed inside packed's packing, on the CPU; {} stores its sums",
-                self.algorithm
-            )));
-        }
-        if Scheme::of(self.algorithm).is_some()
-            && self.algorithm.device() == Device::Cuda
-            && self.variant == Some(Variant::Fused)
-        {
-            return Err(Error::InvalidOption(format!(
-                "the fused variant forms its sums inside packed's packing, on the CPU; {} takes temporaries or frugal",
                 self.algorithm
             )));
         }

@@ -23,8 +23,8 @@ use crate::error::Error;
 const GROUP_PRODUCTS: usize = 8;
 /// Most terms (A, B and C together) of one launch (`GROUP_TERMS`).
 const GROUP_TERMS: usize = 96;
-/// Terms per operand staged with cp.async (`STAGED_TERMS`).
-const STAGED_TERMS: usize = 4;
+/// Terms per operand staged through shared memory (`STAGED_TERMS`).
+const STAGED_TERMS: usize = 2;
 /// Threads per block (`THREADS`).
 const THREADS: usize = 256;
 
@@ -345,13 +345,13 @@ mod tests {
     }
 
     #[test]
-    fn shared_memory_covers_the_tiles_and_four_staged_terms() {
+    fn shared_memory_covers_the_tiles_and_the_staged_terms() {
         // f32 8×16: tiles 2·16·(128 + 256)·4 = 48 KiB; 6 vectors per
-        // thread per term, 4 terms: 96 KiB.
-        assert_eq!(shared_bytes(DType::F32, 8), 48 * 1024 + 96 * 1024);
+        // thread per term, 2 terms: 48 KiB.
+        assert_eq!(shared_bytes(DType::F32, 8), 48 * 1024 + 48 * 1024);
         // f64 8×4 (128×64, BK 8): tiles 24 KiB, 3 vectors per thread.
-        assert_eq!(shared_bytes(DType::F64, 8), 24 * 1024 + 48 * 1024);
+        assert_eq!(shared_bytes(DType::F64, 8), 24 * 1024 + 24 * 1024);
         // f64 4×4 (64×64): tiles 16 KiB, 2 vectors per thread.
-        assert_eq!(shared_bytes(DType::F64, 4), 16 * 1024 + 32 * 1024);
+        assert_eq!(shared_bytes(DType::F64, 4), 16 * 1024 + 16 * 1024);
     }
 }

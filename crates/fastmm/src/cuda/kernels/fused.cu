@@ -12,13 +12,15 @@
 // The inner loops are those of fast.cu (a 256-thread block computes a
 // BM x BN tile, each thread a TM x TN micro-tile in registers, A staged
 // transposed, shared tiles double-buffered); only staging differs. In an
-// interior step each thread copies its 16-byte vectors of the first
-// STAGED_TERMS terms of each operand with cp.async into its own slots of a
-// raw staging area, while the current step's products run; after them it
-// sums its slots (and, for terms past STAGED_TERMS, vectors it loads then)
-// and stores the sum into the tiles. A thread reads back only the slots it
-// wrote itself, so cp.async.wait_all is all the synchronisation that needs.
-// Edge steps sum guarded scalar loads, zero outside the matrices.
+// interior step each thread fetches the first term of each operand as
+// fast.cu does (A's vectors into registers, B's with cp.async straight into
+// its tile) and copies its vectors of the next STAGED_TERMS terms with
+// cp.async into its own slots of a raw staging area, while the current
+// step's products run; after them it sums the slots (and vectors of any
+// further terms, loaded then) into the first term's. A thread reads back
+// only shared memory it wrote itself, so cp.async.wait_all is all the
+// synchronisation that needs. Edge steps sum guarded scalar loads, zero
+// outside the matrices.
 //
 // Sums are formed in ACC (unsigned for integers, so they wrap like the
 // product). beta == 0 never reads C.
@@ -30,15 +32,26 @@
 #define BN (16 * TN)
 #define BK (TM * TN > 64 ? 16 : 8)
 #define THREADS 256
-#define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
+// One block per SM from 256 bytes of accumulators (fast.cu: over 256): the
+// f64 8x4 tile with its first term in registers spilled at 128 registers.
+#define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) >= 256 ? 1 : 2)
 #define VEC (16 / (int)sizeof(ELEM))
 #define GROUP_STRIDE (16 * VEC)
 #define A_VECS_PER_ROW (BK / VEC)
 #define B_VECS_PER_ROW (BN / VEC)
 #define A_VECS (BM * BK / VEC / THREADS)
 #define B_VECS (BN * BK / VEC / THREADS)
-// Terms per operand whose interior loads are in flight during the products.
-#define STAGED_TERMS 4
+// Terms per operand, after the first, whose interior loads are in flight
+// during the products (in staging slots).
+#ifndef STAGED_TERMS
+#define STAGED_TERMS 2
+#endif
+// Whether the second term of each operand comes through registers (where
+// one block fills an SM; the 128 registers of two-block tiles cannot hold it).
+#ifndef SECOND_IN_REGISTERS
+#define SECOND_IN_REGISTERS (MIN_BLOCKS == 1)
+#endif
+#define REGISTER_TERMS (SECOND_IN_REGISTERS ? 2 : 1)
 // A launch takes at most GROUP_PRODUCTS products and GROUP_TERMS terms
 // (A, B and C together); the host splits larger groups.
 #define GROUP_PRODUCTS 8
@@ -106,7 +119,8 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
     // rather than held in registers (the f64 8x4 tile spilled otherwise).
     auto first = [&](int operand) { return group.first[blockIdx.z][operand]; };
     auto count = [&](int operand) { return group.count[blockIdx.z][operand]; };
-    auto staged = [&](int operand) { return min(count(operand), STAGED_TERMS); };
+    // Terms below this come through the first term's path or the slots.
+    auto staged = [&](int operand) { return min(count(operand), REGISTER_TERMS + STAGED_TERMS); };
     const int tid = threadIdx.x;
     const TileCoord tile = raster_tile();
     const int row0 = tile.row * BM;
@@ -123,6 +137,10 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
     const long long a_offset = (long long)(row0 + a_row) * lda + a_p;
     const long long b_offset = (long long)b_p * ldb + col0 + b_col;
     auto term = [&](int index) { return reinterpret_cast<const ELEM*>(group.ptr[index]); };
+    // This thread's vector i of B's tile in buffer `target`.
+    auto b_vec = [&](int target, int i) {
+        return reinterpret_cast<uint4*>(&b_tile[target][b_p + i * b_row_step][b_col]);
+    };
     // Slot of vector i of staged term t (A's vectors first, then B's).
     auto slot = [&](int t, int i) { return &raw[(t * (A_VECS + B_VECS) + i) * THREADS + tid]; };
 
@@ -132,19 +150,48 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0;
 
+    // The first term of each operand takes fast.cu's path: A's vectors
+    // into registers (fetched before the step's products, stored
+    // transposed after them), B's straight into its tile with cp.async, so
+    // a product of single blocks runs as cuda-fast does. Further terms are
+    // copied into this thread's staging slots (the first STAGED_TERMS) or
+    // loaded at staging time, and summed in after the products.
+    Vec16 first_a[A_VECS];
+    // The second term's vectors, fetched into registers too (where
+    // SECOND_IN_REGISTERS): staging them through shared memory cost
+    // a quarter of the kernel's speed.
+    Vec16 second_a[A_VECS], second_b[B_VECS];
     bool pending = false;
     auto fetch = [&](int p0, int target) {
         pending = rows_inside && p0 + BK <= k;
         if (pending) {
-            for (int t = 0; t < staged(0); ++t) {
+            const ELEM* a0 = term(first(0)) + a_offset + p0;
+#pragma unroll
+            for (int i = 0; i < A_VECS; ++i) first_a[i].raw = __ldg(reinterpret_cast<const uint4*>(a0 + i * a_row_step * lda));
+            const ELEM* b0 = term(first(1)) + b_offset + (long long)p0 * ldb;
+#pragma unroll
+            for (int i = 0; i < B_VECS; ++i) copy16(b_vec(target, i), b0 + i * b_row_step * ldb);
+            if (SECOND_IN_REGISTERS && count(0) > 1) {
+                const ELEM* a1 = term(first(0) + 1) + a_offset + p0;
+#pragma unroll
+                for (int i = 0; i < A_VECS; ++i)
+                    second_a[i].raw = __ldg(reinterpret_cast<const uint4*>(a1 + i * a_row_step * lda));
+            }
+            if (SECOND_IN_REGISTERS && count(1) > 1) {
+                const ELEM* b1 = term(first(1) + 1) + b_offset + (long long)p0 * ldb;
+#pragma unroll
+                for (int i = 0; i < B_VECS; ++i)
+                    second_b[i].raw = __ldg(reinterpret_cast<const uint4*>(b1 + i * b_row_step * ldb));
+            }
+            for (int t = REGISTER_TERMS; t < staged(0); ++t) {
                 const ELEM* base = term(first(0) + t) + a_offset + p0;
 #pragma unroll
-                for (int i = 0; i < A_VECS; ++i) copy16(slot(t, i), base + i * a_row_step * lda);
+                for (int i = 0; i < A_VECS; ++i) copy16(slot(t - REGISTER_TERMS, i), base + i * a_row_step * lda);
             }
-            for (int t = 0; t < staged(1); ++t) {
+            for (int t = REGISTER_TERMS; t < staged(1); ++t) {
                 const ELEM* base = term(first(1) + t) + b_offset + (long long)p0 * ldb;
 #pragma unroll
-                for (int i = 0; i < B_VECS; ++i) copy16(slot(t, A_VECS + i), base + i * b_row_step * ldb);
+                for (int i = 0; i < B_VECS; ++i) copy16(slot(t - REGISTER_TERMS, A_VECS + i), base + i * b_row_step * ldb);
             }
         } else {
 #pragma unroll
@@ -171,7 +218,12 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
                 }
         }
     };
-    // Sums step p0's vectors (staged by fetch, the rest loaded now) into
+    // Adds w * x into sum, lane by lane.
+    auto add = [&](ACC* sum, ACC w, const Vec16& x) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) sum[v] += w * (ACC)x.e[v];
+    };
+    // Sums step p0's vectors (the first term's, staged or loaded now) into
     // buffer `target`.
     auto stage = [&](int p0, int target) {
         if (!pending) return;
@@ -179,42 +231,45 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
 #pragma unroll
         for (int i = 0; i < A_VECS; ++i) {
             ACC sum[VEC];
+            const ACC w0 = (ACC)group.weight[first(0)];
 #pragma unroll
-            for (int v = 0; v < VEC; ++v) sum[v] = 0;
-            for (int t = 0; t < count(0); ++t) {
+            for (int v = 0; v < VEC; ++v) sum[v] = w0 * (ACC)first_a[i].e[v];
+            if (SECOND_IN_REGISTERS && count(0) > 1) add(sum, (ACC)group.weight[first(0) + 1], second_a[i]);
+            for (int t = REGISTER_TERMS; t < count(0); ++t) {
                 Vec16 x;
                 if (t < staged(0))
-                    x.raw = *slot(t, i);
+                    x.raw = *slot(t - REGISTER_TERMS, i);
                 else
                     x.raw = *reinterpret_cast<const uint4*>(term(first(0) + t) + a_offset + p0 +
                                                             i * a_row_step * lda);
-                const ACC w = (ACC)group.weight[first(0) + t];
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) sum[v] += w * (ACC)x.e[v];
+                add(sum, (ACC)group.weight[first(0) + t], x);
             }
 #pragma unroll
             for (int v = 0; v < VEC; ++v) a_tile[target][a_p + v][a_row + i * a_row_step] = (ELEM)sum[v];
         }
+        // B's first term is in the tile already: only a weight other than
+        // one or further terms rewrite it.
+        if (count(1) == 1 && group.weight[first(1)] == (ELEM)1) return;
 #pragma unroll
         for (int i = 0; i < B_VECS; ++i) {
+            Vec16 x;
+            x.raw = *b_vec(target, i);
             ACC sum[VEC];
+            const ACC w0 = (ACC)group.weight[first(1)];
 #pragma unroll
-            for (int v = 0; v < VEC; ++v) sum[v] = 0;
-            for (int t = 0; t < count(1); ++t) {
-                Vec16 x;
+            for (int v = 0; v < VEC; ++v) sum[v] = w0 * (ACC)x.e[v];
+            if (SECOND_IN_REGISTERS && count(1) > 1) add(sum, (ACC)group.weight[first(1) + 1], second_b[i]);
+            for (int t = REGISTER_TERMS; t < count(1); ++t) {
                 if (t < staged(1))
-                    x.raw = *slot(t, A_VECS + i);
+                    x.raw = *slot(t - REGISTER_TERMS, A_VECS + i);
                 else
                     x.raw = *reinterpret_cast<const uint4*>(term(first(1) + t) + b_offset + (long long)p0 * ldb +
                                                             i * b_row_step * ldb);
-                const ACC w = (ACC)group.weight[first(1) + t];
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) sum[v] += w * (ACC)x.e[v];
+                add(sum, (ACC)group.weight[first(1) + t], x);
             }
-            Vec16 out;
 #pragma unroll
-            for (int v = 0; v < VEC; ++v) out.e[v] = (ELEM)sum[v];
-            *reinterpret_cast<uint4*>(&b_tile[target][b_p + i * b_row_step][b_col]) = out.raw;
+            for (int v = 0; v < VEC; ++v) x.e[v] = (ELEM)sum[v];
+            *b_vec(target, i) = x.raw;
         }
     };
 
