@@ -13,6 +13,7 @@
 #define TN 16
 #define RASTER_GROUP 8
 #include "../../crates/fastmm/src/cuda/kernels/block_common.cuh"
+#include "../../crates/fastmm/src/cuda/kernels/simt_tile.cuh"
 #ifdef PROBE_FUSED
 #include "../../crates/fastmm/src/cuda/kernels/fused.cu"
 #else

@@ -318,9 +318,20 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
     assert!(bad(
         GemmOptions::new(Algorithm::Strassen).base(Algorithm::Cublas)
     ));
-    assert!(bad(
-        GemmOptions::new(Algorithm::CudaWinograd).variant(Variant::Fused)
-    ));
+    // The fused variant runs its own kernel on the GPU: no base, and no
+    // workspace at any depth.
+    assert!(GemmOptions::new(Algorithm::CudaWinograd)
+        .variant(Variant::Fused)
+        .validate()
+        .is_ok());
+    assert!(bad(GemmOptions::new(Algorithm::CudaWinograd)
+        .variant(Variant::Fused)
+        .base(Algorithm::Cublas)));
+    let fused = GemmOptions::new(Algorithm::CudaStrassen)
+        .variant(Variant::Fused)
+        .threshold(16);
+    let report = workspace::<f32>(Scheme::Strassen, (130, 97, 129), true, &fused);
+    assert_eq!((report.levels, report.workspace_elements), (2, 0));
     assert!(bad(
         GemmOptions::new(Algorithm::CudaWinograd).base(Algorithm::CudaStrassen)
     ));

@@ -70,6 +70,7 @@ impl KernelSource {
             KernelSource::Convert => include_str!("kernels/convert.cu"),
             KernelSource::Fast => concat!(
                 include_str!("kernels/block_common.cuh"),
+                include_str!("kernels/simt_tile.cuh"),
                 include_str!("kernels/fast.cu")
             ),
             KernelSource::FastMma => concat!(
@@ -78,6 +79,7 @@ impl KernelSource {
             ),
             KernelSource::Fused => concat!(
                 include_str!("kernels/block_common.cuh"),
+                include_str!("kernels/simt_tile.cuh"),
                 include_str!("kernels/fused.cu")
             ),
         }

@@ -1,11 +1,6 @@
-// C <- alpha*A*B + beta*C, register-blocked: a block of 256 threads (16 x 16)
-// computes a BM x BN tile of C, each thread a TM x TN micro-tile held in
-// registers, over k steps of BK staged in shared memory (A transposed, so
-// both operands are read along rows). A thread's rows (and columns) come in
-// groups of one 16-byte vector (four 4-byte or two 8-byte elements), the
-// groups 16 vectors apart, so the 16 threads along a row of the block read
-// 16 consecutive vectors: 256 bytes without bank conflicts. (Groups of four
-// 8-byte elements made every 16-byte load of B a 4-way conflict.)
+// C <- alpha*A*B + beta*C, register-blocked (simt_tile.cuh, prepended, has
+// the tile geometry and the inner loops). (Groups of four 8-byte elements
+// per thread made every 16-byte load of B a 4-way conflict.)
 //
 // Shapes: TM x TN = 8 x 16 gives 128 x 256 tiles (128 accumulators, one
 // block per SM: cuBLAS's SIMT sgemm tile on Hopper, its long side along B's
@@ -35,35 +30,9 @@
 #else
 #define USE_ASYNC_B 0
 #endif
-#define BM (16 * TM)
-#define BN (16 * TN)
-// k depth of one staged step: 16 for the 128-accumulator micro-tiles (half
-// the barriers and staging per FMA; measured 1.5-2% faster than 8 on the
-// H100), 8 for the smaller ones, whose shared tiles would not fit 48 KiB
-// otherwise.
-#define BK (TM * TN > 64 ? 16 : 8)
-#define THREADS 256
 // Two blocks per SM (at most 128 registers per thread) while the
 // accumulators take at most 64 registers.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
-
-#define VEC (16 / (int)sizeof(ELEM))
-// A thread's rows (columns) of its micro-tile: TM / VEC groups of VEC
-// consecutive ones, GROUP_STRIDE apart.
-#define GROUP_STRIDE (16 * VEC)
-#define A_VECS_PER_ROW (BK / VEC)
-#define B_VECS_PER_ROW (BN / VEC)
-// 16-byte vectors of each tile per thread.
-#define A_VECS (BM * BK / VEC / THREADS)
-#define B_VECS (BN * BK / VEC / THREADS)
-static_assert(TM % VEC == 0 && TN % VEC == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
-                  B_VECS * VEC * THREADS == BN * BK,
-              "TM x TN must give every thread whole 16-byte vectors of both tiles");
-
-union Vec16 {
-    uint4 raw;
-    ELEM e[VEC];
-};
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
@@ -171,23 +140,7 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     for (int p0 = 0; p0 < k; p0 += BK) {
         const bool more = p0 + BK < k;
         if (more) fetch(p0 + BK, buf ^ 1);
-        ELEM ra[TM];
-        ELEM rb[TN];
-#pragma unroll
-        for (int p = 0; p < BK; ++p) {
-#pragma unroll
-            for (int g = 0; g < TM / VEC; ++g)
-#pragma unroll
-                for (int r = 0; r < VEC; ++r) ra[g * VEC + r] = a_tile[buf][p][g * GROUP_STRIDE + ty * VEC + r];
-#pragma unroll
-            for (int g = 0; g < TN / VEC; ++g)
-#pragma unroll
-                for (int r = 0; r < VEC; ++r) rb[g * VEC + r] = b_tile[buf][p][g * GROUP_STRIDE + tx * VEC + r];
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] += (ACC)ra[i] * (ACC)rb[j];
-        }
+        step_products(acc, a_tile[buf], b_tile[buf], ty, tx);
         if (more) {
             // The other buffer was last read before the previous barrier.
             stage(buf ^ 1);
@@ -197,11 +150,11 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     }
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int gi = row0 + (i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC;
+        const int gi = row0 + micro_row(i, ty);
         if (gi >= m) continue;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
-            const int gj = col0 + (j / VEC) * GROUP_STRIDE + tx * VEC + j % VEC;
+            const int gj = col0 + micro_col(j, tx);
             if (gj >= n) continue;
             ACC result = (ACC)alpha * acc[i][j];
             if (beta != (ELEM)0) result += (ACC)beta * (ACC)c[gi * ldc + gj];

@@ -26,21 +26,11 @@
 // product). beta == 0 never reads C.
 //
 // Built by NVRTC with -DELEM, -DACC, -DTM, -DTN and -DRASTER_GROUP, after
-// block_common.cuh. Dynamic shared memory: TILE_BYTES + RAW_BYTES below,
+// block_common.cuh and simt_tile.cuh. Dynamic shared memory: TILE_BYTES + RAW_BYTES below,
 // which the host mirrors (cuda::fused::shared_bytes).
-#define BM (16 * TM)
-#define BN (16 * TN)
-#define BK (TM * TN > 64 ? 16 : 8)
-#define THREADS 256
 // One block per SM from 256 bytes of accumulators (fast.cu: over 256): the
 // f64 8x4 tile with its first term in registers spilled at 128 registers.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) >= 256 ? 1 : 2)
-#define VEC (16 / (int)sizeof(ELEM))
-#define GROUP_STRIDE (16 * VEC)
-#define A_VECS_PER_ROW (BK / VEC)
-#define B_VECS_PER_ROW (BN / VEC)
-#define A_VECS (BM * BK / VEC / THREADS)
-#define B_VECS (BN * BK / VEC / THREADS)
 // Terms per operand, after the first, whose interior loads are in flight
 // during the products (in staging slots).
 #ifndef STAGED_TERMS
@@ -76,11 +66,6 @@ struct FusedGroup {
 #else
 #define GRID_CONSTANT
 #endif
-
-union Vec16 {
-    uint4 raw;
-    ELEM e[VEC];
-};
 
 // Bytes of dynamic shared memory: the double-buffered tiles, then the raw
 // staging slots (STAGED_TERMS x (A_VECS + B_VECS) vectors per thread).
@@ -280,23 +265,7 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
     for (int p0 = 0; p0 < k; p0 += BK) {
         const bool more = p0 + BK < k;
         if (more) fetch(p0 + BK, buf ^ 1);
-        ELEM ra[TM];
-        ELEM rb[TN];
-#pragma unroll
-        for (int p = 0; p < BK; ++p) {
-#pragma unroll
-            for (int g = 0; g < TM / VEC; ++g)
-#pragma unroll
-                for (int r = 0; r < VEC; ++r) ra[g * VEC + r] = a_tile[buf][p][g * GROUP_STRIDE + ty * VEC + r];
-#pragma unroll
-            for (int g = 0; g < TN / VEC; ++g)
-#pragma unroll
-                for (int r = 0; r < VEC; ++r) rb[g * VEC + r] = b_tile[buf][p][g * GROUP_STRIDE + tx * VEC + r];
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] += (ACC)ra[i] * (ACC)rb[j];
-        }
+        step_products(acc, a_tile[buf], b_tile[buf], ty, tx);
         if (more) {
             // The other buffer was last read before the previous barrier.
             stage(p0 + BK, buf ^ 1);
@@ -308,11 +277,11 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
     // element's address live across that loop and spills.
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int gi = row0 + (i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC;
+        const int gi = row0 + micro_row(i, ty);
         if (gi >= m) continue;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
-            const int gj = col0 + (j / VEC) * GROUP_STRIDE + tx * VEC + j % VEC;
+            const int gj = col0 + micro_col(j, tx);
             if (gj >= n) continue;
             const long long at = gi * ldc + gj;
             for (int d = 0; d < count(2); ++d) {

@@ -1,0 +1,66 @@
+// Prepended (after block_common.cuh) to the register-blocked SIMT kernels,
+// fast.cu and fused.cu: their tile geometry, and the two loops they share,
+// so that the fused Strassen kernel multiplies exactly as cuda-fast does.
+//
+// A block of THREADS threads (16 x 16) computes a BM x BN tile of C, each
+// thread a TM x TN micro-tile held in registers, over k steps of BK staged
+// in shared memory (A transposed, so both operands are read along rows). A
+// thread's rows (and columns) come in groups of one 16-byte vector (four
+// 4-byte or two 8-byte elements), the groups 16 vectors apart, so the 16
+// threads along a row of the block read 16 consecutive vectors: 256 bytes
+// without bank conflicts.
+#define BM (16 * TM)
+#define BN (16 * TN)
+// k depth of one staged step: 16 for the 128-accumulator micro-tiles (half
+// the barriers and staging per FMA; measured 1.5-2% faster than 8 on the
+// H100), 8 for the smaller ones, whose shared tiles would not fit 48 KiB
+// otherwise.
+#define BK (TM * TN > 64 ? 16 : 8)
+#define THREADS 256
+
+#define VEC (16 / (int)sizeof(ELEM))
+// A thread's rows (columns) of its micro-tile: TM / VEC groups of VEC
+// consecutive ones, GROUP_STRIDE apart.
+#define GROUP_STRIDE (16 * VEC)
+#define A_VECS_PER_ROW (BK / VEC)
+#define B_VECS_PER_ROW (BN / VEC)
+// 16-byte vectors of each tile per thread.
+#define A_VECS (BM * BK / VEC / THREADS)
+#define B_VECS (BN * BK / VEC / THREADS)
+static_assert(TM % VEC == 0 && TN % VEC == 0 && A_VECS >= 1 && B_VECS >= 1 && A_VECS * VEC * THREADS == BM * BK &&
+                  B_VECS * VEC * THREADS == BN * BK,
+              "TM x TN must give every thread whole 16-byte vectors of both tiles");
+
+union Vec16 {
+    uint4 raw;
+    ELEM e[VEC];
+};
+
+// acc += (one staged step of A) x (one of B): the thread's TM x TN outer
+// products over the BK rows of the shared tiles.
+__device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a)[BM], const ELEM (*b)[BN], int ty,
+                                              int tx)
+{
+    ELEM ra[TM];
+    ELEM rb[TN];
+#pragma unroll
+    for (int p = 0; p < BK; ++p) {
+#pragma unroll
+        for (int g = 0; g < TM / VEC; ++g)
+#pragma unroll
+            for (int r = 0; r < VEC; ++r) ra[g * VEC + r] = a[p][g * GROUP_STRIDE + ty * VEC + r];
+#pragma unroll
+        for (int g = 0; g < TN / VEC; ++g)
+#pragma unroll
+            for (int r = 0; r < VEC; ++r) rb[g * VEC + r] = b[p][g * GROUP_STRIDE + tx * VEC + r];
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) acc[i][j] += (ACC)ra[i] * (ACC)rb[j];
+    }
+}
+
+// Row (column) offset in the block's tile of the thread's micro-tile row i
+// (column j).
+__device__ __forceinline__ int micro_row(int i, int ty) { return (i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC; }
+__device__ __forceinline__ int micro_col(int j, int tx) { return (j / VEC) * GROUP_STRIDE + tx * VEC + j % VEC; }
