@@ -133,32 +133,10 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
         }
     };
 
-    fetch(0, 0);
-    stage(0);
-    __syncthreads();
-    int buf = 0;
-    for (int p0 = 0; p0 < k; p0 += BK) {
-        const bool more = p0 + BK < k;
-        if (more) fetch(p0 + BK, buf ^ 1);
-        step_products(acc, a_tile[buf], b_tile[buf], ty, tx);
-        if (more) {
-            // The other buffer was last read before the previous barrier.
-            stage(buf ^ 1);
-            __syncthreads();
-            buf ^= 1;
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int gi = row0 + micro_row(i, ty);
-        if (gi >= m) continue;
-#pragma unroll
-        for (int j = 0; j < TN; ++j) {
-            const int gj = col0 + micro_col(j, tx);
-            if (gj >= n) continue;
-            ACC result = (ACC)alpha * acc[i][j];
-            if (beta != (ELEM)0) result += (ACC)beta * (ACC)c[gi * ldc + gj];
-            c[gi * ldc + gj] = (ELEM)result;
-        }
-    }
+    k_loop(acc, a_tile, b_tile, k, ty, tx, fetch, [&](int, int target) { stage(target); });
+    for_each_inside(row0, col0, m, n, ty, tx, [&](int i, int j, int gi, int gj) {
+        ACC result = (ACC)alpha * acc[i][j];
+        if (beta != (ELEM)0) result += (ACC)beta * (ACC)c[gi * ldc + gj];
+        c[gi * ldc + gj] = (ELEM)result;
+    });
 }

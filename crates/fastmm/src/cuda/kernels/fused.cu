@@ -258,38 +258,16 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
         }
     };
 
-    fetch(0, 0);
-    stage(0, 0);
-    __syncthreads();
-    int buf = 0;
-    for (int p0 = 0; p0 < k; p0 += BK) {
-        const bool more = p0 + BK < k;
-        if (more) fetch(p0 + BK, buf ^ 1);
-        step_products(acc, a_tile[buf], b_tile[buf], ty, tx);
-        if (more) {
-            // The other buffer was last read before the previous barrier.
-            stage(p0 + BK, buf ^ 1);
-            __syncthreads();
-            buf ^= 1;
-        }
-    }
+    k_loop(acc, a_tile, b_tile, k, ty, tx, fetch, stage);
     // Destinations innermost: with them outermost the compiler keeps every
     // element's address live across that loop and spills.
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int gi = row0 + micro_row(i, ty);
-        if (gi >= m) continue;
-#pragma unroll
-        for (int j = 0; j < TN; ++j) {
-            const int gj = col0 + micro_col(j, tx);
-            if (gj >= n) continue;
-            const long long at = gi * ldc + gj;
-            for (int d = 0; d < count(2); ++d) {
-                ELEM* c = reinterpret_cast<ELEM*>(group.ptr[first(2) + d]) + at;
-                ACC result = (ACC)group.weight[first(2) + d] * (ACC)alpha * acc[i][j];
-                if (beta != (ELEM)0) result += (ACC)beta * (ACC)*c;
-                *c = (ELEM)result;
-            }
+    for_each_inside(row0, col0, m, n, ty, tx, [&](int i, int j, int gi, int gj) {
+        const long long at = gi * ldc + gj;
+        for (int d = 0; d < count(2); ++d) {
+            ELEM* c = reinterpret_cast<ELEM*>(group.ptr[first(2) + d]) + at;
+            ACC result = (ACC)group.weight[first(2) + d] * (ACC)alpha * acc[i][j];
+            if (beta != (ELEM)0) result += (ACC)beta * (ACC)*c;
+            *c = (ELEM)result;
         }
-    }
+    });
 }

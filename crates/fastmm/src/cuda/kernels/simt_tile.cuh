@@ -60,7 +60,44 @@ __device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a
     }
 }
 
-// Row (column) offset in the block's tile of the thread's micro-tile row i
-// (column j).
-__device__ __forceinline__ int micro_row(int i, int ty) { return (i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC; }
-__device__ __forceinline__ int micro_col(int j, int tx) { return (j / VEC) * GROUP_STRIDE + tx * VEC + j % VEC; }
+// The k loop over double-buffered shared tiles: fetch(p0, buffer) starts
+// loading step p0 into a buffer, stage(p0, buffer) completes it after the
+// current step's products; one barrier per step.
+template <typename Fetch, typename Stage>
+__device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM], ELEM (*b_tile)[BK][BN], int k,
+                                       int ty, int tx, Fetch&& fetch, Stage&& stage)
+{
+    fetch(0, 0);
+    stage(0, 0);
+    __syncthreads();
+    int buf = 0;
+    for (int p0 = 0; p0 < k; p0 += BK) {
+        const bool more = p0 + BK < k;
+        if (more) fetch(p0 + BK, buf ^ 1);
+        step_products(acc, a_tile[buf], b_tile[buf], ty, tx);
+        if (more) {
+            // The other buffer was last read before the previous barrier.
+            stage(p0 + BK, buf ^ 1);
+            __syncthreads();
+            buf ^= 1;
+        }
+    }
+}
+
+// Calls write(i, j, gi, gj) for each element (i, j) of the thread's
+// micro-tile that lies inside the m x n matrix, at its row gi and column gj.
+template <typename Write>
+__device__ __forceinline__ void for_each_inside(int row0, int col0, int m, int n, int ty, int tx, Write&& write)
+{
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int gi = row0 + (i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC;
+        if (gi >= m) continue;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int gj = col0 + (j / VEC) * GROUP_STRIDE + tx * VEC + j % VEC;
+            if (gj >= n) continue;
+            write(i, j, gi, gj);
+        }
+    }
+}
