@@ -14,10 +14,12 @@ pub const PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 /// out threads that run at different speeds.
 pub const PARALLEL_SLABS_PER_THREAD: usize = 2;
 
-/// `packed`'s KC is this fraction of L1 divided by the bytes of one k step
-/// of Ã's micro-panel (MR elements), up to [`MAX_KC`] (see
-/// `packed::blocking`): 3/2, so 512 for the AVX-512 f64 12×16 kernel.
-pub const KC_L1_FRACTION: (usize, usize) = (3, 2);
+/// `packed`'s KC makes the two micro-panels one kernel call reads (MR×KC of
+/// Ã, KC×NR of B̃) fill this fraction of L1, up to [`MAX_KC`] (see
+/// `packed::blocking`): all of it, so 192 for the AVX-512 f64 8×24 kernel
+/// on a 48 KiB L1, which measured 10–15% faster than 512 on the Ice Lake
+/// dev machine (docs/perf-notes.md).
+pub const KC_L1_FRACTION: (usize, usize) = (1, 1);
 
 /// Largest KC the analytical rule picks. 512 measured 4% faster than 256
 /// for f64 and 1–2% for f32 on one thread at n = 2048; 768 and 1024 no

@@ -6,13 +6,14 @@
 //! while the KC×NC block B̃ streams past it from L2, and the MC×KC block Ã
 //! in L3, shared by the threads. Hence:
 //!
-//! * **KC**: as deep as the C-tile traffic asks. Every KC step reads and
-//!   writes the whole of C (from DRAM for large products), so a longer
-//!   panel halves that traffic; on dev-epyc the two micro-panels a kernel
-//!   call touches (Ã's and B̃'s) stream from L2 even at KC = 256, so fitting
-//!   Ã's micro-panel into L1 buys nothing. KC = [`KC_L1_FRACTION`]·L1 /
-//!   (MR·size), between 64 and [`MAX_KC`]: 512 for the AVX-512 kernels,
-//!   which measured 4% faster than 256 for f64 (docs/perf-notes.md).
+//! * **KC**: the two micro-panels one kernel call reads, MR×KC of Ã and
+//!   KC×NR of B̃, fill L1 together ([`KC_L1_FRACTION`] of it), so that Ã's
+//!   micro-panel survives the stream of B̃'s micro-panels through the jr
+//!   loop: KC = L1 / ((MR + NR)·size), between 64 and [`MAX_KC`]. A deeper
+//!   KC would halve the passes over C, but on the Ice Lake dev machine
+//!   (two 512-bit FMAs per cycle, so twice the bytes per cycle of Zen 4)
+//!   KC = 512 measured 10–15% slower than 192 for f64 (docs/perf-notes.md);
+//!   `fastmm tune` searches KC per machine.
 //! * **NC**: B̃ fills L2: NC = L2 / (KC·size), a multiple of NR. Each line
 //!   of B̃ is read once per row of micro-tiles, and lines evicted by the
 //!   C tiles and Ã panels come back from L3 behind the prefetcher; half of
@@ -117,7 +118,7 @@ impl BlockSizes {
     /// `elem_size` bytes on a CPU with these caches (see module docs).
     pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
         let (num, den) = KC_L1_FRACTION;
-        let kc = round_down(caches.l1d * num / den / (mr * elem_size), 8).clamp(64, MAX_KC);
+        let kc = round_down(caches.l1d * num / den / ((mr + nr) * elem_size), 8).clamp(64, MAX_KC);
         let nc = round_down(caches.l2 / (kc * elem_size), nr).max(nr);
         let mc = round_down(caches.l3 / 4 / (kc * elem_size), mr).max(mr);
         BlockSizes { mc, kc, nc }
@@ -186,14 +187,22 @@ mod tests {
             l2: 1 << 20,
             l3: 32 << 20,
         };
-        let bs = BlockSizes::for_kernel(caches, 4, 12, 32);
-        assert_eq!(bs.kc, 512);
-        assert_eq!(bs.nc, 512);
-        assert_eq!(bs.mc, 4092);
-        let bs = BlockSizes::for_kernel(caches, 8, 12, 16);
-        assert_eq!((bs.kc, bs.nc), (512, 256));
-        assert_eq!(bs.nc % 32, 0);
-        assert_eq!(bs.mc % 12, 0);
+        // 32 KiB / ((8 + 48)·4 bytes) = 146 → 144.
+        let bs = BlockSizes::for_kernel(caches, 4, 8, 48);
+        assert_eq!(bs.kc, 144);
+        assert_eq!(bs.nc, 1776);
+        assert_eq!(bs.mc, 14560);
+        assert_eq!(bs.nc % 48, 0);
+        assert_eq!(bs.mc % 8, 0);
+        // 48 KiB / ((8 + 24)·8 bytes) = 192.
+        let ice_lake = CacheSizes {
+            l1d: 48 << 10,
+            ..caches
+        };
+        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24);
+        assert_eq!((bs.kc, bs.nc), (192, 672));
+        // A small tile on a large L1 stops at MAX_KC.
+        assert_eq!(BlockSizes::for_kernel(ice_lake, 8, 4, 8).kc, MAX_KC);
         assert_eq!(
             BlockSizes::parse("96, 256,512").unwrap(),
             BlockSizes {
