@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use fastmm::packed::BlockSizes;
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::strassen::{error_growth, workspace, Scheme, Variant};
 use fastmm::threads::available_threads;
@@ -51,6 +52,15 @@ struct Args {
     /// Threshold n₀ of `strassen`/`winograd` (default: auto).
     #[arg(long)]
     threshold: Option<usize>,
+    /// Cache blocks of `packed` as MC,KC,NC; several, separated by `;`,
+    /// run each fastmm algorithm once per choice, side by side (default:
+    /// the library's own).
+    #[arg(long)]
+    blocks: Option<String>,
+    /// Rust peers to run, comma separated: `matrixmultiply`, `gemm`, or
+    /// `none`.
+    #[arg(long, default_value = "matrixmultiply,gemm")]
+    peers: String,
 }
 
 /// Computes C = A·B into its third argument.
@@ -109,6 +119,13 @@ fn contestants<T: PeerElement>(
     shape: (usize, usize, usize),
     threads: usize,
 ) -> Result<Vec<Contestant<T>>> {
+    let block_choices: Vec<Option<BlockSizes>> = match &args.blocks {
+        None => vec![None],
+        Some(list) => list
+            .split(';')
+            .map(|text| Ok(Some(BlockSizes::parse(text)?)))
+            .collect::<Result<_>>()?,
+    };
     let mut out = Vec::new();
     for entry in args.fastmm.split(',').map(str::trim) {
         let (name, variant) = match entry.split_once('/') {
@@ -116,28 +133,40 @@ fn contestants<T: PeerElement>(
             None => (entry, None),
         };
         let algorithm: Algorithm = name.parse()?;
-        let opts = GemmOptions {
-            threshold: args.threshold,
-            variant,
-            ..GemmOptions::new(algorithm).threads(threads)
-        };
-        let label = match variant {
-            Some(variant) => format!("{algorithm}/{variant}"),
-            None => algorithm.to_string(),
-        };
-        let growth = Scheme::of(algorithm).map_or(1.0, |scheme| {
-            error_growth(scheme, workspace::<T>(scheme, shape, true, &opts).levels)
-        });
-        out.push(Contestant {
-            name: format!("fastmm {label}"),
-            run: Box::new(move |a, b, c| {
-                fastmm_gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
-                    .expect("valid shapes")
-            }),
-            growth,
-        });
+        for &block_sizes in &block_choices {
+            let opts = GemmOptions {
+                threshold: args.threshold,
+                variant,
+                block_sizes,
+                ..GemmOptions::new(algorithm).threads(threads)
+            };
+            let mut label = match variant {
+                Some(variant) => format!("{algorithm}/{variant}"),
+                None => algorithm.to_string(),
+            };
+            if let Some(b) = block_sizes {
+                label = format!("{label} blocks {},{},{}", b.mc, b.kc, b.nc);
+            }
+            let growth = Scheme::of(algorithm).map_or(1.0, |scheme| {
+                error_growth(scheme, workspace::<T>(scheme, shape, true, &opts).levels)
+            });
+            out.push(Contestant {
+                name: format!("fastmm {label}"),
+                run: Box::new(move |a, b, c| {
+                    fastmm_gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
+                        .expect("valid shapes")
+                }),
+                growth,
+            });
+        }
     }
-    out.extend([
+    let wanted: Vec<&str> = args.peers.split(',').map(str::trim).collect();
+    for peer in &wanted {
+        if !["matrixmultiply", "gemm", "none"].contains(peer) {
+            bail!("unknown peer '{peer}' (matrixmultiply, gemm or none)");
+        }
+    }
+    let peers = [
         Contestant {
             name: "matrixmultiply".into(),
             growth: 1.0,
@@ -189,7 +218,13 @@ fn contestants<T: PeerElement>(
                 }
             }),
         },
-    ]);
+    ];
+    out.extend(
+        peers
+            .into_iter()
+            .zip(["matrixmultiply", "gemm"])
+            .filter_map(|(contestant, key)| wanted.contains(&key).then_some(contestant)),
+    );
     Ok(out)
 }
 
