@@ -54,14 +54,18 @@ pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
 /// (docs/benchmarks.md).
 pub const STRASSEN_AUTO_THRESHOLD: usize = 2048;
 
-/// ...but `auto` applies a first level only from this size (f64, i64): one
-/// level on 2048–3001 measured 0.92–1.04× `packed`, at 3500 1.04–1.11×.
-pub const STRASSEN_AUTO_START_8_BYTE: usize = 3072;
+/// ...but `auto` applies a first level only from this size (f64, i64). On
+/// dev-epyc one level on 2048–3001 measured 0.92–1.04× `packed` and at 3500
+/// 1.04–1.11×; on dev-icelake, whose faster kernels (8×24) move the
+/// crossover up, Winograd at 3072 ran 0.96× `packed` and at 4096 1.08×
+/// (docs/benchmarks.md, session 13).
+pub const STRASSEN_AUTO_START_8_BYTE: usize = 4096;
 
 /// ...and from this size for f32 and i32, whose kernel does twice the
-/// flops per byte the additions move: one level on 2048–3500 measured
-/// 0.90–1.09× `packed`, at 4096 1.05–1.13×.
-pub const STRASSEN_AUTO_START_4_BYTE: usize = 4096;
+/// flops per byte the additions move. dev-epyc: one level on 2048–3500
+/// 0.90–1.09× `packed`, at 4096 1.05–1.13×; dev-icelake: Winograd at 4096
+/// 0.93×, at 5120 0.95×, at 6144 1.09×, at 8192 1.35×.
+pub const STRASSEN_AUTO_START_4_BYTE: usize = 6144;
 
 /// Most levels `auto` applies to f32: the measured relative error at
 /// n = 2048 on uniform [-1, 1] inputs is 1.2e-6 (Strassen) and 2.1e-6

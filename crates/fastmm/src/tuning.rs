@@ -16,8 +16,8 @@
 //! tile = 256
 //!
 //! [cpu.f64]
-//! kernel = "avx512 12x16"
-//! blocks = [4092, 512, 1024]
+//! kernel = "avx512 8x24"
+//! blocks = [8192, 192, 840]
 //! strassen_threshold = 2048
 //! strassen_start = 3072
 //!
@@ -113,7 +113,7 @@ pub struct CudaTuning {
 #[serde(deny_unknown_fields)]
 pub struct TypeTuning {
     /// The `packed` microkernel the blocks were measured with (its name,
-    /// e.g. "avx512 12x16"); the blocks apply to that kernel only.
+    /// e.g. "avx512 8x24"); the blocks apply to that kernel only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
     /// `packed`'s MC, KC, NC.
@@ -341,7 +341,7 @@ mod tests {
             cuda: None,
         };
         let f64_tuning = tuning.cpu.as_mut().unwrap().of_mut(DType::F64);
-        f64_tuning.kernel = Some("avx512 12x16".into());
+        f64_tuning.kernel = Some("avx512 8x24".into());
         f64_tuning.blocks = Some([96, 256, 2048]);
         f64_tuning.strassen_threshold = Some(2048);
         let text = tuning.to_toml().unwrap();

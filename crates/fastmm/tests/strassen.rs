@@ -361,7 +361,7 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
         assert_eq!(levels(n, DType::I32), i32_levels, "i32 {n}");
     }
     // auto on the CPU: base products of at least 2048/2 = 1024, and a first
-    // level only from 3072 (8-byte types) or 4096 (4-byte types); f32 at
+    // level only from 4096 (8-byte types) or 6144 (4-byte types); f32 at
     // most two levels (accuracy), f64 four.
     let cpu = GemmOptions::new(Algorithm::Winograd);
     let cpu_levels = |n: usize, dtype: DType| match dtype {
@@ -371,9 +371,10 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
     for (n, f64_levels, f32_levels) in [
         (2048, 0, 0),
         (3071, 0, 0),
-        (3072, 1, 0),
-        (4095, 1, 0),
-        (4096, 2, 2),
+        (3072, 0, 0),
+        (4095, 0, 0),
+        (4096, 2, 0),
+        (6143, 2, 0),
         (6144, 2, 2),
         (8192, 3, 2),
     ] {

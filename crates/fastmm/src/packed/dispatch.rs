@@ -91,7 +91,7 @@ pub(crate) type FusedFn<T> = unsafe fn(
 pub struct PackedKernel<T: Element> {
     /// The family it belongs to.
     pub family: CpuKernel,
-    /// Name shown in reports, e.g. `avx512 12x32`.
+    /// Name shown in reports, e.g. `avx512 8x48`.
     pub name: &'static str,
     /// Tile rows.
     pub mr: usize,

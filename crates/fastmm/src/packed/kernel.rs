@@ -41,7 +41,7 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     const MR: usize;
     /// Columns of the tile.
     const NR: usize;
-    /// Name shown in reports, e.g. `avx512 12x32`.
+    /// Name shown in reports, e.g. `avx512 8x48`.
     const NAME: &'static str;
 
     /// Whether the running CPU has the instructions this kernel uses.
