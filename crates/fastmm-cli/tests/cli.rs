@@ -717,10 +717,12 @@ fn tune_saves_a_file_that_auto_then_uses() {
         .collect::<Vec<_>>()
         .join(" ");
     let hand = dir.join("hand.toml");
+    // MC = 24 and NC = 96 are whole micro-panels of every kernel (MR 4–12,
+    // NR 8–48), so the blocks `run` reports are the file's, unrounded.
     std::fs::write(
         &hand,
         format!(
-            "[cpu]\nmodel = \"{model}\"\nthreads = 1\ntile = 48\n\n[cpu.f32]\nkernel = \"{kernel}\"\nblocks = [24, 64, 64]\nstrassen_threshold = 100\nstrassen_start = 150\n"
+            "[cpu]\nmodel = \"{model}\"\nthreads = 1\ntile = 48\n\n[cpu.f32]\nkernel = \"{kernel}\"\nblocks = [24, 64, 96]\nstrassen_threshold = 100\nstrassen_start = 150\n"
         ),
     )
     .unwrap();
@@ -739,7 +741,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
         records[0]["kernel"]
             .as_str()
             .unwrap()
-            .ends_with(" 24/64/64"),
+            .ends_with(" 24/64/96"),
         "{records}"
     );
     assert_eq!(records[0]["threads"], 1, "{records}");
@@ -765,7 +767,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
             "--threads",
             "2",
             "--blocks",
-            "48,128,128",
+            "48,128,192",
             "--json",
         ],
     ));
@@ -773,7 +775,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
         explicit[0]["kernel"]
             .as_str()
             .unwrap()
-            .ends_with(" 48/128/128"),
+            .ends_with(" 48/128/192"),
         "{explicit}"
     );
     assert_eq!(explicit[0]["threads"], 2, "{explicit}");
