@@ -419,14 +419,14 @@ fn kernel_blocks<T: Element>() -> Result<(String, fastmm::BlockSizes)> {
     ))
 }
 
-/// Block sizes to try, the analytical ones first: MC (rows of A per
-/// block) smaller, KC (depth) 256, NC (columns of B) halved and doubled.
+/// Block sizes to try, the analytical ones first: MC (rows of Ã, in L2)
+/// halved and doubled, KC (depth) 256, NC (columns of B̃, in L3) a quarter.
 fn block_candidates(analytical: fastmm::BlockSizes, quick: bool) -> Vec<String> {
     let fastmm::BlockSizes { mc, kc, nc } = analytical;
     let mut list = vec![(mc, kc, nc)];
-    let mcs = [mc, (mc / 4).max(1), 256.min(mc)];
+    let mcs = [mc, (mc / 2).max(1), mc * 2];
     let kcs = [kc, 256];
-    let ncs = [nc, nc * 2, (nc / 2).max(1)];
+    let ncs = [nc, (nc / 4).max(1)];
     for &m in &mcs {
         for &k in &kcs {
             for &n in &ncs {

@@ -1,5 +1,7 @@
 //! Prints the throughput of each available microkernel on cache-resident
-//! panels: the ceiling for the packed GEMM on this machine.
+//! panels, and as the driver runs it (Ã streaming from an L2-sized block
+//! into tiles of a 2048-wide C): the ceilings for the packed GEMM on this
+//! machine.
 //!
 //! `cargo run --release --example microkernel_peak`
 
@@ -21,6 +23,17 @@ fn report<T: Element>(family: CpuKernel) {
             kernel.name
         );
     }
+    let blocks = kernel.analytical_blocks();
+    let (kc, panels) = (blocks.kc, blocks.mc.div_ceil(kernel.mr));
+    let calls = 2_000_000_000 / (kernel.mr * kernel.nr * kc);
+    let best = (0..5)
+        .map(|_| kernel.streaming_gflops(kc, panels, 2048, calls))
+        .fold(0.0, f64::max);
+    println!(
+        "{:<4} {:<16} kc={kc:<4} {best:8.1} GFLOP/s streaming {panels} panels of Ã",
+        T::DTYPE,
+        kernel.name
+    );
 }
 
 fn main() {

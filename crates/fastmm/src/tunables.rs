@@ -26,10 +26,19 @@ pub const KC_L1_FRACTION: (usize, usize) = (1, 1);
 /// faster than 512 (docs/perf-notes.md).
 pub const MAX_KC: usize = 512;
 
-/// MC may grow by this fraction (numerator, denominator) when that keeps all
-/// rows of A in one block: a second block re-packs all of B, which at
-/// m = 4096 and MC = 4092 bought 4 rows.
-pub const MC_SLACK: (usize, usize) = (1, 4);
+/// `packed`'s MC makes one thread's block of Ã (MC×KC) fill this fraction
+/// of L2; the rest holds the B̃ micro-panels passing through to L1 and the
+/// lines of C.
+pub const MC_L2_FRACTION: (usize, usize) = (1, 2);
+
+/// `packed`'s NC makes the shared block of B̃ (KC×NC) fill this fraction of
+/// L3.
+pub const NC_L3_FRACTION: (usize, usize) = (1, 4);
+
+/// NC may grow by this fraction (numerator, denominator) when that keeps all
+/// columns of B in one block: a second block re-packs all of A, which at
+/// n = 8192 and NC = 8184 would buy 8 columns.
+pub const NC_SLACK: (usize, usize) = (1, 4);
 
 /// Products with m·n·k below this skip packing: `packed` runs the unpacked
 /// `tiled` loops, which measured faster up to about 16³ (docs/perf-notes.md).

@@ -2,29 +2,28 @@
 //! derived from the cache hierarchy read at run time (Linux sysfs), in one
 //! place, and overridable for tuning.
 //!
-//! The driver ([`super::driver`]) keeps one MR×KC micro-panel of Ã in L1
-//! while the KC×NC block B̃ streams past it from L2, and the MC×KC block Ã
-//! in L3, shared by the threads. Hence:
+//! The driver ([`super::driver`]) keeps one KC×NR micro-panel of B̃ in L1
+//! while the micro-panels of the MC×KC block Ã stream past it from L2, and
+//! the KC×NC block B̃ in L3, shared by the threads. Hence:
 //!
 //! * **KC**: the two micro-panels one kernel call reads, MR×KC of Ã and
-//!   KC×NR of B̃, fill L1 together ([`KC_L1_FRACTION`] of it), so that Ã's
-//!   micro-panel survives the stream of B̃'s micro-panels through the jr
+//!   KC×NR of B̃, fill L1 together ([`KC_L1_FRACTION`] of it), so that B̃'s
+//!   micro-panel survives the stream of Ã's micro-panels through the ir
 //!   loop: KC = L1 / ((MR + NR)·size), between 64 and [`MAX_KC`]. A deeper
 //!   KC would halve the passes over C, but on the Ice Lake dev machine
 //!   (two 512-bit FMAs per cycle, so twice the bytes per cycle of Zen 4)
 //!   KC = 512 measured 10–15% slower than 192 for f64 (docs/perf-notes.md);
 //!   `fastmm tune` searches KC per machine.
-//! * **NC**: B̃ fills L2: NC = L2 / (KC·size), a multiple of NR. Each line
-//!   of B̃ is read once per row of micro-tiles, and lines evicted by the
-//!   C tiles and Ã panels come back from L3 behind the prefetcher; half of
-//!   L2 measured no faster.
-//! * **MC**: Ã takes a quarter of L3: MC = L3/4 / (KC·size), a multiple of
-//!   MR, so that for most problems A is packed once.
+//! * **MC**: each thread's Ã takes [`MC_L2_FRACTION`] of L2:
+//!   MC = L2·fraction / (KC·size), a multiple of MR.
+//! * **NC**: B̃ takes [`NC_L3_FRACTION`] of L3: NC = L3·fraction / (KC·size),
+//!   a multiple of NR, so that for most problems B is packed once per KC
+//!   step and A once.
 //!
 //! The driver splits each dimension into equal blocks no larger than these
 //! ([`balanced_block`]), so k = 1030 runs as 3 steps of 344, not 512 + 512 +
-//! 6 with a whole pass over C for 6 columns of A. MC may exceed its
-//! size by [`MC_SLACK`] when that saves a second pass over B.
+//! 6 with a whole pass over C for 6 columns of A. NC may exceed its
+//! size by [`NC_SLACK`] when that saves a second pass over A.
 //!
 //! `--blocks` and `FASTMM_BLOCKS` override them.
 
@@ -100,7 +99,7 @@ fn parse_size(text: &str) -> Option<usize> {
     }
 }
 
-pub use crate::tunables::{KC_L1_FRACTION, MAX_KC, MC_SLACK};
+pub use crate::tunables::{KC_L1_FRACTION, MAX_KC, MC_L2_FRACTION, NC_L3_FRACTION, NC_SLACK};
 
 /// MC, KC and NC of the five-loop driver, in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,8 +118,10 @@ impl BlockSizes {
     pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
         let (num, den) = KC_L1_FRACTION;
         let kc = round_down(caches.l1d * num / den / ((mr + nr) * elem_size), 8).clamp(64, MAX_KC);
-        let nc = round_down(caches.l2 / (kc * elem_size), nr).max(nr);
-        let mc = round_down(caches.l3 / 4 / (kc * elem_size), mr).max(mr);
+        let (mc_num, mc_den) = MC_L2_FRACTION;
+        let mc = round_down(caches.l2 * mc_num / mc_den / (kc * elem_size), mr).max(mr);
+        let (nc_num, nc_den) = NC_L3_FRACTION;
+        let nc = round_down(caches.l3 * nc_num / nc_den / (kc * elem_size), nr).max(nr);
         BlockSizes { mc, kc, nc }
     }
 
@@ -190,8 +191,10 @@ mod tests {
         // 32 KiB / ((8 + 48)·4 bytes) = 146 → 144.
         let bs = BlockSizes::for_kernel(caches, 4, 8, 48);
         assert_eq!(bs.kc, 144);
-        assert_eq!(bs.nc, 1776);
-        assert_eq!(bs.mc, 14560);
+        // Ã: half of 1 MiB / (144·4 bytes) = 910 → 904 rows; B̃: a quarter
+        // of 32 MiB / (144·4) = 14563 → 14544 columns.
+        assert_eq!(bs.mc, 904);
+        assert_eq!(bs.nc, 14544);
         assert_eq!(bs.nc % 48, 0);
         assert_eq!(bs.mc % 8, 0);
         // 48 KiB / ((8 + 24)·8 bytes) = 192.
@@ -200,7 +203,7 @@ mod tests {
             ..caches
         };
         let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24);
-        assert_eq!((bs.kc, bs.nc), (192, 672));
+        assert_eq!((bs.kc, bs.mc, bs.nc), (192, 336, 5448));
         // A small tile on a large L1 stops at MAX_KC.
         assert_eq!(BlockSizes::for_kernel(ice_lake, 8, 4, 8).kc, MAX_KC);
         assert_eq!(
@@ -224,7 +227,7 @@ mod tests {
         assert_eq!(balanced_block(100, 512, 1, none), 100);
         // Rounded up to whole micro-panels.
         assert_eq!(balanced_block(4096, 4092, 12, none), 2052);
-        // Slack keeps 4096 rows in one block instead of 4092 + 4.
+        // Slack keeps 4096 columns in one block instead of 4092 + 4.
         assert_eq!(balanced_block(4096, 4092, 12, (1, 4)), 4104);
         assert_eq!(balanced_block(8192, 4092, 12, (1, 4)), 4104);
         assert_eq!(balanced_block(20000, 4092, 12, (1, 4)), 5004);

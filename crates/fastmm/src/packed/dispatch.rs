@@ -149,6 +149,41 @@ impl<T: Element> PackedKernel<T> {
         2.0 * (self.mr * self.nr * kc * calls) as f64 / seconds / 1e9
     }
 
+    /// Throughput of the microkernel as the driver's inner loop runs it, in
+    /// GFLOP/s: one B̃ micro-panel (kc deep) against `a_panels` micro-panels
+    /// of Ã in turn (an MC×kc block, from L2 when it is larger than L1),
+    /// each tile added into the next MR rows of a column of tiles of a C
+    /// with `ldc` columns, `calls` calls in all.
+    pub fn streaming_gflops(&self, kc: usize, a_panels: usize, ldc: usize, calls: usize) -> f64 {
+        let a = vec![T::from_f64(0.5); a_panels * self.mr * kc];
+        let b = vec![T::from_f64(0.25); kc * self.nr];
+        let ldc = ldc.max(self.nr);
+        let mut c = vec![T::ZERO; a_panels * self.mr * ldc];
+        assert!((self.is_available)());
+        let start = std::time::Instant::now();
+        for call in 0..calls {
+            let panel = call % a_panels;
+            // SAFETY: panel < a_panels, so the Ã panel (MR·kc elements) and
+            // the MR×NR tile at row panel·MR (row stride ldc ≥ NR) are inside
+            // their buffers; the kernel's features were checked above.
+            unsafe {
+                (self.micro)(
+                    kc,
+                    T::ONE,
+                    a.as_ptr().add(panel * self.mr * kc),
+                    b.as_ptr(),
+                    T::ONE,
+                    c.as_mut_ptr().add(panel * self.mr * ldc),
+                    ldc as isize,
+                    1,
+                )
+            };
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        std::hint::black_box(&c);
+        2.0 * (self.mr * self.nr * kc * calls) as f64 / seconds / 1e9
+    }
+
     /// The block sizes `packed` uses unless told otherwise: the tuning
     /// file's for this kernel and type (see [`crate::tuning`]), else the
     /// analytical ones.

@@ -1,25 +1,28 @@
-//! The five loops around the microkernel. In BLIS's terms for the
-//! transposed, column-major problem Cᵀ = BᵀAᵀ, our Ã plays BLIS's packed B
-//! (the broadcast operand, kept in L1 one micro-panel at a time) and our B̃
-//! plays BLIS's packed A (the vector operand, streamed from L2):
+//! The five loops around the microkernel, in GotoBLAS order. In BLIS's
+//! terms for the transposed, column-major problem Cᵀ = BᵀAᵀ, our Ã plays
+//! BLIS's packed B (the broadcast operand) and our B̃ plays BLIS's packed A
+//! (the vector operand):
 //!
 //! ```text
-//! for ic in 0..m step MC            Ã ← pack A[ic.., pc..]  (MC×KC, L3; shared)
-//!   for pc in 0..k step KC
-//!     for jc in 0..n step NC        B̃ ← pack B[pc.., jc..]  (KC×NC, L2; per thread)
-//!       for ir in 0..MC step MR     one micro-panel of Ã stays in L1
-//!         for jr in 0..NC step NR   microkernel: C[ir, jr] ← α Ã B̃ + β' C
+//! for jc in 0..n step NC            (one block unless n is very large)
+//!   for pc in 0..k step KC          B̃ ← pack B[pc.., jc..]  (KC×NC, L3; shared)
+//!     for ic in 0..m step MC        Ã ← pack A[ic.., pc..]  (MC×KC, L2; per thread)
+//!       for jr in 0..NC step NR     one micro-panel of B̃ stays in L1
+//!         for ir in 0..MC step MR   microkernel: C[ir, jr] ← α Ã B̃ + β' C
 //! ```
 //!
-//! With MC covering all of m for most problems, A and B are each packed
-//! once.
+//! The vector operand (B̃, NR = three vectors wide) is the one that stays in
+//! L1, and the broadcast operand (Ã, MR = 8 elements per k step) the one that
+//! streams from L2: a third of the bytes per flop of the other way round,
+//! which ran the f64 kernel 15–25% slower on the Ice Lake dev machine
+//! (docs/perf-notes.md, "Vector operand in L1").
 //!
-//! **Threads.** For each (ic, pc) block the threads first pack Ã together,
-//! each a share of its micro-panels, then split the block of C: by columns
-//! (each thread runs its own jc loop over its columns, packing its own B̃
-//! into its own L2) when there are enough columns, else by rows. Threads
-//! never write the same element of C. One thread runs the same loops
-//! inline, with no pool.
+//! **Threads.** For each (jc, pc) block the threads first pack B̃ together,
+//! each a share of its micro-panels, then split the block of C: by rows
+//! (each thread packs its own rows of Ã into its own L2) when there are
+//! enough rows, else by columns (each thread packs all of Ã, which is then
+//! small). Threads never write the same element of C. One thread runs the
+//! same loops inline, with no pool.
 //!
 //! **Fused sums.** [`gemm_fused`] runs the same loops for the fast
 //! algorithms' primitive C_k ← C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ): the sums are
@@ -35,14 +38,14 @@ use rayon::prelude::*;
 
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
-use crate::packed::blocking::{balanced_block, BlockSizes, MC_SLACK};
+use crate::packed::blocking::{balanced_block, BlockSizes, NC_SLACK};
 use crate::packed::kernel::{merge_tile, Microkernel};
 use crate::packed::packing::{pack_a_sum, pack_b_sum};
 use crate::packed::workspace::Workspace;
 use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD};
 
-/// Blocks of KC and NC never exceed their size: KC bounds the micro-panels
-/// in L1/L2 and NC the B̃ block in L2.
+/// Blocks of KC and MC never exceed their size: KC bounds the micro-panels
+/// in L1 and MC the Ã block in L2.
 const NO_SLACK: (usize, usize) = (0, 1);
 
 /// Bytes in a cache line, the unit of the prefetches below.
@@ -50,9 +53,9 @@ const CACHE_LINE: usize = 64;
 
 use crate::packed::kernel::MAX_TILE as MAX_TILE_ELEMENTS;
 
-/// Threads split C by columns when each gets at least this many
-/// micro-panels of columns; otherwise by rows.
-const MIN_COLUMN_PANELS_PER_THREAD: usize = 2;
+/// Threads split C by rows when each gets at least this many micro-panels
+/// of rows; otherwise by columns.
+const MIN_ROW_PANELS_PER_THREAD: usize = 4;
 
 /// A weighted block of C the products are added into: element (i, j) at
 /// `ptr + i·rs + j·cs`.
@@ -157,34 +160,34 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
     );
     let blocks = blocks.fitted(K::MR, K::NR);
     let kc = balanced_block(k, blocks.kc, 1, NO_SLACK);
-    let mc = balanced_block(m, blocks.mc, K::MR, MC_SLACK);
+    let nc = balanced_block(n, blocks.nc, K::NR, NC_SLACK);
     // One micro-panel of scratch per thread for packing sums.
-    let a_scratch_panel = if a.len() > 1 { K::MR * kc } else { 0 };
-    let a_scratch_len = a_scratch_panel * threads;
-    let mut shared = Workspace::take::<T>(mc * kc, a_scratch_len);
-    let (a_buf, a_scratch) = shared.buffers::<T>(mc * kc, a_scratch_len);
-    let column_panels = n.div_ceil(K::NR);
-    let split_columns = column_panels >= threads * MIN_COLUMN_PANELS_PER_THREAD;
+    let b_scratch_panel = if b.len() > 1 { K::NR * kc } else { 0 };
+    let b_scratch_len = b_scratch_panel * threads;
+    let mut shared = Workspace::take::<T>(nc * kc, b_scratch_len);
+    let (b_buf, b_scratch) = shared.buffers::<T>(nc * kc, b_scratch_len);
+    let row_panels = m.div_ceil(K::MR);
+    let split_rows = row_panels >= threads * MIN_ROW_PANELS_PER_THREAD;
     let mut a_terms = a.to_vec();
     let mut b_terms = b.to_vec();
 
-    for ic in (0..m).step_by(mc) {
-        let mb = mc.min(m - ic);
+    for jc in (0..n).step_by(nc) {
+        let nb = nc.min(n - jc);
+        let column_panels = nb.div_ceil(K::NR);
         for pc in (0..k).step_by(kc) {
             let kb = kc.min(k - pc);
             let beta_here = if pc == 0 { beta } else { T::ONE };
-            for (term, &(w, whole)) in a_terms.iter_mut().zip(a) {
-                *term = (w, whole.submatrix(ic, pc, mb, kb));
+            for (term, &(w, whole)) in b_terms.iter_mut().zip(b) {
+                *term = (w, whole.submatrix(pc, jc, kb, nb));
             }
-            let row_panels = mb.div_ceil(K::MR);
-            let a_packed = &mut a_buf[..row_panels * K::MR * kb];
+            let b_packed = &mut b_buf[..column_panels * K::NR * kb];
             if threads == 1 {
-                pack_a_sum::<T, K>(&a_terms, a_packed, a_scratch);
+                pack_b_sum::<T, K>(&b_terms, b_packed, b_scratch);
             } else {
-                let per_thread = row_panels.div_ceil(threads);
-                let chunk = per_thread * K::MR * kb;
-                let scratch_chunks = a_scratch.chunks_mut(a_scratch_panel.max(1)).map(Some);
-                a_packed
+                let per_thread = column_panels.div_ceil(threads);
+                let chunk = per_thread * K::NR * kb;
+                let scratch_chunks = b_scratch.chunks_mut(b_scratch_panel.max(1)).map(Some);
+                b_packed
                     .par_chunks_mut(chunk)
                     .zip(
                         scratch_chunks
@@ -194,48 +197,48 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
                     )
                     .enumerate()
                     .for_each(|(t, (chunk, scratch))| {
-                        let row0 = t * per_thread * K::MR;
-                        let rows = (per_thread * K::MR).min(mb - row0);
-                        let part: Vec<(T, MatRef<'_, T>)> = a_terms
+                        let col0 = t * per_thread * K::NR;
+                        let cols = (per_thread * K::NR).min(nb - col0);
+                        let part: Vec<(T, MatRef<'_, T>)> = b_terms
                             .iter()
-                            .map(|&(w, block)| (w, block.submatrix(row0, 0, rows, kb)))
+                            .map(|&(w, block)| (w, block.submatrix(0, col0, kb, cols)))
                             .collect();
-                        pack_a_sum::<T, K>(&part, chunk, scratch.unwrap_or(&mut []));
+                        pack_b_sum::<T, K>(&part, chunk, scratch.unwrap_or(&mut []));
                     });
             }
-            let a_packed: &[T] = a_packed;
-            for (term, &(w, whole)) in b_terms.iter_mut().zip(b) {
-                *term = (w, whole.submatrix(pc, 0, kb, n));
+            let b_packed: &[T] = b_packed;
+            for (term, &(w, whole)) in a_terms.iter_mut().zip(a) {
+                *term = (w, whole.submatrix(0, pc, m, kb));
             }
-            let b_terms = &b_terms;
+            let a_terms = &a_terms;
             let run = |(row0, col0, rows, cols): (usize, usize, usize, usize)| {
-                let a_part = &a_packed[row0 * kb..];
-                let b_part: Vec<(T, MatRef<'_, T>)> = b_terms
+                let b_part = &b_packed[col0 * kb..];
+                let a_part: Vec<(T, MatRef<'_, T>)> = a_terms
                     .iter()
-                    .map(|&(w, block)| (w, block.submatrix(0, col0, kb, cols)))
+                    .map(|&(w, block)| (w, block.submatrix(row0, 0, rows, kb)))
                     .collect();
-                let part: Vec<Dest<T>> = dests.iter().map(|d| d.offset(ic + row0, col0)).collect();
+                let part: Vec<Dest<T>> = dests.iter().map(|d| d.offset(row0, jc + col0)).collect();
                 // SAFETY: each region (row0, col0, rows, cols) of the split
                 // below is disjoint from the others and inside every
-                // destination's mb×n block at row ic.
+                // destination's m×nb block at column jc.
                 unsafe {
-                    multiply_part::<T, K>(alpha, a_part, &b_part, beta_here, &part, rows, blocks.nc)
+                    multiply_part::<T, K>(alpha, &a_part, b_part, beta_here, &part, cols, blocks.mc)
                 };
             };
             if threads == 1 {
-                run((0, 0, mb, n));
-            } else if split_columns {
-                let cols = column_panels.div_ceil(threads) * K::NR;
-                let regions: Vec<_> = (0..n)
-                    .step_by(cols)
-                    .map(|c0| (0, c0, mb, cols.min(n - c0)))
+                run((0, 0, m, nb));
+            } else if split_rows {
+                let rows = row_panels.div_ceil(threads) * K::MR;
+                let regions: Vec<_> = (0..m)
+                    .step_by(rows)
+                    .map(|r0| (r0, 0, rows.min(m - r0), nb))
                     .collect();
                 regions.into_par_iter().for_each(run);
             } else {
-                let rows = row_panels.div_ceil(threads) * K::MR;
-                let regions: Vec<_> = (0..mb)
-                    .step_by(rows)
-                    .map(|r0| (r0, 0, rows.min(mb - r0), n))
+                let cols = column_panels.div_ceil(threads) * K::NR;
+                let regions: Vec<_> = (0..nb)
+                    .step_by(cols)
+                    .map(|c0| (0, c0, m, cols.min(nb - c0)))
                     .collect();
                 regions.into_par_iter().for_each(run);
             }
@@ -305,53 +308,50 @@ fn gemm_split_k<T: Element, K: Microkernel<T>>(
         });
 }
 
-/// One thread's share of an (ic, pc) block: its columns of the B terms
-/// packed NC at a time into its own buffer, against the shared micro-panels
-/// of Ã starting at `a_packed`, into `mb` rows of every destination.
+/// One thread's share of a (jc, pc) block: its rows of the A terms packed
+/// MC at a time into its own buffer, against `nb` columns of the shared
+/// B̃ starting at `b_packed`, into every destination.
 ///
 /// # Safety
-/// Each destination addresses an mb×n block (n = the B terms' columns)
-/// that only this call touches.
+/// Each destination addresses an m×nb block (m = the A terms' rows) that
+/// only this call touches.
 unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
     alpha: T,
-    a_packed: &[T],
-    b: &[(T, MatRef<'_, T>)],
+    a: &[(T, MatRef<'_, T>)],
+    b_packed: &[T],
     beta: T,
     dests: &[Dest<T>],
-    mb: usize,
-    nc: usize,
+    nb: usize,
+    mc: usize,
 ) {
-    let (kb, n) = b[0].1.shape();
-    let nc = balanced_block(n, nc, K::NR, NO_SLACK);
-    let scratch_len = if b.len() > 1 { K::NR * kb } else { 0 };
-    let mut own = Workspace::take::<T>(nc * kb, scratch_len);
-    let (b_buf, b_scratch) = own.buffers::<T>(nc * kb, scratch_len);
-    let mut b_block = b.to_vec();
+    let (m, kb) = a[0].1.shape();
+    let mc = balanced_block(m, mc, K::MR, NO_SLACK);
+    let scratch_len = if a.len() > 1 { K::MR * kb } else { 0 };
+    let mut own = Workspace::take::<T>(mc * kb, scratch_len);
+    let (a_buf, a_scratch) = own.buffers::<T>(mc * kb, scratch_len);
+    let mut a_block = a.to_vec();
     let mut part = dests.to_vec();
-    for jc in (0..n).step_by(nc) {
-        let nb = nc.min(n - jc);
-        for (term, &(w, whole)) in b_block.iter_mut().zip(b) {
-            *term = (w, whole.submatrix(0, jc, kb, nb));
+    for ic in (0..m).step_by(mc) {
+        let mb = mc.min(m - ic);
+        for (term, &(w, whole)) in a_block.iter_mut().zip(a) {
+            *term = (w, whole.submatrix(ic, 0, mb, kb));
         }
+        let a_packed = &mut a_buf[..mb.div_ceil(K::MR) * K::MR * kb];
+        pack_a_sum::<T, K>(&a_block, a_packed, a_scratch);
         for (d, &whole) in part.iter_mut().zip(dests) {
-            *d = whole.offset(0, jc);
+            *d = whole.offset(ic, 0);
         }
-        // SAFETY: `a_packed` holds at least mb rows of packed Ã and
-        // `b_buf` room for the packed kb×nb block of B; every destination
-        // moved to column jc addresses an mb×nb block only this call
-        // touches.
-        unsafe {
-            macro_kernel::<T, K>(
-                mb, nb, kb, alpha, a_packed, &b_block, b_buf, b_scratch, beta, &part,
-            )
-        };
+        // SAFETY: `a_packed` holds the packed mb×kb block of Ã and
+        // `b_packed` at least nb columns of packed B̃; every destination
+        // moved to row ic addresses an mb×nb block only this call touches.
+        unsafe { macro_kernel::<T, K>(mb, nb, kb, alpha, a_packed, b_packed, beta, &part) };
     }
 }
 
-/// The two innermost loops over one block pair. B̃ is packed lazily: each
-/// micro-panel right before its first use (in the first row of micro-tiles),
-/// so it is still in L1 when the kernel reads it, and packing interleaves
-/// with computing instead of preceding it.
+/// The two innermost loops over one block pair: each micro-panel of B̃
+/// stays in L1 while the micro-panels of Ã stream past it from L2, and the
+/// next micro-panel of B̃ is fetched from L3 into L2 meanwhile, a few lines
+/// per kernel call.
 ///
 /// One destination with weight 1 gets full tiles straight from the kernel;
 /// otherwise (edge tiles, or several weighted destinations) the kernel
@@ -367,9 +367,7 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
     kb: usize,
     alpha: T,
     a_buf: &[T],
-    b_block: &[(T, MatRef<'_, T>)],
-    b_buf: &mut [T],
-    b_scratch: &mut [T],
+    b_buf: &[T],
     beta: T,
     dests: &[Dest<T>],
 ) {
@@ -380,27 +378,18 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
     let direct = dests.iter().all(|d| d.rs == rs && d.cs == cs);
     let mut tile_dests: Vec<(T, *mut T)> =
         dests.iter().map(|d| (alpha.mul(d.gamma), d.ptr)).collect();
-    let mut b_panel_terms = b_block.to_vec();
-    for ir in (0..mb).step_by(K::MR) {
-        let rows = K::MR.min(mb - ir);
-        let a_panel = a_buf[ir * kb..(ir + K::MR) * kb].as_ptr();
-        // The next micro-panel of Ã comes from L3; spread its prefetch into
-        // L2 over this row's kernel calls so the next row starts warm.
-        let next_end = (ir + 2 * K::MR).min(mb.div_ceil(K::MR) * K::MR);
-        let next_a = &a_buf[(ir + K::MR) * kb..next_end * kb];
-        let lines_per_call =
-            std::mem::size_of_val(next_a).div_ceil(CACHE_LINE * nb.div_ceil(K::NR));
-        for (call, jr) in (0..nb).step_by(K::NR).enumerate() {
-            let cols = K::NR.min(nb - jr);
-            prefetch_l2(next_a, call * lines_per_call, lines_per_call);
-            let b_panel_buf = &mut b_buf[jr * kb..(jr + K::NR) * kb];
-            if ir == 0 {
-                for (term, &(w, block)) in b_panel_terms.iter_mut().zip(b_block) {
-                    *term = (w, block.submatrix(0, jr, kb, cols));
-                }
-                pack_b_sum::<T, K>(&b_panel_terms, b_panel_buf, b_scratch);
-            }
-            let b_panel = b_panel_buf.as_ptr();
+    let column_panels = nb.div_ceil(K::NR);
+    let row_panels = mb.div_ceil(K::MR);
+    for jr in (0..nb).step_by(K::NR) {
+        let cols = K::NR.min(nb - jr);
+        let b_panel = b_buf[jr * kb..(jr + K::NR) * kb].as_ptr();
+        let next_end = (jr + 2 * K::NR).min(column_panels * K::NR);
+        let next_b = &b_buf[((jr + K::NR) * kb).min(next_end * kb)..next_end * kb];
+        let lines_per_call = std::mem::size_of_val(next_b).div_ceil(CACHE_LINE * row_panels);
+        for (call, ir) in (0..mb).step_by(K::MR).enumerate() {
+            let rows = K::MR.min(mb - ir);
+            prefetch_l2(next_b, call * lines_per_call, lines_per_call);
+            let a_panel = a_buf[ir * kb..(ir + K::MR) * kb].as_ptr();
             if direct && rows == K::MR && cols == K::NR {
                 for (slot, d) in tile_dests.iter_mut().zip(dests) {
                     slot.1 = d.offset(ir, jr).ptr;

@@ -171,7 +171,9 @@ pub(crate) fn pack_panels<T: Element>(src: MatRef<'_, T>, width: usize, dst: &mu
         8 => pack_panels_body(src, 8, dst),
         12 => pack_panels_body(src, 12, dst),
         16 => pack_panels_body(src, 16, dst),
+        24 => pack_panels_body(src, 24, dst),
         32 => pack_panels_body(src, 32, dst),
+        48 => pack_panels_body(src, 48, dst),
         _ => pack_panels_body(src, width, dst),
     }
 }
@@ -366,6 +368,34 @@ fn pack_panels_body<T: Element>(src: MatRef<'_, T>, width: usize, dst: &mut [T])
     assert!(dst.len() >= panels * width * kb, "packing buffer too small");
     let (rs, cs) = (src.row_stride(), src.col_stride());
     let base = src.as_ptr();
+    if rs == 1 && cs != 1 && w > 1 {
+        // Lanes contiguous (B row-major): one source row at a time, dealt
+        // out to every panel, so the reads stream through memory in order.
+        // Panel by panel, each k step would start a new row (and page),
+        // which the hardware prefetchers do not follow.
+        let full = w / width;
+        for p in 0..kb {
+            // SAFETY: step p < kb of lanes < w addresses element (lane, p)
+            // of `src`; the writes stay inside each panel's width·kb
+            // elements of `dst` (checked above).
+            unsafe {
+                let step = base.add(p * cs);
+                for panel in 0..full {
+                    let slot = dst.as_mut_ptr().add(panel * width * kb + p * width);
+                    std::ptr::copy_nonoverlapping(step.add(panel * width), slot, width);
+                }
+                if full < panels {
+                    let lanes = w - full * width;
+                    let slot = dst.as_mut_ptr().add(full * width * kb + p * width);
+                    std::ptr::copy_nonoverlapping(step.add(full * width), slot, lanes);
+                    for i in lanes..width {
+                        *slot.add(i) = T::ZERO;
+                    }
+                }
+            }
+        }
+        return;
+    }
     for panel in 0..panels {
         let first = panel * width;
         let lanes = width.min(w - first);
@@ -378,17 +408,11 @@ fn pack_panels_body<T: Element>(src: MatRef<'_, T>, width: usize, dst: &mut [T])
             if cs == 1 && lanes > 1 {
                 transpose_lanes(base.add(first * rs), rs, lanes, kb, out, width);
             } else {
-                // A k step is one run across the lanes: contiguous when the
-                // lanes are (rs = 1), the common case for B.
                 for p in 0..kb {
                     let step = base.add(p * cs + first * rs);
                     let slot = out.add(p * width);
-                    if rs == 1 && lanes == width {
-                        std::ptr::copy_nonoverlapping(step, slot, width);
-                    } else {
-                        for i in 0..lanes {
-                            *slot.add(i) = *step.add(i * rs);
-                        }
+                    for i in 0..lanes {
+                        *slot.add(i) = *step.add(i * rs);
                     }
                 }
             }
@@ -466,11 +490,12 @@ mod tests {
     /// Every width with its own copy of the loops, and one without, over
     /// sources with more steps than the transposing copy's chunk, step
     /// counts that leave a partial group of the register transposes, and
-    /// lane counts that leave a partial panel; 4- and 8-byte elements.
+    /// lane counts that leave a partial panel; 4- and 8-byte elements, each
+    /// from row-major and column-major sources.
     #[test]
     fn every_width_packs_to_the_contract() {
-        for steps in [1, 2, 3, TRANSPOSE_STEPS + 3, 2 * TRANSPOSE_STEPS + 2] {
-            for width in [3, 4, 6, 8, 12, 16, 32] {
+        for steps in [1, 2, 3, 8, 16, TRANSPOSE_STEPS + 3, 2 * TRANSPOSE_STEPS + 2] {
+            for width in [3, 4, 6, 8, 12, 16, 24, 32, 48] {
                 let lanes = 2 * width + 1;
                 let value = |i: usize, p: usize| (1000 * i + p) as i32 + 1;
                 let a = Matrix::from_fn(lanes, steps, value);
@@ -481,13 +506,16 @@ mod tests {
                     assert_panels(&dst, width, steps, lanes, |i, p| view.get(i, p));
                 }
                 let wide = Matrix::from_fn(lanes, steps, |i, p| value(i, p) as i64 - (1 << 40));
-                let mut dst = vec![-1i64; 3 * width * steps];
-                pack_panels(wide.as_ref(), width, &mut dst);
-                let narrowed: Vec<i32> = dst
-                    .iter()
-                    .map(|&x| if x == 0 { 0 } else { (x + (1 << 40)) as i32 })
-                    .collect();
-                assert_panels(&narrowed, width, steps, lanes, value);
+                let wide_t = Matrix::from_view(wide.as_ref().t());
+                for view in [wide.as_ref(), wide_t.as_ref().t()] {
+                    let mut dst = vec![-1i64; 3 * width * steps];
+                    pack_panels(view, width, &mut dst);
+                    let narrowed: Vec<i32> = dst
+                        .iter()
+                        .map(|&x| if x == 0 { 0 } else { (x + (1 << 40)) as i32 })
+                        .collect();
+                    assert_panels(&narrowed, width, steps, lanes, value);
+                }
             }
         }
     }

@@ -28,8 +28,9 @@ use crate::matrix::MatRef;
 use crate::packed::kernel::Microkernel;
 use crate::packed::packing;
 
-/// How many k steps ahead the kernels prefetch B̃.
-const B_PREFETCH_STEPS: usize = 8;
+/// How many k steps ahead the kernels prefetch Ã, which streams from L2
+/// while B̃'s micro-panel stays in L1 (see `packed::driver`).
+const A_PREFETCH_STEPS: usize = 8;
 
 /// How many k steps before the end the kernels pull the C tile into L1.
 const C_PREFETCH_STEPS: usize = 32;
@@ -94,12 +95,13 @@ macro_rules! simd_kernel {
                         }
                         for p in steps {
                             let bp = b.add(p * NR);
-                            // B̃ streams from L2: ask for it a few steps early.
-                            // wrapping_add: the hint may point past the panel,
-                            // which a prefetch tolerates and `add` would not.
-                            for line in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                            // Ã streams from L2: ask for it a few steps
+                            // early. wrapping_add: the hint may point past
+                            // the panel, which a prefetch tolerates and `add`
+                            // would not.
+                            for line in (0..$mr).step_by(64 / std::mem::size_of::<$t>()) {
                                 _mm_prefetch::<_MM_HINT_T0>(
-                                    bp.wrapping_add(B_PREFETCH_STEPS * NR + line).cast(),
+                                    a.wrapping_add((p + A_PREFETCH_STEPS) * $mr + line).cast(),
                                 );
                             }
                             let mut b_row = [$ops::zero(); $nv];
