@@ -118,10 +118,13 @@ impl BlockSizes {
     pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
         let (num, den) = KC_L1_FRACTION;
         let kc = round_down(caches.l1d * num / den / ((mr + nr) * elem_size), 8).clamp(64, MAX_KC);
-        let (mc_num, mc_den) = MC_L2_FRACTION;
-        let mc = round_down(caches.l2 * mc_num / mc_den / (kc * elem_size), mr).max(mr);
-        let (nc_num, nc_den) = NC_L3_FRACTION;
-        let nc = round_down(caches.l3 * nc_num / nc_den / (kc * elem_size), nr).max(nr);
+        // How many kc-deep lines of elements fill `fraction` of a cache,
+        // in whole micro-panels of `unit`.
+        let lines_in = |bytes: usize, (num, den): (usize, usize), unit: usize| {
+            round_down(bytes * num / den / (kc * elem_size), unit).max(unit)
+        };
+        let mc = lines_in(caches.l2, MC_L2_FRACTION, mr);
+        let nc = lines_in(caches.l3, NC_L3_FRACTION, nr);
         BlockSizes { mc, kc, nc }
     }
 

@@ -122,31 +122,7 @@ impl<T: Element> PackedKernel<T> {
     /// cache-resident panels of depth `kc`, updating one C tile (β = 1).
     /// This is the ceiling the whole GEMM can approach.
     pub fn microkernel_gflops(&self, kc: usize, calls: usize) -> f64 {
-        let a = vec![T::from_f64(0.5); self.mr * kc];
-        let b = vec![T::from_f64(0.25); kc * self.nr];
-        let mut c = vec![T::ZERO; self.mr * self.nr];
-        let start = std::time::Instant::now();
-        for _ in 0..calls {
-            // SAFETY: the panels hold MR·kc and kc·NR elements, the tile is
-            // MR×NR row-major, and the table only lists kernels whose
-            // availability `select_kernel` checked (asserted here too).
-            assert!((self.is_available)());
-            unsafe {
-                (self.micro)(
-                    kc,
-                    T::ONE,
-                    a.as_ptr(),
-                    b.as_ptr(),
-                    T::ONE,
-                    c.as_mut_ptr(),
-                    self.nr as isize,
-                    1,
-                )
-            };
-        }
-        let seconds = start.elapsed().as_secs_f64();
-        std::hint::black_box(&c);
-        2.0 * (self.mr * self.nr * kc * calls) as f64 / seconds / 1e9
+        self.streaming_gflops(kc, 1, self.nr, calls)
     }
 
     /// Throughput of the microkernel as the driver's inner loop runs it, in
