@@ -5,6 +5,8 @@
 //! `cargo run --release -p fastmm --example ptx_dump -- DIR [ARCH]`
 //! (ARCH, e.g. `sm_75`, defaults to `sm_90`; the f64 tensor-core kernel and
 //! the bf16 conversion, which need newer GPUs, are built for sm_90 only).
+//! A third argument keeps only the kernels whose entry name contains it
+//! (`ptx_dump DIR sm_90 gemm_fused`), as compiling all of them takes minutes.
 
 use fastmm::cuda::compile::{compile, KernelKey, KernelSource};
 use fastmm::tunables::{CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_NAIVE_BLOCK};
@@ -16,8 +18,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(arch) => Box::leak(arch.into_boxed_str()),
         None => "sm_90",
     };
+    let only = std::env::args().nth(3).unwrap_or_default();
     std::fs::create_dir_all(&dir)?;
     for source in KernelSource::ALL {
+        if !source.entry().contains(only.as_str()) {
+            continue;
+        }
         if matches!(source, KernelSource::FastMma | KernelSource::Convert) && arch != "sm_90" {
             continue;
         }
