@@ -12,8 +12,10 @@
 // B_VECS of B per k step when the block's tiles lie inside the matrices and
 // the host said the rows are 16-byte aligned (vec_ok). A's vectors go
 // through registers (fetched before the current step's products, stored
-// transposed after them); B's go straight to shared memory with cp.async
-// on sm_80+ (through registers before that). Edge steps use guarded scalar
+// transposed after them; the f64 kernels capped at 128 registers stage
+// them in shared-memory slots with cp.async instead, see A_VIA_SLOTS); B's
+// go straight to shared memory with cp.async on sm_80+ (through registers
+// before that). Edge steps use guarded scalar
 // loads that zero-fill, stored at once, so any m, n, k works. The shared
 // tiles are double-buffered, so one barrier per step suffices.
 //
@@ -33,6 +35,15 @@
 // Two blocks per SM (at most 128 registers per thread) while the
 // accumulators take at most 64 registers.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
+// The f64 kernels held to 128 registers fetch A with cp.async into
+// per-thread slots of shared memory instead of registers. Through
+// registers, ptxas copied the loaded vectors to other registers right
+// after the loads (to free them for the products), and that copy waited
+// out the whole global latency every k step: 17% of the stall samples of
+// 4096^3 f64, all "long scoreboard" (ncu source counters). With the slots,
+// 3-4% faster on the H100; i64's 4x4 kernel ran 0.7% slower, so integers
+// keep the registers. ((ELEM)0.5 != 0 tells floats from integers.)
+#define A_VIA_SLOTS (USE_ASYNC_B && sizeof(ELEM) == 8 && (ELEM)0.5 != (ELEM)0 && MIN_BLOCKS == 2)
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
@@ -43,6 +54,9 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     ENTER_K_SLICE();
     __shared__ __align__(16) ELEM a_tile[2][BK][BM];
     __shared__ __align__(16) ELEM b_tile[2][BK][BN];
+    // A's vectors of the step being fetched, each thread its own (unused
+    // unless A_VIA_SLOTS).
+    __shared__ __align__(16) uint4 a_slots[A_VIA_SLOTS ? A_VECS * THREADS : 1];
     const int tid = threadIdx.x;
     const TileCoord tile = raster_tile();
     const int row0 = tile.row * BM;
@@ -63,9 +77,10 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0;
 
-    // Interior steps load A's vectors into registers, stored transposed
-    // after the step's products, and B's straight into shared memory with
-    // cp.async where the architecture has it (else through registers too).
+    // Interior steps load A's vectors into registers (or, A_VIA_SLOTS,
+    // into this thread's slots), stored transposed after the step's
+    // products, and B's straight into shared memory with cp.async where the
+    // architecture has it (else through registers too).
     // Edge steps store their guarded scalar loads at once: the target
     // buffer is free, and no registers stay live across the products.
     Vec16 next_a[A_VECS];
@@ -83,8 +98,15 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
         pending = rows_inside && p0 + BK <= k;
         if (pending) {
 #pragma unroll
-            for (int i = 0; i < A_VECS; ++i)
-                next_a[i].raw = *reinterpret_cast<const uint4*>(a_walk + i * a_row_step * lda + p0);
+            for (int i = 0; i < A_VECS; ++i) {
+                const ELEM* src = a_walk + i * a_row_step * lda + p0;
+                if (A_VIA_SLOTS) {
+                    const unsigned dst = (unsigned)__cvta_generic_to_shared(&a_slots[i * THREADS + tid]);
+                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+                } else {
+                    next_a[i].raw = *reinterpret_cast<const uint4*>(src);
+                }
+            }
 #pragma unroll
             for (int i = 0; i < B_VECS; ++i) {
                 const ELEM* src = b_walk + i * b_row_step * ldb + (p0 / BK) * b_step;
@@ -118,6 +140,13 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     // Completes step p0's loads into `target` (before the barrier).
     auto stage = [&](int target) {
         if (pending) {
+            if (A_VIA_SLOTS) {
+                // A thread reads back only its own slots: its own copies
+                // are complete after the wait, no barrier needed.
+                asm volatile("cp.async.wait_all;\n" ::: "memory");
+#pragma unroll
+                for (int i = 0; i < A_VECS; ++i) next_a[i].raw = a_slots[i * THREADS + tid];
+            }
 #pragma unroll
             for (int i = 0; i < A_VECS; ++i)
 #pragma unroll
