@@ -45,6 +45,27 @@
 // keep the registers. ((ELEM)0.5 != 0 tells floats from integers.)
 #define A_VIA_SLOTS (USE_ASYNC_B && sizeof(ELEM) == 8 && (ELEM)0.5 != (ELEM)0 && MIN_BLOCKS == 2)
 
+// 16 bytes from global to shared memory without passing through registers
+// (cp.async, sm_80+; a plain copy before, where no caller uses it).
+__device__ __forceinline__ void copy_async16(void* shared_dst, const void* src)
+{
+#if USE_ASYNC_B
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+#else
+    *reinterpret_cast<uint4*>(shared_dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+
+// Waits for this thread's copy_async16 copies; they are then visible to it
+// (to the block only after a barrier).
+__device__ __forceinline__ void wait_async_copies()
+{
+#if USE_ASYNC_B
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,
           const ELEM* __restrict__ b, long long ldb, ELEM beta, ELEM* __restrict__ c,
@@ -101,8 +122,7 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
             for (int i = 0; i < A_VECS; ++i) {
                 const ELEM* src = a_walk + i * a_row_step * lda + p0;
                 if (A_VIA_SLOTS) {
-                    const unsigned dst = (unsigned)__cvta_generic_to_shared(&a_slots[i * THREADS + tid]);
-                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+                    copy_async16(&a_slots[i * THREADS + tid], src);
                 } else {
                     next_a[i].raw = *reinterpret_cast<const uint4*>(src);
                 }
@@ -111,9 +131,7 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
             for (int i = 0; i < B_VECS; ++i) {
                 const ELEM* src = b_walk + i * b_row_step * ldb + (p0 / BK) * b_step;
 #if USE_ASYNC_B
-                const unsigned dst =
-                    (unsigned)__cvta_generic_to_shared(&b_tile[target][b_p + i * b_row_step][b_col]);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+                copy_async16(&b_tile[target][b_p + i * b_row_step][b_col], src);
 #else
                 next_b[i].raw = *reinterpret_cast<const uint4*>(src);
 #endif
@@ -141,9 +159,8 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     auto stage = [&](int target) {
         if (pending) {
             if (A_VIA_SLOTS) {
-                // A thread reads back only its own slots: its own copies
-                // are complete after the wait, no barrier needed.
-                asm volatile("cp.async.wait_all;\n" ::: "memory");
+                // A thread reads back only its own slots: no barrier needed.
+                wait_async_copies();
 #pragma unroll
                 for (int i = 0; i < A_VECS; ++i) next_a[i].raw = a_slots[i * THREADS + tid];
             }
@@ -153,7 +170,7 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
                 for (int v = 0; v < VEC; ++v)
                     a_tile[target][a_p + v][a_row + i * a_row_step] = next_a[i].e[v];
 #if USE_ASYNC_B
-            asm volatile("cp.async.wait_all;\n" ::: "memory");
+            wait_async_copies();
 #else
 #pragma unroll
             for (int i = 0; i < B_VECS; ++i)
