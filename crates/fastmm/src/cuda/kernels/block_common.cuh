@@ -1,5 +1,5 @@
-// Prepended to the cuda-fast kernels (fast.cu, fast_mma.cu): what every
-// block does before its tile, the same in each.
+// Prepended to the cuda-fast kernels (fast.cu, fast_mma.cu, fused.cu): what
+// every block does before its tile, the same in each.
 //
 // Block rasterization shared by the cuda-fast kernels: the launch order of
 // blocks (x fastest, then y) is regrouped so that consecutive blocks walk
@@ -52,3 +52,32 @@ __device__ __forceinline__ TileCoord raster_tile()
         c += blockIdx.z * c_slice;               \
         k = min(k_slice, k - k0);                \
     } while (0)
+
+// 16-byte copies from global to shared memory that skip the registers
+// (cp.async, sm_80+). Before sm_80 the copy goes through a register, so a
+// kernel compiled for either keeps one code path; fast_mma.cu only runs on
+// sm_80+.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HAS_CP_ASYNC 1
+#else
+#define HAS_CP_ASYNC 0
+#endif
+
+__device__ __forceinline__ void copy_async16(void* shared_dst, const void* src)
+{
+#if HAS_CP_ASYNC
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+#else
+    *reinterpret_cast<uint4*>(shared_dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+
+// Waits for all of this thread's copy_async16 copies; they are then visible
+// to it (to the block only after a barrier).
+__device__ __forceinline__ void wait_async_copies()
+{
+#if HAS_CP_ASYNC
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}

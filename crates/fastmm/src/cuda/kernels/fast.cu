@@ -27,11 +27,7 @@
 //
 // Built by NVRTC with -DELEM, -DACC (unsigned for integers, so overflow
 // wraps), -DTM and -DTN. beta == 0 never reads C.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define USE_ASYNC_B 1
-#else
-#define USE_ASYNC_B 0
-#endif
+#define USE_ASYNC_B HAS_CP_ASYNC
 // Two blocks per SM (at most 128 registers per thread) while the
 // accumulators take at most 64 registers.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
@@ -44,27 +40,6 @@
 // 3-4% faster on the H100; i64's 4x4 kernel ran 0.7% slower, so integers
 // keep the registers. ((ELEM)0.5 != 0 tells floats from integers.)
 #define A_VIA_SLOTS (USE_ASYNC_B && sizeof(ELEM) == 8 && (ELEM)0.5 != (ELEM)0 && MIN_BLOCKS == 2)
-
-// 16 bytes from global to shared memory without passing through registers
-// (cp.async, sm_80+; a plain copy before, where no caller uses it).
-__device__ __forceinline__ void copy_async16(void* shared_dst, const void* src)
-{
-#if USE_ASYNC_B
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-#else
-    *reinterpret_cast<uint4*>(shared_dst) = *reinterpret_cast<const uint4*>(src);
-#endif
-}
-
-// Waits for this thread's copy_async16 copies; they are then visible to it
-// (to the block only after a barrier).
-__device__ __forceinline__ void wait_async_copies()
-{
-#if USE_ASYNC_B
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long lda,

@@ -44,12 +44,6 @@ __device__ __forceinline__ int b_slot(int row, int col)
     return row * BN + ((((col >> 1) ^ ((row & 3) << 1))) << 1) + (col & 1);
 }
 
-__device__ __forceinline__ void copy16(double* shared_dst, const double* global_src)
-{
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
-}
-
 __device__ __forceinline__ void mma16x8x8(double* d, const double* a, const double* b)
 {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
@@ -86,9 +80,9 @@ gemm_fast_mma(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long 
             for (int i = 0; i < 2; ++i) {
                 const int v = tid + i * THREADS;
                 const int ar = v / (BK / 2), ac = (v % (BK / 2)) * 2;
-                copy16(&a_tile[s][a_slot(ar, ac)], a + (long long)(row0 + ar) * lda + p0 + ac);
+                copy_async16(&a_tile[s][a_slot(ar, ac)], a + (long long)(row0 + ar) * lda + p0 + ac);
                 const int br = v / (BN / 2), bc = (v % (BN / 2)) * 2;
-                copy16(&b_tile[s][b_slot(br, bc)], b + (long long)(p0 + br) * ldb + col0 + bc);
+                copy_async16(&b_tile[s][b_slot(br, bc)], b + (long long)(p0 + br) * ldb + col0 + bc);
             }
         } else {
 #pragma unroll

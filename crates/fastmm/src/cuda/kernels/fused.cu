@@ -72,25 +72,6 @@ struct FusedGroup {
 #define TILE_BYTES (2 * BK * (BM + BN) * (int)sizeof(ELEM))
 #define RAW_BYTES (STAGED_TERMS * (A_VECS + B_VECS) * THREADS * 16)
 
-// A 16-byte copy into this thread's staging slot: asynchronous on sm_80+,
-// through a register before.
-__device__ __forceinline__ void copy16(uint4* slot, const void* src)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(slot);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-#else
-    *slot = *reinterpret_cast<const uint4*>(src);
-#endif
-}
-
-__device__ __forceinline__ void copies_done()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM beta, long long ldc,
            const GRID_CONSTANT FusedGroup group, int vec_ok)
@@ -155,7 +136,7 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
             for (int i = 0; i < A_VECS; ++i) first_a[i].raw = __ldg(reinterpret_cast<const uint4*>(a0 + i * a_row_step * lda));
             const ELEM* b0 = term(first(1)) + b_offset + (long long)p0 * ldb;
 #pragma unroll
-            for (int i = 0; i < B_VECS; ++i) copy16(b_vec(target, i), b0 + i * b_row_step * ldb);
+            for (int i = 0; i < B_VECS; ++i) copy_async16(b_vec(target, i), b0 + i * b_row_step * ldb);
             if (SECOND_IN_REGISTERS && count(0) > 1) {
                 const ELEM* a1 = term(first(0) + 1) + a_offset + p0;
 #pragma unroll
@@ -171,12 +152,12 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
             for (int t = REGISTER_TERMS; t < staged(0); ++t) {
                 const ELEM* base = term(first(0) + t) + a_offset + p0;
 #pragma unroll
-                for (int i = 0; i < A_VECS; ++i) copy16(slot(t - REGISTER_TERMS, i), base + i * a_row_step * lda);
+                for (int i = 0; i < A_VECS; ++i) copy_async16(slot(t - REGISTER_TERMS, i), base + i * a_row_step * lda);
             }
             for (int t = REGISTER_TERMS; t < staged(1); ++t) {
                 const ELEM* base = term(first(1) + t) + b_offset + (long long)p0 * ldb;
 #pragma unroll
-                for (int i = 0; i < B_VECS; ++i) copy16(slot(t - REGISTER_TERMS, A_VECS + i), base + i * b_row_step * ldb);
+                for (int i = 0; i < B_VECS; ++i) copy_async16(slot(t - REGISTER_TERMS, A_VECS + i), base + i * b_row_step * ldb);
             }
         } else {
 #pragma unroll
@@ -212,7 +193,7 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
     // buffer `target`.
     auto stage = [&](int p0, int target) {
         if (!pending) return;
-        copies_done();
+        wait_async_copies();
 #pragma unroll
         for (int i = 0; i < A_VECS; ++i) {
             ACC sum[VEC];
