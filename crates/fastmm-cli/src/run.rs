@@ -587,7 +587,20 @@ fn kernel_label<T: Element>(
                 } else {
                     format!(", {schedule}")
                 };
-                format!("{}{schedule} {} {memory}", config.describe(), gpu.arch())
+                // run's device matrices are contiguous (ld = columns) from
+                // aligned allocations: rows are 16-byte aligned when k and
+                // n are whole vectors.
+                let lanes = 16 / T::DTYPE.size_bytes();
+                let ring = if config.ring_key().is_some() && (k % lanes != 0 || n % lanes != 0) {
+                    ", cp.async ring (rows not 16-byte aligned)"
+                } else {
+                    ""
+                };
+                format!(
+                    "{}{schedule}{ring} {} {memory}",
+                    config.describe(),
+                    gpu.arch()
+                )
             }
             // The precision modes apply to sgemm only; f64 runs dgemm.
             Algorithm::Cublas if T::DTYPE == DType::F64 => {

@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     vec![CUDA_COMBINE_ROWS_PER_BLOCK]
                 }
                 KernelSource::Convert => vec![1],
-                KernelSource::Fast | KernelSource::Fused => {
+                KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => {
                     fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec()
                 }
                 KernelSource::FastMma => vec![fastmm::tunables::CUDA_MMA_STAGES],

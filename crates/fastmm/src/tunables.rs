@@ -200,6 +200,13 @@ pub const CUDA_WAVE_TAIL_MIN_SLICES: usize = 2;
 /// wave's tiles already start spread out (a reading, docs/perf-notes.md).
 pub const CUDA_WAVE_TAIL_MAX_WAVES: usize = 32;
 
+/// Shared-memory stages of `cuda-fast`'s SIMT kernel for operands whose
+/// rows are not 16-byte aligned (`kernels/fast_ring.cu`) on GPUs with
+/// `cp.async` (sm_80 and later): k steps in flight while one is
+/// multiplied. Older GPUs get two. 3 and 4 measured the same on the H100
+/// (docs/perf-notes.md); `FASTMM_CUDA_RING_STAGES` overrides it, for sweeps.
+pub const CUDA_RING_STAGES: usize = 3;
+
 /// Shared-memory stages of the f64 tensor-core kernel of `cuda-fast`
 /// (`kernels/fast_mma.cu`): three 16 KiB stages fill the 48 KiB a block may
 /// use without opting in to more.

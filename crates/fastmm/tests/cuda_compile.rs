@@ -36,13 +36,15 @@ fn every_kernel_compiles_for_sm90() {
             }
             KernelSource::Convert => &[0, 1],
             // Every TM of some type; each type builds its own.
-            KernelSource::Fast | KernelSource::Fused => &[4, 8, 16],
+            KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => &[4, 8, 16],
             KernelSource::FastMma => &[2, 3],
         };
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
             for &tile in tiles {
-                if matches!(source, KernelSource::Fast | KernelSource::Fused)
-                    && !fastmm::cuda::gemm::simt_micro_tiles(dtype).contains(&tile)
+                if matches!(
+                    source,
+                    KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused
+                ) && !fastmm::cuda::gemm::simt_micro_tiles(dtype).contains(&tile)
                 {
                     continue;
                 }
@@ -52,9 +54,13 @@ fn every_kernel_compiles_for_sm90() {
                     tile,
                 };
                 // fast.cu stages B with cp.async from sm_80 and through
-                // registers before: both paths must build.
+                // registers before, fast_ring.cu copies synchronously
+                // before sm_80 (and in a two-stage ring): both paths must
+                // build.
                 let archs: &[&'static str] = match source {
-                    KernelSource::Fast | KernelSource::Fused => &["sm_90", "sm_75"],
+                    KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => {
+                        &["sm_90", "sm_75"]
+                    }
                     _ => &["sm_90"],
                 };
                 for &arch in archs {

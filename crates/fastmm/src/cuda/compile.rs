@@ -29,6 +29,9 @@ pub enum KernelSource {
     /// `fast.cu`: register-blocked tiles (tile = TM, the micro-tile rows;
     /// its columns TN follow from the type and TM).
     Fast,
+    /// `fast_ring.cu`: `Fast`'s tiles staged through a ring of `cp.async`
+    /// buffers, for operands whose rows are not 16-byte aligned (tile = TM).
+    FastRing,
     /// `fast_mma.cu`: f64 on the FP64 tensor cores (`mma.sync` m16n8k8,
     /// sm_90+), 128×128 tiles (tile = STAGES, the cp.async pipeline depth).
     FastMma,
@@ -40,13 +43,14 @@ pub enum KernelSource {
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 8] = [
+    pub const ALL: [KernelSource; 9] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
         KernelSource::CombineGroup,
         KernelSource::Convert,
         KernelSource::Fast,
+        KernelSource::FastRing,
         KernelSource::FastMma,
         KernelSource::Fused,
     ];
@@ -73,6 +77,11 @@ impl KernelSource {
                 include_str!("kernels/simt_tile.cuh"),
                 include_str!("kernels/fast.cu")
             ),
+            KernelSource::FastRing => concat!(
+                include_str!("kernels/block_common.cuh"),
+                include_str!("kernels/simt_tile.cuh"),
+                include_str!("kernels/fast_ring.cu")
+            ),
             KernelSource::FastMma => concat!(
                 include_str!("kernels/block_common.cuh"),
                 include_str!("kernels/fast_mma.cu")
@@ -94,6 +103,7 @@ impl KernelSource {
             KernelSource::CombineGroup => "combine_group",
             KernelSource::Convert => "to_half",
             KernelSource::Fast => "gemm_fast",
+            KernelSource::FastRing => "gemm_fast_ring",
             KernelSource::FastMma => "gemm_fast_mma",
             KernelSource::Fused => "gemm_fused",
         }
@@ -106,7 +116,7 @@ impl KernelSource {
             KernelSource::Tiled => "TILE",
             KernelSource::Combine | KernelSource::CombineGroup => "ROWS_PER_BLOCK",
             KernelSource::Convert => "BF16",
-            KernelSource::Fast | KernelSource::Fused => "TM",
+            KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => "TM",
             KernelSource::FastMma => "STAGES",
         }
     }
@@ -131,27 +141,58 @@ pub fn nvrtc_available() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// The `-D` defines of one variant.
-fn defines(key: KernelKey) -> Vec<String> {
+/// Environment variable overriding [`crate::tunables::CUDA_RING_STAGES`].
+pub const RING_STAGES_ENV: &str = "FASTMM_CUDA_RING_STAGES";
+
+/// Shared-memory stages `kernels/fast_ring.cu` is built with for `arch`:
+/// two before sm_80 (no `cp.async`, so a deeper ring hides nothing), else
+/// `FASTMM_CUDA_RING_STAGES` or [`crate::tunables::CUDA_RING_STAGES`].
+pub fn ring_stages(arch: &str) -> Result<usize, Error> {
+    let generation: u32 = arch
+        .trim_start_matches("sm_")
+        .parse()
+        .map_err(|_| Error::Cuda(format!("unknown architecture {arch}")))?;
+    if generation < 80 {
+        return Ok(2);
+    }
+    match std::env::var(RING_STAGES_ENV) {
+        Ok(v) => match v.parse::<usize>() {
+            Ok(stages) if (2..=8).contains(&stages) => Ok(stages),
+            _ => Err(Error::InvalidOption(format!(
+                "{RING_STAGES_ENV}={v} (expected 2 to 8 stages)"
+            ))),
+        },
+        Err(_) => Ok(crate::tunables::CUDA_RING_STAGES),
+    }
+}
+
+/// The `-D` defines of one variant for `arch`.
+fn defines(key: KernelKey, arch: &str) -> Result<Vec<String>, Error> {
     let mut defines = vec![
         format!("-DELEM={}", key.dtype.cuda_type()),
         format!("-DACC={}", key.dtype.cuda_accumulator()),
         format!("-D{}={}", key.source.tile_define(), key.tile),
     ];
-    if matches!(key.source, KernelSource::Fast | KernelSource::Fused) {
+    if matches!(
+        key.source,
+        KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused
+    ) {
         let (_, columns) = crate::cuda::gemm::simt_micro_tile(key.dtype, key.tile);
         defines.push(format!("-DTN={columns}"));
     }
     if matches!(
         key.source,
-        KernelSource::Fast | KernelSource::FastMma | KernelSource::Fused
+        KernelSource::Fast | KernelSource::FastRing | KernelSource::FastMma | KernelSource::Fused
     ) {
         defines.push(format!(
             "-DRASTER_GROUP={}",
             crate::tunables::CUDA_RASTER_GROUP
         ));
     }
-    defines
+    if key.source == KernelSource::FastRing {
+        defines.push(format!("-DSTAGES={}", ring_stages(arch)?));
+    }
+    Ok(defines)
 }
 
 /// Environment variable naming the on-disk PTX cache directory, or `off`.
@@ -186,15 +227,20 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 
 /// The cache file of a variant: keyed by the source text, the defines,
 /// the architecture and the driver version (a new driver may want new PTX).
-fn cache_file(dir: &Path, key: KernelKey, arch: &str, driver_version: i32) -> PathBuf {
-    let defines = defines(key).join(" ");
+fn cache_file(
+    dir: &Path,
+    key: KernelKey,
+    arch: &str,
+    driver_version: i32,
+) -> Result<PathBuf, Error> {
+    let defines = defines(key, arch)?.join(" ");
     let hash = fnv1a(&[
         key.source.text().as_bytes(),
         defines.as_bytes(),
         arch.as_bytes(),
         &driver_version.to_le_bytes(),
     ]);
-    dir.join(format!("{}-{arch}-{hash:016x}.ptx", key.source.entry()))
+    Ok(dir.join(format!("{}-{arch}-{hash:016x}.ptx", key.source.entry())))
 }
 
 /// The PTX of a variant: from the on-disk cache when it holds it, else
@@ -204,7 +250,7 @@ pub fn cached_ptx(key: KernelKey, arch: &'static str, driver_version: i32) -> Re
     let Some(dir) = kernel_cache_dir() else {
         return compile(key, arch);
     };
-    let file = cache_file(&dir, key, arch, driver_version);
+    let file = cache_file(&dir, key, arch, driver_version)?;
     if let Ok(text) = fs::read_to_string(&file) {
         if text.contains(&format!(".entry {}", key.source.entry())) {
             return Ok(Ptx::from_src(text));
@@ -233,7 +279,7 @@ pub fn compile(key: KernelKey, arch: &'static str) -> Result<Ptx, Error> {
     }
     let options = CompileOptions {
         arch: Some(arch),
-        options: defines(key),
+        options: defines(key, arch)?,
         name: Some(format!("{}.cu", key.source.entry())),
         ..Default::default()
     };

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
-use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
+use cudarc::driver::sys::{CUdeviceptr, CUevent_flags, CUfunction_attribute_enum};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use crate::algo::{Algorithm, GemmOptions};
@@ -290,6 +290,18 @@ pub fn simt_micro_tile(dtype: DType, tm: usize) -> (usize, usize) {
     }
 }
 
+/// Bytes of dynamic shared memory `kernels/fast_ring.cu` takes for
+/// `dtype`, micro-tile rows `tm` and `stages` stages: `STAGE_ELEMS`
+/// elements per stage, BK rows of A's transposed tile padded by one 16-byte
+/// vector and BK rows of B's.
+pub fn ring_shared_bytes(dtype: DType, tm: usize, stages: usize) -> usize {
+    let (tm, tn) = simt_micro_tile(dtype, tm);
+    let size = dtype.size_bytes();
+    let bk = if tm * tn > 64 { 16 } else { 8 };
+    let padded_rows = 16 * tm + 16 / size;
+    stages * bk * (padded_rows + 16 * tn) * size
+}
+
 /// The TMs `kernels/fast.cu` is built with for a type, the default first:
 /// 8 (8×16) and 16 (16×8) for 4-byte elements, 4 (4×4) and 8 (8×4 for
 /// f64, 8×8 for i64) for 8-byte ones (4 × 4 leaves a 4-byte A tile short
@@ -511,6 +523,35 @@ impl FastConfig {
         }
     }
 
+    /// The `fast_ring.cu` twin of a SIMT configuration (none for `Mma`).
+    pub fn ring_key(self) -> Option<KernelKey> {
+        (self.family != FastKernel::Mma).then_some(KernelKey {
+            source: KernelSource::FastRing,
+            dtype: self.dtype,
+            tile: self.tm,
+        })
+    }
+
+    /// Dynamic shared memory one block of the `fast_ring.cu` twin takes on
+    /// this GPU ([`ring_shared_bytes`]); refuses a GPU that cannot give a
+    /// block that much.
+    pub fn ring_shared_bytes(self, gpu: &Gpu) -> Result<usize, Error> {
+        let stages = crate::cuda::compile::ring_stages(gpu.arch())?;
+        let bytes = ring_shared_bytes(self.dtype, self.tm, stages);
+        let limit = gpu.info().max_shared_per_block_optin;
+        if bytes > limit {
+            return Err(Error::Unsupported {
+                algorithm: "cuda-fast",
+                what: format!(
+                    "{} ({stages} stages of its {} tile need {bytes} bytes of shared memory per block; the GPU allows {limit})",
+                    gpu.info().name,
+                    self.dtype
+                ),
+            });
+        }
+        Ok(bytes)
+    }
+
     /// Rows and columns of C one block computes.
     pub fn block_shape(self) -> (usize, usize) {
         let (tm, tn) = simt_micro_tile(self.dtype, self.tm);
@@ -594,6 +635,18 @@ pub(crate) struct TileKernel {
     threads: (u32, u32),
     /// Blocks of this kernel one SM holds at once (its launch bounds).
     blocks_per_sm: usize,
+    /// `cuda-fast`'s SIMT kernels: the twin for operands whose rows are
+    /// not 16-byte aligned.
+    ring: Option<RingKernel>,
+}
+
+/// `kernels/fast_ring.cu` for one SIMT configuration, compiled on first
+/// use (most operands are aligned and never need it).
+#[derive(Clone, Copy)]
+struct RingKernel {
+    key: KernelKey,
+    /// Its dynamic shared memory per block, in bytes.
+    shared_bytes: usize,
 }
 
 pub(crate) fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
@@ -644,20 +697,27 @@ impl ClassicalGemm {
                     block: (tile, tile),
                     threads: (tile as u32, tile as u32),
                     blocks_per_sm: 1,
+                    ring: None,
                 }))
             }
             Algorithm::CudaFast => {
-                // 256 threads and at most 48 KiB of static shared memory:
-                // within every CUDA device's limits.
                 let configs = FastConfig::candidates(opts, T::DTYPE, gpu)?;
                 let kernels = configs
                     .iter()
                     .map(|config| {
+                        let ring = match config.ring_key() {
+                            Some(key) => Some(RingKernel {
+                                key,
+                                shared_bytes: config.ring_shared_bytes(gpu)?,
+                            }),
+                            None => None,
+                        };
                         Ok(TileKernel {
                             function: gpu.function(config.key())?,
                             block: config.block_shape(),
                             threads: (CUDA_FAST_THREADS, 1),
                             blocks_per_sm: config.blocks_per_sm(),
+                            ring,
                         })
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
@@ -810,7 +870,28 @@ fn launch_pass<T: Element>(
     // 16-byte rows: every row of A and B starts on a 16-byte
     // boundary, so whole-vector loads are aligned.
     let lanes = 16 / std::mem::size_of::<T>();
-    let aligned = [a, b].iter().all(|o| o.ptr % 16 == 0 && o.ld % lanes == 0) as i32;
+    let rows_aligned = |o: &Operand| o.ptr.is_multiple_of(16) && o.ld.is_multiple_of(lanes);
+    let aligned = rows_aligned(&a) && rows_aligned(&b);
+    // Unaligned operands would put fast.cu on its synchronous scalar
+    // loads in every step: its fast_ring.cu twin copies them
+    // asynchronously instead, and needs only B aligned for its vectors.
+    let ring = match (fast, kernel.ring) {
+        (Some(_), Some(ring)) if !aligned => Some(ring),
+        _ => None,
+    };
+    let (function, shared_bytes, vec_ok) = match ring {
+        Some(ring) => {
+            let function = gpu.function(ring.key)?;
+            function
+                .set_attribute(
+                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    ring.shared_bytes as i32,
+                )
+                .map_err(|e| cuda_err("cannot raise cuda-fast's shared memory", e))?;
+            (function, ring.shared_bytes as u32, rows_aligned(&b) as i32)
+        }
+        None => (kernel.function.clone(), 0, aligned as i32),
+    };
     let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;
     let slices = k.div_ceil(k_slice);
     // Split-K: the slices go to a workspace, one m×n block each,
@@ -839,12 +920,12 @@ fn launch_pass<T: Element>(
     let config = LaunchConfig {
         grid_dim: (n.div_ceil(block_cols) as u32, grid_y as u32, slices as u32),
         block_dim: (kernel.threads.0, kernel.threads.1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: shared_bytes,
     };
     let k_slice_i = to_i32("k slice", k_slice)?;
     let tile_limit_i = tile_limit.min(i32::MAX as usize) as i32;
     let c_slice = (m * n) as i64;
-    let mut launch = gpu.stream.launch_builder(&kernel.function);
+    let mut launch = gpu.stream.launch_builder(&function);
     launch
         .arg(&mi)
         .arg(&ni)
@@ -859,7 +940,7 @@ fn launch_pass<T: Element>(
         .arg(&ldc);
     if fast.is_some() {
         launch
-            .arg(&aligned)
+            .arg(&vec_ok)
             .arg(&k_slice_i)
             .arg(&c_slice)
             .arg(&tile_limit_i);
@@ -868,8 +949,10 @@ fn launch_pass<T: Element>(
     // ELEM, pointer, long long, pointer, long long, ELEM,
     // pointer, long long, and for cuda-fast `int vec_ok`, `int
     // k_slice`, `long long c_slice`, `int tile_limit`, which only
-    // makes blocks return early; `aligned` is true only when
-    // every row of A and B starts 16-byte aligned; with split-K
+    // makes blocks return early; `vec_ok` is true only when
+    // every row of A and B (fast_ring.cu: of B) starts 16-byte
+    // aligned; fast_ring.cu's dynamic shared memory is the size
+    // its stages take and was allowed above; with split-K
     // the target holds `slices` m×n blocks c_slice apart), and
     // the caller's operands address m×k, k×n and m×n row-major
     // blocks with those leading dimensions.
@@ -1475,5 +1558,45 @@ mod tests {
             }
         }
         assert!(tails > 100, "only {tails} shapes had a wave tail");
+    }
+
+    #[test]
+    fn ring_shared_memory_mirrors_the_kernel_layout() {
+        // fast_ring.cu: STAGES x BK x (BM + VEC + BN) elements.
+        // f32 8x16: BM 128, BN 256, BK 16, VEC 4.
+        assert_eq!(
+            ring_shared_bytes(DType::F32, 8, 3),
+            3 * 16 * (128 + 4 + 256) * 4
+        );
+        // f64 8x4: BM 128, BN 64, BK 8, VEC 2; two blocks of four stages
+        // fit an H100 SM's 228 KiB.
+        assert_eq!(ring_shared_bytes(DType::F64, 8, 4), 4 * 8 * (130 + 64) * 8);
+        assert!(2 * ring_shared_bytes(DType::F64, 8, 4) < 228 * 1024);
+        // i64 4x4: BM 64, BN 64, BK 8.
+        assert_eq!(ring_shared_bytes(DType::I64, 4, 2), 2 * 8 * (66 + 64) * 8);
+        // Every default ring fits the 99 KiB a block may opt in to on
+        // sm_86/sm_89, and the two-stage rings the 64 KiB of sm_75.
+        for dtype in DType::ALL {
+            for tm in simt_micro_tiles(dtype) {
+                let stages = crate::tunables::CUDA_RING_STAGES;
+                assert!(
+                    ring_shared_bytes(dtype, tm, stages) <= 99 * 1024,
+                    "{dtype} {tm}"
+                );
+                assert!(ring_shared_bytes(dtype, tm, 2) <= 64 * 1024, "{dtype} {tm}");
+            }
+        }
+    }
+
+    #[test]
+    fn ring_stages_follow_the_architecture() {
+        // (With FASTMM_CUDA_RING_STAGES set, sm_90 gets that instead.)
+        use crate::cuda::compile::ring_stages;
+        assert_eq!(ring_stages("sm_75").unwrap(), 2);
+        assert_eq!(
+            ring_stages("sm_90").unwrap(),
+            crate::tunables::CUDA_RING_STAGES
+        );
+        assert!(ring_stages("compute_x").is_err());
     }
 }

@@ -81,3 +81,40 @@ __device__ __forceinline__ void wait_async_copies()
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
+
+// One element (4 or 8 bytes) from global to shared memory, or zero where
+// `inside` is false (then `src` is not read). On sm_80+ asynchronous like
+// copy_async16 and waited for by wait_async_copies or wait_async_groups.
+template <typename T>
+__device__ __forceinline__ void copy_async_element(T* shared_dst, const T* src, bool inside)
+{
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4, 8 or 16 bytes");
+#if HAS_CP_ASYNC
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);
+    // Bytes read from src; the rest of the element is zero-filled.
+    const int read = inside ? (int)sizeof(T) : 0;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(sizeof(T)), "r"(read));
+#else
+    *shared_dst = inside ? *src : (T)0;
+#endif
+}
+
+// Closes the group of this thread's asynchronous copies issued since the
+// last commit (an empty group is allowed, and counts).
+__device__ __forceinline__ void commit_async_copies()
+{
+#if HAS_CP_ASYNC
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most PENDING of this thread's committed groups are still
+// in flight; the copies of the others are then visible to it (to the block
+// only after a barrier).
+template <int PENDING>
+__device__ __forceinline__ void wait_async_groups()
+{
+#if HAS_CP_ASYNC
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}

@@ -17,7 +17,9 @@
 // go straight to shared memory with cp.async on sm_80+ (through registers
 // before that). Edge steps use guarded scalar
 // loads that zero-fill, stored at once, so any m, n, k works. The shared
-// tiles are double-buffered, so one barrier per step suffices.
+// tiles are double-buffered, so one barrier per step suffices. When the
+// rows are not 16-byte aligned every step would be an edge step: the host
+// runs fast_ring.cu instead, which copies such operands asynchronously.
 //
 // With split-K (gridDim.z > 1) each z slice covers k_slice columns of A and
 // writes its own slice of C, c_slice elements apart; k_slice is a multiple

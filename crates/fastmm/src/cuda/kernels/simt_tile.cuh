@@ -37,8 +37,10 @@ union Vec16 {
 };
 
 // acc += (one staged step of A) x (one of B): the thread's TM x TN outer
-// products over the BK rows of the shared tiles.
-__device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a)[BM], const ELEM (*b)[BN], int ty,
+// products over the BK rows of the shared tiles (A's rows A_LD elements
+// apart: BM, or more where fast.cu pads them against bank conflicts).
+template <int A_LD>
+__device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a)[A_LD], const ELEM (*b)[BN], int ty,
                                               int tx)
 {
     ELEM ra[TM];
@@ -74,7 +76,7 @@ __device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM
     for (int p0 = 0; p0 < k; p0 += BK) {
         const bool more = p0 + BK < k;
         if (more) fetch(p0 + BK, buf ^ 1);
-        step_products(acc, a_tile[buf], b_tile[buf], ty, tx);
+        step_products<BM>(acc, a_tile[buf], b_tile[buf], ty, tx);
         if (more) {
             // The other buffer was last read before the previous barrier.
             stage(p0 + BK, buf ^ 1);
