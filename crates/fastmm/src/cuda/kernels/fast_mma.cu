@@ -117,17 +117,17 @@ gemm_fast_mma(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < steps) load(s, s * BK);
-        asm volatile("cp.async.commit_group;\n" ::);
+        commit_async_copies();
     }
     for (int step = 0; step < steps; ++step) {
         // Step `step` has landed (at most STAGES - 2 younger groups
         // pending); the barrier also means every warp is done with the
         // buffer the next load overwrites, read at step - 1.
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+        wait_async_groups<STAGES - 2>();
         __syncthreads();
         const int ahead = step + STAGES - 1;
         if (ahead < steps) load(ahead % STAGES, ahead * BK);
-        asm volatile("cp.async.commit_group;\n" ::);
+        commit_async_copies();
 
         const double* as = a_tile[step % STAGES];
         const double* bs = b_tile[step % STAGES];
@@ -151,7 +151,7 @@ gemm_fast_mma(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long 
 #pragma unroll
             for (int j = 0; j < NI; ++j) mma16x8x8(acc[i][j], af[i], bf[j]);
     }
-    asm volatile("cp.async.wait_group 0;\n" ::);
+    wait_async_groups<0>();
 
     // Accumulator r of mma tile (i, j): row g (+8 for r >= 2), column
     // 2t + (r & 1) of the 16x8 tile.
