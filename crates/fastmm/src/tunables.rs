@@ -47,6 +47,18 @@ pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
 /// Products with m·n·k below this run `packed` on the calling thread.
 pub const PACKED_PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 
+/// `packed` on several threads cuts each block of C it splits by rows into
+/// this many row tasks per thread (each at least 32 micro-panels of Ã and
+/// at most MC rows), which rayon hands to whichever thread is free: a
+/// thread the host pauses (steal time on a shared virtual machine) then
+/// holds up only its current task, not a share fixed in advance. Against
+/// one share per thread on dev-icelake, two threads, interleaved pairs
+/// (session 17): f64 2048³ 2–3% faster (100 pairs), 4096³ 3% (20), 1024³
+/// 1% (60); f32 2048³, 4096×256×4096 and 256×4096×256 level
+/// (docs/perf-notes.md). Cutting B̃'s packing the same way measured level
+/// at 2048³ and 5–11% slower at 1024³, so that stays one share per thread.
+pub const TASKS_PER_THREAD: usize = 4;
+
 /// `packed` on several threads splits k instead of C when C takes at most
 /// this many bytes (a private copy per thread, added up at the end)...
 pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;

@@ -19,10 +19,12 @@
 //!
 //! **Threads.** For each (jc, pc) block the threads first pack B̃ together,
 //! each a share of its micro-panels, then split the block of C: by rows
-//! (each thread packs its own rows of Ã into its own L2) when there are
+//! (each task packs its own rows of Ã into its thread's L2) when there are
 //! enough rows, else by columns (each thread packs all of Ã, which is then
-//! small). Threads never write the same element of C. One thread runs the
-//! same loops inline, with no pool.
+//! small). The rows are cut into several tasks per thread, taken by
+//! whichever thread is free, so a thread that the host pauses holds up
+//! only its current task. Threads never write the same element of C. One
+//! thread runs the same loops inline, with no pool.
 //!
 //! **Fused sums.** [`gemm_fused`] runs the same loops for the fast
 //! algorithms' primitive C_k ← C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ): the sums are
@@ -42,7 +44,7 @@ use crate::packed::blocking::{balanced_block, BlockSizes, NC_SLACK};
 use crate::packed::kernel::{merge_tile, Microkernel};
 use crate::packed::packing::{pack_a_sum, pack_b_sum};
 use crate::packed::workspace::Workspace;
-use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD};
+use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD, TASKS_PER_THREAD};
 
 /// Blocks of KC and MC never exceed their size: KC bounds the micro-panels
 /// in L1 and MC the Ã block in L2.
@@ -56,6 +58,11 @@ use crate::packed::kernel::MAX_TILE as MAX_TILE_ELEMENTS;
 /// Threads split C by rows when each gets at least this many micro-panels
 /// of rows; otherwise by columns.
 const MIN_ROW_PANELS_PER_THREAD: usize = 4;
+
+/// A row task covers at least this many micro-panels of Ã (unless that
+/// leaves a thread without one), so that each micro-panel of B̃ brought
+/// into L1 serves as many kernel calls.
+const MIN_ROW_PANELS_PER_TASK: usize = 32;
 
 /// A weighted block of C the products are added into: element (i, j) at
 /// `ptr + i·rs + j·cs`.
@@ -228,7 +235,15 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
             if threads == 1 {
                 run((0, 0, m, nb));
             } else if split_rows {
-                let rows = row_panels.div_ceil(threads) * K::MR;
+                // More row blocks than threads, taken by whichever thread
+                // is free (see TASKS_PER_THREAD).
+                let tasks = threads * TASKS_PER_THREAD;
+                let fewest = MIN_ROW_PANELS_PER_TASK.min(row_panels.div_ceil(threads));
+                let rows = row_panels
+                    .div_ceil(tasks)
+                    .max(fewest)
+                    .min(blocks.mc.div_ceil(K::MR).max(1))
+                    * K::MR;
                 let regions: Vec<_> = (0..m)
                     .step_by(rows)
                     .map(|r0| (r0, 0, rows.min(m - r0), nb))
