@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute_enum};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 
 use crate::cuda::compile::{self, KernelKey};
@@ -168,6 +168,37 @@ impl Gpu {
             .map_err(|e| cuda_err("cannot find the kernel in its module", e))?;
         cache.insert(key, f.clone());
         Ok(f)
+    }
+
+    /// The kernel for `key` (see [`Gpu::function`]), allowed `bytes` of
+    /// dynamic shared memory per block; a GPU that cannot give a block that
+    /// much is refused as unsupported by `algorithm`.
+    pub(crate) fn function_with_shared(
+        &self,
+        key: KernelKey,
+        bytes: usize,
+        algorithm: &'static str,
+    ) -> Result<CudaFunction, Error> {
+        let limit = self.info.max_shared_per_block_optin;
+        if bytes > limit {
+            return Err(Error::Unsupported {
+                algorithm,
+                what: format!(
+                    "{} ({} for {} needs {bytes} bytes of shared memory per block; the GPU allows {limit})",
+                    self.info.name,
+                    key.source.entry(),
+                    key.dtype
+                ),
+            });
+        }
+        let function = self.function(key)?;
+        function
+            .set_attribute(
+                CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+            .map_err(|e| cuda_err("cannot raise a kernel's shared memory", e))?;
+        Ok(function)
     }
 
     /// Runs `f` with this GPU's cuBLAS handle, created on first use.

@@ -8,7 +8,6 @@
 //! ones ([`FastConfig`]); the group's destinations are pairwise disjoint,
 //! so its products run concurrently without atomics.
 
-use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::algo::GemmOptions;
@@ -94,27 +93,15 @@ impl FusedKernel {
         let mut shared = Vec::new();
         for config in &configs {
             let bytes = shared_bytes(T::DTYPE, config.tm);
-            let limit = gpu.info().max_shared_per_block_optin;
-            if bytes > limit {
-                return Err(Error::Unsupported {
-                    algorithm: "the fused variant",
-                    what: format!(
-                        "{} (its kernel needs {bytes} bytes of shared memory per block; the GPU allows {limit})",
-                        gpu.info().name
-                    ),
-                });
-            }
-            let function = gpu.function(KernelKey {
-                source: KernelSource::Fused,
-                dtype: T::DTYPE,
-                tile: config.tm,
-            })?;
-            function
-                .set_attribute(
-                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes as i32,
-                )
-                .map_err(|e| cuda_err("cannot raise the fused kernel's shared memory", e))?;
+            let function = gpu.function_with_shared(
+                KernelKey {
+                    source: KernelSource::Fused,
+                    dtype: T::DTYPE,
+                    tile: config.tm,
+                },
+                bytes,
+                "the fused variant",
+            )?;
             functions.push(function);
             shared.push(bytes);
         }

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
-use cudarc::driver::sys::{CUdeviceptr, CUevent_flags, CUfunction_attribute_enum};
+use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use crate::algo::{Algorithm, GemmOptions};
@@ -533,23 +533,10 @@ impl FastConfig {
     }
 
     /// Dynamic shared memory one block of the `fast_ring.cu` twin takes on
-    /// this GPU ([`ring_shared_bytes`]); refuses a GPU that cannot give a
-    /// block that much.
+    /// this GPU ([`ring_shared_bytes`]).
     pub fn ring_shared_bytes(self, gpu: &Gpu) -> Result<usize, Error> {
         let stages = crate::cuda::compile::ring_stages(gpu.arch())?;
-        let bytes = ring_shared_bytes(self.dtype, self.tm, stages);
-        let limit = gpu.info().max_shared_per_block_optin;
-        if bytes > limit {
-            return Err(Error::Unsupported {
-                algorithm: "cuda-fast",
-                what: format!(
-                    "{} ({stages} stages of its {} tile need {bytes} bytes of shared memory per block; the GPU allows {limit})",
-                    gpu.info().name,
-                    self.dtype
-                ),
-            });
-        }
-        Ok(bytes)
+        Ok(ring_shared_bytes(self.dtype, self.tm, stages))
     }
 
     /// Rows and columns of C one block computes.
@@ -881,13 +868,7 @@ fn launch_pass<T: Element>(
     };
     let (function, shared_bytes, vec_ok) = match ring {
         Some(ring) => {
-            let function = gpu.function(ring.key)?;
-            function
-                .set_attribute(
-                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    ring.shared_bytes as i32,
-                )
-                .map_err(|e| cuda_err("cannot raise cuda-fast's shared memory", e))?;
+            let function = gpu.function_with_shared(ring.key, ring.shared_bytes, "cuda-fast")?;
             (function, ring.shared_bytes as u32, rows_aligned(&b) as i32)
         }
         None => (kernel.function.clone(), 0, aligned as i32),

@@ -55,12 +55,8 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     // A's vectors of the step being fetched, each thread its own (unused
     // unless A_VIA_SLOTS).
     __shared__ __align__(16) uint4 a_slots[A_VIA_SLOTS ? A_VECS * THREADS : 1];
-    const int tid = threadIdx.x;
-    const TileCoord tile = raster_tile();
-    const int row0 = tile.row * BM;
-    const int col0 = tile.col * BN;
-    const int ty = tid / 16;
-    const int tx = tid % 16;
+    const SimtPlace place = simt_place();
+    const int tid = place.tid, row0 = place.row0, col0 = place.col0, ty = place.ty, tx = place.tx;
     // This thread's first vector of each tile; vector i lies
     // i·THREADS/..._VECS_PER_ROW rows further down.
     const int a_row = tid / A_VECS_PER_ROW, a_p = (tid % A_VECS_PER_ROW) * VEC;

@@ -50,12 +50,8 @@ gemm_fast_ring(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long
     ENTER_K_SLICE();
     extern __shared__ __align__(16) unsigned char shared[];
     ELEM* const ring = reinterpret_cast<ELEM*>(shared);
-    const int tid = threadIdx.x;
-    const TileCoord tile = raster_tile();
-    const int row0 = tile.row * BM;
-    const int col0 = tile.col * BN;
-    const int ty = tid / 16;
-    const int tx = tid % 16;
+    const SimtPlace place = simt_place();
+    const int tid = place.tid, row0 = place.row0, col0 = place.col0, ty = place.ty, tx = place.tx;
     const int lane = tid % 32, warp = tid / 32;
     // This thread's A elements: chunk warp·A_ELEMS + i covers rows
     // 4·(chunk / A_CHUNKS_ALONG_K) + (0..3) and k 8·(chunk % A_CHUNKS_ALONG_K)

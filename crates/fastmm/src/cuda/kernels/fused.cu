@@ -87,12 +87,8 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
     auto count = [&](int operand) { return group.count[blockIdx.z][operand]; };
     // Terms below this come through the first term's path or the slots.
     auto staged = [&](int operand) { return min(count(operand), REGISTER_TERMS + STAGED_TERMS); };
-    const int tid = threadIdx.x;
-    const TileCoord tile = raster_tile();
-    const int row0 = tile.row * BM;
-    const int col0 = tile.col * BN;
-    const int ty = tid / 16;
-    const int tx = tid % 16;
+    const SimtPlace place = simt_place();
+    const int tid = place.tid, row0 = place.row0, col0 = place.col0, ty = place.ty, tx = place.tx;
     const int a_row = tid / A_VECS_PER_ROW, a_p = (tid % A_VECS_PER_ROW) * VEC;
     const int b_p = tid / B_VECS_PER_ROW, b_col = (tid % B_VECS_PER_ROW) * VEC;
     const int a_row_step = THREADS / A_VECS_PER_ROW;

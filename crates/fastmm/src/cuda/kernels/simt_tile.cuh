@@ -31,6 +31,25 @@ static_assert(TM % VEC == 0 && TN % VEC == 0 && A_VECS >= 1 && B_VECS >= 1 && A_
                   B_VECS * VEC * THREADS == BN * BK,
               "TM x TN must give every thread whole 16-byte vectors of both tiles");
 
+// Where a thread works: its index, the origin (row0, col0) in C of its
+// block's tile (block_common.cuh's grouped order) and its place (ty, tx)
+// in the block's 16 x 16 grid of micro-tiles.
+struct SimtPlace {
+    int tid, row0, col0, ty, tx;
+};
+
+__device__ __forceinline__ SimtPlace simt_place()
+{
+    const TileCoord tile = raster_tile();
+    SimtPlace place;
+    place.tid = threadIdx.x;
+    place.row0 = tile.row * BM;
+    place.col0 = tile.col * BN;
+    place.ty = place.tid / 16;
+    place.tx = place.tid % 16;
+    return place;
+}
+
 union Vec16 {
     uint4 raw;
     ELEM e[VEC];
