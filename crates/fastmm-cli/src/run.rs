@@ -581,17 +581,16 @@ fn kernel_label<T: Element>(
         return Ok(match opts.algorithm {
             Algorithm::CudaFast => {
                 let config = fastmm::cuda::gemm::FastConfig::resolve(opts, T::DTYPE, gpu, (m, n))?;
-                let schedule = config.schedule(gpu, (m, k, n))?.describe();
+                // run's device matrices are contiguous (ld = columns) from
+                // aligned allocations.
+                let aligned = fastmm::cuda::gemm::contiguous_rows_aligned(T::DTYPE, k, n);
+                let schedule = config.schedule(gpu, (m, k, n), aligned)?.describe();
                 let schedule = if schedule.is_empty() {
                     String::new()
                 } else {
                     format!(", {schedule}")
                 };
-                // run's device matrices are contiguous (ld = columns) from
-                // aligned allocations: rows are 16-byte aligned when k and
-                // n are whole vectors.
-                let lanes = 16 / T::DTYPE.size_bytes();
-                let ring = if config.ring_key().is_some() && (k % lanes != 0 || n % lanes != 0) {
+                let ring = if config.ring_key().is_some() && !aligned {
                     ", cp.async ring (rows not 16-byte aligned)"
                 } else {
                     ""

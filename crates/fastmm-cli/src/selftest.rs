@@ -92,7 +92,7 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
             }
         }
         if device == Device::Cuda {
-            rows.extend(wave_tail_checks(Gpu::default_gpu()?)?);
+            rows.extend(schedule_checks(Gpu::default_gpu()?)?);
             rows.extend(out_of_core_checks(Gpu::default_gpu()?));
         }
     }
@@ -136,13 +136,17 @@ fn check_dtype(
     }
 }
 
-/// cuda-fast's wave-tail split (the last, nearly empty wave of tiles run as
-/// a split-K product) for every kernel it may run, on a shape sized to
-/// this GPU's SMs so that the split happens: two tile columns, the last
-/// row and column of tiles partial, and one more tile row than fill a wave
-/// of resident blocks at least twice over. A shape that does not split
+/// cuda-fast's schedules for the last waves of tiles, for every kernel
+/// that may run them, on shapes sized to this GPU's SMs so that they
+/// happen: the wave-tail split (the last, nearly empty wave run as a
+/// split-K product) on operands whose rows are not 16-byte aligned (the
+/// ring kernel) or with the tensor-core kernel, and stream-K (the last
+/// waves shared out by k steps) on aligned ones. Two tile columns (the
+/// last partial, and for the wave tail n odd), k = 1100 (a partial last k
+/// step), and the fewest tile rows (the last partial) from half a wave of
+/// resident blocks up that give the schedule. A shape that does not get it
 /// fails the row rather than passing untested.
-fn wave_tail_checks(gpu: &Gpu) -> Result<Vec<Row>> {
+fn schedule_checks(gpu: &Gpu) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for dtype in DType::ALL {
         let simt =
@@ -158,26 +162,40 @@ fn wave_tail_checks(gpu: &Gpu) -> Result<Vec<Row>> {
             let config = FastConfig::resolve(&opts, dtype, gpu, (1, 1))?;
             let (tile_rows, tile_cols) = config.block_shape();
             let resident = gpu.info().multiprocessors * config.blocks_per_sm();
-            let (k, n) = (1100, 2 * tile_cols - 3);
-            let shape = (resident / 2 + 1..2 * resident)
-                .map(|tiles_m| (tiles_m * tile_rows - 5, k, n))
-                .find(|&dims| matches!(config.schedule(gpu, dims), Ok(FastSchedule::WaveTail(_))));
-            let label = match tile {
-                Some(tm) => format!("cuda-fast {family} tile {tm} wave tail"),
-                None => format!("cuda-fast {family} wave tail"),
-            };
-            match shape {
-                Some(shape) => rows.extend(check_dtype(
-                    dtype,
-                    &format!("{label} {}×{}×{}", shape.0, shape.1, shape.2),
-                    &opts,
-                    &[shape],
-                )),
-                None => rows.push(Row {
-                    what: format!("{label} {dtype}"),
-                    passed: 0,
-                    failed: vec!["no shape found on which the wave tail is split".to_string()],
-                }),
+            let lanes = 16 / dtype.size_bytes();
+            let mut kinds = vec![("wave tail", 2 * tile_cols - 3)];
+            if config.stream_key().is_some() {
+                kinds.push(("stream-K", 2 * tile_cols - lanes));
+            }
+            for (kind, n) in kinds {
+                let k = 1100;
+                let aligned = fastmm::cuda::gemm::contiguous_rows_aligned(dtype, k, n);
+                let shape = (resident / 2 + 1..2 * resident)
+                    .map(|tiles_m| (tiles_m * tile_rows - 5, k, n))
+                    .find(|&dims| {
+                        matches!(
+                            (kind, config.schedule(gpu, dims, aligned)),
+                            ("wave tail", Ok(FastSchedule::WaveTail(_)))
+                                | ("stream-K", Ok(FastSchedule::StreamK(_)))
+                        )
+                    });
+                let label = match tile {
+                    Some(tm) => format!("cuda-fast {family} tile {tm} {kind}"),
+                    None => format!("cuda-fast {family} {kind}"),
+                };
+                match shape {
+                    Some(shape) => rows.extend(check_dtype(
+                        dtype,
+                        &format!("{label} {}×{}×{}", shape.0, shape.1, shape.2),
+                        &opts,
+                        &[shape],
+                    )),
+                    None => rows.push(Row {
+                        what: format!("{label} {dtype}"),
+                        passed: 0,
+                        failed: vec![format!("no shape found with a {kind} schedule")],
+                    }),
+                }
             }
         }
     }

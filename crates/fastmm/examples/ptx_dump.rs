@@ -35,10 +35,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     vec![CUDA_COMBINE_ROWS_PER_BLOCK]
                 }
                 KernelSource::Convert => vec![1],
-                KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => {
-                    fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec()
-                }
+                source if source.is_simt() => fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec(),
                 KernelSource::FastMma => vec![fastmm::tunables::CUDA_MMA_STAGES],
+                _ => unreachable!("every SIMT source is matched above"),
             };
             for tile in tiles {
                 let ptx = compile(

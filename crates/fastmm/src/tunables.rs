@@ -212,6 +212,22 @@ pub const CUDA_WAVE_TAIL_MIN_SLICES: usize = 2;
 /// wave's tiles already start spread out (a reading, docs/perf-notes.md).
 pub const CUDA_WAVE_TAIL_MAX_WAVES: usize = 32;
 
+/// `cuda-fast`'s SIMT kernel shares the tiles of a partial last wave, and
+/// of this many whole waves before it, evenly over one wave of resident
+/// blocks by k steps (stream-K, `kernels/fast_stream.cu`). On the H100 0
+/// and 1 measured alike (f32 4096³ 2.922 and 2.924 ms, 8192³ 22.939 and
+/// 22.945; f64 4096³ 7.015 and 7.062), 0 a shade faster with the smaller
+/// fix-up. `FASTMM_CUDA_STREAM_K` (`off`, `on` or a number of waves)
+/// overrides it, for sweeps.
+pub const CUDA_STREAM_K_FULL_WAVES: usize = 0;
+
+/// ...when the other tiles take at most this many waves. On the H100
+/// stream-K gained 2.5% at 8192³ f32 (15 whole waves) but at 8192³ f64
+/// SIMT (31 waves of 264 blocks) ran 1.5–2% slower than the wave tail's
+/// separate split-K product: after many waves the blocks no longer finish
+/// together (docs/perf-notes.md).
+pub const CUDA_STREAM_K_MAX_WAVES: usize = 16;
+
 /// Shared-memory stages of `cuda-fast`'s SIMT kernel for operands whose
 /// rows are not 16-byte aligned (`kernels/fast_ring.cu`) on GPUs with
 /// `cp.async` (sm_80 and later): k steps in flight while one is

@@ -36,15 +36,13 @@ fn every_kernel_compiles_for_sm90() {
             }
             KernelSource::Convert => &[0, 1],
             // Every TM of some type; each type builds its own.
-            KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => &[4, 8, 16],
+            source if source.is_simt() => &[4, 8, 16],
             KernelSource::FastMma => &[2, 3],
+            _ => unreachable!("every SIMT source is matched above"),
         };
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
             for &tile in tiles {
-                if matches!(
-                    source,
-                    KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused
-                ) && !fastmm::cuda::gemm::simt_micro_tiles(dtype).contains(&tile)
+                if source.is_simt() && !fastmm::cuda::gemm::simt_micro_tiles(dtype).contains(&tile)
                 {
                     continue;
                 }
@@ -57,11 +55,10 @@ fn every_kernel_compiles_for_sm90() {
                 // registers before, fast_ring.cu copies synchronously
                 // before sm_80 (and in a two-stage ring): both paths must
                 // build.
-                let archs: &[&'static str] = match source {
-                    KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => {
-                        &["sm_90", "sm_75"]
-                    }
-                    _ => &["sm_90"],
+                let archs: &[&'static str] = if source.is_simt() {
+                    &["sm_90", "sm_75"]
+                } else {
+                    &["sm_90"]
                 };
                 for &arch in archs {
                     let ptx = compile(key, arch)
@@ -71,6 +68,12 @@ fn every_kernel_compiles_for_sm90() {
                         text.contains(&format!(".entry {}", source.entry())),
                         "{source:?} {dtype} tile {tile} {arch}: no entry point in the PTX"
                     );
+                    if source == KernelSource::FastStream {
+                        assert!(
+                            text.contains(&format!(".entry {}", KernelSource::STREAM_FIXUP_ENTRY)),
+                            "{dtype} tile {tile} {arch}: no stream-K fix-up in the PTX"
+                        );
+                    }
                     assert!(
                         text.contains(&format!(".target {arch}")),
                         "PTX not built for {arch}"

@@ -32,6 +32,10 @@ pub enum KernelSource {
     /// `fast_ring.cu`: `Fast`'s tiles staged through a ring of `cp.async`
     /// buffers, for operands whose rows are not 16-byte aligned (tile = TM).
     FastRing,
+    /// `fast_stream.cu`: `Fast`'s tiles with the last waves shared out over
+    /// the SMs by k steps (stream-K), and its fix-up kernel
+    /// ([`KernelSource::STREAM_FIXUP_ENTRY`]) (tile = TM).
+    FastStream,
     /// `fast_mma.cu`: f64 on the FP64 tensor cores (`mma.sync` m16n8k8,
     /// sm_90+), 128×128 tiles (tile = STAGES, the cp.async pipeline depth).
     FastMma,
@@ -43,7 +47,7 @@ pub enum KernelSource {
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 9] = [
+    pub const ALL: [KernelSource; 10] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -51,9 +55,26 @@ impl KernelSource {
         KernelSource::Convert,
         KernelSource::Fast,
         KernelSource::FastRing,
+        KernelSource::FastStream,
         KernelSource::FastMma,
         KernelSource::Fused,
     ];
+
+    /// The second entry point of `fast_stream.cu`: adds the pieces of the
+    /// tiles that stream-K split.
+    pub const STREAM_FIXUP_ENTRY: &'static str = "gemm_fast_stream_fixup";
+
+    /// Whether the source is one of the register-blocked SIMT kernels
+    /// (simt_tile.cuh: tile = TM, with a `TN` define).
+    pub fn is_simt(self) -> bool {
+        matches!(
+            self,
+            KernelSource::Fast
+                | KernelSource::FastRing
+                | KernelSource::FastStream
+                | KernelSource::Fused
+        )
+    }
 
     /// Whether the kernel is written for elements of this type.
     pub fn supports(self, dtype: DType) -> bool {
@@ -75,7 +96,14 @@ impl KernelSource {
             KernelSource::Fast => concat!(
                 include_str!("kernels/block_common.cuh"),
                 include_str!("kernels/simt_tile.cuh"),
+                include_str!("kernels/fast_tile.cuh"),
                 include_str!("kernels/fast.cu")
+            ),
+            KernelSource::FastStream => concat!(
+                include_str!("kernels/block_common.cuh"),
+                include_str!("kernels/simt_tile.cuh"),
+                include_str!("kernels/fast_tile.cuh"),
+                include_str!("kernels/fast_stream.cu")
             ),
             KernelSource::FastRing => concat!(
                 include_str!("kernels/block_common.cuh"),
@@ -104,6 +132,7 @@ impl KernelSource {
             KernelSource::Convert => "to_half",
             KernelSource::Fast => "gemm_fast",
             KernelSource::FastRing => "gemm_fast_ring",
+            KernelSource::FastStream => "gemm_fast_stream",
             KernelSource::FastMma => "gemm_fast_mma",
             KernelSource::Fused => "gemm_fused",
         }
@@ -116,7 +145,10 @@ impl KernelSource {
             KernelSource::Tiled => "TILE",
             KernelSource::Combine | KernelSource::CombineGroup => "ROWS_PER_BLOCK",
             KernelSource::Convert => "BF16",
-            KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused => "TM",
+            KernelSource::Fast
+            | KernelSource::FastRing
+            | KernelSource::FastStream
+            | KernelSource::Fused => "TM",
             KernelSource::FastMma => "STAGES",
         }
     }
@@ -173,17 +205,11 @@ fn defines(key: KernelKey, arch: &str) -> Result<Vec<String>, Error> {
         format!("-DACC={}", key.dtype.cuda_accumulator()),
         format!("-D{}={}", key.source.tile_define(), key.tile),
     ];
-    if matches!(
-        key.source,
-        KernelSource::Fast | KernelSource::FastRing | KernelSource::Fused
-    ) {
+    if key.source.is_simt() {
         let (_, columns) = crate::cuda::gemm::simt_micro_tile(key.dtype, key.tile);
         defines.push(format!("-DTN={columns}"));
     }
-    if matches!(
-        key.source,
-        KernelSource::Fast | KernelSource::FastRing | KernelSource::FastMma | KernelSource::Fused
-    ) {
+    if key.source.is_simt() || key.source == KernelSource::FastMma {
         defines.push(format!(
             "-DRASTER_GROUP={}",
             crate::tunables::CUDA_RASTER_GROUP

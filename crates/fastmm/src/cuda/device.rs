@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute_enum};
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 
 use crate::cuda::compile::{self, KernelKey};
 use crate::cuda::cuda_err;
@@ -47,7 +47,8 @@ pub struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     info: GpuInfo,
-    functions: Mutex<HashMap<KernelKey, CudaFunction>>,
+    modules: Mutex<HashMap<KernelKey, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<(KernelKey, &'static str), CudaFunction>>,
     blas: Mutex<Option<CudaBlas>>,
 }
 
@@ -121,6 +122,7 @@ impl Gpu {
             ctx,
             stream,
             info,
+            modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             blas: Mutex::new(None),
         })
@@ -154,19 +156,39 @@ impl Gpu {
 
     /// The kernel for `key`, compiled on first use.
     pub(crate) fn function(&self, key: KernelKey) -> Result<CudaFunction, Error> {
+        self.entry_function(key, key.source.entry())
+    }
+
+    /// Entry point `entry` of the module compiled for `key` (a source may
+    /// hold more than one kernel), compiled and loaded on first use.
+    pub(crate) fn entry_function(
+        &self,
+        key: KernelKey,
+        entry: &'static str,
+    ) -> Result<CudaFunction, Error> {
         let mut cache = self.functions.lock().expect("kernel cache lock");
-        if let Some(f) = cache.get(&key) {
+        if let Some(f) = cache.get(&(key, entry)) {
             return Ok(f.clone());
         }
-        let ptx = compile::cached_ptx(key, self.arch(), self.info.driver_version)?;
-        let module = self
-            .ctx
-            .load_module(ptx)
-            .map_err(|e| cuda_err("cannot load a compiled module", e))?;
+        let module = {
+            let mut modules = self.modules.lock().expect("module cache lock");
+            match modules.get(&key) {
+                Some(module) => module.clone(),
+                None => {
+                    let ptx = compile::cached_ptx(key, self.arch(), self.info.driver_version)?;
+                    let module = self
+                        .ctx
+                        .load_module(ptx)
+                        .map_err(|e| cuda_err("cannot load a compiled module", e))?;
+                    modules.insert(key, module.clone());
+                    module
+                }
+            }
+        };
         let f = module
-            .load_function(key.source.entry())
+            .load_function(entry)
             .map_err(|e| cuda_err("cannot find the kernel in its module", e))?;
-        cache.insert(key, f.clone());
+        cache.insert((key, entry), f.clone());
         Ok(f)
     }
 

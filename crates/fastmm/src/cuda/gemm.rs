@@ -20,8 +20,8 @@ use crate::matrix::{MatMut, MatRef};
 use crate::strassen::Scheme;
 use crate::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
-    CUDA_RASTER_GROUP, CUDA_SPLIT_K_MIN_DEPTH, CUDA_TIMED_LAUNCHES, CUDA_WAVE_TAIL_MAX_WAVES,
-    CUDA_WAVE_TAIL_MIN_SLICES,
+    CUDA_RASTER_GROUP, CUDA_SPLIT_K_MIN_DEPTH, CUDA_STREAM_K_FULL_WAVES, CUDA_STREAM_K_MAX_WAVES,
+    CUDA_TIMED_LAUNCHES, CUDA_WAVE_TAIL_MAX_WAVES, CUDA_WAVE_TAIL_MIN_SLICES,
 };
 
 /// Where the time of one GPU product went, in milliseconds.
@@ -128,6 +128,27 @@ pub enum FastSchedule {
     /// Many waves of tiles whose last one would leave most SMs idle: those
     /// tiles run as a separate split-K product.
     WaveTail(WaveTail),
+    /// The last waves' tiles shared out over one wave of blocks by k steps
+    /// (`kernels/fast_stream.cu`).
+    StreamK(StreamK),
+}
+
+/// Stream-K for the SIMT kernel: the first `sk_first` tiles (in the
+/// grouped order) run one per block; the `sk_tiles` after them, those of a
+/// partial last wave and of [`CUDA_STREAM_K_FULL_WAVES`] whole ones, are
+/// ⌈k/BK⌉ units each, split evenly over `workers` blocks (one wave). A
+/// worker's range may begin and end inside tiles; those pieces go to a
+/// workspace and a fix-up kernel adds each split tile's pieces in a fixed
+/// order. Against whole tiles the last waves then take (sk_tiles /
+/// workers) tiles' time instead of ⌈sk_tiles / workers⌉.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamK {
+    /// Tiles that run whole, one per block, before the shared ones.
+    pub sk_first: usize,
+    /// Tiles shared out.
+    pub sk_tiles: usize,
+    /// Blocks they are shared among.
+    pub workers: usize,
 }
 
 /// The tiles of a last, nearly empty wave of `cuda-fast` blocks, run as a
@@ -170,12 +191,17 @@ impl FastSchedule {
     /// `CUDA_WAVE_TAIL_MAX_WAVES` waves. At 8192² f64 in 128×128 tiles on
     /// 132 SMs: 4096 tiles are 31 waves and 4 tiles; the tail is a strip
     /// of 8 rows, one column, in 16 slices.
+    ///
+    /// Stream-K, where the kernel has it (`stream_k_waves`: the whole waves
+    /// to share out with the partial one, see [`StreamK`]), takes the place
+    /// of the wave tail on the same shapes.
     pub fn plan(
         (m, k, n): (usize, usize, usize),
         (rows, cols): (usize, usize),
         sms: usize,
         blocks_per_sm: usize,
         wave_tail: bool,
+        stream_k_waves: Option<usize>,
     ) -> FastSchedule {
         let (tiles_m, tiles_n) = (m.div_ceil(rows), n.div_ceil(cols));
         let tiles = tiles_m * tiles_n;
@@ -194,6 +220,20 @@ impl FastSchedule {
         }
         let last_wave = tiles % resident;
         let whole_waves = tiles / resident;
+        if let Some(waves) = stream_k_waves {
+            if whole_waves > 0
+                && whole_waves <= CUDA_STREAM_K_MAX_WAVES
+                && last_wave != 0
+                && k >= CUDA_SPLIT_K_MIN_DEPTH
+            {
+                let sk_tiles = last_wave + waves.min(whole_waves) * resident;
+                return FastSchedule::StreamK(StreamK {
+                    sk_first: tiles - sk_tiles,
+                    sk_tiles,
+                    workers: resident,
+                });
+            }
+        }
         if !wave_tail
             || whole_waves == 0
             || whole_waves > CUDA_WAVE_TAIL_MAX_WAVES
@@ -225,7 +265,41 @@ impl FastSchedule {
             FastSchedule::WaveTail(tail) => {
                 format!("wave tail {} tiles × {} k slices", tail.tiles, tail.slices)
             }
+            FastSchedule::StreamK(sk) => {
+                format!("stream-K {} tiles over {} blocks", sk.sk_tiles, sk.workers)
+            }
         }
+    }
+}
+
+/// Environment variable that sets `cuda-fast`'s stream-K: `off`, `on`
+/// ([`CUDA_STREAM_K_FULL_WAVES`] whole waves with the partial one) or a
+/// number of whole waves.
+pub const STREAM_K_ENV: &str = "FASTMM_CUDA_STREAM_K";
+
+/// The whole waves stream-K shares out with the partial last one, or
+/// `None` when `FASTMM_CUDA_STREAM_K` turns it off; read once per process,
+/// a value other than off, on or a number is an error.
+pub fn stream_k_waves() -> Result<Option<usize>, Error> {
+    static FROM_ENV: std::sync::OnceLock<Result<Option<usize>, String>> =
+        std::sync::OnceLock::new();
+    FROM_ENV
+        .get_or_init(|| match std::env::var(STREAM_K_ENV) {
+            Err(_) => Ok(Some(CUDA_STREAM_K_FULL_WAVES)),
+            Ok(text) => parse_stream_k(&text),
+        })
+        .clone()
+        .map_err(Error::InvalidOption)
+}
+
+fn parse_stream_k(text: &str) -> Result<Option<usize>, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "off" => Ok(None),
+        "on" => Ok(Some(CUDA_STREAM_K_FULL_WAVES)),
+        number => number
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{STREAM_K_ENV}: '{number}' is not off, on or a number of waves")),
     }
 }
 
@@ -548,15 +622,35 @@ impl FastConfig {
         }
     }
 
-    /// How it lays out an m×k×n product on `gpu` (see [`FastSchedule::plan`]).
-    pub fn schedule(self, gpu: &Gpu, dims: (usize, usize, usize)) -> Result<FastSchedule, Error> {
+    /// How it lays out an m×k×n product on `gpu` (see [`FastSchedule::plan`])
+    /// whose operands' rows are all 16-byte `aligned` or not.
+    pub fn schedule(
+        self,
+        gpu: &Gpu,
+        dims: (usize, usize, usize),
+        aligned: bool,
+    ) -> Result<FastSchedule, Error> {
         Ok(FastSchedule::plan(
             dims,
             self.block_shape(),
             gpu.info().multiprocessors,
             self.blocks_per_sm(),
             wave_tail_enabled()?,
+            match self.stream_key() {
+                Some(_) if aligned => stream_k_waves()?,
+                _ => None,
+            },
         ))
+    }
+
+    /// The `fast_stream.cu` twin of a SIMT configuration (none for `Mma`),
+    /// which runs aligned operands under a [`FastSchedule::StreamK`].
+    pub fn stream_key(self) -> Option<KernelKey> {
+        (self.family != FastKernel::Mma).then_some(KernelKey {
+            source: KernelSource::FastStream,
+            dtype: self.dtype,
+            tile: self.tm,
+        })
     }
 
     /// What runs, for reports: e.g. "simt 128x256 tiles, 8x16/thread".
@@ -625,6 +719,9 @@ pub(crate) struct TileKernel {
     /// `cuda-fast`'s SIMT kernels: the twin for operands whose rows are
     /// not 16-byte aligned.
     ring: Option<RingKernel>,
+    /// `cuda-fast`'s SIMT kernels: the stream-K twin (`fast_stream.cu`),
+    /// compiled on first use.
+    stream: Option<KernelKey>,
 }
 
 /// `kernels/fast_ring.cu` for one SIMT configuration, compiled on first
@@ -685,6 +782,7 @@ impl ClassicalGemm {
                     threads: (tile as u32, tile as u32),
                     blocks_per_sm: 1,
                     ring: None,
+                    stream: None,
                 }))
             }
             Algorithm::CudaFast => {
@@ -705,6 +803,7 @@ impl ClassicalGemm {
                             threads: (CUDA_FAST_THREADS, 1),
                             blocks_per_sm: config.blocks_per_sm(),
                             ring,
+                            stream: config.stream_key(),
                         })
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
@@ -787,6 +886,7 @@ fn launch_tile_kernel<T: Element>(
     beta: T,
     c: Operand,
 ) -> Result<(), Error> {
+    let aligned = rows_aligned::<T>(&a) && rows_aligned::<T>(&b);
     let schedule = match fast {
         Some(_) => FastSchedule::plan(
             (m, k, n),
@@ -794,6 +894,10 @@ fn launch_tile_kernel<T: Element>(
             gpu.info().multiprocessors,
             kernel.blocks_per_sm,
             wave_tail_enabled()?,
+            match kernel.stream {
+                Some(_) if aligned => stream_k_waves()?,
+                _ => None,
+            },
         ),
         None => FastSchedule::Tiles,
     };
@@ -822,7 +926,119 @@ fn launch_tile_kernel<T: Element>(
                 c.at::<T>(row0, col0),
             )
         }
+        FastSchedule::StreamK(plan) => {
+            let key = kernel
+                .stream
+                .expect("stream-K is planned only with its kernel");
+            launch_stream_k(gpu, key, kernel, plan, (m, k, n), alpha, a, b, beta, c)
+        }
     }
+}
+
+/// Whether the rows of contiguous row-major m×k and k×n operands in
+/// 16-byte aligned allocations all start on 16-byte boundaries: when k and
+/// n are whole vectors of `dtype`.
+pub fn contiguous_rows_aligned(dtype: DType, k: usize, n: usize) -> bool {
+    let lanes = 16 / dtype.size_bytes();
+    k.is_multiple_of(lanes) && n.is_multiple_of(lanes)
+}
+
+/// Whether every row of `o` starts on a 16-byte boundary, so that
+/// whole-vector loads of its rows are aligned.
+fn rows_aligned<T>(o: &Operand) -> bool {
+    let lanes = 16 / std::mem::size_of::<T>();
+    o.ptr.is_multiple_of(16) && o.ld.is_multiple_of(lanes)
+}
+
+/// The two launches of a [`StreamK`] schedule (`kernels/fast_stream.cu`):
+/// the tiles and workers, then the fix-up that adds the split tiles'
+/// pieces into c with α and β. A and B rows are 16-byte aligned.
+#[allow(clippy::too_many_arguments)]
+fn launch_stream_k<T: Element>(
+    gpu: &Gpu,
+    key: KernelKey,
+    kernel: &TileKernel,
+    plan: StreamK,
+    (m, k, n): (usize, usize, usize),
+    alpha: T,
+    a: Operand,
+    b: Operand,
+    beta: T,
+    c: Operand,
+) -> Result<(), Error> {
+    let (mi, ki, ni) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
+    let (block_rows, block_cols) = kernel.block;
+    let tiles_m = to_i32("tile rows", m.div_ceil(block_rows))?;
+    let tiles_n = to_i32("tile columns", n.div_ceil(block_cols))?;
+    let sk_first = to_i32("whole tiles", plan.sk_first)?;
+    let sk_tiles = to_i32("stream-K tiles", plan.sk_tiles)?;
+    let workers = to_i32("stream-K blocks", plan.workers)?;
+    let grid = to_i32("stream-K grid", plan.sk_first + plan.workers)?;
+    // Two slots of one tile's accumulators per worker (ACC is as wide as
+    // T for every type).
+    let slots = 2 * plan.workers * block_rows * block_cols;
+    // SAFETY: a worker writes a slot whole before the fix-up, which runs
+    // after it on the same stream, reads it.
+    let partials = unsafe { gpu.stream.alloc::<T>(slots) }
+        .map_err(|e| cuda_err("cannot allocate the stream-K workspace", e))?;
+    let partials_ptr = partials.device_ptr(&gpu.stream).0;
+    let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, c.ld as i64);
+    let vec_ok = 1i32;
+    let main = gpu.entry_function(key, key.source.entry())?;
+    let mut launch = gpu.stream.launch_builder(&main);
+    launch
+        .arg(&mi)
+        .arg(&ni)
+        .arg(&ki)
+        .arg(&alpha)
+        .arg(&a.ptr)
+        .arg(&lda)
+        .arg(&b.ptr)
+        .arg(&ldb)
+        .arg(&beta)
+        .arg(&c.ptr)
+        .arg(&ldc)
+        .arg(&vec_ok)
+        .arg(&tiles_m)
+        .arg(&tiles_n)
+        .arg(&sk_first)
+        .arg(&sk_tiles)
+        .arg(&workers)
+        .arg(&partials_ptr);
+    let config = |blocks: i32| LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (kernel.threads.0, kernel.threads.1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the arguments match gemm_fast_stream's signature (int ×3,
+    // ELEM, pointer, long long, pointer, long long, ELEM, pointer, long
+    // long, int vec_ok, int ×5, ACC pointer); every row of A and B is
+    // 16-byte aligned (the caller's schedule), the operands address m×k,
+    // k×n and m×n row-major blocks with those leading dimensions, the
+    // tile grid is C's, and the workspace holds 2·workers tiles.
+    unsafe { launch.launch(config(grid)) }.map_err(|e| cuda_err("stream-K launch failed", e))?;
+    let fixup = gpu.entry_function(key, KernelSource::STREAM_FIXUP_ENTRY)?;
+    let mut launch = gpu.stream.launch_builder(&fixup);
+    launch
+        .arg(&mi)
+        .arg(&ni)
+        .arg(&ki)
+        .arg(&alpha)
+        .arg(&beta)
+        .arg(&c.ptr)
+        .arg(&ldc)
+        .arg(&tiles_m)
+        .arg(&tiles_n)
+        .arg(&sk_first)
+        .arg(&sk_tiles)
+        .arg(&workers)
+        .arg(&partials_ptr);
+    // SAFETY: the arguments match gemm_fast_stream_fixup's signature (int
+    // ×3, ELEM ×2, pointer, long long, int ×5, ACC pointer), with the same
+    // plan as the launch before it on this stream, whose pieces it reads.
+    unsafe { launch.launch(config(sk_tiles)) }
+        .map_err(|e| cuda_err("stream-K fix-up launch failed", e))?;
+    Ok(())
 }
 
 /// One launch of a kernel of `kernels/` (and, with split-K, the combine
@@ -854,11 +1070,7 @@ fn launch_pass<T: Element>(
             ),
         });
     }
-    // 16-byte rows: every row of A and B starts on a 16-byte
-    // boundary, so whole-vector loads are aligned.
-    let lanes = 16 / std::mem::size_of::<T>();
-    let rows_aligned = |o: &Operand| o.ptr.is_multiple_of(16) && o.ld.is_multiple_of(lanes);
-    let aligned = rows_aligned(&a) && rows_aligned(&b);
+    let aligned = rows_aligned::<T>(&a) && rows_aligned::<T>(&b);
     // Unaligned operands would put fast.cu on its synchronous scalar
     // loads in every step: its fast_ring.cu twin copies them
     // asynchronously instead, and needs only B aligned for its vectors.
@@ -869,7 +1081,11 @@ fn launch_pass<T: Element>(
     let (function, shared_bytes, vec_ok) = match ring {
         Some(ring) => {
             let function = gpu.function_with_shared(ring.key, ring.shared_bytes, "cuda-fast")?;
-            (function, ring.shared_bytes as u32, rows_aligned(&b) as i32)
+            (
+                function,
+                ring.shared_bytes as u32,
+                rows_aligned::<T>(&b) as i32,
+            )
         }
         None => (kernel.function.clone(), 0, aligned as i32),
     };
@@ -1455,7 +1671,7 @@ mod tests {
     #[test]
     fn the_wave_tail_of_8192_squared_dmma_is_one_column_in_16_slices() {
         // H100: 132 SMs, one 128×128 block each.
-        let plan = FastSchedule::plan((8192, 8192, 8192), (128, 128), 132, 1, true);
+        let plan = FastSchedule::plan((8192, 8192, 8192), (128, 128), 132, 1, true, None);
         assert_eq!(
             plan,
             FastSchedule::WaveTail(WaveTail {
@@ -1466,26 +1682,164 @@ mod tests {
             })
         );
         assert_eq!(plan.describe(), "wave tail 8 tiles × 16 k slices");
-        let off = FastSchedule::plan((8192, 8192, 8192), (128, 128), 132, 1, false);
+        let off = FastSchedule::plan((8192, 8192, 8192), (128, 128), 132, 1, false, None);
         assert_eq!(off, FastSchedule::Tiles);
         // 16384² f32 in 128×256 tiles: 62 whole waves, past the most.
-        let many = FastSchedule::plan((16384, 16384, 16384), (128, 256), 132, 1, true);
+        let many = FastSchedule::plan((16384, 16384, 16384), (128, 256), 132, 1, true, None);
         assert_eq!(many, FastSchedule::Tiles);
         // 4096²: 512 tiles, a last wave of 116 (15 columns, 120 tiles).
-        let full = FastSchedule::plan((4096, 4096, 4096), (128, 256), 132, 1, true);
+        let full = FastSchedule::plan((4096, 4096, 4096), (128, 256), 132, 1, true, None);
         assert_eq!(full, FastSchedule::Tiles);
         // Exact waves: 132 × 2 tiles.
-        let exact = FastSchedule::plan((128 * 132, 64, 512), (128, 256), 132, 1, true);
+        let exact = FastSchedule::plan((128 * 132, 64, 512), (128, 256), 132, 1, true, None);
         assert_eq!(exact, FastSchedule::Tiles);
         // Too shallow to split: k below two slices of the minimum depth.
-        let shallow = FastSchedule::plan((16384, 1000, 16384), (128, 256), 132, 1, true);
+        let shallow = FastSchedule::plan((16384, 1000, 16384), (128, 256), 132, 1, true, None);
         assert_eq!(shallow, FastSchedule::Tiles);
         // Few tiles: split-K as before (6 tiles, 22 fill the SMs, k allows 4).
-        let few = FastSchedule::plan((264, 2056, 264), (128, 256), 132, 1, true);
+        let few = FastSchedule::plan((264, 2056, 264), (128, 256), 132, 1, true, None);
         assert_eq!(few, FastSchedule::SplitK(4));
         assert_eq!(few.describe(), "split-K 4");
-        let one = FastSchedule::plan((264, 148, 264), (128, 256), 132, 1, true);
+        let one = FastSchedule::plan((264, 148, 264), (128, 256), 132, 1, true, None);
         assert_eq!(one, FastSchedule::Tiles);
+    }
+
+    #[test]
+    fn stream_k_shares_the_partial_wave_and_one_whole_one_where_the_wave_tail_would_not() {
+        // H100, f32 128×256 tiles, one block per SM: 4096² is 512 tiles,
+        // 3 waves and 116; the wave tail cannot split 116 tiles.
+        let plan = FastSchedule::plan((4096, 4096, 4096), (128, 256), 132, 1, true, Some(1));
+        assert_eq!(
+            plan,
+            FastSchedule::StreamK(StreamK {
+                sk_first: 264,
+                sk_tiles: 248,
+                workers: 132,
+            })
+        );
+        assert_eq!(plan.describe(), "stream-K 248 tiles over 132 blocks");
+        // With no whole wave added only the partial one; never more whole
+        // waves than there are.
+        let partial = FastSchedule::plan((4096, 4096, 4096), (128, 256), 132, 1, true, Some(0));
+        assert!(matches!(partial, FastSchedule::StreamK(sk) if sk.sk_tiles == 116));
+        let all = FastSchedule::plan((4096, 4096, 4096), (128, 256), 132, 1, true, Some(9));
+        assert!(matches!(all, FastSchedule::StreamK(sk) if sk.sk_first == 0 && sk.sk_tiles == 512));
+        // Past the most waves, exact waves, shallow k and few tiles: as
+        // without stream-K.
+        for (dims, expected) in [
+            ((16384, 16384, 16384), FastSchedule::Tiles),
+            ((128 * 132, 4096, 512), FastSchedule::Tiles),
+            ((4096, 500, 4096), FastSchedule::Tiles),
+            ((264, 2056, 264), FastSchedule::SplitK(4)),
+        ] {
+            let plan = FastSchedule::plan(dims, (128, 256), 132, 1, true, Some(1));
+            assert_eq!(plan, expected, "{dims:?}");
+        }
+        // Where the wave tail applies, stream-K takes its place up to its
+        // own most waves: 8192² in 128×64 tiles is 31 waves of 264 and 8
+        // tiles, 8192×4096 15 and 136.
+        let many = FastSchedule::plan((8192, 8192, 8192), (128, 64), 132, 2, true, Some(0));
+        assert!(matches!(many, FastSchedule::WaveTail(_)), "{many:?}");
+        let half = FastSchedule::plan((8192, 8192, 4096), (128, 64), 132, 2, true, Some(0));
+        assert!(
+            matches!(half, FastSchedule::StreamK(sk) if sk.sk_tiles == 136),
+            "{half:?}"
+        );
+    }
+
+    #[test]
+    fn the_stream_k_switch_takes_off_on_or_waves() {
+        assert_eq!(parse_stream_k("off"), Ok(None));
+        assert_eq!(parse_stream_k(" ON "), Ok(Some(CUDA_STREAM_K_FULL_WAVES)));
+        assert_eq!(parse_stream_k("2"), Ok(Some(2)));
+        let err = parse_stream_k("lots").unwrap_err();
+        assert!(err.contains(STREAM_K_ENV) && err.contains("lots"), "{err}");
+    }
+
+    /// kernels/fast_stream.cu's arithmetic, transcribed: worker g's units
+    /// [start(g), start(g + 1)) of sk_tiles × steps.
+    fn stream_start(g: usize, total: usize, workers: usize) -> usize {
+        total * g / workers
+    }
+
+    /// The kernel's worker of unit u (the fix-up's inverse of stream_start).
+    fn stream_worker(u: usize, total: usize, workers: usize) -> usize {
+        ((u + 1) * workers - 1) / total
+    }
+
+    #[test]
+    fn stream_k_pieces_cover_every_unit_once_and_the_fixup_finds_each() {
+        // The workers' loop of gemm_fast_stream and the slot rule of
+        // gemm_fast_stream_fixup, transcribed from the kernel: every unit
+        // of every shared tile is computed exactly once; each split tile's
+        // pieces are in the slots the fix-up reads, no slot is written
+        // twice, and a tile the fix-up skips was stored whole.
+        let mut cases = 0;
+        for workers in [1, 3, 7, 132, 264] {
+            for steps in [1, 2, 5, 16, 69, 256] {
+                for sk_tiles in [1, 2, 5, 116, 248, 300] {
+                    let total = sk_tiles * steps;
+                    let mut covered = vec![0u32; total];
+                    let mut whole = vec![false; sk_tiles];
+                    // (tile, slot) of each partial piece.
+                    let mut pieces: Vec<(usize, usize)> = Vec::new();
+                    for g in 0..workers {
+                        let (first, end) = (
+                            stream_start(g, total, workers),
+                            stream_start(g + 1, total, workers),
+                        );
+                        let mut u = first;
+                        while u < end {
+                            let (tile, s0) = (u / steps, u % steps);
+                            let s1 = steps.min(s0 + (end - u));
+                            for count in &mut covered[tile * steps + s0..tile * steps + s1] {
+                                *count += 1;
+                            }
+                            if s0 == 0 && s1 == steps {
+                                whole[tile] = true;
+                            } else {
+                                pieces.push((tile, 2 * g + usize::from(u != first)));
+                            }
+                            u += s1 - s0;
+                        }
+                    }
+                    let what = format!("{workers} workers, {steps} steps, {sk_tiles} tiles");
+                    assert!(covered.iter().all(|&c| c == 1), "{what}");
+                    let mut slots: Vec<usize> = pieces.iter().map(|&(_, slot)| slot).collect();
+                    slots.sort_unstable();
+                    slots.dedup();
+                    assert_eq!(slots.len(), pieces.len(), "{what}: a slot written twice");
+                    for (tile, &stored_whole) in whole.iter().enumerate() {
+                        let unit0 = tile * steps;
+                        let g0 = stream_worker(unit0, total, workers);
+                        let g1 = stream_worker(unit0 + steps - 1, total, workers);
+                        if g0 == g1 {
+                            assert!(stored_whole, "{what}: tile {tile} skipped but split");
+                            continue;
+                        }
+                        let mut read: Vec<(usize, usize)> = (g0..=g1)
+                            .filter(|&g| {
+                                stream_start(g, total, workers)
+                                    < stream_start(g + 1, total, workers)
+                            })
+                            .map(|g| {
+                                let slot =
+                                    2 * g + usize::from(stream_start(g, total, workers) < unit0);
+                                (tile, slot)
+                            })
+                            .collect();
+                        let mut written: Vec<(usize, usize)> =
+                            pieces.iter().filter(|p| p.0 == tile).copied().collect();
+                        read.sort_unstable();
+                        written.sort_unstable();
+                        assert_eq!(read, written, "{what}: tile {tile}");
+                        assert!(!stored_whole, "{what}: tile {tile}");
+                    }
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 5 * 6 * 6);
     }
 
     #[test]
@@ -1510,7 +1864,8 @@ mod tests {
                         let (rows, cols) = (128, 64);
                         // A partial last tile row and column, as at odd shapes.
                         let dims = (tiles_m * rows - 5, 4096, tiles_n * cols - 3);
-                        let plan = FastSchedule::plan(dims, (rows, cols), sms, blocks_per_sm, true);
+                        let plan =
+                            FastSchedule::plan(dims, (rows, cols), sms, blocks_per_sm, true, None);
                         let FastSchedule::WaveTail(tail) = plan else {
                             continue;
                         };

@@ -17,10 +17,9 @@ struct TileCoord {
     int col;
 };
 
-__device__ __forceinline__ TileCoord raster_tile()
+// The tile of grouped index `id` in a tiles_m x tiles_n grid of tiles.
+__device__ __forceinline__ TileCoord raster_tile_of(int id, int tiles_m, int tiles_n)
 {
-    const int tiles_n = gridDim.x, tiles_m = gridDim.y;
-    const int id = blockIdx.y * tiles_n + blockIdx.x;
     const int per_group = RASTER_GROUP * tiles_n;
     const int first_row = (id / per_group) * RASTER_GROUP;
     const int rows = min(tiles_m - first_row, RASTER_GROUP);
@@ -29,6 +28,12 @@ __device__ __forceinline__ TileCoord raster_tile()
     t.row = first_row + in_group % rows;
     t.col = in_group / rows;
     return t;
+}
+
+// This block's tile: the grid is the tiles of C, launched in plain order.
+__device__ __forceinline__ TileCoord raster_tile()
+{
+    return raster_tile_of(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x);
 }
 
 // Wave tail: blocks whose grouped index is tile_limit or more return at

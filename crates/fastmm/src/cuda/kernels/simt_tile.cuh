@@ -38,9 +38,8 @@ struct SimtPlace {
     int tid, row0, col0, ty, tx;
 };
 
-__device__ __forceinline__ SimtPlace simt_place()
+__device__ __forceinline__ SimtPlace simt_place_at(TileCoord tile)
 {
-    const TileCoord tile = raster_tile();
     SimtPlace place;
     place.tid = threadIdx.x;
     place.row0 = tile.row * BM;
@@ -48,6 +47,11 @@ __device__ __forceinline__ SimtPlace simt_place()
     place.ty = place.tid / 16;
     place.tx = place.tid % 16;
     return place;
+}
+
+__device__ __forceinline__ SimtPlace simt_place()
+{
+    return simt_place_at(raster_tile());
 }
 
 union Vec16 {
