@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchArgs, LaunchConfig, PushKernelArg};
 
 use crate::algo::{Algorithm, GemmOptions};
 use crate::cuda::compile::{KernelKey, KernelSource};
@@ -943,6 +943,64 @@ pub fn contiguous_rows_aligned(dtype: DType, k: usize, n: usize) -> bool {
     k.is_multiple_of(lanes) && n.is_multiple_of(lanes)
 }
 
+/// The arguments every kernel of `kernels/` that multiplies begins with:
+/// `int m, int n, int k, ELEM alpha, const ELEM* a, long long lda, const
+/// ELEM* b, long long ldb, ELEM beta, ELEM* c, long long ldc`.
+struct GemmArgs<T> {
+    m: i32,
+    n: i32,
+    k: i32,
+    alpha: T,
+    a: CUdeviceptr,
+    lda: i64,
+    b: CUdeviceptr,
+    ldb: i64,
+    beta: T,
+    c: CUdeviceptr,
+    ldc: i64,
+}
+
+impl<T: Element> GemmArgs<T> {
+    fn new(
+        (m, k, n): (i32, i32, i32),
+        alpha: T,
+        a: Operand,
+        b: Operand,
+        beta: T,
+        c: Operand,
+    ) -> Self {
+        GemmArgs {
+            m,
+            n,
+            k,
+            alpha,
+            a: a.ptr,
+            lda: a.ld as i64,
+            b: b.ptr,
+            ldb: b.ld as i64,
+            beta,
+            c: c.ptr,
+            ldc: c.ld as i64,
+        }
+    }
+
+    /// Pushes them, in the kernels' order, onto a launch.
+    fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
+        launch
+            .arg(&self.m)
+            .arg(&self.n)
+            .arg(&self.k)
+            .arg(&self.alpha)
+            .arg(&self.a)
+            .arg(&self.lda)
+            .arg(&self.b)
+            .arg(&self.ldb)
+            .arg(&self.beta)
+            .arg(&self.c)
+            .arg(&self.ldc);
+    }
+}
+
 /// Whether every row of `o` starts on a 16-byte boundary, so that
 /// whole-vector loads of its rows are aligned.
 fn rows_aligned<T>(o: &Operand) -> bool {
@@ -982,22 +1040,12 @@ fn launch_stream_k<T: Element>(
     let partials = unsafe { gpu.stream.alloc::<T>(slots) }
         .map_err(|e| cuda_err("cannot allocate the stream-K workspace", e))?;
     let partials_ptr = partials.device_ptr(&gpu.stream).0;
-    let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, c.ld as i64);
+    let args = GemmArgs::new((mi, ki, ni), alpha, a, b, beta, c);
     let vec_ok = 1i32;
     let main = gpu.entry_function(key, key.source.entry())?;
     let mut launch = gpu.stream.launch_builder(&main);
+    args.push(&mut launch);
     launch
-        .arg(&mi)
-        .arg(&ni)
-        .arg(&ki)
-        .arg(&alpha)
-        .arg(&a.ptr)
-        .arg(&lda)
-        .arg(&b.ptr)
-        .arg(&ldb)
-        .arg(&beta)
-        .arg(&c.ptr)
-        .arg(&ldc)
         .arg(&vec_ok)
         .arg(&tiles_m)
         .arg(&tiles_n)
@@ -1020,13 +1068,13 @@ fn launch_stream_k<T: Element>(
     let fixup = gpu.entry_function(key, KernelSource::STREAM_FIXUP_ENTRY)?;
     let mut launch = gpu.stream.launch_builder(&fixup);
     launch
-        .arg(&mi)
-        .arg(&ni)
-        .arg(&ki)
-        .arg(&alpha)
-        .arg(&beta)
-        .arg(&c.ptr)
-        .arg(&ldc)
+        .arg(&args.m)
+        .arg(&args.n)
+        .arg(&args.k)
+        .arg(&args.alpha)
+        .arg(&args.beta)
+        .arg(&args.c)
+        .arg(&args.ldc)
         .arg(&tiles_m)
         .arg(&tiles_n)
         .arg(&sk_first)
@@ -1113,7 +1161,7 @@ fn launch_pass<T: Element>(
         ),
         None => (c, alpha, beta),
     };
-    let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, target.ld as i64);
+    let args = GemmArgs::new((mi, ki, ni), kernel_alpha, a, b, kernel_beta, target);
     let config = LaunchConfig {
         grid_dim: (n.div_ceil(block_cols) as u32, grid_y as u32, slices as u32),
         block_dim: (kernel.threads.0, kernel.threads.1, 1),
@@ -1123,18 +1171,7 @@ fn launch_pass<T: Element>(
     let tile_limit_i = tile_limit.min(i32::MAX as usize) as i32;
     let c_slice = (m * n) as i64;
     let mut launch = gpu.stream.launch_builder(&function);
-    launch
-        .arg(&mi)
-        .arg(&ni)
-        .arg(&ki)
-        .arg(&kernel_alpha)
-        .arg(&a.ptr)
-        .arg(&lda)
-        .arg(&b.ptr)
-        .arg(&ldb)
-        .arg(&kernel_beta)
-        .arg(&target.ptr)
-        .arg(&ldc);
+    args.push(&mut launch);
     if fast.is_some() {
         launch
             .arg(&vec_ok)

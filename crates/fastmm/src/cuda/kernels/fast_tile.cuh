@@ -57,12 +57,9 @@ __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int
     // unless A_VIA_SLOTS).
     __shared__ __align__(16) uint4 a_slots[A_VIA_SLOTS ? A_VECS * THREADS : 1];
     const int tid = place.tid, row0 = place.row0, col0 = place.col0, ty = place.ty, tx = place.tx;
-    // This thread's first vector of each tile; vector i lies
-    // i·THREADS/..._VECS_PER_ROW rows further down.
-    const int a_row = tid / A_VECS_PER_ROW, a_p = (tid % A_VECS_PER_ROW) * VEC;
-    const int b_p = tid / B_VECS_PER_ROW, b_col = (tid % B_VECS_PER_ROW) * VEC;
-    const int a_row_step = THREADS / A_VECS_PER_ROW;
-    const int b_row_step = THREADS / B_VECS_PER_ROW;
+    const SimtVectors vectors = simt_vectors(tid);
+    const int a_row = vectors.a_row, a_p = vectors.a_p, b_p = vectors.b_p, b_col = vectors.b_col;
+    const int a_row_step = A_ROW_STEP, b_row_step = B_ROW_STEP;
     const bool rows_inside = vec_ok && row0 + BM <= m && col0 + BN <= n;
 
 #pragma unroll

@@ -89,10 +89,9 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
     auto staged = [&](int operand) { return min(count(operand), REGISTER_TERMS + STAGED_TERMS); };
     const SimtPlace place = simt_place();
     const int tid = place.tid, row0 = place.row0, col0 = place.col0, ty = place.ty, tx = place.tx;
-    const int a_row = tid / A_VECS_PER_ROW, a_p = (tid % A_VECS_PER_ROW) * VEC;
-    const int b_p = tid / B_VECS_PER_ROW, b_col = (tid % B_VECS_PER_ROW) * VEC;
-    const int a_row_step = THREADS / A_VECS_PER_ROW;
-    const int b_row_step = THREADS / B_VECS_PER_ROW;
+    const SimtVectors vectors = simt_vectors(tid);
+    const int a_row = vectors.a_row, a_p = vectors.a_p, b_p = vectors.b_p, b_col = vectors.b_col;
+    const int a_row_step = A_ROW_STEP, b_row_step = B_ROW_STEP;
     const bool rows_inside = vec_ok && row0 + BM <= m && col0 + BN <= n;
     // This thread's first vector of each tile, as an offset from a term's
     // origin (every term of an operand has the same leading dimension).

@@ -54,6 +54,26 @@ __device__ __forceinline__ SimtPlace simt_place()
     return simt_place_at(raster_tile());
 }
 
+// Where a thread's 16-byte vectors of one staged step lie (the vector
+// loads of fast_tile.cuh and fused.cu): its vector i of A's tile at row
+// a_row + i·A_ROW_STEP, k offset a_p; its vector i of B's at k row
+// b_p + i·B_ROW_STEP, column b_col.
+struct SimtVectors {
+    int a_row, a_p, b_p, b_col;
+};
+#define A_ROW_STEP (THREADS / A_VECS_PER_ROW)
+#define B_ROW_STEP (THREADS / B_VECS_PER_ROW)
+
+__device__ __forceinline__ SimtVectors simt_vectors(int tid)
+{
+    SimtVectors v;
+    v.a_row = tid / A_VECS_PER_ROW;
+    v.a_p = (tid % A_VECS_PER_ROW) * VEC;
+    v.b_p = tid / B_VECS_PER_ROW;
+    v.b_col = (tid % B_VECS_PER_ROW) * VEC;
+    return v;
+}
+
 union Vec16 {
     uint4 raw;
     ELEM e[VEC];
