@@ -21,7 +21,8 @@ use crate::strassen::Scheme;
 use crate::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
     CUDA_RASTER_GROUP, CUDA_SPLIT_K_MIN_DEPTH, CUDA_STREAM_K_FULL_WAVES, CUDA_STREAM_K_MAX_WAVES,
-    CUDA_TIMED_LAUNCHES, CUDA_WAVE_TAIL_MAX_WAVES, CUDA_WAVE_TAIL_MIN_SLICES,
+    CUDA_STREAM_K_MAX_WAVES_ONE_BLOCK, CUDA_TIMED_LAUNCHES, CUDA_WAVE_TAIL_MAX_WAVES,
+    CUDA_WAVE_TAIL_MIN_SLICES,
 };
 
 /// Where the time of one GPU product went, in milliseconds.
@@ -220,9 +221,16 @@ impl FastSchedule {
         }
         let last_wave = tiles % resident;
         let whole_waves = tiles / resident;
+        // One-block kernels multiply two k steps per trip, the stream-K
+        // kernel one: it pays over fewer waves.
+        let stream_k_max_waves = if blocks_per_sm <= 1 {
+            CUDA_STREAM_K_MAX_WAVES_ONE_BLOCK
+        } else {
+            CUDA_STREAM_K_MAX_WAVES
+        };
         if let Some(waves) = stream_k_waves {
             if whole_waves > 0
-                && whole_waves <= CUDA_STREAM_K_MAX_WAVES
+                && whole_waves <= stream_k_max_waves
                 && last_wave != 0
                 && k >= CUDA_SPLIT_K_MIN_DEPTH
             {
@@ -1765,6 +1773,12 @@ mod tests {
         // without stream-K.
         for (dims, expected) in [
             ((16384, 16384, 16384), FastSchedule::Tiles),
+            // One block per SM: the plain kernel (two k steps per trip)
+            // from 5 whole waves on; 6144² is 8 waves and 96 tiles, 8192²
+            // 15 and 68 (neither a wave tail: more than half a wave).
+            ((6144, 6144, 6144), FastSchedule::Tiles),
+            ((8192, 8192, 8192), FastSchedule::Tiles),
+            ((8192, 1024, 8192), FastSchedule::Tiles),
             ((128 * 132, 4096, 512), FastSchedule::Tiles),
             ((4096, 500, 4096), FastSchedule::Tiles),
             ((264, 2056, 264), FastSchedule::SplitK(4)),

@@ -63,7 +63,7 @@ gemm_fast_stream(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, lo
         const int s1 = (int)min((long long)steps, s0 + (end - u));
         const SimtPlace place = simt_place_at(raster_tile_of(tile, tiles_m, tiles_n));
         const int k0 = s0 * BK;
-        fast_tile_product(acc, m, n, min(s1 * BK, k) - k0, a + k0, lda, b + (long long)k0 * ldb, ldb, vec_ok,
+        fast_tile_product<false>(acc, m, n, min(s1 * BK, k) - k0, a + k0, lda, b + (long long)k0 * ldb, ldb, vec_ok,
                           place);
         if (s0 == 0 && s1 == steps) {
             store_tile(acc, m, n, alpha, beta, c, ldc, place);

@@ -45,7 +45,8 @@
 // tile. a and b address the first column of A and row of B of this range of
 // k: a multiple of BK into the matrices, so 16-byte rows stay aligned. The
 // shared tiles are free on entry and on return; a block that runs several
-// tiles puts a barrier between them.
+// tiles puts a barrier between them. TWO_STEPS: see k_loop.
+template <bool TWO_STEPS>
 __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int n, int k,
                                                   const ELEM* __restrict__ a, long long lda,
                                                   const ELEM* __restrict__ b, long long ldb, int vec_ok,
@@ -148,7 +149,7 @@ __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int
         }
     };
 
-    k_loop(acc, a_tile, b_tile, k, ty, tx, fetch, [&](int, int target) { stage(target); });
+    k_loop<TWO_STEPS>(acc, a_tile, b_tile, k, ty, tx, fetch, [&](int, int target) { stage(target); });
 }
 
 // C <- alpha*acc + beta*C over the part of this thread's micro-tile inside

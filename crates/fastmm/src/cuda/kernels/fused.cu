@@ -234,7 +234,7 @@ gemm_fused(int m, int n, int k, ELEM alpha, long long lda, long long ldb, ELEM b
         }
     };
 
-    k_loop(acc, a_tile, b_tile, k, ty, tx, fetch, stage);
+    k_loop<false>(acc, a_tile, b_tile, k, ty, tx, fetch, stage);
     // Destinations innermost: with them outermost the compiler keeps every
     // element's address live across that loop and spills.
     for_each_inside(row0, col0, m, n, ty, tx, [&](int i, int j, int gi, int gj) {

@@ -108,20 +108,50 @@ __device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a
 // The k loop over double-buffered shared tiles: fetch(p0, buffer) starts
 // loading step p0 into a buffer, stage(p0, buffer) completes it after the
 // current step's products; one barrier per step.
-template <typename Fetch, typename Stage>
+//
+// TWO_STEPS runs two steps per trip of the loop, one on each buffer, so
+// that every shared address is a constant offset from one base. With one
+// step per trip the buffer alternates at run time, and ptxas rebuilt the
+// shared addresses every step, reading the shared window's base
+// (S2R SR_CgaCtaId) each time: ncu put 1.2% of the 128 x 256 kernel's stall
+// samples on that read, and as much again on the barrier behind it. Two
+// steps per trip measured 1.8% (4096^3), 3.6% (8192^3) and 3% (16384^3)
+// faster on the H100, at 253 registers instead of 231, but the loop's code
+// doubles (75 KB for the 8 x 16 tile): in the stream-K kernel, whose
+// instruction-cache stalls tripled with it, and under the 128-register cap
+// of the two-block kernels, where ptxas spilled, each step keeps its own
+// trip (docs/perf-notes.md, "two k steps per trip").
+template <bool TWO_STEPS, typename Fetch, typename Stage>
 __device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM], ELEM (*b_tile)[BK][BN], int k,
                                        int ty, int tx, Fetch&& fetch, Stage&& stage)
 {
     fetch(0, 0);
     stage(0, 0);
     __syncthreads();
+    if (TWO_STEPS) {
+        // One step: fetch the next into the other buffer, multiply this
+        // one, complete the next; false when this was the last.
+        auto step = [&](int p0, int buf) {
+            const bool more = p0 + BK < k;
+            if (more) fetch(p0 + BK, buf ^ 1);
+            step_products<BM>(acc, a_tile[buf], b_tile[buf], ty, tx);
+            if (more) {
+                // The other buffer was last read before the previous barrier.
+                stage(p0 + BK, buf ^ 1);
+                __syncthreads();
+            }
+            return more;
+        };
+        for (int p0 = 0; step(p0, 0) && step(p0 + BK, 1); p0 += 2 * BK) {
+        }
+        return;
+    }
     int buf = 0;
     for (int p0 = 0; p0 < k; p0 += BK) {
         const bool more = p0 + BK < k;
         if (more) fetch(p0 + BK, buf ^ 1);
         step_products<BM>(acc, a_tile[buf], b_tile[buf], ty, tx);
         if (more) {
-            // The other buffer was last read before the previous barrier.
             stage(p0 + BK, buf ^ 1);
             __syncthreads();
             buf ^= 1;
