@@ -146,6 +146,9 @@ __device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM
         }
         return;
     }
+    // Written out rather than through `step`: every form through it that
+    // was tried changed these kernels' SASS, which this loop keeps as
+    // measured.
     int buf = 0;
     for (int p0 = 0; p0 < k; p0 += BK) {
         const bool more = p0 + BK < k;
