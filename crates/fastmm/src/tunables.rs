@@ -229,12 +229,15 @@ pub const CUDA_STREAM_K_FULL_WAVES: usize = 0;
 pub const CUDA_STREAM_K_MAX_WAVES: usize = 16;
 
 /// ...and for the kernels of one block per SM (the 128×256 and 256×128
-/// tiles), whose plain kernel runs two k steps per trip while the stream-K
-/// kernel keeps one (`kernels/simt_tile.cuh`, `k_loop`): on the H100 f32
+/// tiles). The plain kernel runs two k steps per trip and the stream-K
+/// kernel one (`kernels/simt_tile.cuh`, `k_loop`): on the H100 f32
 /// stream-K still gained at 3072³ (2 whole waves, 1.020× against the wave
 /// tail's 0.973× cuBLAS) and 4096³ (3, 0.910× against 0.906×), but lost to
 /// the plain kernel at 6144³ (8, 0.934× against 0.941×), 8192³ (15, 0.928×
-/// against 0.937×) and 8192×1024×8192 (15, 0.894× against 0.902×).
+/// against 0.937×) and 8192×1024×8192 (15, 0.894× against 0.902×). (The
+/// two-block kernels were not re-measured against their two-step plain
+/// kernel, which gained 3% at 8192³ f64 under the wave tail; they keep
+/// [`CUDA_STREAM_K_MAX_WAVES`].)
 pub const CUDA_STREAM_K_MAX_WAVES_ONE_BLOCK: usize = 4;
 
 /// Shared-memory stages of `cuda-fast`'s SIMT kernel for operands whose

@@ -221,8 +221,8 @@ impl FastSchedule {
         }
         let last_wave = tiles % resident;
         let whole_waves = tiles / resident;
-        // One-block kernels multiply two k steps per trip, the stream-K
-        // kernel one: it pays over fewer waves.
+        // Against the one-block kernels' plain path (two k steps per trip;
+        // the stream-K kernel has one) stream-K pays over fewer waves.
         let stream_k_max_waves = if blocks_per_sm <= 1 {
             CUDA_STREAM_K_MAX_WAVES_ONE_BLOCK
         } else {

@@ -15,6 +15,6 @@ gemm_fast(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long long
     ENTER_K_SLICE();
     const SimtPlace place = simt_place();
     ACC acc[TM][TN];
-    fast_tile_product<MIN_BLOCKS == 1>(acc, m, n, k, a, lda, b, ldb, vec_ok, place);
+    fast_tile_product<true>(acc, m, n, k, a, lda, b, ldb, vec_ok, place);
     store_tile(acc, m, n, alpha, beta, c, ldc, place);
 }

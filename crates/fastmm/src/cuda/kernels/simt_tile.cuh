@@ -116,11 +116,12 @@ __device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a
 // (S2R SR_CgaCtaId) each time: ncu put 1.2% of the 128 x 256 kernel's stall
 // samples on that read, and as much again on the barrier behind it. Two
 // steps per trip measured 1.8% (4096^3), 3.6% (8192^3) and 3% (16384^3)
-// faster on the H100, at 253 registers instead of 231, but the loop's code
-// doubles (75 KB for the 8 x 16 tile): in the stream-K kernel, whose
-// instruction-cache stalls tripled with it, and under the 128-register cap
-// of the two-block kernels, where ptxas spilled, each step keeps its own
-// trip (docs/perf-notes.md, "two k steps per trip").
+// faster on the H100 for f32 (253 registers instead of 231) and 3% at
+// 8192^3 f64 (8 x 4, still 128), but the loop's code doubles (75 KB for the
+// 8 x 16 tile). fast.cu runs two steps; the stream-K kernel, whose
+// instruction-cache stalls tripled with them (and whose f64 8 x 4 variant
+// spilled under the 128-register cap), and fused.cu keep one
+// (docs/perf-notes.md, "two k steps per trip").
 template <bool TWO_STEPS, typename Fetch, typename Stage>
 __device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM], ELEM (*b_tile)[BK][BN], int k,
                                        int ty, int tx, Fetch&& fetch, Stage&& stage)
