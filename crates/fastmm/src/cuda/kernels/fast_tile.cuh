@@ -15,8 +15,8 @@
 // B_VECS of B per k step when the block's tiles lie inside the matrices and
 // the host said the rows are 16-byte aligned (vec_ok). A's vectors go
 // through registers (fetched before the current step's products, stored
-// transposed after them; the f64 kernels capped at 128 registers stage
-// them in shared-memory slots with cp.async instead, see A_VIA_SLOTS); B's
+// transposed after them; the f64 kernels capped at 128 registers copy them
+// with cp.async instead, see A_ASYNC); B's
 // go straight to shared memory with cp.async on sm_80+ (through registers
 // before that). Edge steps use guarded scalar
 // loads that zero-fill, stored at once, so any m, n, k works. The shared
@@ -30,15 +30,42 @@
 // Two blocks per SM (at most 128 registers per thread) while the
 // accumulators take at most 64 registers.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
-// The f64 kernels held to 128 registers fetch A with cp.async into
-// per-thread slots of shared memory instead of registers. Through
-// registers, ptxas copied the loaded vectors to other registers right
-// after the loads (to free them for the products), and that copy waited
-// out the whole global latency every k step: 17% of the stall samples of
-// 4096^3 f64, all "long scoreboard" (ncu source counters). With the slots,
-// 3-4% faster on the H100; i64's 4x4 kernel ran 0.7% slower, so integers
-// keep the registers. ((ELEM)0.5 != 0 tells floats from integers.)
-#define A_VIA_SLOTS (USE_ASYNC_B && sizeof(ELEM) == 8 && (ELEM)0.5 != (ELEM)0 && MIN_BLOCKS == 2)
+// The f64 kernels held to 128 registers fetch A with cp.async instead of
+// through registers. Through registers, ptxas copied the loaded vectors to
+// other registers right after the loads (to free them for the products),
+// and that copy waited out the whole global latency every k step: 17% of
+// the stall samples of 4096^3 f64, all "long scoreboard" (ncu source
+// counters). i64's 4x4 kernel ran 0.7% slower without the registers, so
+// integers keep them. ((ELEM)0.5 != 0 tells floats from integers.)
+//
+// Where the copies go (a_layout below): straight into a shared tile stored
+// by rows (simt_tile.cuh's ARowsTile), or into per-thread slots of shared
+// memory, read back after the step's products and stored transposed. The
+// slots cost two more passes over A through shared memory, whose pipe the
+// f64 fragment reads keep about half busy: the row layout ran 3.9% faster
+// at 4096^3 (8 x 4, stream-K's one-step loop) and 7% at 1024^3 (4 x 4) on
+// the H100. The 8 x 4 two-step loop keeps the slots: reading A along k
+// holds VEC k steps of A's fragment at once, and under the 128-register
+// cap ptxas spilled it, or, reading one row of A at a time, shuffled
+// accumulators between registers and ran 6% slower at 8192^3.
+#define A_ASYNC (USE_ASYNC_B && sizeof(ELEM) == 8 && (ELEM)0.5 != (ELEM)0 && MIN_BLOCKS == 2)
+
+enum ALayout { A_TRANSPOSED_FROM_REGISTERS, A_TRANSPOSED_FROM_SLOTS, A_BY_ROWS };
+
+__host__ __device__ constexpr ALayout a_layout(bool two_steps)
+{
+    return !A_ASYNC ? A_TRANSPOSED_FROM_REGISTERS : (two_steps && TM > 4) ? A_TRANSPOSED_FROM_SLOTS : A_BY_ROWS;
+}
+
+// The type of A's staged tile for each layout.
+template <bool BY_ROWS>
+struct ATileOf {
+    typedef ELEM type[BK][BM];
+};
+template <>
+struct ATileOf<true> {
+    typedef ARowsTile type;
+};
 
 // acc <- A[row0 .. row0+BM, 0 .. k) * B[0 .. k, col0 .. col0+BN) for this
 // thread's micro-tile (zero outside the m x n product), `place` giving the
@@ -52,11 +79,12 @@ __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int
                                                   const ELEM* __restrict__ b, long long ldb, int vec_ok,
                                                   const SimtPlace& place)
 {
-    __shared__ __align__(16) ELEM a_tile[2][BK][BM];
+    constexpr ALayout LAYOUT = a_layout(TWO_STEPS);
+    __shared__ __align__(16) typename ATileOf<LAYOUT == A_BY_ROWS>::type a_tile[2];
     __shared__ __align__(16) ELEM b_tile[2][BK][BN];
     // A's vectors of the step being fetched, each thread its own (unused
-    // unless A_VIA_SLOTS).
-    __shared__ __align__(16) uint4 a_slots[A_VIA_SLOTS ? A_VECS * THREADS : 1];
+    // unless A_TRANSPOSED_FROM_SLOTS).
+    __shared__ __align__(16) uint4 a_slots[LAYOUT == A_TRANSPOSED_FROM_SLOTS ? A_VECS * THREADS : 1];
     const int tid = place.tid, row0 = place.row0, col0 = place.col0, ty = place.ty, tx = place.tx;
     const SimtVectors vectors = simt_vectors(tid);
     const int a_row = vectors.a_row, a_p = vectors.a_p, b_p = vectors.b_p, b_col = vectors.b_col;
@@ -68,9 +96,9 @@ __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0;
 
-    // Interior steps load A's vectors into registers (or, A_VIA_SLOTS,
-    // into this thread's slots), stored transposed after the step's
-    // products, and B's straight into shared memory with cp.async where the
+    // Interior steps load A's vectors into registers (or into this thread's
+    // slots), stored transposed after the step's products (or copy them
+    // straight into place, A_BY_ROWS), and B's straight into shared memory with cp.async where the
     // architecture has it (else through registers too).
     // Edge steps store their guarded scalar loads at once: the target
     // buffer is free, and no registers stay live across the products.
@@ -91,7 +119,9 @@ __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int
 #pragma unroll
             for (int i = 0; i < A_VECS; ++i) {
                 const ELEM* src = a_walk + i * a_row_step * lda + p0;
-                if (A_VIA_SLOTS) {
+                if (LAYOUT == A_BY_ROWS) {
+                    copy_async16(&a_at(a_tile[target], a_row + i * a_row_step, a_p), src);
+                } else if (LAYOUT == A_TRANSPOSED_FROM_SLOTS) {
                     copy_async16(&a_slots[i * THREADS + tid], src);
                 } else {
                     next_a[i].raw = *reinterpret_cast<const uint4*>(src);
@@ -112,7 +142,7 @@ __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int
 #pragma unroll
                 for (int v = 0; v < VEC; ++v) {
                     const int gi = row0 + a_row + i * a_row_step, gp = p0 + a_p + v;
-                    a_tile[target][a_p + v][a_row + i * a_row_step] =
+                    a_at(a_tile[target], a_row + i * a_row_step, a_p + v) =
                         (gi < m && gp < k) ? a[gi * lda + gp] : (ELEM)0;
                 }
 #pragma unroll
@@ -128,17 +158,19 @@ __device__ __forceinline__ void fast_tile_product(ACC (&acc)[TM][TN], int m, int
     // Completes step p0's loads into `target` (before the barrier).
     auto stage = [&](int target) {
         if (pending) {
-            if (A_VIA_SLOTS) {
+            if (LAYOUT == A_TRANSPOSED_FROM_SLOTS) {
                 // A thread reads back only its own slots: no barrier needed.
                 wait_async_copies();
 #pragma unroll
                 for (int i = 0; i < A_VECS; ++i) next_a[i].raw = a_slots[i * THREADS + tid];
             }
+            if (LAYOUT != A_BY_ROWS) {
 #pragma unroll
-            for (int i = 0; i < A_VECS; ++i)
+                for (int i = 0; i < A_VECS; ++i)
 #pragma unroll
-                for (int v = 0; v < VEC; ++v)
-                    a_tile[target][a_p + v][a_row + i * a_row_step] = next_a[i].e[v];
+                    for (int v = 0; v < VEC; ++v)
+                        a_at(a_tile[target], a_row + i * a_row_step, a_p + v) = next_a[i].e[v];
+            }
 #if USE_ASYNC_B
             wait_async_copies();
 #else

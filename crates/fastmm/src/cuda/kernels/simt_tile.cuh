@@ -105,6 +105,68 @@ __device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a
     }
 }
 
+// A's staged tile stored by rows instead of transposed, for the kernels
+// that copy A with cp.async straight into place (fast_tile.cuh's
+// a_layout): BM rows of BK elements, A_ROW_LD apart. The padding of one
+// 16-byte vector puts the two rows a warp reads at once (ty and ty + 1,
+// VEC rows apart) 2·A_ROW_LD elements apart (160 bytes for the 8-byte types
+// that use it: 8 banks on), so their 16-byte reads share no bank.
+#define A_ROW_LD (BK + VEC)
+struct ARowsTile {
+    ELEM e[BM][A_ROW_LD];
+};
+
+// acc += (one staged step of A, stored by rows) x (one of B): as
+// step_products, but each 16-byte read of A brings VEC consecutive k of one
+// of the thread's rows, so A takes as many reads and no transposing stores.
+// All TM reads of A for those VEC k come first, then B's rows one k at a
+// time.
+__device__ __forceinline__ void step_products_rows(ACC (&acc)[TM][TN], const ARowsTile& a, const ELEM (*b)[BN], int ty,
+                                                   int tx)
+{
+#pragma unroll
+    for (int p0 = 0; p0 < BK; p0 += VEC) {
+        Vec16 ra[TM];
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+            ra[i].raw = *reinterpret_cast<const uint4*>(&a.e[(i / VEC) * GROUP_STRIDE + ty * VEC + i % VEC][p0]);
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+            ELEM rb[TN];
+#pragma unroll
+            for (int g = 0; g < TN / VEC; ++g)
+#pragma unroll
+                for (int r = 0; r < VEC; ++r) rb[g * VEC + r] = b[p0 + v][g * GROUP_STRIDE + tx * VEC + r];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += (ACC)ra[i].e[v] * (ACC)rb[j];
+        }
+    }
+}
+
+// One staged step's products, for either layout of A's tile.
+__device__ __forceinline__ void staged_products(ACC (&acc)[TM][TN], const ELEM (&a)[BK][BM], const ELEM (*b)[BN], int ty,
+                                                int tx)
+{
+    step_products<BM>(acc, a, b, ty, tx);
+}
+__device__ __forceinline__ void staged_products(ACC (&acc)[TM][TN], const ARowsTile& a, const ELEM (*b)[BN], int ty,
+                                                int tx)
+{
+    step_products_rows(acc, a, b, ty, tx);
+}
+
+// Element (row, p) of A's staged tile, for either layout.
+__device__ __forceinline__ ELEM& a_at(ELEM (&a)[BK][BM], int row, int p)
+{
+    return a[p][row];
+}
+__device__ __forceinline__ ELEM& a_at(ARowsTile& a, int row, int p)
+{
+    return a.e[row][p];
+}
+
 // The k loop over double-buffered shared tiles: fetch(p0, buffer) starts
 // loading step p0 into a buffer, stage(p0, buffer) completes it after the
 // current step's products; one barrier per step.
@@ -122,8 +184,8 @@ __device__ __forceinline__ void step_products(ACC (&acc)[TM][TN], const ELEM (*a
 // instruction-cache stalls tripled with them (and whose f64 8 x 4 variant
 // spilled under the 128-register cap), and fused.cu keep one
 // (docs/perf-notes.md, "two k steps per trip").
-template <bool TWO_STEPS, typename Fetch, typename Stage>
-__device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM], ELEM (*b_tile)[BK][BN], int k,
+template <bool TWO_STEPS, typename ATile, typename Fetch, typename Stage>
+__device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ATile* a_tile, ELEM (*b_tile)[BK][BN], int k,
                                        int ty, int tx, Fetch&& fetch, Stage&& stage)
 {
     fetch(0, 0);
@@ -135,7 +197,7 @@ __device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM
         auto step = [&](int p0, int buf) {
             const bool more = p0 + BK < k;
             if (more) fetch(p0 + BK, buf ^ 1);
-            step_products<BM>(acc, a_tile[buf], b_tile[buf], ty, tx);
+            staged_products(acc, a_tile[buf], b_tile[buf], ty, tx);
             if (more) {
                 // The other buffer was last read before the previous barrier.
                 stage(p0 + BK, buf ^ 1);
@@ -154,7 +216,7 @@ __device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ELEM (*a_tile)[BK][BM
     for (int p0 = 0; p0 < k; p0 += BK) {
         const bool more = p0 + BK < k;
         if (more) fetch(p0 + BK, buf ^ 1);
-        step_products<BM>(acc, a_tile[buf], b_tile[buf], ty, tx);
+        staged_products(acc, a_tile[buf], b_tile[buf], ty, tx);
         if (more) {
             stage(p0 + BK, buf ^ 1);
             __syncthreads();
