@@ -42,12 +42,13 @@
 // by rows (simt_tile.cuh's ARowsTile), or into per-thread slots of shared
 // memory, read back after the step's products and stored transposed. The
 // slots cost two more passes over A through shared memory, whose pipe the
-// f64 fragment reads keep about half busy: the row layout ran 3.9% faster
+// f64 fragment reads keep about half busy by our count (docs/perf-notes.md,
+// "A tile stored by rows"): the row layout ran 3.9% faster
 // at 4096^3 (8 x 4, stream-K's one-step loop) and 7% at 1024^3 (4 x 4) on
 // the H100. The 8 x 4 two-step loop keeps the slots: reading A along k
 // holds VEC k steps of A's fragment at once, and under the 128-register
 // cap ptxas spilled it, or, reading one row of A at a time, shuffled
-// accumulators between registers and ran 6% slower at 8192^3.
+// accumulators between registers and ran 5-6% slower at 8192^3.
 #define A_ASYNC (USE_ASYNC_B && sizeof(ELEM) == 8 && (ELEM)0.5 != (ELEM)0 && MIN_BLOCKS == 2)
 
 enum ALayout { A_TRANSPOSED_FROM_REGISTERS, A_TRANSPOSED_FROM_SLOTS, A_BY_ROWS };
