@@ -14,12 +14,13 @@
 //! 25–40% slower on the Ice Lake dev machine, which retires two 512-bit
 //! FMAs per cycle (f32 93–129 against 140–152 GFLOP/s on cache-resident
 //! panels); the integer kernels, bound by their multiplies, keep 12×2.
-//! AVX2 has 16, so 6×(two vectors) keeps 12 accumulators for f32 and
-//! i32, and 4×(two vectors) 8 for f64 and for the i64 emulation (which needs
-//! scratch registers). At 6×2 the f64 kernel needs 15 of the 16 registers
-//! and LLVM kept one accumulator on the stack, a store-to-load chain every
-//! k step: 21–25 GFLOP/s on cache-resident panels, against 54 at 4×2
-//! (docs/perf-notes.md).
+//! AVX2 has 16, so 6×(two vectors) keeps 12 accumulators for f32, i32 and
+//! f64, and 4×(two vectors) 8 for the i64 emulation (which needs scratch
+//! registers). The f64 6×2 tile needs all 16 registers, and LLVM, given
+//! its k loop as intrinsics, kept one accumulator on the stack (a
+//! store-to-load chain every k step, 21 GFLOP/s), so that loop is written
+//! in assembly (`avx2_f64_6x8_k_loop`); it replaced a 4×2 tile whose
+//! eight accumulators only just covered the FMA latency (docs/perf-notes.md).
 
 use std::arch::x86_64::*;
 
@@ -45,11 +46,128 @@ fn has_avx2() -> bool {
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
 }
 
+/// acc += Ã[steps]·B̃[steps] for one micro-tile, with intrinsics: per k
+/// step the NR/lanes vectors of B̃, then each row's broadcast of Ã against
+/// them. Ã streams from L2, so it is asked for a few steps early
+/// (wrapping_add: the hint may point past the panel, which a prefetch
+/// tolerates and `add` would not).
+macro_rules! intrinsics_k_loop {
+    ($steps:expr, $a:expr, $b:expr, $acc:ident, $t:ty, $mr:literal, $nv:literal, $lanes:literal, $ops:ident) => {
+        for p in $steps {
+            let bp = $b.add(p * $nv * $lanes);
+            for line in (0..$mr).step_by(64 / std::mem::size_of::<$t>()) {
+                _mm_prefetch::<_MM_HINT_T0>(
+                    $a.wrapping_add((p + A_PREFETCH_STEPS) * $mr + line).cast(),
+                );
+            }
+            let mut b_row = [$ops::zero(); $nv];
+            for v in 0..$nv {
+                b_row[v] = $ops::load(bp.add(v * $lanes));
+            }
+            let ap = $a.add(p * $mr);
+            for i in 0..$mr {
+                let ai = $ops::splat(*ap.add(i));
+                for v in 0..$nv {
+                    $acc[i][v] = $ops::fma(ai, b_row[v], $acc[i][v]);
+                }
+            }
+        }
+    };
+}
+
+/// The AVX2 f64 6×8 tile's k loop in assembly: its 12 accumulators, two
+/// vectors of B̃ and a broadcast of Ã need all 16 `ymm` registers with two
+/// broadcast registers alternating, and LLVM, given the same loop as
+/// intrinsics, kept one accumulator on the stack (a store-to-load chain
+/// every k step: 21 against 48 GFLOP/s; docs/perf-notes.md). Same
+/// arithmetic and order as `intrinsics_k_loop`; Ã prefetched
+/// A_PREFETCH_STEPS ahead as there.
+macro_rules! avx2_f64_6x8_k_loop {
+    ($steps:expr, $a:expr, $b:expr, $acc:ident, $t:ty, $mr:literal, $nv:literal, $lanes:literal, $ops:ident) => {{
+        const { assert!($mr == 6 && $nv == 2 && $lanes == 4) };
+        let steps = $steps;
+        let mut a_walk: *const f64 = $a.add(steps.start * 6);
+        let mut b_walk: *const f64 = $b.add(steps.start * 8);
+        let mut count = steps.end - steps.start;
+        // SAFETY: the kernel contract gives 6 elements of Ã and 8 of B̃ per
+        // k step for every step of the range; the loop reads exactly
+        // those (and prefetches, which never fault), writes no memory and
+        // leaves the stack alone.
+        std::arch::asm!(
+            "test {count}, {count}",
+            "jz 3f",
+            "2:",
+            "prefetcht0 [{a} + {ahead}]",
+            "vmovupd ymm12, ymmword ptr [{b}]",
+            "vmovupd ymm13, ymmword ptr [{b} + 32]",
+            "vbroadcastsd ymm14, qword ptr [{a}]",
+            "vfmadd231pd ymm0, ymm12, ymm14",
+            "vfmadd231pd ymm1, ymm13, ymm14",
+            "vbroadcastsd ymm15, qword ptr [{a} + 8]",
+            "vfmadd231pd ymm2, ymm12, ymm15",
+            "vfmadd231pd ymm3, ymm13, ymm15",
+            "vbroadcastsd ymm14, qword ptr [{a} + 16]",
+            "vfmadd231pd ymm4, ymm12, ymm14",
+            "vfmadd231pd ymm5, ymm13, ymm14",
+            "vbroadcastsd ymm15, qword ptr [{a} + 24]",
+            "vfmadd231pd ymm6, ymm12, ymm15",
+            "vfmadd231pd ymm7, ymm13, ymm15",
+            "vbroadcastsd ymm14, qword ptr [{a} + 32]",
+            "vfmadd231pd ymm8, ymm12, ymm14",
+            "vfmadd231pd ymm9, ymm13, ymm14",
+            "vbroadcastsd ymm15, qword ptr [{a} + 40]",
+            "vfmadd231pd ymm10, ymm12, ymm15",
+            "vfmadd231pd ymm11, ymm13, ymm15",
+            "add {a}, 48",
+            "add {b}, 64",
+            "dec {count}",
+            "jnz 2b",
+            "3:",
+            a = inout(reg) a_walk,
+            b = inout(reg) b_walk,
+            count = inout(reg) count,
+            ahead = const A_PREFETCH_STEPS * 48,
+            inout("ymm0") $acc[0][0],
+            inout("ymm1") $acc[0][1],
+            inout("ymm2") $acc[1][0],
+            inout("ymm3") $acc[1][1],
+            inout("ymm4") $acc[2][0],
+            inout("ymm5") $acc[2][1],
+            inout("ymm6") $acc[3][0],
+            inout("ymm7") $acc[3][1],
+            inout("ymm8") $acc[4][0],
+            inout("ymm9") $acc[4][1],
+            inout("ymm10") $acc[5][0],
+            inout("ymm11") $acc[5][1],
+            out("ymm12") _,
+            out("ymm13") _,
+            out("ymm14") _,
+            out("ymm15") _,
+            options(nostack, readonly),
+        );
+        let _ = (a_walk, b_walk, count);
+    }};
+}
+
 /// Defines one microkernel. `$ops` names a module of `#[inline]` vector
 /// operations compiled with the same features: `zero`, `load`, `store`,
 /// `splat`, `fma(a, b, acc) = acc + a·b` and `mul`.
 macro_rules! simd_kernel {
     ($name:ident, $t:ty, $mr:literal, $nv:literal, $lanes:literal, $label:literal, $features:literal, $detect:path, $ops:ident) => {
+        simd_kernel!(
+            $name,
+            $t,
+            $mr,
+            $nv,
+            $lanes,
+            $label,
+            $features,
+            $detect,
+            $ops,
+            intrinsics_k_loop
+        );
+    };
+    ($name:ident, $t:ty, $mr:literal, $nv:literal, $lanes:literal, $label:literal, $features:literal, $detect:path, $ops:ident, $k_loop:ident) => {
         #[doc = concat!("`", $label, "` kernel for ", stringify!($t), ".")]
         pub struct $name;
 
@@ -93,29 +211,7 @@ macro_rules! simd_kernel {
                                 }
                             }
                         }
-                        for p in steps {
-                            let bp = b.add(p * NR);
-                            // Ã streams from L2: ask for it a few steps
-                            // early. wrapping_add: the hint may point past
-                            // the panel, which a prefetch tolerates and `add`
-                            // would not.
-                            for line in (0..$mr).step_by(64 / std::mem::size_of::<$t>()) {
-                                _mm_prefetch::<_MM_HINT_T0>(
-                                    a.wrapping_add((p + A_PREFETCH_STEPS) * $mr + line).cast(),
-                                );
-                            }
-                            let mut b_row = [$ops::zero(); $nv];
-                            for v in 0..$nv {
-                                b_row[v] = $ops::load(bp.add(v * $lanes));
-                            }
-                            let ap = a.add(p * $mr);
-                            for i in 0..$mr {
-                                let ai = $ops::splat(*ap.add(i));
-                                for v in 0..$nv {
-                                    acc[i][v] = $ops::fma(ai, b_row[v], acc[i][v]);
-                                }
-                            }
-                        }
+                        $k_loop!(steps, a, b, acc, $t, $mr, $nv, $lanes, $ops);
                     }
                     let beta_v = $ops::splat(beta);
                     for &(alpha, c) in dests {
@@ -367,7 +463,18 @@ simd_kernel!(
     has_avx2,
     f32x8
 );
-simd_kernel!(Avx2F64, f64, 4, 2, 4, "avx2 4x8", "avx2,fma", has_avx2, f64x4);
+simd_kernel!(
+    Avx2F64,
+    f64,
+    6,
+    2,
+    4,
+    "avx2 6x8",
+    "avx2,fma",
+    has_avx2,
+    f64x4,
+    avx2_f64_6x8_k_loop
+);
 simd_kernel!(
     Avx2I32,
     i32,
