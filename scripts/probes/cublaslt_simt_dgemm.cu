@@ -16,22 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#define CUDA_CHECK(call)                                                                      \
-    do {                                                                                      \
-        cudaError_t err_ = (call);                                                            \
-        if (err_ != cudaSuccess) {                                                            \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));      \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
-#define BLAS_CHECK(call)                                                                      \
-    do {                                                                                      \
-        cublasStatus_t st_ = (call);                                                          \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                   \
-            fprintf(stderr, "%s:%d cublas status %d\n", __FILE__, __LINE__, (int)st_);       \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
+#include "probe_check.h"
 
 struct Problem {
     int n;
@@ -76,7 +61,7 @@ static float time_algo(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, cublasLtM
     std::vector<float> times;
     for (int rep = 0; rep < 10; ++rep) {
         CUDA_CHECK(cudaEventRecord(p.start));
-        BLAS_CHECK(launch());
+        CUBLAS_CHECK(launch());
         CUDA_CHECK(cudaEventRecord(p.stop));
         CUDA_CHECK(cudaEventSynchronize(p.stop));
         float ms;
@@ -128,12 +113,12 @@ int main(int argc, char** argv)
 
     // The default dgemm: reference values and the peer's time.
     cublasHandle_t handle;
-    BLAS_CHECK(cublasCreate(&handle));
+    CUBLAS_CHECK(cublasCreate(&handle));
     const double one = 1.0, zero = 0.0;
     std::vector<float> times;
     for (int rep = 0; rep < 11; ++rep) {
         CUDA_CHECK(cudaEventRecord(p.start));
-        BLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, p.a, n, p.b, n, &zero,
+        CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, p.a, n, p.b, n, &zero,
                                p.reference, n));
         CUDA_CHECK(cudaEventRecord(p.stop));
         CUDA_CHECK(cudaEventSynchronize(p.stop));
@@ -145,18 +130,18 @@ int main(int argc, char** argv)
     printf("n=%d cublasDgemm default: median %.3f ms, %.2f TFLOPS\n", n, dgemm_ms, tflops(n, dgemm_ms));
 
     cublasLtHandle_t lt;
-    BLAS_CHECK(cublasLtCreate(&lt));
+    CUBLAS_CHECK(cublasLtCreate(&lt));
     cublasLtMatmulDesc_t desc;
-    BLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_64F, CUDA_R_64F));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_64F, CUDA_R_64F));
     cublasLtMatrixLayout_t layout;
-    BLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, CUDA_R_64F, n, n, n));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, CUDA_R_64F, n, n, n));
 
     cublasLtMatmulPreference_t preference;
-    BLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-    BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &p.workspace_bytes, sizeof p.workspace_bytes));
     const uint64_t fma_only = CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA;
-    BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_IMPL_MASK, &fma_only,
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_IMPL_MASK, &fma_only,
                                                     sizeof fma_only));
     cublasLtMatmulHeuristicResult_t results[32];
     int found = 0;
@@ -181,7 +166,7 @@ int main(int argc, char** argv)
     // capabilities say FMA, with each tile and stage count it lists.
     int ids[1024];
     int id_count = 0;
-    BLAS_CHECK(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F,
+    CUBLAS_CHECK(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F,
                                         CUDA_R_64F, CUDA_R_64F, 1024, ids, &id_count));
     printf("algorithm ids for 64F: %d\n", id_count);
     int tried = 0;
