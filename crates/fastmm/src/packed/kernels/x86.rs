@@ -151,7 +151,9 @@ macro_rules! avx2_f64_6x8_k_loop {
 
 /// Defines one microkernel. `$ops` names a module of `#[inline]` vector
 /// operations compiled with the same features: `zero`, `load`, `store`,
-/// `splat`, `fma(a, b, acc) = acc + a·b` and `mul`.
+/// `splat`, `fma(a, b, acc) = acc + a·b` and `mul`. An optional last
+/// argument names the macro that runs the k loop (`intrinsics_k_loop`
+/// unless a tile needs its registers placed by hand).
 macro_rules! simd_kernel {
     ($name:ident, $t:ty, $mr:literal, $nv:literal, $lanes:literal, $label:literal, $features:literal, $detect:path, $ops:ident) => {
         simd_kernel!(
