@@ -202,7 +202,13 @@ macro_rules! simd_kernel {
                     for (phase, steps) in [0..tail, tail..kc].into_iter().enumerate() {
                         for &(_, c) in dests {
                             for i in 0..$mr {
-                                for j in (0..NR).step_by(64 / std::mem::size_of::<$t>()) {
+                                // The last column too: a row of the tile
+                                // that does not start on a line (C from
+                                // the system allocator starts 16 bytes
+                                // past one) spans one line more.
+                                let line_elements = 64 / std::mem::size_of::<$t>();
+                                let columns = (0..NR).step_by(line_elements).chain([NR - 1]);
+                                for j in columns {
                                     let line =
                                         c.offset(i as isize * rs_c + j as isize * cs_c).cast();
                                     if phase == 0 {
