@@ -48,8 +48,9 @@ pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
 pub const PACKED_PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 
 /// `packed` on several threads cuts each block of C it splits by rows into
-/// this many row tasks per thread (each at least 32 micro-panels of Ã and
-/// at most MC rows), which rayon hands to whichever thread is free: a
+/// about this many row tasks per thread (each at least 32 micro-panels of Ã
+/// and at most MC rows, a multiple of the threads in all, of equal panel
+/// counts), which whichever thread is free takes next: a
 /// thread the host pauses (steal time on a shared virtual machine) then
 /// holds up only its current task, not a share fixed in advance. Against
 /// one share per thread on dev-icelake, two threads, interleaved pairs

@@ -171,3 +171,43 @@ fn forcing_an_unsupported_or_unknown_kernel_is_an_error() {
     }
     assert!(CpuKernel::Generic.is_supported());
 }
+
+/// The multithreaded row pipeline (tasks of many (jc, pc) steps taken in
+/// order, B̃ in two buffers used in turn) run many times with tiny blocks
+/// and more threads than cores, so that threads overtake one another: any
+/// task that ran before what it waits for would change the exact result.
+#[test]
+fn row_pipeline_is_exact_under_contention() {
+    let mut rng = seeded_rng(13);
+    let kernel = select_kernel::<i64>(None).unwrap();
+    let blocks = BlockSizes {
+        mc: 2 * kernel.mr,
+        kc: 7,
+        nc: kernel.nr,
+    };
+    // At least 4 row panels per thread for 8 threads, the pipeline's condition.
+    let (m, k, n) = (40 * kernel.mr + 3, 97, 5 * kernel.nr + 1);
+    let a: Matrix<i64> = random_matrix_full_range(m, k, &mut rng);
+    let b: Matrix<i64> = random_matrix_full_range(k, n, &mut rng);
+    let c0: Matrix<i64> = random_matrix_full_range(m, n, &mut rng);
+    let mut want = c0.clone();
+    gemm(
+        5,
+        a.as_ref(),
+        b.as_ref(),
+        7,
+        want.as_mut(),
+        &GemmOptions::new(Algorithm::Naive),
+    )
+    .unwrap();
+    for threads in [2, 5, 8] {
+        let opts = GemmOptions::new(Algorithm::Packed)
+            .block_sizes(blocks)
+            .threads(threads);
+        for round in 0..20 {
+            let mut got = c0.clone();
+            gemm(5, a.as_ref(), b.as_ref(), 7, got.as_mut(), &opts).unwrap();
+            assert_eq!(got, want, "{threads} threads, round {round}");
+        }
+    }
+}

@@ -17,14 +17,16 @@
 //! which ran the f64 kernel 15–25% slower on the Ice Lake dev machine
 //! (docs/perf-notes.md, "Vector operand in L1").
 //!
-//! **Threads.** For each (jc, pc) block the threads first pack B̃ together,
-//! each a share of its micro-panels, then split the block of C: by rows
-//! (each task packs its own rows of Ã into its thread's L2) when there are
-//! enough rows, else by columns (each thread packs all of Ã, which is then
-//! small). The rows are cut into several tasks per thread, taken by
-//! whichever thread is free, so a thread that the host pauses holds up
-//! only its current task. Threads never write the same element of C. One
-//! thread runs the same loops inline, with no pool.
+//! **Threads.** When C has enough rows, every (jc, pc) block's work is a
+//! run of tasks in one sequence: a share of B̃'s packing per thread, then
+//! row tasks of C (each packs its own rows of Ã into its thread's L2).
+//! Threads take the tasks in order as they come free, and a task waits
+//! only for the earlier ones it needs ([`gemm_rows_pipelined`]), so a
+//! thread the host slows down holds up only its current task, and no
+//! thread waits at the end of each block. With few rows, the threads pack
+//! B̃ together and then split C by columns (each packs all of Ã, which is
+//! then small). Threads never write the same element of C at once. One
+//! thread runs the loops inline, with no pool.
 //!
 //! **Fused sums.** [`gemm_fused`] runs the same loops for the fast
 //! algorithms' primitive C_k ← C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ): the sums are
@@ -35,6 +37,8 @@
 //! never reads C. Edge tiles go through a scratch tile (the contract's edge
 //! policy): the kernel writes a full MR×NR tile there and only the valid part
 //! is merged into C, so nothing outside C is read or written.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -168,13 +172,16 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
     let blocks = blocks.fitted(K::MR, K::NR);
     let kc = balanced_block(k, blocks.kc, 1, NO_SLACK);
     let nc = balanced_block(n, blocks.nc, K::NR, NC_SLACK);
+    if threads > 1 && m.div_ceil(K::MR) >= threads * MIN_ROW_PANELS_PER_THREAD {
+        // SAFETY: forwarded contract.
+        unsafe { gemm_rows_pipelined::<T, K>(alpha, a, b, beta, dests, &blocks, kc, nc, threads) };
+        return;
+    }
     // One micro-panel of scratch per thread for packing sums.
     let b_scratch_panel = if b.len() > 1 { K::NR * kc } else { 0 };
     let b_scratch_len = b_scratch_panel * threads;
     let mut shared = Workspace::take::<T>(nc * kc, b_scratch_len);
     let (b_buf, b_scratch) = shared.buffers::<T>(nc * kc, b_scratch_len);
-    let row_panels = m.div_ceil(K::MR);
-    let split_rows = row_panels >= threads * MIN_ROW_PANELS_PER_THREAD;
     let mut a_terms = a.to_vec();
     let mut b_terms = b.to_vec();
 
@@ -234,21 +241,6 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
             };
             if threads == 1 {
                 run((0, 0, m, nb));
-            } else if split_rows {
-                // More row blocks than threads, taken by whichever thread
-                // is free (see TASKS_PER_THREAD).
-                let tasks = threads * TASKS_PER_THREAD;
-                let fewest = MIN_ROW_PANELS_PER_TASK.min(row_panels.div_ceil(threads));
-                let rows = row_panels
-                    .div_ceil(tasks)
-                    .max(fewest)
-                    .min(blocks.mc.div_ceil(K::MR).max(1))
-                    * K::MR;
-                let regions: Vec<_> = (0..m)
-                    .step_by(rows)
-                    .map(|r0| (r0, 0, rows.min(m - r0), nb))
-                    .collect();
-                regions.into_par_iter().for_each(run);
             } else {
                 let cols = column_panels.div_ceil(threads) * K::NR;
                 let regions: Vec<_> = (0..nb)
@@ -259,6 +251,234 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
             }
         }
     }
+}
+
+/// [`gemm_fused`] on several threads when C has enough rows for each
+/// thread: the (jc, pc) steps' work as one sequence of tasks, taken in
+/// order by whichever thread is free, in one parallel region. Each step is
+/// `threads` chunks of B̃'s packing and then the row tasks of C
+/// ([`row_tasks`]), each of which packs its rows of Ã and multiplies them
+/// by the step's B̃. A task waits only for earlier tasks:
+///
+/// * a row task, for its step's B̃ chunks and for the same rows' task of
+///   the step before (which wrote C there first);
+/// * a B̃ chunk, for every row task two steps back, whose B̃ buffer
+///   (there are two, used in turn) it overwrites.
+///
+/// So a thread that finishes its last row task of one step goes on to
+/// pack the next step's B̃ and take its row tasks while another thread is
+/// still busy, instead of waiting for it at the end of every step. On the
+/// two-vCPU dev-milan VM one vCPU ran row tasks 30% slower than the other
+/// for seconds at a time, and with a fork-join per step the faster thread
+/// waited up to 6 ms of every 20 ms step (docs/perf-notes.md).
+///
+/// Every task a thread waits for was taken before its own, by a thread
+/// that is running it (threads take tasks only while running and finish
+/// each before taking the next), so the waits always end, even when the
+/// pool runs the workers one after another on one thread.
+///
+/// # Safety
+/// As [`gemm_fused`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
+    alpha: T,
+    a: &[(T, MatRef<'_, T>)],
+    b: &[(T, MatRef<'_, T>)],
+    beta: T,
+    dests: &[Dest<T>],
+    blocks: &BlockSizes,
+    kc: usize,
+    nc: usize,
+    threads: usize,
+) {
+    let (m, k) = a[0].1.shape();
+    let n = b[0].1.cols();
+    let steps: Vec<(usize, usize, usize, usize)> = (0..n)
+        .step_by(nc)
+        .flat_map(|jc| {
+            (0..k)
+                .step_by(kc)
+                .map(move |pc| (jc, nc.min(n - jc), pc, kc.min(k - pc)))
+        })
+        .collect();
+    let rows: Vec<(usize, usize)> = row_tasks(m, K::MR, blocks.mc, threads).collect();
+    let chunks = threads;
+    let tasks_per_step = chunks + rows.len();
+    let b_len = nc.min(n).div_ceil(K::NR) * K::NR * kc;
+    let b_scratch_panel = if b.len() > 1 { K::NR * kc } else { 0 };
+    let mut shared = Workspace::take_from::<T>(
+        crate::packed::workspace::Pool::Packing,
+        &[b_len, b_len, b_scratch_panel * threads],
+    );
+    let mut buffers = shared
+        .split::<T>(&[b_len, b_len, b_scratch_panel * threads])
+        .into_iter()
+        .map(SharedSlice::new);
+    let (Some(first), Some(second), Some(scratch)) =
+        (buffers.next(), buffers.next(), buffers.next())
+    else {
+        unreachable!("three buffers were asked for")
+    };
+    let b_bufs = [first, second];
+    let next_task = AtomicUsize::new(0);
+    let chunks_packed: Vec<AtomicUsize> = steps.iter().map(|_| AtomicUsize::new(0)).collect();
+    let rows_done: Vec<AtomicUsize> = steps.iter().map(|_| AtomicUsize::new(0)).collect();
+    let steps_done_by_rows: Vec<AtomicUsize> = rows.iter().map(|_| AtomicUsize::new(0)).collect();
+    let total = steps.len() * tasks_per_step;
+
+    let worker = |worker: usize| loop {
+        let task = next_task.fetch_add(1, Ordering::Relaxed);
+        if task >= total {
+            return;
+        }
+        let (step, index) = (task / tasks_per_step, task % tasks_per_step);
+        let (jc, nb, pc, kb) = steps[step];
+        let column_panels = nb.div_ceil(K::NR);
+        let per_chunk = column_panels.div_ceil(chunks);
+        let b_buf = &b_bufs[step % 2];
+        if index < chunks {
+            if step >= 2 {
+                wait_until(|| rows_done[step - 2].load(Ordering::Acquire) == rows.len());
+            }
+            let first_panel = (index * per_chunk).min(column_panels);
+            let panels = per_chunk.min(column_panels - first_panel);
+            if panels > 0 {
+                let col0 = first_panel * K::NR;
+                let cols = (panels * K::NR).min(nb - col0);
+                let part: Vec<(T, MatRef<'_, T>)> = b
+                    .iter()
+                    .map(|&(w, whole)| (w, whole.submatrix(pc, jc + col0, kb, cols)))
+                    .collect();
+                // SAFETY: chunk `index` of this step's buffer is written by
+                // this task alone: the row tasks that read the buffer two
+                // steps back are done (waited for above), and this step's
+                // wait for the chunk to be counted. Worker `worker` runs
+                // one task at a time, so its scratch panel is its own.
+                let (dst, own_scratch) = unsafe {
+                    (
+                        b_buf.slice_mut(col0 * kb, panels * K::NR * kb),
+                        scratch.slice_mut(worker * b_scratch_panel, b_scratch_panel),
+                    )
+                };
+                pack_b_sum::<T, K>(&part, dst, own_scratch);
+            }
+            chunks_packed[step].fetch_add(1, Ordering::Release);
+            continue;
+        }
+        let row_task = index - chunks;
+        let (row0, row_count) = rows[row_task];
+        wait_until(|| chunks_packed[step].load(Ordering::Acquire) == chunks);
+        wait_until(|| steps_done_by_rows[row_task].load(Ordering::Acquire) == step);
+        // SAFETY: every chunk of this step's B̃ is packed (waited for
+        // above) and no chunk task writes it until this step's row tasks
+        // are all done.
+        let b_packed = unsafe { b_buf.slice(0, column_panels * K::NR * kb) };
+        let a_part: Vec<(T, MatRef<'_, T>)> = a
+            .iter()
+            .map(|&(w, whole)| (w, whole.submatrix(row0, pc, row_count, kb)))
+            .collect();
+        let part: Vec<Dest<T>> = dests.iter().map(|d| d.offset(row0, jc)).collect();
+        let beta_here = if pc == 0 { beta } else { T::ONE };
+        // SAFETY: rows row0.. of the destinations' columns jc..jc+nb are
+        // touched by this row task alone: the other row tasks cover other
+        // rows, and the same rows' task of the step before is done.
+        unsafe { multiply_part::<T, K>(alpha, &a_part, b_packed, beta_here, &part, nb, blocks.mc) };
+        steps_done_by_rows[row_task].store(step + 1, Ordering::Release);
+        rows_done[step].fetch_add(1, Ordering::Release);
+    };
+    (0..threads).into_par_iter().for_each(worker);
+}
+
+/// Spins until `ready()` holds, yielding the CPU after a while (the task
+/// waited for may belong to a thread the host has paused).
+fn wait_until(ready: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !ready() {
+        if spins < SPINS_BEFORE_YIELD {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Spins of [`wait_until`] before it starts yielding: a few µs, about the
+/// length of the waits that end at the next task's end.
+const SPINS_BEFORE_YIELD: u32 = 1 << 12;
+
+/// A buffer written and read by several threads under the pipeline's
+/// protocol ([`gemm_rows_pipelined`]), which keeps the parts any two
+/// threads use at once apart or read-only.
+struct SharedSlice<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: access goes through the unsafe methods below, whose callers keep
+// concurrent uses disjoint or read-only.
+unsafe impl<T: Send> Send for SharedSlice<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for SharedSlice<T> {}
+
+impl<T> SharedSlice<T> {
+    fn new(slice: &mut [T]) -> SharedSlice<T> {
+        SharedSlice {
+            ptr: slice.as_mut_ptr(),
+            len: slice.len(),
+        }
+    }
+
+    /// # Safety
+    /// No other thread writes `start..start + len` while the slice lives.
+    unsafe fn slice(&self, start: usize, len: usize) -> &[T] {
+        assert!(start + len <= self.len);
+        // SAFETY: in bounds (asserted), and unaliased by writers (contract).
+        unsafe { std::slice::from_raw_parts(self.ptr.add(start), len) }
+    }
+
+    /// # Safety
+    /// No other thread reads or writes `start..start + len` while the slice
+    /// lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut(&self, start: usize, len: usize) -> &mut [T] {
+        assert!(start + len <= self.len);
+        // SAFETY: in bounds (asserted), and used by this thread alone
+        // (contract).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+}
+
+/// The row tasks of a block of C with m rows, as (first row, rows): whole
+/// micro-panels of `mr` rows, at most `mc` rows a task, about
+/// TASKS_PER_THREAD tasks a thread (fewer when a task would drop below
+/// MIN_ROW_PANELS_PER_TASK panels), and a multiple of `threads` tasks whose
+/// panel counts differ by at most one, so that the last tasks leave no
+/// thread waiting for a longer one (11 tasks of 29 panels and one of 23
+/// left one of two threads idle for 6 panels of every KC step).
+fn row_tasks(
+    m: usize,
+    mr: usize,
+    mc: usize,
+    threads: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    let panels = m.div_ceil(mr);
+    let most_per_task = mc.div_ceil(mr).max(1);
+    let fewest_per_task = MIN_ROW_PANELS_PER_TASK
+        .min(panels.div_ceil(threads))
+        .min(most_per_task);
+    let wanted = (threads * TASKS_PER_THREAD).min(panels / fewest_per_task.max(1));
+    let tasks = wanted
+        .max(panels.div_ceil(most_per_task))
+        .next_multiple_of(threads)
+        .clamp(1, panels);
+    let (base, extra) = (panels / tasks, panels % tasks);
+    (0..tasks).scan(0, move |first_panel, task| {
+        let count = base + usize::from(task < extra);
+        let r0 = *first_panel * mr;
+        *first_panel += count;
+        Some((r0, (count * mr).min(m - r0)))
+    })
 }
 
 /// Whether to split k instead of C: when C is small and k long, the other
@@ -462,5 +682,39 @@ fn prefetch_l2<T>(data: &[T], first: usize, count: usize) {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (base, line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The row tasks tile 0..m in order with whole panels, never exceed mc,
+    /// come in a multiple of the threads, and differ by at most one panel.
+    #[test]
+    fn row_tasks_are_balanced_and_cover_every_row() {
+        for (m, mr, mc, threads) in [
+            (2048, 6, 174, 2),
+            (2048, 8, 96, 2),
+            (4096, 6, 174, 2),
+            (1000, 6, 174, 3),
+            (48, 6, 174, 2),
+            (97, 8, 96, 4),
+            (6000, 8, 120, 16),
+        ] {
+            let tasks: Vec<_> = row_tasks(m, mr, mc, threads).collect();
+            assert_eq!(tasks.len() % threads, 0, "{m} {mr} {mc} {threads}");
+            let mut next = 0;
+            for &(r0, rows) in &tasks {
+                assert_eq!(r0, next);
+                assert_eq!(r0 % mr, 0);
+                assert!(rows > 0 && rows <= mc.div_ceil(mr) * mr);
+                next += rows;
+            }
+            assert_eq!(next, m);
+            let panels: Vec<usize> = tasks.iter().map(|&(_, rows)| rows.div_ceil(mr)).collect();
+            let (least, most) = (panels.iter().min().unwrap(), panels.iter().max().unwrap());
+            assert!(most - least <= 1, "{m} {mr} {mc} {threads}: {panels:?}");
+        }
     }
 }
