@@ -64,6 +64,14 @@ pub const TASKS_PER_THREAD: usize = 4;
 /// this many bytes (a private copy per thread, added up at the end)...
 pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 
+/// ...and each thread's share of C has at most this many elements: with
+/// larger shares the row pipeline's tasks are long enough that taking them
+/// in order costs less than the private copies. Two threads on dev-milan,
+/// pipeline against split-k, interleaved pairs (session 22): f32
+/// 256×4096×256 1.06× and 1.08× (6 of 10, 14 of 16 pairs), f64 1.05× and
+/// 1.05×, f32 192×4096×192 1.05× (6 of 12); f32 128×8192×128 0.87×.
+pub const SPLIT_K_MAX_C_ELEMENTS_PER_THREAD: usize = 128 * 128;
+
 /// ...and k holds at least this many KC steps per thread: fewer, and the
 /// copies of C cost more than the per-step fork-joins they save.
 pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;

@@ -48,7 +48,10 @@ use crate::packed::blocking::{balanced_block, BlockSizes, NC_SLACK};
 use crate::packed::kernel::{merge_tile, Microkernel};
 use crate::packed::packing::{pack_a_sum, pack_b_sum};
 use crate::packed::workspace::Workspace;
-use crate::tunables::{SPLIT_K_MAX_C_BYTES, SPLIT_K_MIN_STEPS_PER_THREAD, TASKS_PER_THREAD};
+use crate::tunables::{
+    SPLIT_K_MAX_C_BYTES, SPLIT_K_MAX_C_ELEMENTS_PER_THREAD, SPLIT_K_MIN_STEPS_PER_THREAD,
+    TASKS_PER_THREAD,
+};
 
 /// Blocks of KC and MC never exceed their size: KC bounds the micro-panels
 /// in L1 and MC the Ã block in L2.
@@ -482,11 +485,14 @@ fn row_tasks(
 }
 
 /// Whether to split k instead of C: when C is small and k long, the other
-/// splits would run a fork-join (two, with Ã's packing) for every KC step
-/// of a few hundred µs of work, and each thread can instead run the whole
-/// sequential GEMM on its own slice of k, into its own copy of C.
+/// splits would cut every KC step into tasks of a few tens of µs (and the
+/// column split runs a fork-join per step), and each thread can instead
+/// run the whole sequential GEMM on its own slice of k, into its own copy
+/// of C.
 fn split_k_pays(m: usize, n: usize, k: usize, kc: usize, threads: usize, size: usize) -> bool {
-    m * n * size <= SPLIT_K_MAX_C_BYTES && k >= SPLIT_K_MIN_STEPS_PER_THREAD * kc * threads
+    m * n * size <= SPLIT_K_MAX_C_BYTES
+        && m * n <= SPLIT_K_MAX_C_ELEMENTS_PER_THREAD * threads
+        && k >= SPLIT_K_MIN_STEPS_PER_THREAD * kc * threads
 }
 
 /// C ← α·A·B + β·C with k split in `threads` slices: thread 0 accumulates
