@@ -73,7 +73,7 @@ pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 pub const SPLIT_K_MAX_C_ELEMENTS_PER_THREAD: usize = 128 * 128;
 
 /// ...and k holds at least this many KC steps per thread: fewer, and the
-/// copies of C cost more than the per-step fork-joins they save.
+/// copies of C cost more than the per-step synchronisation they save.
 pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
 
 /// `strassen`/`winograd` on the CPU recurse while m, k and n are all at
