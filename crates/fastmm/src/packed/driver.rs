@@ -38,7 +38,7 @@
 //! policy): the kernel writes a full MR×NR tile there and only the valid part
 //! is merged into C, so nothing outside C is read or written.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -329,7 +329,10 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
     let steps_done_by_rows: Vec<AtomicUsize> = rows.iter().map(|_| AtomicUsize::new(0)).collect();
     let total = steps.len() * tasks_per_step;
 
+    let abandoned = AtomicBool::new(false);
     let worker = |worker: usize| loop {
+        let _abandon_on_panic = AbandonOnPanic(&abandoned);
+        let wait_for = |ready: &dyn Fn() -> bool| wait_until(ready, &abandoned);
         let task = next_task.fetch_add(1, Ordering::Relaxed);
         if task >= total {
             return;
@@ -341,7 +344,7 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
         let b_buf = &b_bufs[step % 2];
         if index < chunks {
             if step >= 2 {
-                wait_until(|| rows_done[step - 2].load(Ordering::Acquire) == rows.len());
+                wait_for(&|| rows_done[step - 2].load(Ordering::Acquire) == rows.len());
             }
             let first_panel = (index * per_chunk).min(column_panels);
             let panels = per_chunk.min(column_panels - first_panel);
@@ -370,8 +373,8 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
         }
         let row_task = index - chunks;
         let (row0, row_count) = rows[row_task];
-        wait_until(|| chunks_packed[step].load(Ordering::Acquire) == chunks);
-        wait_until(|| steps_done_by_rows[row_task].load(Ordering::Acquire) == step);
+        wait_for(&|| chunks_packed[step].load(Ordering::Acquire) == chunks);
+        wait_for(&|| steps_done_by_rows[row_task].load(Ordering::Acquire) == step);
         // SAFETY: every chunk of this step's B̃ is packed (waited for
         // above) and no chunk task writes it until this step's row tasks
         // are all done.
@@ -394,14 +397,33 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
 
 /// Spins until `ready()` holds, yielding the CPU after a while (the task
 /// waited for may belong to a thread the host has paused).
-fn wait_until(ready: impl Fn() -> bool) {
+/// Gives up (panics) once `abandoned` is set: a worker that panicked
+/// will never finish the task waited for, and the panic should reach the
+/// caller rather than leave the other workers spinning.
+fn wait_until(ready: &dyn Fn() -> bool, abandoned: &AtomicBool) {
     let mut spins = 0u32;
     while !ready() {
+        assert!(
+            !abandoned.load(Ordering::Relaxed),
+            "another thread of the packed product panicked"
+        );
         if spins < SPINS_BEFORE_YIELD {
             spins += 1;
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
+        }
+    }
+}
+
+/// Sets its flag when dropped during a panic, so that the other workers'
+/// waits give up instead of spinning on a task that will never finish.
+struct AbandonOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for AbandonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
         }
     }
 }
