@@ -8,7 +8,9 @@
 //! Rounds are interleaved (each round times every contestant once, numpy
 //! included, through a child process that times one product per request) so
 //! that the machine's drift hits all of them alike; medians are reported,
-//! with fastmm's throughput as a ratio to each peer's. Every result is
+//! with fastmm's throughput as a ratio to each peer's, both as the ratio
+//! of the medians and as the median of the per-round ratios ("paired"),
+//! with the number of rounds fastmm won. Every result is
 //! verified. Each timed run directly follows an untimed run of the same
 //! contestant: that wakes every core it uses (an idle vCPU can take
 //! milliseconds to come back) and outlasts the previous contestant's
@@ -290,25 +292,50 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
             samples.push(start.elapsed().as_secs_f64() * 1e3);
         }
     }
-    let mut rows: Vec<(String, f64)> = contestants
+    let mut rows: Vec<(String, Vec<f64>)> = contestants
         .iter()
-        .zip(&mut times)
-        .map(|(contestant, samples)| (contestant.name.clone(), median(samples)))
+        .map(|contestant| contestant.name.clone())
+        .zip(times)
         .collect();
-    if let Some((process, mut samples)) = numpy {
-        rows.push((process.label.clone(), median(&mut samples)));
+    if let Some((process, samples)) = numpy {
+        rows.push((process.label.clone(), samples));
     }
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
-    let ours = rows[0].1;
-    for (name, ms) in &rows {
+    let ours = rows[0].1.clone();
+    for (name, samples) in &rows {
+        let ms = median(&mut samples.clone());
+        let paired = paired_speedup(samples, &ours);
         println!(
-            "| {m}×{k}×{n} | {} | {name} | {ms:.2} | {:.1} | {:.2}× |",
+            "| {m}×{k}×{n} | {} | {name} | {ms:.2} | {:.1} | {:.2}× | {:.2}× | {}/{} |",
             T::DTYPE,
             flops / ms / 1e6,
-            ms / ours
+            ms / median(&mut ours.clone()),
+            paired.median,
+            paired.faster_rounds,
+            paired.rounds,
         );
     }
     Ok(())
+}
+
+/// fastmm's speedup over a peer round by round: the peer's time over
+/// fastmm's in the same round, so that the machine's drift between rounds
+/// cancels.
+struct PairedSpeedup {
+    /// Median of the per-round ratios.
+    median: f64,
+    /// Rounds in which fastmm was faster.
+    faster_rounds: usize,
+    rounds: usize,
+}
+
+fn paired_speedup(peer: &[f64], ours: &[f64]) -> PairedSpeedup {
+    let mut ratios: Vec<f64> = peer.iter().zip(ours).map(|(p, o)| p / o).collect();
+    PairedSpeedup {
+        faster_rounds: ratios.iter().filter(|&&r| r > 1.0).count(),
+        rounds: ratios.len(),
+        median: median(&mut ratios),
+    }
 }
 
 fn main() -> Result<()> {
@@ -323,8 +350,10 @@ fn main() -> Result<()> {
         args.rounds,
         fastmm::system::cpu_model()
     );
-    println!("| shape | dtype | contestant | median ms | GFLOP/s | fastmm speedup |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| shape | dtype | contestant | median ms | GFLOP/s | fastmm speedup | paired speedup | fastmm faster in |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for shape in args.shapes.split(',') {
         let shape = parse_shape(shape)?;
         for dtype in args.dtype.split(',') {
