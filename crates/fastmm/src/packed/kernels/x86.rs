@@ -199,28 +199,32 @@ macro_rules! simd_kernel {
                     // read-for-ownership.
                     let tail = kc.saturating_sub(C_PREFETCH_STEPS);
                     let mut acc = [[$ops::zero(); $nv]; $mr];
-                    for (phase, steps) in [0..tail, tail..kc].into_iter().enumerate() {
-                        for &(_, c) in dests {
-                            for i in 0..$mr {
-                                // The last column too: a row of the tile
-                                // that does not start on a line (C from
-                                // the system allocator starts 16 bytes
-                                // past one) spans one line more.
-                                let line_elements = 64 / std::mem::size_of::<$t>();
-                                let columns = (0..NR).step_by(line_elements).chain([NR - 1]);
-                                for j in columns {
-                                    let line =
-                                        c.offset(i as isize * rs_c + j as isize * cs_c).cast();
-                                    if phase == 0 {
-                                        _mm_prefetch::<_MM_HINT_T1>(line);
-                                    } else {
-                                        _mm_prefetch::<_MM_HINT_T0>(line);
+                    // Every line of every row of each destination tile:
+                    // the last column too, as a row that does not start on
+                    // a line (C from the system allocator starts 16 bytes
+                    // past one) spans one line more. Constant trip counts,
+                    // so the loops unroll into straight prefetches.
+                    macro_rules! prefetch_c_tiles {
+                        ($hint:ident) => {
+                            for &(_, c) in dests {
+                                for i in 0..$mr {
+                                    let row = c.offset(i as isize * rs_c);
+                                    let mut j = 0;
+                                    while j < NR {
+                                        _mm_prefetch::<$hint>(row.offset(j as isize * cs_c).cast());
+                                        j += 64 / std::mem::size_of::<$t>();
                                     }
+                                    _mm_prefetch::<$hint>(
+                                        row.offset((NR - 1) as isize * cs_c).cast(),
+                                    );
                                 }
                             }
-                        }
-                        $k_loop!(steps, a, b, acc, $t, $mr, $nv, $lanes, $ops);
+                        };
                     }
+                    prefetch_c_tiles!(_MM_HINT_T1);
+                    $k_loop!(0..tail, a, b, acc, $t, $mr, $nv, $lanes, $ops);
+                    prefetch_c_tiles!(_MM_HINT_T0);
+                    $k_loop!(tail..kc, a, b, acc, $t, $mr, $nv, $lanes, $ops);
                     let beta_v = $ops::splat(beta);
                     for &(alpha, c) in dests {
                         let alpha_v = $ops::splat(alpha);
