@@ -48,7 +48,9 @@ struct Args {
     python: String,
     /// fastmm algorithms to run, comma separated (e.g. `winograd,strassen,packed`);
     /// a fast algorithm may name its variant after a slash
-    /// (`winograd/batched`); the ratio column is relative to the first.
+    /// (`winograd/batched`) and its own threshold n₀ after an `@`
+    /// (`winograd@1536`, overriding `--threshold`); the ratio column is
+    /// relative to the first.
     #[arg(long, default_value = "packed")]
     fastmm: String,
     /// Threshold n₀ of `strassen`/`winograd` (default: auto).
@@ -130,6 +132,16 @@ fn contestants<T: PeerElement>(
     };
     let mut out = Vec::new();
     for entry in args.fastmm.split(',').map(str::trim) {
+        let (entry, threshold) = match entry.split_once('@') {
+            Some((entry, n0)) => (
+                entry,
+                Some(
+                    n0.parse::<usize>()
+                        .with_context(|| format!("threshold '{n0}' of '{entry}'"))?,
+                ),
+            ),
+            None => (entry, args.threshold),
+        };
         let (name, variant) = match entry.split_once('/') {
             Some((name, variant)) => (name, Some(variant.parse::<Variant>()?)),
             None => (entry, None),
@@ -137,7 +149,7 @@ fn contestants<T: PeerElement>(
         let algorithm: Algorithm = name.parse()?;
         for &block_sizes in &block_choices {
             let opts = GemmOptions {
-                threshold: args.threshold,
+                threshold,
                 variant,
                 block_sizes,
                 ..GemmOptions::new(algorithm).threads(threads)
@@ -146,6 +158,9 @@ fn contestants<T: PeerElement>(
                 Some(variant) => format!("{algorithm}/{variant}"),
                 None => algorithm.to_string(),
             };
+            if let Some(n0) = threshold.filter(|_| threshold != args.threshold) {
+                label = format!("{label}@{n0}");
+            }
             if let Some(b) = block_sizes {
                 label = format!("{label} blocks {},{},{}", b.mc, b.kc, b.nc);
             }
