@@ -330,67 +330,71 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
     let total = steps.len() * tasks_per_step;
 
     let abandoned = AtomicBool::new(false);
-    let worker = |worker: usize| loop {
+    let worker = |worker: usize| {
         let _abandon_on_panic = AbandonOnPanic(&abandoned);
         let wait_for = |ready: &dyn Fn() -> bool| wait_until(ready, &abandoned);
-        let task = next_task.fetch_add(1, Ordering::Relaxed);
-        if task >= total {
-            return;
-        }
-        let (step, index) = (task / tasks_per_step, task % tasks_per_step);
-        let (jc, nb, pc, kb) = steps[step];
-        let column_panels = nb.div_ceil(K::NR);
-        let per_chunk = column_panels.div_ceil(chunks);
-        let b_buf = &b_bufs[step % 2];
-        if index < chunks {
-            if step >= 2 {
-                wait_for(&|| rows_done[step - 2].load(Ordering::Acquire) == rows.len());
+        loop {
+            let task = next_task.fetch_add(1, Ordering::Relaxed);
+            if task >= total {
+                return;
             }
-            let first_panel = (index * per_chunk).min(column_panels);
-            let panels = per_chunk.min(column_panels - first_panel);
-            if panels > 0 {
-                let col0 = first_panel * K::NR;
-                let cols = (panels * K::NR).min(nb - col0);
-                let part: Vec<(T, MatRef<'_, T>)> = b
-                    .iter()
-                    .map(|&(w, whole)| (w, whole.submatrix(pc, jc + col0, kb, cols)))
-                    .collect();
-                // SAFETY: chunk `index` of this step's buffer is written by
-                // this task alone: the row tasks that read the buffer two
-                // steps back are done (waited for above), and this step's
-                // wait for the chunk to be counted. Worker `worker` runs
-                // one task at a time, so its scratch panel is its own.
-                let (dst, own_scratch) = unsafe {
-                    (
-                        b_buf.slice_mut(col0 * kb, panels * K::NR * kb),
-                        scratch.slice_mut(worker * b_scratch_panel, b_scratch_panel),
-                    )
-                };
-                pack_b_sum::<T, K>(&part, dst, own_scratch);
+            let (step, index) = (task / tasks_per_step, task % tasks_per_step);
+            let (jc, nb, pc, kb) = steps[step];
+            let column_panels = nb.div_ceil(K::NR);
+            let per_chunk = column_panels.div_ceil(chunks);
+            let b_buf = &b_bufs[step % 2];
+            if index < chunks {
+                if step >= 2 {
+                    wait_for(&|| rows_done[step - 2].load(Ordering::Acquire) == rows.len());
+                }
+                let first_panel = (index * per_chunk).min(column_panels);
+                let panels = per_chunk.min(column_panels - first_panel);
+                if panels > 0 {
+                    let col0 = first_panel * K::NR;
+                    let cols = (panels * K::NR).min(nb - col0);
+                    let part: Vec<(T, MatRef<'_, T>)> = b
+                        .iter()
+                        .map(|&(w, whole)| (w, whole.submatrix(pc, jc + col0, kb, cols)))
+                        .collect();
+                    // SAFETY: chunk `index` of this step's buffer is written by
+                    // this task alone: the row tasks that read the buffer two
+                    // steps back are done (waited for above), and this step's
+                    // wait for the chunk to be counted. Worker `worker` runs
+                    // one task at a time, so its scratch panel is its own.
+                    let (dst, own_scratch) = unsafe {
+                        (
+                            b_buf.slice_mut(col0 * kb, panels * K::NR * kb),
+                            scratch.slice_mut(worker * b_scratch_panel, b_scratch_panel),
+                        )
+                    };
+                    pack_b_sum::<T, K>(&part, dst, own_scratch);
+                }
+                chunks_packed[step].fetch_add(1, Ordering::Release);
+                continue;
             }
-            chunks_packed[step].fetch_add(1, Ordering::Release);
-            continue;
+            let row_task = index - chunks;
+            let (row0, row_count) = rows[row_task];
+            wait_for(&|| chunks_packed[step].load(Ordering::Acquire) == chunks);
+            wait_for(&|| steps_done_by_rows[row_task].load(Ordering::Acquire) == step);
+            // SAFETY: every chunk of this step's B̃ is packed (waited for
+            // above) and no chunk task writes it until this step's row tasks
+            // are all done.
+            let b_packed = unsafe { b_buf.slice(0, column_panels * K::NR * kb) };
+            let a_part: Vec<(T, MatRef<'_, T>)> = a
+                .iter()
+                .map(|&(w, whole)| (w, whole.submatrix(row0, pc, row_count, kb)))
+                .collect();
+            let part: Vec<Dest<T>> = dests.iter().map(|d| d.offset(row0, jc)).collect();
+            let beta_here = if pc == 0 { beta } else { T::ONE };
+            // SAFETY: rows row0.. of the destinations' columns jc..jc+nb are
+            // touched by this row task alone: the other row tasks cover other
+            // rows, and the same rows' task of the step before is done.
+            unsafe {
+                multiply_part::<T, K>(alpha, &a_part, b_packed, beta_here, &part, nb, blocks.mc)
+            };
+            steps_done_by_rows[row_task].store(step + 1, Ordering::Release);
+            rows_done[step].fetch_add(1, Ordering::Release);
         }
-        let row_task = index - chunks;
-        let (row0, row_count) = rows[row_task];
-        wait_for(&|| chunks_packed[step].load(Ordering::Acquire) == chunks);
-        wait_for(&|| steps_done_by_rows[row_task].load(Ordering::Acquire) == step);
-        // SAFETY: every chunk of this step's B̃ is packed (waited for
-        // above) and no chunk task writes it until this step's row tasks
-        // are all done.
-        let b_packed = unsafe { b_buf.slice(0, column_panels * K::NR * kb) };
-        let a_part: Vec<(T, MatRef<'_, T>)> = a
-            .iter()
-            .map(|&(w, whole)| (w, whole.submatrix(row0, pc, row_count, kb)))
-            .collect();
-        let part: Vec<Dest<T>> = dests.iter().map(|d| d.offset(row0, jc)).collect();
-        let beta_here = if pc == 0 { beta } else { T::ONE };
-        // SAFETY: rows row0.. of the destinations' columns jc..jc+nb are
-        // touched by this row task alone: the other row tasks cover other
-        // rows, and the same rows' task of the step before is done.
-        unsafe { multiply_part::<T, K>(alpha, &a_part, b_packed, beta_here, &part, nb, blocks.mc) };
-        steps_done_by_rows[row_task].store(step + 1, Ordering::Release);
-        rows_done[step].fetch_add(1, Ordering::Release);
     };
     (0..threads).into_par_iter().for_each(worker);
 }
