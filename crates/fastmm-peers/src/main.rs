@@ -317,6 +317,7 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
     }
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
     let ours = rows[0].1.clone();
+    let ours_ms = median(&mut ours.clone());
     for (name, samples) in &rows {
         let ms = median(&mut samples.clone());
         let paired = paired_speedup(samples, &ours);
@@ -324,7 +325,7 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
             "| {m}×{k}×{n} | {} | {name} | {ms:.2} | {:.1} | {:.2}× | {:.2}× | {}/{} |",
             T::DTYPE,
             flops / ms / 1e6,
-            ms / median(&mut ours.clone()),
+            ms / ours_ms,
             paired.median,
             paired.faster_rounds,
             paired.rounds,
