@@ -24,7 +24,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if !source.entry().contains(only.as_str()) {
             continue;
         }
-        if matches!(source, KernelSource::FastMma | KernelSource::Convert) && arch != "sm_90" {
+        if matches!(
+            source,
+            KernelSource::FastMma | KernelSource::Convert | KernelSource::FastMbar
+        ) && arch != "sm_90"
+        {
             continue;
         }
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
@@ -37,6 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 KernelSource::Convert => vec![1],
                 source if source.is_simt() => fastmm::cuda::gemm::simt_micro_tiles(dtype).to_vec(),
                 KernelSource::FastMma => vec![fastmm::tunables::CUDA_MMA_STAGES],
+                KernelSource::FastMbar => vec![fastmm::cuda::gemm::MBAR_MICRO_TILE.0],
                 _ => unreachable!("every SIMT source is matched above"),
             };
             for tile in tiles {
@@ -48,7 +53,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     },
                     arch,
                 )?;
-                let path = format!("{dir}/{}-{dtype}-{tile}.ptx", source.entry());
+                // FastRing and FastMbar share their source and entry point.
+                let stem = match source {
+                    KernelSource::FastMbar => "gemm_fast_ring_mbarriers",
+                    other => other.entry(),
+                };
+                let path = format!("{dir}/{stem}-{dtype}-{tile}.ptx");
                 std::fs::write(&path, ptx.to_src())?;
                 println!("{path}");
             }

@@ -256,6 +256,16 @@ pub const CUDA_STREAM_K_MAX_WAVES_ONE_BLOCK: usize = 4;
 /// (docs/perf-notes.md); `FASTMM_CUDA_RING_STAGES` overrides it, for sweeps.
 pub const CUDA_RING_STAGES: usize = 3;
 
+/// k depth of one staged step of `cuda-fast`'s f64 8×8 mbarrier kernel
+/// (`KernelSource::FastMbar`): 16 halves the waits and staging per DFMA
+/// against 8, measured 1% faster at 8192³ on the H100 (with 4 and 6
+/// stages; docs/perf-notes.md, "mbarriers instead of a barrier per step").
+pub const CUDA_MBAR_BK: usize = 16;
+
+/// Shared-memory stages of that kernel: 4 × 33 KiB. 3, 4 and 6 measured
+/// within 1.3% at 8192³ on the H100.
+pub const CUDA_MBAR_STAGES: usize = 4;
+
 /// Shared-memory stages of the f64 tensor-core kernel of `cuda-fast`
 /// (`kernels/fast_mma.cu`): three 16 KiB stages fill the 48 KiB a block may
 /// use without opting in to more.

@@ -38,6 +38,7 @@ fn every_kernel_compiles_for_sm90() {
             // Every TM of some type; each type builds its own.
             source if source.is_simt() => &[4, 8, 16],
             KernelSource::FastMma => &[2, 3],
+            KernelSource::FastMbar => &[fastmm::cuda::gemm::MBAR_MICRO_TILE.0],
             _ => unreachable!("every SIMT source is matched above"),
         };
         for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {

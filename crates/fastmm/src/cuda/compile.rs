@@ -36,6 +36,11 @@ pub enum KernelSource {
     /// the SMs by k steps (stream-K), and its fix-up kernel
     /// ([`KernelSource::STREAM_FIXUP_ENTRY`]) (tile = TM).
     FastStream,
+    /// `fast_ring.cu` built with `RING_MBARRIERS` (sm_90+): f64 8×8
+    /// micro-tiles (128×128 block tiles, one block per SM), the ring's
+    /// buffers handed between threads by mbarriers instead of a block
+    /// barrier per k step; any operands (tile = TM = 8).
+    FastMbar,
     /// `fast_mma.cu`: f64 on the FP64 tensor cores (`mma.sync` m16n8k8,
     /// sm_90+), 128×128 tiles (tile = STAGES, the cp.async pipeline depth).
     FastMma,
@@ -47,7 +52,7 @@ pub enum KernelSource {
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
-    pub const ALL: [KernelSource; 10] = [
+    pub const ALL: [KernelSource; 11] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -56,6 +61,7 @@ impl KernelSource {
         KernelSource::Fast,
         KernelSource::FastRing,
         KernelSource::FastStream,
+        KernelSource::FastMbar,
         KernelSource::FastMma,
         KernelSource::Fused,
     ];
@@ -80,7 +86,7 @@ impl KernelSource {
     pub fn supports(self, dtype: DType) -> bool {
         match self {
             KernelSource::Convert => dtype == DType::F32,
-            KernelSource::FastMma => dtype == DType::F64,
+            KernelSource::FastMma | KernelSource::FastMbar => dtype == DType::F64,
             _ => true,
         }
     }
@@ -105,7 +111,7 @@ impl KernelSource {
                 include_str!("kernels/fast_tile.cuh"),
                 include_str!("kernels/fast_stream.cu")
             ),
-            KernelSource::FastRing => concat!(
+            KernelSource::FastRing | KernelSource::FastMbar => concat!(
                 include_str!("kernels/block_common.cuh"),
                 include_str!("kernels/simt_tile.cuh"),
                 include_str!("kernels/fast_ring.cu")
@@ -131,7 +137,7 @@ impl KernelSource {
             KernelSource::CombineGroup => "combine_group",
             KernelSource::Convert => "to_half",
             KernelSource::Fast => "gemm_fast",
-            KernelSource::FastRing => "gemm_fast_ring",
+            KernelSource::FastRing | KernelSource::FastMbar => "gemm_fast_ring",
             KernelSource::FastStream => "gemm_fast_stream",
             KernelSource::FastMma => "gemm_fast_mma",
             KernelSource::Fused => "gemm_fused",
@@ -148,6 +154,7 @@ impl KernelSource {
             KernelSource::Fast
             | KernelSource::FastRing
             | KernelSource::FastStream
+            | KernelSource::FastMbar
             | KernelSource::Fused => "TM",
             KernelSource::FastMma => "STAGES",
         }
@@ -217,6 +224,16 @@ fn defines(key: KernelKey, arch: &str) -> Result<Vec<String>, Error> {
     }
     if key.source == KernelSource::FastRing {
         defines.push(format!("-DSTAGES={}", ring_stages(arch)?));
+    }
+    if key.source == KernelSource::FastMbar {
+        let (_, columns) = crate::cuda::gemm::MBAR_MICRO_TILE;
+        defines.extend([
+            format!("-DTN={columns}"),
+            format!("-DBK={}", crate::tunables::CUDA_MBAR_BK),
+            format!("-DSTAGES={}", crate::tunables::CUDA_MBAR_STAGES),
+            format!("-DRASTER_GROUP={}", crate::tunables::CUDA_RASTER_GROUP),
+            "-DRING_MBARRIERS=1".to_string(),
+        ]);
     }
     Ok(defines)
 }

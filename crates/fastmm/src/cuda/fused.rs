@@ -88,7 +88,15 @@ impl FusedKernel {
             cuda_kernel: Some(FastKernel::Simt),
             ..*opts
         };
-        let configs = FastConfig::candidates(&simt, T::DTYPE, gpu)?;
+        // fused.cu has the block-barrier tiles of every TM; the mbarrier
+        // kernel's 8×8 is cuda-fast's own.
+        let configs: Vec<FastConfig> = FastConfig::candidates(&simt, T::DTYPE, gpu)?
+            .into_iter()
+            .map(|config| FastConfig {
+                mbarriers: false,
+                ..config
+            })
+            .collect();
         let mut functions = Vec::new();
         let mut shared = Vec::new();
         for config in &configs {

@@ -337,6 +337,43 @@ fn parse_switch(name: &str, text: &str) -> Result<bool, String> {
     }
 }
 
+/// Environment variable that turns the f64 8×8 mbarrier kernel of
+/// `cuda-fast` off (`off`: f64's TM = 8 runs 8×4 tiles with a block
+/// barrier per k step, as before sm_90) or on (`on`, the default on sm_90
+/// and later).
+pub const MBAR_ENV: &str = "FASTMM_CUDA_MBAR";
+
+/// Whether `FASTMM_CUDA_MBAR` allows the mbarrier kernel, read once per
+/// process; a value other than on or off is an error.
+pub fn mbarriers_enabled() -> Result<bool, Error> {
+    static FROM_ENV: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
+    FROM_ENV
+        .get_or_init(|| match std::env::var(MBAR_ENV) {
+            Err(_) => Ok(true),
+            Ok(text) => parse_switch(MBAR_ENV, &text),
+        })
+        .clone()
+        .map_err(Error::InvalidOption)
+}
+
+/// Micro-tile (rows, columns) of the mbarrier kernel
+/// (`KernelSource::FastMbar`): 64 f64 accumulators in 128 registers, one
+/// block of 8 warps per SM, 16·8 = 128 rows and columns per block tile.
+pub const MBAR_MICRO_TILE: (usize, usize) = (8, 8);
+
+/// Bytes of dynamic shared memory the mbarrier kernel takes for `dtype`:
+/// `CUDA_MBAR_STAGES` stages of BK rows of A's transposed tile (padded by
+/// one 16-byte vector) and BK rows of B's.
+pub fn mbar_shared_bytes(dtype: DType) -> usize {
+    let (tm, tn) = MBAR_MICRO_TILE;
+    let size = dtype.size_bytes();
+    let padded_rows = 16 * tm + 16 / size;
+    crate::tunables::CUDA_MBAR_STAGES
+        * crate::tunables::CUDA_MBAR_BK
+        * (padded_rows + 16 * tn)
+        * size
+}
+
 /// The SIMT micro-tiles (TM, the `TM` define of `kernels/fast.cu`; its
 /// columns: [`simt_micro_tile`]) the shape rule of `cuda-fast`
 /// ([`FastConfig::pick`]) chooses among when no `--tile` is given,
@@ -497,6 +534,11 @@ pub struct FastConfig {
     pub tm: usize,
     /// The element type it runs.
     pub dtype: DType,
+    /// f64's TM = 8 on sm_90 and later (unless `FASTMM_CUDA_MBAR=off`):
+    /// [`MBAR_MICRO_TILE`] micro-tiles in `KernelSource::FastMbar`, whose
+    /// threads hand the staged buffers over through mbarriers, instead of
+    /// 8×4 ones with a block barrier per k step.
+    pub mbarriers: bool,
 }
 
 impl FastConfig {
@@ -534,9 +576,19 @@ impl FastConfig {
                 )))
             }
         };
+        let generation: u32 = gpu.arch().trim_start_matches("sm_").parse().unwrap_or(0);
+        let mbarriers_here = family == FastKernel::Simt
+            && dtype == DType::F64
+            && generation >= 90
+            && mbarriers_enabled()?;
         Ok(tiles
             .iter()
-            .map(|&tm| FastConfig { family, tm, dtype })
+            .map(|&tm| FastConfig {
+                family,
+                tm,
+                dtype,
+                mbarriers: mbarriers_here && tm == MBAR_MICRO_TILE.0,
+            })
             .collect())
     }
 
@@ -576,6 +628,15 @@ impl FastConfig {
         ))
     }
 
+    /// Rows and columns of one thread's micro-tile (SIMT kernels).
+    pub fn micro_tile(self) -> (usize, usize) {
+        if self.mbarriers {
+            MBAR_MICRO_TILE
+        } else {
+            simt_micro_tile(self.dtype, self.tm)
+        }
+    }
+
     /// The kernel variant to compile.
     pub fn key(self) -> KernelKey {
         let dtype = self.dtype;
@@ -584,6 +645,11 @@ impl FastConfig {
                 source: KernelSource::FastMma,
                 dtype,
                 tile: CUDA_MMA_STAGES,
+            },
+            _ if self.mbarriers => KernelKey {
+                source: KernelSource::FastMbar,
+                dtype,
+                tile: self.tm,
             },
             FastKernel::Auto | FastKernel::Simt => KernelKey {
                 source: KernelSource::Fast,
@@ -597,7 +663,7 @@ impl FastConfig {
     /// one when the accumulators take over 256 bytes per thread, else two)
     /// and `fast_mma.cu` (one).
     pub fn blocks_per_sm(self) -> usize {
-        let (tm, tn) = simt_micro_tile(self.dtype, self.tm);
+        let (tm, tn) = self.micro_tile();
         match self.family {
             FastKernel::Mma => 1,
             _ if tm * tn * self.dtype.size_bytes() > 256 => 1,
@@ -605,9 +671,11 @@ impl FastConfig {
         }
     }
 
-    /// The `fast_ring.cu` twin of a SIMT configuration (none for `Mma`).
+    /// The `fast_ring.cu` twin of a SIMT configuration (none for `Mma`,
+    /// and none for the mbarrier kernel, a ring itself, which takes
+    /// unaligned operands as they are).
     pub fn ring_key(self) -> Option<KernelKey> {
-        (self.family != FastKernel::Mma).then_some(KernelKey {
+        (self.family != FastKernel::Mma && !self.mbarriers).then_some(KernelKey {
             source: KernelSource::FastRing,
             dtype: self.dtype,
             tile: self.tm,
@@ -621,9 +689,19 @@ impl FastConfig {
         Ok(ring_shared_bytes(self.dtype, self.tm, stages))
     }
 
+    /// Dynamic shared memory one block of the main kernel takes: the
+    /// mbarrier kernel's ring ([`mbar_shared_bytes`]), else none (static).
+    pub fn shared_bytes(self) -> usize {
+        if self.mbarriers {
+            mbar_shared_bytes(self.dtype)
+        } else {
+            0
+        }
+    }
+
     /// Rows and columns of C one block computes.
     pub fn block_shape(self) -> (usize, usize) {
-        let (tm, tn) = simt_micro_tile(self.dtype, self.tm);
+        let (tm, tn) = self.micro_tile();
         match self.family {
             FastKernel::Mma => (MMA_BLOCK_TILE, MMA_BLOCK_TILE),
             _ => (16 * tm, 16 * tn),
@@ -651,10 +729,11 @@ impl FastConfig {
         ))
     }
 
-    /// The `fast_stream.cu` twin of a SIMT configuration (none for `Mma`),
+    /// The `fast_stream.cu` twin of a SIMT configuration (none for `Mma`
+    /// or the mbarrier kernel, whose last waves take the wave-tail split),
     /// which runs aligned operands under a [`FastSchedule::StreamK`].
     pub fn stream_key(self) -> Option<KernelKey> {
-        (self.family != FastKernel::Mma).then_some(KernelKey {
+        (self.family != FastKernel::Mma && !self.mbarriers).then_some(KernelKey {
             source: KernelSource::FastStream,
             dtype: self.dtype,
             tile: self.tm,
@@ -667,8 +746,9 @@ impl FastConfig {
         let per_thread = match self.family {
             FastKernel::Mma => "DMMA m16n8k8".to_string(),
             _ => {
-                let (tm, tn) = simt_micro_tile(self.dtype, self.tm);
-                format!("{tm}x{tn}/thread")
+                let (tm, tn) = self.micro_tile();
+                let sync = if self.mbarriers { ", mbarriers" } else { "" };
+                format!("{tm}x{tn}/thread{sync}")
             }
         };
         format!("{} {rows}x{cols} tiles, {per_thread}", self.family)
@@ -724,6 +804,11 @@ pub(crate) struct TileKernel {
     threads: (u32, u32),
     /// Blocks of this kernel one SM holds at once (its launch bounds).
     blocks_per_sm: usize,
+    /// Dynamic shared memory per block, in bytes (0: static only).
+    shared_bytes: u32,
+    /// A ring kernel (`fast_ring.cu`): takes operands whose rows are not
+    /// 16-byte aligned, and its `vec_ok` speaks of B's rows alone.
+    any_alignment: bool,
     /// `cuda-fast`'s SIMT kernels: the twin for operands whose rows are
     /// not 16-byte aligned.
     ring: Option<RingKernel>,
@@ -789,6 +874,8 @@ impl ClassicalGemm {
                     block: (tile, tile),
                     threads: (tile as u32, tile as u32),
                     blocks_per_sm: 1,
+                    shared_bytes: 0,
+                    any_alignment: false,
                     ring: None,
                     stream: None,
                 }))
@@ -805,11 +892,19 @@ impl ClassicalGemm {
                             }),
                             None => None,
                         };
+                        let shared_bytes = config.shared_bytes();
+                        let function = if shared_bytes > 0 {
+                            gpu.function_with_shared(config.key(), shared_bytes, "cuda-fast")?
+                        } else {
+                            gpu.function(config.key())?
+                        };
                         Ok(TileKernel {
-                            function: gpu.function(config.key())?,
+                            function,
                             block: config.block_shape(),
                             threads: (CUDA_FAST_THREADS, 1),
                             blocks_per_sm: config.blocks_per_sm(),
+                            shared_bytes: shared_bytes as u32,
+                            any_alignment: config.mbarriers,
                             ring,
                             stream: config.stream_key(),
                         })
@@ -1143,7 +1238,12 @@ fn launch_pass<T: Element>(
                 rows_aligned::<T>(&b) as i32,
             )
         }
-        None => (kernel.function.clone(), 0, aligned as i32),
+        None if kernel.any_alignment => (
+            kernel.function.clone(),
+            kernel.shared_bytes,
+            rows_aligned::<T>(&b) as i32,
+        ),
+        None => (kernel.function.clone(), kernel.shared_bytes, aligned as i32),
     };
     let k_slice = k.div_ceil(slices).div_ceil(CUDA_FAST_BK) * CUDA_FAST_BK;
     let slices = k.div_ceil(k_slice);
@@ -1659,6 +1759,7 @@ mod tests {
             family: FastKernel::Simt,
             tm,
             dtype,
+            mbarriers: false,
         };
         let f64_tiles: Vec<FastConfig> = simt_shape_tiles(DType::F64)
             .iter()

@@ -123,3 +123,50 @@ __device__ __forceinline__ void wait_async_groups()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 #endif
 }
+
+// mbarriers (sm_90+; not defined before, so a kernel that uses them fails
+// to build there): a barrier object in shared memory whose phase completes
+// after `count` arrivals; waiting names the parity of the phase waited for
+// (0 for its first, then alternating).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void mbarrier_init(unsigned long long* barrier, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"((unsigned)__cvta_generic_to_shared(barrier)),
+                 "r"(count)
+                 : "memory");
+}
+
+// Makes the initialised barriers visible to every thread (before a
+// __syncthreads, ahead of their first use).
+__device__ __forceinline__ void mbarrier_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// One arrival, once every cp.async this thread issued before has landed
+// (the copies are then visible to whoever sees the phase complete).
+__device__ __forceinline__ void mbarrier_arrive_after_copies(unsigned long long* barrier)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(barrier))
+                 : "memory");
+}
+
+// One arrival now.
+__device__ __forceinline__ void mbarrier_arrive(unsigned long long* barrier)
+{
+    asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(barrier))
+                 : "memory");
+}
+
+// Waits until the phase of parity `parity` has completed. (The label is
+// local to the braces, so every inlined copy may reuse it.)
+__device__ __forceinline__ void mbarrier_wait(unsigned long long* barrier, unsigned parity)
+{
+    asm volatile("{\n .reg .pred done;\n WAIT_MBARRIER:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 " @!done bra WAIT_MBARRIER;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(barrier)),
+                 "r"(parity)
+                 : "memory");
+}
+#endif

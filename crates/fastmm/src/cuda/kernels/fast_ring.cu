@@ -22,15 +22,32 @@
 //
 // Split-K, the wave tail and the grouped tile order as in fast.cu.
 //
+// RING_MBARRIERS (sm_90+; the host's f64 8 x 8 configuration, which takes
+// any operands, aligned or not): no block barrier per k step. Each buffer
+// has a "full" mbarrier, whose phase completes when every thread's copies
+// into it have landed, and an "empty" one, whose phase completes when
+// every thread has read it; a thread refills the buffer it read one step
+// earlier once that is empty, so warps may drift up to a step apart
+// instead of all waiting for the slowest at every step. With one block of
+// 8 warps per SM (255 registers for the 128 accumulators) the barrier per
+// step cost 4-13% (docs/perf-notes.md, "mbarriers instead of a barrier per
+// step").
+//
 // Built by NVRTC with -DELEM, -DACC (unsigned for integers, so overflow
-// wraps), -DTM, -DTN and -DSTAGES; dynamic shared memory STAGES x
-// STAGE_ELEMS elements, which the host mirrors
-// (cuda::gemm::ring_shared_bytes). beta == 0 never reads C.
+// wraps), -DTM, -DTN, -DSTAGES and optionally -DBK and -DRING_MBARRIERS=1;
+// dynamic shared memory STAGES x STAGE_ELEMS elements, which the host
+// mirrors (cuda::gemm::ring_shared_bytes). beta == 0 never reads C.
 #define MIN_BLOCKS (TM * TN * (int)sizeof(ACC) > 256 ? 1 : 2)
 #ifndef STAGES
 #error "STAGES must be defined by the host"
 #endif
 static_assert(STAGES >= 2, "the ring needs a buffer being filled and one being read");
+#ifndef RING_MBARRIERS
+#define RING_MBARRIERS 0
+#endif
+#if RING_MBARRIERS && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900)
+#error "RING_MBARRIERS needs sm_90 (mbarrier.try_wait)"
+#endif
 // A's transposed tile: BK rows of A_LD elements.
 #define A_LD (BM + VEC)
 #define STAGE_ELEMS (BK * (A_LD + BN))
@@ -67,6 +84,16 @@ gemm_fast_ring(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long
     const ELEM* const a_base = a + (long long)(row0 + a_row) * lda + a_p;
     const ELEM* const b_base = b + (long long)b_p * ldb + col0 + b_col;
     const long long a_group_step = 4 * lda, b_group_step = b_row_step * ldb;
+
+#if RING_MBARRIERS
+    __shared__ unsigned long long full[STAGES], empty[STAGES];
+    if (tid < STAGES) {
+        mbarrier_init(&full[tid], THREADS);
+        mbarrier_init(&empty[tid], THREADS);
+    }
+    mbarrier_init_fence();
+    __syncthreads();
+#endif
 
     ACC acc[TM][TN];
 #pragma unroll
@@ -121,10 +148,39 @@ gemm_fast_ring(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long
                     }
             }
         }
+#if RING_MBARRIERS
+        // Called only for steps inside k: a full barrier counts one arrival
+        // per thread per step.
+        mbarrier_arrive_after_copies(&full[slot]);
+#else
         commit_async_copies();
+#endif
     };
 
     const int steps = (k + BK - 1) / BK;
+#if RING_MBARRIERS
+    for (int s = 0; s < STAGES - 1 && s < steps; ++s) issue(s, s);
+    int slot = 0;
+    unsigned parity = 0;
+    for (int step = 0; step < steps; ++step) {
+        mbarrier_wait(&full[slot], parity);
+        const ELEM* const a_stage = ring + slot * STAGE_ELEMS;
+        step_products<A_LD>(acc, reinterpret_cast<const ELEM(*)[A_LD]>(a_stage),
+                            reinterpret_cast<const ELEM(*)[BN]>(a_stage + BK * A_LD), ty, tx);
+        mbarrier_arrive(&empty[slot]);
+        if (step + STAGES - 1 < steps) {
+            // The buffer of step - 1 (at step 0 the last one, not used yet),
+            // once every thread has read it.
+            const int target = slot == 0 ? STAGES - 1 : slot - 1;
+            if (step > 0) mbarrier_wait(&empty[target], slot == 0 ? parity ^ 1 : parity);
+            issue(step + STAGES - 1, target);
+        }
+        if (++slot == STAGES) {
+            slot = 0;
+            parity ^= 1;
+        }
+    }
+#else
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s, s);
     int slot = 0;
@@ -140,6 +196,7 @@ gemm_fast_ring(int m, int n, int k, ELEM alpha, const ELEM* __restrict__ a, long
                             reinterpret_cast<const ELEM(*)[BN]>(a_stage + BK * A_LD), ty, tx);
         slot = slot == STAGES - 1 ? 0 : slot + 1;
     }
+#endif
     for_each_inside(row0, col0, m, n, ty, tx, [&](int i, int j, int gi, int gj) {
         ACC result = (ACC)alpha * acc[i][j];
         if (beta != (ELEM)0) result += (ACC)beta * (ACC)c[gi * ldc + gj];

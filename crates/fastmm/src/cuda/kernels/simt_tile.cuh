@@ -14,8 +14,10 @@
 // k depth of one staged step: 16 for the 128-accumulator micro-tiles (half
 // the barriers and staging per FMA; measured 1.5-2% faster than 8 on the
 // H100), 8 for the smaller ones, whose shared tiles would not fit 48 KiB
-// otherwise.
+// otherwise. A host that gives a kernel dynamic shared memory may set it.
+#ifndef BK
 #define BK (TM * TN > 64 ? 16 : 8)
+#endif
 #define THREADS 256
 
 #define VEC (16 / (int)sizeof(ELEM))

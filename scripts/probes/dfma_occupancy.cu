@@ -1,0 +1,88 @@
+// How close the DFMA pipe gets to its ceiling with few warps per scheduler
+// (issue 6): each thread runs a register-only TM x TN outer-product update,
+// acc[i][j] += a[i] * b[j], exactly the f64 SIMT GEMM's inner statement
+// without its shared-memory loads, at 1 to 4 warps per scheduler.
+// Build and run: nvcc -O3 -arch=sm_90 dfma_occupancy.cu -o occ && ./occ
+#include <cstdio>
+#include <cuda_runtime.h>
+
+#define CHECK(call)                                                                       \
+    do {                                                                                  \
+        cudaError_t err_ = (call);                                                        \
+        if (err_ != cudaSuccess) {                                                        \
+            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));  \
+            return 1;                                                                     \
+        }                                                                                 \
+    } while (0)
+
+template <int TM, int TN, int THREADS, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB) outer_products(double* out, int iters, double seed)
+{
+    double a[TM], b[TN], acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i) a[i] = seed * (threadIdx.x + i);
+#pragma unroll
+    for (int j = 0; j < TN; ++j) b[j] = seed / (threadIdx.x + j + 1);
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        // The compiler must assume a and b change, as a GEMM's fragments do
+        // (no instruction is emitted).
+#pragma unroll
+        for (int i = 0; i < TM; ++i) asm volatile("" : "+d"(a[i]));
+#pragma unroll
+        for (int j = 0; j < TN; ++j) asm volatile("" : "+d"(b[j]));
+    }
+    double sum = 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) sum += acc[i][j];
+    out[blockIdx.x * THREADS + threadIdx.x] = sum;
+}
+
+template <int TM, int TN, int THREADS, int MINB>
+int measure(int sms)
+{
+    const int blocks = sms * MINB, iters = 1 << 14;
+    double* out;
+    CHECK(cudaMalloc(&out, sizeof(double) * THREADS * blocks));
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    float best = 1e30f;
+    for (int rep = 0; rep < 6; ++rep) {
+        CHECK(cudaEventRecord(start));
+        outer_products<TM, TN, THREADS, MINB><<<blocks, THREADS>>>(out, iters, 1e-3);
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(stop));
+        CHECK(cudaEventSynchronize(stop));
+        float ms;
+        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (rep > 0 && ms < best) best = ms;
+    }
+    const double flops = 2.0 * TM * TN * (double)iters * THREADS * blocks;
+    printf("%2dx%-2d %3d threads x %d blocks/SM = %d warps/scheduler: %.2f TFLOPS\n", TM, TN, THREADS, MINB,
+           THREADS * MINB / 128, flops / (best * 1e-3) / 1e12);
+    CHECK(cudaFree(out));
+    return 0;
+}
+
+int main()
+{
+    int sms;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    measure<8, 8, 128, 1>(sms);
+    measure<8, 8, 256, 1>(sms);
+    measure<8, 6, 384, 1>(sms);
+    measure<8, 4, 256, 2>(sms);
+    measure<8, 4, 512, 1>(sms);
+    measure<4, 4, 256, 4>(sms);
+    return 0;
+}
