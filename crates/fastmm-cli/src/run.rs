@@ -48,8 +48,9 @@ pub struct RunArgs {
     pub(crate) threads: Option<usize>,
     /// Tile edge for tiled algorithms; for cuda-fast's SIMT kernel, the
     /// micro-tile rows TM (4-byte types: 8 for 8×16, 16 for 16×8; f64: 4
-    /// for 4×4, 8 for 8×4; i64: 4 or 8, square; default: chosen per shape,
-    /// f64's 8×4 once its 128×64 tiles fill every SM, else the first).
+    /// for 4×4, 8 for 8×4, on sm_90+ 8×8 with mbarriers; i64: 4 or 8,
+    /// square; default: chosen per shape, f64's 8 once its tiles fill
+    /// every SM, else the first).
     #[arg(long)]
     pub(crate) tile: Option<usize>,
     /// Microkernel family of `packed`: avx512, avx2 or generic (default:

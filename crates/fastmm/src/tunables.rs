@@ -258,12 +258,13 @@ pub const CUDA_RING_STAGES: usize = 3;
 
 /// k depth of one staged step of `cuda-fast`'s f64 8×8 mbarrier kernel
 /// (`KernelSource::FastMbar`): 16 halves the waits and staging per DFMA
-/// against 8, measured 1% faster at 8192³ on the H100 (with 4 and 6
-/// stages; docs/perf-notes.md, "mbarriers instead of a barrier per step").
+/// against 8, measured 1–3% faster at 8192³ on the H100 (4 stages of 16
+/// against 6 of 8; docs/perf-notes.md, "mbarriers instead of a barrier
+/// per step").
 pub const CUDA_MBAR_BK: usize = 16;
 
 /// Shared-memory stages of that kernel: 4 × 33 KiB. 3, 4 and 6 measured
-/// within 1.3% at 8192³ on the H100.
+/// within 1.5% at 8192³ on the H100.
 pub const CUDA_MBAR_STAGES: usize = 4;
 
 /// Shared-memory stages of the f64 tensor-core kernel of `cuda-fast`

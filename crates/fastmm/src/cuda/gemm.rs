@@ -380,7 +380,8 @@ pub fn mbar_shared_bytes(dtype: DType) -> usize {
 /// smallest block tile first. 4-byte types take 8×16 (128×256 block
 /// tiles, one block per SM: cuBLAS's SIMT sgemm tile on Hopper, with the
 /// long side along B's contiguous rows; 16×8 was slower everywhere).
-/// 8-byte types take 4×4 (64×64), and f64 also 8×4 (128×64), which
+/// 8-byte types take 4×4 (64×64), and f64 also 8×4 (128×64; on sm_90
+/// and later 8×8 instead, 128×128, see [`FastConfig::mbarriers`]), which
 /// measured 17.7–19.2 TFLOPS at 1024–8192 on the H100 against 13.3–14.1
 /// for 4×4, but 3.5 against 5.1 at 512. i64 keeps 4×4, as fast as or
 /// faster than 8×8 at every size measured: its multiplies are emulated,
@@ -1802,6 +1803,35 @@ mod tests {
                 assert!(simt_micro_tiles(dtype).contains(tm), "{dtype} {tm}");
             }
         }
+    }
+
+    #[test]
+    fn the_mbarrier_configuration_is_one_block_of_128_by_128_with_no_twins() {
+        let config = FastConfig {
+            family: FastKernel::Simt,
+            tm: MBAR_MICRO_TILE.0,
+            dtype: DType::F64,
+            mbarriers: true,
+        };
+        assert_eq!(config.micro_tile(), (8, 8));
+        assert_eq!(config.block_shape(), (128, 128));
+        assert_eq!(config.blocks_per_sm(), 1);
+        assert_eq!(config.key().source, KernelSource::FastMbar);
+        // A ring itself: no unaligned twin, and the wave tail instead of
+        // stream-K.
+        assert!(config.ring_key().is_none() && config.stream_key().is_none());
+        // 4 stages × 16 k × (130 + 128) doubles: 132 KiB, within the
+        // H100's 227 KiB per block.
+        assert_eq!(config.shared_bytes(), 4 * 16 * 258 * 8);
+        assert!(config.shared_bytes() <= 227 * 1024);
+        assert!(config.describe().contains("8x8/thread, mbarriers"));
+        let barrier = FastConfig {
+            mbarriers: false,
+            ..config
+        };
+        assert_eq!(barrier.block_shape(), (128, 64));
+        assert_eq!(barrier.shared_bytes(), 0);
+        assert_eq!(barrier.key().source, KernelSource::Fast);
     }
 
     /// The tile (row, column) of grouped block index `id` on a tiles_m ×
