@@ -350,6 +350,96 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
     store<G>(acc, c, ldc, t);
 }
 
+// dgemm_mbar with A transposed (G::A_T) and the fragments software-
+// pipelined: the next k's fragments are read while this k's products run,
+// across buffer boundaries too (the next buffer's full barrier is waited
+// for one k early), so no step starts on a shared-memory read.
+template <typename G>
+__device__ __forceinline__ void load_fragments(double (&ra)[G::TM], double (&rb)[G::TN], const double* at,
+                                               const double* bt, int p, int ty, int tx)
+{
+#pragma unroll
+    for (int g = 0; g < G::TM / G::VEC; ++g) {
+        const double2 t = *reinterpret_cast<const double2*>(&at[p * G::ALD + g * G::TY * G::VEC + ty * G::VEC]);
+        ra[2 * g] = t.x;
+        ra[2 * g + 1] = t.y;
+    }
+#pragma unroll
+    for (int g = 0; g < G::TN / G::VEC; ++g) {
+        const double2 t = *reinterpret_cast<const double2*>(&bt[p * G::BN + g * G::TX * G::VEC + tx * G::VEC]);
+        rb[2 * g] = t.x;
+        rb[2 * g + 1] = t.y;
+    }
+}
+
+template <typename G, int MINB>
+__global__ void __launch_bounds__(G::THREADS, MINB)
+    dgemm_mbar_pipe(int m, int n, int k, const double* __restrict__ a, int lda, const double* __restrict__ b, int ldb,
+                    double* __restrict__ c, int ldc)
+{
+    static_assert(G::A_T, "per-k fragments need A transposed");
+    extern __shared__ __align__(16) double smem[];
+    __shared__ unsigned long long full[G::STAGES], empty[G::STAGES];
+    double* as = smem;
+    double* bs = smem + G::STAGES * G::A_STAGE;
+    const Tile<G> t = place<G>();
+    const double* a_blk = a + (long long)t.row0 * lda;
+    const double* b_blk = b + t.col0;
+    const int steps = k / G::BK;
+    if (t.tid < G::STAGES) {
+        mbar_init(&full[t.tid], G::THREADS);
+        mbar_init(&empty[t.tid], G::THREADS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+    double acc[G::TM][G::TN];
+#pragma unroll
+    for (int i = 0; i < G::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < G::TN; ++j) acc[i][j] = 0;
+    for (int s = 0; s < G::STAGES - 1 && s < steps; ++s) {
+        load_step<G>(as, bs, a_blk, lda, b_blk, ldb, s, s, t.tid);
+        mbar_arrive_copies(&full[s]);
+    }
+    double ra[2][G::TM], rb[2][G::TN];
+    mbar_wait(&full[0], 0);
+    load_fragments<G>(ra[0], rb[0], as, bs, 0, t.ty, t.tx);
+    int slot = 0;
+    unsigned phase = 0;
+    for (int kt = 0; kt < steps; ++kt) {
+        const double* at = as + slot * G::A_STAGE;
+        const double* bt = bs + slot * G::B_STAGE;
+        const int next_slot = slot + 1 == G::STAGES ? 0 : slot + 1;
+        const unsigned next_phase = next_slot == 0 ? phase ^ 1 : phase;
+#pragma unroll
+        for (int p = 0; p < G::BK; ++p) {
+            const int cur = p & 1;
+            if (p + 1 < G::BK) {
+                load_fragments<G>(ra[cur ^ 1], rb[cur ^ 1], at, bt, p + 1, t.ty, t.tx);
+            } else if (kt + 1 < steps) {
+                mbar_wait(&full[next_slot], next_phase);
+                load_fragments<G>(ra[cur ^ 1], rb[cur ^ 1], as + next_slot * G::A_STAGE, bs + next_slot * G::B_STAGE,
+                                  0, t.ty, t.tx);
+            }
+            if (p + 1 == G::BK) mbar_arrive(&empty[slot]);
+#pragma unroll
+            for (int i = 0; i < G::TM; ++i)
+#pragma unroll
+                for (int j = 0; j < G::TN; ++j) acc[i][j] = fma(ra[cur][i], rb[cur][j], acc[i][j]);
+        }
+        const int next = kt + G::STAGES - 1;
+        if (next < steps) {
+            const int target = slot == 0 ? G::STAGES - 1 : slot - 1;
+            if (kt > 0) mbar_wait(&empty[target], slot == 0 ? phase ^ 1 : phase);
+            load_step<G>(as, bs, a_blk, lda, b_blk, ldb, next, target, t.tid);
+            mbar_arrive_copies(&full[target]);
+        }
+        slot = next_slot;
+        phase = next_phase;
+    }
+    store<G>(acc, c, ldc, t);
+}
+
 #ifndef KERNEL_ONLY
 __global__ void fill_uniform(double* x, size_t count, unsigned seed)
 {
@@ -369,11 +459,15 @@ struct Problem {
 
 typedef void (*Launch)(const Problem&);
 
-// KIND: 0 ring, 1 mbar, 2 mbar unrolled.
+// KIND: 0 ring, 1 mbar, 2 mbar unrolled, 3 mbar with pipelined fragments.
 template <typename G, int MINB, int KIND>
 void launch(const Problem& p)
 {
-    auto kernel = KIND == 0 ? dgemm_ring<G, MINB> : KIND == 1 ? dgemm_mbar<G, MINB> : dgemm_mbar_unrolled<G, MINB>;
+    void (*kernel)(int, int, int, const double*, int, const double*, int, double*, int);
+    if constexpr (KIND == 0) kernel = dgemm_ring<G, MINB>;
+    else if constexpr (KIND == 1) kernel = dgemm_mbar<G, MINB>;
+    else if constexpr (KIND == 2) kernel = dgemm_mbar_unrolled<G, MINB>;
+    else kernel = dgemm_mbar_pipe<G, MINB>;
     static bool configured = false;
     if (!configured) {
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)G::SHARED));
@@ -430,11 +524,9 @@ int main(int argc, char** argv)
     const Entry entries[] = {
         {"mbar 8x8 16x16 bk16 s4 b1", launch<Geometry<8, 8, 16, 16, 16, 4>, 1, 1>, 128, 128, 16},
         {"mbar AT 8x8 16x16 bk16 s4 b1", launch<Geometry<8, 8, 16, 16, 16, 4, false, true>, 1, 1>, 128, 128, 16},
-        {"mbar AT 8x8 16x16 bk8 s6 b1", launch<Geometry<8, 8, 16, 16, 8, 6, false, true>, 1, 1>, 128, 128, 8},
-        {"mbar AT 8x8 16x16w bk16 s4 b1", launch<Geometry<8, 8, 16, 16, 16, 4, true, true>, 1, 1>, 128, 128, 16},
-        {"mbar 8x8 16x16 bk16 s3 b1", launch<Geometry<8, 8, 16, 16, 16, 3>, 1, 1>, 128, 128, 16},
-        {"mbar 8x8 16x16 bk16 s6 b1", launch<Geometry<8, 8, 16, 16, 16, 6>, 1, 1>, 128, 128, 16},
-        {"mbar AT 8x8 8x16w bk16 s3 b2", launch<Geometry<8, 8, 8, 16, 16, 3, true, true>, 2, 1>, 64, 128, 16},
+        {"pipe AT 8x8 16x16 bk16 s4 b1", launch<Geometry<8, 8, 16, 16, 16, 4, false, true>, 1, 3>, 128, 128, 16},
+        {"pipe AT 8x8 16x16 bk8 s6 b1", launch<Geometry<8, 8, 16, 16, 8, 6, false, true>, 1, 3>, 128, 128, 8},
+        {"mbar AT 8x8 16x16 bk32 s3 b1", launch<Geometry<8, 8, 16, 16, 32, 3, false, true>, 1, 1>, 128, 128, 32},
     };
     // Arguments (all optional): first entry, number of entries, one size.
     const size_t count = sizeof(entries) / sizeof(entries[0]);
