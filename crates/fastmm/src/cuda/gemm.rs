@@ -319,13 +319,22 @@ pub const WAVE_TAIL_ENV: &str = "FASTMM_CUDA_WAVE_TAIL";
 /// per process; a value other than on or off is an error.
 pub fn wave_tail_enabled() -> Result<bool, Error> {
     static FROM_ENV: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
-    FROM_ENV
-        .get_or_init(|| match std::env::var(WAVE_TAIL_ENV) {
-            Err(_) => Ok(true),
-            Ok(text) => parse_switch(WAVE_TAIL_ENV, &text),
-        })
-        .clone()
-        .map_err(Error::InvalidOption)
+    switch_from_env(&FROM_ENV, WAVE_TAIL_ENV, true)
+}
+
+/// The on/off switch `name` of the environment (`default` when unset),
+/// read once into `cell`; a value other than on or off is an error.
+fn switch_from_env(
+    cell: &'static std::sync::OnceLock<Result<bool, String>>,
+    name: &str,
+    default: bool,
+) -> Result<bool, Error> {
+    cell.get_or_init(|| match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(text) => parse_switch(name, &text),
+    })
+    .clone()
+    .map_err(Error::InvalidOption)
 }
 
 /// `on`/`1` or `off`/`0` (any case) of the switch `name`.
@@ -347,13 +356,7 @@ pub const MBAR_ENV: &str = "FASTMM_CUDA_MBAR";
 /// process; a value other than on or off is an error.
 pub fn mbarriers_enabled() -> Result<bool, Error> {
     static FROM_ENV: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
-    FROM_ENV
-        .get_or_init(|| match std::env::var(MBAR_ENV) {
-            Err(_) => Ok(true),
-            Ok(text) => parse_switch(MBAR_ENV, &text),
-        })
-        .clone()
-        .map_err(Error::InvalidOption)
+    switch_from_env(&FROM_ENV, MBAR_ENV, true)
 }
 
 /// Micro-tile (rows, columns) of the mbarrier kernel
