@@ -21,6 +21,26 @@ pub const PARALLEL_SLABS_PER_THREAD: usize = 2;
 /// dev machine (docs/perf-notes.md).
 pub const KC_L1_FRACTION: (usize, usize) = (1, 1);
 
+/// A kernel whose two operands, streamed from L2, would need at most this
+/// many bytes per cycle at the core's FMA rate (see
+/// `packed::blocking::l2_bytes_per_cycle`) does not need B̃'s micro-panel
+/// in L1, and takes the deeper KC of [`KC_STREAMING_L1_FRACTION`]. The
+/// AVX-512 kernels on Zen 4, which runs one 512-bit FMA per cycle, need
+/// 9.3 (f32 8×48) and 10.7 (f64 8×24) bytes per cycle and ran 4–12%
+/// faster at KC = 512 and 256 than at the L1 rule's 144 and 128 (two
+/// threads, dev-epyc, session 25); on Ice Lake (two 512-bit FMAs per
+/// cycle, 18.7 and 21.3) the L1 rule measured 10–15% faster than KC = 512,
+/// and Zen 3's AVX2 kernels (14.7 and 18.7) stay with it too
+/// (docs/perf-notes.md).
+pub const L2_STREAM_MAX_BYTES_PER_CYCLE: usize = 12;
+
+/// For kernels that stream both operands from L2, KC makes one call's
+/// micro-panel of Ã (MR×KC) fill this fraction of L1, up to [`MAX_KC`]:
+/// deep steps pass over C fewer times, and half of L1 leaves room for the
+/// lines of B̃ and C passing through. 512 for f32 8×48 and 256 for f64 8×24
+/// on a 32 KiB L1; f64 at 512 measured level with 256 (session 25).
+pub const KC_STREAMING_L1_FRACTION: (usize, usize) = (1, 2);
+
 /// Largest KC the analytical rule picks. 512 measured 4% faster than 256
 /// for f64 and 1–2% for f32 on one thread at n = 2048; 768 and 1024 no
 /// faster than 512 (docs/perf-notes.md).
@@ -66,11 +86,18 @@ pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 
 /// ...and each thread's share of C has at most this many elements: with
 /// larger shares the row pipeline's tasks are long enough that taking them
-/// in order costs less than the private copies. Two threads on dev-milan,
-/// pipeline against split-k, interleaved pairs (session 22): f32
+/// in order costs less than the private copies. The two dev machines
+/// disagree on where that happens. Two threads on dev-milan (Zen 3, KC from
+/// L1), pipeline against split-k, interleaved pairs (session 22): f32
 /// 256×4096×256 1.06× and 1.08× (6 of 10, 14 of 16 pairs), f64 1.05× and
-/// 1.05×, f32 192×4096×192 1.05× (6 of 12); f32 128×8192×128 0.87×.
-pub const SPLIT_K_MAX_C_ELEMENTS_PER_THREAD: usize = 128 * 128;
+/// 1.05×, f32 192×4096×192 1.05× (6 of 12); f32 128×8192×128 0.87×. On
+/// dev-epyc (Zen 4, the deep KC of the streaming rule; session 25) split-k
+/// against the pipeline: f32 256×4096×256 1.11× and 1.12× (12 of 16, 6 of
+/// 10), f64 1.04× (9 of 10), f32 192×4096×192 1.02× and 320×4096×320 1.04×
+/// (5 of 8 each), 256×8192×256 level. The limit follows dev-epyc, the
+/// machine the comparison runs on now; `fastmm tune` does not
+/// search it yet.
+pub const SPLIT_K_MAX_C_ELEMENTS_PER_THREAD: usize = 256 * 256 / 2;
 
 /// ...and k holds at least this many KC steps per thread: fewer, and the
 /// copies of C cost more than the per-step synchronisation they save.

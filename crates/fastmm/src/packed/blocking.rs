@@ -12,8 +12,15 @@
 //!   loop: KC = L1 / ((MR + NR)·size), between 64 and [`MAX_KC`]. A deeper
 //!   KC would halve the passes over C, but on the Ice Lake dev machine
 //!   (two 512-bit FMAs per cycle, so twice the bytes per cycle of Zen 4)
-//!   KC = 512 measured 10–15% slower than 192 for f64 (docs/perf-notes.md);
-//!   `fastmm tune` searches KC per machine.
+//!   KC = 512 measured 10–15% slower than 192 for f64 (docs/perf-notes.md).
+//!   That holds where the core's FMAs would outrun L2: a core that retires
+//!   fewer bits of FMA results per cycle ([`fma_bits_per_cycle`]; Zen 4
+//!   runs a 512-bit FMA in two halves) has the time to read both
+//!   micro-panels from L2. When the kernel would need at most
+//!   [`L2_STREAM_MAX_BYTES_PER_CYCLE`] from them ([`l2_bytes_per_cycle`]),
+//!   KC only makes Ã's micro-panel fill [`KC_STREAMING_L1_FRACTION`] of
+//!   L1: KC = L1 / (2·MR·size), fewer passes over C. `fastmm tune`
+//!   searches KC per machine.
 //! * **MC**: each thread's Ã takes [`MC_L2_FRACTION`] of L2:
 //!   MC = L2·fraction / (KC·size), a multiple of MR.
 //! * **NC**: B̃ takes [`NC_L3_FRACTION`] of L3: NC = L3·fraction / (KC·size),
@@ -99,7 +106,11 @@ fn parse_size(text: &str) -> Option<usize> {
     }
 }
 
-pub use crate::tunables::{KC_L1_FRACTION, MAX_KC, MC_L2_FRACTION, NC_L3_FRACTION, NC_SLACK};
+use crate::packed::dispatch::CpuKernel;
+pub use crate::tunables::{
+    KC_L1_FRACTION, KC_STREAMING_L1_FRACTION, L2_STREAM_MAX_BYTES_PER_CYCLE, MAX_KC,
+    MC_L2_FRACTION, NC_L3_FRACTION, NC_SLACK,
+};
 
 /// MC, KC and NC of the five-loop driver, in elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,10 +125,24 @@ pub struct BlockSizes {
 
 impl BlockSizes {
     /// The analytical sizes for a kernel of `mr`×`nr` elements of
-    /// `elem_size` bytes on a CPU with these caches (see module docs).
-    pub fn for_kernel(caches: CacheSizes, elem_size: usize, mr: usize, nr: usize) -> BlockSizes {
-        let (num, den) = KC_L1_FRACTION;
-        let kc = round_down(caches.l1d * num / den / ((mr + nr) * elem_size), 8).clamp(64, MAX_KC);
+    /// `elem_size` bytes on a CPU with these caches whose core retires
+    /// `fma_bits_per_cycle` bits of FMA results per cycle with the
+    /// kernel's vectors (see module docs and [`fma_bits_per_cycle`]).
+    pub fn for_kernel(
+        caches: CacheSizes,
+        elem_size: usize,
+        mr: usize,
+        nr: usize,
+        fma_bits_per_cycle: usize,
+    ) -> BlockSizes {
+        let streams_from_l2 =
+            l2_bytes_per_cycle(mr, nr, fma_bits_per_cycle) <= L2_STREAM_MAX_BYTES_PER_CYCLE as f64;
+        let ((num, den), panel_rows) = if streams_from_l2 {
+            (KC_STREAMING_L1_FRACTION, mr)
+        } else {
+            (KC_L1_FRACTION, mr + nr)
+        };
+        let kc = round_down(caches.l1d * num / den / (panel_rows * elem_size), 8).clamp(64, MAX_KC);
         // How many kc-deep lines of elements fill `fraction` of a cache,
         // in whole micro-panels of `unit`.
         let lines_in = |bytes: usize, (num, den): (usize, usize), unit: usize| {
@@ -173,6 +198,56 @@ pub(crate) fn balanced_block(
     extent.div_ceil(blocks).div_ceil(unit).max(1) * unit
 }
 
+/// Bytes per cycle an `mr`×`nr` kernel reads from its two micro-panels
+/// when it runs at a core's FMA rate of `fma_bits_per_cycle`: (MR + NR)
+/// elements per k step, a step taking MR·NR·size·8 / fma_bits cycles (the
+/// element size cancels out).
+pub fn l2_bytes_per_cycle(mr: usize, nr: usize, fma_bits_per_cycle: usize) -> f64 {
+    ((mr + nr) * fma_bits_per_cycle) as f64 / (8 * mr * nr) as f64
+}
+
+/// Bits of FMA results one core of this CPU retires per cycle with the
+/// vectors of `family`: two full-width FMAs per cycle, except where a table
+/// of cores says otherwise. Zen 4 (AMD family 19h with AVX-512) runs a
+/// 512-bit FMA as two 256-bit halves, one per cycle. Read once.
+pub fn fma_bits_per_cycle(family: CpuKernel) -> usize {
+    static HALF_RATE_512: OnceLock<bool> = OnceLock::new();
+    match family {
+        CpuKernel::Avx512 if *HALF_RATE_512.get_or_init(|| amd_family() == Some(0x19)) => 512,
+        CpuKernel::Avx512 => 2 * 512,
+        CpuKernel::Avx2 => 2 * 256,
+        // The scalar twin, compiled for baseline x86-64 (SSE2) or the like.
+        CpuKernel::Generic => 2 * 128,
+    }
+}
+
+/// The family number of an AMD CPU (base plus extended family, as AMD
+/// numbers them: 19h for Zen 3 and Zen 4), or None on other CPUs.
+fn amd_family() -> Option<u32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // CPUID and its leaves 0 and 1 exist on every x86-64 CPU (the
+        // intrinsic is safe to call).
+        let (vendor, signature) = (__cpuid(0), __cpuid(1));
+        let is_amd = [vendor.ebx, vendor.edx, vendor.ecx]
+            .iter()
+            .flat_map(|word| word.to_le_bytes())
+            .eq(*b"AuthenticAMD");
+        let base = (signature.eax >> 8) & 0xF;
+        let extended = if base == 0xF {
+            (signature.eax >> 20) & 0xFF
+        } else {
+            0
+        };
+        is_amd.then_some(base + extended)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
 fn round_down(value: usize, multiple: usize) -> usize {
     value / multiple * multiple
 }
@@ -191,8 +266,10 @@ mod tests {
             l2: 1 << 20,
             l3: 32 << 20,
         };
+        // Two 512-bit FMAs per cycle: 18.7 bytes per cycle from the
+        // panels, so B̃'s micro-panel stays in L1 with Ã's:
         // 32 KiB / ((8 + 48)·4 bytes) = 146 → 144.
-        let bs = BlockSizes::for_kernel(caches, 4, 8, 48);
+        let bs = BlockSizes::for_kernel(caches, 4, 8, 48, 1024);
         assert_eq!(bs.kc, 144);
         // Ã: half of 1 MiB / (144·4 bytes) = 910 → 904 rows; B̃: a quarter
         // of 32 MiB / (144·4) = 14563 → 14544 columns.
@@ -205,10 +282,22 @@ mod tests {
             l1d: 48 << 10,
             ..caches
         };
-        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24);
+        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024);
         assert_eq!((bs.kc, bs.mc, bs.nc), (192, 336, 5448));
         // A small tile on a large L1 stops at MAX_KC.
-        assert_eq!(BlockSizes::for_kernel(ice_lake, 8, 4, 8).kc, MAX_KC);
+        assert_eq!(BlockSizes::for_kernel(ice_lake, 8, 4, 8, 512).kc, MAX_KC);
+        // Zen 4: one 512-bit FMA per cycle, 9.3 and 10.7 bytes per cycle,
+        // so both panels stream from L2 and Ã's micro-panel fills half of
+        // L1: 16 KiB / (8·4) = 512 for f32, / (8·8) = 256 for f64, with
+        // half of L2 for Ã: 512 KiB / (512·4) = 256 rows.
+        let zen4 = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512);
+        assert_eq!((zen4(4, 48).kc, zen4(4, 48).mc), (512, 256));
+        assert_eq!((zen4(8, 24).kc, zen4(8, 24).mc), (256, 256));
+        // Zen 3's AVX2 6×16 f32 (two 256-bit FMAs, 14.7 bytes per cycle)
+        // keeps the L1 rule: 32 KiB / ((6 + 16)·4) = 372 → 368.
+        assert_eq!(BlockSizes::for_kernel(caches, 4, 6, 16, 512).kc, 368);
+        assert!((l2_bytes_per_cycle(8, 48, 512) - 9.33).abs() < 0.01);
+        assert!((l2_bytes_per_cycle(8, 24, 1024) - 21.33).abs() < 0.01);
         assert_eq!(
             BlockSizes::parse("96, 256,512").unwrap(),
             BlockSizes {

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::packed::blocking::{cache_sizes, BlockSizes};
+use crate::packed::blocking::{cache_sizes, fma_bits_per_cycle, BlockSizes};
 use crate::packed::driver;
 use crate::packed::kernel::Microkernel;
 use crate::packed::kernels::generic::Generic;
@@ -169,7 +169,13 @@ impl<T: Element> PackedKernel<T> {
 
     /// The analytical block sizes for this kernel on this machine's caches.
     pub fn analytical_blocks(&self) -> BlockSizes {
-        BlockSizes::for_kernel(cache_sizes(), std::mem::size_of::<T>(), self.mr, self.nr)
+        BlockSizes::for_kernel(
+            cache_sizes(),
+            std::mem::size_of::<T>(),
+            self.mr,
+            self.nr,
+            fma_bits_per_cycle(self.family),
+        )
     }
 }
 
