@@ -26,9 +26,6 @@ int main(int argc, char** argv)
     CUDA_CHECK(cudaMemcpy(b, host.data(), count * sizeof(double), cudaMemcpyHostToDevice));
     cublasHandle_t handle;
     CUBLAS_CHECK(cublasCreate(&handle));
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
     const double one = 1.0, zero = 0.0;
     const cublasMath_t modes[] = {CUBLAS_DEFAULT_MATH, CUBLAS_PEDANTIC_MATH};
     const char* names[] = {"default", "pedantic"};
@@ -36,18 +33,9 @@ int main(int argc, char** argv)
         CUBLAS_CHECK(cublasSetMathMode(handle, modes[mode]));
         CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n));
         CUDA_CHECK(cudaDeviceSynchronize());
-        std::vector<float> times;
-        for (int rep = 0; rep < 7; ++rep) {
-            CUDA_CHECK(cudaEventRecord(start));
-            CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n));
-            CUDA_CHECK(cudaEventRecord(stop));
-            CUDA_CHECK(cudaEventSynchronize(stop));
-            float ms;
-            CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-            times.push_back(ms);
-        }
-        std::sort(times.begin(), times.end());
-        const float median = times[times.size() / 2];
+        const float median = median_event_ms(
+            [&] { CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n)); },
+            7);
         printf("dgemm n=%d %s math: median %.3f ms, %.2f TFLOPS\n", n, names[mode], median,
                2.0 * n * (double)n * n / (median * 1e-3) / 1e12);
     }

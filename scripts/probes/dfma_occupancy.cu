@@ -6,14 +6,7 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                       \
-    do {                                                                                  \
-        cudaError_t err_ = (call);                                                        \
-        if (err_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));  \
-            return 1;                                                                     \
-        }                                                                                 \
-    } while (0)
+#include "probe_check.h"
 
 template <int TM, int TN, int THREADS, int MINB>
 __global__ void __launch_bounds__(THREADS, MINB) outer_products(double* out, int iters, double seed)
@@ -52,32 +45,32 @@ int measure(int sms)
 {
     const int blocks = sms * MINB, iters = 1 << 14;
     double* out;
-    CHECK(cudaMalloc(&out, sizeof(double) * THREADS * blocks));
+    CUDA_CHECK(cudaMalloc(&out, sizeof(double) * THREADS * blocks));
     cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
     float best = 1e30f;
     for (int rep = 0; rep < 6; ++rep) {
-        CHECK(cudaEventRecord(start));
+        CUDA_CHECK(cudaEventRecord(start));
         outer_products<TM, TN, THREADS, MINB><<<blocks, THREADS>>>(out, iters, 1e-3);
-        CHECK(cudaGetLastError());
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
         float ms;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         if (rep > 0 && ms < best) best = ms;
     }
     const double flops = 2.0 * TM * TN * (double)iters * THREADS * blocks;
     printf("%2dx%-2d %3d threads x %d blocks/SM = %d warps/scheduler: %.2f TFLOPS\n", TM, TN, THREADS, MINB,
            THREADS * MINB / 128, flops / (best * 1e-3) / 1e12);
-    CHECK(cudaFree(out));
+    CUDA_CHECK(cudaFree(out));
     return 0;
 }
 
 int main()
 {
     int sms;
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     measure<8, 8, 128, 1>(sms);
     measure<8, 8, 256, 1>(sms);
     measure<8, 6, 384, 1>(sms);

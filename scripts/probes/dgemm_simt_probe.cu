@@ -213,23 +213,80 @@ __device__ __forceinline__ void store(const double (&acc)[G::TM][G::TN], double*
     }
 }
 
+// The shared staging of one block's tile: the ring's A and B buffers in
+// dynamic shared memory, this thread's place, the block's first row of A
+// and column of B, and the k steps; for the mbarrier kernels also the
+// ring's start and its refills.
+template <typename G>
+struct Staging {
+    double* as;
+    double* bs;
+    Tile<G> t;
+    const double* a_blk;
+    const double* b_blk;
+    int lda, ldb, steps;
+
+    __device__ Staging(double* smem, const double* a, int lda_, const double* b, int ldb_, int k)
+        : as(smem), bs(smem + G::STAGES * G::A_STAGE), t(place<G>()), a_blk(a + (long long)t.row0 * lda_),
+          b_blk(b + t.col0), lda(lda_), ldb(ldb_), steps(k / G::BK)
+    {
+    }
+
+    // Every buffer's full and empty barriers initialised for all threads,
+    // then steps 0 .. STAGES - 2 issued, each arriving on its full barrier
+    // once its copies land.
+    __device__ __forceinline__ void start_ring(unsigned long long* full, unsigned long long* empty) const
+    {
+        if (t.tid < G::STAGES) {
+            mbar_init(&full[t.tid], G::THREADS);
+            mbar_init(&empty[t.tid], G::THREADS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        __syncthreads();
+        for (int s = 0; s < G::STAGES - 1 && s < steps; ++s) {
+            load_step<G>(as, bs, a_blk, lda, b_blk, ldb, s, s, t.tid);
+            mbar_arrive_copies(&full[s]);
+        }
+    }
+
+    // After step kt's products from buffer `slot`: refills the buffer of
+    // step kt - 1 with step kt + STAGES - 1 once every thread has read it
+    // (step 0 refills the never-used last one).
+    __device__ __forceinline__ void refill(unsigned long long* full, unsigned long long* empty, int kt,
+                                           int slot) const
+    {
+        const int next = kt + G::STAGES - 1;
+        if (next >= steps) return;
+        const int target = slot == 0 ? G::STAGES - 1 : slot - 1;
+        if (kt > 0) mbar_wait(&empty[target], ((kt - 1) / G::STAGES) & 1);
+        load_step<G>(as, bs, a_blk, lda, b_blk, ldb, next, target, t.tid);
+        mbar_arrive_copies(&full[target]);
+    }
+};
+
+template <typename G>
+__device__ __forceinline__ void zero(double (&acc)[G::TM][G::TN])
+{
+#pragma unroll
+    for (int i = 0; i < G::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < G::TN; ++j) acc[i][j] = 0;
+}
+
 template <typename G, int MINB>
 __global__ void __launch_bounds__(G::THREADS, MINB)
     dgemm_ring(int m, int n, int k, const double* __restrict__ a, int lda, const double* __restrict__ b, int ldb,
                double* __restrict__ c, int ldc)
 {
     extern __shared__ __align__(16) double smem[];
-    double* as = smem;
-    double* bs = smem + G::STAGES * G::A_STAGE;
-    const Tile<G> t = place<G>();
-    const double* a_blk = a + (long long)t.row0 * lda;
-    const double* b_blk = b + t.col0;
-    const int steps = k / G::BK;
+    const Staging<G> st(smem, a, lda, b, ldb, k);
+    double* const as = st.as;
+    double* const bs = st.bs;
+    const double *const a_blk = st.a_blk, *const b_blk = st.b_blk;
+    const Tile<G>& t = st.t;
+    const int steps = st.steps;
     double acc[G::TM][G::TN];
-#pragma unroll
-    for (int i = 0; i < G::TM; ++i)
-#pragma unroll
-        for (int j = 0; j < G::TN; ++j) acc[i][j] = 0;
+    zero<G>(acc);
 #pragma unroll
     for (int s = 0; s < G::STAGES - 1; ++s) {
         if (s < steps) load_step<G>(as, bs, a_blk, lda, b_blk, ldb, s, s, t.tid);
@@ -255,27 +312,13 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
 {
     extern __shared__ __align__(16) double smem[];
     __shared__ unsigned long long full[G::STAGES], empty[G::STAGES];
-    double* as = smem;
-    double* bs = smem + G::STAGES * G::A_STAGE;
-    const Tile<G> t = place<G>();
-    const double* a_blk = a + (long long)t.row0 * lda;
-    const double* b_blk = b + t.col0;
-    const int steps = k / G::BK;
-    if (t.tid < G::STAGES) {
-        mbar_init(&full[t.tid], G::THREADS);
-        mbar_init(&empty[t.tid], G::THREADS);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    __syncthreads();
+    const Staging<G> st(smem, a, lda, b, ldb, k);
+    const double *const as = st.as, *const bs = st.bs;
+    const Tile<G>& t = st.t;
+    const int steps = st.steps;
     double acc[G::TM][G::TN];
-#pragma unroll
-    for (int i = 0; i < G::TM; ++i)
-#pragma unroll
-        for (int j = 0; j < G::TN; ++j) acc[i][j] = 0;
-    for (int s = 0; s < G::STAGES - 1 && s < steps; ++s) {
-        load_step<G>(as, bs, a_blk, lda, b_blk, ldb, s, s, t.tid);
-        mbar_arrive_copies(&full[s]);
-    }
+    zero<G>(acc);
+    st.start_ring(full, empty);
     int slot = 0;
     unsigned phase = 0;
     for (int kt = 0; kt < steps; ++kt) {
@@ -284,13 +327,7 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
         mbar_arrive(&empty[slot]);
         // Refill the buffer of step kt - 1 with step kt + STAGES - 1 once
         // every thread has read it (step 0 refills the never-used last one).
-        const int next = kt + G::STAGES - 1;
-        if (next < steps) {
-            const int target = slot == 0 ? G::STAGES - 1 : slot - 1;
-            if (kt > 0) mbar_wait(&empty[target], ((kt - 1) / G::STAGES) & 1);
-            load_step<G>(as, bs, a_blk, lda, b_blk, ldb, next, target, t.tid);
-            mbar_arrive_copies(&full[target]);
-        }
+        st.refill(full, empty, kt, slot);
         if (++slot == G::STAGES) {
             slot = 0;
             phase ^= 1;
@@ -308,27 +345,13 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
 {
     extern __shared__ __align__(16) double smem[];
     __shared__ unsigned long long full[G::STAGES], empty[G::STAGES];
-    double* as = smem;
-    double* bs = smem + G::STAGES * G::A_STAGE;
-    const Tile<G> t = place<G>();
-    const double* a_blk = a + (long long)t.row0 * lda;
-    const double* b_blk = b + t.col0;
-    const int steps = k / G::BK;
-    if (t.tid < G::STAGES) {
-        mbar_init(&full[t.tid], G::THREADS);
-        mbar_init(&empty[t.tid], G::THREADS);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    __syncthreads();
+    const Staging<G> st(smem, a, lda, b, ldb, k);
+    const double *const as = st.as, *const bs = st.bs;
+    const Tile<G>& t = st.t;
+    const int steps = st.steps;
     double acc[G::TM][G::TN];
-#pragma unroll
-    for (int i = 0; i < G::TM; ++i)
-#pragma unroll
-        for (int j = 0; j < G::TN; ++j) acc[i][j] = 0;
-    for (int s = 0; s < G::STAGES - 1 && s < steps; ++s) {
-        load_step<G>(as, bs, a_blk, lda, b_blk, ldb, s, s, t.tid);
-        mbar_arrive_copies(&full[s]);
-    }
+    zero<G>(acc);
+    st.start_ring(full, empty);
     unsigned phase = 0;
     for (int k0 = 0; k0 < steps; k0 += G::STAGES, phase ^= 1) {
 #pragma unroll
@@ -338,13 +361,7 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
             mbar_wait(&full[s], phase);
             step_products<G>(acc, as + s * G::A_STAGE, bs + s * G::B_STAGE, t.ty, t.tx);
             mbar_arrive(&empty[s]);
-            const int next = kt + G::STAGES - 1;
-            if (next < steps) {
-                const int target = s == 0 ? G::STAGES - 1 : s - 1;
-                if (kt > 0) mbar_wait(&empty[target], s == 0 ? phase ^ 1 : phase);
-                load_step<G>(as, bs, a_blk, lda, b_blk, ldb, next, target, t.tid);
-                mbar_arrive_copies(&full[target]);
-            }
+            st.refill(full, empty, kt, s);
         }
     }
     store<G>(acc, c, ldc, t);
@@ -380,27 +397,13 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
     static_assert(G::A_T, "per-k fragments need A transposed");
     extern __shared__ __align__(16) double smem[];
     __shared__ unsigned long long full[G::STAGES], empty[G::STAGES];
-    double* as = smem;
-    double* bs = smem + G::STAGES * G::A_STAGE;
-    const Tile<G> t = place<G>();
-    const double* a_blk = a + (long long)t.row0 * lda;
-    const double* b_blk = b + t.col0;
-    const int steps = k / G::BK;
-    if (t.tid < G::STAGES) {
-        mbar_init(&full[t.tid], G::THREADS);
-        mbar_init(&empty[t.tid], G::THREADS);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    __syncthreads();
+    const Staging<G> st(smem, a, lda, b, ldb, k);
+    const double *const as = st.as, *const bs = st.bs;
+    const Tile<G>& t = st.t;
+    const int steps = st.steps;
     double acc[G::TM][G::TN];
-#pragma unroll
-    for (int i = 0; i < G::TM; ++i)
-#pragma unroll
-        for (int j = 0; j < G::TN; ++j) acc[i][j] = 0;
-    for (int s = 0; s < G::STAGES - 1 && s < steps; ++s) {
-        load_step<G>(as, bs, a_blk, lda, b_blk, ldb, s, s, t.tid);
-        mbar_arrive_copies(&full[s]);
-    }
+    zero<G>(acc);
+    st.start_ring(full, empty);
     double ra[2][G::TM], rb[2][G::TN];
     mbar_wait(&full[0], 0);
     load_fragments<G>(ra[0], rb[0], as, bs, 0, t.ty, t.tx);
@@ -427,13 +430,7 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
 #pragma unroll
                 for (int j = 0; j < G::TN; ++j) acc[i][j] = fma(ra[cur][i], rb[cur][j], acc[i][j]);
         }
-        const int next = kt + G::STAGES - 1;
-        if (next < steps) {
-            const int target = slot == 0 ? G::STAGES - 1 : slot - 1;
-            if (kt > 0) mbar_wait(&empty[target], slot == 0 ? phase ^ 1 : phase);
-            load_step<G>(as, bs, a_blk, lda, b_blk, ldb, next, target, t.tid);
-            mbar_arrive_copies(&full[target]);
-        }
+        st.refill(full, empty, kt, slot);
         slot = next_slot;
         phase = next_phase;
     }
@@ -489,25 +486,9 @@ void cublas_launch(const Problem& p)
 
 double median_ms(Launch run, const Problem& p, int reps)
 {
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
     run(p);
     run(p);
-    std::vector<float> times;
-    for (int r = 0; r < reps; ++r) {
-        CUDA_CHECK(cudaEventRecord(start));
-        run(p);
-        CUDA_CHECK(cudaEventRecord(stop));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        times.push_back(ms);
-    }
-    std::sort(times.begin(), times.end());
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
-    return times[times.size() / 2];
+    return median_event_ms([&] { run(p); }, reps);
 }
 
 struct Entry {

@@ -5,14 +5,7 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                       \
-    do {                                                                                  \
-        cudaError_t err_ = (call);                                                        \
-        if (err_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));  \
-            return 1;                                                                     \
-        }                                                                                 \
-    } while (0)
+#include "probe_check.h"
 
 constexpr int CHAINS = 16;
 
@@ -37,37 +30,37 @@ int measure(const char* name, int sms)
 {
     const int threads = 256, blocks = sms * 8, iters = 1 << 16;
     T* out;
-    CHECK(cudaMalloc(&out, sizeof(T) * threads * blocks));
+    CUDA_CHECK(cudaMalloc(&out, sizeof(T) * threads * blocks));
     cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
     fma_loop<T><<<blocks, threads>>>(out, iters, (T)0.999999, (T)1e-7);
-    CHECK(cudaGetLastError());
-    CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaDeviceSynchronize());
     float best = 1e30f;
     for (int rep = 0; rep < 5; ++rep) {
-        CHECK(cudaEventRecord(start));
+        CUDA_CHECK(cudaEventRecord(start));
         fma_loop<T><<<blocks, threads>>>(out, iters, (T)0.999999, (T)1e-7);
-        CHECK(cudaGetLastError());
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
         float ms;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         printf("%s rep %d: %.3f ms, %.2f TFLOPS\n", name, rep, ms,
                2.0 * CHAINS * iters * (double)threads * blocks / (ms * 1e-3) / 1e12);
         if (ms < best) best = ms;
     }
     printf("%s best: %.2f TFLOPS\n", name, 2.0 * CHAINS * iters * (double)threads * blocks / (best * 1e-3) / 1e12);
-    CHECK(cudaFree(out));
+    CUDA_CHECK(cudaFree(out));
     return 0;
 }
 
 int main()
 {
     cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     int clock_khz = 0;
-    CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     printf("%s, %d SMs, max clock %.0f MHz\n", prop.name, prop.multiProcessorCount, clock_khz / 1e3);
     if (measure<double>("DFMA", prop.multiProcessorCount)) return 1;
     if (measure<float>("FFMA", prop.multiProcessorCount)) return 1;

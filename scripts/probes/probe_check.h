@@ -2,8 +2,10 @@
 // cuBLAS / cuBLASLt call goes through one of these, which prints where it
 // failed and exits.
 #pragma once
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -24,3 +26,26 @@
         }                                                                                     \
     } while (0)
 
+// Median of `reps` timings of launch() between two CUDA events on the
+// default stream, in milliseconds (the caller warms up first).
+template <typename Launch>
+float median_event_ms(Launch&& launch, int reps)
+{
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    std::vector<float> times;
+    for (int r = 0; r < reps; ++r) {
+        CUDA_CHECK(cudaEventRecord(start));
+        launch();
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        times.push_back(ms);
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
