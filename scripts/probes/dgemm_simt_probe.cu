@@ -146,6 +146,25 @@ __device__ __forceinline__ void load_step(double* as, double* bs, const double* 
     }
 }
 
+// Step p's fragments of A (transposed tile, G::A_T) and B into registers.
+template <typename G>
+__device__ __forceinline__ void load_fragments(double (&ra)[G::TM], double (&rb)[G::TN], const double* at,
+                                               const double* bt, int p, int ty, int tx)
+{
+#pragma unroll
+    for (int g = 0; g < G::TM / G::VEC; ++g) {
+        const double2 t = *reinterpret_cast<const double2*>(&at[p * G::ALD + g * G::TY * G::VEC + ty * G::VEC]);
+        ra[2 * g] = t.x;
+        ra[2 * g + 1] = t.y;
+    }
+#pragma unroll
+    for (int g = 0; g < G::TN / G::VEC; ++g) {
+        const double2 t = *reinterpret_cast<const double2*>(&bt[p * G::BN + g * G::TX * G::VEC + tx * G::VEC]);
+        rb[2 * g] = t.x;
+        rb[2 * g + 1] = t.y;
+    }
+}
+
 template <typename G>
 __device__ __forceinline__ void step_products(double (&acc)[G::TM][G::TN], const double* at, const double* bt, int ty,
                                               int tx)
@@ -154,18 +173,7 @@ __device__ __forceinline__ void step_products(double (&acc)[G::TM][G::TN], const
 #pragma unroll
         for (int p = 0; p < G::BK; ++p) {
             double ra[G::TM], rb[G::TN];
-#pragma unroll
-            for (int g = 0; g < G::TM / G::VEC; ++g) {
-                const double2 t = *reinterpret_cast<const double2*>(&at[p * G::ALD + g * G::TY * G::VEC + ty * G::VEC]);
-                ra[2 * g] = t.x;
-                ra[2 * g + 1] = t.y;
-            }
-#pragma unroll
-            for (int g = 0; g < G::TN / G::VEC; ++g) {
-                const double2 t = *reinterpret_cast<const double2*>(&bt[p * G::BN + g * G::TX * G::VEC + tx * G::VEC]);
-                rb[2 * g] = t.x;
-                rb[2 * g + 1] = t.y;
-            }
+            load_fragments<G>(ra, rb, at, bt, p, ty, tx);
 #pragma unroll
             for (int i = 0; i < G::TM; ++i)
 #pragma unroll
@@ -371,23 +379,6 @@ __global__ void __launch_bounds__(G::THREADS, MINB)
 // pipelined: the next k's fragments are read while this k's products run,
 // across buffer boundaries too (the next buffer's full barrier is waited
 // for one k early), so no step starts on a shared-memory read.
-template <typename G>
-__device__ __forceinline__ void load_fragments(double (&ra)[G::TM], double (&rb)[G::TN], const double* at,
-                                               const double* bt, int p, int ty, int tx)
-{
-#pragma unroll
-    for (int g = 0; g < G::TM / G::VEC; ++g) {
-        const double2 t = *reinterpret_cast<const double2*>(&at[p * G::ALD + g * G::TY * G::VEC + ty * G::VEC]);
-        ra[2 * g] = t.x;
-        ra[2 * g + 1] = t.y;
-    }
-#pragma unroll
-    for (int g = 0; g < G::TN / G::VEC; ++g) {
-        const double2 t = *reinterpret_cast<const double2*>(&bt[p * G::BN + g * G::TX * G::VEC + tx * G::VEC]);
-        rb[2 * g] = t.x;
-        rb[2 * g + 1] = t.y;
-    }
-}
 
 template <typename G, int MINB>
 __global__ void __launch_bounds__(G::THREADS, MINB)
