@@ -666,19 +666,9 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
                 unsafe { K::run_multi(kb, a_panel, b_panel, beta, &tile_dests, rs, cs) };
                 continue;
             }
-            // SAFETY: the scratch tile is MR×NR row-major (≤ MAX_TILE_ELEMENTS).
-            unsafe {
-                K::run(
-                    kb,
-                    alpha,
-                    a_panel,
-                    b_panel,
-                    T::ZERO,
-                    scratch.as_mut_ptr(),
-                    K::NR as isize,
-                    1,
-                )
-            };
+            // SAFETY: the scratch tile is MR×NR row-major (≤ MAX_TILE_ELEMENTS),
+            // and 1 ≤ cols ≤ NR.
+            unsafe { K::run_edge(kb, alpha, a_panel, b_panel, scratch.as_mut_ptr(), cols) };
             for dest in dests {
                 let d = dest.offset(ir, jr);
                 // SAFETY: rows×cols is the valid part of this tile, inside

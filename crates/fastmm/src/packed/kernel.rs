@@ -12,9 +12,10 @@
 //!   for every i < MR and j < NR: the kernel reads (when β ≠ 0) and writes
 //!   the whole tile.
 //! * **Edge tiles.** The kernel never sees one. Where C has fewer than MR
-//!   rows or NR columns left, the driver passes an MR×NR scratch tile with
-//!   β = 0 and then merges the valid part into C itself
-//!   ([`super::driver`]).
+//!   rows or NR columns left, the driver has [`Microkernel::run_edge`]
+//!   write an MR×NR scratch tile (β = 0; only the vectors holding the
+//!   valid columns need be computed) and then merges the valid part into C
+//!   itself ([`super::driver`]).
 //! * **β = 0 never reads C.** With β = 0 the old contents of the tile,
 //!   NaN included, do not influence the result.
 //! * **kc = 0** is allowed and gives C_tile ← β·C_tile.
@@ -119,6 +120,30 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
                 )
             };
         }
+    }
+
+    /// scratch ← α·Ã·B̃ for the first `cols` columns (1 ≤ cols ≤ NR) of an
+    /// MR×NR row-major scratch tile (row stride NR): the edge tiles of C,
+    /// whose valid part the driver merges into C. Columns from `cols` on
+    /// hold unspecified values afterwards, and the scratch's old contents
+    /// are never read. The default computes the whole tile; SIMD kernels
+    /// compute only the vectors that hold the `cols` columns, so a last
+    /// panel of 16 columns costs a 48-wide kernel a third of a full tile.
+    ///
+    /// # Safety
+    /// As for [`Microkernel::run`], with `scratch` holding MR·NR elements.
+    #[inline]
+    unsafe fn run_edge(
+        kc: usize,
+        alpha: T,
+        a: *const T,
+        b: *const T,
+        scratch: *mut T,
+        cols: usize,
+    ) {
+        debug_assert!((1..=Self::NR).contains(&cols));
+        // SAFETY: forwarded contract; the scratch is a full MR×NR tile.
+        unsafe { Self::run(kc, alpha, a, b, T::ZERO, scratch, Self::NR as isize, 1) }
     }
 
     /// Packs the w×kb view `src` into ⌈w/width⌉ panels of `width` lanes in

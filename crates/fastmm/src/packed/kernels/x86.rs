@@ -21,6 +21,11 @@
 //! store-to-load chain every k step, 21 GFLOP/s), so that loop is written
 //! in assembly (`avx2_f64_6x8_k_loop`); it replaced a 4×2 tile whose
 //! eight accumulators only just covered the FMA latency (docs/perf-notes.md).
+//!
+//! Edge tiles (`Microkernel::run_edge`) run the same k loop over only the
+//! vectors that hold the valid columns: with NR = 48, a C of 256 columns
+//! ends in a panel of 16, which a full tile would compute three times over
+//! (12% of all the flops of 256×k×256).
 
 use std::arch::x86_64::*;
 
@@ -53,8 +58,24 @@ fn has_avx2() -> bool {
 /// tolerates and `add` would not).
 macro_rules! intrinsics_k_loop {
     ($steps:expr, $a:expr, $b:expr, $acc:ident, $t:ty, $mr:literal, $nv:literal, $lanes:literal, $ops:ident) => {
+        intrinsics_k_loop!(
+            $steps,
+            $a,
+            $b,
+            $acc,
+            $t,
+            $mr,
+            $nv,
+            $lanes,
+            $ops,
+            $nv * $lanes
+        )
+    };
+    // The first $nv vectors of a B̃ whose k steps lie $b_stride elements
+    // apart (narrower than the panel: the edge kernels).
+    ($steps:expr, $a:expr, $b:expr, $acc:ident, $t:ty, $mr:literal, $nv:expr, $lanes:literal, $ops:ident, $b_stride:expr) => {
         for p in $steps {
-            let bp = $b.add(p * $nv * $lanes);
+            let bp = $b.add(p * $b_stride);
             for line in (0..$mr).step_by(64 / std::mem::size_of::<$t>()) {
                 _mm_prefetch::<_MM_HINT_T0>(
                     $a.wrapping_add((p + A_PREFETCH_STEPS) * $mr + line).cast(),
@@ -270,6 +291,37 @@ macro_rules! simd_kernel {
         }
 
         impl $name {
+            /// scratch ← α·Ã·B̃ in the first NV of the tile's $nv vectors of
+            /// columns, rows NR apart: the edge tiles' kernel
+            /// (`Microkernel::run_edge`), which needs no C prefetches.
+            #[target_feature(enable = $features)]
+            #[allow(clippy::needless_range_loop)]
+            unsafe fn compute_columns<const NV: usize>(
+                kc: usize,
+                alpha: $t,
+                a: *const $t,
+                b: *const $t,
+                scratch: *mut $t,
+            ) {
+                const NR: usize = $nv * $lanes;
+                // SAFETY: the run_edge contract: MR·kc elements at `a`,
+                // kc·NR at `b`, and an MR×NR tile at `scratch`, of which
+                // the first NV·lanes ≤ NR columns of each row are written.
+                unsafe {
+                    let mut acc = [[$ops::zero(); NV]; $mr];
+                    intrinsics_k_loop!(0..kc, a, b, acc, $t, $mr, NV, $lanes, $ops, NR);
+                    let alpha_v = $ops::splat(alpha);
+                    for i in 0..$mr {
+                        for v in 0..NV {
+                            $ops::store(
+                                scratch.add(i * NR + v * $lanes),
+                                $ops::mul(alpha_v, acc[i][v]),
+                            );
+                        }
+                    }
+                }
+            }
+
             #[target_feature(enable = $features)]
             fn pack_with_features(src: MatRef<'_, $t>, width: usize, dst: &mut [$t]) {
                 packing::pack_panels(src, width, dst);
@@ -327,6 +379,35 @@ macro_rules! simd_kernel {
             ) {
                 // SAFETY: forwarded contract, which includes `is_available()`.
                 unsafe { Self::compute(kc, a, b, beta, dests, rs_c, cs_c) }
+            }
+
+            #[inline]
+            unsafe fn run_edge(
+                kc: usize,
+                alpha: $t,
+                a: *const $t,
+                b: *const $t,
+                scratch: *mut $t,
+                cols: usize,
+            ) {
+                debug_assert!((1..=Self::NR).contains(&cols));
+                // SAFETY (each arm): forwarded contract, which includes
+                // `is_available()`; NV·lanes ≥ cols columns are computed.
+                unsafe {
+                    match cols.div_ceil($lanes) {
+                        1 if $nv > 1 => Self::compute_columns::<1>(kc, alpha, a, b, scratch),
+                        2 if $nv > 2 => Self::compute_columns::<2>(kc, alpha, a, b, scratch),
+                        _ => Self::compute(
+                            kc,
+                            a,
+                            b,
+                            <$t as Element>::ZERO,
+                            &[(alpha, scratch)],
+                            Self::NR as isize,
+                            1,
+                        ),
+                    }
+                }
             }
         }
     };
