@@ -35,7 +35,8 @@
 //!
 //! β' is the caller's β on the first KC step and 1 afterwards, so β = 0
 //! never reads C. Edge tiles go through a scratch tile (the contract's edge
-//! policy): the kernel writes a full MR×NR tile there and only the valid part
+//! policy): the kernel's `run_edge` writes the tile's valid columns there
+//! (SIMD kernels only the vectors that hold them) and only the valid part
 //! is merged into C, so nothing outside C is read or written.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -622,7 +623,8 @@ unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
 ///
 /// One destination with weight 1 gets full tiles straight from the kernel;
 /// otherwise (edge tiles, or several weighted destinations) the kernel
-/// writes an MR×NR scratch tile and its valid part is merged into each.
+/// writes an MR×NR scratch tile (`run_edge`: the valid columns) and its
+/// valid part is merged into each.
 ///
 /// # Safety
 /// Each destination addresses an mb×nb block valid for reads and writes and
