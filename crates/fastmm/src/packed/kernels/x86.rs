@@ -397,12 +397,13 @@ macro_rules! simd_kernel {
                     match cols.div_ceil($lanes) {
                         1 if $nv > 1 => Self::compute_columns::<1>(kc, alpha, a, b, scratch),
                         2 if $nv > 2 => Self::compute_columns::<2>(kc, alpha, a, b, scratch),
-                        _ => Self::compute(
+                        _ => <Self as Microkernel<$t>>::run(
                             kc,
+                            alpha,
                             a,
                             b,
                             <$t as Element>::ZERO,
-                            &[(alpha, scratch)],
+                            scratch,
                             Self::NR as isize,
                             1,
                         ),
