@@ -58,9 +58,6 @@ use crate::tunables::{
 /// in L1 and MC the Ã block in L2.
 const NO_SLACK: (usize, usize) = (0, 1);
 
-/// Bytes in a cache line, the unit of the prefetches below.
-const CACHE_LINE: usize = 64;
-
 use crate::packed::kernel::MAX_TILE as MAX_TILE_ELEMENTS;
 
 /// Threads split C by rows when each gets at least this many micro-panels
@@ -617,9 +614,11 @@ unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
 }
 
 /// The two innermost loops over one block pair: each micro-panel of B̃
-/// stays in L1 while the micro-panels of Ã stream past it from L2, and the
-/// next micro-panel of B̃ is fetched from L3 into L2 meanwhile, a few lines
-/// per kernel call.
+/// stays in L1 (or, at the streaming KC, in L2) while the micro-panels of
+/// Ã stream past it from L2. The next micro-panel of B̃ comes from L3
+/// through the hardware prefetchers: a software prefetch of it into L2,
+/// spread over the column's kernel calls, cost 0.5–2% on dev-epyc
+/// (docs/perf-notes.md).
 ///
 /// One destination with weight 1 gets full tiles straight from the kernel;
 /// otherwise (edge tiles, or several weighted destinations) the kernel
@@ -647,17 +646,11 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
     let direct = dests.iter().all(|d| d.rs == rs && d.cs == cs);
     let mut tile_dests: Vec<(T, *mut T)> =
         dests.iter().map(|d| (alpha.mul(d.gamma), d.ptr)).collect();
-    let column_panels = nb.div_ceil(K::NR);
-    let row_panels = mb.div_ceil(K::MR);
     for jr in (0..nb).step_by(K::NR) {
         let cols = K::NR.min(nb - jr);
         let b_panel = b_buf[jr * kb..(jr + K::NR) * kb].as_ptr();
-        let next_end = (jr + 2 * K::NR).min(column_panels * K::NR);
-        let next_b = &b_buf[((jr + K::NR) * kb).min(next_end * kb)..next_end * kb];
-        let lines_per_call = std::mem::size_of_val(next_b).div_ceil(CACHE_LINE * row_panels);
-        for (call, ir) in (0..mb).step_by(K::MR).enumerate() {
+        for ir in (0..mb).step_by(K::MR) {
             let rows = K::MR.min(mb - ir);
-            prefetch_l2(next_b, call * lines_per_call, lines_per_call);
             let a_panel = a_buf[ir * kb..(ir + K::MR) * kb].as_ptr();
             if direct && rows == K::MR && cols == K::NR {
                 for (slot, d) in tile_dests.iter_mut().zip(dests) {
@@ -689,23 +682,6 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
                 };
             }
         }
-    }
-}
-
-/// Hints lines `first..first + count` of `data` (those that exist) into L2.
-fn prefetch_l2<T>(data: &[T], first: usize, count: usize) {
-    let bytes = std::mem::size_of_val(data);
-    let base = data.as_ptr().cast::<i8>();
-    for line in first..(first + count).min(bytes.div_ceil(CACHE_LINE)) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint that never faults, and the address is
-        // inside `data`.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-            _mm_prefetch::<_MM_HINT_T1>(base.add(line * CACHE_LINE));
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (base, line);
     }
 }
 

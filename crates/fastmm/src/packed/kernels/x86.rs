@@ -249,12 +249,19 @@ macro_rules! simd_kernel {
                     let beta_v = $ops::splat(beta);
                     for &(alpha, c) in dests {
                         let alpha_v = $ops::splat(alpha);
+                        // α = 1 (every plain product) skips MR·NV
+                        // multiplies on the FMA pipes per tile.
+                        let unscaled = alpha == <$t as Element>::ONE;
                         if cs_c == 1 {
                             for i in 0..$mr {
                                 let row = c.offset(i as isize * rs_c);
                                 for v in 0..$nv {
                                     let dst = row.add(v * $lanes);
-                                    let product = $ops::mul(alpha_v, acc[i][v]);
+                                    let product = if unscaled {
+                                        acc[i][v]
+                                    } else {
+                                        $ops::mul(alpha_v, acc[i][v])
+                                    };
                                     let merged = if beta_is_zero {
                                         product
                                     } else {
