@@ -124,6 +124,17 @@ pub const STRASSEN_AUTO_START_8_BYTE: usize = 4096;
 /// 0.93×, at 5120 0.95×, at 6144 1.09×, at 8192 1.35×.
 pub const STRASSEN_AUTO_START_4_BYTE: usize = 6144;
 
+/// ...or from this size on a core that retires at most
+/// [`STRASSEN_SLOW_FMA_BITS_PER_CYCLE`] bits of FMA results per cycle
+/// (Zen 3, Zen 4: half of Ice Lake's 1024), where the additions cost half
+/// as many kernel cycles per byte. dev-epyc, session 26 (`fastmm-peers
+/// --shapes 4096 --dtype f32`, 5 rounds, two runs): Winograd at 4096 (two
+/// levels, base 1024) 1.12× and 1.07× `packed`, 1.20× and 1.16× OpenBLAS.
+pub const STRASSEN_AUTO_START_4_BYTE_SLOW_FMA: usize = 4096;
+
+/// See [`STRASSEN_AUTO_START_4_BYTE_SLOW_FMA`].
+pub const STRASSEN_SLOW_FMA_BITS_PER_CYCLE: usize = 512;
+
 /// Most levels `auto` applies to f32: the measured relative error at
 /// n = 2048 on uniform [-1, 1] inputs is 1.2e-6 (Strassen) and 2.1e-6
 /// (Winograd) at two levels and reaches 1.2e-5 (Winograd) at four, so two

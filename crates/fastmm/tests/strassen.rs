@@ -361,26 +361,48 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
         assert_eq!(levels(n, DType::I32), i32_levels, "i32 {n}");
     }
     // auto on the CPU: base products of at least 2048/2 = 1024, and a first
-    // level only from 4096 (8-byte types) or 6144 (4-byte types); f32 at
-    // most two levels (accuracy), f64 four.
+    // level only from 4096 (8-byte types) or, for 4-byte types, 4096 on a
+    // core of at most 512 FMA bits per cycle (AVX2, Zen 4) and 6144 on
+    // others; f32 at most two levels (accuracy), f64 four.
     let cpu = GemmOptions::new(Algorithm::Winograd);
     let cpu_levels = |n: usize, dtype: DType| match dtype {
         DType::F64 => workspace::<f64>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
         _ => workspace::<f32>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
     };
-    for (n, f64_levels, f32_levels) in [
+    let kernel = fastmm::packed::select_kernel::<f32>(None).unwrap();
+    let f32_start = if fastmm::packed::blocking::fma_bits_per_cycle(kernel.family) <= 512 {
+        4096
+    } else {
+        6144
+    };
+    assert_eq!(
+        fastmm::strassen::effective_start(&cpu, DType::F32),
+        f32_start
+    );
+    for (n, f64_levels, f32_levels_once_started) in [
         (2048, 0, 0),
         (3071, 0, 0),
         (3072, 0, 0),
         (4095, 0, 0),
-        (4096, 2, 0),
-        (6143, 2, 0),
+        (4096, 2, 2),
+        (6143, 2, 2),
         (6144, 2, 2),
         (8192, 3, 2),
     ] {
+        let f32_levels = if n >= f32_start {
+            f32_levels_once_started
+        } else {
+            0
+        };
         assert_eq!(cpu_levels(n, DType::F64), f64_levels, "f64 n = {n}");
         assert_eq!(cpu_levels(n, DType::F32), f32_levels, "f32 n = {n}");
     }
+    // The rule follows the kernel family it is given.
+    let generic = cpu.cpu_kernel(fastmm::packed::CpuKernel::Generic);
+    assert_eq!(
+        fastmm::strassen::effective_start(&generic, DType::F32),
+        4096
+    );
     // An explicit threshold is the whole rule.
     let explicit = cpu.threshold(2048);
     assert_eq!(

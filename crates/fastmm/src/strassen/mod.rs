@@ -55,8 +55,8 @@ use crate::matrix::{MatMut, MatRef};
 use crate::threads::run_in_pool;
 use crate::tunables::{
     STRASSEN_AUTO_MAX_LEVELS_F32, STRASSEN_AUTO_MAX_LEVELS_F64, STRASSEN_AUTO_START_4_BYTE,
-    STRASSEN_AUTO_START_8_BYTE, STRASSEN_AUTO_THRESHOLD, STRASSEN_LAZY_SUM_TERMS,
-    STRASSEN_MAX_LEVELS,
+    STRASSEN_AUTO_START_4_BYTE_SLOW_FMA, STRASSEN_AUTO_START_8_BYTE, STRASSEN_AUTO_THRESHOLD,
+    STRASSEN_LAZY_SUM_TERMS, STRASSEN_MAX_LEVELS, STRASSEN_SLOW_FMA_BITS_PER_CYCLE,
 };
 use engine::Plan;
 use schedule::Schedule;
@@ -181,8 +181,9 @@ pub fn effective_threshold(opts: &GemmOptions, dtype: DType) -> usize {
 
 /// The size from which a first level applies: under `auto`, the tuning
 /// file's, else the measured smallest size worth one level (on the CPU by
-/// element size, on the GPU for f32); with an explicit threshold no more
-/// than the threshold itself.
+/// element size, and for 4-byte types by the FMA rate of the kernel
+/// family `packed` runs; on the GPU for f32); with an explicit threshold
+/// no more than the threshold itself.
 pub fn effective_start(opts: &GemmOptions, dtype: DType) -> usize {
     if let (None, Some((_, start))) = (
         opts.threshold,
@@ -191,12 +192,30 @@ pub fn effective_start(opts: &GemmOptions, dtype: DType) -> usize {
         return start;
     }
     match (opts.threshold, opts.algorithm.device()) {
-        (None, crate::algo::Device::Cpu) if dtype.size_bytes() == 4 => STRASSEN_AUTO_START_4_BYTE,
+        (None, crate::algo::Device::Cpu) if dtype.size_bytes() == 4 => {
+            cpu_start_4_byte(opts.cpu_kernel)
+        }
         (None, crate::algo::Device::Cpu) => STRASSEN_AUTO_START_8_BYTE,
         (None, crate::algo::Device::Cuda) if dtype == DType::F32 => {
             crate::tunables::CUDA_STRASSEN_AUTO_START
         }
         _ => 0,
+    }
+}
+
+/// `auto`'s first size for 4-byte types on the CPU: lower where the base
+/// kernel's core retires few FMA bits per cycle, so that an addition pass
+/// costs fewer of its cycles (see the tunables). A kernel family that is
+/// not available keeps the general rule; `packed` reports the error.
+fn cpu_start_4_byte(forced: Option<crate::packed::CpuKernel>) -> usize {
+    match crate::packed::select_kernel::<f32>(forced) {
+        Ok(kernel)
+            if crate::packed::blocking::fma_bits_per_cycle(kernel.family)
+                <= STRASSEN_SLOW_FMA_BITS_PER_CYCLE =>
+        {
+            STRASSEN_AUTO_START_4_BYTE_SLOW_FMA
+        }
+        _ => STRASSEN_AUTO_START_4_BYTE,
     }
 }
 
