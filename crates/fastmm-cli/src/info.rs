@@ -56,6 +56,11 @@ struct PackedChoice {
     mc: usize,
     kc: usize,
     nc: usize,
+    /// MC, KC, NC for a product whose C is larger than L2 (the same where
+    /// the rule or the tuning file does not tell them apart).
+    mc_large_c: usize,
+    kc_large_c: usize,
+    nc_large_c: usize,
 }
 
 #[derive(Serialize)]
@@ -212,6 +217,10 @@ pub fn tuning_summary() -> String {
 fn packed_choice<T: Element>() -> Result<PackedChoice> {
     let kernel = select_kernel::<T>(None)?;
     let blocks = kernel.default_blocks().fitted(kernel.mr, kernel.nr);
+    // usize::MAX × usize::MAX saturates: a C beyond any L2.
+    let large_c = kernel
+        .default_blocks_for(usize::MAX, usize::MAX)
+        .fitted(kernel.mr, kernel.nr);
     Ok(PackedChoice {
         dtype: T::DTYPE.name(),
         kernel: kernel.name.to_string(),
@@ -220,6 +229,9 @@ fn packed_choice<T: Element>() -> Result<PackedChoice> {
         mc: blocks.mc,
         kc: blocks.kc,
         nc: blocks.nc,
+        mc_large_c: large_c.mc,
+        kc_large_c: large_c.kc,
+        nc_large_c: large_c.nc,
     })
 }
 
@@ -288,17 +300,18 @@ fn text(r: &Report) -> Result<String, std::fmt::Error> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:<6} {:<22} {:>6} {:>14}",
-        "dtype", "microkernel", "MR×NR", "MC/KC/NC"
+        "{:<6} {:<22} {:>6} {:>14} {:>22}",
+        "dtype", "microkernel", "MR×NR", "MC/KC/NC", "C larger than L2"
     )?;
     for p in &r.packed {
         writeln!(
             out,
-            "{:<6} {:<22} {:>6} {:>14}",
+            "{:<6} {:<22} {:>6} {:>14} {:>22}",
             p.dtype,
             p.kernel,
             format!("{}×{}", p.mr, p.nr),
-            format!("{}/{}/{}", p.mc, p.kc, p.nc)
+            format!("{}/{}/{}", p.mc, p.kc, p.nc),
+            format!("{}/{}/{}", p.mc_large_c, p.kc_large_c, p.nc_large_c)
         )?;
     }
     writeln!(out)?;

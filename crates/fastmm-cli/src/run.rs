@@ -648,7 +648,7 @@ fn kernel_label<T: Element>(
     let kernel = select_kernel::<T>(opts.cpu_kernel)?;
     let b = opts
         .block_sizes
-        .unwrap_or_else(|| kernel.default_blocks())
+        .unwrap_or_else(|| kernel.default_blocks_for(m, n))
         .fitted(kernel.mr, kernel.nr);
     Ok(format!("{} {}/{}/{}", kernel.name, b.mc, b.kc, b.nc))
 }

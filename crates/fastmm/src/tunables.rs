@@ -41,6 +41,22 @@ pub const L2_STREAM_MAX_BYTES_PER_CYCLE: usize = 12;
 /// on a 32 KiB L1; f64 at 512 measured level with 256 (session 25).
 pub const KC_STREAMING_L1_FRACTION: (usize, usize) = (1, 2);
 
+/// ...and a product whose C is larger than L2, so that every KC step passes
+/// over C in memory, takes deeper blocks in that regime: Ã's micro-panel
+/// fills this fraction of L1 (KC) and its block this fraction of L2 (MC),
+/// with NC kept from the shallower KC. f64 8×24 on dev-epyc (32 KiB L1,
+/// 1 MiB L2): KC 384 and MC 256 against 256 and 256 ran 4096³ 1.02–1.03×
+/// in three runs (5 of 5, 6 of 7, 5 of 5 rounds), 2048³ 1.01× (6 of 7),
+/// 1024³ 1.01× (7 of 7); KC 384 with MC 168 (half of L2) lost 1%, and NC
+/// from the deeper KC (2712, two blocks at 4096) gave back half the gain.
+/// Where C fits in L2 the deeper blocks crowd it out: 256×4096×256 f64
+/// ran 0.89×. f32 stays at [`MAX_KC`]; its MC of 384 measured level
+/// (1.00–1.01×) with 256 (session 26).
+pub const KC_STREAMING_LARGE_C_L1_FRACTION: (usize, usize) = (3, 4);
+
+/// See [`KC_STREAMING_LARGE_C_L1_FRACTION`].
+pub const MC_LARGE_C_L2_FRACTION: (usize, usize) = (3, 4);
+
 /// Largest KC the analytical rule picks. 512 measured 4% faster than 256
 /// for f64 and 1–2% for f32 on one thread at n = 2048; 768 and 1024 no
 /// faster than 512 (docs/perf-notes.md).

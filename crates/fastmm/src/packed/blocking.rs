@@ -108,8 +108,9 @@ fn parse_size(text: &str) -> Option<usize> {
 
 use crate::packed::dispatch::CpuKernel;
 pub use crate::tunables::{
-    KC_L1_FRACTION, KC_STREAMING_L1_FRACTION, L2_STREAM_MAX_BYTES_PER_CYCLE, MAX_KC,
-    MC_L2_FRACTION, NC_L3_FRACTION, NC_SLACK,
+    KC_L1_FRACTION, KC_STREAMING_L1_FRACTION, KC_STREAMING_LARGE_C_L1_FRACTION,
+    L2_STREAM_MAX_BYTES_PER_CYCLE, MAX_KC, MC_L2_FRACTION, MC_LARGE_C_L2_FRACTION, NC_L3_FRACTION,
+    NC_SLACK,
 };
 
 /// MC, KC and NC of the five-loop driver, in elements.
@@ -127,13 +128,15 @@ impl BlockSizes {
     /// The analytical sizes for a kernel of `mr`×`nr` elements of
     /// `elem_size` bytes on a CPU with these caches whose core retires
     /// `fma_bits_per_cycle` bits of FMA results per cycle with the
-    /// kernel's vectors (see module docs and [`fma_bits_per_cycle`]).
+    /// kernel's vectors (see module docs and [`fma_bits_per_cycle`]), for
+    /// a product whose C takes `c_bytes` (0 where no product is in view).
     pub fn for_kernel(
         caches: CacheSizes,
         elem_size: usize,
         mr: usize,
         nr: usize,
         fma_bits_per_cycle: usize,
+        c_bytes: usize,
     ) -> BlockSizes {
         let streams_from_l2 =
             l2_bytes_per_cycle(mr, nr, fma_bits_per_cycle) <= L2_STREAM_MAX_BYTES_PER_CYCLE as f64;
@@ -142,14 +145,22 @@ impl BlockSizes {
         } else {
             (KC_L1_FRACTION, mr + nr)
         };
-        let kc = round_down(caches.l1d * num / den / (panel_rows * elem_size), 8).clamp(64, MAX_KC);
+        let kc_for = |(num, den): (usize, usize)| {
+            round_down(caches.l1d * num / den / (panel_rows * elem_size), 8).clamp(64, MAX_KC)
+        };
         // How many kc-deep lines of elements fill `fraction` of a cache,
         // in whole micro-panels of `unit`.
-        let lines_in = |bytes: usize, (num, den): (usize, usize), unit: usize| {
+        let lines_in = |kc: usize, bytes: usize, (num, den): (usize, usize), unit: usize| {
             round_down(bytes * num / den / (kc * elem_size), unit).max(unit)
         };
-        let mc = lines_in(caches.l2, MC_L2_FRACTION, mr);
-        let nc = lines_in(caches.l3, NC_L3_FRACTION, nr);
+        let kc = kc_for((num, den));
+        let nc = lines_in(kc, caches.l3, NC_L3_FRACTION, nr);
+        if streams_from_l2 && c_bytes > caches.l2 {
+            let kc = kc_for(KC_STREAMING_LARGE_C_L1_FRACTION);
+            let mc = lines_in(kc, caches.l2, MC_LARGE_C_L2_FRACTION, mr);
+            return BlockSizes { mc, kc, nc };
+        }
+        let mc = lines_in(kc, caches.l2, MC_L2_FRACTION, mr);
         BlockSizes { mc, kc, nc }
     }
 
@@ -269,7 +280,7 @@ mod tests {
         // Two 512-bit FMAs per cycle: 18.7 bytes per cycle from the
         // panels, so B̃'s micro-panel stays in L1 with Ã's:
         // 32 KiB / ((8 + 48)·4 bytes) = 146 → 144.
-        let bs = BlockSizes::for_kernel(caches, 4, 8, 48, 1024);
+        let bs = BlockSizes::for_kernel(caches, 4, 8, 48, 1024, 0);
         assert_eq!(bs.kc, 144);
         // Ã: half of 1 MiB / (144·4 bytes) = 910 → 904 rows; B̃: a quarter
         // of 32 MiB / (144·4) = 14563 → 14544 columns.
@@ -282,20 +293,39 @@ mod tests {
             l1d: 48 << 10,
             ..caches
         };
-        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024);
+        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024, 0);
         assert_eq!((bs.kc, bs.mc, bs.nc), (192, 336, 5448));
         // A small tile on a large L1 stops at MAX_KC.
-        assert_eq!(BlockSizes::for_kernel(ice_lake, 8, 4, 8, 512).kc, MAX_KC);
+        assert_eq!(BlockSizes::for_kernel(ice_lake, 8, 4, 8, 512, 0).kc, MAX_KC);
         // Zen 4: one 512-bit FMA per cycle, 9.3 and 10.7 bytes per cycle,
         // so both panels stream from L2 and Ã's micro-panel fills half of
         // L1: 16 KiB / (8·4) = 512 for f32, / (8·8) = 256 for f64, with
         // half of L2 for Ã: 512 KiB / (512·4) = 256 rows.
-        let zen4 = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512);
+        let zen4 = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512, 1 << 20);
         assert_eq!((zen4(4, 48).kc, zen4(4, 48).mc), (512, 256));
         assert_eq!((zen4(8, 24).kc, zen4(8, 24).mc), (256, 256));
+        // A C larger than L2: Ã's micro-panel fills 3/4 of L1 and its block
+        // 3/4 of L2, NC as before. f64: 24 KiB / (8·8) = 384, 768 KiB /
+        // (384·8) = 256 rows; f32 stays at MAX_KC with 768 KiB / (512·4)
+        // = 384 rows.
+        let zen4_large_c = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512, 8 << 20);
+        assert_eq!(
+            (
+                zen4_large_c(8, 24).kc,
+                zen4_large_c(8, 24).mc,
+                zen4_large_c(8, 24).nc
+            ),
+            (384, 256, zen4(8, 24).nc)
+        );
+        assert_eq!((zen4_large_c(4, 48).kc, zen4_large_c(4, 48).mc), (512, 384));
+        // The L1 rule ignores C's size.
+        assert_eq!(
+            BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024, 1 << 30),
+            BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024, 0)
+        );
         // Zen 3's AVX2 6×16 f32 (two 256-bit FMAs, 14.7 bytes per cycle)
         // keeps the L1 rule: 32 KiB / ((6 + 16)·4) = 372 → 368.
-        assert_eq!(BlockSizes::for_kernel(caches, 4, 6, 16, 512).kc, 368);
+        assert_eq!(BlockSizes::for_kernel(caches, 4, 6, 16, 512, 0).kc, 368);
         assert!((l2_bytes_per_cycle(8, 48, 512) - 9.33).abs() < 0.01);
         assert!((l2_bytes_per_cycle(8, 24, 1024) - 21.33).abs() < 0.01);
         assert_eq!(

@@ -162,19 +162,34 @@ impl<T: Element> PackedKernel<T> {
 
     /// The block sizes `packed` uses unless told otherwise: the tuning
     /// file's for this kernel and type (see [`crate::tuning`]), else the
-    /// analytical ones.
+    /// analytical ones (for a C that fits in L2).
     pub fn default_blocks(&self) -> BlockSizes {
-        crate::tuning::blocks(T::DTYPE, self.name).unwrap_or_else(|| self.analytical_blocks())
+        self.default_blocks_for(0, 0)
+    }
+
+    /// [`Self::default_blocks`] for a product whose C is m×n: the
+    /// analytical sizes depend on whether C fits in L2
+    /// ([`BlockSizes::for_kernel`]); tuned sizes do not.
+    pub fn default_blocks_for(&self, m: usize, n: usize) -> BlockSizes {
+        crate::tuning::blocks(T::DTYPE, self.name).unwrap_or_else(|| {
+            self.analytical_blocks_for(m.saturating_mul(n).saturating_mul(size_of::<T>()))
+        })
     }
 
     /// The analytical block sizes for this kernel on this machine's caches.
     pub fn analytical_blocks(&self) -> BlockSizes {
+        self.analytical_blocks_for(0)
+    }
+
+    /// The analytical block sizes for a product whose C takes `c_bytes`.
+    pub fn analytical_blocks_for(&self, c_bytes: usize) -> BlockSizes {
         BlockSizes::for_kernel(
             cache_sizes(),
-            std::mem::size_of::<T>(),
+            size_of::<T>(),
             self.mr,
             self.nr,
             fma_bits_per_cycle(self.family),
+            c_bytes,
         )
     }
 }

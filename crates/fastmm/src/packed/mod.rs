@@ -48,7 +48,9 @@ pub fn multiply<T: Element>(
         tiled::accumulate(alpha, a, b, c, DEFAULT_TILE);
         return Ok(());
     }
-    let blocks = opts.block_sizes.unwrap_or_else(|| kernel.default_blocks());
+    let blocks = opts
+        .block_sizes
+        .unwrap_or_else(|| kernel.default_blocks_for(c.rows(), c.cols()));
     let threads = if mnk < PACKED_PARALLEL_MIN_MNK {
         1
     } else {
@@ -95,7 +97,9 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
         }
         return Ok(());
     }
-    let blocks = opts.block_sizes.unwrap_or_else(|| kernel.default_blocks());
+    let blocks = opts
+        .block_sizes
+        .unwrap_or_else(|| kernel.default_blocks_for(m, n));
     let mnk = m as u128 * n as u128 * k as u128;
     let threads = if mnk < PACKED_PARALLEL_MIN_MNK {
         1
