@@ -26,6 +26,12 @@
 //! * **NC**: B̃ takes [`NC_L3_FRACTION`] of L3: NC = L3·fraction / (KC·size),
 //!   a multiple of NR, so that for most problems B is packed once per KC
 //!   step and A once.
+//! * **A C larger than L2** (streaming regime only): each KC step then
+//!   passes over C in memory, so KC takes
+//!   [`KC_STREAMING_LARGE_C_L1_FRACTION`] of L1 and MC
+//!   [`MC_LARGE_C_L2_FRACTION`] of L2 (384 and 256 for f64 on Zen 4),
+//!   NC staying as for the shallower KC. A C that fits in L2 keeps the
+//!   shallower blocks, which leave it room there.
 //!
 //! The driver splits each dimension into equal blocks no larger than these
 //! ([`balanced_block`]), so k = 1030 runs as 3 steps of 344, not 512 + 512 +
