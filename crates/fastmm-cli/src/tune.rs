@@ -301,10 +301,10 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
     packed.dtype = first.name().into();
     packed.size = if args.quick { 384 } else { 1536 };
     let (_, analytical) = match first {
-        DType::F32 => kernel_blocks::<f32>()?,
-        DType::F64 => kernel_blocks::<f64>()?,
-        DType::I32 => kernel_blocks::<i32>()?,
-        DType::I64 => kernel_blocks::<i64>()?,
+        DType::F32 => kernel_blocks::<f32>(packed.size)?,
+        DType::F64 => kernel_blocks::<f64>(packed.size)?,
+        DType::I32 => kernel_blocks::<i32>(packed.size)?,
+        DType::I64 => kernel_blocks::<i64>(packed.size)?,
     };
     packed.blocks = Some(format!(
         "{},{},{}",
@@ -351,17 +351,18 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
     cpu.tile = Some(tiles[chosen].parse()?);
 
     for &dtype in dtypes {
+        let size = if args.quick { 256 } else { 2048 };
         let (kernel, analytical) = match dtype {
-            DType::F32 => kernel_blocks::<f32>()?,
-            DType::F64 => kernel_blocks::<f64>()?,
-            DType::I32 => kernel_blocks::<i32>()?,
-            DType::I64 => kernel_blocks::<i64>()?,
+            DType::F32 => kernel_blocks::<f32>(size)?,
+            DType::F64 => kernel_blocks::<f64>(size)?,
+            DType::I32 => kernel_blocks::<i32>(size)?,
+            DType::I64 => kernel_blocks::<i64>(size)?,
         };
         let mut packed = base.clone();
         packed.algo = "packed".into();
         packed.dtype = dtype.name().into();
         packed.threads = Some(threads);
-        packed.size = if args.quick { 256 } else { 2048 };
+        packed.size = size;
         let candidates = block_candidates(analytical, args.quick);
         let chosen = choose(
             log,
@@ -410,12 +411,17 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
     Ok(cpu)
 }
 
-/// The `packed` kernel `auto` picks for T and its analytical blocks.
-fn kernel_blocks<T: Element>() -> Result<(String, fastmm::BlockSizes)> {
+/// The `packed` kernel `auto` picks for T and its analytical blocks for a
+/// `size`² product (whose C is larger than L2: the products tuned blocks
+/// apply to).
+fn kernel_blocks<T: Element>(size: usize) -> Result<(String, fastmm::BlockSizes)> {
     let kernel = select_kernel::<T>(None)?;
+    let c_bytes = size * size * std::mem::size_of::<T>();
     Ok((
         kernel.name.to_string(),
-        kernel.analytical_blocks().fitted(kernel.mr, kernel.nr),
+        kernel
+            .analytical_blocks_for(c_bytes)
+            .fitted(kernel.mr, kernel.nr),
     ))
 }
 

@@ -737,12 +737,24 @@ fn tune_saves_a_file_that_auto_then_uses() {
             "--json",
         ],
     ));
+    // Tuned blocks apply where `tune` measures them, to a C larger than
+    // L2 (1500² f32 is 9 MB); a C of 160 KB keeps the analytical ones.
     assert!(
-        records[0]["kernel"]
+        !records[0]["kernel"]
             .as_str()
             .unwrap()
             .ends_with(" 24/64/96"),
         "{records}"
+    );
+    let large = json(&fastmm_tuned(
+        &hand,
+        &[
+            "run", "--algo", "packed", "--size", "1500", "--reps", "1", "--json",
+        ],
+    ));
+    assert!(
+        large[0]["kernel"].as_str().unwrap().ends_with(" 24/64/96"),
+        "{large}"
     );
     assert_eq!(records[0]["threads"], 1, "{records}");
     assert_eq!(records[1]["tile"], 48, "{records}");

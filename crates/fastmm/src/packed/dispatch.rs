@@ -160,20 +160,23 @@ impl<T: Element> PackedKernel<T> {
         2.0 * (self.mr * self.nr * kc * calls) as f64 / seconds / 1e9
     }
 
-    /// The block sizes `packed` uses unless told otherwise: the tuning
-    /// file's for this kernel and type (see [`crate::tuning`]), else the
-    /// analytical ones (for a C that fits in L2).
+    /// The block sizes `packed` uses unless told otherwise for a product
+    /// whose C fits in L2 ([`Self::default_blocks_for`]).
     pub fn default_blocks(&self) -> BlockSizes {
         self.default_blocks_for(0, 0)
     }
 
-    /// [`Self::default_blocks`] for a product whose C is m×n: the
-    /// analytical sizes depend on whether C fits in L2
-    /// ([`BlockSizes::for_kernel`]); tuned sizes do not.
+    /// The block sizes `packed` uses unless told otherwise for a product
+    /// whose C is m×n: where C is larger than L2, the tuning file's for this
+    /// kernel and type (see [`crate::tuning`]; `fastmm tune` measures them
+    /// on such a product), else the analytical ones, which depend on
+    /// whether C fits in L2 ([`BlockSizes::for_kernel`]).
     pub fn default_blocks_for(&self, m: usize, n: usize) -> BlockSizes {
-        crate::tuning::blocks(T::DTYPE, self.name).unwrap_or_else(|| {
-            self.analytical_blocks_for(m.saturating_mul(n).saturating_mul(size_of::<T>()))
-        })
+        let c_bytes = m.saturating_mul(n).saturating_mul(size_of::<T>());
+        let tuned = (c_bytes > cache_sizes().l2)
+            .then(|| crate::tuning::blocks(T::DTYPE, self.name))
+            .flatten();
+        tuned.unwrap_or_else(|| self.analytical_blocks_for(c_bytes))
     }
 
     /// The analytical block sizes for this kernel on this machine's caches.
