@@ -1,5 +1,5 @@
 //! `ikj`: the loop interchange of seed 002 §5. For each row i of C and each
-//! p, row p of B is scaled by α·A[i,p] and added to row i of C. Both rows are
+//! p, row p of B is scaled by α·A(i, p) and added to row i of C. Both rows are
 //! contiguous in row-major storage, so the inner loop is a unit-stride AXPY
 //! that the compiler vectorises.
 
