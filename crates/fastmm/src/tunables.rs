@@ -146,6 +146,9 @@ pub const STRASSEN_AUTO_START_4_BYTE: usize = 6144;
 /// as many kernel cycles per byte. dev-epyc, session 26 (`fastmm-peers
 /// --shapes 4096 --dtype f32`, 5 rounds, two runs): Winograd at 4096 (two
 /// levels, base 1024) 1.12× and 1.07× `packed`, 1.20× and 1.16× OpenBLAS.
+/// Measured on Zen 4 only; other such cores (Zen 3, AVX2-only Intel
+/// cores) take it by the same reasoning, unmeasured, and `fastmm tune`
+/// measures the crossover on the machine at hand.
 pub const STRASSEN_AUTO_START_4_BYTE_SLOW_FMA: usize = 4096;
 
 /// See [`STRASSEN_AUTO_START_4_BYTE_SLOW_FMA`].
