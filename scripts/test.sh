@@ -2,7 +2,9 @@
 # The project's test command: formatting, lints, then every test in release
 # mode (the O(n^3) shape matrix is too slow unoptimised), then the library
 # suite again under each CPU kernel family this machine can run, forced
-# through FASTMM_CPU_KERNEL, so every kernel is tested on one machine.
+# through FASTMM_CPU_KERNEL, so every kernel is tested on one machine, and
+# the Strassen suites with every fresh sum streamed (FASTMM_SUM_STORES),
+# the path the test sizes are too small to take by themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,3 +33,5 @@ for kernel in "${kernels[@]}"; do
   echo "== library tests with FASTMM_CPU_KERNEL=$kernel =="
   FASTMM_CPU_KERNEL=$kernel cargo test -p fastmm --release
 done
+echo "== strassen tests with FASTMM_SUM_STORES=stream =="
+FASTMM_SUM_STORES=stream cargo test -p fastmm --release --test strassen --test algorithms

@@ -12,8 +12,10 @@ use serde::Serialize;
 use fastmm::packed::blocking::cache_sizes;
 use fastmm::packed::dispatch::KERNEL_ENV;
 use fastmm::packed::{default_cpu_kernel, select_kernel, CpuKernel};
+use fastmm::strassen::{SumStores, SUM_STORES_ENV};
 use fastmm::system::{available_memory_bytes, cpu_model, format_bytes};
 use fastmm::threads::available_threads;
+use fastmm::tunables::STRASSEN_STREAM_MIN_L3_FRACTION;
 use fastmm::{Algorithm, DType, Element, GemmOptions};
 
 #[derive(Args, Debug)]
@@ -28,8 +30,19 @@ struct Report {
     cpu: Cpu,
     packed: Vec<PackedChoice>,
     strassen_auto: Vec<AutoRule>,
+    /// How the CPU backend stores fresh sums: the policy, and from how
+    /// many bytes per pass it streams them.
+    sum_stores: SumStoresReport,
     gpu: Gpu,
     tuning: String,
+}
+
+#[derive(Serialize)]
+struct SumStoresReport {
+    policy: &'static str,
+    source: String,
+    /// None: never.
+    stream_from_bytes: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -149,10 +162,23 @@ fn gather() -> Result<Report> {
             });
         }
     }
+    let policy = SumStores::from_env()?;
+    let sum_stores = SumStoresReport {
+        policy: policy.name(),
+        source: match std::env::var(SUM_STORES_ENV) {
+            Ok(value) if !value.trim().is_empty() => format!("forced by {SUM_STORES_ENV}={value}"),
+            _ => {
+                let (numerator, denominator) = STRASSEN_STREAM_MIN_L3_FRACTION;
+                format!("{numerator}/{denominator} of L3")
+            }
+        },
+        stream_from_bytes: Some(policy.min_bytes()).filter(|&b| b != usize::MAX),
+    };
     Ok(Report {
         cpu,
         packed,
         strassen_auto,
+        sum_stores,
         gpu: gpu(),
         tuning: tuning_summary(),
     })
@@ -332,6 +358,18 @@ fn text(r: &Report) -> Result<String, std::fmt::Error> {
             a.max_levels
         )?;
     }
+    let streams = match r.sum_stores.stream_from_bytes {
+        Some(bytes) => format!(
+            "non-temporal stores for passes writing at least {}",
+            format_bytes(bytes as u128)
+        ),
+        None => "never streamed".to_string(),
+    };
+    writeln!(
+        out,
+        "cpu sums: {streams} ({}, {})",
+        r.sum_stores.policy, r.sum_stores.source
+    )?;
     writeln!(out)?;
     let libs: Vec<String> = r
         .gpu

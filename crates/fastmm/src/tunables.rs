@@ -185,6 +185,16 @@ pub const STRASSEN_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 /// destinations (16 KiB) in L1 while every sum of the group reads them.
 pub const STRASSEN_GROUP_SPAN_BYTES: usize = 1024;
 
+/// On the CPU, a pass of Strassen/Winograd sums whose fresh destinations
+/// total at least this fraction (numerator, denominator) of the last-level
+/// cache writes them with non-temporal stores (`strassen::SumStores`):
+/// they would be evicted before the products read them, so the read for
+/// ownership of ordinary stores is wasted. On dev-epyc (L3 32 MiB) the
+/// additions of a two-level 4096³ f64 `batched` Winograd product fell
+/// from 12.4% to 10.4% of the kernel's time; streaming every pass or only
+/// those of at least 20 MB measured the same (docs/perf-notes.md).
+pub const STRASSEN_STREAM_MIN_L3_FRACTION: (usize, usize) = (1, 2);
+
 /// Largest m·n·k for which `verify` computes a full f64 reference product.
 /// Above it the O(n²) randomized check is used.
 pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;

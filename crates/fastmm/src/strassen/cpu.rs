@@ -2,6 +2,7 @@
 //! for the linear combinations, and one heap buffer per temporary.
 
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
@@ -10,9 +11,12 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::packed;
+use crate::packed::blocking::cache_sizes;
 use crate::packed::workspace::{Pool, Workspace};
 use crate::strassen::backend::{Backend, Block, Combination, Store};
-use crate::tunables::{STRASSEN_GROUP_SPAN_BYTES, STRASSEN_PARALLEL_MIN_ELEMENTS};
+use crate::tunables::{
+    STRASSEN_GROUP_SPAN_BYTES, STRASSEN_PARALLEL_MIN_ELEMENTS, STRASSEN_STREAM_MIN_L3_FRACTION,
+};
 
 /// Raw address and strides of a block, shareable across the pool's
 /// threads (the recursion keeps destinations and sources disjoint).
@@ -29,6 +33,72 @@ unsafe impl<T: Send> Send for Raw<T> {}
 // SAFETY: as above.
 unsafe impl<T: Sync> Sync for Raw<T> {}
 
+/// How the CPU backend writes a fresh sum (keep = 0) to memory.
+///
+/// A pass of sums whose destinations together outgrow the last-level cache
+/// ([`STRASSEN_STREAM_MIN_L3_FRACTION`] of it) evicts them before the
+/// products read them, so ordinary stores only add a read for ownership of
+/// every line: non-temporal stores skip it, moving 3 blocks instead of 4
+/// for a two-term sum. Forced by [`SUM_STORES_ENV`] (`auto`, `stream`,
+/// `cached`) so that both paths are tested on any machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SumStores {
+    /// Stream passes larger than the L3 fraction.
+    Auto,
+    /// Stream every fresh sum.
+    Stream,
+    /// Never stream.
+    Cached,
+}
+
+/// The environment variable that forces a [`SumStores`] policy.
+pub const SUM_STORES_ENV: &str = "FASTMM_SUM_STORES";
+
+impl SumStores {
+    /// Every policy.
+    pub const ALL: [SumStores; 3] = [SumStores::Auto, SumStores::Stream, SumStores::Cached];
+
+    /// Name as accepted by [`SUM_STORES_ENV`].
+    pub fn name(self) -> &'static str {
+        match self {
+            SumStores::Auto => "auto",
+            SumStores::Stream => "stream",
+            SumStores::Cached => "cached",
+        }
+    }
+
+    /// The process-wide policy: [`SUM_STORES_ENV`] if set, else `auto`.
+    /// Read once.
+    pub fn from_env() -> Result<SumStores, Error> {
+        static CHOICE: OnceLock<Result<SumStores, Error>> = OnceLock::new();
+        CHOICE
+            .get_or_init(|| match std::env::var(SUM_STORES_ENV) {
+                Ok(forced) if !forced.trim().is_empty() => SumStores::ALL
+                    .into_iter()
+                    .find(|p| p.name() == forced.trim())
+                    .ok_or_else(|| {
+                        Error::InvalidOption(format!(
+                            "{SUM_STORES_ENV}: unknown policy `{forced}` (auto, stream, cached)"
+                        ))
+                    }),
+                _ => Ok(SumStores::Auto),
+            })
+            .clone()
+    }
+
+    /// Passes writing at least this many bytes of fresh sums stream them.
+    pub fn min_bytes(self) -> usize {
+        match self {
+            SumStores::Auto => {
+                let (numerator, denominator) = STRASSEN_STREAM_MIN_L3_FRACTION;
+                cache_sizes().l3 * numerator / denominator
+            }
+            SumStores::Stream => 0,
+            SumStores::Cached => usize::MAX,
+        }
+    }
+}
+
 /// A, B and C of one product, the temporaries, and how to run the classical
 /// products.
 pub(crate) struct CpuBackend<'a, T: Element> {
@@ -39,6 +109,8 @@ pub(crate) struct CpuBackend<'a, T: Element> {
     workspace: Option<Workspace>,
     temps: Vec<Raw<T>>,
     base: GemmOptions,
+    /// Passes writing at least this many bytes of fresh sums stream them.
+    stream_min_bytes: usize,
     _borrows: PhantomData<(MatRef<'a, T>, MatMut<'a, T>)>,
 }
 
@@ -48,6 +120,7 @@ impl<'a, T: Element> CpuBackend<'a, T> {
         b: MatRef<'a, T>,
         mut c: MatMut<'a, T>,
         base: GemmOptions,
+        stores: SumStores,
     ) -> Self {
         CpuBackend {
             a: Raw {
@@ -68,8 +141,14 @@ impl<'a, T: Element> CpuBackend<'a, T> {
             workspace: None,
             temps: Vec::new(),
             base,
+            stream_min_bytes: stores.min_bytes(),
             _borrows: PhantomData,
         }
+    }
+
+    /// Whether a pass writing `bytes` of fresh sums streams them.
+    fn streams(&self, bytes: usize) -> bool {
+        bytes >= self.stream_min_bytes
     }
 
     /// Address and strides of a block.
@@ -224,6 +303,8 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
             })
             .collect();
         let span = (STRASSEN_GROUP_SPAN_BYTES / std::mem::size_of::<T>()).max(1);
+        let fresh = sums.iter().filter(|sum| sum.keep == T::ZERO).count();
+        let stream = self.streams(rows * cols * fresh * std::mem::size_of::<T>());
         let row = |i: usize| {
             for first in (0..cols).step_by(span) {
                 let end = (first + span).min(cols);
@@ -233,8 +314,11 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
                     // source of the group (the engine's contract) or
                     // another destination, and each call of `row` writes
                     // only row i.
-                    unsafe { combine_span(*keep, *out, sources, i, (first, end)) }
+                    unsafe { combine_span(*keep, *out, sources, i, (first, end), stream) }
                 }
+            }
+            if stream {
+                store_fence();
             }
         };
         if rows * cols * sums.len() >= STRASSEN_PARALLEL_MIN_ELEMENTS {
@@ -249,11 +333,15 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         let (rows, cols) = (dst.rows, dst.cols);
         let out = self.raw(dst);
         let sources: Vec<(T, Raw<T>)> = terms.iter().map(|&(w, t)| (w, self.raw(t))).collect();
+        let stream = keep == T::ZERO && self.streams(rows * cols * std::mem::size_of::<T>());
         let row = |i: usize| {
             // SAFETY: row i < rows of the destination and of every source
             // (all rows×cols); the destination overlaps no source, and each
             // call writes only its own row.
-            unsafe { combine_row(keep, out, &sources, i, cols) }
+            unsafe { combine_span(keep, out, &sources, i, (0, cols), stream) };
+            if stream {
+                store_fence();
+            }
         };
         if rows * cols >= STRASSEN_PARALLEL_MIN_ELEMENTS {
             (0..rows).into_par_iter().for_each(row);
@@ -267,24 +355,13 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
 /// A [`Combination`] resolved to memory: (keep, destination, weighted sources).
 type RawCombination<T> = (T, Raw<T>, Vec<(T, Raw<T>)>);
 
-/// Row i of dst ← keep·dst + Σ w·src, one pass per term so each pass is a
-/// simple vectorisable loop over a row that stays in L1.
-///
-/// # Safety
-/// Row i of `out` (cols elements) is writable and touched by no one else;
-/// row i of each source is readable and does not overlap it.
-unsafe fn combine_row<T: Element>(
-    keep: T,
-    out: Raw<T>,
-    sources: &[(T, Raw<T>)],
-    i: usize,
-    cols: usize,
-) {
-    // SAFETY: the caller's contract, for columns 0..cols.
-    unsafe { combine_span(keep, out, sources, i, (0, cols)) }
-}
-
 /// Columns [first, end) of row i of dst ← keep·dst + Σ w·src.
+///
+/// With `stream` and keep = 0 on contiguous rows, the sum is formed in an
+/// L1 buffer and written with non-temporal stores: a destination too large
+/// to stay cached is then written without first being read for ownership,
+/// 3 quarter-block transfers instead of 4 for a two-term sum. The caller
+/// fences ([`store_fence`]) before the row is read by another thread.
 ///
 /// # Safety
 /// Those elements of row i of `out` are writable and touched by no one
@@ -296,6 +373,7 @@ unsafe fn combine_span<T: Element>(
     sources: &[(T, Raw<T>)],
     i: usize,
     (first, end): (usize, usize),
+    stream: bool,
 ) {
     let cols = end - first;
     let at = |raw: Raw<T>, j: usize| {
@@ -307,38 +385,27 @@ unsafe fn combine_span<T: Element>(
     // inside the span of row i of its block.
     unsafe {
         if contiguous {
+            let slice = |raw: Raw<T>, j: usize, len: usize| {
+                std::slice::from_raw_parts(at(raw, j).cast_const(), len)
+            };
+            if stream && keep == T::ZERO && !sources.is_empty() {
+                let mut buffer = StreamBuffer::new();
+                let chunk = buffer.capacity::<T>();
+                for start in (0..cols).step_by(chunk) {
+                    let len = chunk.min(cols - start);
+                    let sum = buffer.slice_mut::<T>(len);
+                    let terms = sources.iter().map(|&(w, s)| (w, slice(s, start, len)));
+                    accumulate(T::ZERO, sum, terms);
+                    stream_copy(at(out, start), sum);
+                }
+                return;
+            }
             let dst = std::slice::from_raw_parts_mut(at(out, 0), cols);
-            let mut rest = sources;
-            if keep == T::ZERO && sources.is_empty() {
-                dst.fill(T::ZERO);
-            } else if keep == T::ZERO {
-                let (w, first) = sources[0];
-                let src = std::slice::from_raw_parts(at(first, 0), cols);
-                for (d, &s) in dst.iter_mut().zip(src) {
-                    *d = w.mul(s);
-                }
-                rest = &sources[1..];
-            } else if keep != T::ONE {
-                for d in dst.iter_mut() {
-                    *d = keep.mul(*d);
-                }
-            }
-            for &(w, source) in rest {
-                let src = std::slice::from_raw_parts(at(source, 0), cols);
-                if w == T::ONE {
-                    for (d, &s) in dst.iter_mut().zip(src) {
-                        *d = d.add(s);
-                    }
-                } else if w == T::ZERO.sub(T::ONE) {
-                    for (d, &s) in dst.iter_mut().zip(src) {
-                        *d = d.sub(s);
-                    }
-                } else {
-                    for (d, &s) in dst.iter_mut().zip(src) {
-                        *d = d.add(w.mul(s));
-                    }
-                }
-            }
+            accumulate(
+                keep,
+                dst,
+                sources.iter().map(|&(w, s)| (w, slice(s, 0, cols))),
+            );
             return;
         }
         for j in 0..cols {
@@ -353,6 +420,116 @@ unsafe fn combine_span<T: Element>(
             }
             *d = value;
         }
+    }
+}
+
+/// dst ← keep·dst + Σ w·src (keep = 0 never reads dst), one pass per term
+/// so each is a simple vectorisable loop over a span that stays in L1.
+fn accumulate<'s, T: Element>(
+    keep: T,
+    dst: &mut [T],
+    mut sources: impl Iterator<Item = (T, &'s [T])>,
+) {
+    if keep == T::ZERO {
+        match sources.next() {
+            None => dst.fill(T::ZERO),
+            Some((w, src)) => {
+                for (d, &s) in dst.iter_mut().zip(src) {
+                    *d = w.mul(s);
+                }
+            }
+        }
+    } else if keep != T::ONE {
+        for d in dst.iter_mut() {
+            *d = keep.mul(*d);
+        }
+    }
+    for (w, src) in sources {
+        if w == T::ONE {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = d.add(s);
+            }
+        } else if w == T::ZERO.sub(T::ONE) {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = d.sub(s);
+            }
+        } else {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = d.add(w.mul(s));
+            }
+        }
+    }
+}
+
+/// A cache-line-aligned L1 buffer in which a streamed span is summed.
+#[repr(C, align(64))]
+struct StreamBuffer([u64; STREAM_BUFFER_BYTES / 8]);
+
+/// Bytes of one [`StreamBuffer`]: a span of sums, small enough for L1
+/// beside its sources.
+const STREAM_BUFFER_BYTES: usize = 2048;
+
+impl StreamBuffer {
+    fn new() -> Self {
+        StreamBuffer([0; STREAM_BUFFER_BYTES / 8])
+    }
+
+    /// Elements of T the buffer holds.
+    fn capacity<T: Element>(&self) -> usize {
+        STREAM_BUFFER_BYTES / std::mem::size_of::<T>()
+    }
+
+    /// The first `len` ≤ capacity elements, as T.
+    fn slice_mut<T: Element>(&mut self, len: usize) -> &mut [T] {
+        assert!(len <= self.capacity::<T>() && std::mem::align_of::<T>() <= 64);
+        // SAFETY: every Element (f32, f64, i32, i64; the trait is sealed) is
+        // plain data valid for any bit pattern, with alignment ≤ 8 ≤ 64; the
+        // buffer holds STREAM_BUFFER_BYTES ≥ len·size_of::<T>() bytes and
+        // is borrowed mutably for the slice's lifetime.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<T>(), len) }
+    }
+}
+
+/// Writes `src` to `dst` with non-temporal stores where the target has
+/// them (x86-64: SSE2, in every x86-64), ordinary stores elsewhere.
+///
+/// # Safety
+/// `dst` is valid for writes of `src.len()` elements, aligned for T, and
+/// does not overlap `src`.
+unsafe fn stream_copy<T: Element>(dst: *mut T, src: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract; every store below lies in
+    // dst[0..src.len()] and every load in src.
+    unsafe {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let bytes = std::mem::size_of_val(src);
+        let (to, from) = (dst.cast::<u8>(), src.as_ptr().cast::<u8>());
+        // `movntdq` needs 16-byte alignment; dst is aligned for T, so the
+        // unaligned head is whole elements.
+        let head = (to.align_offset(16)).min(bytes);
+        std::ptr::copy_nonoverlapping(from, to, head);
+        let mut offset = head;
+        while offset + 16 <= bytes {
+            let value = _mm_loadu_si128(from.add(offset).cast::<__m128i>());
+            _mm_stream_si128(to.add(offset).cast::<__m128i>(), value);
+            offset += 16;
+        }
+        std::ptr::copy_nonoverlapping(from.add(offset), to.add(offset), bytes - offset);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
+    }
+}
+
+/// Orders this thread's non-temporal stores before whatever it does next
+/// (they are weakly ordered, so another thread could read stale lines).
+fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` has no operands and is part of SSE (every x86-64).
+    unsafe {
+        std::arch::x86_64::_mm_sfence();
     }
 }
 
@@ -417,8 +594,13 @@ mod tests {
                 };
                 let mut got = c0.clone();
                 let base = GemmOptions::new(Algorithm::Packed);
-                let mut backend =
-                    Unfused(CpuBackend::new(a.as_ref(), b.as_ref(), got.as_mut(), base));
+                let mut backend = Unfused(CpuBackend::new(
+                    a.as_ref(),
+                    b.as_ref(),
+                    got.as_mut(),
+                    base,
+                    SumStores::Auto,
+                ));
                 let report = engine::run(&mut backend, plan, 3, -2, (m, k, n)).unwrap();
                 assert!(
                     report.levels >= 2 && report.workspace_elements > 0,
@@ -428,6 +610,71 @@ mod tests {
                 assert_eq!(got, want, "{m}×{k}×{n}");
             }
         }
+    }
+
+    /// Streamed and cached sums run the same arithmetic in the same order,
+    /// so every schedule gives bit-identical results either way, also where
+    /// C's rows start off a 16-byte boundary (the streamed copy's head) and
+    /// where its rows are strided (the scalar path).
+    fn streamed_sums_match_cached<T: Element>(seed: u64) {
+        let mut rng = seeded_rng(seed);
+        let schedules = [
+            &schedule::STRASSEN_TEMPORARIES,
+            &schedule::STRASSEN_FRUGAL,
+            &schedule::STRASSEN_BATCHED,
+            &schedule::WINOGRAD_TEMPORARIES,
+            &schedule::WINOGRAD_FRUGAL,
+            &schedule::WINOGRAD_BATCHED,
+        ];
+        for (m, k, n) in [(64, 64, 64), (37, 41, 29), (20, 90, 23), (66, 34, 131)] {
+            let a: Matrix<T> = random_matrix_full_range(m, k, &mut rng);
+            let b: Matrix<T> = random_matrix_full_range(k, n, &mut rng);
+            for schedule in schedules {
+                let plan = Plan {
+                    schedule,
+                    beta_schedule: &schedule::STRASSEN_TEMPORARIES,
+                    threshold: 4,
+                    start: 0,
+                    max_depth: 3,
+                    fused: None,
+                    lazy_sum_terms: 0,
+                };
+                // C inside a wider buffer, one element in: rows start
+                // unaligned; then C transposed: strided rows.
+                for transposed in [false, true] {
+                    let results: Vec<Matrix<T>> = [SumStores::Cached, SumStores::Stream]
+                        .into_iter()
+                        .map(|stores| {
+                            let (rows, cols) = if transposed { (n, m) } else { (m, n) };
+                            let mut buffer = Matrix::<T>::zeros(rows, cols + 3);
+                            let view = buffer.as_mut().submatrix(0, 1, rows, cols);
+                            let c = if transposed { view.t() } else { view };
+                            let base = GemmOptions::new(Algorithm::Packed);
+                            let mut backend =
+                                CpuBackend::new(a.as_ref(), b.as_ref(), c, base, stores);
+                            let report =
+                                engine::run(&mut backend, plan, T::ONE, T::ZERO, (m, k, n))
+                                    .unwrap();
+                            assert!(report.levels >= 2, "{report:?}");
+                            drop(backend);
+                            buffer
+                        })
+                        .collect();
+                    assert_eq!(
+                        results[0], results[1],
+                        "{m}×{k}×{n}, transposed C {transposed}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn streamed_sums_match_cached_bit_for_bit() {
+        streamed_sums_match_cached::<f64>(51);
+        streamed_sums_match_cached::<f32>(52);
+        streamed_sums_match_cached::<i32>(53);
+        streamed_sums_match_cached::<i64>(54);
     }
 
     /// The CPU backend taking the fused variant's primitives in groups, as
@@ -518,7 +765,13 @@ mod tests {
                 let mut got = c0.clone();
                 let base = GemmOptions::new(Algorithm::Packed);
                 let mut backend = Grouped {
-                    inner: CpuBackend::new(a.as_ref(), b.as_ref(), got.as_mut(), base),
+                    inner: CpuBackend::new(
+                        a.as_ref(),
+                        b.as_ref(),
+                        got.as_mut(),
+                        base,
+                        SumStores::Auto,
+                    ),
                     sizes: Vec::new(),
                 };
                 let report = engine::run(&mut backend, plan, 3, -2, (m, k, n)).unwrap();

@@ -46,6 +46,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use backend::{Backend, Block, Store};
+pub use cpu::{SumStores, SUM_STORES_ENV};
 pub use engine::Report;
 
 use crate::algo::{Algorithm, GemmOptions};
@@ -310,8 +311,9 @@ pub(crate) fn multiply<T: Element>(
     };
     let shape = (a.rows(), a.cols(), b.cols());
     let threads = opts.effective_threads();
+    let stores = SumStores::from_env()?;
     let run = move || {
-        let mut backend = cpu::CpuBackend::new(a, b, c, base);
+        let mut backend = cpu::CpuBackend::new(a, b, c, base, stores);
         engine::run(&mut backend, plan, alpha, beta, shape).map(|_| ())
     };
     if threads == 1 {
