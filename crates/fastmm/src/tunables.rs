@@ -51,11 +51,18 @@ pub const KC_STREAMING_L1_FRACTION: (usize, usize) = (1, 2);
 /// from the deeper KC (2712, two blocks at 4096) gave back half the gain.
 /// Where C fits in L2 the deeper blocks crowd it out: 256×4096×256 f64
 /// ran 0.89×. f32 stays at [`MAX_KC`]; its MC of 384 measured level
-/// (1.00–1.01×) with 256 (session 26).
-pub const KC_STREAMING_LARGE_C_L1_FRACTION: (usize, usize) = (3, 4);
+/// (1.00–1.01×) with 256 (session 26). Session 27 took both fractions to
+/// all of the cache: f64 KC 512 with MC 256 against 384 and 256, in one
+/// process (7 rounds each): 1024³ 1.05× and 1.04×, 2048³ 1.02× (7 of 7)
+/// and 1.02×, 4096³ 1.02× (7 of 7) and 1.00×, and two-level Winograd at
+/// 4096³ (1024³ base products) 1.03× (6 of 7); MC 192 (3/4 of L2 at KC
+/// 512) was 1% behind at 4096³. f32 MC 512 level with 384 (1.00–1.01×),
+/// i64 KC 336 level with 256, i32 MC 504 level with 384 (`fastmm run
+/// --size 2048`, three alternations each).
+pub const KC_STREAMING_LARGE_C_L1_FRACTION: (usize, usize) = (1, 1);
 
 /// See [`KC_STREAMING_LARGE_C_L1_FRACTION`].
-pub const MC_LARGE_C_L2_FRACTION: (usize, usize) = (3, 4);
+pub const MC_LARGE_C_L2_FRACTION: (usize, usize) = (1, 1);
 
 /// Largest KC the analytical rule picks. 512 measured 4% faster than 256
 /// for f64 and 1–2% for f32 on one thread at n = 2048; 768 and 1024 no

@@ -29,7 +29,7 @@
 //! * **A C larger than L2** (streaming regime only): each KC step then
 //!   passes over C in memory, so KC takes
 //!   [`KC_STREAMING_LARGE_C_L1_FRACTION`] of L1 and MC
-//!   [`MC_LARGE_C_L2_FRACTION`] of L2 (384 and 256 for f64 on Zen 4),
+//!   [`MC_LARGE_C_L2_FRACTION`] of L2 (512 and 256 for f64 on Zen 4),
 //!   NC staying as for the shallower KC. A C that fits in L2 keeps the
 //!   shallower blocks, which leave it room there.
 //!
@@ -310,10 +310,10 @@ mod tests {
         let zen4 = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512, 1 << 20);
         assert_eq!((zen4(4, 48).kc, zen4(4, 48).mc), (512, 256));
         assert_eq!((zen4(8, 24).kc, zen4(8, 24).mc), (256, 256));
-        // A C larger than L2: Ã's micro-panel fills 3/4 of L1 and its block
-        // 3/4 of L2, NC as before. f64: 24 KiB / (8·8) = 384, 768 KiB /
-        // (384·8) = 256 rows; f32 stays at MAX_KC with 768 KiB / (512·4)
-        // = 384 rows.
+        // A C larger than L2: Ã's micro-panel fills all of L1 and its block
+        // all of L2, NC as before. f64: 32 KiB / (8·8) = 512, 1 MiB /
+        // (512·8) = 256 rows; f32 stays at MAX_KC with 1 MiB / (512·4)
+        // = 512 rows.
         let zen4_large_c = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512, 8 << 20);
         assert_eq!(
             (
@@ -321,9 +321,9 @@ mod tests {
                 zen4_large_c(8, 24).mc,
                 zen4_large_c(8, 24).nc
             ),
-            (384, 256, zen4(8, 24).nc)
+            (512, 256, zen4(8, 24).nc)
         );
-        assert_eq!((zen4_large_c(4, 48).kc, zen4_large_c(4, 48).mc), (512, 384));
+        assert_eq!((zen4_large_c(4, 48).kc, zen4_large_c(4, 48).mc), (512, 512));
         // The L1 rule ignores C's size.
         assert_eq!(
             BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024, 1 << 30),
