@@ -6,39 +6,7 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-#include "probe_check.h"
-
-template <int TM, int TN, int THREADS, int MINB>
-__global__ void __launch_bounds__(THREADS, MINB) outer_products(double* out, int iters, double seed)
-{
-    double a[TM], b[TN], acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i) a[i] = seed * (threadIdx.x + i);
-#pragma unroll
-    for (int j = 0; j < TN; ++j) b[j] = seed / (threadIdx.x + j + 1);
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0;
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
-        // The compiler must assume a and b change, as a GEMM's fragments do
-        // (no instruction is emitted).
-#pragma unroll
-        for (int i = 0; i < TM; ++i) asm volatile("" : "+d"(a[i]));
-#pragma unroll
-        for (int j = 0; j < TN; ++j) asm volatile("" : "+d"(b[j]));
-    }
-    double sum = 0;
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) sum += acc[i][j];
-    out[blockIdx.x * THREADS + threadIdx.x] = sum;
-}
+#include "dfma_kernels.cuh"
 
 template <int TM, int TN, int THREADS, int MINB>
 int measure(int sms)

@@ -49,3 +49,39 @@ float median_event_ms(Launch&& launch, int reps)
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
 }
+
+// The register-only DFMA probes' per-lane fragments: a[i] = seed·(tid + i),
+// b[j] = seed / (tid + j + 1) and acc = 0, values the compiler cannot fold.
+template <int TM, int TN>
+__device__ __forceinline__ void init_fragments(double (&a)[TM], double (&b)[TN], double (&acc)[TM][TN], double seed)
+{
+#pragma unroll
+    for (int i = 0; i < TM; ++i) a[i] = seed * (threadIdx.x + i);
+#pragma unroll
+    for (int j = 0; j < TN; ++j) b[j] = seed / (threadIdx.x + j + 1);
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0;
+}
+
+// Keeps the accumulators live: their sum goes to out[global thread index].
+template <int TM, int TN>
+__device__ __forceinline__ void store_sum(const double (&acc)[TM][TN], double* out)
+{
+    double sum = 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) sum += acc[i][j];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+// Makes the compiler assume every fragment value changed, as a GEMM's do
+// from one k step to the next (no instruction is emitted).
+template <int N>
+__device__ __forceinline__ void clobber(double (&values)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+d"(values[i]));
+}
