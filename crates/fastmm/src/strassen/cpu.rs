@@ -306,6 +306,7 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         let fresh = sums.iter().filter(|sum| sum.keep == T::ZERO).count();
         let stream = self.streams(rows * cols * fresh * std::mem::size_of::<T>());
         let row = |i: usize| {
+            let mut buffer = stream.then(StreamBuffer::new);
             for first in (0..cols).step_by(span) {
                 let end = (first + span).min(cols);
                 for (keep, out, sources) in &raw {
@@ -314,7 +315,7 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
                     // source of the group (the engine's contract) or
                     // another destination, and each call of `row` writes
                     // only row i.
-                    unsafe { combine_span(*keep, *out, sources, i, (first, end), stream) }
+                    unsafe { combine_span(*keep, *out, sources, i, (first, end), buffer.as_mut()) }
                 }
             }
             if stream {
@@ -335,10 +336,11 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         let sources: Vec<(T, Raw<T>)> = terms.iter().map(|&(w, t)| (w, self.raw(t))).collect();
         let stream = keep == T::ZERO && self.streams(rows * cols * std::mem::size_of::<T>());
         let row = |i: usize| {
+            let mut buffer = stream.then(StreamBuffer::new);
             // SAFETY: row i < rows of the destination and of every source
             // (all rows×cols); the destination overlaps no source, and each
             // call writes only its own row.
-            unsafe { combine_span(keep, out, &sources, i, (0, cols), stream) };
+            unsafe { combine_span(keep, out, &sources, i, (0, cols), buffer.as_mut()) };
             if stream {
                 store_fence();
             }
@@ -357,8 +359,8 @@ type RawCombination<T> = (T, Raw<T>, Vec<(T, Raw<T>)>);
 
 /// Columns [first, end) of row i of dst ← keep·dst + Σ w·src.
 ///
-/// With `stream` and keep = 0 on contiguous rows, the sum is formed in an
-/// L1 buffer and written with non-temporal stores: a destination too large
+/// With a `stream` buffer and keep = 0 on contiguous rows, the sum is
+/// formed in that L1 buffer and written with non-temporal stores: a destination too large
 /// to stay cached is then written without first being read for ownership,
 /// 3 quarter-block transfers instead of 4 for a two-term sum. The caller
 /// fences ([`store_fence`]) before the row is read by another thread.
@@ -373,7 +375,7 @@ unsafe fn combine_span<T: Element>(
     sources: &[(T, Raw<T>)],
     i: usize,
     (first, end): (usize, usize),
-    stream: bool,
+    stream: Option<&mut StreamBuffer>,
 ) {
     let cols = end - first;
     let at = |raw: Raw<T>, j: usize| {
@@ -388,8 +390,7 @@ unsafe fn combine_span<T: Element>(
             let slice = |raw: Raw<T>, j: usize, len: usize| {
                 std::slice::from_raw_parts(at(raw, j).cast_const(), len)
             };
-            if stream && keep == T::ZERO && !sources.is_empty() {
-                let mut buffer = StreamBuffer::new();
+            if let (Some(buffer), true) = (stream, keep == T::ZERO && !sources.is_empty()) {
                 let chunk = buffer.capacity::<T>();
                 for start in (0..cols).step_by(chunk) {
                     let len = chunk.min(cols - start);
