@@ -57,8 +57,8 @@ struct Args {
     #[arg(long)]
     threshold: Option<usize>,
     /// Cache blocks of `packed` as MC,KC,NC; several, separated by `;`,
-    /// run each fastmm algorithm once per choice, side by side (default:
-    /// the library's own).
+    /// run each fastmm algorithm once per choice, side by side; `default`
+    /// names the library's own rule (the default).
     #[arg(long)]
     blocks: Option<String>,
     /// Rust peers to run, comma separated: `matrixmultiply`, `gemm`, or
@@ -127,7 +127,10 @@ fn contestants<T: PeerElement>(
         None => vec![None],
         Some(list) => list
             .split(';')
-            .map(|text| Ok(Some(BlockSizes::parse(text)?)))
+            .map(|text| match text.trim() {
+                "default" => Ok(None),
+                text => Ok(Some(BlockSizes::parse(text)?)),
+            })
             .collect::<Result<_>>()?,
     };
     let mut out = Vec::new();

@@ -34,6 +34,14 @@ pub const KC_L1_FRACTION: (usize, usize) = (1, 1);
 /// (docs/perf-notes.md).
 pub const L2_STREAM_MAX_BYTES_PER_CYCLE: usize = 12;
 
+/// The same budget on a core whose L2 fills L1 at 64 bytes per cycle, twice
+/// Zen 4's: Zen 5 (AMD family 1Ah). Its AVX-512 kernels (two 512-bit FMAs
+/// per cycle) need 18.7 (f32 8×48) and 21.3 (f64 8×24) bytes per cycle
+/// and ran faster with the streaming blocks than with the L1 rule's KC
+/// of 216 and 192 on a 48 KiB L1 (dev-turin, session 28; numbers in
+/// docs/perf-notes.md).
+pub const L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2: usize = 24;
+
 /// For kernels that stream both operands from L2, KC makes one call's
 /// micro-panel of Ã (MR×KC) fill this fraction of L1, up to [`MAX_KC`]:
 /// deep steps pass over C fewer times, and half of L1 leaves room for the

@@ -16,11 +16,13 @@
 //!   That holds where the core's FMAs would outrun L2: a core that retires
 //!   fewer bits of FMA results per cycle ([`fma_bits_per_cycle`]; Zen 4
 //!   runs a 512-bit FMA in two halves) has the time to read both
-//!   micro-panels from L2. When the kernel would need at most
-//!   [`L2_STREAM_MAX_BYTES_PER_CYCLE`] from them ([`l2_bytes_per_cycle`]),
-//!   KC only makes Ã's micro-panel fill [`KC_STREAMING_L1_FRACTION`] of
-//!   L1: KC = L1 / (2·MR·size), fewer passes over C. `fastmm tune`
-//!   searches KC per machine.
+//!   micro-panels from L2, and so has a core whose L2 feeds L1 twice as
+//!   fast (Zen 5, [`l2_stream_bytes_per_cycle`]). When the kernel would
+//!   need at most the core's L2 streaming budget from them
+//!   ([`l2_bytes_per_cycle`] against [`CoreRates`]), KC only makes Ã's
+//!   micro-panel fill [`KC_STREAMING_L1_FRACTION`] of L1: KC = L1 /
+//!   (2·MR·size), fewer passes over C. `fastmm tune` searches KC per
+//!   machine.
 //! * **MC**: each thread's Ã takes [`MC_L2_FRACTION`] of L2:
 //!   MC = L2·fraction / (KC·size), a multiple of MR.
 //! * **NC**: B̃ takes [`NC_L3_FRACTION`] of L3: NC = L3·fraction / (KC·size),
@@ -115,8 +117,8 @@ fn parse_size(text: &str) -> Option<usize> {
 use crate::packed::dispatch::CpuKernel;
 pub use crate::tunables::{
     KC_L1_FRACTION, KC_STREAMING_L1_FRACTION, KC_STREAMING_LARGE_C_L1_FRACTION,
-    L2_STREAM_MAX_BYTES_PER_CYCLE, MAX_KC, MC_L2_FRACTION, MC_LARGE_C_L2_FRACTION, NC_L3_FRACTION,
-    NC_SLACK,
+    L2_STREAM_MAX_BYTES_PER_CYCLE, L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2, MAX_KC, MC_L2_FRACTION,
+    MC_LARGE_C_L2_FRACTION, NC_L3_FRACTION, NC_SLACK,
 };
 
 /// MC, KC and NC of the five-loop driver, in elements.
@@ -132,20 +134,20 @@ pub struct BlockSizes {
 
 impl BlockSizes {
     /// The analytical sizes for a kernel of `mr`×`nr` elements of
-    /// `elem_size` bytes on a CPU with these caches whose core retires
-    /// `fma_bits_per_cycle` bits of FMA results per cycle with the
-    /// kernel's vectors (see module docs and [`fma_bits_per_cycle`]), for
-    /// a product whose C takes `c_bytes` (0 where no product is in view).
+    /// `elem_size` bytes on a CPU with these caches and a core of these
+    /// rates with the kernel's vectors (see module docs and
+    /// [`CoreRates::of`]), for a product whose C takes `c_bytes` (0 where
+    /// no product is in view).
     pub fn for_kernel(
         caches: CacheSizes,
         elem_size: usize,
         mr: usize,
         nr: usize,
-        fma_bits_per_cycle: usize,
+        core: CoreRates,
         c_bytes: usize,
     ) -> BlockSizes {
-        let streams_from_l2 =
-            l2_bytes_per_cycle(mr, nr, fma_bits_per_cycle) <= L2_STREAM_MAX_BYTES_PER_CYCLE as f64;
+        let streams_from_l2 = l2_bytes_per_cycle(mr, nr, core.fma_bits_per_cycle)
+            <= core.l2_stream_bytes_per_cycle as f64;
         let ((num, den), panel_rows) = if streams_from_l2 {
             (KC_STREAMING_L1_FRACTION, mr)
         } else {
@@ -223,6 +225,40 @@ pub fn l2_bytes_per_cycle(mr: usize, nr: usize, fma_bits_per_cycle: usize) -> f6
     ((mr + nr) * fma_bits_per_cycle) as f64 / (8 * mr * nr) as f64
 }
 
+/// What the blocking rule needs to know of one core, for one kernel family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoreRates {
+    /// Bits of FMA results retired per cycle ([`fma_bits_per_cycle`]).
+    pub fma_bits_per_cycle: usize,
+    /// Bytes per cycle a kernel may read from L2 and still keep its FMAs
+    /// busy ([`l2_stream_bytes_per_cycle`]).
+    pub l2_stream_bytes_per_cycle: usize,
+}
+
+impl CoreRates {
+    /// The rates of this CPU's cores with the vectors of `family`.
+    pub fn of(family: CpuKernel) -> CoreRates {
+        CoreRates {
+            fma_bits_per_cycle: fma_bits_per_cycle(family),
+            l2_stream_bytes_per_cycle: l2_stream_bytes_per_cycle(),
+        }
+    }
+}
+
+/// The bytes per cycle a GEMM kernel may stream from this core's L2 and
+/// still run at its FMA rate: [`L2_STREAM_MAX_BYTES_PER_CYCLE`] (measured
+/// on Zen 4, Zen 3 and Ice Lake, whose L2 fills L1 at 32 bytes per cycle
+/// in practice), or [`L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2`] on Zen 5
+/// (AMD family 1Ah), whose L2 fills L1 at 64. Read once.
+pub fn l2_stream_bytes_per_cycle() -> usize {
+    static WIDE_L2: OnceLock<bool> = OnceLock::new();
+    if *WIDE_L2.get_or_init(|| amd_family() == Some(0x1A)) {
+        L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2
+    } else {
+        L2_STREAM_MAX_BYTES_PER_CYCLE
+    }
+}
+
 /// Bits of FMA results one core of this CPU retires per cycle with the
 /// vectors of `family`: two full-width FMAs per cycle, except where a table
 /// of cores says otherwise. Zen 4 (AMD family 19h with AVX-512) runs a
@@ -239,7 +275,8 @@ pub fn fma_bits_per_cycle(family: CpuKernel) -> usize {
 }
 
 /// The family number of an AMD CPU (base plus extended family, as AMD
-/// numbers them: 19h for Zen 3 and Zen 4), or None on other CPUs.
+/// numbers them: 19h for Zen 3 and Zen 4, 1Ah for Zen 5), or None on
+/// other CPUs.
 fn amd_family() -> Option<u32> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -273,6 +310,15 @@ fn round_down(value: usize, multiple: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// A core whose L2 streams [`L2_STREAM_MAX_BYTES_PER_CYCLE`], with
+    /// this FMA rate.
+    fn narrow_l2(fma_bits_per_cycle: usize) -> CoreRates {
+        CoreRates {
+            fma_bits_per_cycle,
+            l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE,
+        }
+    }
+
     #[test]
     fn sizes_parse_and_derive() {
         assert_eq!(parse_size("48K\n"), Some(48 * 1024));
@@ -286,7 +332,7 @@ mod tests {
         // Two 512-bit FMAs per cycle: 18.7 bytes per cycle from the
         // panels, so B̃'s micro-panel stays in L1 with Ã's:
         // 32 KiB / ((8 + 48)·4 bytes) = 146 → 144.
-        let bs = BlockSizes::for_kernel(caches, 4, 8, 48, 1024, 0);
+        let bs = BlockSizes::for_kernel(caches, 4, 8, 48, narrow_l2(1024), 0);
         assert_eq!(bs.kc, 144);
         // Ã: half of 1 MiB / (144·4 bytes) = 910 → 904 rows; B̃: a quarter
         // of 32 MiB / (144·4) = 14563 → 14544 columns.
@@ -299,22 +345,26 @@ mod tests {
             l1d: 48 << 10,
             ..caches
         };
-        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024, 0);
+        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24, narrow_l2(1024), 0);
         assert_eq!((bs.kc, bs.mc, bs.nc), (192, 336, 5448));
         // A small tile on a large L1 stops at MAX_KC.
-        assert_eq!(BlockSizes::for_kernel(ice_lake, 8, 4, 8, 512, 0).kc, MAX_KC);
+        assert_eq!(
+            BlockSizes::for_kernel(ice_lake, 8, 4, 8, narrow_l2(512), 0).kc,
+            MAX_KC
+        );
         // Zen 4: one 512-bit FMA per cycle, 9.3 and 10.7 bytes per cycle,
         // so both panels stream from L2 and Ã's micro-panel fills half of
         // L1: 16 KiB / (8·4) = 512 for f32, / (8·8) = 256 for f64, with
         // half of L2 for Ã: 512 KiB / (512·4) = 256 rows.
-        let zen4 = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512, 1 << 20);
+        let zen4 = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, narrow_l2(512), 1 << 20);
         assert_eq!((zen4(4, 48).kc, zen4(4, 48).mc), (512, 256));
         assert_eq!((zen4(8, 24).kc, zen4(8, 24).mc), (256, 256));
         // A C larger than L2: Ã's micro-panel fills all of L1 and its block
         // all of L2, NC as before. f64: 32 KiB / (8·8) = 512, 1 MiB /
         // (512·8) = 256 rows; f32 stays at MAX_KC with 1 MiB / (512·4)
         // = 512 rows.
-        let zen4_large_c = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, 512, 8 << 20);
+        let zen4_large_c =
+            |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, narrow_l2(512), 8 << 20);
         assert_eq!(
             (
                 zen4_large_c(8, 24).kc,
@@ -326,12 +376,33 @@ mod tests {
         assert_eq!((zen4_large_c(4, 48).kc, zen4_large_c(4, 48).mc), (512, 512));
         // The L1 rule ignores C's size.
         assert_eq!(
-            BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024, 1 << 30),
-            BlockSizes::for_kernel(ice_lake, 8, 8, 24, 1024, 0)
+            BlockSizes::for_kernel(ice_lake, 8, 8, 24, narrow_l2(1024), 1 << 30),
+            BlockSizes::for_kernel(ice_lake, 8, 8, 24, narrow_l2(1024), 0)
         );
         // Zen 3's AVX2 6×16 f32 (two 256-bit FMAs, 14.7 bytes per cycle)
         // keeps the L1 rule: 32 KiB / ((6 + 16)·4) = 372 → 368.
-        assert_eq!(BlockSizes::for_kernel(caches, 4, 6, 16, 512, 0).kc, 368);
+        assert_eq!(
+            BlockSizes::for_kernel(caches, 4, 6, 16, narrow_l2(512), 0).kc,
+            368
+        );
+        // Zen 5: two 512-bit FMAs per cycle (18.7 and 21.3 bytes per
+        // cycle) but an L2 that fills L1 twice as fast, so the streaming
+        // rule: f32 KC 48 KiB / (2·8·4) = 768 → MAX_KC, MC 512 KiB /
+        // (512·4) = 256, NC 8 MiB / (512·4) = 4096 → 4080; f64 KC 384, MC
+        // 512 KiB / (384·8) = 170 → 168, NC 8 MiB / (384·8) = 2730 → 2712;
+        // a C larger than L2: f32 512/512, f64 512/256, NC kept.
+        let zen5 = |size, nr, c_bytes| {
+            let wide_l2 = CoreRates {
+                fma_bits_per_cycle: 1024,
+                l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2,
+            };
+            let bs = BlockSizes::for_kernel(ice_lake, size, 8, nr, wide_l2, c_bytes);
+            (bs.mc, bs.kc, bs.nc)
+        };
+        assert_eq!(zen5(4, 48, 0), (256, 512, 4080));
+        assert_eq!(zen5(8, 24, 0), (168, 384, 2712));
+        assert_eq!(zen5(4, 48, 8 << 20), (512, 512, 4080));
+        assert_eq!(zen5(8, 24, 8 << 20), (256, 512, 2712));
         assert!((l2_bytes_per_cycle(8, 48, 512) - 9.33).abs() < 0.01);
         assert!((l2_bytes_per_cycle(8, 24, 1024) - 21.33).abs() < 0.01);
         assert_eq!(

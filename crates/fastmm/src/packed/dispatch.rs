@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::packed::blocking::{cache_sizes, fma_bits_per_cycle, BlockSizes};
+use crate::packed::blocking::{cache_sizes, BlockSizes, CoreRates};
 use crate::packed::driver;
 use crate::packed::kernel::Microkernel;
 use crate::packed::kernels::generic::Generic;
@@ -191,7 +191,7 @@ impl<T: Element> PackedKernel<T> {
             size_of::<T>(),
             self.mr,
             self.nr,
-            fma_bits_per_cycle(self.family),
+            CoreRates::of(self.family),
             c_bytes,
         )
     }
