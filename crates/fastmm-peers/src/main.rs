@@ -26,7 +26,7 @@ use fastmm::strassen::{error_growth, workspace, Scheme, Variant};
 use fastmm::threads::available_threads;
 use fastmm::verify::verify_with_growth;
 use fastmm::{gemm as fastmm_gemm, Algorithm, DType, Element, GemmOptions, Matrix};
-use fastmm_peers::numpy::Numpy;
+use fastmm_peers::numpy::{Numpy, OpenBlasCore};
 
 #[derive(Parser)]
 #[command(about = "Benchmark fastmm's packed GEMM against OpenBLAS, matrixmultiply and gemm")]
@@ -46,6 +46,13 @@ struct Args {
     /// Python interpreter with numpy and threadpoolctl; `none` skips OpenBLAS.
     #[arg(long, default_value = "python3")]
     python: String,
+    /// OpenBLAS's kernel set: `auto` (its own choice, but its AVX-512
+    /// kernels, SkylakeX, where it would run AVX2 kernels on an AVX-512
+    /// CPU, e.g. pinned by an `OPENBLAS_CORETYPE` in the environment),
+    /// `detected` (its own choice or the environment's), or an
+    /// `OPENBLAS_CORETYPE` name.
+    #[arg(long, default_value = "auto")]
+    openblas_core: OpenBlasCore,
     /// fastmm algorithms to run, comma separated (e.g. `winograd,strassen,packed`);
     /// a fast algorithm may name its variant after a slash
     /// (`winograd/batched`) and its own threshold n₀ after an `@`
@@ -291,7 +298,7 @@ fn bench<T: PeerElement>(args: &Args, shape: (usize, usize, usize), threads: usi
     }
     let mut numpy = match args.python.as_str() {
         "none" => None,
-        python => match Numpy::start(python, shape, T::DTYPE, threads) {
+        python => match Numpy::start(python, shape, T::DTYPE, threads, &args.openblas_core) {
             Ok(numpy) => Some((numpy, Vec::new())),
             Err(e) => {
                 eprintln!("note: OpenBLAS through numpy skipped: {e:#}");

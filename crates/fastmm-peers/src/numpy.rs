@@ -12,28 +12,116 @@ use fastmm::DType;
 /// does not depend on the source tree.
 const SCRIPT: &str = include_str!("../../../scripts/numpy_gemm.py");
 
+/// Which of OpenBLAS's kernel sets (`OPENBLAS_CORETYPE`) numpy's child runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenBlasCore {
+    /// OpenBLAS's own choice, except that on a CPU with AVX-512 an AVX2
+    /// kernel set (one an `OPENBLAS_CORETYPE` in the environment pins, as
+    /// the Zen 5 dev machine's does with `Haswell`, or one OpenBLAS falls
+    /// back to on a CPU it does not know) is replaced by its AVX-512
+    /// kernels, `SkylakeX`, which run 1.7× faster there: the comparison is
+    /// against OpenBLAS at its best on this machine. The label says so.
+    Auto,
+    /// Whatever OpenBLAS detects, or `OPENBLAS_CORETYPE` in the
+    /// environment says.
+    Detected,
+    /// This `OPENBLAS_CORETYPE`, e.g. `SkylakeX` or `Haswell`.
+    Named(String),
+}
+
+impl std::str::FromStr for OpenBlasCore {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text {
+            "auto" => OpenBlasCore::Auto,
+            "detected" => OpenBlasCore::Detected,
+            name => OpenBlasCore::Named(name.to_string()),
+        })
+    }
+}
+
+/// OpenBLAS kernel sets that use at most AVX2 on x86-64.
+const AVX2_CLASS_CORES: &[&str] = &["Haswell", "Zen", "Sandybridge", "Nehalem", "Prescott"];
+
+/// The AVX-512 kernel set `OpenBlasCore::Auto` moves such CPUs to.
+const AVX512_CORE: &str = "SkylakeX";
+
+fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// A running numpy child for one shape and element type.
 pub struct Numpy {
     child: Child,
     reader: BufReader<ChildStdout>,
     /// What numpy runs on, e.g. "numpy openblas 0.3.29 (Haswell, 2 threads)".
     pub label: String,
+    /// OpenBLAS's kernel set as threadpoolctl reports it.
+    architecture: Option<String>,
 }
 
 impl Numpy {
     /// Starts `python` on the embedded script for an m×k by k×n product of
-    /// `dtype` (f32 or f64) on `threads` BLAS threads; fails with the
-    /// child's last error line when numpy is missing.
+    /// `dtype` (f32 or f64) on `threads` BLAS threads with OpenBLAS's
+    /// kernels chosen by `core`; fails with the child's last error line
+    /// when numpy is missing.
     pub fn start(
         python: &str,
-        (m, k, n): (usize, usize, usize),
+        shape: (usize, usize, usize),
         dtype: DType,
         threads: usize,
+        core: &OpenBlasCore,
     ) -> Result<Numpy> {
         if !matches!(dtype, DType::F32 | DType::F64) {
             bail!("numpy's BLAS multiplies f32 and f64 only, not {dtype}");
         }
-        let mut child = Command::new(python)
+        let named = match core {
+            OpenBlasCore::Named(name) => Some(name.as_str()),
+            _ => None,
+        };
+        let numpy = Numpy::spawn(python, shape, dtype, threads, named)?;
+        if *core != OpenBlasCore::Auto || !has_avx512() {
+            return Ok(numpy);
+        }
+        let Some(chosen) = numpy.architecture.clone() else {
+            return Ok(numpy);
+        };
+        if !AVX2_CLASS_CORES
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(&chosen))
+        {
+            return Ok(numpy);
+        }
+        drop(numpy);
+        let why = match std::env::var("OPENBLAS_CORETYPE") {
+            Ok(value) => format!("in place of OPENBLAS_CORETYPE={value}"),
+            Err(_) => format!("OpenBLAS chose {chosen} on this AVX-512 CPU"),
+        };
+        let mut upgraded = Numpy::spawn(python, shape, dtype, threads, Some(AVX512_CORE))?;
+        upgraded.label = format!("{}; {why})", upgraded.label.trim_end_matches(')'));
+        Ok(upgraded)
+    }
+
+    fn spawn(
+        python: &str,
+        (m, k, n): (usize, usize, usize),
+        dtype: DType,
+        threads: usize,
+        coretype: Option<&str>,
+    ) -> Result<Numpy> {
+        let mut command = Command::new(python);
+        command
             .args([
                 "-c",
                 SCRIPT,
@@ -51,7 +139,11 @@ impl Numpy {
             .env("OPENBLAS_THREAD_TIMEOUT", "4")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(name) = coretype {
+            command.env("OPENBLAS_CORETYPE", name);
+        }
+        let mut child = command
             .spawn()
             .with_context(|| format!("cannot run {python}"))?;
         let mut reader = BufReader::new(child.stdout.take().context("no stdout")?);
@@ -69,12 +161,16 @@ impl Numpy {
         }
         let report: serde_json::Value = serde_json::from_str(&header)
             .with_context(|| format!("numpy's child said '{}'", header.trim()))?;
-        let label = match report["blas"].get(0) {
+        let blas = report["blas"].get(0);
+        let architecture = blas
+            .and_then(|b| b["architecture"].as_str())
+            .map(str::to_string);
+        let label = match blas {
             Some(blas) => format!(
                 "numpy {} {} ({}, {} threads)",
                 blas["internal_api"].as_str().unwrap_or("?"),
                 blas["version"].as_str().unwrap_or("?"),
-                blas["architecture"].as_str().unwrap_or("?"),
+                architecture.as_deref().unwrap_or("?"),
                 blas["num_threads"]
             ),
             None => format!(
@@ -86,6 +182,7 @@ impl Numpy {
             child,
             reader,
             label,
+            architecture,
         })
     }
 

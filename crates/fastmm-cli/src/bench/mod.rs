@@ -509,7 +509,9 @@ fn openblas(
     let threads = point
         .threads
         .unwrap_or_else(fastmm::threads::available_threads);
-    let mut numpy = fastmm_peers::numpy::Numpy::start(python, shape, dtype, threads)?;
+    // OpenBLAS at its best here (`OPENBLAS_CORETYPE` overrides).
+    let core = fastmm_peers::numpy::OpenBlasCore::Auto;
+    let mut numpy = fastmm_peers::numpy::Numpy::start(python, shape, dtype, threads, &core)?;
     for _ in 0..point.warmup {
         numpy.time_one()?;
     }
