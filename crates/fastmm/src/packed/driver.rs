@@ -181,7 +181,10 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
     // One micro-panel of scratch per thread for packing sums.
     let b_scratch_panel = if b.len() > 1 { K::NR * kc } else { 0 };
     let b_scratch_len = b_scratch_panel * threads;
-    let mut shared = Workspace::take::<T>(nc * kc, b_scratch_len);
+    let mut shared = Workspace::take_from::<T>(
+        crate::packed::workspace::Pool::SharedPacking,
+        &[nc * kc, b_scratch_len],
+    );
     let (b_buf, b_scratch) = shared.buffers::<T>(nc * kc, b_scratch_len);
     let mut a_terms = a.to_vec();
     let mut b_terms = b.to_vec();
@@ -308,7 +311,7 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
     let b_len = nc.min(n).div_ceil(K::NR) * K::NR * kc;
     let b_scratch_panel = if b.len() > 1 { K::NR * kc } else { 0 };
     let mut shared = Workspace::take_from::<T>(
-        crate::packed::workspace::Pool::Packing,
+        crate::packed::workspace::Pool::SharedPacking,
         &[b_len, b_len, b_scratch_panel * threads],
     );
     let mut buffers = shared
