@@ -195,10 +195,12 @@ pub const STRASSEN_LAZY_SUM_TERMS: usize = 0;
 /// Linear combinations of at least this many elements run on all threads.
 pub const STRASSEN_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
-/// The `batched` schedules form a group of sums on the CPU span by span
-/// along each row: spans of this many bytes keep up to 8 sources and 8
-/// destinations (16 KiB) in L1 while every sum of the group reads them.
-pub const STRASSEN_GROUP_SPAN_BYTES: usize = 1024;
+/// Sums over contiguous rows are formed a cache line at a time, every
+/// source advancing together; each source's line this many lines ahead is
+/// prefetched, so more lines are in flight than the out-of-order window
+/// alone reaches. The level-1 A group of 4096² f64 on two threads
+/// (dev-turin): 5.8 ms with none, 5.0 at 4, 4.6–5.0 at 8–32 lines.
+pub const STRASSEN_SUM_PREFETCH_LINES: usize = 16;
 
 /// On the CPU, a pass of Strassen/Winograd sums whose fresh destinations
 /// total at least this fraction (numerator, denominator) of the last-level

@@ -15,7 +15,7 @@ use crate::packed::blocking::cache_sizes;
 use crate::packed::workspace::{Pool, Workspace};
 use crate::strassen::backend::{Backend, Block, Combination, Store};
 use crate::tunables::{
-    STRASSEN_GROUP_SPAN_BYTES, STRASSEN_PARALLEL_MIN_ELEMENTS, STRASSEN_STREAM_MIN_L3_FRACTION,
+    STRASSEN_PARALLEL_MIN_ELEMENTS, STRASSEN_STREAM_MIN_L3_FRACTION, STRASSEN_SUM_PREFETCH_LINES,
 };
 
 /// Raw address and strides of a block, shareable across the pool's
@@ -273,10 +273,9 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
         }
     }
 
-    /// One pass over the rows: each row is cut into spans of
-    /// [`STRASSEN_GROUP_SPAN_BYTES`], and every sum of the group is formed
-    /// on a span before the next, so each source span comes from memory
-    /// once and from L1 for the other sums that read it.
+    /// One pass over the rows, every sum of the group formed on a row
+    /// before the next ([`combine_rows`]), so each source line comes from
+    /// memory once and from L1 for the other sums that read it.
     fn combine_group(&mut self, sums: &[Combination<T>]) -> Result<(), Error> {
         let Some(first) = sums.first() else {
             return Ok(());
@@ -302,54 +301,26 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
                 (sum.keep, self.raw(sum.dst), terms)
             })
             .collect();
-        let span = (STRASSEN_GROUP_SPAN_BYTES / std::mem::size_of::<T>()).max(1);
         let fresh = sums.iter().filter(|sum| sum.keep == T::ZERO).count();
         let stream = self.streams(rows * cols * fresh * std::mem::size_of::<T>());
-        let row = |i: usize| {
-            let mut buffer = stream.then(StreamBuffer::new);
-            for first in (0..cols).step_by(span) {
-                let end = (first + span).min(cols);
-                for (keep, out, sources) in &raw {
-                    // SAFETY: row i < rows and [first, end) ⊂ 0..cols of
-                    // every block (one shape); no destination overlaps a
-                    // source of the group (the engine's contract) or
-                    // another destination, and each call of `row` writes
-                    // only row i.
-                    unsafe { combine_span(*keep, *out, sources, i, (first, end), buffer.as_mut()) }
-                }
-            }
-            if stream {
-                store_fence();
-            }
-        };
-        if rows * cols * sums.len() >= STRASSEN_PARALLEL_MIN_ELEMENTS {
-            (0..rows).into_par_iter().for_each(row);
-        } else {
-            (0..rows).for_each(row);
-        }
+        // SAFETY: every block is rows×cols; no destination overlaps a
+        // source of the group (the engine's contract) or another
+        // destination.
+        unsafe { combine_rows(&raw, rows, cols, stream) };
         Ok(())
     }
 
     fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
         let (rows, cols) = (dst.rows, dst.cols);
-        let out = self.raw(dst);
-        let sources: Vec<(T, Raw<T>)> = terms.iter().map(|&(w, t)| (w, self.raw(t))).collect();
+        let sum = (
+            keep,
+            self.raw(dst),
+            terms.iter().map(|&(w, t)| (w, self.raw(t))).collect(),
+        );
         let stream = keep == T::ZERO && self.streams(rows * cols * std::mem::size_of::<T>());
-        let row = |i: usize| {
-            let mut buffer = stream.then(StreamBuffer::new);
-            // SAFETY: row i < rows of the destination and of every source
-            // (all rows×cols); the destination overlaps no source, and each
-            // call writes only its own row.
-            unsafe { combine_span(keep, out, &sources, i, (0, cols), buffer.as_mut()) };
-            if stream {
-                store_fence();
-            }
-        };
-        if rows * cols >= STRASSEN_PARALLEL_MIN_ELEMENTS {
-            (0..rows).into_par_iter().for_each(row);
-        } else {
-            (0..rows).for_each(row);
-        }
+        // SAFETY: the destination and every source are rows×cols, and the
+        // destination overlaps no source (the engine's contract).
+        unsafe { combine_rows(&[sum], rows, cols, stream) };
         Ok(())
     }
 }
@@ -357,170 +328,302 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
 /// A [`Combination`] resolved to memory: (keep, destination, weighted sources).
 type RawCombination<T> = (T, Raw<T>, Vec<(T, Raw<T>)>);
 
-/// Columns [first, end) of row i of dst ← keep·dst + Σ w·src.
-///
-/// With a `stream` buffer and keep = 0 on contiguous rows, the sum is
-/// formed in that L1 buffer and written with non-temporal stores: a destination too large
-/// to stay cached is then written without first being read for ownership,
-/// 3 quarter-block transfers instead of 4 for a two-term sum. The caller
-/// fences ([`store_fence`]) before the row is read by another thread.
+/// dst ← keep·dst + Σ w·src for every sum, row by row (on all threads for
+/// large passes), each row of every sum before the next row: lines at a
+/// time where every block's rows are contiguous ([`combine_row_by_lines`]),
+/// element by element otherwise. With `stream`, fresh sums (keep = 0) are
+/// written with non-temporal stores, fenced at the end of each row: a
+/// destination too large to stay cached is then written without first
+/// being read for ownership, 3 quarter-block transfers instead of 4 for a
+/// two-term sum.
 ///
 /// # Safety
-/// Those elements of row i of `out` are writable and touched by no one
-/// else; the same elements of row i of each source are readable and do
-/// not overlap them.
-unsafe fn combine_span<T: Element>(
-    keep: T,
-    out: Raw<T>,
-    sources: &[(T, Raw<T>)],
-    i: usize,
-    (first, end): (usize, usize),
-    stream: Option<&mut StreamBuffer>,
+/// Every block is rows×cols and valid (destinations for writes, sources
+/// for reads); no destination overlaps a source or another destination.
+unsafe fn combine_rows<T: Element>(
+    sums: &[RawCombination<T>],
+    rows: usize,
+    cols: usize,
+    stream: bool,
 ) {
-    let cols = end - first;
+    let contiguous = sums
+        .iter()
+        .all(|(_, out, terms)| out.col_stride == 1 && terms.iter().all(|(_, t)| t.col_stride == 1));
+    // Every block the sums read, once (a quadrant feeds several sums).
+    let mut sources: Vec<Raw<T>> = Vec::new();
+    for (_, _, terms) in sums {
+        for &(_, source) in terms {
+            if !sources.iter().any(|s| s.ptr == source.ptr) {
+                sources.push(source);
+            }
+        }
+    }
+    let row = |i: usize| {
+        // SAFETY: row i < rows of every block; each call writes only row i
+        // of the destinations, which no source overlaps (the contract).
+        unsafe {
+            if contiguous {
+                combine_row_by_lines(sums, &sources, i, cols, stream);
+            } else {
+                combine_row_strided(sums, i, cols);
+            }
+        }
+        if stream {
+            store_fence();
+        }
+    };
+    if rows * cols * sums.len() >= STRASSEN_PARALLEL_MIN_ELEMENTS {
+        (0..rows).into_par_iter().for_each(row);
+    } else {
+        (0..rows).for_each(row);
+    }
+}
+
+/// Row i of every sum, element by element, for blocks with strided rows
+/// (a transposed C); the order of [`combine_row_by_lines`].
+///
+/// # Safety
+/// As [`combine_row_by_lines`], for any strides.
+unsafe fn combine_row_strided<T: Element>(sums: &[RawCombination<T>], i: usize, cols: usize) {
     let at = |raw: Raw<T>, j: usize| {
         raw.ptr
-            .wrapping_add(i * raw.row_stride + (first + j) * raw.col_stride)
+            .wrapping_add(i * raw.row_stride + j * raw.col_stride)
     };
-    let contiguous = out.col_stride == 1 && sources.iter().all(|(_, s)| s.col_stride == 1);
-    // SAFETY (whole body): per the contract, every address formed below is
-    // inside the span of row i of its block.
-    unsafe {
-        if contiguous {
-            let slice = |raw: Raw<T>, j: usize, len: usize| {
-                std::slice::from_raw_parts(at(raw, j).cast_const(), len)
-            };
-            if let (Some(buffer), true) = (stream, keep == T::ZERO && !sources.is_empty()) {
-                let chunk = buffer.capacity::<T>();
-                for start in (0..cols).step_by(chunk) {
-                    let len = chunk.min(cols - start);
-                    let sum = buffer.slice_mut::<T>(len);
-                    let terms = sources.iter().map(|&(w, s)| (w, slice(s, start, len)));
-                    accumulate(T::ZERO, sum, terms);
-                    stream_copy(at(out, start), sum);
-                }
-                return;
-            }
-            let dst = std::slice::from_raw_parts_mut(at(out, 0), cols);
-            accumulate(
-                keep,
-                dst,
-                sources.iter().map(|&(w, s)| (w, slice(s, 0, cols))),
-            );
-            return;
-        }
+    for (keep, out, terms) in sums {
         for j in 0..cols {
-            let d = at(out, j);
-            let mut value = if keep == T::ZERO {
-                T::ZERO
-            } else {
-                keep.mul(*d)
-            };
-            for &(w, source) in sources {
-                value = value.add(w.mul(*at(source, j)));
-            }
-            *d = value;
+            // SAFETY: (i, j) is inside every block, per the contract.
+            unsafe { *at(*out, j) = sum_element(*keep, *at(*out, j), terms, |s| *at(s, j)) };
         }
     }
 }
 
-/// dst ← keep·dst + Σ w·src (keep = 0 never reads dst), one pass per term
-/// so each is a simple vectorisable loop over a span that stays in L1.
-fn accumulate<'s, T: Element>(
+/// keep·old + Σ w·source(s) in the sums' order: the first term alone when
+/// keep = 0 (old is then never used), then each term in turn.
+#[inline(always)]
+fn sum_element<T: Element>(
     keep: T,
-    dst: &mut [T],
-    mut sources: impl Iterator<Item = (T, &'s [T])>,
-) {
-    if keep == T::ZERO {
-        match sources.next() {
-            None => dst.fill(T::ZERO),
-            Some((w, src)) => {
-                for (d, &s) in dst.iter_mut().zip(src) {
-                    *d = w.mul(s);
-                }
+    old: T,
+    terms: &[(T, Raw<T>)],
+    mut source: impl FnMut(Raw<T>) -> T,
+) -> T {
+    let mut rest = terms;
+    let mut value = if keep == T::ZERO {
+        match terms.split_first() {
+            Some((&(w, s), tail)) => {
+                rest = tail;
+                w.mul(source(s))
             }
+            None => T::ZERO,
         }
-    } else if keep != T::ONE {
-        for d in dst.iter_mut() {
-            *d = keep.mul(*d);
-        }
+    } else if keep == T::ONE {
+        old
+    } else {
+        keep.mul(old)
+    };
+    for &(w, s) in rest {
+        value = value.add(w.mul(source(s)));
     }
-    for (w, src) in sources {
-        if w == T::ONE {
-            for (d, &s) in dst.iter_mut().zip(src) {
-                *d = d.add(s);
-            }
-        } else if w == T::ZERO.sub(T::ONE) {
-            for (d, &s) in dst.iter_mut().zip(src) {
-                *d = d.sub(s);
-            }
-        } else {
-            for (d, &s) in dst.iter_mut().zip(src) {
-                *d = d.add(w.mul(s));
-            }
-        }
-    }
+    value
 }
 
-/// A cache-line-aligned L1 buffer in which a streamed span is summed.
-#[repr(C, align(64))]
-struct StreamBuffer([u64; STREAM_BUFFER_BYTES / 8]);
-
-/// Bytes of one [`StreamBuffer`]: a span of sums, small enough for L1
-/// beside its sources.
-const STREAM_BUFFER_BYTES: usize = 2048;
-
-impl StreamBuffer {
-    fn new() -> Self {
-        StreamBuffer([0; STREAM_BUFFER_BYTES / 8])
-    }
-
-    /// Elements of T the buffer holds.
-    fn capacity<T: Element>(&self) -> usize {
-        STREAM_BUFFER_BYTES / std::mem::size_of::<T>()
-    }
-
-    /// The first `len` ≤ capacity elements, as T.
-    fn slice_mut<T: Element>(&mut self, len: usize) -> &mut [T] {
-        assert!(len <= self.capacity::<T>() && std::mem::align_of::<T>() <= 64);
-        // SAFETY: every Element (f32, f64, i32, i64; the trait is sealed) is
-        // plain data valid for any bit pattern, with alignment ≤ 8 ≤ 64; the
-        // buffer holds STREAM_BUFFER_BYTES ≥ len·size_of::<T>() bytes and
-        // is borrowed mutably for the slice's lifetime.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<T>(), len) }
-    }
-}
-
-/// Writes `src` to `dst` with non-temporal stores where the target has
-/// them (x86-64: SSE2, in every x86-64), ordinary stores elsewhere.
+/// Row i of every sum of a group whose blocks all have contiguous rows,
+/// one cache line of columns at a time: each line of every source is
+/// loaded once from memory and used by every sum that reads it while it
+/// is in L1, and each destination line is written whole, with a
+/// non-temporal store when `stream` holds and the sum is fresh (keep = 0;
+/// the caller fences). Per element the arithmetic is [`sum_element`]'s.
+///
+/// All sources advance together, as in a streaming kernel, each
+/// prefetched [`STRASSEN_SUM_PREFETCH_LINES`] ahead. The earlier scheme,
+/// forming one sum after another over 1 KiB spans of a row, read the
+/// sources one at a time and waited on each one's lines: the level-1 A
+/// group of 4096² f64 on two threads took 8–9 ms there, 4.6–5.0 ms here,
+/// against 4.2 ms for a hand-written C loop (dev-turin,
+/// docs/perf-notes.md).
 ///
 /// # Safety
-/// `dst` is valid for writes of `src.len()` elements, aligned for T, and
-/// does not overlap `src`.
-unsafe fn stream_copy<T: Element>(dst: *mut T, src: &[T]) {
+/// Columns 0..cols of row i of every destination are writable and touched
+/// by no one else, those of every source readable, and no source overlaps
+/// a destination.
+unsafe fn combine_row_by_lines<T: Element>(
+    sums: &[RawCombination<T>],
+    sources: &[Raw<T>],
+    i: usize,
+    cols: usize,
+    stream: bool,
+) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: the caller's contract; every store below lies in
-    // dst[0..src.len()] and every load in src.
-    unsafe {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        let bytes = std::mem::size_of_val(src);
-        let (to, from) = (dst.cast::<u8>(), src.as_ptr().cast::<u8>());
-        // `movntdq` needs 16-byte alignment; dst is aligned for T, so the
-        // unaligned head is whole elements.
-        let head = (to.align_offset(16)).min(bytes);
-        std::ptr::copy_nonoverlapping(from, to, head);
-        let mut offset = head;
-        while offset + 16 <= bytes {
-            let value = _mm_loadu_si128(from.add(offset).cast::<__m128i>());
-            _mm_stream_si128(to.add(offset).cast::<__m128i>(), value);
-            offset += 16;
+    {
+        static WIDE: OnceLock<bool> = OnceLock::new();
+        if *WIDE.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f")) {
+            // SAFETY: the caller's contract; AVX-512F is present.
+            unsafe { combine_row_avx512(sums, sources, i, cols, stream) };
+            return;
         }
-        std::ptr::copy_nonoverlapping(from.add(offset), to.add(offset), bytes - offset);
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        match std::mem::size_of::<T>() {
+            4 => combine_row_lines::<T, 16, false>(sums, sources, i, cols, stream),
+            _ => combine_row_lines::<T, 8, false>(sums, sources, i, cols, stream),
+        }
+    }
+}
+
+/// [`combine_row_by_lines`] compiled for AVX-512F: a line is one vector,
+/// and a streamed line one `vmovntdq zmm`.
+///
+/// # Safety
+/// As [`combine_row_by_lines`], on a CPU with AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn combine_row_avx512<T: Element>(
+    sums: &[RawCombination<T>],
+    sources: &[Raw<T>],
+    i: usize,
+    cols: usize,
+    stream: bool,
+) {
+    // SAFETY: the caller's contract; AVX-512F is present.
+    unsafe {
+        match std::mem::size_of::<T>() {
+            4 => combine_row_lines::<T, 16, true>(sums, sources, i, cols, stream),
+            _ => combine_row_lines::<T, 8, true>(sums, sources, i, cols, stream),
+        }
+    }
+}
+
+/// The body of [`combine_row_by_lines`] for lines of N elements; `WIDE`:
+/// stream a line with one 64-byte store (AVX-512F present).
+///
+/// # Safety
+/// As [`combine_row_by_lines`]; N elements of T are 64 bytes; `WIDE` only
+/// on a CPU with AVX-512F.
+#[inline(always)]
+unsafe fn combine_row_lines<T: Element, const N: usize, const WIDE: bool>(
+    sums: &[RawCombination<T>],
+    sources: &[Raw<T>],
+    i: usize,
+    cols: usize,
+    stream: bool,
+) {
+    let row = |raw: Raw<T>| raw.ptr.wrapping_add(i * raw.row_stride);
+    // Lines are counted from the first destination's first aligned
+    // element (the other blocks of a group share its alignment in
+    // practice; a streamed line of another needs its own).
+    let head = row(sums[0].1).align_offset(64).min(cols);
+    // SAFETY (whole body): every access is to columns 0..cols of row i of
+    // a block, per the contract.
+    unsafe {
+        // Columns [first, end), element by element (head and tail).
+        let scalar = |first: usize, end: usize| {
+            for (keep, out, terms) in sums {
+                let dst = row(*out);
+                for j in first..end {
+                    let old = if *keep == T::ZERO {
+                        T::ZERO
+                    } else {
+                        *dst.add(j)
+                    };
+                    *dst.add(j) = sum_element(*keep, old, terms, |s| *row(s).add(j));
+                }
+            }
+        };
+        scalar(0, head);
+        let mut j = head;
+        let ahead = STRASSEN_SUM_PREFETCH_LINES * N;
+        while j + N <= cols {
+            for &source in sources {
+                prefetch_line(row(source).wrapping_add(j + ahead));
+            }
+            for (keep, out, terms) in sums {
+                let dst = row(*out).add(j);
+                let mut acc = [T::ZERO; N];
+                let mut rest = &terms[..];
+                if *keep == T::ZERO {
+                    if let Some((&(w, source), tail)) = terms.split_first() {
+                        let src = row(source).add(j);
+                        for (e, a) in acc.iter_mut().enumerate() {
+                            *a = w.mul(*src.add(e));
+                        }
+                        rest = tail;
+                    }
+                } else {
+                    for (e, a) in acc.iter_mut().enumerate() {
+                        *a = if *keep == T::ONE {
+                            *dst.add(e)
+                        } else {
+                            keep.mul(*dst.add(e))
+                        };
+                    }
+                }
+                for &(w, source) in rest {
+                    let src = row(source).add(j);
+                    for (e, a) in acc.iter_mut().enumerate() {
+                        *a = a.add(w.mul(*src.add(e)));
+                    }
+                }
+                if stream && *keep == T::ZERO && (dst as usize).is_multiple_of(64) {
+                    stream_line::<T, N, WIDE>(dst, &acc);
+                } else {
+                    std::ptr::copy_nonoverlapping(acc.as_ptr(), dst, N);
+                }
+            }
+            j += N;
+        }
+        scalar(j, cols);
+    }
+}
+
+/// Asks for the line holding `at` (x86-64: `prefetcht0`; nothing
+/// elsewhere). A hint: it never faults, so `at` need not be valid.
+#[inline(always)]
+fn prefetch_line<T>(at: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; SSE is part
+    // of every x86-64.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+/// Writes one 64-byte-aligned line with non-temporal stores: one 64-byte
+/// store where `WIDE` (AVX-512F), else four of SSE2's 16 bytes.
+///
+/// # Safety
+/// `dst` is 64-byte aligned and valid for N elements (64 bytes); `WIDE`
+/// only on a CPU with AVX-512F.
+#[inline(always)]
+unsafe fn stream_line<T: Element, const N: usize, const WIDE: bool>(dst: *mut T, line: &[T; N]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract: 64 writable, aligned bytes at dst.
+    unsafe {
+        use std::arch::x86_64::{
+            __m128i, __m512i, _mm512_loadu_si512, _mm512_stream_si512, _mm_loadu_si128,
+            _mm_stream_si128,
+        };
+        let (to, from) = (dst.cast::<u8>(), line.as_ptr().cast::<u8>());
+        if WIDE {
+            _mm512_stream_si512(
+                to.cast::<__m512i>(),
+                _mm512_loadu_si512(from.cast::<__m512i>()),
+            );
+        } else {
+            for offset in (0..64).step_by(16) {
+                _mm_stream_si128(
+                    to.add(offset).cast::<__m128i>(),
+                    _mm_loadu_si128(from.add(offset).cast::<__m128i>()),
+                );
+            }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: the caller's contract.
     unsafe {
-        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
+        std::ptr::copy_nonoverlapping(line.as_ptr(), dst, N);
     }
 }
 
