@@ -70,8 +70,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub(crate) depth: Option<usize>,
     /// `strassen`/`winograd` memory schedule: temporaries, frugal, fused,
-    /// batched, or auto (CPU frugal; GPU batched when it fits the free
-    /// GPU memory, else frugal).
+    /// batched, or auto (batched when its temporaries fit: on the CPU in
+    /// half the available memory, on the GPU beside A, B and C in its free
+    /// memory; else frugal).
     #[arg(long, default_value = "auto")]
     pub(crate) variant: String,
     /// `strassen`/`winograd` on the CPU with temporaries or frugal: operand
@@ -376,9 +377,17 @@ fn run_typed<T: Element>(
             algorithm,
             ..base_opts
         };
-        // The GPU's default memory schedule depends on the free memory:
+        // The default memory schedule depends on the free memory:
         // resolved here, so the label and the report name what runs (out
-        // of core, per tile, by the out-of-core plan).
+        // of core on the GPU, per tile, by the out-of-core plan).
+        if let (Some(scheme), Device::Cpu) = (Scheme::of(algorithm), algorithm.device()) {
+            opts.variant = Some(fastmm::strassen::cpu_default_variant::<T>(
+                scheme,
+                (p.m, p.k, p.n),
+                true,
+                &opts,
+            ));
+        }
         if let (Some(scheme), Device::Cuda) = (Scheme::of(algorithm), algorithm.device()) {
             let gpu = fastmm::cuda::Gpu::default_gpu()?;
             let streamed = fastmm::cuda::out_of_core::needed::<T>(gpu, (p.m, p.k, p.n), &opts)?;

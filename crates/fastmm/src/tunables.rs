@@ -163,7 +163,11 @@ pub const STRASSEN_AUTO_START_4_BYTE: usize = 6144;
 /// levels, base 1024) 1.12× and 1.07× `packed`, 1.20× and 1.16× OpenBLAS.
 /// Measured on Zen 4 only; other such cores (Zen 3, AVX2-only Intel
 /// cores) take it by the same reasoning, unmeasured, and `fastmm tune`
-/// measures the crossover on the machine at hand.
+/// measures the crossover on the machine at hand. Zen 5 (two 512-bit FMAs
+/// per cycle, but an L2 that streams twice as wide,
+/// [`L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2`], and 64 GB/s from memory on
+/// the two-vCPU dev-turin) takes it too: Winograd `batched` at 4096 f32,
+/// two levels, 1.15× `packed` and 1.16× OpenBLAS (session 28).
 pub const STRASSEN_AUTO_START_4_BYTE_SLOW_FMA: usize = 4096;
 
 /// See [`STRASSEN_AUTO_START_4_BYTE_SLOW_FMA`].
@@ -194,6 +198,13 @@ pub const STRASSEN_LAZY_SUM_TERMS: usize = 0;
 
 /// Linear combinations of at least this many elements run on all threads.
 pub const STRASSEN_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
+
+/// `strassen`/`winograd` on the CPU run `batched` by default when its
+/// temporaries (15 quarter-size blocks per level: 3.75 times C at the top
+/// level, 600 MiB for 4096³ f64 at two levels) take at most this fraction
+/// of the memory the OS reports available, else `frugal` (see
+/// `strassen::cpu_default_variant`).
+pub const STRASSEN_BATCHED_MAX_MEMORY_FRACTION: (usize, usize) = (1, 2);
 
 /// Sums over contiguous rows are formed a cache line at a time, every
 /// source advancing together; each source's line this many lines ahead is

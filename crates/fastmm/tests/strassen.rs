@@ -258,6 +258,44 @@ fn workspace_report_matches_the_schedules() {
     assert_eq!(small.levels, 0);
 }
 
+/// The CPU's default schedule: `batched` when its temporaries take at
+/// most half the available memory, else `frugal`; a named one as given.
+#[test]
+fn the_cpu_default_variant_fits_the_memory() {
+    use fastmm::strassen::cpu_default_variant;
+    let auto = GemmOptions::new(Algorithm::Winograd).threshold(64);
+    let small = (256, 256, 256);
+    // 2^21 squared f64: 15 quarter blocks of 8 TiB each at the top level.
+    let huge = (1 << 21, 1 << 21, 1 << 21);
+    for shape in [small, huge] {
+        for variant in Variant::ALL {
+            let named = auto.variant(variant);
+            assert_eq!(
+                cpu_default_variant::<f64>(Scheme::Winograd, shape, true, &named),
+                variant
+            );
+        }
+    }
+    assert_eq!(
+        cpu_default_variant::<f64>(Scheme::Winograd, huge, true, &auto),
+        Variant::Frugal
+    );
+    let expected_small = match fastmm::system::available_memory_bytes() {
+        Some(_) => Variant::Batched,
+        None => Variant::Frugal,
+    };
+    assert_eq!(
+        cpu_default_variant::<f64>(Scheme::Winograd, small, true, &auto),
+        expected_small
+    );
+    // The workspace report follows it.
+    let q = 128 * 128;
+    let report = workspace::<f64>(Scheme::Winograd, small, true, &auto);
+    if expected_small == Variant::Batched {
+        assert_eq!(report.workspace_elements, 15 * (q + q / 4 + q / 16));
+    }
+}
+
 #[test]
 fn a_threshold_below_two_is_an_error() {
     let a = Matrix::<f64>::zeros(4, 4);
@@ -362,15 +400,19 @@ fn gpu_fast_algorithms_plan_without_a_gpu() {
     }
     // auto on the CPU: base products of at least 2048/2 = 1024, and a first
     // level only from 4096 (8-byte types) or, for 4-byte types, 4096 on a
-    // core of at most 512 FMA bits per cycle (AVX2, Zen 4) and 6144 on
-    // others; f32 at most two levels (accuracy), f64 four.
+    // core of at most 512 FMA bits per cycle (AVX2, Zen 4) or with a wide
+    // L2 (Zen 5) and 6144 on others; f32 at most two levels (accuracy),
+    // f64 four.
     let cpu = GemmOptions::new(Algorithm::Winograd);
     let cpu_levels = |n: usize, dtype: DType| match dtype {
         DType::F64 => workspace::<f64>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
         _ => workspace::<f32>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
     };
     let kernel = fastmm::packed::select_kernel::<f32>(None).unwrap();
-    let f32_start = if fastmm::packed::blocking::fma_bits_per_cycle(kernel.family) <= 512 {
+    let wide_l2 = fastmm::packed::blocking::l2_stream_bytes_per_cycle()
+        > fastmm::tunables::L2_STREAM_MAX_BYTES_PER_CYCLE;
+    let f32_start = if fastmm::packed::blocking::fma_bits_per_cycle(kernel.family) <= 512 || wide_l2
+    {
         4096
     } else {
         6144

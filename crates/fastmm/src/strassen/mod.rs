@@ -55,9 +55,10 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::threads::run_in_pool;
 use crate::tunables::{
-    STRASSEN_AUTO_MAX_LEVELS_F32, STRASSEN_AUTO_MAX_LEVELS_F64, STRASSEN_AUTO_START_4_BYTE,
-    STRASSEN_AUTO_START_4_BYTE_SLOW_FMA, STRASSEN_AUTO_START_8_BYTE, STRASSEN_AUTO_THRESHOLD,
-    STRASSEN_LAZY_SUM_TERMS, STRASSEN_MAX_LEVELS, STRASSEN_SLOW_FMA_BITS_PER_CYCLE,
+    L2_STREAM_MAX_BYTES_PER_CYCLE, STRASSEN_AUTO_MAX_LEVELS_F32, STRASSEN_AUTO_MAX_LEVELS_F64,
+    STRASSEN_AUTO_START_4_BYTE, STRASSEN_AUTO_START_4_BYTE_SLOW_FMA, STRASSEN_AUTO_START_8_BYTE,
+    STRASSEN_AUTO_THRESHOLD, STRASSEN_BATCHED_MAX_MEMORY_FRACTION, STRASSEN_LAZY_SUM_TERMS,
+    STRASSEN_MAX_LEVELS, STRASSEN_SLOW_FMA_BITS_PER_CYCLE,
 };
 use engine::Plan;
 use schedule::Schedule;
@@ -77,7 +78,8 @@ pub enum Variant {
     /// Every sum and product of a level in its own temporary (seed 000).
     Temporaries,
     /// Products straight into C, 2–3 temporaries per level (seed 003).
-    /// The default: the fastest on dev-epyc (docs/benchmarks.md).
+    /// The default where `batched`'s temporaries do not fit
+    /// ([`cpu_default_variant`], `cuda::default_variant`).
     #[default]
     Frugal,
     /// No temporaries: each product's operand sums are formed while the
@@ -204,15 +206,17 @@ pub fn effective_start(opts: &GemmOptions, dtype: DType) -> usize {
     }
 }
 
-/// `auto`'s first size for 4-byte types on the CPU: lower where the base
-/// kernel's core retires few FMA bits per cycle, so that an addition pass
-/// costs fewer of its cycles (see the tunables). A kernel family that is
-/// not available keeps the general rule; `packed` reports the error.
+/// `auto`'s first size for 4-byte types on the CPU: lower where an
+/// addition pass costs few of the base kernel's cycles, on a core that
+/// retires few FMA bits per cycle or whose caches stream twice as wide as
+/// most (Zen 5; see the tunables). A kernel family that is not available
+/// keeps the general rule; `packed` reports the error.
 fn cpu_start_4_byte(forced: Option<crate::packed::CpuKernel>) -> usize {
+    use crate::packed::blocking::{fma_bits_per_cycle, l2_stream_bytes_per_cycle};
     match crate::packed::select_kernel::<f32>(forced) {
         Ok(kernel)
-            if crate::packed::blocking::fma_bits_per_cycle(kernel.family)
-                <= STRASSEN_SLOW_FMA_BITS_PER_CYCLE =>
+            if fma_bits_per_cycle(kernel.family) <= STRASSEN_SLOW_FMA_BITS_PER_CYCLE
+                || l2_stream_bytes_per_cycle() > L2_STREAM_MAX_BYTES_PER_CYCLE =>
         {
             STRASSEN_AUTO_START_4_BYTE_SLOW_FMA
         }
@@ -278,18 +282,57 @@ pub fn workspace<T: Element>(
     opts: &GemmOptions,
 ) -> Report {
     let beta = if beta_is_zero { T::ZERO } else { T::ONE };
-    let plan = plan::<T>(scheme, opts);
     // The backend type only tells the dry run whether the Strassen
     // primitive is native (no scratch) or needs workspace.
     #[cfg(feature = "cuda")]
     if opts.algorithm.device() == crate::algo::Device::Cuda {
         return engine::dry_run::<T, crate::cuda::strassen::CudaBackend<'static, T>>(
-            plan,
+            plan::<T>(scheme, opts),
             beta,
             (m, k, n),
         );
     }
-    engine::dry_run::<T, cpu::CpuBackend<'static, T>>(plan, beta, (m, k, n))
+    let cpu_opts = GemmOptions {
+        variant: Some(cpu_default_variant::<T>(
+            scheme,
+            (m, k, n),
+            beta_is_zero,
+            opts,
+        )),
+        ..*opts
+    };
+    engine::dry_run::<T, cpu::CpuBackend<'static, T>>(plan::<T>(scheme, &cpu_opts), beta, (m, k, n))
+}
+
+/// The memory schedule `strassen`/`winograd` run on the CPU for C ← αAB +
+/// βC (A m×k, B k×n) when `opts` names none: `batched`, the fastest on
+/// dev-turin since its sums are formed a cache line at a time (1.04–1.13×
+/// `frugal` at 4096–8192, docs/benchmarks.md), when its temporaries take at
+/// most [`STRASSEN_BATCHED_MAX_MEMORY_FRACTION`] of the memory the OS has
+/// available, else `frugal`, which needs 2–3 temporaries per level; where
+/// the OS does not say, `frugal`. An explicit variant is returned as given.
+pub fn cpu_default_variant<T: Element>(
+    scheme: Scheme,
+    (m, k, n): (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Variant {
+    if let Some(variant) = opts.variant {
+        return variant;
+    }
+    let batched = GemmOptions {
+        variant: Some(Variant::Batched),
+        ..*opts
+    };
+    let temporaries = workspace::<T>(scheme, (m, k, n), beta_is_zero, &batched).workspace_elements;
+    let bytes = temporaries.saturating_mul(std::mem::size_of::<T>()) as u128;
+    let (numerator, denominator) = STRASSEN_BATCHED_MAX_MEMORY_FRACTION;
+    match crate::system::available_memory_bytes() {
+        Some(free) if bytes * denominator as u128 <= free as u128 * numerator as u128 => {
+            Variant::Batched
+        }
+        _ => Variant::Frugal,
+    }
 }
 
 /// C ← α·A·B + β·C with `scheme`, classical products by `packed`. The
@@ -304,12 +347,21 @@ pub(crate) fn multiply<T: Element>(
     c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<(), Error> {
+    let shape = (a.rows(), a.cols(), b.cols());
+    let opts = &GemmOptions {
+        variant: Some(cpu_default_variant::<T>(
+            scheme,
+            shape,
+            beta == T::ZERO,
+            opts,
+        )),
+        ..*opts
+    };
     let plan = plan::<T>(scheme, opts);
     let base = GemmOptions {
         algorithm: opts.base.unwrap_or(Algorithm::Packed),
         ..*opts
     };
-    let shape = (a.rows(), a.cols(), b.cols());
     let threads = opts.effective_threads();
     let stores = SumStores::from_env()?;
     let run = move || {
