@@ -72,6 +72,14 @@ pub const KC_STREAMING_LARGE_C_L1_FRACTION: (usize, usize) = (1, 1);
 /// See [`KC_STREAMING_LARGE_C_L1_FRACTION`].
 pub const MC_LARGE_C_L2_FRACTION: (usize, usize) = (1, 1);
 
+/// ...but on a core with the wide L2 ([`L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2`],
+/// Zen 5), whose kernel reads each B̃ micro-panel twice as fast, the Ã
+/// block takes half of L2. dev-turin, session 28, one process, 7–9
+/// rounds: f64 MC 128 against 256 at KC 512, 2048³ 1.03× on one thread
+/// (9 of 9), 1.02× (7 of 7) at 2048³ and 4096³ and 1.01× at 1024³ on two;
+/// f32 MC 256 against 512 1.00–1.02× (1.01× on one thread, 7 of 7).
+pub const MC_LARGE_C_L2_FRACTION_WIDE_L2: (usize, usize) = (1, 2);
+
 /// Largest KC the analytical rule picks. 512 measured 4% faster than 256
 /// for f64 and 1–2% for f32 on one thread at n = 2048; 768 and 1024 no
 /// faster than 512 (docs/perf-notes.md).

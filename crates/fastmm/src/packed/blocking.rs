@@ -118,7 +118,7 @@ use crate::packed::dispatch::CpuKernel;
 pub use crate::tunables::{
     KC_L1_FRACTION, KC_STREAMING_L1_FRACTION, KC_STREAMING_LARGE_C_L1_FRACTION,
     L2_STREAM_MAX_BYTES_PER_CYCLE, L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2, MAX_KC, MC_L2_FRACTION,
-    MC_LARGE_C_L2_FRACTION, NC_L3_FRACTION, NC_SLACK,
+    MC_LARGE_C_L2_FRACTION, MC_LARGE_C_L2_FRACTION_WIDE_L2, NC_L3_FRACTION, NC_SLACK,
 };
 
 /// MC, KC and NC of the five-loop driver, in elements.
@@ -165,7 +165,7 @@ impl BlockSizes {
         let nc = lines_in(kc, caches.l3, NC_L3_FRACTION, nr);
         if streams_from_l2 && c_bytes > caches.l2 {
             let kc = kc_for(KC_STREAMING_LARGE_C_L1_FRACTION);
-            let mc = lines_in(kc, caches.l2, MC_LARGE_C_L2_FRACTION, mr);
+            let mc = lines_in(kc, caches.l2, core.large_c_mc_l2_fraction, mr);
             return BlockSizes { mc, kc, nc };
         }
         let mc = lines_in(kc, caches.l2, MC_L2_FRACTION, mr);
@@ -233,14 +233,24 @@ pub struct CoreRates {
     /// Bytes per cycle a kernel may read from L2 and still keep its FMAs
     /// busy ([`l2_stream_bytes_per_cycle`]).
     pub l2_stream_bytes_per_cycle: usize,
+    /// The fraction of L2 a thread's Ã block takes when C is larger than
+    /// L2 (streaming regime): [`MC_LARGE_C_L2_FRACTION`], or
+    /// [`MC_LARGE_C_L2_FRACTION_WIDE_L2`] on a core with the wide L2.
+    pub large_c_mc_l2_fraction: (usize, usize),
 }
 
 impl CoreRates {
     /// The rates of this CPU's cores with the vectors of `family`.
     pub fn of(family: CpuKernel) -> CoreRates {
+        let l2_stream_bytes_per_cycle = l2_stream_bytes_per_cycle();
         CoreRates {
             fma_bits_per_cycle: fma_bits_per_cycle(family),
-            l2_stream_bytes_per_cycle: l2_stream_bytes_per_cycle(),
+            l2_stream_bytes_per_cycle,
+            large_c_mc_l2_fraction: if l2_stream_bytes_per_cycle > L2_STREAM_MAX_BYTES_PER_CYCLE {
+                MC_LARGE_C_L2_FRACTION_WIDE_L2
+            } else {
+                MC_LARGE_C_L2_FRACTION
+            },
         }
     }
 }
@@ -316,6 +326,7 @@ mod tests {
         CoreRates {
             fma_bits_per_cycle,
             l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE,
+            large_c_mc_l2_fraction: MC_LARGE_C_L2_FRACTION,
         }
     }
 
@@ -390,19 +401,21 @@ mod tests {
         // rule: f32 KC 48 KiB / (2·8·4) = 768 → MAX_KC, MC 512 KiB /
         // (512·4) = 256, NC 8 MiB / (512·4) = 4096 → 4080; f64 KC 384, MC
         // 512 KiB / (384·8) = 170 → 168, NC 8 MiB / (384·8) = 2730 → 2712;
-        // a C larger than L2: f32 512/512, f64 512/256, NC kept.
+        // a C larger than L2: KC 512 and Ã in half of L2, f32 MC 256, f64
+        // 128, NC kept.
         let zen5 = |size, nr, c_bytes| {
             let wide_l2 = CoreRates {
                 fma_bits_per_cycle: 1024,
                 l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2,
+                large_c_mc_l2_fraction: MC_LARGE_C_L2_FRACTION_WIDE_L2,
             };
             let bs = BlockSizes::for_kernel(ice_lake, size, 8, nr, wide_l2, c_bytes);
             (bs.mc, bs.kc, bs.nc)
         };
         assert_eq!(zen5(4, 48, 0), (256, 512, 4080));
         assert_eq!(zen5(8, 24, 0), (168, 384, 2712));
-        assert_eq!(zen5(4, 48, 8 << 20), (512, 512, 4080));
-        assert_eq!(zen5(8, 24, 8 << 20), (256, 512, 2712));
+        assert_eq!(zen5(4, 48, 8 << 20), (256, 512, 4080));
+        assert_eq!(zen5(8, 24, 8 << 20), (128, 512, 2712));
         assert!((l2_bytes_per_cycle(8, 48, 512) - 9.33).abs() < 0.01);
         assert!((l2_bytes_per_cycle(8, 24, 1024) - 21.33).abs() < 0.01);
         assert_eq!(
