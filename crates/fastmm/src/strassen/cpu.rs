@@ -330,7 +330,7 @@ type RawCombination<T> = (T, Raw<T>, Vec<(T, Raw<T>)>);
 
 /// dst ← keep·dst + Σ w·src for every sum, row by row (on all threads for
 /// large passes), each row of every sum before the next row: lines at a
-/// time where every block's rows are contiguous ([`combine_row_by_lines`]),
+/// time where every block's rows are contiguous ([`line_row_kernel`]),
 /// element by element otherwise. With `stream`, fresh sums (keep = 0) are
 /// written with non-temporal stores, fenced at the end of each row: a
 /// destination too large to stay cached is then written without first
@@ -358,12 +358,14 @@ unsafe fn combine_rows<T: Element>(
             }
         }
     }
+    let by_lines = line_row_kernel::<T>();
     let row = |i: usize| {
         // SAFETY: row i < rows of every block; each call writes only row i
-        // of the destinations, which no source overlaps (the contract).
+        // of the destinations, which no source overlaps (the contract);
+        // `by_lines` runs on the CPU it was chosen for.
         unsafe {
             if contiguous {
-                combine_row_by_lines(sums, &sources, i, cols, stream);
+                by_lines(sums, &sources, i, cols, stream);
             } else {
                 combine_row_strided(sums, i, cols);
             }
@@ -380,10 +382,10 @@ unsafe fn combine_rows<T: Element>(
 }
 
 /// Row i of every sum, element by element, for blocks with strided rows
-/// (a transposed C); the order of [`combine_row_by_lines`].
+/// (a transposed C); the order of [`combine_row_lines`].
 ///
 /// # Safety
-/// As [`combine_row_by_lines`], for any strides.
+/// As [`combine_row_lines`], for any strides.
 unsafe fn combine_row_strided<T: Element>(sums: &[RawCombination<T>], i: usize, cols: usize) {
     let at = |raw: Raw<T>, j: usize| {
         raw.ptr
@@ -426,8 +428,9 @@ fn sum_element<T: Element>(
     value
 }
 
-/// Row i of every sum of a group whose blocks all have contiguous rows,
-/// one cache line of columns at a time: each line of every source is
+/// The function that forms row i of every sum of a group whose blocks all
+/// have contiguous rows, one cache line of columns at a time: each line
+/// of every source is
 /// loaded once from memory and used by every sum that reads it while it
 /// is in L1, and each destination line is written whole, with a
 /// non-temporal store when `stream` holds and the sum is fresh (keep = 0;
@@ -441,43 +444,41 @@ fn sum_element<T: Element>(
 /// against 4.2 ms for a hand-written C loop (dev-turin,
 /// docs/perf-notes.md).
 ///
-/// # Safety
-/// Columns 0..cols of row i of every destination are writable and touched
-/// by no one else, those of every source readable, and no source overlaps
-/// a destination.
-unsafe fn combine_row_by_lines<T: Element>(
-    sums: &[RawCombination<T>],
-    sources: &[Raw<T>],
-    i: usize,
-    cols: usize,
-    stream: bool,
-) {
+/// Chosen once per pass by the element size and the CPU's features
+/// (AVX-512F, read once per process).
+///
+/// Calling it is unsafe: columns 0..cols of row i of every destination
+/// must be writable and touched by no one else, those of every source
+/// readable, and no source may overlap a destination.
+fn line_row_kernel<T: Element>() -> LineRow<T> {
     #[cfg(target_arch = "x86_64")]
     {
         static WIDE: OnceLock<bool> = OnceLock::new();
         if *WIDE.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f")) {
-            // SAFETY: the caller's contract; AVX-512F is present.
-            unsafe { combine_row_avx512(sums, sources, i, cols, stream) };
-            return;
+            return match std::mem::size_of::<T>() {
+                4 => combine_row_avx512::<T, 16>,
+                _ => combine_row_avx512::<T, 8>,
+            };
         }
     }
-    // SAFETY: the caller's contract.
-    unsafe {
-        match std::mem::size_of::<T>() {
-            4 => combine_row_lines::<T, 16, false>(sums, sources, i, cols, stream),
-            _ => combine_row_lines::<T, 8, false>(sums, sources, i, cols, stream),
-        }
+    match std::mem::size_of::<T>() {
+        4 => combine_row_lines::<T, 16, false>,
+        _ => combine_row_lines::<T, 8, false>,
     }
 }
 
-/// [`combine_row_by_lines`] compiled for AVX-512F: a line is one vector,
-/// and a streamed line one `vmovntdq zmm`.
+/// A row function of [`line_row_kernel`]: (sums, their distinct sources,
+/// row, columns, stream).
+type LineRow<T> = unsafe fn(&[RawCombination<T>], &[Raw<T>], usize, usize, bool);
+
+/// [`combine_row_lines`] compiled for AVX-512F: a line is one vector, and
+/// a streamed line one `vmovntdq zmm`.
 ///
 /// # Safety
-/// As [`combine_row_by_lines`], on a CPU with AVX-512F.
+/// As [`combine_row_lines`], on a CPU with AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn combine_row_avx512<T: Element>(
+unsafe fn combine_row_avx512<T: Element, const N: usize>(
     sums: &[RawCombination<T>],
     sources: &[Raw<T>],
     i: usize,
@@ -485,20 +486,17 @@ unsafe fn combine_row_avx512<T: Element>(
     stream: bool,
 ) {
     // SAFETY: the caller's contract; AVX-512F is present.
-    unsafe {
-        match std::mem::size_of::<T>() {
-            4 => combine_row_lines::<T, 16, true>(sums, sources, i, cols, stream),
-            _ => combine_row_lines::<T, 8, true>(sums, sources, i, cols, stream),
-        }
-    }
+    unsafe { combine_row_lines::<T, N, true>(sums, sources, i, cols, stream) }
 }
 
-/// The body of [`combine_row_by_lines`] for lines of N elements; `WIDE`:
-/// stream a line with one 64-byte store (AVX-512F present).
+/// Row i of every sum of the group, for lines of N elements (see
+/// [`line_row_kernel`]); `WIDE`: stream a line with one 64-byte store.
 ///
 /// # Safety
-/// As [`combine_row_by_lines`]; N elements of T are 64 bytes; `WIDE` only
-/// on a CPU with AVX-512F.
+/// Columns 0..cols of row i of every destination are writable and touched
+/// by no one else, those of every source readable, and no source overlaps
+/// a destination; N elements of T are 64 bytes; `WIDE` only on a CPU with
+/// AVX-512F.
 #[inline(always)]
 unsafe fn combine_row_lines<T: Element, const N: usize, const WIDE: bool>(
     sums: &[RawCombination<T>],
