@@ -430,11 +430,11 @@ fn sum_element<T: Element>(
 
 /// The function that forms row i of every sum of a group whose blocks all
 /// have contiguous rows, one cache line of columns at a time: each line
-/// of every source is
-/// loaded once from memory and used by every sum that reads it while it
-/// is in L1, and each destination line is written whole, with a
-/// non-temporal store when `stream` holds and the sum is fresh (keep = 0;
-/// the caller fences). Per element the arithmetic is [`sum_element`]'s.
+/// of every source is loaded once from memory and used by every sum that
+/// reads it while it is in L1, and each destination line is written
+/// whole, with a non-temporal store when `stream` holds and the sum is
+/// fresh (keep = 0; the caller fences). Per element the arithmetic is
+/// [`sum_element`]'s.
 ///
 /// All sources advance together, as in a streaming kernel, each
 /// prefetched [`STRASSEN_SUM_PREFETCH_LINES`] ahead. The earlier scheme,
