@@ -47,6 +47,8 @@ const AVX2_CLASS_CORES: &[&str] = &["Haswell", "Zen", "Sandybridge", "Nehalem", 
 /// The AVX-512 kernel set `OpenBlasCore::Auto` moves such CPUs to.
 const AVX512_CORE: &str = "SkylakeX";
 
+/// Whether this CPU has what OpenBLAS's SkylakeX kernels use (F, DQ, BW
+/// and VL: a different set from fastmm's own AVX-512 kernels').
 fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -445,7 +445,7 @@ fn sum_element<T: Element>(
 /// docs/perf-notes.md).
 ///
 /// Chosen once per pass by the element size and the CPU's features
-/// (AVX-512F, read once per process).
+/// (AVX-512F; std caches the CPUID answer).
 ///
 /// Calling it is unsafe: columns 0..cols of row i of every destination
 /// must be writable and touched by no one else, those of every source
@@ -453,8 +453,7 @@ fn sum_element<T: Element>(
 fn line_row_kernel<T: Element>() -> LineRow<T> {
     #[cfg(target_arch = "x86_64")]
     {
-        static WIDE: OnceLock<bool> = OnceLock::new();
-        if *WIDE.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f")) {
+        if std::arch::is_x86_feature_detected!("avx512f") {
             return match std::mem::size_of::<T>() {
                 4 => combine_row_avx512::<T, 16>,
                 _ => combine_row_avx512::<T, 8>,

@@ -325,6 +325,10 @@ pub fn cpu_default_variant<T: Element>(
         ..*opts
     };
     let temporaries = workspace::<T>(scheme, (m, k, n), beta_is_zero, &batched).workspace_elements;
+    if temporaries == 0 {
+        // No level runs: nothing to fit, and no need to ask the OS.
+        return Variant::Batched;
+    }
     let bytes = temporaries.saturating_mul(std::mem::size_of::<T>()) as u128;
     let (numerator, denominator) = STRASSEN_BATCHED_MAX_MEMORY_FRACTION;
     match crate::system::available_memory_bytes() {
