@@ -5,13 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use fastmm::io::{promote, read_matrix, write_matrix, AnyMatrix, ReadOptions};
 use fastmm::system::format_bytes;
-use fastmm::{Algorithm, DType, Element, GemmOptions, Matrix};
+use fastmm::{Algorithm, Context, DType, DeviceKind, Element, GemmOptions, Matrix};
 
-use crate::run::Outcome;
+use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
 
 #[derive(Args, Debug)]
 pub struct MultiplyArgs {
@@ -39,12 +39,10 @@ pub struct MultiplyArgs {
     /// Shape of a raw B.
     #[arg(long, value_name = "KxN")]
     shape_b: Option<String>,
-    /// Algorithm, as for `run` (a GPU algorithm runs on the GPU).
-    #[arg(short = 'a', long, default_value = "packed")]
+    /// Algorithm, as for `run` (NAME or NAME@DEVICE): auto is the
+    /// device's fastest classical product.
+    #[arg(short = 'a', long, default_value = "auto")]
     algo: String,
-    /// Threads for the threaded CPU algorithms.
-    #[arg(short = 't', long)]
-    threads: Option<usize>,
     /// Verify C (a full check for small products, else the randomized
     /// one) before writing it; a wrong C is not written.
     #[arg(long)]
@@ -54,64 +52,23 @@ pub struct MultiplyArgs {
     /// out of core: mapped, with C computed and written in blocks.
     #[arg(long, value_name = "BYTES")]
     max_memory: Option<String>,
-    /// GPU algorithms: the most GPU memory the product may use, e.g. 16G
-    /// (default: the free memory); a larger product streams through the
-    /// GPU in tiles.
-    #[arg(long, value_name = "BYTES")]
-    max_gpu_memory: Option<String>,
-    /// Multiply out of core even when everything would fit (on a GPU:
-    /// stream through it in tiles).
-    #[arg(long)]
-    out_of_core: bool,
+    #[command(flatten)]
+    options: AlgoArgs,
 }
 
 impl MultiplyArgs {
-    /// The product's options, as given.
-    fn options(&self) -> Result<GemmOptions> {
+    /// The product's device and options, as given.
+    fn product(&self) -> Result<(Context, GemmOptions)> {
+        let target = Target::parse(self.algo.trim(), self.options.placement()?)?;
         let opts = GemmOptions {
-            algorithm: self.algo.parse::<Algorithm>()?,
-            threads: self.threads,
-            gpu_max_memory: self
-                .max_gpu_memory
-                .as_deref()
-                .map(parse_bytes)
-                .transpose()?,
-            gpu_out_of_core: self.out_of_core,
-            ..Default::default()
+            algorithm: target.algorithm,
+            gpu_out_of_core: self.options.out_of_core,
+            ..self.options.options()?
         };
-        opts.validate()?;
-        Ok(opts)
+        let ctx = Context::open(target.device)
+            .with_context(|| format!("cannot open {}", target.device))?;
+        Ok((ctx, opts))
     }
-}
-
-/// Bytes from "4096", "512K", "64M", "8G" or "1T" (powers of 1024; a
-/// trailing "B" or "iB" is allowed).
-pub(crate) fn parse_bytes(text: &str) -> Result<u64> {
-    let t = text
-        .trim()
-        .trim_end_matches(['B', 'b'])
-        .trim_end_matches('i');
-    let (number, scale) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let power = match c.to_ascii_uppercase() {
-                'K' => 1,
-                'M' => 2,
-                'G' => 3,
-                'T' => 4,
-                _ => bail!("'{text}' is not a size (e.g. 512M, 8G)"),
-            };
-            (&t[..i], 1024f64.powi(power))
-        }
-        _ => (t, 1.0),
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .with_context(|| format!("'{text}' is not a size (e.g. 512M, 8G)"))?;
-    if value.is_nan() || value <= 0.0 {
-        bail!("'{text}' is not a positive size");
-    }
-    Ok((value * scale) as u64)
 }
 
 /// Whether a path names a format an out-of-core product can map.
@@ -160,7 +117,7 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         if let Some(outcome) = out_of_core(args, input_dtype, budget)? {
             return Ok(outcome);
         }
-    } else if args.out_of_core {
+    } else if args.options.out_of_core {
         bail!("--out-of-core maps its inputs and streams C: A, B and C must be .npy or raw files");
     }
     let read = |path: &Path, shape: &Option<String>| -> Result<AnyMatrix> {
@@ -196,12 +153,12 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
             args.b.display()
         );
     }
-    let opts = args.options()?;
-    let (c, multiply_ms, verdict) = match (&a, &b) {
-        (AnyMatrix::F32(a), AnyMatrix::F32(b)) => multiply(a, b, &opts, args.check)?,
-        (AnyMatrix::F64(a), AnyMatrix::F64(b)) => multiply(a, b, &opts, args.check)?,
-        (AnyMatrix::I32(a), AnyMatrix::I32(b)) => multiply(a, b, &opts, args.check)?,
-        (AnyMatrix::I64(a), AnyMatrix::I64(b)) => multiply(a, b, &opts, args.check)?,
+    let (ctx, opts) = args.product()?;
+    let (c, multiply_ms, verdict, algorithm) = match (&a, &b) {
+        (AnyMatrix::F32(a), AnyMatrix::F32(b)) => multiply(&ctx, a, b, &opts, args.check)?,
+        (AnyMatrix::F64(a), AnyMatrix::F64(b)) => multiply(&ctx, a, b, &opts, args.check)?,
+        (AnyMatrix::I32(a), AnyMatrix::I32(b)) => multiply(&ctx, a, b, &opts, args.check)?,
+        (AnyMatrix::I64(a), AnyMatrix::I64(b)) => multiply(&ctx, a, b, &opts, args.check)?,
         _ => unreachable!("both operands were converted to {dtype}"),
     };
     if let Some((ok, line)) = &verdict {
@@ -219,15 +176,16 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
     let bytes = std::fs::metadata(&args.output).map_or(0, |m| m.len());
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
     println!(
-        "C = A·B: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}: {multiply_ms:.3} ms, {:.2} GFLOP/s{}; read {read_ms:.1} ms, wrote {} ({}) in {write_ms:.1} ms{}",
+        "C = A·B: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {} on {}: {multiply_ms:.3} ms, {:.2} GFLOP/s{}; read {read_ms:.1} ms, wrote {} ({}) in {write_ms:.1} ms{}",
         args.a.display(),
         args.b.display(),
-        opts.algorithm,
+        algorithm,
+        ctx.device(),
         flops / (multiply_ms * 1e6),
         // One product, timed from the host: on a GPU it includes the
-        // copies and, in a fresh process, starting CUDA.
-        if opts.algorithm.device() == fastmm::Device::Cuda {
-            " (wall time with host↔device copies and CUDA start-up)"
+        // copies and, in a fresh process, compiling or loading kernels.
+        if ctx.device().kind() == DeviceKind::Cuda {
+            " (wall time with host↔device copies and kernel loading)"
         } else {
             ""
         },
@@ -238,24 +196,38 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
     Ok(Outcome::AllCorrect)
 }
 
+/// The algorithm that runs for `auto` too.
+fn resolved(opts: &GemmOptions, device: fastmm::Device, dtype: DType) -> Algorithm {
+    match opts.algorithm {
+        Algorithm::Auto => Algorithm::auto_for(device.kind(), dtype),
+        other => other,
+    }
+}
+
 /// A verification's verdict and its one-line report.
 type Verdict = Option<(bool, String)>;
 
-/// C = A·B timed, and its verification when asked: (C, ms, verdict).
+/// C = A·B timed, and its verification when asked: (C, ms, verdict, the
+/// algorithm that ran).
 fn multiply<T: Element>(
+    ctx: &Context,
     a: &Matrix<T>,
     b: &Matrix<T>,
     opts: &GemmOptions,
     check: bool,
-) -> Result<(AnyMatrix, f64, Verdict)>
+) -> Result<(AnyMatrix, f64, Verdict, Algorithm)>
 where
     AnyMatrix: From<Matrix<T>>,
 {
+    let shape = (a.rows(), a.cols(), b.cols());
+    let plan = ctx.plan::<T>(shape, true, opts)?;
+    let growth = plan.error_growth;
     let start = Instant::now();
-    let c = fastmm::matmul_with(a.as_ref(), b.as_ref(), opts).context("the product failed")?;
+    let c = ctx
+        .matmul(a.as_ref(), b.as_ref(), opts)
+        .context("the product failed")?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let verdict = if check {
-        let growth = crate::run::error_growth_of::<T>(opts, (a.rows(), a.cols(), b.cols()));
         let v = fastmm::verify::verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
         Some((
             v.ok,
@@ -270,7 +242,7 @@ where
     } else {
         None
     };
-    Ok((AnyMatrix::from(c), ms, verdict))
+    Ok((AnyMatrix::from(c), ms, verdict, plan.algorithm))
 }
 
 /// The product out of core when it is asked for or A, B and C exceed the
@@ -280,7 +252,7 @@ fn out_of_core(
     input_dtype: Option<DType>,
     budget: u64,
 ) -> Result<Option<Outcome>> {
-    use fastmm::io::out_of_core::{multiply, MappedMatrix};
+    use fastmm::io::out_of_core::MappedMatrix;
     let raw = |shape: &Option<String>| -> Result<Option<((usize, usize), DType)>> {
         Ok(match (shape, input_dtype) {
             (Some(s), Some(d)) => Some((parse_shape(s)?, d)),
@@ -295,10 +267,10 @@ fn out_of_core(
     };
     let (m, k, n) = (a.rows as u128, a.cols as u128, b.cols as u128);
     let total = (m * k + k * n + m * n) * dtype.size_bytes() as u128;
-    if !args.out_of_core && total <= u128::from(budget) {
+    if !args.options.out_of_core && total <= u128::from(budget) {
         return Ok(None);
     }
-    let opts = args.options()?;
+    let (ctx, opts) = args.product()?;
     // An input of another type, byte order or alignment is converted
     // once, in pieces, into a scratch file beside the output (removed at
     // once; its map keeps the pages).
@@ -325,49 +297,27 @@ fn out_of_core(
     let a = convert(a, "A", &args.a)?;
     let b = convert(b, "B", &args.b)?;
     let shape = (a.rows, a.cols, b.cols);
-    if opts.algorithm.device() == fastmm::Device::Cuda {
+    if ctx.device().kind() == DeviceKind::Cuda {
         let budget_text = format_bytes(budget.into());
+        // Mapped inputs stream through the GPU in tiles whatever their
+        // size, so that neither is copied whole in host memory.
+        let opts = GemmOptions {
+            gpu_out_of_core: true,
+            ..opts
+        };
         return match dtype {
-            DType::F32 => on_gpu::<f32>(args, &a, &b, &opts, &budget_text),
-            DType::F64 => on_gpu::<f64>(args, &a, &b, &opts, &budget_text),
-            DType::I32 => on_gpu::<i32>(args, &a, &b, &opts, &budget_text),
-            DType::I64 => on_gpu::<i64>(args, &a, &b, &opts, &budget_text),
+            DType::F32 => on_gpu::<f32>(args, &ctx, &a, &b, &opts, &budget_text),
+            DType::F64 => on_gpu::<f64>(args, &ctx, &a, &b, &opts, &budget_text),
+            DType::I32 => on_gpu::<i32>(args, &ctx, &a, &b, &opts, &budget_text),
+            DType::I64 => on_gpu::<i64>(args, &ctx, &a, &b, &opts, &budget_text),
         }
         .map(Some);
     }
     let report = match dtype {
-        DType::F32 => multiply::<f32>(
-            &a,
-            &b,
-            &args.output,
-            &opts,
-            budget,
-            growth::<f32>(args, &opts, shape),
-        ),
-        DType::F64 => multiply::<f64>(
-            &a,
-            &b,
-            &args.output,
-            &opts,
-            budget,
-            growth::<f64>(args, &opts, shape),
-        ),
-        DType::I32 => multiply::<i32>(
-            &a,
-            &b,
-            &args.output,
-            &opts,
-            budget,
-            growth::<i32>(args, &opts, shape),
-        ),
-        DType::I64 => multiply::<i64>(
-            &a,
-            &b,
-            &args.output,
-            &opts,
-            budget,
-            growth::<i64>(args, &opts, shape),
-        ),
+        DType::F32 => on_cpu::<f32>(args, &ctx, &a, &b, &opts, budget, shape),
+        DType::F64 => on_cpu::<f64>(args, &ctx, &a, &b, &opts, budget, shape),
+        DType::I32 => on_cpu::<i32>(args, &ctx, &a, &b, &opts, budget, shape),
+        DType::I64 => on_cpu::<i64>(args, &ctx, &a, &b, &opts, budget, shape),
     }?;
     let plan = report.plan;
     let flops = 2.0 * (m * k * n) as f64;
@@ -375,7 +325,7 @@ fn out_of_core(
         "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} each, written through a map; the seed's (k(a+b)+ab)·size = {}); {:.3} s, {:.2} GFLOP/s ({:.2} in the products); wrote {}{}",
         args.a.display(),
         args.b.display(),
-        opts.algorithm,
+        resolved(opts, ctx.device(), dtype),
         format_bytes(budget.into()),
         format_bytes(total),
         report.blocks,
@@ -401,14 +351,30 @@ fn out_of_core(
     Ok(Some(Outcome::AllCorrect))
 }
 
-/// The error allowance of `--check` for an out-of-core product.
-fn growth<T: Element>(
+/// The mapped product on the CPU, block by block into the mapped output,
+/// each block verified with the plan's allowance under `--check`.
+fn on_cpu<T: Element>(
     args: &MultiplyArgs,
+    ctx: &Context,
+    a: &fastmm::io::out_of_core::MappedMatrix,
+    b: &fastmm::io::out_of_core::MappedMatrix,
     opts: &GemmOptions,
+    budget: u64,
     shape: (usize, usize, usize),
-) -> Option<f64> {
-    args.check
-        .then(|| crate::run::error_growth_of::<T>(opts, shape))
+) -> Result<fastmm::io::out_of_core::Report> {
+    let growth = match args.check {
+        true => Some(ctx.plan::<T>(shape, true, opts)?.error_growth),
+        false => None,
+    };
+    Ok(fastmm::io::out_of_core::multiply::<T>(
+        ctx,
+        a,
+        b,
+        &args.output,
+        opts,
+        budget,
+        growth,
+    )?)
 }
 
 /// A mapped product on the GPU, streamed in tiles from the mapped A and B
@@ -416,6 +382,7 @@ fn growth<T: Element>(
 /// verified when asked before C is renamed into place.
 fn on_gpu<T: Element>(
     args: &MultiplyArgs,
+    ctx: &Context,
     a: &fastmm::io::out_of_core::MappedMatrix,
     b: &fastmm::io::out_of_core::MappedMatrix,
     opts: &GemmOptions,
@@ -435,20 +402,12 @@ fn on_gpu<T: Element>(
             b.rows
         );
     }
-    let gpu = fastmm::cuda::Gpu::default_gpu()?;
-    let (report, verdict) =
+    let plan = ctx.plan::<T>((m, k, n), true, opts)?;
+    let (timing, verdict) =
         fastmm::io::out_of_core::write_through_map::<T, _>(&args.output, (m, n), |mut c| {
-            let report = fastmm::cuda::out_of_core::multiply(
-                gpu,
-                T::ONE,
-                a_view,
-                b_view,
-                T::ZERO,
-                c.rb_mut(),
-                opts,
-            )?;
+            let timing = ctx.gemm_timed(T::ONE, a_view, b_view, T::ZERO, c.rb_mut(), opts)?;
             let verdict = if args.check {
-                let growth = crate::run::error_growth_of::<T>(opts, (m, k, n));
+                let growth = plan.error_growth;
                 Some(fastmm::verify::verify_with_growth(
                     a_view,
                     b_view,
@@ -459,22 +418,29 @@ fn on_gpu<T: Element>(
                 None
             };
             let keep = verdict.as_ref().is_none_or(|v| v.ok);
-            Ok(((report, verdict), keep))
+            Ok(((timing, verdict), keep))
         })?;
+    let seconds = timing.compute_ms / 1e3;
+    let streamed = timing.streamed.unwrap_or(fastmm::Streamed {
+        upload_bytes: 0,
+        download_bytes: 0,
+        products_fraction: 1.0,
+        staging_seconds: (0.0, 0.0),
+    });
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
     println!(
-        "C = A·B on the GPU out of core: A {m}×{k} ({}), B {k}×{n} ({}), {}, {}; host memory budget {host_budget}, inputs mapped; GPU budget {}: {}; {} up, {} down; {:.3} s, {:.2} GFLOP/s (products {:.1}% of the time); {}{}",
+        "C = A·B on {} out of core: A {m}×{k} ({}), B {k}×{n} ({}), {}, {}; host memory budget {host_budget}, inputs mapped; {}; {} up, {} down; {:.3} s, {:.2} GFLOP/s (products {:.1}% of the time); {}{}",
+        ctx.device(),
         args.a.display(),
         args.b.display(),
         T::DTYPE,
-        opts.algorithm,
-        format_bytes(report.budget.into()),
-        report.plan.describe(),
-        format_bytes(report.upload_bytes.into()),
-        format_bytes(report.download_bytes.into()),
-        report.seconds,
-        flops / report.seconds / 1e9,
-        100.0 * report.products_seconds / report.seconds,
+        resolved(opts, ctx.device(), T::DTYPE),
+        plan.label(),
+        format_bytes(streamed.upload_bytes.into()),
+        format_bytes(streamed.download_bytes.into()),
+        seconds,
+        flops / seconds / 1e9,
+        100.0 * streamed.products_fraction,
         match &verdict {
             Some(v) if !v.ok => "not written".to_string(),
             _ => format!("wrote {}", args.output.display()),

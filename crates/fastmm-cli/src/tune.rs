@@ -13,14 +13,15 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::{Args, Parser};
-use fastmm::packed::select_kernel;
-use fastmm::threads::available_threads;
-use fastmm::tuning::{CpuTuning, CudaTuning, Tuning, TuningState};
-use fastmm::{DType, Element};
+use fastmm::config::{Config, TuningState, TUNING_ENV};
+use fastmm::info::{analytical_blocks, DEFAULT_TILE};
+use fastmm::tuning::{CpuTuning, CudaTuning, Tuning};
+use fastmm::{BlockSizes, Context, DType, Device, Element};
 
-use crate::run::{measure, Outcome, RunArgs};
+use crate::common::{machine_line, parse_dtypes, thread_counts, utc_now, write_stdout, Outcome};
+use crate::run::{measure, RunArgs};
 
 /// A candidate must beat the default's median by this fraction to replace
 /// it: this machine's repeat-to-repeat noise is a few percent.
@@ -60,9 +61,11 @@ struct RunDefaults {
     run: RunArgs,
 }
 
-/// The measurements so far, as Markdown rows.
+/// The measurements so far, as Markdown rows, and the devices they ran on
+/// (opened once for the whole search).
 struct Log {
     rows: String,
+    devices: crate::common::Devices,
 }
 
 impl Log {
@@ -77,8 +80,8 @@ impl Log {
 }
 
 /// Median time of one verified run of `args` (one algorithm, one dtype).
-fn time(args: &RunArgs) -> Result<f64> {
-    let (_, records) = measure(args)?;
+fn time(log: &mut Log, args: &RunArgs) -> Result<f64> {
+    let (_, records) = measure(args, &mut log.devices)?;
     let record = records.first().context("nothing was measured")?;
     if !record.ok {
         bail!(
@@ -110,7 +113,7 @@ fn choose(
     for candidate in candidates {
         let mut args = base.clone();
         set(&mut args, candidate)?;
-        let ms = time(&args).with_context(|| format!("{step} {candidate}"))?;
+        let ms = time(log, &args).with_context(|| format!("{step} {candidate}"))?;
         times.push(ms);
     }
     let best = (0..times.len())
@@ -126,7 +129,7 @@ fn choose(
             for i in [default, best] {
                 let mut args = base.clone();
                 set(&mut args, &candidates[i])?;
-                let ms = time(&args)?;
+                let ms = time(log, &args)?;
                 again[i] = if round == 0 { ms } else { again[i].min(ms) };
             }
         }
@@ -171,14 +174,14 @@ fn crossover(
         plain_args.algo = classical.to_string();
         let mut fast_args = plain_args.clone();
         fast_args.algo = algorithm.to_string();
-        fast_args.threshold = size.to_string();
-        fast_args.depth = Some(1);
+        fast_args.options.threshold = size.to_string();
+        fast_args.options.depth = Some(1);
         let flops = 2.0 * (size as f64).powi(3);
         // A win counts only when it repeats (see CONFIRM_ROUNDS).
         let mut won = true;
         for round in 0..=CONFIRM_ROUNDS {
-            let plain = time(&plain_args)?;
-            let fast = time(&fast_args)?;
+            let plain = time(log, &plain_args)?;
+            let fast = time(log, &fast_args)?;
             let again = if round == 0 { "" } else { " (again)" };
             log.row(
                 step,
@@ -212,9 +215,9 @@ pub fn run(args: &TuneArgs) -> Result<Outcome> {
     }
     let path = match &args.out {
         Some(p) => Some(p.clone()),
-        None => fastmm::tuning::tuning_path(),
+        None => Config::get().tuning_path().cloned(),
     };
-    let dtypes = crate::run::parse_dtypes(&args.dtype)?;
+    let dtypes = parse_dtypes(&args.dtype)?;
     let mut base = RunDefaults::parse_from(["fastmm"]).run;
     base.reps = args.reps;
     base.warmup = 1;
@@ -226,40 +229,43 @@ pub fn run(args: &TuneArgs) -> Result<Outcome> {
     };
     let mut log = Log {
         rows: "| step | candidate | median ms | GFLOP/s | |\n|---|---|---|---|---|\n".into(),
+        devices: crate::common::Devices::default(),
     };
-    match args.device.trim().to_ascii_lowercase().as_str() {
-        "cpu" => tuning.cpu = Some(tune_cpu(args, &base, &dtypes, &mut log)?),
-        "cuda" => {
-            fastmm::cuda::Gpu::default_gpu()?;
-            tuning.cuda = Some(tune_cuda(args, &base, &dtypes, &mut log)?);
+    let device = args.device.parse::<Device>()?;
+    let gpu = match device {
+        Device::Cpu => {
+            tuning.cpu = Some(tune_cpu(args, &base, &dtypes, &mut log)?);
+            None
         }
-        other => bail!("unknown device '{other}' (expected cpu or cuda)"),
-    }
+        Device::Cuda(_) => {
+            let gpu = Context::open(device)?;
+            tuning.cuda = Some(tune_cuda(args, &gpu, &base, &dtypes, &mut log)?);
+            Some(gpu)
+        }
+    };
     tuning.tuned = Some(format!(
         "{} by `{}`",
-        crate::utc_now(),
+        utc_now(),
         std::env::args().collect::<Vec<_>>().join(" ")
     ));
     let text = tuning.to_toml()?;
     let mut report = format!(
         "fastmm tune: {}\n\n{}\n",
-        crate::bench::machine_line(args.device == "cuda"),
+        machine_line(gpu.as_ref()),
         log.rows
     );
     report += &format!("```toml\n{text}```\n");
-    crate::write_stdout(&report)?;
+    write_stdout(&report)?;
     match (&path, args.dry_run) {
         (_, true) => eprintln!("dry run: nothing saved"),
         (None, false) => bail!(
             "no place to save the tuning ({} is off and there is no home directory); use --out",
-            fastmm::tuning::TUNING_ENV
+            TUNING_ENV
         ),
         (Some(path), false) => {
             save(path, &text)?;
             eprintln!("saved to {}", path.display());
-            if args.out.is_none()
-                && matches!(fastmm::tuning::source().state, TuningState::Invalid(_))
-            {
+            if args.out.is_none() && matches!(Config::get().tuning(), TuningState::Invalid(_)) {
                 eprintln!("note: it replaced an unusable tuning file");
             }
         }
@@ -279,16 +285,6 @@ fn save(path: &std::path::Path, text: &str) -> Result<()> {
     std::fs::rename(&temporary, path).with_context(|| format!("cannot replace {}", path.display()))
 }
 
-/// 1, 2, 4, … below the hardware threads, and the hardware threads.
-pub fn thread_counts() -> Vec<usize> {
-    let all = available_threads();
-    let mut counts: Vec<usize> = std::iter::successors(Some(1), |t| Some(t * 2))
-        .take_while(|&t| t < all)
-        .collect();
-    counts.push(all);
-    counts
-}
-
 fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) -> Result<CpuTuning> {
     let mut cpu = CpuTuning {
         model: fastmm::system::cpu_model(),
@@ -306,7 +302,7 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
         DType::I32 => kernel_blocks::<i32>(packed.size)?,
         DType::I64 => kernel_blocks::<i64>(packed.size)?,
     };
-    packed.blocks = Some(format!(
+    packed.options.blocks = Some(format!(
         "{},{},{}",
         analytical.mc, analytical.kc, analytical.nc
     ));
@@ -318,7 +314,7 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
         &counts,
         counts.len() - 1,
         &|a, v| {
-            a.threads = Some(v.parse()?);
+            a.options.threads = Some(v.parse()?);
             Ok(())
         },
     )?;
@@ -335,7 +331,7 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
         .collect();
     let default_tile = tiles
         .iter()
-        .position(|t| *t == fastmm::tunables::DEFAULT_TILE.to_string())
+        .position(|t| *t == DEFAULT_TILE.to_string())
         .unwrap_or(0);
     let chosen = choose(
         log,
@@ -344,7 +340,7 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
         &tiles,
         default_tile,
         &|a, v| {
-            a.tile = Some(v.parse()?);
+            a.options.tile = Some(v.parse()?);
             Ok(())
         },
     )?;
@@ -361,7 +357,7 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
         let mut packed = base.clone();
         packed.algo = "packed".into();
         packed.dtype = dtype.name().into();
-        packed.threads = Some(threads);
+        packed.options.threads = Some(threads);
         packed.size = size;
         let candidates = block_candidates(analytical, args.quick);
         let chosen = choose(
@@ -371,17 +367,17 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
             &candidates,
             0,
             &|a, v| {
-                a.blocks = Some(v.to_string());
+                a.options.blocks = Some(v.to_string());
                 Ok(())
             },
         )?;
-        let blocks = fastmm::BlockSizes::parse(&candidates[chosen])?;
+        let blocks = BlockSizes::parse(&candidates[chosen])?;
         let entry = cpu.of_mut(dtype);
         entry.kernel = Some(kernel);
         entry.blocks = Some([blocks.mc, blocks.kc, blocks.nc]);
 
         let mut fast = packed.clone();
-        fast.blocks = Some(candidates[chosen].clone());
+        fast.options.blocks = Some(candidates[chosen].clone());
         let sizes: &[usize] = if args.quick {
             &[256, 512]
         } else {
@@ -414,21 +410,14 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
 /// The `packed` kernel `auto` picks for T and its analytical blocks for a
 /// `size`² product (whose C is larger than L2: the products tuned blocks
 /// apply to).
-fn kernel_blocks<T: Element>(size: usize) -> Result<(String, fastmm::BlockSizes)> {
-    let kernel = select_kernel::<T>(None)?;
-    let c_bytes = size * size * std::mem::size_of::<T>();
-    Ok((
-        kernel.name.to_string(),
-        kernel
-            .analytical_blocks_for(c_bytes)
-            .fitted(kernel.mr, kernel.nr),
-    ))
+fn kernel_blocks<T: Element>(size: usize) -> Result<(String, BlockSizes)> {
+    Ok(analytical_blocks::<T>(None, (size, size))?)
 }
 
 /// Block sizes to try, the analytical ones first: MC (rows of Ã, in L2)
 /// halved and doubled, KC (depth) 256, NC (columns of B̃, in L3) a quarter.
-fn block_candidates(analytical: fastmm::BlockSizes, quick: bool) -> Vec<String> {
-    let fastmm::BlockSizes { mc, kc, nc } = analytical;
+fn block_candidates(analytical: BlockSizes, quick: bool) -> Vec<String> {
+    let BlockSizes { mc, kc, nc } = analytical;
     let mut list = vec![(mc, kc, nc)];
     let mcs = [mc, (mc / 2).max(1), mc * 2];
     let kcs = [kc, 256];
@@ -452,22 +441,27 @@ fn block_candidates(analytical: fastmm::BlockSizes, quick: bool) -> Vec<String> 
 
 fn tune_cuda(
     args: &TuneArgs,
+    gpu: &Context,
     base: &RunArgs,
     dtypes: &[DType],
     log: &mut Log,
 ) -> Result<CudaTuning> {
-    let gpu = fastmm::cuda::Gpu::default_gpu()?;
+    let name = gpu
+        .gpu_info()
+        .map(|info| info.name.clone())
+        .unwrap_or_default();
     let mut cuda = CudaTuning {
-        gpu: gpu.info().name.clone(),
+        gpu: name,
         ..Default::default()
     };
     let mut tiled = base.clone();
     tiled.algo = "cuda-tiled".into();
+    tiled.options.device = gpu.device().to_string();
     tiled.dtype = "f32".into();
     tiled.size = if args.quick { 512 } else { 2048 };
     let tiles: Vec<String> = ["8", "16", "32"].map(String::from).to_vec();
     let chosen = choose(log, "tile (cuda-tiled)", &tiled, &tiles, 2, &|a, v| {
-        a.tile = Some(v.parse()?);
+        a.options.tile = Some(v.parse()?);
         Ok(())
     })?;
     cuda.tile = Some(tiles[chosen].parse()?);
@@ -479,6 +473,7 @@ fn tune_cuda(
         };
         let mut fast = base.clone();
         fast.dtype = dtype.name().into();
+        fast.options.device = gpu.device().to_string();
         let sizes: &[usize] = if args.quick {
             &[512, 1024]
         } else {
@@ -486,14 +481,14 @@ fn tune_cuda(
         };
         match crossover(
             log,
-            &format!("cuda-winograd {dtype}"),
+            &format!("winograd on the GPU, {dtype}"),
             &fast,
             classical,
-            "cuda-winograd",
+            "winograd",
             sizes,
         )? {
             Some(_) if args.quick => {
-                eprintln!("  cuda-winograd {dtype}: --quick sizes do not move the crossover")
+                eprintln!("  winograd on the GPU, {dtype}: --quick sizes do not move the crossover")
             }
             Some((threshold, start)) => {
                 let entry = cuda.of_mut(dtype);
@@ -501,7 +496,7 @@ fn tune_cuda(
                 entry.strassen_start = Some(start);
             }
             None => eprintln!(
-                "  cuda-winograd {dtype}: one level never won up to {}; the built-in rule stays",
+                "  winograd on the GPU, {dtype}: one level never won up to {}; the built-in rule stays",
                 sizes[sizes.len() - 1]
             ),
         }

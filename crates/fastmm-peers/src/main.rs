@@ -18,14 +18,15 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::Parser;
-use fastmm::packed::BlockSizes;
 use fastmm::random::{random_matrix, seeded_rng};
-use fastmm::strassen::{error_growth, workspace, Scheme, Variant};
-use fastmm::threads::available_threads;
+use fastmm::system::available_threads;
 use fastmm::verify::verify_with_growth;
-use fastmm::{gemm as fastmm_gemm, Algorithm, DType, Element, GemmOptions, Matrix};
+use fastmm::{
+    gemm as fastmm_gemm, Algorithm, BlockSizes, Context, DType, Element, GemmOptions, Matrix,
+    Variant,
+};
 use fastmm_peers::numpy::{Numpy, OpenBlasCore};
 
 #[derive(Parser)]
@@ -174,9 +175,7 @@ fn contestants<T: PeerElement>(
             if let Some(b) = block_sizes {
                 label = format!("{label} blocks {},{},{}", b.mc, b.kc, b.nc);
             }
-            let growth = Scheme::of(algorithm).map_or(1.0, |scheme| {
-                error_growth(scheme, workspace::<T>(scheme, shape, true, &opts).levels)
-            });
+            let growth = Context::cpu().plan::<T>(shape, true, &opts)?.error_growth;
             out.push(Contestant {
                 name: format!("fastmm {label}"),
                 run: Box::new(move |a, b, c| {

@@ -68,6 +68,12 @@ impl Display for DType {
     }
 }
 
+impl serde::Serialize for DType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 impl FromStr for DType {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
@@ -114,10 +120,6 @@ pub trait Element:
     fn to_i128(self) -> i128;
     /// The value modulo 2^w for integers (truncation for floats).
     fn wrap_from_i128(x: i128) -> Self;
-    /// The packed microkernels for this type, fastest first
-    /// (see [`crate::packed::dispatch`]).
-    #[doc(hidden)]
-    fn packed_kernels() -> &'static [crate::packed::PackedKernel<Self>];
     /// A value to pre-fill outputs with before a β = 0 product: NaN for
     /// floats (it would propagate if C were read), `MIN` for integers.
     fn poison() -> Self;
@@ -137,36 +139,9 @@ impl DeviceScalar for f64 {}
 impl DeviceScalar for i32 {}
 impl DeviceScalar for i64 {}
 
-impl DType {
-    /// The CUDA C type of the element.
-    pub fn cuda_type(self) -> &'static str {
-        match self {
-            DType::F32 => "float",
-            DType::F64 => "double",
-            DType::I32 => "int",
-            DType::I64 => "long long",
-        }
-    }
-
-    /// The CUDA C type the kernels accumulate in: the element type for
-    /// floats, and the unsigned type of the same width for integers, whose
-    /// overflow is defined to wrap (signed overflow is undefined in C++).
-    pub fn cuda_accumulator(self) -> &'static str {
-        match self {
-            DType::F32 => "float",
-            DType::F64 => "double",
-            DType::I32 => "unsigned int",
-            DType::I64 => "unsigned long long",
-        }
-    }
-}
-
 macro_rules! impl_float {
-    ($t:ty, $tag:expr, $kernels:ident) => {
+    ($t:ty, $tag:expr) => {
         impl Element for $t {
-            fn packed_kernels() -> &'static [crate::packed::PackedKernel<Self>] {
-                crate::packed::dispatch::$kernels()
-            }
             const DTYPE: DType = $tag;
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -210,11 +185,8 @@ macro_rules! impl_float {
 }
 
 macro_rules! impl_int {
-    ($t:ty, $tag:expr, $kernels:ident) => {
+    ($t:ty, $tag:expr) => {
         impl Element for $t {
-            fn packed_kernels() -> &'static [crate::packed::PackedKernel<Self>] {
-                crate::packed::dispatch::$kernels()
-            }
             const DTYPE: DType = $tag;
             const ZERO: Self = 0;
             const ONE: Self = 1;
@@ -268,10 +240,10 @@ mod sealed {
     impl Sealed for i64 {}
 }
 
-impl_float!(f32, DType::F32, f32_kernels);
-impl_float!(f64, DType::F64, f64_kernels);
-impl_int!(i32, DType::I32, i32_kernels);
-impl_int!(i64, DType::I64, i64_kernels);
+impl_float!(f32, DType::F32);
+impl_float!(f64, DType::F64);
+impl_int!(i32, DType::I32);
+impl_int!(i64, DType::I64);
 
 #[cfg(test)]
 mod tests {

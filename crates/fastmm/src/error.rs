@@ -1,7 +1,6 @@
-//! The library's error type. Every unsupported input is reported here rather
-//! than by a panic.
-
-use crate::element::DType;
+//! The library's error type, at the bottom of the layers: it names nothing
+//! else in the crate. Every unsupported input is reported here rather than
+//! by a panic.
 
 /// Everything that can go wrong in a fastmm call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -79,7 +78,7 @@ pub enum Error {
     },
 
     /// A name that does not parse as an algorithm.
-    #[error("unknown algorithm '{0}' (expected one of: {1})")]
+    #[error("unknown algorithm '{0}' ({1})")]
     UnknownAlgorithm(String, String),
 
     /// A name that does not parse as an element type.
@@ -93,15 +92,6 @@ pub enum Error {
     /// A CUDA call, a kernel launch or a kernel failed.
     #[error("CUDA error: {0}")]
     Cuda(String),
-
-    /// The element type was not the one expected.
-    #[error("expected {expected} data but got {got}")]
-    DTypeMismatch {
-        /// What the call needed.
-        expected: DType,
-        /// What it got.
-        got: DType,
-    },
 
     /// A matrix file that cannot be read or written: which file, where in
     /// it (a line or byte offset, when known), and why.

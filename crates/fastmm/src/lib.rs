@@ -1,7 +1,7 @@
 //! # fastmm
 //!
 //! Fast, verified dense matrix multiplication **C ← α·A·B + β·C** for
-//! `f32`, `f64`, `i32` and `i64`.
+//! `f32`, `f64`, `i32` and `i64`, on the CPU and on NVIDIA GPUs.
 //!
 //! ```
 //! use fastmm::{matmul, Matrix};
@@ -18,7 +18,7 @@
 //! # fn main() -> Result<(), fastmm::Error> {
 //! let a = Matrix::<f64>::from_fn(300, 200, |i, j| (i + j) as f64);
 //! let b = Matrix::<f64>::from_fn(200, 100, |i, j| (i * j % 7) as f64);
-//! let c = matmul(&a, &b)?; // automatic algorithm
+//! let c = matmul(&a, &b)?; // the automatic algorithm on the CPU
 //! let mut d = Matrix::filled(300, 100, f64::NAN);
 //! let opts = GemmOptions::new(Algorithm::Tiled).tile(64);
 //! gemm(2.0, a.as_ref(), b.as_ref(), 0.0, d.as_mut(), &opts)?; // D ← 2·A·B, D never read
@@ -29,35 +29,74 @@
 //! # }
 //! ```
 //!
-//! Layers, from the outside in: [`gemm`] normalises every input at the
-//! boundary; [`algo`] holds one module per algorithm behind a dispatch
-//! table; [`matrix`] provides the owned matrix and strided views;
-//! [`verify`] checks any result against A·B.
+//! A device is a value: open it once as a [`Context`] and run products,
+//! plans and timings in it. The same algorithm runs on either device where
+//! both implement it:
+//!
+//! ```no_run
+//! use fastmm::{Algorithm, Context, Device, GemmOptions, Matrix};
+//! # fn main() -> Result<(), fastmm::Error> {
+//! let gpu = Context::open("cuda:0".parse::<Device>()?)?;
+//! let a = Matrix::<f32>::from_fn(8192, 8192, |i, j| ((i + j) % 7) as f32);
+//! let opts = GemmOptions::new(Algorithm::Strassen);
+//! let plan = gpu.plan::<f32>((8192, 8192, 8192), true, &opts)?;
+//! println!("{} ({} levels)", plan.kernel, plan.fast.as_ref().map_or(0, |f| f.levels));
+//! let mut c = Matrix::zeros(8192, 8192);
+//! let timing = gpu.gemm_timed(1.0, a.as_ref(), a.as_ref(), 0.0, c.as_mut(), &opts)?;
+//! println!("{:.1} ms on the GPU, {:.1} ms with the copies", timing.compute_ms, timing.end_to_end_ms());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Layers, from the bottom up: the vocabulary ([`Element`], [`Matrix`] and
+//! its views, [`Error`], [`GemmOptions`] and the other option types, the
+//! environment in [`config`]); the devices' kernels and backends (the CPU
+//! ladder and `packed`, the CUDA kernels and cuBLAS, and Strassen's
+//! recursion written once over both); and on top the [`Context`] that
+//! dispatches a product to its device, with [`verify`], files in [`io`],
+//! the machine report in [`info`] and the device check in [`selftest`].
+//! docs/design.md explains the design.
 
 #![warn(missing_docs)]
 
-pub mod algo;
-#[cfg(feature = "cuda")]
-pub mod cuda;
-pub mod element;
-pub mod error;
-pub mod gemm;
-pub mod io;
-pub mod matrix;
-pub mod packed;
-pub mod random;
-pub mod strassen;
+// The vocabulary: names nothing above it.
+pub mod config;
+mod element;
+mod error;
+mod matrix;
+mod options;
 pub mod system;
-pub mod threads;
-pub mod tunables;
+mod tunables;
 pub mod tuning;
+
+// Kernels and backends.
+mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod strassen;
+mod threads;
+
+// Services over the vocabulary.
+pub mod random;
 pub mod verify;
 
-pub use algo::{Algorithm, Device, GemmOptions};
+// Dispatch and the public API.
+mod context;
+#[cfg(feature = "dev")]
+pub mod dev;
+pub mod info;
+pub mod io;
+mod plan;
+pub mod selftest;
+
+pub use context::{gemm, matmul, matmul_with, Context, Streamed, Timing};
 pub use element::{DType, Element};
 pub use error::Error;
-pub use gemm::{gemm, matmul, matmul_with};
 pub use matrix::{MatMut, MatRef, Matrix};
-pub use packed::{BlockSizes, CpuKernel};
-pub use strassen::{Scheme, Variant};
+pub use options::{
+    Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind, GemmOptions,
+    GpuMemory, GpuPrecision, SumStores, Variant, ALGORITHMS,
+};
+pub use plan::{FastPlan, OutOfCorePlan, Plan};
+pub use system::GpuInfo;
 pub use verify::{verify, CheckMethod, Verdict};

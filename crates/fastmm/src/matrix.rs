@@ -639,6 +639,17 @@ impl<'a, T: Element> MatMut<'a, T> {
         );
     }
 
+    /// C ← β·C, the β step of C ← α·A·B + β·C: with β = 0 every element
+    /// is set to zero and none is read (so NaN in C never survives), with
+    /// β = 1 nothing is touched.
+    pub fn scale_by(&mut self, beta: T) {
+        if beta == T::ZERO {
+            self.fill(T::ZERO);
+        } else if beta != T::ONE {
+            self.scale(beta);
+        }
+    }
+
     /// Applies `contiguous` to each row when rows are slices, else `each` to every element.
     fn for_each_row(&mut self, mut contiguous: impl FnMut(&mut [T]), mut each: impl FnMut(&mut T)) {
         for i in 0..self.rows {

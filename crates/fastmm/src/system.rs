@@ -1,6 +1,8 @@
-//! Facts about the machine, read once when asked: CPU model and free memory.
+//! Facts about the machine, read when asked (the costly ones once): the CPU
+//! model, its hardware threads and caches, and the memory available.
 
 use std::fs;
+use std::sync::OnceLock;
 
 /// The CPU model string, e.g. "AMD EPYC 9454P 48-Core Processor".
 pub fn cpu_model() -> String {
@@ -37,5 +39,125 @@ pub fn format_bytes(bytes: u128) -> String {
         format!("{bytes} B")
     } else {
         format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// Number of hardware threads the OS lets this process use (at least 1).
+/// Asked once: the answer reads cgroup files, which costs tens of µs.
+pub fn available_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Data cache sizes in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSizes {
+    /// Level-1 data cache of one core.
+    pub l1d: usize,
+    /// Level-2 cache of one core.
+    pub l2: usize,
+    /// Last-level cache (shared).
+    pub l3: usize,
+}
+
+/// Sizes assumed where the OS does not say (a common x86-64 core).
+const FALLBACK_CACHES: CacheSizes = CacheSizes {
+    l1d: 32 * 1024,
+    l2: 512 * 1024,
+    l3: 8 * 1024 * 1024,
+};
+
+/// The cache sizes of CPU 0, read once.
+pub fn cache_sizes() -> CacheSizes {
+    static CACHES: OnceLock<CacheSizes> = OnceLock::new();
+    *CACHES.get_or_init(|| read_sysfs_caches().unwrap_or(FALLBACK_CACHES))
+}
+
+fn read_sysfs_caches() -> Option<CacheSizes> {
+    let mut sizes = FALLBACK_CACHES;
+    let mut found = false;
+    for index in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
+        let Ok(level) = fs::read_to_string(format!("{dir}/level")) else {
+            continue;
+        };
+        let kind = fs::read_to_string(format!("{dir}/type")).unwrap_or_default();
+        let Some(bytes) = fs::read_to_string(format!("{dir}/size"))
+            .ok()
+            .and_then(|s| parse_size(&s))
+        else {
+            continue;
+        };
+        match (level.trim(), kind.trim()) {
+            ("1", "Data") => sizes.l1d = bytes,
+            ("2", _) => sizes.l2 = bytes,
+            ("3", _) => sizes.l3 = bytes,
+            _ => continue,
+        }
+        found = true;
+    }
+    found.then_some(sizes)
+}
+
+/// Parses sysfs sizes such as "48K" or "2048K" or "32M".
+fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let value: usize = digits.parse().ok()?;
+    match unit {
+        "" => Some(value),
+        "K" => value.checked_mul(1024),
+        "M" => value.checked_mul(1024 * 1024),
+        "G" => value.checked_mul(1024 * 1024 * 1024),
+        _ => None,
+    }
+}
+
+/// What a GPU is and what it allows, read once when it is opened.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GpuInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors.
+    pub multiprocessors: usize,
+    /// Device memory in bytes.
+    pub total_memory: usize,
+    /// Most threads in one block.
+    pub max_threads_per_block: usize,
+    /// Static shared memory one block may use, in bytes.
+    pub max_shared_per_block: usize,
+    /// Shared memory one block may use when its kernel opts in to more
+    /// than the static limit (dynamic shared memory), in bytes.
+    pub max_shared_per_block_optin: usize,
+    /// Largest grid extent in y.
+    pub max_grid_y: usize,
+    /// Whether the device supports managed (unified) memory.
+    pub managed_memory: bool,
+    /// CUDA driver version, e.g. 13000.
+    pub driver_version: i32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysfs_sizes_parse() {
+        assert_eq!(parse_size("48K\n"), Some(48 * 1024));
+        assert_eq!(parse_size("32M"), Some(32 << 20));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn bytes_print_with_a_binary_unit() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(3 << 29), "1.5 GiB");
     }
 }

@@ -7,13 +7,6 @@ use rayon::ThreadPool;
 
 use crate::error::Error;
 
-/// Number of hardware threads the OS lets this process use (at least 1).
-/// Asked once: the answer reads cgroup files, which costs tens of µs.
-pub fn available_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 /// Runs `f` inside a rayon pool of exactly `threads` workers. Pools are
 /// cached, so only the first call with a given count pays for spawning.
 pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Result<R, Error> {

@@ -1,13 +1,13 @@
-//! Tuned parameters for this machine, from the file `fastmm tune` writes.
+//! The tuning file that `fastmm tune` writes: parameters measured on one
+//! machine, which `auto` choices prefer to the built-in rules.
 //!
-//! `auto` choices read it once: the option given explicitly wins, then the
-//! tuning file, then the built-in rule ([`crate::tunables`]). The file is
-//! `$FASTMM_TUNING` if set (`off` or `none` disables tuning), else
-//! `$XDG_CONFIG_HOME/fastmm/tuning.toml`, else
-//! `~/.config/fastmm/tuning.toml`. Its CPU section applies only on the CPU
-//! model it was tuned on, its CUDA section only on the GPU it names, and
-//! block sizes only to the microkernel they were measured with, so a file
-//! copied to another machine changes nothing there.
+//! This module is the file's format; [`crate::config`] finds it (see there
+//! for its path), reads it once and says which parts apply here. An option
+//! given explicitly wins, then the environment, then the tuning file, then
+//! the built-in rule. Its CPU section applies only on the CPU model it was
+//! tuned on, its CUDA section only on the GPU it names, and block sizes
+//! only to the microkernel they were measured with, so a file copied to
+//! another machine changes nothing there.
 //!
 //! ```toml
 //! [cpu]
@@ -30,18 +30,11 @@
 //! strassen_start = 8192
 //! ```
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
-
 use serde::{Deserialize, Serialize};
 
-use crate::algo::Device;
 use crate::element::DType;
 use crate::error::Error;
-use crate::packed::BlockSizes;
-
-/// The environment variable naming the tuning file (`off`: none).
-pub const TUNING_ENV: &str = "FASTMM_TUNING";
+use crate::options::BlockSizes;
 
 /// The contents of a tuning file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -127,6 +120,27 @@ pub struct TypeTuning {
     pub strassen_start: Option<usize>,
 }
 
+impl TypeTuning {
+    /// The tuned `packed` blocks, when they were measured with `kernel`
+    /// (a microkernel's name).
+    pub fn blocks_for(&self, kernel: &str) -> Option<BlockSizes> {
+        let [mc, kc, nc] = self
+            .blocks
+            .filter(|_| self.kernel.as_deref() == Some(kernel))?;
+        Some(BlockSizes { mc, kc, nc })
+    }
+
+    /// The tuned Strassen/Winograd (threshold, start); a start without a
+    /// threshold, or the reverse, takes the other's value.
+    pub fn strassen(&self) -> Option<(usize, usize)> {
+        match (self.strassen_threshold, self.strassen_start) {
+            (Some(threshold), Some(start)) => Some((threshold, start.max(threshold))),
+            (Some(n0), None) | (None, Some(n0)) => Some((n0, n0)),
+            (None, None) => None,
+        }
+    }
+}
+
 macro_rules! per_type {
     ($section:ty) => {
         impl $section {
@@ -193,134 +207,6 @@ impl Tuning {
             "# fastmm tuning: read by `auto` (explicit options and FASTMM_BLOCKS win).\n\
              # Written by `fastmm tune`; delete a line to go back to the built-in rule.\n{body}"
         ))
-    }
-}
-
-/// Where the tuning comes from, and whether it applies here.
-#[derive(Debug, Clone)]
-pub struct TuningSource {
-    /// The file looked for (`None` when disabled or no home directory).
-    pub path: Option<PathBuf>,
-    /// What became of it.
-    pub state: TuningState,
-}
-
-/// The outcome of looking for the tuning file.
-#[derive(Debug, Clone)]
-pub enum TuningState {
-    /// `FASTMM_TUNING=off`.
-    Disabled,
-    /// No file there: built-in rules.
-    Missing,
-    /// Read; the sections that apply to this machine are in `active()`.
-    Loaded(Box<Tuning>),
-    /// Unreadable or malformed: built-in rules, and this error to report.
-    Invalid(String),
-}
-
-/// The tuning file's path: `$FASTMM_TUNING`, else the XDG config
-/// directory, else `~/.config`; `None` when disabled or homeless.
-pub fn tuning_path() -> Option<PathBuf> {
-    match std::env::var_os(TUNING_ENV) {
-        Some(v) if v == "off" || v == "none" || v.is_empty() => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            let config = std::env::var_os("XDG_CONFIG_HOME")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-            Some(config.join("fastmm").join("tuning.toml"))
-        }
-    }
-}
-
-/// The tuning file as read once per process.
-pub fn source() -> &'static TuningSource {
-    static SOURCE: OnceLock<TuningSource> = OnceLock::new();
-    SOURCE.get_or_init(|| {
-        let path = tuning_path();
-        let state = match &path {
-            None => TuningState::Disabled,
-            Some(p) => match std::fs::read_to_string(p) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => TuningState::Missing,
-                Err(e) => TuningState::Invalid(format!("cannot read {}: {e}", p.display())),
-                Ok(text) => match Tuning::parse(&text) {
-                    Ok(t) => TuningState::Loaded(Box::new(t)),
-                    Err(e) => TuningState::Invalid(format!("{}: {e}", p.display())),
-                },
-            },
-        };
-        TuningSource { path, state }
-    })
-}
-
-/// The CPU section, when the file has one for this CPU model.
-pub fn cpu() -> Option<&'static CpuTuning> {
-    static CPU: OnceLock<Option<&'static CpuTuning>> = OnceLock::new();
-    *CPU.get_or_init(|| match &source().state {
-        TuningState::Loaded(t) => t
-            .cpu
-            .as_ref()
-            .filter(|c| c.model == crate::system::cpu_model()),
-        _ => None,
-    })
-}
-
-/// The CUDA section, when the file has one for the GPU in use.
-pub fn cuda() -> Option<&'static CudaTuning> {
-    static CUDA: OnceLock<Option<&'static CudaTuning>> = OnceLock::new();
-    *CUDA.get_or_init(|| match &source().state {
-        TuningState::Loaded(t) => t
-            .cuda
-            .as_ref()
-            .filter(|c| gpu_name().as_deref() == Some(&c.gpu)),
-        _ => None,
-    })
-}
-
-#[cfg(feature = "cuda")]
-fn gpu_name() -> Option<String> {
-    crate::cuda::Gpu::default_gpu()
-        .ok()
-        .map(|g| g.info().name.clone())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn gpu_name() -> Option<String> {
-    None
-}
-
-/// Tuned threads for the threaded CPU algorithms.
-pub fn threads() -> Option<usize> {
-    cpu()?.threads
-}
-
-/// Tuned tile edge of the tiled algorithms of `device`.
-pub fn tile(device: Device) -> Option<usize> {
-    match device {
-        Device::Cpu => cpu()?.tile,
-        Device::Cuda => cuda()?.tile,
-    }
-}
-
-/// Tuned `packed` blocks for `dtype`, when measured with `kernel`.
-pub fn blocks(dtype: DType, kernel: &str) -> Option<BlockSizes> {
-    let t = cpu()?.of(dtype)?;
-    let [mc, kc, nc] = t.blocks.filter(|_| t.kernel.as_deref() == Some(kernel))?;
-    Some(BlockSizes { mc, kc, nc })
-}
-
-/// Tuned Strassen/Winograd (threshold, start) on `device` for `dtype`;
-/// a start without a threshold, or the reverse, takes the other's value.
-pub fn strassen(device: Device, dtype: DType) -> Option<(usize, usize)> {
-    let t = match device {
-        Device::Cpu => cpu()?.of(dtype)?,
-        Device::Cuda => cuda()?.of(dtype)?,
-    };
-    match (t.strassen_threshold, t.strassen_start) {
-        (Some(threshold), Some(start)) => Some((threshold, start.max(threshold))),
-        (Some(n0), None) | (None, Some(n0)) => Some((n0, n0)),
-        (None, None) => None,
     }
 }
 

@@ -2,11 +2,10 @@
 //! shapes, element types, layouts and options.
 
 use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
-use fastmm::strassen::{error_growth, workspace};
 use fastmm::verify::{verify, verify_with_growth};
 use fastmm::{
-    gemm, matmul_with, Algorithm, Device, Element, Error, GemmOptions, MatMut, MatRef, Matrix,
-    Scheme, Variant,
+    gemm, matmul_with, Algorithm, Context, DeviceKind, Element, Error, GemmOptions, MatMut, MatRef,
+    Matrix, Variant,
 };
 use proptest::prelude::*;
 
@@ -23,9 +22,9 @@ fn option_sets(algorithm: Algorithm) -> Vec<GemmOptions> {
         sets.push(base.tile(16).threads(2));
         sets.push(base.tile(7).threads(3));
     }
-    if Scheme::of(algorithm).is_some() {
+    if algorithm.is_fast() {
         // Thresholds small enough that the shapes below recurse.
-        for variant in Variant::ALL {
+        for &variant in Variant::ALL {
             sets.push(base.variant(variant).threshold(4).depth(2));
             sets.push(base.variant(variant).threshold(3).depth(3).threads(2));
         }
@@ -51,14 +50,14 @@ fn check_shape<T: Element>(m: usize, k: usize, n: usize, seed: u64) {
     let exact = T::DTYPE
         .is_integer()
         .then(|| reference_exact(a.as_ref(), b.as_ref()));
-    for algorithm in Algorithm::all_on(Device::Cpu) {
+    for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
         for opts in option_sets(algorithm) {
             let mut c = Matrix::filled(m, n, T::poison());
             gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).unwrap();
-            let growth = Scheme::of(algorithm).map_or(1.0, |scheme| {
-                let levels = workspace::<T>(scheme, (m, k, n), true, &opts).levels;
-                error_growth(scheme, levels)
-            });
+            let growth = Context::cpu()
+                .plan::<T>((m, k, n), true, &opts)
+                .unwrap()
+                .error_growth;
             let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth).unwrap();
             assert!(
                 verdict.ok,
@@ -121,7 +120,7 @@ fn alpha_and_beta_follow_blas() {
     let b: Matrix<i64> = random_matrix(k, n, &mut rng);
     let c0: Matrix<i64> = random_matrix(m, n, &mut rng);
     let ab = reference_exact(a.as_ref(), b.as_ref());
-    for algorithm in Algorithm::all_on(Device::Cpu) {
+    for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
         for (alpha, beta) in [(1, 0), (3, 2), (-2, 1), (0, 5), (0, 0)] {
             let mut c = c0.clone();
             gemm(
@@ -145,7 +144,7 @@ fn beta_zero_never_reads_c() {
     let mut rng = seeded_rng(4);
     let a: Matrix<f64> = random_matrix(33, 17, &mut rng);
     let b: Matrix<f64> = random_matrix(17, 31, &mut rng);
-    for algorithm in Algorithm::all_on(Device::Cpu) {
+    for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
         let opts = GemmOptions::new(algorithm).tile(8);
         let mut c = Matrix::filled(33, 31, f64::NAN);
         gemm(1.0, a.as_ref(), b.as_ref(), 0.0, c.as_mut(), &opts).unwrap();
@@ -193,7 +192,7 @@ fn strided_and_transposed_views() {
         .collect();
     let a_view = a_t.as_ref().t();
     let b_view = MatRef::from_slice_strided(&b_colmajor, k, n, 1, k).unwrap();
-    for algorithm in Algorithm::all_on(Device::Cpu) {
+    for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
         let opts = GemmOptions::new(algorithm).tile(8).threads(2);
 
         // Column-major C: the boundary turns it into Cᵀ = BᵀAᵀ.
@@ -366,7 +365,7 @@ proptest! {
         let a = if a_transposed { a_store.as_ref().t() } else { a_store.as_ref() };
         let b = if b_transposed { b_store.as_ref().t() } else { b_store.as_ref() };
         let want = reference_exact(a, b);
-        for algorithm in Algorithm::all_on(Device::Cpu) {
+        for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
             let opts = GemmOptions::new(algorithm).tile(tile).threads(threads);
             let got = matmul_with(a, b, &opts).unwrap();
             prop_assert_eq!(&got, &want, "{}", algorithm);

@@ -3,10 +3,10 @@
 //! MR±1, NR±1 and KC±1, with block sizes small enough that MC and NC edges
 //! occur too. Families the CPU lacks are reported and skipped.
 
-use fastmm::packed::{select_kernel, CpuKernel};
+use fastmm::info::{packed_choice, supports};
 use fastmm::random::{random_matrix_full_range, seeded_rng};
 use fastmm::verify::verify;
-use fastmm::{gemm, Algorithm, BlockSizes, Element, GemmOptions, Matrix};
+use fastmm::{gemm, Algorithm, BlockSizes, CpuKernel, Element, GemmOptions, Matrix};
 
 const KC: usize = 16;
 
@@ -15,7 +15,7 @@ fn around(x: usize) -> [usize; 3] {
 }
 
 fn check_family<T: Element>(family: CpuKernel) {
-    let Ok(kernel) = select_kernel::<T>(Some(family)) else {
+    let Ok(kernel) = packed_choice::<T>(Some(family)) else {
         eprintln!(
             "skipping {family} for {}: not supported on this CPU",
             T::DTYPE
@@ -61,7 +61,7 @@ fn check_family<T: Element>(family: CpuKernel) {
                     gemm(alpha, a.as_ref(), b.as_ref(), beta, want.as_mut(), &twin).unwrap();
                     let label = format!(
                         "{} {} {m}×{k}×{n} α={alpha} β={beta}",
-                        kernel.name,
+                        kernel.kernel,
                         T::DTYPE
                     );
                     if T::DTYPE.is_integer() {
@@ -86,7 +86,7 @@ fn check_family<T: Element>(family: CpuKernel) {
 }
 
 fn check_all_families<T: Element>() {
-    for family in CpuKernel::ALL {
+    for &family in CpuKernel::ALL {
         check_family::<T>(family);
     }
 }
@@ -119,8 +119,8 @@ fn kernels_i64_match_their_twin_exactly() {
 #[test]
 fn threaded_splits_are_exact() {
     let mut rng = seeded_rng(12);
-    for family in CpuKernel::ALL.into_iter().filter(|f| f.is_supported()) {
-        let kernel = select_kernel::<i64>(Some(family)).unwrap();
+    for &family in CpuKernel::ALL.iter().filter(|&&f| supports(f)) {
+        let kernel = packed_choice::<i64>(Some(family)).unwrap();
         let blocks = BlockSizes {
             mc: 3 * kernel.mr,
             kc: 20,
@@ -150,7 +150,7 @@ fn threaded_splits_are_exact() {
                 assert_eq!(
                     got, want,
                     "{} {m}×{k}×{n} on {threads} threads",
-                    kernel.name
+                    kernel.kernel
                 );
                 let c0: Matrix<i64> = random_matrix_full_range(m, n, &mut rng);
                 let mut want_update = c0.clone();
@@ -161,7 +161,7 @@ fn threaded_splits_are_exact() {
                 assert_eq!(
                     got_update, want_update,
                     "{} C ← 3AB − 2C, {m}×{k}×{n} on {threads} threads",
-                    kernel.name
+                    kernel.kernel
                 );
             }
         }
@@ -171,15 +171,15 @@ fn threaded_splits_are_exact() {
 #[test]
 fn forcing_an_unsupported_or_unknown_kernel_is_an_error() {
     assert!("neon9".parse::<CpuKernel>().is_err());
-    for family in CpuKernel::ALL {
-        let supported = family.is_supported();
+    for &family in CpuKernel::ALL {
+        let supported = supports(family);
         assert_eq!(
-            select_kernel::<f64>(Some(family)).is_ok(),
+            packed_choice::<f64>(Some(family)).is_ok(),
             supported,
             "{family}"
         );
     }
-    assert!(CpuKernel::Generic.is_supported());
+    assert!(supports(CpuKernel::Generic));
 }
 
 /// The multithreaded row pipeline (tasks of many (jc, pc) steps taken in
@@ -189,7 +189,7 @@ fn forcing_an_unsupported_or_unknown_kernel_is_an_error() {
 #[test]
 fn row_pipeline_is_exact_under_contention() {
     let mut rng = seeded_rng(13);
-    let kernel = select_kernel::<i64>(None).unwrap();
+    let kernel = packed_choice::<i64>(None).unwrap();
     let blocks = BlockSizes {
         mc: 2 * kernel.mr,
         kc: 7,

@@ -2,9 +2,8 @@
 //! shape and layout; within the float bound; the workspace report.
 
 use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
-use fastmm::strassen::{error_growth, workspace, Scheme};
 use fastmm::verify::verify_with_growth;
-use fastmm::{gemm, Algorithm, Element, GemmOptions, MatMut, Matrix, Variant};
+use fastmm::{gemm, Algorithm, Context, Element, FastPlan, GemmOptions, MatMut, Matrix, Variant};
 
 const FAST: [Algorithm; 2] = [Algorithm::Strassen, Algorithm::Winograd];
 
@@ -170,7 +169,15 @@ fn floats_pass_verification() {
                     let opts = fast(algorithm, schedule).threshold(16).depth(depth);
                     let mut c = Matrix::filled(m, n, f64::NAN);
                     gemm(1.0, a.as_ref(), b.as_ref(), 0.0, c.as_mut(), &opts).unwrap();
-                    let growth = error_growth(Scheme::of(algorithm).unwrap(), depth);
+                    let plan = Context::cpu().plan::<f64>((m, k, n), true, &opts).unwrap();
+                    assert_eq!(plan.fast.as_ref().unwrap().levels, depth);
+                    // Higham's per-level constants: 12 for Strassen, 18 for Winograd.
+                    let per_level: f64 = match algorithm {
+                        Algorithm::Strassen => 12.0,
+                        _ => 18.0,
+                    };
+                    assert_eq!(plan.error_growth, per_level.powi(depth as i32));
+                    let growth = plan.error_growth;
                     let verdict =
                         verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth).unwrap();
                     assert!(
@@ -191,70 +198,63 @@ fn floats_pass_verification() {
     }
 }
 
-/// The dry run's report: levels as the rule says, and the frugal schedules
+/// The recursion of an n³ f64 product with `opts` on the CPU, as planned.
+fn planned(shape: (usize, usize, usize), beta_is_zero: bool, opts: &GemmOptions) -> FastPlan {
+    Context::cpu()
+        .plan::<f64>(shape, beta_is_zero, opts)
+        .unwrap()
+        .fast
+        .expect("a fast algorithm plans a recursion")
+}
+
+/// The plan's workspace in elements of f64.
+fn elements(plan: &FastPlan) -> usize {
+    plan.workspace_bytes as usize / 8
+}
+
+/// The plan's report: levels as the rule says, and the frugal schedules
 /// need less workspace than the temporaries ones (exact sizes for a square
 /// power of two).
 #[test]
 fn workspace_report_matches_the_schedules() {
     let n = 256;
-    let opts = |variant| {
-        GemmOptions::new(Algorithm::Strassen)
-            .variant(variant)
-            .threshold(64)
-    };
+    let cube = (n, n, n);
+    let opts = |algorithm, variant| GemmOptions::new(algorithm).variant(variant).threshold(64);
+    let strassen = |variant| opts(Algorithm::Strassen, variant);
+    let winograd = |variant| opts(Algorithm::Winograd, variant);
     let q = |level: usize| (n >> level) * (n >> level);
     // Levels at n = 256, 128, 64; sub-products of 32 are classical.
-    let temporaries = workspace::<f64>(
-        Scheme::Strassen,
-        (n, n, n),
-        true,
-        &opts(Variant::Temporaries),
-    );
+    let temporaries = planned(cube, true, &strassen(Variant::Temporaries));
     assert_eq!(temporaries.levels, 3);
-    assert_eq!(temporaries.workspace_elements, 17 * (q(1) + q(2) + q(3)));
-    let frugal = workspace::<f64>(Scheme::Strassen, (n, n, n), true, &opts(Variant::Frugal));
+    assert_eq!(elements(&temporaries), 17 * (q(1) + q(2) + q(3)));
+    let frugal = planned(cube, true, &strassen(Variant::Frugal));
     assert_eq!(frugal.levels, 3);
-    assert_eq!(frugal.workspace_elements, 3 * (q(1) + q(2) + q(3)));
-    let winograd = workspace::<f64>(Scheme::Winograd, (n, n, n), true, &opts(Variant::Frugal));
-    assert_eq!(winograd.workspace_elements, 2 * (q(1) + q(2) + q(3)));
-    // Fused: no temporaries at all.
+    assert_eq!(elements(&frugal), 3 * (q(1) + q(2) + q(3)));
+    let frugal = planned(cube, true, &winograd(Variant::Frugal));
+    assert_eq!(elements(&frugal), 2 * (q(1) + q(2) + q(3)));
     // Batched stores what temporaries does: 17 (Strassen) and 15
     // (Winograd) quarter blocks per level.
-    let batched = workspace::<f64>(Scheme::Strassen, (n, n, n), false, &opts(Variant::Batched));
-    assert_eq!(batched.workspace_elements, 17 * (q(1) + q(2) + q(3)));
-    let batched = workspace::<f64>(Scheme::Winograd, (n, n, n), false, &opts(Variant::Batched));
-    assert_eq!(batched.workspace_elements, 15 * (q(1) + q(2) + q(3)));
-    let fused = workspace::<f64>(Scheme::Strassen, (n, n, n), false, &opts(Variant::Fused));
-    assert_eq!((fused.levels, fused.workspace_elements), (3, 0));
+    let batched = planned(cube, false, &strassen(Variant::Batched));
+    assert_eq!(elements(&batched), 17 * (q(1) + q(2) + q(3)));
+    let batched = planned(cube, false, &winograd(Variant::Batched));
+    assert_eq!(elements(&batched), 15 * (q(1) + q(2) + q(3)));
+    // Fused: no temporaries at all.
+    let fused = planned(cube, false, &strassen(Variant::Fused));
+    assert_eq!((fused.levels, elements(&fused)), (3, 0));
     // β ≠ 0: the top level falls back to the temporaries schedule.
-    let with_beta = workspace::<f64>(Scheme::Winograd, (n, n, n), false, &opts(Variant::Frugal));
-    assert_eq!(with_beta.workspace_elements, 15 * q(1) + 2 * (q(2) + q(3)));
+    let with_beta = planned(cube, false, &winograd(Variant::Frugal));
+    assert_eq!(elements(&with_beta), 15 * q(1) + 2 * (q(2) + q(3)));
     // Sums left to the leaf products' packing need no temporary: at the
     // bottom level only the C-shaped ones remain (1 for both schemes).
-    let lazy =
-        |scheme| workspace::<f64>(scheme, (n, n, n), true, &opts(Variant::Frugal).lazy_sums(4));
-    assert_eq!(
-        lazy(Scheme::Strassen).workspace_elements,
-        3 * (q(1) + q(2)) + q(3)
-    );
-    assert_eq!(
-        lazy(Scheme::Winograd).workspace_elements,
-        2 * (q(1) + q(2)) + q(3)
-    );
+    let lazy = planned(cube, true, &strassen(Variant::Frugal).lazy_sums(4));
+    assert_eq!(lazy.lazy_sums, 4);
+    assert_eq!(elements(&lazy), 3 * (q(1) + q(2)) + q(3));
+    let lazy = planned(cube, true, &winograd(Variant::Frugal).lazy_sums(4));
+    assert_eq!(elements(&lazy), 2 * (q(1) + q(2)) + q(3));
     // Depth 0 and small products are classical, with no workspace.
-    let classical = workspace::<f64>(
-        Scheme::Strassen,
-        (n, n, n),
-        true,
-        &opts(Variant::Frugal).depth(0),
-    );
-    assert_eq!((classical.levels, classical.workspace_elements), (0, 0));
-    let small = workspace::<f64>(
-        Scheme::Strassen,
-        (63, 500, 500),
-        true,
-        &opts(Variant::Frugal),
-    );
+    let classical = planned(cube, true, &strassen(Variant::Frugal).depth(0));
+    assert_eq!((classical.levels, elements(&classical)), (0, 0));
+    let small = planned((63, 500, 500), true, &strassen(Variant::Frugal));
     assert_eq!(small.levels, 0);
 }
 
@@ -262,37 +262,29 @@ fn workspace_report_matches_the_schedules() {
 /// most half the available memory, else `frugal`; a named one as given.
 #[test]
 fn the_cpu_default_variant_fits_the_memory() {
-    use fastmm::strassen::cpu_default_variant;
     let auto = GemmOptions::new(Algorithm::Winograd).threshold(64);
     let small = (256, 256, 256);
     // 2^21 squared f64: 15 quarter blocks of 8 TiB each at the top level.
     let huge = (1 << 21, 1 << 21, 1 << 21);
     for shape in [small, huge] {
-        for variant in Variant::ALL {
-            let named = auto.variant(variant);
+        for &variant in Variant::ALL {
             assert_eq!(
-                cpu_default_variant::<f64>(Scheme::Winograd, shape, true, &named),
+                planned(shape, true, &auto.variant(variant)).variant,
                 variant
             );
         }
     }
-    assert_eq!(
-        cpu_default_variant::<f64>(Scheme::Winograd, huge, true, &auto),
-        Variant::Frugal
-    );
+    assert_eq!(planned(huge, true, &auto).variant, Variant::Frugal);
     let expected_small = match fastmm::system::available_memory_bytes() {
         Some(_) => Variant::Batched,
         None => Variant::Frugal,
     };
-    assert_eq!(
-        cpu_default_variant::<f64>(Scheme::Winograd, small, true, &auto),
-        expected_small
-    );
+    let plan = planned(small, true, &auto);
+    assert_eq!(plan.variant, expected_small);
     // The workspace report follows it.
     let q = 128 * 128;
-    let report = workspace::<f64>(Scheme::Winograd, small, true, &auto);
     if expected_small == Variant::Batched {
-        assert_eq!(report.workspace_elements, 15 * (q + q / 4 + q / 16));
+        assert_eq!(elements(&plan), 15 * (q + q / 4 + q / 16));
     }
 }
 
@@ -340,125 +332,4 @@ fn any_classical_base_is_exact() {
         let mut c = Matrix::zeros(m, n);
         assert!(gemm(1, a.as_ref(), b.as_ref(), 0, c.as_mut(), &recursive).is_err());
     }
-}
-
-/// The GPU fast algorithms share the CPU's recursion; what differs is
-/// checked without a GPU: their options, their `auto` levels, and their
-/// workspace.
-#[cfg(feature = "cuda")]
-#[test]
-fn gpu_fast_algorithms_plan_without_a_gpu() {
-    use fastmm::{DType, Error};
-    let bad = |opts: GemmOptions| matches!(opts.validate(), Err(Error::InvalidOption(_)));
-    assert!(bad(
-        GemmOptions::new(Algorithm::CudaStrassen).base(Algorithm::Packed)
-    ));
-    assert!(bad(
-        GemmOptions::new(Algorithm::Strassen).base(Algorithm::Cublas)
-    ));
-    // The fused variant runs its own kernel on the GPU: no base, and no
-    // workspace at any depth.
-    assert!(GemmOptions::new(Algorithm::CudaWinograd)
-        .variant(Variant::Fused)
-        .validate()
-        .is_ok());
-    assert!(bad(GemmOptions::new(Algorithm::CudaWinograd)
-        .variant(Variant::Fused)
-        .base(Algorithm::Cublas)));
-    let fused = GemmOptions::new(Algorithm::CudaStrassen)
-        .variant(Variant::Fused)
-        .threshold(16);
-    let report = workspace::<f32>(Scheme::Strassen, (130, 97, 129), true, &fused);
-    assert_eq!((report.levels, report.workspace_elements), (2, 0));
-    assert!(bad(
-        GemmOptions::new(Algorithm::CudaWinograd).base(Algorithm::CudaStrassen)
-    ));
-    assert!(GemmOptions::new(Algorithm::CudaStrassen)
-        .base(Algorithm::CudaTiled)
-        .validate()
-        .is_ok());
-
-    // auto on the GPU: f32 recurses while n ≥ 4096 but starts only from
-    // 8192 (at most two levels: accuracy); f64 and integers from 8192.
-    let gpu = GemmOptions::new(Algorithm::CudaWinograd);
-    let levels = |n: usize, dtype: DType| match dtype {
-        DType::F64 => workspace::<f64>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
-        DType::I32 => workspace::<i32>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
-        _ => workspace::<f32>(Scheme::Winograd, (n, n, n), true, &gpu).levels,
-    };
-    for (n, f32_levels, f64_levels, i32_levels) in [
-        (4096, 0, 0, 0),
-        (6144, 0, 0, 0),
-        (8192, 2, 1, 1),
-        (12288, 2, 1, 1),
-        (16384, 2, 2, 2),
-        (32768, 2, 3, 3),
-    ] {
-        assert_eq!(levels(n, DType::F32), f32_levels, "f32 {n}");
-        assert_eq!(levels(n, DType::F64), f64_levels, "f64 {n}");
-        assert_eq!(levels(n, DType::I32), i32_levels, "i32 {n}");
-    }
-    // auto on the CPU: base products of at least 2048/2 = 1024, and a first
-    // level only from 4096 (8-byte types) or, for 4-byte types, 4096 on a
-    // core of at most 512 FMA bits per cycle (AVX2, Zen 4) or with a wide
-    // L2 (Zen 5) and 6144 on others; f32 at most two levels (accuracy),
-    // f64 four.
-    let cpu = GemmOptions::new(Algorithm::Winograd);
-    let cpu_levels = |n: usize, dtype: DType| match dtype {
-        DType::F64 => workspace::<f64>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
-        _ => workspace::<f32>(Scheme::Winograd, (n, n, n), true, &cpu).levels,
-    };
-    let kernel = fastmm::packed::select_kernel::<f32>(None).unwrap();
-    let wide_l2 = fastmm::packed::blocking::l2_stream_bytes_per_cycle()
-        > fastmm::tunables::L2_STREAM_MAX_BYTES_PER_CYCLE;
-    let f32_start = if fastmm::packed::blocking::fma_bits_per_cycle(kernel.family) <= 512 || wide_l2
-    {
-        4096
-    } else {
-        6144
-    };
-    assert_eq!(
-        fastmm::strassen::effective_start(&cpu, DType::F32),
-        f32_start
-    );
-    for (n, f64_levels, f32_levels_once_started) in [
-        (2048, 0, 0),
-        (3071, 0, 0),
-        (3072, 0, 0),
-        (4095, 0, 0),
-        (4096, 2, 2),
-        (6143, 2, 2),
-        (6144, 2, 2),
-        (8192, 3, 2),
-    ] {
-        let f32_levels = if n >= f32_start {
-            f32_levels_once_started
-        } else {
-            0
-        };
-        assert_eq!(cpu_levels(n, DType::F64), f64_levels, "f64 n = {n}");
-        assert_eq!(cpu_levels(n, DType::F32), f32_levels, "f32 n = {n}");
-    }
-    // The rule follows the kernel family it is given.
-    let generic = cpu.cpu_kernel(fastmm::packed::CpuKernel::Generic);
-    assert_eq!(
-        fastmm::strassen::effective_start(&generic, DType::F32),
-        4096
-    );
-    // An explicit threshold is the whole rule.
-    let explicit = cpu.threshold(2048);
-    assert_eq!(
-        workspace::<f64>(Scheme::Winograd, (2048, 2048, 2048), true, &explicit).levels,
-        1
-    );
-
-    // Frugal Winograd at one level, n = 8192: Douglas's two temporaries of
-    // 4096² (the H100 run reported 128 MiB of f32).
-    let frugal = gpu.variant(Variant::Frugal).threshold(8192);
-    let report = workspace::<f32>(Scheme::Winograd, (8192, 8192, 8192), true, &frugal);
-    assert_eq!(report.workspace_elements, 2 * 4096 * 4096, "{report:?}");
-    // Batched at one level: 15 of them (the H100 run reported 960 MiB).
-    let batched = gpu.variant(Variant::Batched).threshold(8192);
-    let report = workspace::<f32>(Scheme::Winograd, (8192, 8192, 8192), true, &batched);
-    assert_eq!(report.workspace_elements, 15 * 4096 * 4096, "{report:?}");
 }

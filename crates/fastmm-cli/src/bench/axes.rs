@@ -4,9 +4,10 @@
 //! the axis's first value, instead of once per value.
 
 use anyhow::{bail, Context, Result};
-use fastmm::{Algorithm, BlockSizes, Device, Variant};
+use fastmm::{Algorithm, BlockSizes, DeviceKind, GpuMemory, Variant};
 
 use super::parse_list;
+use crate::common::Target;
 use crate::run::RunArgs;
 
 /// An option of `run` that a sweep can vary.
@@ -67,19 +68,18 @@ impl AxisKind {
         )
     }
 
-    /// Whether changing it can change what `algorithm` computes or how
-    /// fast.
-    pub fn affects(self, algorithm: Algorithm) -> bool {
+    /// Whether changing it can change what `target` computes or how fast.
+    pub fn affects(self, target: Target) -> bool {
+        let algorithm = target.algorithm;
         let info = algorithm.info();
-        let fast = fastmm::strassen::Scheme::of(algorithm).is_some();
+        let fast = algorithm.is_fast();
+        let on_cpu = target.device.kind() == DeviceKind::Cpu;
         match self {
-            AxisKind::Threads => info.uses_threads,
+            AxisKind::Threads => info.uses_threads && on_cpu,
             AxisKind::Tile => info.uses_tile || algorithm == Algorithm::CudaFast,
             AxisKind::Threshold | AxisKind::Depth | AxisKind::Variant | AxisKind::Base => fast,
-            AxisKind::Blocks => {
-                algorithm == Algorithm::Packed || (fast && info.device == Device::Cpu)
-            }
-            AxisKind::GpuMemory => info.device == Device::Cuda,
+            AxisKind::Blocks => on_cpu && (algorithm == Algorithm::Packed || fast),
+            AxisKind::GpuMemory => !on_cpu,
         }
     }
 
@@ -91,14 +91,14 @@ impl AxisKind {
                 .with_context(|| format!("{} '{value}' is not a number", self.name()))
         };
         match self {
-            AxisKind::Threads => run.threads = Some(number()?),
-            AxisKind::Tile => run.tile = Some(number()?),
-            AxisKind::Threshold => run.threshold = value.to_string(),
-            AxisKind::Depth => run.depth = Some(number()?),
-            AxisKind::Blocks => run.blocks = Some(value.to_string()),
-            AxisKind::GpuMemory => run.gpu_memory = value.to_string(),
-            AxisKind::Variant => run.variant = value.to_string(),
-            AxisKind::Base => run.base = Some(value.to_string()),
+            AxisKind::Threads => run.options.threads = Some(number()?),
+            AxisKind::Tile => run.options.tile = Some(number()?),
+            AxisKind::Threshold => run.options.threshold = value.to_string(),
+            AxisKind::Depth => run.options.depth = Some(number()?),
+            AxisKind::Blocks => run.options.blocks = Some(value.to_string()),
+            AxisKind::GpuMemory => run.options.gpu_memory = value.to_string(),
+            AxisKind::Variant => run.options.variant = value.to_string(),
+            AxisKind::Base => run.options.base = Some(value.to_string()),
         }
         Ok(())
     }
@@ -119,7 +119,7 @@ impl AxisKind {
                 BlockSizes::parse(value)?;
             }
             AxisKind::GpuMemory => {
-                value.parse::<fastmm::cuda::GpuMemory>()?;
+                value.parse::<GpuMemory>()?;
             }
             AxisKind::Variant => {
                 if !value.eq_ignore_ascii_case("auto") {
@@ -221,15 +221,18 @@ mod tests {
 
     #[test]
     fn axes_know_what_they_change() {
-        assert!(AxisKind::Tile.affects(Algorithm::Tiled));
-        assert!(AxisKind::Tile.affects(Algorithm::CudaTiled));
-        assert!(!AxisKind::Tile.affects(Algorithm::Packed));
-        assert!(AxisKind::Threads.affects(Algorithm::Packed));
-        assert!(!AxisKind::Threads.affects(Algorithm::Naive));
-        assert!(AxisKind::Threshold.affects(Algorithm::CudaWinograd));
-        assert!(!AxisKind::Threshold.affects(Algorithm::Cublas));
-        assert!(AxisKind::Blocks.affects(Algorithm::Strassen));
-        assert!(!AxisKind::Blocks.affects(Algorithm::CudaStrassen));
-        assert!(AxisKind::GpuMemory.affects(Algorithm::CudaNaive));
+        let at = |text: &str| Target::parse(text, crate::common::Placement::Auto).unwrap();
+        assert!(AxisKind::Tile.affects(at("tiled")));
+        assert!(AxisKind::Tile.affects(at("cuda-tiled")));
+        assert!(!AxisKind::Tile.affects(at("packed")));
+        assert!(AxisKind::Threads.affects(at("packed")));
+        assert!(!AxisKind::Threads.affects(at("naive")));
+        assert!(!AxisKind::Threads.affects(at("strassen@cuda")));
+        assert!(AxisKind::Threshold.affects(at("winograd@cuda")));
+        assert!(!AxisKind::Threshold.affects(at("cublas")));
+        assert!(AxisKind::Blocks.affects(at("strassen")));
+        assert!(!AxisKind::Blocks.affects(at("strassen@cuda")));
+        assert!(AxisKind::GpuMemory.affects(at("cuda-naive")));
+        assert!(!AxisKind::GpuMemory.affects(at("winograd")));
     }
 }

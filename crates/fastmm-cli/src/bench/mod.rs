@@ -16,13 +16,16 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use fastmm::{Algorithm, DType, Device};
+use fastmm::{Algorithm, DType, Device, DeviceKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::run::{measure, Outcome, Record, RunArgs};
+use crate::common::{
+    machine_line, median, parse_dtypes, utc_now, write_stdout, Devices, Outcome, Target,
+};
+use crate::run::{measure, Record, RunArgs};
 pub use axes::{Axis, AxisKind};
 use report::Measured;
 
@@ -87,9 +90,8 @@ pub struct BenchArgs {
     /// and SVG) into this directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Everything else as for `fastmm run` (--algo, --dtype, --reps, …;
-    /// --device may list several devices for `--algo all`); --size and the
-    /// swept options are set per point.
+    /// Everything else as for `fastmm run` (--algo, --device, --dtype,
+    /// --reps, …); --size and the swept options are set per point.
     #[command(flatten)]
     run: RunArgs,
 }
@@ -102,7 +104,8 @@ pub struct Sweep {
     /// What it replays (a seed's tables or figures), for captions.
     pub source: Option<String>,
     pub shapes: Vec<(usize, usize, usize)>,
-    pub algorithms: Vec<Algorithm>,
+    /// The algorithms and the devices they run on.
+    pub targets: Vec<Target>,
     pub axes: Vec<Axis>,
     pub baseline: String,
     /// Options common to every point (dtype, reps, seed, …).
@@ -201,25 +204,6 @@ pub fn parse_shapes(text: &str) -> Result<Vec<(usize, usize, usize)>> {
     Ok(shapes)
 }
 
-/// The algorithms of `--algo` on every device `--device` lists (`all`
-/// expands per device).
-fn algorithms_on_devices(algo: &str, devices: &str) -> Result<Vec<Algorithm>> {
-    let mut algorithms = Vec::new();
-    for device in devices.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let device = match device.to_ascii_lowercase().as_str() {
-            "cpu" => Device::Cpu,
-            "cuda" => Device::Cuda,
-            other => bail!("unknown device '{other}' (expected cpu or cuda)"),
-        };
-        for algorithm in Algorithm::parse_list_on(algo, device)? {
-            if !algorithms.contains(&algorithm) {
-                algorithms.push(algorithm);
-            }
-        }
-    }
-    Ok(algorithms)
-}
-
 impl BenchArgs {
     /// The sweep the options describe.
     fn sweep(&self) -> Result<Sweep> {
@@ -238,19 +222,16 @@ impl BenchArgs {
                 axes.push(kind.parse(list)?);
             }
         }
-        let algorithms = algorithms_on_devices(&self.run.algo, &self.run.device)?;
+        let targets = self.run.options.targets(&self.run.algo)?;
         let baseline = match &self.baseline {
             Some(name) => name.trim().to_string(),
-            None => algorithms
-                .first()
-                .map(|a| a.name().to_string())
-                .unwrap_or_default(),
+            None => targets.first().map(Target::label).unwrap_or_default(),
         };
         Ok(Sweep {
             title: "fastmm bench".to_string(),
             source: None,
             shapes: parse_shapes(&self.sizes)?,
-            algorithms,
+            targets,
             axes,
             baseline,
             run: self.run.clone(),
@@ -261,7 +242,7 @@ impl BenchArgs {
 
 pub fn run(args: &BenchArgs) -> Result<Outcome> {
     if args.list_suites {
-        crate::write_stdout(&suites::listing())?;
+        write_stdout(&suites::listing())?;
         return Ok(Outcome::AllCorrect);
     }
     let mut sweep = match &args.suite {
@@ -269,19 +250,18 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         None if args.quick => bail!("--quick applies to --suite only"),
         None => args.sweep()?,
     };
-    add_peers(&mut sweep, &args.peers)?;
+    let mut devices = Devices::default();
+    add_peers(&mut sweep, &args.peers, &mut devices)?;
     let interrupted = stop_on_ctrl_c();
-    let (measured, skipped) = measure_sweep(&sweep, &args.python, &interrupted)?;
-    let sms = sweep
-        .algorithms
-        .iter()
-        .any(|a| a.device() == Device::Cuda)
-        .then(|| fastmm::cuda::Gpu::default_gpu().ok())
-        .flatten()
-        .map(|gpu| gpu.info().multiprocessors);
+    let (measured, skipped) = measure_sweep(&sweep, &args.python, &interrupted, &mut devices)?;
+    let sms = devices
+        .gpus()
+        .next()
+        .and_then(|gpu| gpu.gpu_info())
+        .map(|info| info.multiprocessors);
     let points = report::derive(measured, &sweep.baseline, sms);
     let axis_names: Vec<&'static str> = sweep.axes.iter().map(|a| a.kind.name()).collect();
-    let machine = machine_line(sms.is_some());
+    let machine = machine_line(devices.gpus());
     let mut text = format!(
         "{}{}: baseline {}, median of {} after {} warm-up; {}\n\n",
         sweep.title,
@@ -301,7 +281,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     if !skipped.is_empty() {
         text.push('\n');
     }
-    crate::write_stdout(&text)?;
+    write_stdout(&text)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let write = |name: &str, content: &str| {
@@ -313,7 +293,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         write("results.csv", &report::csv(&points, &axis_names)?)?;
         let json = serde_json::json!({
             "fastmm": env!("CARGO_PKG_VERSION"),
-            "date": crate::utc_now(),
+            "date": utc_now(),
             "machine": machine,
             "command": std::env::args().collect::<Vec<_>>().join(" "),
             "sweep": sweep.title,
@@ -357,9 +337,12 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
 /// Adds the peers `--peers` asks for: cuBLAS as one more algorithm, and
 /// OpenBLAS as a flag for the sweep to start numpy. Missing peers are
 /// skipped with a note.
-fn add_peers(sweep: &mut Sweep, peers: &str) -> Result<()> {
-    let on_gpu = sweep.algorithms.iter().any(|a| a.device() == Device::Cuda);
-    let on_cpu = sweep.algorithms.iter().any(|a| a.device() == Device::Cpu);
+fn add_peers(sweep: &mut Sweep, peers: &str, devices: &mut Devices) -> Result<()> {
+    let on_gpu = sweep
+        .targets
+        .iter()
+        .any(|t| t.device.kind() == DeviceKind::Cuda);
+    let on_cpu = sweep.targets.iter().any(|t| t.device == Device::Cpu);
     let wanted: Vec<String> = match peers.trim().to_ascii_lowercase().as_str() {
         "none" => Vec::new(),
         "auto" => {
@@ -368,7 +351,7 @@ fn add_peers(sweep: &mut Sweep, peers: &str) -> Result<()> {
                 auto.push("openblas".to_string());
             }
             // cuBLAS multiplies floats only.
-            let floats = crate::run::parse_dtypes(&sweep.run.dtype)?
+            let floats = parse_dtypes(&sweep.run.dtype)?
                 .iter()
                 .any(|d| !d.is_integer());
             if on_gpu && floats {
@@ -381,13 +364,24 @@ fn add_peers(sweep: &mut Sweep, peers: &str) -> Result<()> {
     for peer in wanted {
         match peer.as_str() {
             "openblas" => sweep.openblas = true,
-            "cublas" => match fastmm::cuda::Gpu::default_gpu() {
-                Ok(_) if !sweep.algorithms.contains(&Algorithm::Cublas) => {
-                    sweep.algorithms.push(Algorithm::Cublas)
+            "cublas" => {
+                // On the GPU the sweep runs on.
+                let device = sweep
+                    .targets
+                    .iter()
+                    .map(|t| t.device)
+                    .find(|d| d.kind() == DeviceKind::Cuda)
+                    .unwrap_or(Device::Cuda(0));
+                let cublas = Target {
+                    algorithm: Algorithm::Cublas,
+                    device,
+                };
+                match devices.get(device) {
+                    Ok(_) if !sweep.targets.contains(&cublas) => sweep.targets.push(cublas),
+                    Ok(_) => {}
+                    Err(e) => eprintln!("note: peer cuBLAS skipped: {e:#}"),
                 }
-                Ok(_) => {}
-                Err(e) => eprintln!("note: peer cuBLAS skipped: {e}"),
-            },
+            }
             other => bail!("unknown peer '{other}' (expected openblas, cublas, auto or none)"),
         }
     }
@@ -401,22 +395,23 @@ fn measure_sweep(
     sweep: &Sweep,
     python: &str,
     interrupted: &AtomicBool,
+    devices: &mut Devices,
 ) -> Result<(Vec<Measured>, Vec<Skipped>)> {
     let combos = axes::combinations(&sweep.axes);
-    let dtypes = crate::run::parse_dtypes(&sweep.run.dtype)?;
-    let total = sweep.shapes.len() * combos.len() * sweep.algorithms.len();
+    let dtypes = parse_dtypes(&sweep.run.dtype)?;
+    let total = sweep.shapes.len() * combos.len() * sweep.targets.len();
     let progress = progress_bar(total as u64);
     let mut measured = Vec::new();
     let mut skipped = Vec::new();
     'sweep: for &(m, k, n) in &sweep.shapes {
         for combo in &combos {
-            let settings = |algorithm: Option<Algorithm>| -> Vec<(&'static str, String, bool)> {
+            let settings = |target: Option<Target>| -> Vec<(&'static str, String, bool)> {
                 sweep
                     .axes
                     .iter()
                     .zip(combo)
                     .map(|(axis, &i)| {
-                        let applies = algorithm.is_none_or(|a| axis.kind.affects(a));
+                        let applies = target.is_none_or(|t| axis.kind.affects(t));
                         (axis.kind.name(), axis.values[i].clone(), applies)
                     })
                     .collect()
@@ -435,7 +430,7 @@ fn measure_sweep(
                 }
                 what
             };
-            for &algorithm in &sweep.algorithms {
+            for &target in &sweep.targets {
                 if interrupted.load(Ordering::SeqCst) {
                     break 'sweep;
                 }
@@ -445,23 +440,24 @@ fn measure_sweep(
                     .axes
                     .iter()
                     .zip(combo)
-                    .any(|(axis, &i)| i > 0 && !axis.kind.affects(algorithm));
+                    .any(|(axis, &i)| i > 0 && !axis.kind.affects(target));
                 progress.inc(1);
                 if repeat {
                     continue;
                 }
-                progress.set_message(describe(algorithm.name()));
+                let label = target.label();
+                progress.set_message(describe(&label));
                 let mut one = point.clone();
-                one.algo = algorithm.name().to_string();
-                match measure(&one) {
+                one.algo = label.clone();
+                match measure(&one, devices) {
                     Ok((_, records)) => {
                         measured.extend(records.into_iter().map(|record| Measured {
                             record,
-                            settings: settings(Some(algorithm)),
+                            settings: settings(Some(target)),
                         }))
                     }
                     Err(e) => skipped.push(Skipped {
-                        what: describe(algorithm.name()),
+                        what: describe(&label),
                         reason: format!("{e:#}"),
                     }),
                 }
@@ -507,8 +503,9 @@ fn openblas(
     python: &str,
 ) -> Result<Record> {
     let threads = point
+        .options
         .threads
-        .unwrap_or_else(fastmm::threads::available_threads);
+        .unwrap_or_else(fastmm::system::available_threads);
     // OpenBLAS at its best here (`OPENBLAS_CORETYPE` overrides).
     let core = fastmm_peers::numpy::OpenBlasCore::Auto;
     let mut numpy = fastmm_peers::numpy::Numpy::start(python, shape, dtype, threads, &core)?;
@@ -520,11 +517,11 @@ fn openblas(
         .collect::<Result<Vec<f64>>>()?;
     times.sort_by(f64::total_cmp);
     let (m, k, n) = shape;
-    let median_ms = crate::run::median(&times);
+    let median_ms = median(&times);
     Ok(Record {
-        algorithm: "openblas",
+        algorithm: "openblas".to_string(),
         kernel: numpy.label.clone(),
-        device: "cpu",
+        device: "cpu".to_string(),
         dtype: dtype.name(),
         m,
         k,
@@ -548,26 +545,6 @@ fn openblas(
         levels: None,
         extra_bytes: 0,
     })
-}
-
-/// The machine, for captions: CPU model and threads, and the GPU when one
-/// ran.
-pub fn machine_line(with_gpu: bool) -> String {
-    let mut line = format!(
-        "CPU: {} ({} threads)",
-        fastmm::system::cpu_model(),
-        fastmm::threads::available_threads()
-    );
-    if with_gpu {
-        if let Ok(gpu) = fastmm::cuda::Gpu::default_gpu() {
-            let info = gpu.info();
-            line += &format!(
-                "; GPU: {} ({} SMs, driver {})",
-                info.name, info.multiprocessors, info.driver_version
-            );
-        }
-    }
-    line
 }
 
 /// A flag that the first Ctrl-C raises, so the sweep stops after the

@@ -241,7 +241,7 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
             legend: SeriesLabelPosition::UpperLeft,
             series: series(&firsts, None, &by_size(|p| p.record.gflops)),
         });
-        if sweep.algorithms.len() > 1 {
+        if sweep.targets.len() > 1 {
             figures.push(Figure {
                 file: "speedup-vs-size".into(),
                 title: format!(

@@ -64,7 +64,7 @@ pub fn derive(measured: Vec<Measured>, baseline: &str, sms: Option<usize>) -> Ve
                     && same_problem(&b.record, &of.record)
                     && matches(b, of, None)
             })
-            .map(|b| (b.record.median_ms, b.record.device))
+            .map(|b| (b.record.median_ms, b.record.device.clone()))
     };
     let one_thread_ms = |of: &Measured| {
         measured
@@ -90,11 +90,13 @@ pub fn derive(measured: Vec<Measured>, baseline: &str, sms: Option<usize>) -> Ve
         .zip(derived)
         .map(|(m, (base, single))| {
             let r = &m.record;
-            let speedup = base.map_or(f64::NAN, |(b, _)| b / r.median_ms);
+            let speedup = base.as_ref().map_or(f64::NAN, |(b, _)| b / r.median_ms);
             let self_speedup = single.map(|s| s / r.median_ms);
-            let (efficiency, per) = match (r.device, base, sms) {
-                ("cuda", Some((_, "cpu")), Some(sms)) => (Some(speedup / sms as f64), Some("SMs")),
-                ("cuda", _, _) => (None, None),
+            let on_gpu = r.device.starts_with("cuda");
+            let base_on_cpu = base.as_ref().is_some_and(|(_, device)| device == "cpu");
+            let (efficiency, per) = match (on_gpu, base_on_cpu, sms) {
+                (true, true, Some(sms)) => (Some(speedup / sms as f64), Some("SMs")),
+                (true, _, _) => (None, None),
                 _ => match self_speedup {
                     Some(s) => (Some(s / r.threads as f64), Some("threads")),
                     None => (None, None),
@@ -145,17 +147,17 @@ fn columns(p: &Point, axes: &[&'static str]) -> Vec<(String, String, String)> {
         ("kernel".into(), r.kernel.clone(), quoted(&r.kernel)),
         (
             "median ms".into(),
-            crate::run::format_ms(r.median_ms),
+            crate::common::format_ms(r.median_ms),
             r.median_ms.to_string(),
         ),
         (
             "min ms".into(),
-            crate::run::format_ms(r.min_ms),
+            crate::common::format_ms(r.min_ms),
             r.min_ms.to_string(),
         ),
         (
             "max ms".into(),
-            crate::run::format_ms(r.max_ms),
+            crate::common::format_ms(r.max_ms),
             r.max_ms.to_string(),
         ),
         (

@@ -5,7 +5,8 @@
 use anyhow::{bail, Result};
 
 use super::axes::AxisKind;
-use super::{algorithms_on_devices, parse_shapes, Sweep};
+use super::{parse_shapes, Sweep};
+use crate::common::{thread_counts, Placement, Target};
 use crate::run::RunArgs;
 
 /// One built-in experiment.
@@ -54,7 +55,7 @@ const SUITES: &[Suite] = &[
         name: "seed-000-strassen-gpu",
         source: "seed 000 §5, Tables and Figures 5.1–5.2",
         summary: "GPU Strassen over the shared-memory kernel and over cuBLAS, n₀ 512 and 1024, against both",
-        algorithms: "cuda-tiled,cublas,cuda-strassen",
+        algorithms: "cuda-tiled,cublas,strassen@cuda",
         dtype: "f32",
         sizes: "1024..8192x2",
         quick_sizes: "256,512",
@@ -224,8 +225,8 @@ pub fn listing() -> String {
 }
 
 /// This machine's thread counts for a suite's axis.
-fn thread_counts() -> String {
-    crate::tune::thread_counts()
+fn thread_list() -> String {
+    thread_counts()
         .iter()
         .map(usize::to_string)
         .collect::<Vec<_>>()
@@ -243,7 +244,7 @@ pub fn sweep(name: &str, quick: bool, defaults: &RunArgs) -> Result<Sweep> {
         );
     };
     if suite.gpu {
-        if let Err(e) = fastmm::cuda::Gpu::default_gpu() {
+        if let Err(e) = fastmm::Context::open(fastmm::Device::Cuda(0)) {
             bail!("suite {name} runs on a GPU, and none is usable: {e}");
         }
     }
@@ -260,7 +261,7 @@ pub fn sweep(name: &str, quick: bool, defaults: &RunArgs) -> Result<Sweep> {
         .map(|&(kind, full, short)| {
             let values = if quick { short } else { full };
             if values == THREADS {
-                kind.parse(&thread_counts())
+                kind.parse(&thread_list())
             } else {
                 kind.parse(values)
             }
@@ -274,7 +275,7 @@ pub fn sweep(name: &str, quick: bool, defaults: &RunArgs) -> Result<Sweep> {
         } else {
             suite.sizes
         })?,
-        algorithms: algorithms_on_devices(suite.algorithms, "cpu,cuda")?,
+        targets: Target::parse_list(suite.algorithms, Placement::Auto)?,
         axes,
         baseline: suite.baseline.to_string(),
         run,
@@ -300,10 +301,10 @@ mod tests {
             for quick in [true, false] {
                 let sweep = sweep(suite.name, quick, &defaults).unwrap();
                 assert!(!sweep.shapes.is_empty());
-                assert!(sweep.algorithms.iter().any(|a| a.name() == suite.baseline));
+                assert!(sweep.targets.iter().any(|t| t.label() == suite.baseline));
             }
         }
         assert!(sweep("seed-999", true, &defaults).is_err());
-        assert!(thread_counts().ends_with(&fastmm::threads::available_threads().to_string()));
+        assert!(thread_list().ends_with(&fastmm::system::available_threads().to_string()));
     }
 }

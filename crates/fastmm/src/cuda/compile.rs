@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
+use crate::cuda::gemm::fast::simt_micro_tile;
+use crate::cuda::tunables::{
+    self, CUDA_MBAR_BK, CUDA_MBAR_STAGES, CUDA_RASTER_GROUP, MBAR_MICRO_TILE,
+};
 use crate::element::DType;
 use crate::error::Error;
 
@@ -52,6 +56,7 @@ pub enum KernelSource {
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
+    #[cfg(any(test, feature = "dev"))]
     pub const ALL: [KernelSource; 11] = [
         KernelSource::Naive,
         KernelSource::Tiled,
@@ -83,11 +88,34 @@ impl KernelSource {
     }
 
     /// Whether the kernel is written for elements of this type.
+    #[cfg(any(test, feature = "dev"))]
     pub fn supports(self, dtype: DType) -> bool {
         match self {
             KernelSource::Convert => dtype == DType::F32,
             KernelSource::FastMma | KernelSource::FastMbar => dtype == DType::F64,
             _ => true,
+        }
+    }
+
+    /// The `tile` values the library builds this source with for `dtype`
+    /// (its variants: the edge of a square block, rows of the combine
+    /// block, micro-tile rows, stages, or bf16/half).
+    #[cfg(any(test, feature = "dev"))]
+    pub fn tiles(self, dtype: DType) -> Vec<usize> {
+        use crate::cuda::gemm::fast::simt_micro_tiles;
+        use crate::cuda::tunables::{
+            CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
+        };
+        match self {
+            KernelSource::Naive => vec![CUDA_NAIVE_BLOCK],
+            KernelSource::Tiled => vec![CUDA_DEFAULT_TILE],
+            KernelSource::Combine | KernelSource::CombineGroup => {
+                vec![CUDA_COMBINE_ROWS_PER_BLOCK]
+            }
+            KernelSource::Convert => vec![0, 1],
+            KernelSource::FastMma => vec![CUDA_MMA_STAGES],
+            KernelSource::FastMbar => vec![MBAR_MICRO_TILE.0],
+            _ => simt_micro_tiles(dtype).to_vec(),
         }
     }
 
@@ -180,13 +208,10 @@ pub fn nvrtc_available() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// Environment variable overriding [`crate::tunables::CUDA_RING_STAGES`].
-pub const RING_STAGES_ENV: &str = "FASTMM_CUDA_RING_STAGES";
-
 /// Shared-memory stages `kernels/fast_ring.cu` is built with for `arch`:
 /// two before sm_80 (no `cp.async`, so a deeper ring hides nothing), else
-/// `FASTMM_CUDA_RING_STAGES` or [`crate::tunables::CUDA_RING_STAGES`].
-pub fn ring_stages(arch: &str) -> Result<usize, Error> {
+/// [`crate::cuda::tunables::ring_stages`].
+pub(crate) fn ring_stages(arch: &str) -> Result<usize, Error> {
     let generation: u32 = arch
         .trim_start_matches("sm_")
         .parse()
@@ -194,65 +219,37 @@ pub fn ring_stages(arch: &str) -> Result<usize, Error> {
     if generation < 80 {
         return Ok(2);
     }
-    match std::env::var(RING_STAGES_ENV) {
-        Ok(v) => match v.parse::<usize>() {
-            Ok(stages) if (2..=8).contains(&stages) => Ok(stages),
-            _ => Err(Error::InvalidOption(format!(
-                "{RING_STAGES_ENV}={v} (expected 2 to 8 stages)"
-            ))),
-        },
-        Err(_) => Ok(crate::tunables::CUDA_RING_STAGES),
-    }
+    tunables::ring_stages()
 }
 
 /// The `-D` defines of one variant for `arch`.
 fn defines(key: KernelKey, arch: &str) -> Result<Vec<String>, Error> {
     let mut defines = vec![
-        format!("-DELEM={}", key.dtype.cuda_type()),
-        format!("-DACC={}", key.dtype.cuda_accumulator()),
+        format!("-DELEM={}", cuda_type(key.dtype)),
+        format!("-DACC={}", cuda_accumulator(key.dtype)),
         format!("-D{}={}", key.source.tile_define(), key.tile),
     ];
     if key.source.is_simt() {
-        let (_, columns) = crate::cuda::gemm::simt_micro_tile(key.dtype, key.tile);
+        let (_, columns) = simt_micro_tile(key.dtype, key.tile);
         defines.push(format!("-DTN={columns}"));
     }
     if key.source.is_simt() || key.source == KernelSource::FastMma {
-        defines.push(format!(
-            "-DRASTER_GROUP={}",
-            crate::tunables::CUDA_RASTER_GROUP
-        ));
+        defines.push(format!("-DRASTER_GROUP={}", CUDA_RASTER_GROUP));
     }
     if key.source == KernelSource::FastRing {
         defines.push(format!("-DSTAGES={}", ring_stages(arch)?));
     }
     if key.source == KernelSource::FastMbar {
-        let (_, columns) = crate::cuda::gemm::MBAR_MICRO_TILE;
+        let (_, columns) = MBAR_MICRO_TILE;
         defines.extend([
             format!("-DTN={columns}"),
-            format!("-DBK={}", crate::tunables::CUDA_MBAR_BK),
-            format!("-DSTAGES={}", crate::tunables::CUDA_MBAR_STAGES),
-            format!("-DRASTER_GROUP={}", crate::tunables::CUDA_RASTER_GROUP),
+            format!("-DBK={}", CUDA_MBAR_BK),
+            format!("-DSTAGES={}", CUDA_MBAR_STAGES),
+            format!("-DRASTER_GROUP={}", CUDA_RASTER_GROUP),
             "-DRING_MBARRIERS=1".to_string(),
         ]);
     }
     Ok(defines)
-}
-
-/// Environment variable naming the on-disk PTX cache directory, or `off`.
-pub const KERNEL_CACHE_ENV: &str = "FASTMM_KERNEL_CACHE";
-
-/// Where compiled PTX is kept between processes: `FASTMM_KERNEL_CACHE`,
-/// else `$XDG_CACHE_HOME/fastmm/kernels`, else `~/.cache/fastmm/kernels`;
-/// `None` when set to `off` or no home is known.
-pub fn kernel_cache_dir() -> Option<PathBuf> {
-    match std::env::var_os(KERNEL_CACHE_ENV) {
-        Some(v) if v == "off" => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|base| base.join("fastmm").join("kernels")),
-    }
 }
 
 /// 64-bit FNV-1a: a hash that stays the same across builds and Rust
@@ -289,11 +286,16 @@ fn cache_file(
 /// The PTX of a variant: from the on-disk cache when it holds it, else
 /// compiled and stored there (a cache that cannot be read or written is
 /// skipped: it only saves time).
-pub fn cached_ptx(key: KernelKey, arch: &'static str, driver_version: i32) -> Result<Ptx, Error> {
-    let Some(dir) = kernel_cache_dir() else {
+pub fn cached_ptx(
+    cache: Option<&Path>,
+    key: KernelKey,
+    arch: &'static str,
+    driver_version: i32,
+) -> Result<Ptx, Error> {
+    let Some(dir) = cache else {
         return compile(key, arch);
     };
-    let file = cache_file(&dir, key, arch, driver_version)?;
+    let file = cache_file(dir, key, arch, driver_version)?;
     if let Ok(text) = fs::read_to_string(&file) {
         if text.contains(&format!(".entry {}", key.source.entry())) {
             return Ok(Ptx::from_src(text));
@@ -303,7 +305,7 @@ pub fn cached_ptx(key: KernelKey, arch: &'static str, driver_version: i32) -> Re
     // Write to a temporary name and rename, so a concurrent reader never
     // sees half a file.
     let partial = file.with_extension(format!("ptx.{}", std::process::id()));
-    let stored = fs::create_dir_all(&dir)
+    let stored = fs::create_dir_all(dir)
         .and_then(|()| fs::write(&partial, ptx.to_src()))
         .and_then(|()| fs::rename(&partial, &file));
     if stored.is_err() {
@@ -357,5 +359,161 @@ pub fn arch_name(major: i32, minor: i32) -> &'static str {
         // An unknown newer device: PTX for the newest target this table
         // knows runs there through the driver's JIT.
         _ => "sm_90",
+    }
+}
+
+/// The CUDA C type of an element.
+fn cuda_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I32 => "int",
+        DType::I64 => "long long",
+    }
+}
+
+/// The CUDA C type the kernels accumulate in: the element type for floats,
+/// and the unsigned type of the same width for integers, whose overflow is
+/// defined to wrap (signed overflow is undefined in C++).
+fn cuda_accumulator(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I32 => "unsigned int",
+        DType::I64 => "unsigned long long",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The CUDA kernels compile with NVRTC for Hopper (sm_90) in every
+    //! variant the library can ask for. NVRTC needs no GPU; CI installs it
+    //! from the `nvidia-cuda-nvrtc` wheel and sets FASTMM_REQUIRE_NVRTC=1,
+    //! so a missing library fails there instead of skipping.
+    use super::*;
+
+    fn nvrtc_or_skip() -> bool {
+        if nvrtc_available() {
+            return true;
+        }
+        assert!(
+            std::env::var(crate::config::REQUIRE_NVRTC_ENV).as_deref() != Ok("1"),
+            "FASTMM_REQUIRE_NVRTC=1 but libnvrtc is not on the loader path"
+        );
+        eprintln!("skipped: libnvrtc not found (set LD_LIBRARY_PATH to an NVRTC 13 install)");
+        false
+    }
+
+    #[test]
+    fn every_kernel_compiles_for_sm90() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        for source in KernelSource::ALL {
+            let tiles: &[usize] = match source {
+                KernelSource::Naive => &[crate::cuda::tunables::CUDA_NAIVE_BLOCK],
+                KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
+                KernelSource::Combine | KernelSource::CombineGroup => {
+                    &[crate::cuda::tunables::CUDA_COMBINE_ROWS_PER_BLOCK]
+                }
+                KernelSource::Convert => &[0, 1],
+                // Every TM of some type; each type builds its own.
+                source if source.is_simt() => &[4, 8, 16],
+                KernelSource::FastMma => &[2, 3],
+                KernelSource::FastMbar => &[crate::cuda::tunables::MBAR_MICRO_TILE.0],
+                _ => unreachable!("every SIMT source is matched above"),
+            };
+            for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
+                // Every variant the library builds is among those compiled here.
+                for built in source.tiles(dtype) {
+                    assert!(tiles.contains(&built), "{source:?} {dtype} tile {built}");
+                }
+                for &tile in tiles {
+                    if source.is_simt()
+                        && !crate::cuda::gemm::fast::simt_micro_tiles(dtype).contains(&tile)
+                    {
+                        continue;
+                    }
+                    let key = KernelKey {
+                        source,
+                        dtype,
+                        tile,
+                    };
+                    // fast.cu stages B with cp.async from sm_80 and through
+                    // registers before, fast_ring.cu copies synchronously
+                    // before sm_80 (and in a two-stage ring): both paths must
+                    // build.
+                    let archs: &[&'static str] = if source.is_simt() {
+                        &["sm_90", "sm_75"]
+                    } else {
+                        &["sm_90"]
+                    };
+                    for &arch in archs {
+                        let ptx = compile(key, arch).unwrap_or_else(|e| {
+                            panic!("{source:?} {dtype} tile {tile} {arch}: {e}")
+                        });
+                        let text = ptx.to_src();
+                        assert!(
+                            text.contains(&format!(".entry {}", source.entry())),
+                            "{source:?} {dtype} tile {tile} {arch}: no entry point in the PTX"
+                        );
+                        if source == KernelSource::FastStream {
+                            assert!(
+                                text.contains(&format!(
+                                    ".entry {}",
+                                    KernelSource::STREAM_FIXUP_ENTRY
+                                )),
+                                "{dtype} tile {tile} {arch}: no stream-K fix-up in the PTX"
+                            );
+                        }
+                        assert!(
+                            text.contains(&format!(".target {arch}")),
+                            "PTX not built for {arch}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_kernel_that_does_not_compile_is_a_typed_error() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        // A tile of 0 makes the shared arrays zero-sized: NVRTC rejects it.
+        let key = KernelKey {
+            source: KernelSource::Tiled,
+            dtype: DType::F32,
+            tile: 0,
+        };
+        match compile(key, "sm_90") {
+            Err(Error::Cuda(message)) => assert!(message.contains("gemm_tiled"), "{message}"),
+            other => panic!("expected a compile error, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn compiled_ptx_is_cached_on_disk_per_variant() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("fastmm-kernel-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let key = KernelKey {
+            source: KernelSource::Tiled,
+            dtype: DType::I64,
+            tile: 8,
+        };
+        let first = cached_ptx(Some(&dir), key, "sm_90", 13000).expect("compiles");
+        let files: Vec<_> = std::fs::read_dir(&dir).expect("cache dir made").collect();
+        assert_eq!(files.len(), 1, "one file per variant");
+        let second = cached_ptx(Some(&dir), key, "sm_90", 13000).expect("read back");
+        assert_eq!(first.to_src(), second.to_src());
+        // Another driver version or tile is another file.
+        cached_ptx(Some(&dir), key, "sm_90", 13010).expect("compiles");
+        cached_ptx(Some(&dir), KernelKey { tile: 16, ..key }, "sm_90", 13000).expect("compiles");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,9 +1,10 @@
-//! Device discovery: which CUDA libraries load, which GPU is there and what
-//! its limits are. Everything is asked once per process; cudarc panics when
-//! a library is missing, so presence is checked before any call.
+//! Device discovery and the opened GPU: which CUDA libraries load, which
+//! GPUs are there, and a [`Gpu`] value that holds one device's context,
+//! stream, compiled kernels and cuBLAS handle. cudarc panics when a library
+//! is missing, so presence is checked before any call.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute_enum};
@@ -12,34 +13,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use crate::cuda::compile::{self, KernelKey};
 use crate::cuda::cuda_err;
 use crate::error::Error;
-
-/// What a GPU is and what it allows, read once when it is opened.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GpuInfo {
-    /// Device ordinal.
-    pub ordinal: usize,
-    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
-    pub name: String,
-    /// Compute capability (major, minor).
-    pub compute_capability: (i32, i32),
-    /// Streaming multiprocessors.
-    pub multiprocessors: usize,
-    /// Device memory in bytes.
-    pub total_memory: usize,
-    /// Most threads in one block.
-    pub max_threads_per_block: usize,
-    /// Static shared memory one block may use, in bytes.
-    pub max_shared_per_block: usize,
-    /// Shared memory one block may use when its kernel opts in to more
-    /// than the static limit (dynamic shared memory), in bytes.
-    pub max_shared_per_block_optin: usize,
-    /// Largest grid extent in y.
-    pub max_grid_y: usize,
-    /// Whether the device supports managed (unified) memory.
-    pub managed_memory: bool,
-    /// CUDA driver version, e.g. 13000.
-    pub driver_version: i32,
-}
+use crate::system::GpuInfo;
 
 /// An opened GPU: its context and stream, its compiled kernels (compiled at
 /// first use and kept for the process) and a cuBLAS handle made on demand.
@@ -64,23 +38,29 @@ pub fn libraries() -> [(&'static str, bool); 3] {
     }
 }
 
+/// How many GPUs the driver reports, or what is missing for any.
+pub(crate) fn device_count() -> Result<usize, Error> {
+    let missing: Vec<&str> = libraries()
+        .into_iter()
+        .filter(|(_, present)| !present)
+        .map(|(name, _)| name)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::CudaUnavailable(format!(
+            "{} not found on the loader path (set LD_LIBRARY_PATH, e.g. /usr/local/cuda/lib64)",
+            missing.join(", ")
+        )));
+    }
+    CudaContext::device_count()
+        .map(|count| count.max(0) as usize)
+        .map_err(|e| Error::CudaUnavailable(format!("no usable CUDA driver or GPU ({e:?})")))
+}
+
 impl Gpu {
     /// Opens GPU `ordinal`, or explains what is missing.
     pub fn open(ordinal: usize) -> Result<Gpu, Error> {
-        let missing: Vec<&str> = libraries()
-            .into_iter()
-            .filter(|(_, present)| !present)
-            .map(|(name, _)| name)
-            .collect();
-        if !missing.is_empty() {
-            return Err(Error::CudaUnavailable(format!(
-                "{} not found on the loader path (set LD_LIBRARY_PATH, e.g. /usr/local/cuda/lib64)",
-                missing.join(", ")
-            )));
-        }
-        let count = CudaContext::device_count()
-            .map_err(|e| Error::CudaUnavailable(format!("no usable CUDA driver or GPU ({e:?})")))?;
-        if ordinal >= count.max(0) as usize {
+        let count = device_count()?;
+        if ordinal >= count {
             return Err(Error::CudaUnavailable(format!(
                 "GPU {ordinal} requested but the driver reports {count} device(s)"
             )));
@@ -128,14 +108,6 @@ impl Gpu {
         })
     }
 
-    /// GPU 0, opened once per process (the error, too, is kept).
-    pub fn default_gpu() -> Result<&'static Gpu, Error> {
-        static GPU: OnceLock<Result<Gpu, Error>> = OnceLock::new();
-        GPU.get_or_init(|| Gpu::open(0))
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-
     /// What the GPU is.
     pub fn info(&self) -> &GpuInfo {
         &self.info
@@ -175,7 +147,14 @@ impl Gpu {
             match modules.get(&key) {
                 Some(module) => module.clone(),
                 None => {
-                    let ptx = compile::cached_ptx(key, self.arch(), self.info.driver_version)?;
+                    let ptx = compile::cached_ptx(
+                        crate::config::Config::get()
+                            .kernel_cache()
+                            .map(|p| p.as_path()),
+                        key,
+                        self.arch(),
+                        self.info.driver_version,
+                    )?;
                     let module = self
                         .ctx
                         .load_module(ptx)

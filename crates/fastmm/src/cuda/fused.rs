@@ -10,13 +10,14 @@
 
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use crate::algo::GemmOptions;
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{simt_micro_tile, to_i32, FastConfig, FastKernel};
+use crate::cuda::gemm::fast::{simt_micro_tile, FastConfig};
+use crate::cuda::gemm::to_i32;
 use crate::element::{DType, Element};
 use crate::error::Error;
+use crate::options::{CudaKernel, GemmOptions};
 
 /// Most products of one launch (`GROUP_PRODUCTS` in `kernels/fused.cu`).
 const GROUP_PRODUCTS: usize = 8;
@@ -85,7 +86,7 @@ impl FusedKernel {
     /// memory; refuses a device with too little.
     pub fn resolve<T: Element>(gpu: &Gpu, opts: &GemmOptions) -> Result<FusedKernel, Error> {
         let simt = GemmOptions {
-            cuda_kernel: Some(FastKernel::Simt),
+            cuda_kernel: Some(CudaKernel::Simt),
             ..*opts
         };
         // fused.cu has the block-barrier tiles of every TM; the mbarrier

@@ -3,9 +3,6 @@
 //! the driver picks) and managed (unified) memory. Every kind is row-major
 //! with a leading dimension in elements, so the kernels see one layout.
 
-use std::fmt;
-use std::str::FromStr;
-
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice, UnifiedSlice};
 
@@ -14,53 +11,7 @@ use crate::cuda::device::Gpu;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-
-/// Where the operands live on the GPU.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum GpuMemory {
-    /// `cuMemAlloc`: linear device memory (the default).
-    #[default]
-    Device,
-    /// `cuMemAllocPitch`: rows padded so each starts aligned.
-    Pitched,
-    /// `cuMemAllocManaged`: one address for host and device; pages migrate
-    /// on first touch, inside the kernel's time.
-    Managed,
-}
-
-impl GpuMemory {
-    /// Every kind.
-    pub const ALL: [GpuMemory; 3] = [GpuMemory::Device, GpuMemory::Pitched, GpuMemory::Managed];
-
-    /// Name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            GpuMemory::Device => "device",
-            GpuMemory::Pitched => "pitched",
-            GpuMemory::Managed => "managed",
-        }
-    }
-}
-
-impl fmt::Display for GpuMemory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for GpuMemory {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        GpuMemory::ALL
-            .into_iter()
-            .find(|m| m.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                Error::InvalidOption(format!(
-                    "unknown GPU memory '{s}' (expected device, pitched or managed)"
-                ))
-            })
-    }
-}
+use crate::options::GpuMemory;
 
 /// Device memory from `cuMemAlloc` or `cuMemAllocPitch`, freed on drop;
 /// for buffers that streams other than the GPU's own use (cudarc's slices

@@ -1,25 +1,24 @@
-//! The CUDA backend: device discovery ([`device`]), run-time compilation of
-//! the CUDA C kernels in `kernels/` with NVRTC ([`compile`]), the three
-//! memory kinds of the seeds ([`memory`]) and the timed products ([`gemm`]).
+//! The CUDA backend: device discovery and the opened GPU ([`device`]),
+//! run-time compilation of the CUDA C kernels in `kernels/` with NVRTC
+//! ([`compile`]), the memory kinds of the seeds ([`memory`]), the classical
+//! products ([`gemm`]), a product of host matrices in one piece
+//! ([`product`]) or streamed in tiles ([`out_of_core`]), and the GPU backend
+//! of Strassen/Winograd ([`strassen`], [`fused`]). Its constants are in
+//! [`tunables`].
 //!
 //! Built with the `cuda` feature (on by default): cudarc loads libcuda,
 //! libnvrtc and libcublas at run time, so the binary builds and runs on
 //! machines without CUDA and reports what is missing when a GPU is asked for.
 
-pub mod compile;
-pub mod device;
+pub(crate) mod compile;
+pub(crate) mod device;
 pub(crate) mod fused;
-pub mod gemm;
-pub mod memory;
-pub mod out_of_core;
-pub mod precision;
+pub(crate) mod gemm;
+pub(crate) mod memory;
+pub(crate) mod out_of_core;
+pub(crate) mod product;
 pub(crate) mod strassen;
-
-pub use device::{libraries, Gpu, GpuInfo};
-pub use gemm::{multiply_once, multiply_timed, FastKernel, GpuTimes};
-pub use memory::{round_trip, GpuMemory};
-pub use precision::GpuPrecision;
-pub use strassen::default_variant;
+pub(crate) mod tunables;
 
 /// A failed CUDA driver, cuBLAS or NVRTC call, as the library's typed error.
 pub(crate) fn cuda_err(what: &str, e: impl std::fmt::Debug) -> crate::error::Error {

@@ -1,4 +1,5 @@
-//! The GPU backend of the fast algorithms: the same recursion as on the CPU
+//! Strassen and Winograd on a GPU: the GPU's crossovers and default memory
+//! schedule, and the backend of the fast algorithms: the same recursion as on the CPU
 //! ([`crate::strassen::engine`]) with the classical products on cuBLAS or an
 //! own kernel (`--base`), the linear combinations in `kernels/combine.cu`,
 //! and the temporaries in device memory, allocated once per product (seed
@@ -7,24 +8,131 @@
 
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, PushKernelArg};
 
-use crate::algo::GemmOptions;
+use crate::config::Config;
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::fused::{FusedKernel, FusedProduct};
-use crate::cuda::gemm::{combine_launch_config, launch_combine, to_i32, ClassicalGemm, Operand};
-use crate::element::Element;
+use crate::cuda::gemm::launch::{combine_launch_config, launch_combine};
+use crate::cuda::gemm::{default_base, to_i32, ClassicalGemm, Operand};
+use crate::cuda::tunables::{
+    CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_STRASSEN_AUTO_START, CUDA_STRASSEN_AUTO_THRESHOLD,
+    CUDA_STRASSEN_AUTO_THRESHOLD_F64, CUDA_STRASSEN_AUTO_THRESHOLD_INT,
+};
+use crate::element::{DType, Element};
 use crate::error::Error;
+use crate::options::{Algorithm, DeviceKind, GemmOptions, Variant};
 use crate::strassen::backend::{Backend, Block, Combination, Primitive, Store};
-use crate::strassen::{workspace, Scheme, Variant};
-use crate::tunables::CUDA_COMBINE_ROWS_PER_BLOCK;
+use crate::strassen::engine::{self, Plan};
+use crate::strassen::{Crossover, Explained, Report, Scheme};
 
-/// The memory schedule `cuda-strassen`/`cuda-winograd` run for C ← αAB +
-/// βC (A m×k, B k×n) when `opts` names none: `batched`, the fastest on the
-/// H100 (docs/benchmarks.md), when its temporaries and A, B and C fit in
-/// the GPU's free memory, else `frugal`, which needs 2–3 temporaries per
-/// level. An explicit variant is returned as given.
-pub fn default_variant<T: Element>(
+/// Where the recursion stops on the GPU named `gpu_name`: an explicit
+/// threshold (applying a first level from it too), else the tuning file's
+/// crossover for a GPU of that name, else the measured one for the type
+/// (see the tunables).
+pub(crate) fn crossover(gpu_name: &str, opts: &GemmOptions, dtype: DType) -> Crossover {
+    if let Some(threshold) = opts.threshold {
+        return Crossover {
+            threshold,
+            start: 0,
+        };
+    }
+    let tuned = Config::get()
+        .tuned_cuda(gpu_name)
+        .and_then(|t| t.of(dtype))
+        .and_then(|t| t.strassen());
+    if let Some((threshold, start)) = tuned {
+        return Crossover { threshold, start };
+    }
+    match dtype {
+        DType::F32 => Crossover {
+            threshold: CUDA_STRASSEN_AUTO_THRESHOLD,
+            start: CUDA_STRASSEN_AUTO_START,
+        },
+        DType::F64 => Crossover {
+            threshold: CUDA_STRASSEN_AUTO_THRESHOLD_F64,
+            start: 0,
+        },
+        DType::I32 | DType::I64 => Crossover {
+            threshold: CUDA_STRASSEN_AUTO_THRESHOLD_INT,
+            start: 0,
+        },
+    }
+}
+
+/// The classical product under the recursion: the option, else cuBLAS for
+/// floats and `cuda-fast` for integers.
+pub(crate) fn base(opts: &GemmOptions, dtype: DType) -> Algorithm {
+    match opts.base {
+        Some(base) if base != Algorithm::Auto => base,
+        _ => default_base(dtype),
+    }
+}
+
+/// Refuses options that Strassen/Winograd cannot run with on a GPU.
+pub(crate) fn check(opts: &GemmOptions) -> Result<(), Error> {
+    if let Some(base) = opts.base {
+        if !base.runs_on(DeviceKind::Cuda) {
+            return Err(Error::InvalidOption(format!(
+                "the base of {} must run on the GPU too, not {base}",
+                opts.algorithm
+            )));
+        }
+        if opts.variant == Some(Variant::Fused) {
+            return Err(Error::InvalidOption(format!(
+                "the fused variant on the GPU runs its own kernel (kernels/fused.cu) for every product, so it takes no base ({base} given)"
+            )));
+        }
+    }
+    if matches!(opts.lazy_sums, Some(t) if t > 0) {
+        return Err(Error::InvalidOption(format!(
+            "lazy sums are formed inside packed's packing, on the CPU; {} on a GPU stores its sums",
+            opts.algorithm
+        )));
+    }
+    Ok(())
+}
+
+/// The recursion for `variant` on the GPU named `gpu_name`.
+pub(crate) fn plan<T: Element>(
+    gpu_name: &str,
+    scheme: Scheme,
+    variant: Variant,
+    opts: &GemmOptions,
+) -> Plan {
+    crate::strassen::plan(
+        scheme,
+        variant,
+        crossover(gpu_name, opts, T::DTYPE),
+        T::DTYPE,
+        opts,
+        0,
+    )
+}
+
+/// The levels and temporary workspace of C ← αAB + βC (A m×k, B k×n)
+/// with `variant` on the GPU named `gpu_name`, without running it.
+pub(crate) fn dry_run<T: Element>(
+    gpu_name: &str,
+    scheme: Scheme,
+    variant: Variant,
+    shape: (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Report {
+    let beta = if beta_is_zero { T::ZERO } else { T::ONE };
+    engine::dry_run::<T, CudaBackend<'static, T>>(
+        plan::<T>(gpu_name, scheme, variant, opts),
+        beta,
+        shape,
+    )
+}
+
+/// The memory schedule for C ← αAB + βC when `opts` names none: `batched`,
+/// the fastest on the H100 (docs/results.md), when its temporaries and A,
+/// B and C fit in the GPU's free memory, else `frugal`, which needs 2–3
+/// temporaries per level. An explicit variant is returned as given.
+pub(crate) fn variant<T: Element>(
     gpu: &Gpu,
     scheme: Scheme,
     (m, k, n): (usize, usize, usize),
@@ -34,17 +142,40 @@ pub fn default_variant<T: Element>(
     if let Some(variant) = opts.variant {
         return Ok(variant);
     }
-    let batched = GemmOptions {
-        variant: Some(Variant::Batched),
-        ..*opts
-    };
-    let temporaries = workspace::<T>(scheme, (m, k, n), beta_is_zero, &batched).workspace_elements;
+    let temporaries = dry_run::<T>(
+        &gpu.info().name,
+        scheme,
+        Variant::Batched,
+        (m, k, n),
+        beta_is_zero,
+        opts,
+    )
+    .workspace_elements;
     let bytes = (temporaries + m * k + k * n + m * n) * std::mem::size_of::<T>();
     let (free, _) = gpu.memory_info()?;
     Ok(if bytes <= free {
         Variant::Batched
     } else {
         Variant::Frugal
+    })
+}
+
+/// What C ← αAB + βC of `opts.algorithm` (Strassen or Winograd) would use
+/// on this GPU.
+pub(crate) fn explain<T: Element>(
+    gpu: &Gpu,
+    shape: (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Result<Explained, Error> {
+    let scheme = Scheme::of(opts.algorithm).expect("a fast algorithm");
+    let variant = variant::<T>(gpu, scheme, shape, beta_is_zero, opts)?;
+    Ok(Explained {
+        variant,
+        crossover: crossover(&gpu.info().name, opts, T::DTYPE),
+        lazy_sums: 0,
+        base: base(opts, T::DTYPE),
+        report: dry_run::<T>(&gpu.info().name, scheme, variant, shape, beta_is_zero, opts),
     })
 }
 
@@ -361,6 +492,93 @@ impl<T: Element> Backend<T> for CudaBackend<'_, T> {
                 (dst.rows, dst.cols),
                 &sources,
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No tuning file applies to a GPU of this name.
+    const NO_GPU: &str = "a GPU no tuning file names";
+
+    fn levels<T: Element>(n: usize, opts: &GemmOptions) -> usize {
+        let variant = opts.variant.unwrap_or_default();
+        dry_run::<T>(NO_GPU, Scheme::Winograd, variant, (n, n, n), true, opts).levels
+    }
+
+    #[test]
+    fn gpu_options_are_checked_before_anything_runs() {
+        let bad = |opts: GemmOptions| matches!(check(&opts), Err(Error::InvalidOption(_)));
+        assert!(bad(
+            GemmOptions::new(Algorithm::Strassen).base(Algorithm::Packed)
+        ));
+        // The fused variant runs its own kernel on the GPU: no base.
+        assert!(check(&GemmOptions::new(Algorithm::Winograd).variant(Variant::Fused)).is_ok());
+        assert!(bad(GemmOptions::new(Algorithm::Winograd)
+            .variant(Variant::Fused)
+            .base(Algorithm::Cublas)));
+        assert!(bad(GemmOptions::new(Algorithm::Winograd).lazy_sums(2)));
+        assert!(check(&GemmOptions::new(Algorithm::Strassen).base(Algorithm::CudaTiled)).is_ok());
+        assert_eq!(
+            base(&GemmOptions::new(Algorithm::Strassen), DType::F32),
+            Algorithm::Cublas
+        );
+        assert_eq!(
+            base(&GemmOptions::new(Algorithm::Strassen), DType::I64),
+            Algorithm::CudaFast
+        );
+    }
+
+    #[test]
+    fn auto_recurses_from_the_measured_crossovers() {
+        // f32 recurses while n ≥ 4096 but starts only from 8192 (at most
+        // two levels: accuracy); f64 and integers from 8192.
+        let gpu = GemmOptions::new(Algorithm::Winograd);
+        for (n, f32_levels, f64_levels, i32_levels) in [
+            (4096, 0, 0, 0),
+            (6144, 0, 0, 0),
+            (8192, 2, 1, 1),
+            (12288, 2, 1, 1),
+            (16384, 2, 2, 2),
+            (32768, 2, 3, 3),
+        ] {
+            assert_eq!(levels::<f32>(n, &gpu), f32_levels, "f32 {n}");
+            assert_eq!(levels::<f64>(n, &gpu), f64_levels, "f64 {n}");
+            assert_eq!(levels::<i32>(n, &gpu), i32_levels, "i32 {n}");
+        }
+        // The fused variant needs no workspace at any depth.
+        let fused = GemmOptions::new(Algorithm::Strassen)
+            .variant(Variant::Fused)
+            .threshold(16);
+        let report = dry_run::<f32>(
+            NO_GPU,
+            Scheme::Strassen,
+            Variant::Fused,
+            (130, 97, 129),
+            true,
+            &fused,
+        );
+        assert_eq!((report.levels, report.workspace_elements), (2, 0));
+    }
+
+    #[test]
+    fn the_workspace_at_8192_is_what_the_gpu_reported() {
+        // Frugal Winograd at one level, n = 8192: Douglas's two
+        // temporaries of 4096² (the H100 run reported 128 MiB of f32);
+        // batched stores 15 of them (960 MiB).
+        let one_level = GemmOptions::new(Algorithm::Winograd).threshold(8192);
+        for (variant, blocks) in [(Variant::Frugal, 2), (Variant::Batched, 15)] {
+            let report = dry_run::<f32>(
+                NO_GPU,
+                Scheme::Winograd,
+                variant,
+                (8192, 8192, 8192),
+                true,
+                &one_level,
+            );
+            assert_eq!(report.workspace_elements, blocks * 4096 * 4096, "{variant}");
         }
     }
 }

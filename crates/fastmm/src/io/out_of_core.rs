@@ -18,10 +18,11 @@ use std::time::Instant;
 
 use super::raw::LittleEndian;
 use super::{file_error, npy, Format};
-use crate::algo::GemmOptions;
+use crate::context::Context;
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
+use crate::options::GemmOptions;
 
 /// An input matrix mapped from a file.
 pub struct MappedMatrix {
@@ -335,11 +336,12 @@ pub struct Report {
     pub check: Option<BlockCheck>,
 }
 
-/// C = A·B for mapped A and B of type T, C computed block by block
+/// C = A·B in `ctx` for mapped A and B of type T, C computed block by block
 /// straight into the mapped output `c_path` (.npy or raw) within `budget`
 /// bytes, each block verified when `check` (with the error allowance
 /// `growth`); a failed check leaves no output.
 pub fn multiply<T: Element>(
+    ctx: &Context,
     a: &MappedMatrix,
     b: &MappedMatrix,
     c_path: &Path,
@@ -373,7 +375,7 @@ pub fn multiply<T: Element>(
                 let b_block = b_view.submatrix(0, j0, k, cols);
                 let mut c_block = c.rb_mut().submatrix(i0, j0, rows, cols);
                 let t = Instant::now();
-                crate::gemm(T::ONE, a_block, b_block, T::ZERO, c_block.rb_mut(), opts)?;
+                ctx.gemm(T::ONE, a_block, b_block, T::ZERO, c_block.rb_mut(), opts)?;
                 multiply_seconds += t.elapsed().as_secs_f64();
                 if let Some(growth) = check {
                     let v =

@@ -13,37 +13,27 @@
 //! budget and are kept from tile to tile. β is applied on the host as each
 //! tile lands, so β = 0 never reads C.
 
-pub mod pipeline;
-pub mod plan;
+pub(crate) mod pipeline;
+pub(crate) mod plan;
 
 use std::time::Instant;
 
-pub use plan::{Plan, Resident};
+pub(crate) use plan::{Plan, Resident};
 
-use crate::algo::{Algorithm, GemmOptions};
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{default_gpu_base, ClassicalGemm, Operand};
-use crate::cuda::memory::GpuMemory;
-use crate::cuda::precision::GpuPrecision;
+use crate::cuda::gemm::{ClassicalGemm, Operand};
 use crate::cuda::strassen::CudaBackend;
+use crate::cuda::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TILE};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::strassen::{workspace, Scheme, Variant};
-use crate::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TILE};
+use crate::options::{Algorithm, GemmOptions, GpuMemory, GpuPrecision, Variant};
+use crate::strassen::engine::{self, Plan as Recursion};
+use crate::strassen::Scheme;
 
 /// What an out-of-core GPU product did.
 #[derive(Debug, Clone)]
-pub struct Report {
-    /// The cut.
-    pub plan: Plan,
-    /// The GPU memory it was planned in, bytes.
-    pub budget: u64,
-    /// The options each tile ran with (a fast algorithm's variant
-    /// resolved).
-    pub tile_options: GemmOptions,
-    /// Products on the GPU.
-    pub products: usize,
+pub(crate) struct Report {
     /// Bytes copied to the GPU (A and B, as often as they streamed).
     pub upload_bytes: u64,
     /// Bytes copied back (C once).
@@ -61,7 +51,7 @@ pub struct Report {
 
 /// The GPU memory a product may use: `opts.gpu_max_memory`, at most the
 /// free memory less a reserve for cuBLAS and the kernels.
-pub fn budget(gpu: &Gpu, opts: &GemmOptions) -> Result<u64, Error> {
+pub(crate) fn budget(gpu: &Gpu, opts: &GemmOptions) -> Result<u64, Error> {
     let (free, _) = gpu.memory_info()?;
     let usable = (free as u64).saturating_sub(CUDA_OUT_OF_CORE_RESERVE_BYTES);
     Ok(opts
@@ -71,7 +61,7 @@ pub fn budget(gpu: &Gpu, opts: &GemmOptions) -> Result<u64, Error> {
 
 /// Whether an m×k×n product of T with `opts` runs out of core: asked for,
 /// or A, B and C together exceed the [`budget`].
-pub fn needed<T: Element>(
+pub(crate) fn needed<T: Element>(
     gpu: &Gpu,
     (m, k, n): (usize, usize, usize),
     opts: &GemmOptions,
@@ -88,15 +78,9 @@ pub fn needed<T: Element>(
 /// than linear device memory, and the 16-bit cuBLAS modes (their operands
 /// are converted whole).
 fn check_options(opts: &GemmOptions) -> Result<(), Error> {
-    if !matches!(
-        opts.algorithm,
-        Algorithm::Cublas
-            | Algorithm::CudaFast
-            | Algorithm::CudaTiled
-            | Algorithm::CudaNaive
-            | Algorithm::CudaStrassen
-            | Algorithm::CudaWinograd
-    ) {
+    if !opts.algorithm.runs_on(crate::options::DeviceKind::Cuda)
+        || opts.algorithm == Algorithm::Auto
+    {
         return Err(Error::InvalidOption(format!(
             "{} is not a GPU algorithm",
             opts.algorithm
@@ -122,6 +106,7 @@ fn check_options(opts: &GemmOptions) -> Result<(), Error> {
 /// without a variant, `batched` when its temporaries for the largest tile
 /// take at most a quarter of the budget, else `frugal`.
 fn tile_options<T: Element>(
+    gpu: &Gpu,
     (m, k, n): (usize, usize, usize),
     budget: u64,
     opts: &GemmOptions,
@@ -137,7 +122,7 @@ fn tile_options<T: Element>(
                 k,
                 n.min(CUDA_OUT_OF_CORE_TILE),
             );
-            let bytes = workspace_bytes::<T>(scheme, tile, &batched);
+            let bytes = workspace_bytes::<T>(gpu, scheme, tile, &batched);
             GemmOptions {
                 variant: Some(if bytes <= budget / 4 {
                     Variant::Batched
@@ -154,13 +139,25 @@ fn tile_options<T: Element>(
 /// Bytes of a fast algorithm's temporaries for one m×k×n tile product,
 /// the larger of its β = 0 and accumulating schedules.
 fn workspace_bytes<T: Element>(
+    gpu: &Gpu,
     scheme: Scheme,
     dims: (usize, usize, usize),
     opts: &GemmOptions,
 ) -> u64 {
+    let variant = opts.variant.unwrap_or_default();
     let elements = [true, false]
         .into_iter()
-        .map(|beta_is_zero| workspace::<T>(scheme, dims, beta_is_zero, opts).workspace_elements)
+        .map(|beta_is_zero| {
+            crate::cuda::strassen::dry_run::<T>(
+                &gpu.info().name,
+                scheme,
+                variant,
+                dims,
+                beta_is_zero,
+                opts,
+            )
+            .workspace_elements
+        })
         .max()
         .unwrap_or(0);
     (elements * std::mem::size_of::<T>()) as u64
@@ -169,13 +166,13 @@ fn workspace_bytes<T: Element>(
 /// The plan `multiply` would follow for an m×k×n product of T, the budget
 /// it was made in, and the options each tile runs with. A fast
 /// algorithm's temporaries for the largest tile come off the budget first.
-pub fn plan_for<T: Element>(
+pub(crate) fn plan_for<T: Element>(
     gpu: &Gpu,
     shape: (usize, usize, usize),
     opts: &GemmOptions,
 ) -> Result<(Plan, u64, GemmOptions), Error> {
     let budget = budget(gpu, opts)?;
-    let tile_opts = tile_options::<T>(shape, budget, opts);
+    let tile_opts = tile_options::<T>(gpu, shape, budget, opts);
     let temporaries = match Scheme::of(opts.algorithm) {
         Some(scheme) => {
             let (m, k, n) = shape;
@@ -184,7 +181,7 @@ pub fn plan_for<T: Element>(
                 k,
                 n.min(CUDA_OUT_OF_CORE_TILE),
             );
-            workspace_bytes::<T>(scheme, tile, &tile_opts)
+            workspace_bytes::<T>(gpu, scheme, tile, &tile_opts)
         }
         None => 0,
     };
@@ -211,8 +208,7 @@ pub fn plan_for<T: Element>(
 pub(crate) enum TileProduct<'g, T: Element> {
     Classical(ClassicalGemm),
     Fast {
-        scheme: Scheme,
-        opts: GemmOptions,
+        recursion: Recursion,
         backend: Box<CudaBackend<'g, T>>,
     },
 }
@@ -221,12 +217,18 @@ impl<'g, T: Element> TileProduct<'g, T> {
     fn resolve(gpu: &'g Gpu, opts: &GemmOptions) -> Result<TileProduct<'g, T>, Error> {
         Ok(match Scheme::of(opts.algorithm) {
             Some(scheme) => {
-                let base = opts.base.unwrap_or_else(|| default_gpu_base(T::DTYPE));
+                crate::cuda::strassen::check(opts)?;
+                let base = crate::cuda::strassen::base(opts, T::DTYPE);
                 let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
                 let nowhere = Operand { ptr: 0, ld: 0 };
+                let variant = opts.variant.unwrap_or_default();
                 TileProduct::Fast {
-                    scheme,
-                    opts: *opts,
+                    recursion: crate::cuda::strassen::plan::<T>(
+                        &gpu.info().name,
+                        scheme,
+                        variant,
+                        opts,
+                    ),
                     backend: Box::new(CudaBackend::new(
                         gpu,
                         classical,
@@ -253,14 +255,9 @@ impl<'g, T: Element> TileProduct<'g, T> {
     ) -> Result<(), Error> {
         match self {
             TileProduct::Classical(gemm) => gemm.run(gpu, dims, alpha, a, b, beta, c),
-            TileProduct::Fast {
-                scheme,
-                opts,
-                backend,
-            } => {
+            TileProduct::Fast { recursion, backend } => {
                 backend.retarget((a, b, c));
-                let plan = crate::strassen::plan::<T>(*scheme, opts);
-                crate::strassen::engine::run(backend.as_mut(), plan, alpha, beta, dims).map(|_| ())
+                engine::run(backend.as_mut(), *recursion, alpha, beta, dims).map(|_| ())
             }
         }
     }
@@ -269,7 +266,7 @@ impl<'g, T: Element> TileProduct<'g, T> {
 /// C ← α·A·B + β·C on the GPU in tiles, within the [`budget`], for host
 /// matrices of any size (β = 0 never reads C). The caller checks shapes;
 /// m, k and n are at least 1.
-pub fn multiply<T: Element>(
+pub(crate) fn multiply<T: Element>(
     gpu: &Gpu,
     alpha: T,
     a: MatRef<'_, T>,
@@ -278,16 +275,14 @@ pub fn multiply<T: Element>(
     c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
-    let (plan, budget, tile_opts) = plan_for::<T>(gpu, (a.rows(), a.cols(), b.cols()), opts)?;
-    let mut report = multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts)?;
-    report.budget = budget;
-    Ok(report)
+    let (plan, _, tile_opts) = plan_for::<T>(gpu, (a.rows(), a.cols(), b.cols()), opts)?;
+    multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts)
 }
 
 /// [`multiply`] by a given plan (checked against the operands): for
 /// tests of every kind of schedule on small matrices, and for sweeps.
 #[allow(clippy::too_many_arguments)]
-pub fn multiply_planned<T: Element>(
+pub(crate) fn multiply_planned<T: Element>(
     gpu: &Gpu,
     plan: Plan,
     alpha: T,
@@ -320,10 +315,6 @@ pub fn multiply_planned<T: Element>(
     drop(product);
     drop(slots);
     Ok(Report {
-        plan,
-        budget: plan.device_bytes(),
-        tile_options: *opts,
-        products: schedule.tasks.len(),
         upload_bytes: schedule.upload_elements() * elem as u64,
         download_bytes: (m * n * elem) as u64,
         seconds: start.elapsed().as_secs_f64(),

@@ -28,10 +28,10 @@ use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::gemm::Operand;
 use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
+use crate::cuda::tunables::{CUDA_OUT_OF_CORE_CHUNKS, CUDA_OUT_OF_CORE_CHUNK_BYTES};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::tunables::{CUDA_OUT_OF_CORE_CHUNKS, CUDA_OUT_OF_CORE_CHUNK_BYTES};
 
 /// Host copies into or out of staging run in parallel bands of about this
 /// many bytes.

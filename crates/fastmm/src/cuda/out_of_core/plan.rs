@@ -12,9 +12,9 @@
 //! two buffers, C tiles go through two buffers, and only when k is too
 //! deep for any tile is k split as well.
 
+use crate::cuda::tunables::{CUDA_OUT_OF_CORE_ALIGN, CUDA_OUT_OF_CORE_MIN_TILE};
 use crate::error::Error;
 use crate::system::format_bytes;
-use crate::tunables::{CUDA_OUT_OF_CORE_ALIGN, CUDA_OUT_OF_CORE_MIN_TILE};
 
 /// The operand whose panels stay on the GPU while the other streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -333,6 +333,7 @@ impl Plan {
     }
 
     /// Whether the plan is the whole product in one step.
+    #[cfg(test)]
     pub fn in_one_step(&self) -> bool {
         let (m, k, n) = self.shape;
         (self.tile_rows, self.depth, self.tile_cols) == (m, k, n)

@@ -1,72 +1,26 @@
 //! Kernels are data: for each element type a table of kernels, best first,
-//! and a choice resolved once per process from the CPU's features, or
-//! forced by `FASTMM_CPU_KERNEL` or an option.
+//! and a choice resolved from the CPU's features, or forced by an option or
+//! `FASTMM_CPU_KERNEL`.
 
-use std::fmt;
-use std::str::FromStr;
-use std::sync::OnceLock;
+use std::any::Any;
 
+use crate::config::Config;
+use crate::cpu::packed::blocking::{analytical_blocks, CoreRates};
+use crate::cpu::packed::driver;
+use crate::cpu::packed::kernel::Microkernel;
+use crate::cpu::packed::kernels::generic::Generic;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::packed::blocking::{cache_sizes, BlockSizes, CoreRates};
-use crate::packed::driver;
-use crate::packed::kernel::Microkernel;
-use crate::packed::kernels::generic::Generic;
+use crate::options::{BlockSizes, CpuKernel};
+use crate::system::cache_sizes;
 
-/// Environment variable that forces a kernel family for the whole process.
-pub const KERNEL_ENV: &str = "FASTMM_CPU_KERNEL";
-
-/// A family of microkernels, one per element type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CpuKernel {
-    /// AVX-512F/DQ with FMA (x86-64).
-    Avx512,
-    /// AVX2 with FMA (x86-64).
-    Avx2,
-    /// Portable scalar loops: the reference twin.
-    Generic,
-}
-
-impl CpuKernel {
-    /// Every family, fastest first.
-    pub const ALL: [CpuKernel; 3] = [CpuKernel::Avx512, CpuKernel::Avx2, CpuKernel::Generic];
-
-    /// Name as accepted by `FASTMM_CPU_KERNEL` and `--cpu-kernel`.
-    pub fn name(self) -> &'static str {
-        match self {
-            CpuKernel::Avx512 => "avx512",
-            CpuKernel::Avx2 => "avx2",
-            CpuKernel::Generic => "generic",
-        }
-    }
-
-    /// Whether this CPU can run the family (same answer for every type).
-    pub fn is_supported(self) -> bool {
-        f32::packed_kernels()
-            .iter()
-            .any(|k| k.family == self && (k.is_available)())
-    }
-}
-
-impl fmt::Display for CpuKernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for CpuKernel {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        CpuKernel::ALL
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                Error::InvalidOption(format!(
-                    "unknown CPU kernel '{s}' (expected avx512, avx2 or generic)"
-                ))
-            })
-    }
+/// Whether this CPU can run the kernels of `family` (the same answer for
+/// every element type).
+pub(crate) fn is_supported(family: CpuKernel) -> bool {
+    kernels::<f32>()
+        .iter()
+        .any(|k| k.family == family && (k.is_available)())
 }
 
 /// The signature of [`Microkernel::run`].
@@ -88,7 +42,7 @@ pub(crate) type FusedFn<T> = unsafe fn(
 );
 
 /// One row of a kernel table: a microkernel and the driver instantiated for it.
-pub struct PackedKernel<T: Element> {
+pub(crate) struct PackedKernel<T: Element> {
     /// The family it belongs to.
     pub family: CpuKernel,
     /// Name shown in reports, e.g. `avx512 8x48`.
@@ -98,6 +52,7 @@ pub struct PackedKernel<T: Element> {
     /// Tile columns.
     pub nr: usize,
     pub(crate) is_available: fn() -> bool,
+    #[cfg_attr(not(feature = "dev"), allow(dead_code))]
     pub(crate) micro: MicrokernelFn<T>,
     pub(crate) gemm: GemmFn<T>,
     pub(crate) fused: FusedFn<T>,
@@ -121,6 +76,7 @@ impl<T: Element> PackedKernel<T> {
     /// Throughput of the microkernel alone, in GFLOP/s: `calls` calls on
     /// cache-resident panels of depth `kc`, updating one C tile (β = 1).
     /// This is the ceiling the whole GEMM can approach.
+    #[cfg(feature = "dev")]
     pub fn microkernel_gflops(&self, kc: usize, calls: usize) -> f64 {
         self.streaming_gflops(kc, 1, self.nr, calls)
     }
@@ -130,6 +86,7 @@ impl<T: Element> PackedKernel<T> {
     /// of Ã in turn (an MC×kc block, from L2 when it is larger than L1),
     /// each tile added into the next MR rows of a column of tiles of a C
     /// with `ldc` columns, `calls` calls in all.
+    #[cfg(feature = "dev")]
     pub fn streaming_gflops(&self, kc: usize, a_panels: usize, ldc: usize, calls: usize) -> f64 {
         let a = vec![T::from_f64(0.5); a_panels * self.mr * kc];
         let b = vec![T::from_f64(0.25); kc * self.nr];
@@ -161,12 +118,6 @@ impl<T: Element> PackedKernel<T> {
     }
 
     /// The block sizes `packed` uses unless told otherwise for a product
-    /// whose C fits in L2 ([`Self::default_blocks_for`]).
-    pub fn default_blocks(&self) -> BlockSizes {
-        self.default_blocks_for(0, 0)
-    }
-
-    /// The block sizes `packed` uses unless told otherwise for a product
     /// whose C is m×n: where C is larger than L2, the tuning file's for this
     /// kernel and type (see [`crate::tuning`]; `fastmm tune` measures them
     /// on such a product), else the analytical ones, which depend on
@@ -174,19 +125,24 @@ impl<T: Element> PackedKernel<T> {
     pub fn default_blocks_for(&self, m: usize, n: usize) -> BlockSizes {
         let c_bytes = m.saturating_mul(n).saturating_mul(size_of::<T>());
         let tuned = (c_bytes > cache_sizes().l2)
-            .then(|| crate::tuning::blocks(T::DTYPE, self.name))
+            .then(|| {
+                Config::get()
+                    .tuned_cpu_type(T::DTYPE)?
+                    .blocks_for(self.name)
+            })
             .flatten();
         tuned.unwrap_or_else(|| self.analytical_blocks_for(c_bytes))
     }
 
     /// The analytical block sizes for this kernel on this machine's caches.
+    #[cfg(feature = "dev")]
     pub fn analytical_blocks(&self) -> BlockSizes {
         self.analytical_blocks_for(0)
     }
 
     /// The analytical block sizes for a product whose C takes `c_bytes`.
     pub fn analytical_blocks_for(&self, c_bytes: usize) -> BlockSizes {
-        BlockSizes::for_kernel(
+        analytical_blocks(
             cache_sizes(),
             size_of::<T>(),
             self.mr,
@@ -200,23 +156,23 @@ impl<T: Element> PackedKernel<T> {
 macro_rules! kernel_table {
     ($fn_name:ident, $t:ty, $mr:expr, $nr:expr, $avx512:ident, $avx2:ident) => {
         /// Kernel table for this type, fastest first; the last row is the generic twin.
-        pub(crate) fn $fn_name() -> &'static [PackedKernel<$t>] {
+        fn $fn_name() -> &'static &'static [PackedKernel<$t>] {
             #[cfg(target_arch = "x86_64")]
             {
-                use crate::packed::kernels::x86;
-                const TABLE: &[PackedKernel<$t>] = &[
+                use crate::cpu::packed::kernels::x86;
+                static TABLE: &[PackedKernel<$t>] = &[
                     PackedKernel::of::<x86::$avx512>(CpuKernel::Avx512),
                     PackedKernel::of::<x86::$avx2>(CpuKernel::Avx2),
                     PackedKernel::of::<Generic<$t, $mr, $nr>>(CpuKernel::Generic),
                 ];
-                TABLE
+                &TABLE
             }
             #[cfg(not(target_arch = "x86_64"))]
             {
-                const TABLE: &[PackedKernel<$t>] = &[PackedKernel::of::<Generic<$t, $mr, $nr>>(
+                static TABLE: &[PackedKernel<$t>] = &[PackedKernel::of::<Generic<$t, $mr, $nr>>(
                     CpuKernel::Generic,
                 )];
-                TABLE
+                &TABLE
             }
         }
     };
@@ -227,33 +183,39 @@ kernel_table!(f64_kernels, f64, 4, 4, Avx512F64, Avx2F64);
 kernel_table!(i32_kernels, i32, 4, 8, Avx512I32, Avx2I32);
 kernel_table!(i64_kernels, i64, 4, 4, Avx512I64, Avx2I64);
 
-/// The process-wide family: `FASTMM_CPU_KERNEL` if set, else the fastest
-/// the CPU supports. Read and detected once.
-pub fn default_cpu_kernel() -> Result<CpuKernel, Error> {
-    static CHOICE: OnceLock<Result<CpuKernel, Error>> = OnceLock::new();
-    CHOICE
-        .get_or_init(|| match std::env::var(KERNEL_ENV) {
-            Ok(forced) if !forced.trim().is_empty() => forced
-                .parse::<CpuKernel>()
-                .map_err(|e| Error::InvalidOption(format!("{KERNEL_ENV}: {e}"))),
-            _ => Ok(CpuKernel::ALL
-                .into_iter()
-                .find(|k| k.is_supported())
-                .unwrap_or(CpuKernel::Generic)),
-        })
-        .clone()
+/// The kernel table of T, fastest first; the last row is the generic twin.
+pub(crate) fn kernels<T: Element>() -> &'static [PackedKernel<T>] {
+    let tables: [&'static dyn Any; 4] =
+        [f32_kernels(), f64_kernels(), i32_kernels(), i64_kernels()];
+    tables
+        .into_iter()
+        .find_map(|table| table.downcast_ref::<&'static [PackedKernel<T>]>())
+        .copied()
+        .expect("every element type has a kernel table")
 }
 
-/// The kernel of `family` (or of the process default) for T, checked
-/// against the CPU.
-pub fn select_kernel<T: Element>(
+/// The family `packed` runs unless an option names one:
+/// `FASTMM_CPU_KERNEL` if set, else the fastest the CPU supports.
+pub(crate) fn default_cpu_kernel() -> Result<CpuKernel, Error> {
+    Ok(Config::get().cpu_kernel()?.unwrap_or_else(|| {
+        CpuKernel::ALL
+            .iter()
+            .copied()
+            .find(|&k| is_supported(k))
+            .unwrap_or(CpuKernel::Generic)
+    }))
+}
+
+/// The kernel of `family` (or of the default) for T, checked against the
+/// CPU.
+pub(crate) fn select_kernel<T: Element>(
     family: Option<CpuKernel>,
 ) -> Result<&'static PackedKernel<T>, Error> {
     let family = match family {
         Some(f) => f,
         None => default_cpu_kernel()?,
     };
-    let kernel = T::packed_kernels()
+    let kernel = kernels::<T>()
         .iter()
         .find(|k| k.family == family)
         .ok_or_else(|| Error::Unsupported {

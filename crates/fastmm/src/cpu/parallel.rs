@@ -5,7 +5,7 @@
 
 use rayon::prelude::*;
 
-use crate::algo::tiled;
+use crate::cpu::tiled;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};

@@ -8,7 +8,7 @@
 //! flop by four, which is what lets two threads of `parallel` run without
 //! starving each other for L3 bandwidth.
 
-use crate::algo::ikj;
+use crate::cpu::ikj;
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
 

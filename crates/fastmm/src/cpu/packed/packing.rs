@@ -4,9 +4,9 @@
 //! mattering: whatever the layout of the user's views, the kernel reads
 //! unit-stride panels.
 
+use crate::cpu::packed::kernel::Microkernel;
 use crate::element::Element;
 use crate::matrix::MatRef;
-use crate::packed::kernel::Microkernel;
 
 /// Packs the linear combination Σ wᵢ·Aᵢ of equally shaped mb×kb blocks
 /// into ⌈mb/MR⌉ micro-panels of kernel K's MR rows: element (i, p) of panel
@@ -428,8 +428,8 @@ fn pack_panels_body<T: Element>(src: MatRef<'_, T>, width: usize, dst: &mut [T])
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::packed::kernels::generic::Generic;
     use crate::matrix::Matrix;
-    use crate::packed::kernels::generic::Generic;
 
     type Generic4 = Generic<i32, 4, 4>;
 

@@ -24,9 +24,9 @@
 //! scalar loops with the same contract, used as the portable fallback and as
 //! the oracle the fast kernels are tested against.
 
+use crate::cpu::packed::packing;
 use crate::element::Element;
 use crate::matrix::MatRef;
-use crate::packed::packing;
 
 /// Largest MR·NR of any kernel.
 pub(crate) const MAX_TILE: usize = 512;

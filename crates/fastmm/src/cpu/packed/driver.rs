@@ -43,12 +43,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+use crate::cpu::packed::blocking::{balanced_block, NC_SLACK};
+use crate::cpu::packed::kernel::{merge_tile, Microkernel};
+use crate::cpu::packed::packing::{pack_a_sum, pack_b_sum};
+use crate::cpu::packed::workspace::Workspace;
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
-use crate::packed::blocking::{balanced_block, BlockSizes, NC_SLACK};
-use crate::packed::kernel::{merge_tile, Microkernel};
-use crate::packed::packing::{pack_a_sum, pack_b_sum};
-use crate::packed::workspace::Workspace;
+use crate::options::BlockSizes;
 use crate::tunables::{
     SPLIT_K_MAX_C_BYTES, SPLIT_K_MAX_C_ELEMENTS_PER_THREAD, SPLIT_K_MIN_STEPS_PER_THREAD,
     TASKS_PER_THREAD,
@@ -58,7 +59,7 @@ use crate::tunables::{
 /// in L1 and MC the Ã block in L2.
 const NO_SLACK: (usize, usize) = (0, 1);
 
-use crate::packed::kernel::MAX_TILE as MAX_TILE_ELEMENTS;
+use crate::cpu::packed::kernel::MAX_TILE as MAX_TILE_ELEMENTS;
 
 /// Threads split C by rows when each gets at least this many micro-panels
 /// of rows; otherwise by columns.
@@ -182,7 +183,7 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
     let b_scratch_panel = if b.len() > 1 { K::NR * kc } else { 0 };
     let b_scratch_len = b_scratch_panel * threads;
     let mut shared = Workspace::take_from::<T>(
-        crate::packed::workspace::Pool::SharedPacking,
+        crate::cpu::packed::workspace::Pool::SharedPacking,
         &[nc * kc, b_scratch_len],
     );
     let (b_buf, b_scratch) = shared.buffers::<T>(nc * kc, b_scratch_len);
@@ -311,7 +312,7 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
     let b_len = nc.min(n).div_ceil(K::NR) * K::NR * kc;
     let b_scratch_panel = if b.len() > 1 { K::NR * kc } else { 0 };
     let mut shared = Workspace::take_from::<T>(
-        crate::packed::workspace::Pool::SharedPacking,
+        crate::cpu::packed::workspace::Pool::SharedPacking,
         &[b_len, b_len, b_scratch_panel * threads],
     );
     let mut buffers = shared

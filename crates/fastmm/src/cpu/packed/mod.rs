@@ -9,27 +9,51 @@
 //! thread with no pool; a tiny product skips packing altogether and runs
 //! the unpacked `tiled` loops.
 
-pub mod blocking;
-pub mod dispatch;
-pub mod driver;
-pub mod kernel;
-pub mod kernels;
-pub mod packing;
+pub(crate) mod blocking;
+pub(crate) mod dispatch;
+pub(crate) mod driver;
+pub(crate) mod kernel;
+pub(crate) mod kernels;
+pub(crate) mod packing;
 pub(crate) mod workspace;
 
-pub use blocking::BlockSizes;
-pub use dispatch::{default_cpu_kernel, select_kernel, CpuKernel, PackedKernel};
+pub(crate) use dispatch::{select_kernel, PackedKernel};
 
-use crate::algo::GemmOptions;
-use crate::algo::{self, tiled};
+use crate::config::Config;
+use crate::cpu::tiled;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
+use crate::options::{BlockSizes, GemmOptions};
 use crate::threads::run_in_pool;
 use crate::tunables::{DEFAULT_TILE, PACKED_MIN_MNK, PACKED_PARALLEL_MIN_MNK};
 
+/// The cache blocks `packed` runs an m×n C with: the option, else
+/// `FASTMM_BLOCKS`, else the kernel's default (tuned or analytical).
+pub(crate) fn blocks_for<T: Element>(
+    kernel: &PackedKernel<T>,
+    opts: &GemmOptions,
+    (m, n): (usize, usize),
+) -> Result<BlockSizes, Error> {
+    Ok(match opts.block_sizes.or(Config::get().blocks()?) {
+        Some(blocks) => blocks,
+        None => kernel.default_blocks_for(m, n),
+    })
+}
+
+/// The threads `packed` runs a product of m·n·k multiply-adds on: one
+/// below [`PACKED_PARALLEL_MIN_MNK`], where waking the pool costs more
+/// than the work.
+pub(crate) fn threads_for(opts: &GemmOptions, mnk: u128) -> usize {
+    if mnk < PACKED_PARALLEL_MIN_MNK {
+        1
+    } else {
+        crate::cpu::threads(opts)
+    }
+}
+
 /// C ← α·A·B + β·C with the packed algorithm (β = 0 never reads C).
-pub fn multiply<T: Element>(
+pub(crate) fn multiply<T: Element>(
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -39,23 +63,19 @@ pub fn multiply<T: Element>(
 ) -> Result<(), Error> {
     let kernel = select_kernel::<T>(opts.cpu_kernel)?;
     let mnk = c.rows() as u128 * c.cols() as u128 * a.cols() as u128;
-    let forced = opts.cpu_kernel.is_some() || opts.block_sizes.is_some();
+    let forced = opts.cpu_kernel.is_some()
+        || opts.block_sizes.is_some()
+        || Config::get().blocks()?.is_some();
     if mnk < PACKED_MIN_MNK && !forced {
         // Packing costs more than it saves on products this small. A forced
         // kernel or block size always runs as asked (the kernel tests rely
         // on it).
-        algo::apply_beta(beta, c.rb_mut());
+        c.scale_by(beta);
         tiled::accumulate(alpha, a, b, c, DEFAULT_TILE);
         return Ok(());
     }
-    let blocks = opts
-        .block_sizes
-        .unwrap_or_else(|| kernel.default_blocks_for(c.rows(), c.cols()));
-    let threads = if mnk < PACKED_PARALLEL_MIN_MNK {
-        1
-    } else {
-        opts.effective_threads()
-    };
+    let blocks = blocks_for(kernel, opts, c.shape())?;
+    let threads = threads_for(opts, mnk);
     if threads == 1 {
         (kernel.gemm)(alpha, a, b, beta, c, &blocks, 1);
         return Ok(());
@@ -93,19 +113,12 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
     }
     if k == 0 {
         for (_, c) in dests.iter_mut() {
-            algo::apply_beta(beta, c.rb_mut());
+            c.scale_by(beta);
         }
         return Ok(());
     }
-    let blocks = opts
-        .block_sizes
-        .unwrap_or_else(|| kernel.default_blocks_for(m, n));
-    let mnk = m as u128 * n as u128 * k as u128;
-    let threads = if mnk < PACKED_PARALLEL_MIN_MNK {
-        1
-    } else {
-        opts.effective_threads()
-    };
+    let blocks = blocks_for(kernel, opts, (m, n))?;
+    let threads = threads_for(opts, m as u128 * n as u128 * k as u128);
     let raw: Vec<driver::Dest<T>> = dests
         .iter_mut()
         .map(|(gamma, c)| driver::Dest {

@@ -42,161 +42,52 @@
 //!
 //! `--blocks` and `FASTMM_BLOCKS` override them.
 
-use std::fs;
 use std::sync::OnceLock;
 
-use crate::error::Error;
-
-/// Data cache sizes in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheSizes {
-    /// Level-1 data cache of one core.
-    pub l1d: usize,
-    /// Level-2 cache of one core.
-    pub l2: usize,
-    /// Last-level cache (shared).
-    pub l3: usize,
-}
-
-/// Sizes assumed where the OS does not say (a common x86-64 core).
-const FALLBACK_CACHES: CacheSizes = CacheSizes {
-    l1d: 32 * 1024,
-    l2: 512 * 1024,
-    l3: 8 * 1024 * 1024,
-};
-
-/// The cache sizes of CPU 0, read once.
-pub fn cache_sizes() -> CacheSizes {
-    static CACHES: OnceLock<CacheSizes> = OnceLock::new();
-    *CACHES.get_or_init(|| read_sysfs_caches().unwrap_or(FALLBACK_CACHES))
-}
-
-fn read_sysfs_caches() -> Option<CacheSizes> {
-    let mut sizes = FALLBACK_CACHES;
-    let mut found = false;
-    for index in 0..8 {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
-        let Ok(level) = fs::read_to_string(format!("{dir}/level")) else {
-            continue;
-        };
-        let kind = fs::read_to_string(format!("{dir}/type")).unwrap_or_default();
-        let Some(bytes) = fs::read_to_string(format!("{dir}/size"))
-            .ok()
-            .and_then(|s| parse_size(&s))
-        else {
-            continue;
-        };
-        match (level.trim(), kind.trim()) {
-            ("1", "Data") => sizes.l1d = bytes,
-            ("2", _) => sizes.l2 = bytes,
-            ("3", _) => sizes.l3 = bytes,
-            _ => continue,
-        }
-        found = true;
-    }
-    found.then_some(sizes)
-}
-
-/// Parses sysfs sizes such as "48K" or "2048K" or "32M".
-fn parse_size(text: &str) -> Option<usize> {
-    let text = text.trim();
-    let (digits, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
-    let value: usize = digits.parse().ok()?;
-    match unit {
-        "" => Some(value),
-        "K" => value.checked_mul(1024),
-        "M" => value.checked_mul(1024 * 1024),
-        "G" => value.checked_mul(1024 * 1024 * 1024),
-        _ => None,
-    }
-}
-
-use crate::packed::dispatch::CpuKernel;
-pub use crate::tunables::{
+use crate::options::{BlockSizes, CpuKernel};
+use crate::system::CacheSizes;
+pub(crate) use crate::tunables::{
     KC_L1_FRACTION, KC_STREAMING_L1_FRACTION, KC_STREAMING_LARGE_C_L1_FRACTION,
     L2_STREAM_MAX_BYTES_PER_CYCLE, L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2, MAX_KC, MC_L2_FRACTION,
     MC_LARGE_C_L2_FRACTION, MC_LARGE_C_L2_FRACTION_WIDE_L2, NC_L3_FRACTION, NC_SLACK,
 };
 
-/// MC, KC and NC of the five-loop driver, in elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BlockSizes {
-    /// Rows of A packed at once.
-    pub mc: usize,
-    /// Depth (shared dimension) of one packed block.
-    pub kc: usize,
-    /// Columns of B packed at once.
-    pub nc: usize,
-}
-
-impl BlockSizes {
-    /// The analytical sizes for a kernel of `mr`×`nr` elements of
-    /// `elem_size` bytes on a CPU with these caches and a core of these
-    /// rates with the kernel's vectors (see module docs and
-    /// [`CoreRates::of`]), for a product whose C takes `c_bytes` (0 where
-    /// no product is in view).
-    pub fn for_kernel(
-        caches: CacheSizes,
-        elem_size: usize,
-        mr: usize,
-        nr: usize,
-        core: CoreRates,
-        c_bytes: usize,
-    ) -> BlockSizes {
-        let streams_from_l2 = l2_bytes_per_cycle(mr, nr, core.fma_bits_per_cycle)
-            <= core.l2_stream_bytes_per_cycle as f64;
-        let ((num, den), panel_rows) = if streams_from_l2 {
-            (KC_STREAMING_L1_FRACTION, mr)
-        } else {
-            (KC_L1_FRACTION, mr + nr)
-        };
-        let kc_for = |(num, den): (usize, usize)| {
-            round_down(caches.l1d * num / den / (panel_rows * elem_size), 8).clamp(64, MAX_KC)
-        };
-        // How many kc-deep lines of elements fill `fraction` of a cache,
-        // in whole micro-panels of `unit`.
-        let lines_in = |kc: usize, bytes: usize, (num, den): (usize, usize), unit: usize| {
-            round_down(bytes * num / den / (kc * elem_size), unit).max(unit)
-        };
-        let kc = kc_for((num, den));
-        let nc = lines_in(kc, caches.l3, NC_L3_FRACTION, nr);
-        if streams_from_l2 && c_bytes > caches.l2 {
-            let kc = kc_for(KC_STREAMING_LARGE_C_L1_FRACTION);
-            let mc = lines_in(kc, caches.l2, core.large_c_mc_l2_fraction, mr);
-            return BlockSizes { mc, kc, nc };
-        }
-        let mc = lines_in(kc, caches.l2, MC_L2_FRACTION, mr);
-        BlockSizes { mc, kc, nc }
+/// The analytical sizes for a kernel of `mr`×`nr` elements of `elem_size`
+/// bytes on a CPU with these caches and a core of these rates with the
+/// kernel's vectors (see module docs and [`CoreRates::of`]), for a product
+/// whose C takes `c_bytes` (0 where no product is in view).
+pub(crate) fn analytical_blocks(
+    caches: CacheSizes,
+    elem_size: usize,
+    mr: usize,
+    nr: usize,
+    core: CoreRates,
+    c_bytes: usize,
+) -> BlockSizes {
+    let streams_from_l2 = l2_bytes_per_cycle(mr, nr, core.fma_bits_per_cycle)
+        <= core.l2_stream_bytes_per_cycle as f64;
+    let ((num, den), panel_rows) = if streams_from_l2 {
+        (KC_STREAMING_L1_FRACTION, mr)
+    } else {
+        (KC_L1_FRACTION, mr + nr)
+    };
+    let kc_for = |(num, den): (usize, usize)| {
+        round_down(caches.l1d * num / den / (panel_rows * elem_size), 8).clamp(64, MAX_KC)
+    };
+    // How many kc-deep lines of elements fill `fraction` of a cache,
+    // in whole micro-panels of `unit`.
+    let lines_in = |kc: usize, bytes: usize, (num, den): (usize, usize), unit: usize| {
+        round_down(bytes * num / den / (kc * elem_size), unit).max(unit)
+    };
+    let kc = kc_for((num, den));
+    let nc = lines_in(kc, caches.l3, NC_L3_FRACTION, nr);
+    if streams_from_l2 && c_bytes > caches.l2 {
+        let kc = kc_for(KC_STREAMING_LARGE_C_L1_FRACTION);
+        let mc = lines_in(kc, caches.l2, core.large_c_mc_l2_fraction, mr);
+        return BlockSizes { mc, kc, nc };
     }
-
-    /// Parses "MC,KC,NC", as given to `--blocks` or `FASTMM_BLOCKS`.
-    pub fn parse(text: &str) -> Result<BlockSizes, Error> {
-        let bad = || {
-            Error::InvalidOption(format!(
-                "block sizes '{text}' are not three positive integers MC,KC,NC"
-            ))
-        };
-        let values: Vec<usize> = text
-            .split(',')
-            .map(|v| v.trim().parse::<usize>().map_err(|_| bad()))
-            .collect::<Result<_, _>>()?;
-        match values[..] {
-            [mc, kc, nc] if mc > 0 && kc > 0 && nc > 0 => Ok(BlockSizes { mc, kc, nc }),
-            _ => Err(bad()),
-        }
-    }
-
-    /// The same sizes rounded up to whole micro-panels of an `mr`×`nr` kernel.
-    pub fn fitted(self, mr: usize, nr: usize) -> BlockSizes {
-        BlockSizes {
-            mc: self.mc.div_ceil(mr) * mr,
-            kc: self.kc,
-            nc: self.nc.div_ceil(nr) * nr,
-        }
-    }
+    let mc = lines_in(kc, caches.l2, MC_L2_FRACTION, mr);
+    BlockSizes { mc, kc, nc }
 }
 
 /// The size of each of the equal blocks that cover `extent` in blocks of at
@@ -221,13 +112,13 @@ pub(crate) fn balanced_block(
 /// when it runs at a core's FMA rate of `fma_bits_per_cycle`: (MR + NR)
 /// elements per k step, a step taking MR·NR·size·8 / fma_bits cycles (the
 /// element size cancels out).
-pub fn l2_bytes_per_cycle(mr: usize, nr: usize, fma_bits_per_cycle: usize) -> f64 {
+pub(crate) fn l2_bytes_per_cycle(mr: usize, nr: usize, fma_bits_per_cycle: usize) -> f64 {
     ((mr + nr) * fma_bits_per_cycle) as f64 / (8 * mr * nr) as f64
 }
 
 /// What the blocking rule needs to know of one core, for one kernel family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CoreRates {
+pub(crate) struct CoreRates {
     /// Bits of FMA results retired per cycle ([`fma_bits_per_cycle`]).
     pub fma_bits_per_cycle: usize,
     /// Bytes per cycle a kernel may read from L2 and still keep its FMAs
@@ -241,7 +132,7 @@ pub struct CoreRates {
 
 impl CoreRates {
     /// The rates of this CPU's cores with the vectors of `family`.
-    pub fn of(family: CpuKernel) -> CoreRates {
+    pub(crate) fn of(family: CpuKernel) -> CoreRates {
         let l2_stream_bytes_per_cycle = l2_stream_bytes_per_cycle();
         CoreRates {
             fma_bits_per_cycle: fma_bits_per_cycle(family),
@@ -260,7 +151,7 @@ impl CoreRates {
 /// on Zen 4, Zen 3 and Ice Lake, whose L2 fills L1 at 32 bytes per cycle
 /// in practice), or [`L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2`] on Zen 5
 /// (AMD family 1Ah), whose L2 fills L1 at 64. Read once.
-pub fn l2_stream_bytes_per_cycle() -> usize {
+pub(crate) fn l2_stream_bytes_per_cycle() -> usize {
     static WIDE_L2: OnceLock<bool> = OnceLock::new();
     if *WIDE_L2.get_or_init(|| amd_family() == Some(0x1A)) {
         L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2
@@ -273,7 +164,7 @@ pub fn l2_stream_bytes_per_cycle() -> usize {
 /// vectors of `family`: two full-width FMAs per cycle, except where a table
 /// of cores says otherwise. Zen 4 (AMD family 19h with AVX-512) runs a
 /// 512-bit FMA as two 256-bit halves, one per cycle. Read once.
-pub fn fma_bits_per_cycle(family: CpuKernel) -> usize {
+pub(crate) fn fma_bits_per_cycle(family: CpuKernel) -> usize {
     static HALF_RATE_512: OnceLock<bool> = OnceLock::new();
     match family {
         CpuKernel::Avx512 if *HALF_RATE_512.get_or_init(|| amd_family() == Some(0x19)) => 512,
@@ -332,9 +223,6 @@ mod tests {
 
     #[test]
     fn sizes_parse_and_derive() {
-        assert_eq!(parse_size("48K\n"), Some(48 * 1024));
-        assert_eq!(parse_size("32M"), Some(32 << 20));
-        assert_eq!(parse_size("x"), None);
         let caches = CacheSizes {
             l1d: 32 << 10,
             l2: 1 << 20,
@@ -343,7 +231,7 @@ mod tests {
         // Two 512-bit FMAs per cycle: 18.7 bytes per cycle from the
         // panels, so B̃'s micro-panel stays in L1 with Ã's:
         // 32 KiB / ((8 + 48)·4 bytes) = 146 → 144.
-        let bs = BlockSizes::for_kernel(caches, 4, 8, 48, narrow_l2(1024), 0);
+        let bs = analytical_blocks(caches, 4, 8, 48, narrow_l2(1024), 0);
         assert_eq!(bs.kc, 144);
         // Ã: half of 1 MiB / (144·4 bytes) = 910 → 904 rows; B̃: a quarter
         // of 32 MiB / (144·4) = 14563 → 14544 columns.
@@ -356,18 +244,18 @@ mod tests {
             l1d: 48 << 10,
             ..caches
         };
-        let bs = BlockSizes::for_kernel(ice_lake, 8, 8, 24, narrow_l2(1024), 0);
+        let bs = analytical_blocks(ice_lake, 8, 8, 24, narrow_l2(1024), 0);
         assert_eq!((bs.kc, bs.mc, bs.nc), (192, 336, 5448));
         // A small tile on a large L1 stops at MAX_KC.
         assert_eq!(
-            BlockSizes::for_kernel(ice_lake, 8, 4, 8, narrow_l2(512), 0).kc,
+            analytical_blocks(ice_lake, 8, 4, 8, narrow_l2(512), 0).kc,
             MAX_KC
         );
         // Zen 4: one 512-bit FMA per cycle, 9.3 and 10.7 bytes per cycle,
         // so both panels stream from L2 and Ã's micro-panel fills half of
         // L1: 16 KiB / (8·4) = 512 for f32, / (8·8) = 256 for f64, with
         // half of L2 for Ã: 512 KiB / (512·4) = 256 rows.
-        let zen4 = |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, narrow_l2(512), 1 << 20);
+        let zen4 = |size, nr| analytical_blocks(caches, size, 8, nr, narrow_l2(512), 1 << 20);
         assert_eq!((zen4(4, 48).kc, zen4(4, 48).mc), (512, 256));
         assert_eq!((zen4(8, 24).kc, zen4(8, 24).mc), (256, 256));
         // A C larger than L2: Ã's micro-panel fills all of L1 and its block
@@ -375,7 +263,7 @@ mod tests {
         // (512·8) = 256 rows; f32 stays at MAX_KC with 1 MiB / (512·4)
         // = 512 rows.
         let zen4_large_c =
-            |size, nr| BlockSizes::for_kernel(caches, size, 8, nr, narrow_l2(512), 8 << 20);
+            |size, nr| analytical_blocks(caches, size, 8, nr, narrow_l2(512), 8 << 20);
         assert_eq!(
             (
                 zen4_large_c(8, 24).kc,
@@ -387,13 +275,13 @@ mod tests {
         assert_eq!((zen4_large_c(4, 48).kc, zen4_large_c(4, 48).mc), (512, 512));
         // The L1 rule ignores C's size.
         assert_eq!(
-            BlockSizes::for_kernel(ice_lake, 8, 8, 24, narrow_l2(1024), 1 << 30),
-            BlockSizes::for_kernel(ice_lake, 8, 8, 24, narrow_l2(1024), 0)
+            analytical_blocks(ice_lake, 8, 8, 24, narrow_l2(1024), 1 << 30),
+            analytical_blocks(ice_lake, 8, 8, 24, narrow_l2(1024), 0)
         );
         // Zen 3's AVX2 6×16 f32 (two 256-bit FMAs, 14.7 bytes per cycle)
         // keeps the L1 rule: 32 KiB / ((6 + 16)·4) = 372 → 368.
         assert_eq!(
-            BlockSizes::for_kernel(caches, 4, 6, 16, narrow_l2(512), 0).kc,
+            analytical_blocks(caches, 4, 6, 16, narrow_l2(512), 0).kc,
             368
         );
         // Zen 5: two 512-bit FMAs per cycle (18.7 and 21.3 bytes per
@@ -409,7 +297,7 @@ mod tests {
                 l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2,
                 large_c_mc_l2_fraction: MC_LARGE_C_L2_FRACTION_WIDE_L2,
             };
-            let bs = BlockSizes::for_kernel(ice_lake, size, 8, nr, wide_l2, c_bytes);
+            let bs = analytical_blocks(ice_lake, size, 8, nr, wide_l2, c_bytes);
             (bs.mc, bs.kc, bs.nc)
         };
         assert_eq!(zen5(4, 48, 0), (256, 512, 4080));

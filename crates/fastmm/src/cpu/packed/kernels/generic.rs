@@ -2,8 +2,8 @@
 //! with separate multiply and add. It is the fallback on CPUs without the
 //! SIMD extensions and the oracle the fast kernels are tested against.
 
+use crate::cpu::packed::kernel::Microkernel;
 use crate::element::Element;
-use crate::packed::kernel::Microkernel;
 
 /// Portable MR×NR kernel for element type `T`.
 pub struct Generic<T, const MR: usize, const NR: usize>(std::marker::PhantomData<T>);

@@ -1,19 +1,18 @@
-//! The CPU backend: `packed` for the classical products, row-parallel loops
+//! The CPU backend of the recursion: `packed` for the classical products, row-parallel loops
 //! for the linear combinations, and one heap buffer per temporary.
 
 use std::marker::PhantomData;
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::algo::{Algorithm, GemmOptions};
+use crate::cpu::packed;
+use crate::cpu::packed::workspace::{Pool, Workspace};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::packed;
-use crate::packed::blocking::cache_sizes;
-use crate::packed::workspace::{Pool, Workspace};
+use crate::options::{Algorithm, GemmOptions, SumStores};
 use crate::strassen::backend::{Backend, Block, Combination, Store};
+use crate::system::cache_sizes;
 use crate::tunables::{
     STRASSEN_PARALLEL_MIN_ELEMENTS, STRASSEN_STREAM_MIN_L3_FRACTION, STRASSEN_SUM_PREFETCH_LINES,
 };
@@ -33,69 +32,17 @@ unsafe impl<T: Send> Send for Raw<T> {}
 // SAFETY: as above.
 unsafe impl<T: Sync> Sync for Raw<T> {}
 
-/// How the CPU backend writes a fresh sum (keep = 0) to memory.
-///
-/// A pass of sums whose destinations together outgrow the last-level cache
-/// ([`STRASSEN_STREAM_MIN_L3_FRACTION`] of it) evicts them before the
-/// products read them, so ordinary stores only add a read for ownership of
-/// every line: non-temporal stores skip it, moving 3 blocks instead of 4
-/// for a two-term sum. Forced by [`SUM_STORES_ENV`] (`auto`, `stream`,
-/// `cached`) so that both paths are tested on any machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SumStores {
-    /// Stream passes larger than the L3 fraction.
-    Auto,
-    /// Stream every fresh sum.
-    Stream,
-    /// Never stream.
-    Cached,
-}
-
-/// The environment variable that forces a [`SumStores`] policy.
-pub const SUM_STORES_ENV: &str = "FASTMM_SUM_STORES";
-
-impl SumStores {
-    /// Every policy.
-    pub const ALL: [SumStores; 3] = [SumStores::Auto, SumStores::Stream, SumStores::Cached];
-
-    /// Name as accepted by [`SUM_STORES_ENV`].
-    pub fn name(self) -> &'static str {
-        match self {
-            SumStores::Auto => "auto",
-            SumStores::Stream => "stream",
-            SumStores::Cached => "cached",
+/// Passes writing at least this many bytes of fresh sums stream them
+/// under `policy` ([`SumStores`]): `auto` from
+/// [`STRASSEN_STREAM_MIN_L3_FRACTION`] of the last-level cache.
+pub(crate) fn stream_min_bytes(policy: SumStores) -> usize {
+    match policy {
+        SumStores::Auto => {
+            let (numerator, denominator) = STRASSEN_STREAM_MIN_L3_FRACTION;
+            cache_sizes().l3 * numerator / denominator
         }
-    }
-
-    /// The process-wide policy: [`SUM_STORES_ENV`] if set, else `auto`.
-    /// Read once.
-    pub fn from_env() -> Result<SumStores, Error> {
-        static CHOICE: OnceLock<Result<SumStores, Error>> = OnceLock::new();
-        CHOICE
-            .get_or_init(|| match std::env::var(SUM_STORES_ENV) {
-                Ok(forced) if !forced.trim().is_empty() => SumStores::ALL
-                    .into_iter()
-                    .find(|p| p.name() == forced.trim())
-                    .ok_or_else(|| {
-                        Error::InvalidOption(format!(
-                            "{SUM_STORES_ENV}: unknown policy `{forced}` (auto, stream, cached)"
-                        ))
-                    }),
-                _ => Ok(SumStores::Auto),
-            })
-            .clone()
-    }
-
-    /// Passes writing at least this many bytes of fresh sums stream them.
-    pub fn min_bytes(self) -> usize {
-        match self {
-            SumStores::Auto => {
-                let (numerator, denominator) = STRASSEN_STREAM_MIN_L3_FRACTION;
-                cache_sizes().l3 * numerator / denominator
-            }
-            SumStores::Stream => 0,
-            SumStores::Cached => usize::MAX,
-        }
+        SumStores::Stream => 0,
+        SumStores::Cached => usize::MAX,
     }
 }
 
@@ -141,7 +88,7 @@ impl<'a, T: Element> CpuBackend<'a, T> {
             workspace: None,
             temps: Vec::new(),
             base,
-            stream_min_bytes: stores.min_bytes(),
+            stream_min_bytes: stream_min_bytes(stores),
             _borrows: PhantomData,
         }
     }
@@ -237,12 +184,12 @@ impl<T: Element> Backend<T> for CpuBackend<'_, T> {
     fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
         // SAFETY: the engine never lets a product's destination overlap its
         // operands, and runs one step at a time.
-        let (a, b, c) = unsafe { (self.read(a), self.read(b), self.write(c)) };
+        let (a, b, mut c) = unsafe { (self.read(a), self.read(b), self.write(c)) };
         if a.cols() == 0 {
-            crate::algo::apply_beta(beta, c);
+            c.scale_by(beta);
             return Ok(());
         }
-        crate::algo::multiply(alpha, a, b, beta, c, &self.base)
+        crate::cpu::multiply(alpha, a, b, beta, c, &self.base)
     }
 
     const FUSES_PRIMITIVE: bool = true;

@@ -29,10 +29,10 @@
 
 use std::arch::x86_64::*;
 
+use crate::cpu::packed::kernel::Microkernel;
+use crate::cpu::packed::packing;
 use crate::element::Element;
 use crate::matrix::MatRef;
-use crate::packed::kernel::Microkernel;
-use crate::packed::packing;
 
 /// How many k steps ahead the kernels prefetch Ã, which streams from L2
 /// while B̃'s micro-panel stays in L1 (see `packed::driver`).

@@ -1,0 +1,460 @@
+//! What the commands share: the algorithm options (one set for `run`,
+//! `bench`, `multiply` and `tune`), where each algorithm runs, the devices
+//! opened for a command, and small parsers and formatters.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context as _, Result};
+use clap::Args;
+use fastmm::{
+    Algorithm, BlockSizes, Context, CpuKernel, CudaKernel, DType, Device, DeviceKind, GemmOptions,
+    GpuMemory, GpuPrecision, SumStores, Variant,
+};
+
+/// How a command ended when no input error stopped it.
+pub enum Outcome {
+    AllCorrect,
+    Failures(usize),
+}
+
+/// The options of a product, besides which algorithm: the same for every
+/// command that multiplies.
+#[derive(Args, Debug, Clone)]
+pub struct AlgoArgs {
+    /// Where algorithms run: cpu, cuda (GPU 0), cuda:N, or auto (each on
+    /// the CPU where it runs there, else on GPU 0). An algorithm given as
+    /// NAME@DEVICE (e.g. strassen@cuda) runs there whatever this says.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Worker threads of the threaded CPU algorithms (default: the tuning
+    /// file's, else all hardware threads).
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+    /// Tile edge of tiled, parallel and cuda-tiled; for cuda-fast's SIMT
+    /// kernel the micro-tile rows TM (4-byte types: 8 for 8×16, 16 for
+    /// 16×8; f64: 4 for 4×4, 8 for 8×4, on sm_90+ 8×8 with mbarriers; i64:
+    /// 4 or 8, square; default: chosen per shape).
+    #[arg(long)]
+    pub tile: Option<usize>,
+    /// Microkernel family of packed: avx512, avx2 or generic (default:
+    /// FASTMM_CPU_KERNEL, else the fastest this CPU runs).
+    #[arg(long, value_name = "KERNEL")]
+    pub cpu_kernel: Option<String>,
+    /// Cache blocks of packed as MC,KC,NC, or `default` (default:
+    /// FASTMM_BLOCKS, else the tuning file's, else derived from the
+    /// caches).
+    #[arg(long, value_name = "MC,KC,NC")]
+    pub blocks: Option<String>,
+    /// strassen/winograd: recurse while m, k and n are all at least this,
+    /// or auto (the measured crossover of the device and type).
+    #[arg(long, value_name = "N0|auto", default_value = "auto")]
+    pub threshold: String,
+    /// strassen/winograd: most recursion levels (default: the accuracy
+    /// rule for floats, unlimited for integers).
+    #[arg(long)]
+    pub depth: Option<usize>,
+    /// strassen/winograd memory schedule: temporaries, frugal, fused,
+    /// batched, or auto (batched when its temporaries fit: on the CPU in
+    /// half the available memory, on a GPU beside A, B and C in its free
+    /// memory; else frugal).
+    #[arg(long, default_value = "auto")]
+    pub variant: String,
+    /// strassen/winograd on the CPU with temporaries or frugal: operand
+    /// sums of at most this many blocks that feed a base-case product are
+    /// formed while packed packs instead of stored (default: 0, none).
+    #[arg(long, value_name = "TERMS")]
+    pub lazy_sums: Option<usize>,
+    /// strassen/winograd on the CPU: how fresh sums are written: auto
+    /// (streamed past the caches for passes of at least half the L3),
+    /// stream, cached.
+    #[arg(long, default_value = "auto")]
+    pub sum_stores: String,
+    /// strassen/winograd: the classical algorithm of the base case
+    /// (default: packed on the CPU; cublas on a GPU, cuda-fast for
+    /// integers).
+    #[arg(long)]
+    pub base: Option<String>,
+    /// GPU: where the operands live (device, pitched, managed).
+    #[arg(long, default_value = "device")]
+    pub gpu_memory: String,
+    /// cublas on f32: fp32 (IEEE), or a tensor-core mode: tf32, bf16, f16
+    /// (verified against the looser bound of its input precision).
+    #[arg(long, default_value = "fp32")]
+    pub precision: String,
+    /// cuda-fast: kernel family, auto (mma for f64 on sm_90+, else simt),
+    /// simt (FMA units) or mma (f64 on the FP64 tensor cores) (default:
+    /// FASTMM_CUDA_KERNEL, else auto).
+    #[arg(long)]
+    pub cuda_kernel: Option<String>,
+    /// GPU: stage the host↔device copies in page-locked (pinned) memory
+    /// instead of pageable memory.
+    #[arg(long)]
+    pub pinned: bool,
+    /// GPU: the most GPU memory a product may use, e.g. 16G (default: the
+    /// free memory). A larger product runs out of core: streamed through
+    /// the GPU in tiles, copies overlapping products.
+    #[arg(long, value_name = "BYTES")]
+    pub max_gpu_memory: Option<String>,
+    /// Run out of core even when the product fits: a GPU streams it
+    /// through in tiles; `multiply` maps its files and writes C in blocks.
+    #[arg(long)]
+    pub out_of_core: bool,
+}
+
+/// `auto` or a value that parses.
+fn auto_or<T: std::str::FromStr<Err = fastmm::Error>>(text: &str) -> Result<Option<T>> {
+    match text.trim() {
+        auto if auto.eq_ignore_ascii_case("auto") => Ok(None),
+        value => Ok(Some(
+            value
+                .parse::<T>()
+                .map_err(|e| anyhow::anyhow!("{e}, or auto"))?,
+        )),
+    }
+}
+
+impl AlgoArgs {
+    /// The options these arguments give, for `auto` (each target sets
+    /// its algorithm).
+    pub fn options(&self) -> Result<GemmOptions> {
+        let opts = GemmOptions {
+            threads: self.threads,
+            tile: self.tile,
+            cpu_kernel: self
+                .cpu_kernel
+                .as_deref()
+                .map(str::parse::<CpuKernel>)
+                .transpose()?,
+            block_sizes: match self.blocks.as_deref().map(str::trim) {
+                None | Some("default") => None,
+                Some(text) => Some(BlockSizes::parse(text)?),
+            },
+            variant: auto_or::<Variant>(&self.variant)?,
+            threshold: match self.threshold.trim() {
+                auto if auto.eq_ignore_ascii_case("auto") => None,
+                text => Some(text.parse::<usize>().map_err(|_| {
+                    anyhow::anyhow!("--threshold '{text}' is neither a size nor 'auto'")
+                })?),
+            },
+            depth: self.depth,
+            lazy_sums: self.lazy_sums,
+            sum_stores: auto_or::<SumStores>(&self.sum_stores)?,
+            base: self
+                .base
+                .as_deref()
+                .map(str::parse::<Algorithm>)
+                .transpose()?,
+            gpu_memory: Some(self.gpu_memory.parse::<GpuMemory>()?),
+            gpu_pinned: self.pinned,
+            gpu_max_memory: self
+                .max_gpu_memory
+                .as_deref()
+                .map(parse_bytes)
+                .transpose()?,
+            gpu_out_of_core: self.out_of_core,
+            gpu_precision: Some(self.precision.parse::<GpuPrecision>()?),
+            cuda_kernel: self
+                .cuda_kernel
+                .as_deref()
+                .map(str::parse::<CudaKernel>)
+                .transpose()?,
+            ..GemmOptions::default()
+        };
+        opts.validate()?;
+        Ok(opts)
+    }
+
+    /// Where the algorithms without a device of their own run.
+    pub fn placement(&self) -> Result<Placement> {
+        match self.device.trim() {
+            auto if auto.eq_ignore_ascii_case("auto") => Ok(Placement::Auto),
+            text => Ok(Placement::On(text.parse::<Device>()?)),
+        }
+    }
+
+    /// The targets of an `--algo` list under these arguments' device.
+    pub fn targets(&self, algo: &str) -> Result<Vec<Target>> {
+        Target::parse_list(algo, self.placement()?)
+    }
+}
+
+/// Where an algorithm named without a device runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// On the CPU where it runs there, else on GPU 0.
+    Auto,
+    /// On this device.
+    On(Device),
+}
+
+impl Placement {
+    /// The device `algorithm` runs on.
+    pub fn device_for(self, algorithm: Algorithm) -> Device {
+        match self {
+            Placement::On(device) => device,
+            Placement::Auto => home(algorithm),
+        }
+    }
+
+    /// The kind of device `all` expands over.
+    fn kind(self) -> DeviceKind {
+        match self {
+            Placement::On(device) => device.kind(),
+            Placement::Auto => DeviceKind::Cpu,
+        }
+    }
+}
+
+/// Where `auto` runs an algorithm: the CPU where it runs there, else GPU 0.
+fn home(algorithm: Algorithm) -> Device {
+    if algorithm.runs_on(DeviceKind::Cpu) {
+        Device::Cpu
+    } else {
+        Device::Cuda(0)
+    }
+}
+
+/// One algorithm on one device: a row of `run`, a series of `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    pub algorithm: Algorithm,
+    pub device: Device,
+}
+
+impl Target {
+    /// Its name in tables: the algorithm's, with `@device` where that is
+    /// not where `auto` would run it.
+    pub fn label(&self) -> String {
+        if self.device == home(self.algorithm) {
+            self.algorithm.to_string()
+        } else {
+            format!("{}@{}", self.algorithm, self.device)
+        }
+    }
+
+    /// Parses `NAME` (placed by `placement`) or `NAME@DEVICE`; the
+    /// algorithm must run on that device's kind.
+    pub fn parse(text: &str, placement: Placement) -> Result<Target> {
+        let (algorithm, device) = match text.split_once('@') {
+            Some((name, device)) => (name.parse::<Algorithm>()?, device.parse::<Device>()?),
+            None => {
+                let algorithm = text.parse::<Algorithm>()?;
+                (algorithm, placement.device_for(algorithm))
+            }
+        };
+        if !algorithm.runs_on(device.kind()) {
+            let kinds: Vec<String> = algorithm.device_kinds().map(|k| k.to_string()).collect();
+            bail!(
+                "{algorithm} does not run on {device} (it runs on {}); choose --device or write {algorithm}@DEVICE",
+                kinds.join(" and ")
+            );
+        }
+        Ok(Target { algorithm, device })
+    }
+
+    /// Parses a comma list of targets, keeping order; `all` stands for
+    /// every algorithm on the placement's device kind.
+    pub fn parse_list(list: &str, placement: Placement) -> Result<Vec<Target>> {
+        let mut out: Vec<Target> = Vec::new();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let targets = if item.eq_ignore_ascii_case("all") {
+                Algorithm::all_on(placement.kind())
+                    .map(|algorithm| Target {
+                        algorithm,
+                        device: placement.device_for(algorithm),
+                    })
+                    .collect()
+            } else {
+                vec![Target::parse(item, placement)?]
+            };
+            for target in targets {
+                if !out.contains(&target) {
+                    out.push(target);
+                }
+            }
+        }
+        if out.is_empty() {
+            bail!("'{list}' names no algorithm");
+        }
+        Ok(out)
+    }
+}
+
+/// The devices a command has opened, each once, on first use.
+#[derive(Default)]
+pub struct Devices {
+    opened: Vec<Context>,
+}
+
+impl Devices {
+    /// The context of `device`, opened the first time it is asked for.
+    pub fn get(&mut self, device: Device) -> Result<&Context> {
+        let index = match self.opened.iter().position(|c| c.device() == device) {
+            Some(index) => index,
+            None => {
+                let ctx = Context::open(device).with_context(|| format!("cannot open {device}"))?;
+                self.opened.push(ctx);
+                self.opened.len() - 1
+            }
+        };
+        Ok(&self.opened[index])
+    }
+
+    /// The GPUs opened so far.
+    pub fn gpus(&self) -> impl Iterator<Item = &Context> {
+        self.opened
+            .iter()
+            .filter(|c| c.device().kind() == DeviceKind::Cuda)
+    }
+}
+
+/// Bytes from "4096", "512K", "64M", "8G" or "1T" (powers of 1024; a
+/// trailing "B" or "iB" is allowed).
+pub fn parse_bytes(text: &str) -> Result<u64> {
+    let t = text
+        .trim()
+        .trim_end_matches(['B', 'b'])
+        .trim_end_matches('i');
+    let (number, scale) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let power = match c.to_ascii_uppercase() {
+                'K' => 1,
+                'M' => 2,
+                'G' => 3,
+                'T' => 4,
+                _ => bail!("'{text}' is not a size (e.g. 512M, 8G)"),
+            };
+            (&t[..i], 1024f64.powi(power))
+        }
+        _ => (t, 1.0),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .with_context(|| format!("'{text}' is not a size (e.g. 512M, 8G)"))?;
+    if value.is_nan() || value <= 0.0 {
+        bail!("'{text}' is not a positive size");
+    }
+    Ok((value * scale) as u64)
+}
+
+/// Element types from a comma list, or `all`.
+pub fn parse_dtypes(list: &str) -> Result<Vec<DType>> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        if name.eq_ignore_ascii_case("all") {
+            out.extend(DType::ALL);
+        } else {
+            out.push(name.parse()?);
+        }
+    }
+    Ok(out)
+}
+
+/// The median of sorted values.
+pub fn median(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+/// Milliseconds with about four significant digits, so microsecond runs
+/// do not print as 0.000.
+pub fn format_ms(ms: f64) -> String {
+    match ms {
+        ms if ms >= 100.0 => format!("{ms:.1}"),
+        ms if ms >= 1.0 => format!("{ms:.3}"),
+        ms => format!("{ms:.5}"),
+    }
+}
+
+/// 1, 2, 4, … below the hardware threads, and the hardware threads.
+pub fn thread_counts() -> Vec<usize> {
+    let all = fastmm::system::available_threads();
+    let mut counts: Vec<usize> = std::iter::successors(Some(1), |t| Some(t * 2))
+        .take_while(|&t| t < all)
+        .collect();
+    counts.push(all);
+    counts
+}
+
+/// The machine, for captions: the CPU and every GPU a command opened.
+pub fn machine_line<'a>(gpus: impl IntoIterator<Item = &'a Context>) -> String {
+    let mut line = Context::cpu().describe();
+    for gpu in gpus {
+        line += &format!("; {}", gpu.describe());
+    }
+    line
+}
+
+/// Writes a report to stdout in one go; a reader that stops early
+/// (`fastmm info | head`) is not an error.
+pub fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    match std::io::stdout().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// The time now in UTC as "YYYY-MM-DD HH:MM UTC", for reports.
+pub fn utc_now() -> String {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_run_where_asked_or_where_auto_puts_them() {
+        let auto = Placement::Auto;
+        let list = Target::parse_list("naive,cublas,strassen@cuda:1", auto).unwrap();
+        let labels: Vec<String> = list.iter().map(Target::label).collect();
+        assert_eq!(labels, ["naive", "cublas", "strassen@cuda:1"]);
+        assert_eq!(list[1].device, Device::Cuda(0));
+        let on_gpu = Placement::On(Device::Cuda(0));
+        let gpu = Target::parse_list("strassen,cuda-fast", on_gpu).unwrap();
+        assert_eq!(gpu[0].label(), "strassen@cuda:0");
+        assert_eq!(gpu[1].label(), "cuda-fast");
+        let err = Target::parse_list("packed", on_gpu)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("packed does not run on cuda:0"), "{err}");
+        let all = Target::parse_list("all", auto).unwrap();
+        assert!(all.iter().all(|t| t.device == Device::Cpu));
+        assert_eq!(Target::parse_list("all", on_gpu).unwrap().len(), 6);
+    }
+
+    #[test]
+    fn sizes_parse_in_binary_units() {
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("1.5K").unwrap(), 1536);
+        assert_eq!(parse_bytes("8GiB").unwrap(), 8 << 30);
+        for bad in ["", "-1G", "lots", "3Q"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The device as a value, and the one entry point every front end uses.
+//!
+//! A [`Context`] is one opened device: the CPU, or a CUDA GPU with its
+//! context, stream, compiled kernels and cuBLAS handle. Every product,
+//! plan and timing goes through one; nothing in the library opens a device
+//! behind the caller's back. [`gemm`], [`matmul`] and [`matmul_with`] are
+//! the CPU context's products, for callers who need no other device.
+//!
+//! The boundary is here, once: shape and option checks, β (including
+//! "β = 0 never reads C"), empty products, α = 0, and orientation (a
+//! column-major C is turned into the row-major problem Cᵀ = Bᵀ·Aᵀ by
+//! swapping views), so the algorithms below always see m, n, k ≥ 1, α ≠ 0
+//! and rows of C to stream.
+
+#[cfg(feature = "cuda")]
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::cpu;
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef, Matrix};
+use crate::options::{Algorithm, Device, DeviceKind, GemmOptions};
+use crate::plan::Plan;
+use crate::system::GpuInfo;
+
+/// How a GPU product of host matrices streamed through the GPU when they
+/// exceeded its budget.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Streamed {
+    /// Bytes copied to the GPU (A and B, as often as they streamed).
+    pub upload_bytes: u64,
+    /// Bytes copied back (C once).
+    pub download_bytes: u64,
+    /// The share of the time the GPU spent in products (what the copies
+    /// did not hide is the rest).
+    pub products_fraction: f64,
+    /// Host seconds spent copying A and B into page-locked staging, and
+    /// staging into C (each on its own thread, overlapping the rest).
+    pub staging_seconds: (f64, f64),
+}
+
+/// Where the time of one product went, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Timing {
+    /// The product: on the CPU its wall time; on a GPU in one piece the
+    /// kernels alone between CUDA events (for β = 0 the median of
+    /// back-to-back runs after a warm-up, free of the idle gaps the copies
+    /// leave); out of core the whole streamed product, copies overlapped.
+    pub compute_ms: f64,
+    /// GPU in one piece: host → device copies of A, B (and C when β ≠ 0).
+    pub upload_ms: Option<f64>,
+    /// GPU in one piece: device → host copy of C.
+    pub download_ms: Option<f64>,
+    /// GPU out of core: how it streamed.
+    pub streamed: Option<Streamed>,
+}
+
+impl Timing {
+    /// The product with its copies: what a caller waits for.
+    pub fn end_to_end_ms(&self) -> f64 {
+        self.compute_ms + self.upload_ms.unwrap_or(0.0) + self.download_ms.unwrap_or(0.0)
+    }
+}
+
+/// One opened device, on which products run.
+///
+/// ```
+/// use fastmm::{Context, Device, GemmOptions, Algorithm, Matrix};
+/// # fn main() -> Result<(), fastmm::Error> {
+/// let cpu = Context::open(Device::Cpu)?;
+/// let a = Matrix::<f32>::from_fn(64, 48, |i, j| (i + j) as f32);
+/// let b = Matrix::<f32>::from_fn(48, 32, |i, j| (i * j % 5) as f32);
+/// let opts = GemmOptions::new(Algorithm::Strassen).threshold(32);
+/// let plan = cpu.plan::<f32>((64, 48, 32), true, &opts)?;
+/// assert_eq!(plan.fast.as_ref().unwrap().levels, 1);
+/// let c = cpu.matmul(a.as_ref(), b.as_ref(), &opts)?;
+/// assert!(fastmm::verify::verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), plan.error_growth)?.ok);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    device: Device,
+    #[cfg(feature = "cuda")]
+    gpu: Option<Arc<crate::cuda::device::Gpu>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Context({})", self.describe())
+    }
+}
+
+impl Context {
+    /// The host CPU.
+    pub fn cpu() -> Context {
+        Context {
+            device: Device::Cpu,
+            #[cfg(feature = "cuda")]
+            gpu: None,
+        }
+    }
+
+    /// Opens `device`: for a GPU, its context, stream and cuBLAS handle
+    /// (kernels are compiled on first use and kept with it). Open a GPU
+    /// once and reuse the context: opening costs tens to hundreds of
+    /// milliseconds.
+    ///
+    /// # Errors
+    /// [`Error::CudaUnavailable`] when a CUDA library, the driver or the
+    /// GPU of that ordinal is missing, or fastmm was built without the
+    /// `cuda` feature.
+    pub fn open(device: Device) -> Result<Context, Error> {
+        match device {
+            Device::Cpu => Ok(Context::cpu()),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(ordinal) => Ok(Context {
+                device,
+                gpu: Some(Arc::new(crate::cuda::device::Gpu::open(ordinal)?)),
+            }),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => Err(Error::CudaUnavailable(
+                "fastmm was built without the `cuda` feature".into(),
+            )),
+        }
+    }
+
+    /// The device it runs on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The GPU's properties (`None` on the CPU).
+    pub fn gpu_info(&self) -> Option<&GpuInfo> {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &self.gpu {
+            return Some(gpu.info());
+        }
+        None
+    }
+
+    /// One line: "cpu: AMD EPYC 9454P (2 threads)" or "cuda:0: NVIDIA
+    /// H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB, driver 13000)".
+    pub fn describe(&self) -> String {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &self.gpu {
+            let info = gpu.info();
+            return format!(
+                "{}: {} ({}, {} SMs, {}, driver {})",
+                self.device,
+                info.name,
+                gpu.arch(),
+                info.multiprocessors,
+                crate::system::format_bytes(info.total_memory as u128),
+                info.driver_version
+            );
+        }
+        format!(
+            "cpu: {} ({} threads)",
+            crate::system::cpu_model(),
+            crate::system::available_threads()
+        )
+    }
+
+    /// Free and total memory of the GPU now, in bytes (`None` on the CPU).
+    pub fn gpu_memory(&self) -> Result<Option<(usize, usize)>, Error> {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &self.gpu {
+            return gpu.memory_info().map(Some);
+        }
+        Ok(None)
+    }
+
+    /// The opened GPU, or an error naming the device that is not one.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn gpu(&self) -> Result<&crate::cuda::device::Gpu, Error> {
+        self.gpu
+            .as_deref()
+            .ok_or_else(|| Error::InvalidOption(format!("{} is not a CUDA device", self.device)))
+    }
+
+    /// `opts` for T on this device: its algorithm checked against the
+    /// device, `auto` resolved.
+    fn resolve<T: Element>(&self, opts: &GemmOptions) -> Result<GemmOptions, Error> {
+        opts.validate()?;
+        let kind = self.device.kind();
+        if !opts.algorithm.runs_on(kind) {
+            let other = match kind {
+                DeviceKind::Cpu => "a CUDA device",
+                DeviceKind::Cuda => "the CPU",
+            };
+            return Err(Error::Unsupported {
+                algorithm: opts.algorithm.name(),
+                what: format!("{} (it runs on {other})", self.device),
+            });
+        }
+        let algorithm = match opts.algorithm {
+            Algorithm::Auto => Algorithm::auto_for(kind, T::DTYPE),
+            algorithm => algorithm,
+        };
+        Ok(GemmOptions { algorithm, ..*opts })
+    }
+
+    /// What C ← α·A·B + β·C of A m×k and B k×n would run with `opts`
+    /// here: the kernel, threads, recursion, workspace, error allowance
+    /// and out-of-core plan, without running it.
+    pub fn plan<T: Element>(
+        &self,
+        shape: (usize, usize, usize),
+        beta_is_zero: bool,
+        opts: &GemmOptions,
+    ) -> Result<Plan, Error> {
+        let opts = self.resolve::<T>(opts)?;
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &self.gpu {
+            return crate::plan::on_cuda::<T>(gpu, shape, beta_is_zero, &opts);
+        }
+        crate::plan::on_cpu::<T>(shape, beta_is_zero, &opts)
+    }
+
+    /// General matrix multiply: **C ← α·A·B + β·C**.
+    ///
+    /// A is m×k, B is k×n, C is m×n; any of m, n, k may be 0. All three may
+    /// be arbitrary strided views (transposes included). When β = 0, C is
+    /// overwritten without being read, so NaN or garbage in C never
+    /// reaches the result. Integer types wrap (see [`crate::Element`]).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] when A's columns differ from B's rows,
+    /// [`Error::OutputShape`] when C is not m×n, [`Error::InvalidOption`]
+    /// for options no algorithm can use, [`Error::Unsupported`] for an
+    /// algorithm this device or type does not run, and CUDA errors.
+    pub fn gemm<T: Element>(
+        &self,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        c: MatMut<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<(), Error> {
+        self.run(alpha, a, b, beta, c, opts, false).map(|_| ())
+    }
+
+    /// [`Context::gemm`], timed: on a GPU the copies apart from the kernels
+    /// (see [`Timing`]).
+    pub fn gemm_timed<T: Element>(
+        &self,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        c: MatMut<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<Timing, Error> {
+        self.run(alpha, a, b, beta, c, opts, true)
+    }
+
+    /// C = A·B for any views, in a new matrix.
+    pub fn matmul<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<Matrix<T>, Error> {
+        check_shapes(a, b, (a.rows(), b.cols()))?;
+        let mut c = Matrix::try_filled(a.rows(), b.cols(), T::ZERO)?;
+        self.gemm(T::ONE, a, b, T::ZERO, c.as_mut(), opts)?;
+        Ok(c)
+    }
+
+    /// The boundary, then the device.
+    #[allow(clippy::too_many_arguments)]
+    fn run<T: Element>(
+        &self,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        mut c: MatMut<'_, T>,
+        opts: &GemmOptions,
+        timed: bool,
+    ) -> Result<Timing, Error> {
+        let opts = self.resolve::<T>(opts)?;
+        check_shapes(a, b, c.shape())?;
+        let start = Instant::now();
+        let elapsed_ms = |start: Instant| start.elapsed().as_secs_f64() * 1e3;
+        if c.rows() == 0 || c.cols() == 0 {
+            return Ok(Timing::default());
+        }
+        if a.cols() == 0 || alpha == T::ZERO {
+            c.scale_by(beta);
+            return Ok(Timing {
+                compute_ms: elapsed_ms(start),
+                ..Timing::default()
+            });
+        }
+        let column_major = c.col_stride() != 1 && c.row_stride() == 1;
+        let (a, b, c) = if column_major {
+            (b.t(), a.t(), c.t())
+        } else {
+            (a, b, c)
+        };
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &self.gpu {
+            return on_gpu(gpu, alpha, a, b, beta, c, &opts, timed);
+        }
+        let _ = timed;
+        cpu::multiply(alpha, a, b, beta, c, &opts)?;
+        Ok(Timing {
+            compute_ms: elapsed_ms(start),
+            ..Timing::default()
+        })
+    }
+}
+
+/// A GPU product of host matrices: in one piece, or out of core, streamed
+/// in tiles, when A, B and C exceed the GPU memory budget.
+#[cfg(feature = "cuda")]
+#[allow(clippy::too_many_arguments)]
+fn on_gpu<T: Element>(
+    gpu: &crate::cuda::device::Gpu,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+    timed: bool,
+) -> Result<Timing, Error> {
+    use crate::cuda::{out_of_core, product};
+    let shape = (a.rows(), a.cols(), b.cols());
+    if out_of_core::needed::<T>(gpu, shape, opts)? {
+        let report = out_of_core::multiply(gpu, alpha, a, b, beta, c, opts)?;
+        return Ok(Timing {
+            compute_ms: report.seconds * 1e3,
+            upload_ms: None,
+            download_ms: None,
+            streamed: Some(Streamed {
+                upload_bytes: report.upload_bytes,
+                download_bytes: report.download_bytes,
+                products_fraction: report.products_seconds / report.seconds,
+                staging_seconds: report.staging_seconds,
+            }),
+        });
+    }
+    let times = product::multiply(gpu, alpha, a, b, beta, c, opts, timed)?;
+    Ok(Timing {
+        compute_ms: times.kernel_ms,
+        upload_ms: Some(times.upload_ms),
+        download_ms: Some(times.download_ms),
+        streamed: None,
+    })
+}
+
+fn check_shapes<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c_shape: (usize, usize),
+) -> Result<(), Error> {
+    if a.cols() != b.rows() {
+        return Err(Error::DimensionMismatch {
+            a: a.shape(),
+            b: b.shape(),
+        });
+    }
+    let expected = (a.rows(), b.cols());
+    if c_shape != expected {
+        return Err(Error::OutputShape {
+            expected,
+            got: c_shape,
+        });
+    }
+    Ok(())
+}
+
+/// General matrix multiply on the CPU: **C ← α·A·B + β·C** (see
+/// [`Context::gemm`]).
+pub fn gemm<T: Element>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    Context::cpu().gemm(alpha, a, b, beta, c, opts)
+}
+
+/// C = A·B on the CPU with the automatic algorithm, in a new matrix.
+pub fn matmul<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Result<Matrix<T>, Error> {
+    matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::default())
+}
+
+/// C = A·B on the CPU for any views, with explicit options, in a new
+/// matrix.
+pub fn matmul_with<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    opts: &GemmOptions,
+) -> Result<Matrix<T>, Error> {
+    Context::cpu().matmul(a, b, opts)
+}

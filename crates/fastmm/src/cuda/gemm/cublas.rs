@@ -1,0 +1,145 @@
+//! cuBLAS: sgemm and dgemm, and the tensor-core modes of f32 data, through
+//! the row-major swap C = A·B ⇔ Cᵀ = Bᵀ·Aᵀ.
+
+use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+
+use crate::cuda::compile::{KernelKey, KernelSource};
+use crate::cuda::cuda_err;
+use crate::cuda::device::Gpu;
+use crate::cuda::gemm::{to_i32, Operand};
+use crate::element::{DType, Element};
+use crate::error::Error;
+use crate::options::GpuPrecision;
+
+/// c ← α·a·b + β·c with `cublasGemmEx`: sgemm's and dgemm's arithmetic,
+/// or for f32 data a tensor-core `precision` (a and b then hold operands
+/// of that precision's type, converted by [`to_half`] for the 16-bit
+/// modes; c stays f32). cuBLAS is column-major: row-major C = A·B is
+/// column-major Cᵀ = Bᵀ·Aᵀ, which is the same memory, so B goes first and
+/// nothing is transposed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm<T: Element>(
+    gpu: &Gpu,
+    precision: GpuPrecision,
+    (m, k, n): (i32, i32, i32),
+    alpha: T,
+    a: Operand,
+    b: Operand,
+    beta: T,
+    c: Operand,
+) -> Result<(), Error> {
+    use cudarc::cublas::sys::{
+        cublasComputeType_t as Compute, cublasGemmAlgo_t, cudaDataType as Data,
+    };
+    let (operands, result, compute) = match (T::DTYPE, precision) {
+        (DType::F64, _) => (
+            Data::CUDA_R_64F,
+            Data::CUDA_R_64F,
+            Compute::CUBLAS_COMPUTE_64F,
+        ),
+        (DType::F32, GpuPrecision::Fp32) => (
+            Data::CUDA_R_32F,
+            Data::CUDA_R_32F,
+            Compute::CUBLAS_COMPUTE_32F,
+        ),
+        (DType::F32, GpuPrecision::Tf32) => (
+            Data::CUDA_R_32F,
+            Data::CUDA_R_32F,
+            Compute::CUBLAS_COMPUTE_32F_FAST_TF32,
+        ),
+        (DType::F32, GpuPrecision::Bf16) => (
+            Data::CUDA_R_16BF,
+            Data::CUDA_R_32F,
+            Compute::CUBLAS_COMPUTE_32F,
+        ),
+        (DType::F32, GpuPrecision::F16) => (
+            Data::CUDA_R_16F,
+            Data::CUDA_R_32F,
+            Compute::CUBLAS_COMPUTE_32F,
+        ),
+        (DType::I32 | DType::I64, _) => unreachable!("refused by ClassicalGemm::resolve"),
+    };
+    let (lda, ldb, ldc) = (
+        to_i32("lda", a.ld)?,
+        to_i32("ldb", b.ld)?,
+        to_i32("ldc", c.ld)?,
+    );
+    // α and β in the compute type's scalar: f64 for dgemm, else f32.
+    let scalars = [alpha.to_f64(), beta.to_f64()];
+    let singles = scalars.map(|x| x as f32);
+    let (alpha, beta): (*const std::ffi::c_void, *const std::ffi::c_void) = match T::DTYPE {
+        DType::F64 => (
+            (&scalars[0] as *const f64).cast(),
+            (&scalars[1] as *const f64).cast(),
+        ),
+        _ => (
+            (&singles[0] as *const f32).cast(),
+            (&singles[1] as *const f32).cast(),
+        ),
+    };
+    gpu.with_blas(|blas| {
+        // SAFETY: a and b address row-major m×k and k×n matrices of the
+        // operand type, c an m×n matrix of the result type, with these
+        // leading dimensions; α and β point to host scalars of the compute
+        // type that outlive the call. Row-major C = A·B is column-major
+        // Cᵀ = Bᵀ·Aᵀ: B first, n × m.
+        unsafe {
+            cudarc::cublas::result::gemm_ex(
+                *blas.handle(),
+                CUBLAS_OP_N,
+                CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                alpha,
+                b.ptr as *const std::ffi::c_void,
+                operands,
+                ldb,
+                a.ptr as *const std::ffi::c_void,
+                operands,
+                lda,
+                beta,
+                c.ptr as *mut std::ffi::c_void,
+                result,
+                ldc,
+                compute,
+                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| cuda_err("cublasGemmEx failed", e))
+    })
+}
+
+/// A contiguous f32 matrix of `len` elements at `src`, converted on the GPU
+/// to bfloat16 (`bf16`) or IEEE half.
+pub(crate) fn to_half(
+    gpu: &Gpu,
+    src: Operand,
+    len: usize,
+    bf16: bool,
+) -> Result<CudaSlice<u16>, Error> {
+    let f = gpu.function(KernelKey {
+        source: KernelSource::Convert,
+        dtype: DType::F32,
+        tile: usize::from(bf16),
+    })?;
+    // SAFETY: every element is written by the kernel below before use.
+    let out = unsafe { gpu.stream.alloc::<u16>(len.max(1)) }
+        .map_err(|e| cuda_err("cannot allocate 16-bit operands", e))?;
+    let dst = out.device_ptr(&gpu.stream).0;
+    let n = len as i64;
+    let threads = 256;
+    let config = LaunchConfig {
+        grid_dim: (len.div_ceil(threads) as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = gpu.stream.launch_builder(&f);
+    launch.arg(&n).arg(&src.ptr).arg(&dst);
+    // SAFETY: `src` holds `len` contiguous f32 (a fresh upload, ld = cols),
+    // `dst` room for `len` u16; the signature is (long long, float*, ushort*).
+    unsafe { launch.launch(config) }
+        .map(|_| out)
+        .map_err(|e| cuda_err("conversion kernel launch failed", e))
+}

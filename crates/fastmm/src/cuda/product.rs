@@ -1,0 +1,186 @@
+//! A GPU product of host matrices in one piece: A and B (and C when
+//! β ≠ 0) uploaded into the memory kind asked for, the product run (timed
+//! with CUDA events), C copied back.
+
+use std::time::Instant;
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::DevicePtr;
+
+use crate::cuda::cuda_err;
+use crate::cuda::device::Gpu;
+use crate::cuda::gemm::cublas::to_half;
+use crate::cuda::gemm::{ClassicalGemm, Operand};
+use crate::cuda::memory::{DeviceMatrix, HostBuffer};
+use crate::cuda::strassen::CudaBackend;
+use crate::cuda::tunables::CUDA_TIMED_LAUNCHES;
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef};
+use crate::options::{Algorithm, GemmOptions, GpuPrecision};
+use crate::strassen::Scheme;
+
+/// Where the time of one GPU product went, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct GpuTimes {
+    /// Host → device copies of A, B (and C when β ≠ 0) from row-major host
+    /// buffers (pageable, or page-locked with `gpu_pinned`), host clock.
+    pub upload_ms: f64,
+    /// The kernel (or cuBLAS call) alone, between two CUDA events: the
+    /// median of back-to-back launches when β = 0 (see [`multiply`]).
+    pub kernel_ms: f64,
+    /// Device → host copy of C, host clock.
+    pub download_ms: f64,
+}
+
+/// C ← α·A·B + β·C with a GPU algorithm on host matrices: uploads A and B
+/// (and C if β ≠ 0) into `opts.gpu_memory`, runs, and copies C back.
+/// β = 0 never reads C. Shapes are checked by the caller (the boundary);
+/// `opts.algorithm` is resolved (not `auto`). With β = 0 and `timed`, the
+/// product runs once untimed and then [`CUDA_TIMED_LAUNCHES`] times (see
+/// [`GpuTimes::kernel_ms`]); else once.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn multiply<T: Element>(
+    gpu: &Gpu,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+    timed: bool,
+) -> Result<GpuTimes, Error> {
+    let (m, k) = a.shape();
+    let n = b.cols();
+    let beta_is_zero = beta == T::ZERO;
+    // Compile (or fetch) the kernels, check their blocks and, for the fast
+    // algorithms, choose the schedule whose temporaries fit beside A, B
+    // and C, before any copy.
+    let scheme = Scheme::of(opts.algorithm);
+    let fast_plan = match scheme {
+        Some(scheme) => {
+            crate::cuda::strassen::check(opts)?;
+            let variant =
+                crate::cuda::strassen::variant::<T>(gpu, scheme, (m, k, n), beta_is_zero, opts)?;
+            Some(crate::cuda::strassen::plan::<T>(
+                &gpu.info().name,
+                scheme,
+                variant,
+                opts,
+            ))
+        }
+        None => None,
+    };
+    let base = match scheme {
+        Some(_) => crate::cuda::strassen::base(opts, T::DTYPE),
+        None => opts.algorithm,
+    };
+    let precision = opts.gpu_precision.unwrap_or_default();
+    if precision != GpuPrecision::Fp32 && opts.algorithm != Algorithm::Cublas {
+        return Err(Error::InvalidOption(format!(
+            "precision {precision} is a cuBLAS mode: it applies to cublas, not {}",
+            opts.algorithm
+        )));
+    }
+    let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
+    let memory = opts.gpu_memory.unwrap_or_default();
+
+    // Staging into row-major host buffers (page-locked with `gpu_pinned`)
+    // is a layout step outside the timings; the copies are timed.
+    let pinned = opts.gpu_pinned;
+    let staged_a = HostBuffer::stage(gpu, a, pinned)?;
+    let staged_b = HostBuffer::stage(gpu, b, pinned)?;
+    let mut staged_c = if beta_is_zero {
+        HostBuffer::new(gpu, m * n, pinned)?
+    } else {
+        HostBuffer::stage(gpu, c.rb(), pinned)?
+    };
+    let start = Instant::now();
+    let da = DeviceMatrix::upload(gpu, memory, (m, k), Some(&staged_a))?;
+    let db = DeviceMatrix::upload(gpu, memory, (k, n), Some(&staged_b))?;
+    let dc = DeviceMatrix::upload(gpu, memory, (m, n), (!beta_is_zero).then_some(&staged_c))?;
+    let (mut oa, mut ob, oc) = (da.operand(), db.operand(), dc.operand());
+    // The 16-bit modes take 16-bit operands: converted on the device, as
+    // part of the upload (the data the tensor cores read).
+    let halves = match precision {
+        GpuPrecision::Bf16 | GpuPrecision::F16 => {
+            let bf16 = precision == GpuPrecision::Bf16;
+            let half_a = to_half(gpu, oa, m * k, bf16)?;
+            let half_b = to_half(gpu, ob, k * n, bf16)?;
+            oa = Operand {
+                ptr: half_a.device_ptr(&gpu.stream).0,
+                ld: k,
+            };
+            ob = Operand {
+                ptr: half_b.device_ptr(&gpu.stream).0,
+                ld: n,
+            };
+            Some((half_a, half_b))
+        }
+        _ => None,
+    };
+    gpu.synchronize()?;
+    let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+    let mut fast = match fast_plan {
+        Some(plan) => Some((
+            plan,
+            CudaBackend::<T>::new(gpu, classical.clone(), opts, (oa, ob, oc))?,
+        )),
+        None => None,
+    };
+    let mut launch_once = || -> Result<(), Error> {
+        match &mut fast {
+            Some((plan, backend)) => {
+                crate::strassen::engine::run(backend, *plan, alpha, beta, (m, k, n)).map(|_| ())
+            }
+            None => classical.run(gpu, (m, k, n), alpha, oa, ob, beta, oc),
+        }
+    };
+    // With β = 0 a product is idempotent, so it runs once to warm the clocks
+    // and caches (and, for the fast algorithms, to allocate their
+    // temporaries) and then CUDA_TIMED_LAUNCHES times back to back: kernel
+    // time is the median of those, free of the idle gaps the copies leave.
+    // With β ≠ 0 each run changes C, so exactly one runs.
+    let timed_launches = if beta_is_zero && timed {
+        launch_once()?;
+        CUDA_TIMED_LAUNCHES
+    } else {
+        1
+    };
+    let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
+    let record = || {
+        gpu.stream
+            .record_event(timing)
+            .map_err(|e| cuda_err("cannot record an event", e))
+    };
+    let mut events = Vec::with_capacity(timed_launches);
+    for _ in 0..timed_launches {
+        let begin = record()?;
+        launch_once()?;
+        events.push((begin, record()?));
+    }
+    gpu.synchronize()?;
+    let mut kernel_times = events
+        .iter()
+        .map(|(begin, end)| {
+            begin
+                .elapsed_ms(end)
+                .map(f64::from)
+                .map_err(|e| cuda_err("cannot read the event timer", e))
+        })
+        .collect::<Result<Vec<f64>, Error>>()?;
+    kernel_times.sort_by(f64::total_cmp);
+    let kernel_ms = kernel_times[kernel_times.len() / 2];
+    drop(fast);
+    drop(halves);
+
+    let start = Instant::now();
+    dc.download(gpu, &mut staged_c)?;
+    let download_ms = start.elapsed().as_secs_f64() * 1e3;
+    staged_c.unstage(c)?;
+    Ok(GpuTimes {
+        upload_ms,
+        kernel_ms,
+        download_ms,
+    })
+}

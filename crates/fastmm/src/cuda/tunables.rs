@@ -1,0 +1,196 @@
+//! Every constant of the CUDA backend in one place: the tunables, the
+//! geometry the kernel sources fix, and the developer switches that
+//! override some of them in `dev` builds (`crate::config`).
+
+use crate::config::{Config, StreamK};
+use crate::error::Error;
+
+/// Default tile edge of `cuda-tiled`: 32×32 = 1024 threads, the most a
+/// block may have, and the seeds' choice (seed 002 §10.5 sweeps 2–32).
+pub(crate) const CUDA_DEFAULT_TILE: usize = 32;
+
+/// Thread block edge of `cuda-naive` (16×16 = 256 threads).
+pub(crate) const CUDA_NAIVE_BLOCK: usize = 16;
+
+/// Back-to-back launches timed per GPU product (β = 0), after one untimed:
+/// the median is the kernel time. The GPU idles during the host copies
+/// between products and drops its clocks; one launch after such a gap timed
+/// cuBLAS at 1024 at half of torch's back-to-back figure on the H100.
+pub(crate) const CUDA_TIMED_LAUNCHES: usize = 5;
+
+/// Rows per 32-wide thread block of the GPU linear-combination kernel
+/// (32×8 = 256 threads, each one element: coalesced along rows).
+pub(crate) const CUDA_COMBINE_ROWS_PER_BLOCK: usize = 8;
+
+/// `cuda-strassen`/`cuda-winograd` on f32 recurse while m, k and n are
+/// all at least this (`--threshold auto`)... On the H100 over cuBLAS with
+/// the `batched` variant (docs/benchmarks.md, session 9): one level at
+/// 4096 1.04×, at 6144 0.97× (its 3072³ products run cuBLAS below its
+/// best), at 8192 1.11× and two levels there (2048³ products) 1.15×; two
+/// at 16384 1.18×.
+pub(crate) const CUDA_STRASSEN_AUTO_THRESHOLD: usize = 4096;
+
+/// ...applying a first level only from this size, which skips the
+/// losing 6144.
+pub(crate) const CUDA_STRASSEN_AUTO_START: usize = 8192;
+
+/// The same for f64 (first level and recursion): cuBLAS's dgemm runs at
+/// 57–62 TFLOPS on the H100's FP64 tensor cores, so additions weigh more;
+/// `batched` at 8192 measured 1.10× with one level (4096³ products) and
+/// 1.05× with two.
+pub(crate) const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 8192;
+
+/// The same for integers, whose base is `cuda-fast` (cuBLAS has no integer
+/// GEMM): recurse from 8192, as measured in session 4 with the `frugal`
+/// variant (not re-measured with `batched`).
+pub(crate) const CUDA_STRASSEN_AUTO_THRESHOLD_INT: usize = 8192;
+
+/// `cuda-fast` splits k only into slices at least this deep: a shallower
+/// slice spends more on writing and adding its m×n partial than on its
+/// products.
+pub(crate) const CUDA_SPLIT_K_MIN_DEPTH: usize = 512;
+
+/// Tile rows of C that consecutive blocks of `cuda-fast` walk down before
+/// moving one tile column right (the `RASTER_GROUP` define of
+/// `kernels/block_common.cuh`): the blocks resident at once then share a
+/// few panels of A and B in L2. 16 and 32 measured no different from 8 at
+/// 16384 on the H100 (docs/perf-notes.md).
+pub(crate) const CUDA_RASTER_GROUP: usize = 8;
+
+/// `cuda-fast` runs the tiles of a last, partly empty wave of blocks as a
+/// separate split-K product (see `cuda::gemm::WaveTail`) when they can
+/// be split into at least this many k slices: with s slices the tail
+/// costs about 1/s of a wave instead of a whole one.
+pub(crate) const CUDA_WAVE_TAIL_MIN_SLICES: usize = 2;
+
+/// ...and when the other tiles take at most this many waves. On the H100
+/// the split gained 7.5% at 4099³ f64 (8 waves), 2.7% and 1.1% at 8192³
+/// f64 (31 waves, DMMA and SIMT) and nothing at 16384³ f32 (62 waves):
+/// after many waves the blocks no longer finish together, so the last
+/// wave's tiles already start spread out (a reading, docs/perf-notes.md).
+pub(crate) const CUDA_WAVE_TAIL_MAX_WAVES: usize = 32;
+
+/// `cuda-fast`'s SIMT kernel shares the tiles of a partial last wave, and
+/// of this many whole waves before it, evenly over one wave of resident
+/// blocks by k steps (stream-K, `kernels/fast_stream.cu`). On the H100 0
+/// and 1 measured alike (f32 4096³ 2.922 and 2.924 ms, 8192³ 22.939 and
+/// 22.945; f64 4096³ 7.015 and 7.062), 0 a shade faster with the smaller
+/// fix-up. `FASTMM_CUDA_STREAM_K` (`off`, `on` or a number of waves)
+/// overrides it, for sweeps.
+pub(crate) const CUDA_STREAM_K_FULL_WAVES: usize = 0;
+
+/// ...when the other tiles take at most this many waves. On the H100
+/// stream-K gained 2.5% at 8192³ f32 (15 whole waves) but at 8192³ f64
+/// SIMT (31 waves of 264 blocks) ran 1.5–2% slower than the wave tail's
+/// separate split-K product: after many waves the blocks no longer finish
+/// together (docs/perf-notes.md).
+pub(crate) const CUDA_STREAM_K_MAX_WAVES: usize = 16;
+
+/// ...and for the kernels of one block per SM (the 128×256 and 256×128
+/// tiles). The plain kernel runs two k steps per trip and the stream-K
+/// kernel one (`kernels/simt_tile.cuh`, `k_loop`): on the H100 f32
+/// stream-K still gained at 3072³ (2 whole waves, 1.020× against the wave
+/// tail's 0.973× cuBLAS) and 4096³ (3, 0.910× against 0.906×), but lost to
+/// the plain kernel at 6144³ (8, 0.934× against 0.941×), 8192³ (15, 0.928×
+/// against 0.937×) and 8192×1024×8192 (15, 0.894× against 0.902×). (The
+/// two-block kernels were not re-measured against their two-step plain
+/// kernel, which gained 3% at 8192³ f64 under the wave tail; they keep
+/// [`CUDA_STREAM_K_MAX_WAVES`].)
+pub(crate) const CUDA_STREAM_K_MAX_WAVES_ONE_BLOCK: usize = 4;
+
+/// Shared-memory stages of `cuda-fast`'s SIMT kernel for operands whose
+/// rows are not 16-byte aligned (`kernels/fast_ring.cu`) on GPUs with
+/// `cp.async` (sm_80 and later): k steps in flight while one is
+/// multiplied. Older GPUs get two. 3 and 4 measured the same on the H100
+/// (docs/perf-notes.md); `FASTMM_CUDA_RING_STAGES` overrides it, for sweeps.
+pub(crate) const CUDA_RING_STAGES: usize = 3;
+
+/// k depth of one staged step of `cuda-fast`'s f64 8×8 mbarrier kernel
+/// (`KernelSource::FastMbar`): 16 halves the waits and staging per DFMA
+/// against 8, measured 1–3% faster at 8192³ on the H100 (4 stages of 16
+/// against 6 of 8; docs/perf-notes.md, "mbarriers instead of a barrier
+/// per step").
+pub(crate) const CUDA_MBAR_BK: usize = 16;
+
+/// Shared-memory stages of that kernel: 4 × 33 KiB. 3, 4 and 6 measured
+/// within 1.5% at 8192³ on the H100.
+pub(crate) const CUDA_MBAR_STAGES: usize = 4;
+
+/// Shared-memory stages of the f64 tensor-core kernel of `cuda-fast`
+/// (`kernels/fast_mma.cu`): three 16 KiB stages fill the 48 KiB a block may
+/// use without opting in to more.
+pub(crate) const CUDA_MMA_STAGES: usize = 3;
+
+/// Largest tile edge of C in a GPU out-of-core product: an 8192×k×8192
+/// product keeps cuBLAS at its large-size rate while a tile's transfers
+/// (one 8192-wide panel) take a fraction of its compute.
+pub(crate) const CUDA_OUT_OF_CORE_TILE: usize = 8192;
+
+/// Smallest tile edge the GPU out-of-core planner tries before it splits
+/// k instead.
+pub(crate) const CUDA_OUT_OF_CORE_MIN_TILE: usize = 512;
+
+/// Tile edges of a GPU out-of-core product are rounded to this many
+/// elements, so that every tile but the last is aligned for the kernels'
+/// vector loads.
+pub(crate) const CUDA_OUT_OF_CORE_ALIGN: usize = 128;
+
+/// Bytes of each page-locked staging buffer of a GPU out-of-core product:
+/// large enough that each copy runs at the link's rate, small enough that
+/// filling one (a host copy) overlaps the DMA of the others.
+pub(crate) const CUDA_OUT_OF_CORE_CHUNK_BYTES: usize = 64 << 20;
+
+/// Staging buffers for uploads and for downloads.
+pub(crate) const CUDA_OUT_OF_CORE_CHUNKS: usize = 4;
+
+/// GPU memory kept free beyond an out-of-core product's buffers when the
+/// budget is the free memory: cuBLAS's workspace and the kernels' modules.
+pub(crate) const CUDA_OUT_OF_CORE_RESERVE_BYTES: u64 = 1 << 30;
+
+// Geometry fixed by the kernel sources (their defines must agree).
+
+/// Threads per block of `cuda-fast` (`THREADS` in `kernels/fast.cu`).
+pub(crate) const CUDA_FAST_THREADS: u32 = 256;
+
+/// Split-K slices of `cuda-fast` are multiples of this (the smallest `BK`
+/// of its kernels), which keeps every slice's rows 16-byte aligned; a
+/// kernel with a deeper BK runs a slice's last partial step on its guarded
+/// path.
+pub(crate) const CUDA_FAST_BK: usize = 8;
+
+/// Micro-tile (rows, columns) of the mbarrier kernel
+/// (`KernelSource::FastMbar`): 64 f64 accumulators in 128 registers, one
+/// block of 8 warps per SM, 16·8 = 128 rows and columns per block tile.
+pub(crate) const MBAR_MICRO_TILE: (usize, usize) = (8, 8);
+
+/// Block tile edge of `kernels/fast_mma.cu` (BM = BN).
+pub(crate) const MMA_BLOCK_TILE: usize = 128;
+
+/// The whole waves stream-K shares out with the partial last one
+/// ([`CUDA_STREAM_K_FULL_WAVES`], or the developer switch), or `None`
+/// where the switch turns stream-K off.
+pub(crate) fn stream_k_waves() -> Result<Option<usize>, Error> {
+    Ok(match Config::get().dev()?.stream_k {
+        None | Some(StreamK::On) => Some(CUDA_STREAM_K_FULL_WAVES),
+        Some(StreamK::Waves(waves)) => Some(waves),
+        Some(StreamK::Off) => None,
+    })
+}
+
+/// Whether the wave-tail split may run (on unless a developer switch turns
+/// it off).
+pub(crate) fn wave_tail_enabled() -> Result<bool, Error> {
+    Ok(Config::get().dev()?.wave_tail.unwrap_or(true))
+}
+
+/// Whether f64's micro-tile rows 8 run the 8×8 mbarrier kernel on sm_90
+/// and later (on unless a developer switch turns it off).
+pub(crate) fn mbarriers_enabled() -> Result<bool, Error> {
+    Ok(Config::get().dev()?.mbarriers.unwrap_or(true))
+}
+
+/// Stages of the cp.async ring on sm_80 and later: [`CUDA_RING_STAGES`],
+/// or the developer switch.
+pub(crate) fn ring_stages() -> Result<usize, Error> {
+    Ok(Config::get().dev()?.ring_stages.unwrap_or(CUDA_RING_STAGES))
+}

@@ -1,0 +1,93 @@
+//! Developer tools, in builds with the `dev` feature only: the ceilings of
+//! the CPU microkernels, and the PTX of every CUDA kernel variant for
+//! `ptxas` resource reports. Their interfaces may change with the kernels.
+
+use crate::cpu::packed::select_kernel;
+use crate::element::Element;
+use crate::options::CpuKernel;
+
+/// One line per microkernel of T in `family` (none where the CPU lacks
+/// it): GFLOP/s on cache-resident panels at several depths, and as the
+/// driver runs it, Ã streaming from an L2-sized block into tiles of a
+/// 2048-wide C. The best of five runs of about 2 GFLOP each.
+pub fn microkernel_report<T: Element>(family: CpuKernel) -> Vec<String> {
+    let Ok(kernel) = select_kernel::<T>(Some(family)) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    let calls_for = |kc: usize| 2_000_000_000 / (kernel.mr * kernel.nr * kc);
+    for kc in [128, 256, 384] {
+        let best = (0..5)
+            .map(|_| kernel.microkernel_gflops(kc, calls_for(kc)))
+            .fold(0.0, f64::max);
+        lines.push(format!(
+            "{:<4} {:<16} kc={kc:<4} {best:8.1} GFLOP/s",
+            T::DTYPE,
+            kernel.name
+        ));
+    }
+    let blocks = kernel.analytical_blocks();
+    let (kc, panels) = (blocks.kc, blocks.mc.div_ceil(kernel.mr));
+    let best = (0..5)
+        .map(|_| kernel.streaming_gflops(kc, panels, 2048, calls_for(kc)))
+        .fold(0.0, f64::max);
+    lines.push(format!(
+        "{:<4} {:<16} kc={kc:<4} {best:8.1} GFLOP/s streaming {panels} panels of Ã",
+        T::DTYPE,
+        kernel.name
+    ));
+    lines
+}
+
+/// Compiles every CUDA kernel variant whose entry name contains `only`
+/// for `arch` (e.g. `sm_90`; the tensor-core, mbarrier and bf16 kernels
+/// are built for sm_90 only) with NVRTC, no GPU needed, and writes each
+/// PTX into `dir`; returns the files written.
+#[cfg(feature = "cuda")]
+pub fn ptx_dump(
+    dir: &std::path::Path,
+    arch: &'static str,
+    only: &str,
+) -> Result<Vec<std::path::PathBuf>, crate::Error> {
+    use crate::cuda::compile::{compile, KernelKey, KernelSource};
+    let mut written = Vec::new();
+    std::fs::create_dir_all(dir)
+        .map_err(|e| crate::Error::InvalidOption(format!("{}: {e}", dir.display())))?;
+    for source in KernelSource::ALL {
+        if !source.entry().contains(only) {
+            continue;
+        }
+        if matches!(
+            source,
+            KernelSource::FastMma | KernelSource::Convert | KernelSource::FastMbar
+        ) && arch != "sm_90"
+        {
+            continue;
+        }
+        for dtype in crate::DType::ALL
+            .into_iter()
+            .filter(|&d| source.supports(d))
+        {
+            for tile in source.tiles(dtype) {
+                let ptx = compile(
+                    KernelKey {
+                        source,
+                        dtype,
+                        tile,
+                    },
+                    arch,
+                )?;
+                // FastRing and FastMbar share their source and entry point.
+                let stem = match source {
+                    KernelSource::FastMbar => "gemm_fast_ring_mbarriers",
+                    other => other.entry(),
+                };
+                let path = dir.join(format!("{stem}-{dtype}-{tile}.ptx"));
+                std::fs::write(&path, ptx.to_src())
+                    .map_err(|e| crate::Error::InvalidOption(format!("{}: {e}", path.display())))?;
+                written.push(path);
+            }
+        }
+    }
+    Ok(written)
+}

@@ -1,0 +1,344 @@
+//! What a product will run, asked before it runs: the kernel, the threads,
+//! Strassen's variant, levels and workspace, the error-growth allowance
+//! of its result, and on a GPU whether and how it streams out of core.
+//! Front ends label their output with it and verify against its allowance,
+//! so they never recompute the library's choices.
+
+use serde::Serialize;
+
+use crate::cpu;
+use crate::cpu::packed::{blocks_for, select_kernel};
+use crate::element::Element;
+use crate::error::Error;
+use crate::options::{Algorithm, Device, GemmOptions, GpuPrecision, Variant};
+use crate::strassen::{max_depth, Explained, Scheme};
+use crate::system::format_bytes;
+
+/// Strassen's or Winograd's recursion as a product will run it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FastPlan {
+    /// The memory schedule (the default resolved).
+    pub variant: Variant,
+    /// Recurse while m, k and n are all at least this.
+    pub threshold: usize,
+    /// Apply a first level only from this size (at most the threshold
+    /// when given explicitly).
+    pub start: usize,
+    /// At most this many levels.
+    pub max_levels: usize,
+    /// The levels this product applies (0: the base product alone runs).
+    pub levels: usize,
+    /// Bytes of temporaries, all levels together (the base products'
+    /// packing buffers come on top).
+    pub workspace_bytes: u64,
+    /// The classical product at the leaves.
+    pub base: Algorithm,
+    /// CPU: operand sums of at most this many terms formed while packing.
+    pub lazy_sums: usize,
+}
+
+/// How a GPU product of host matrices larger than its budget streams.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutOfCorePlan {
+    /// The GPU memory it is planned in, bytes.
+    pub budget_bytes: u64,
+    /// The cut: tiles, the resident operand, buffers.
+    pub description: String,
+    /// One tile product's (rows, depth, columns).
+    pub tile: (usize, usize, usize),
+}
+
+/// What a product C ← α·A·B + β·C will run ([`crate::Context::plan`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// The device.
+    pub device: Device,
+    /// The algorithm (`auto` resolved).
+    pub algorithm: Algorithm,
+    /// What computes the inner loop: the microkernel and its blocks, the
+    /// GPU kernel and its schedule, the recursion and its base.
+    pub kernel: String,
+    /// CPU threads (1 on a GPU and for the single-threaded algorithms).
+    pub threads: usize,
+    /// Tile edge of the tiled algorithms.
+    pub tile: Option<usize>,
+    /// Strassen/Winograd: the recursion.
+    pub fast: Option<FastPlan>,
+    /// How far the result's error may exceed the classical rounding bound
+    /// ([`crate::verify::verify_with_growth`]): Strassen's per-level growth,
+    /// or the input rounding of a reduced-precision cuBLAS mode.
+    pub error_growth: f64,
+    /// GPU: the out-of-core plan, when the product will stream.
+    pub out_of_core: Option<OutOfCorePlan>,
+}
+
+impl Plan {
+    /// The kernel, with the out-of-core plan when there is one.
+    pub fn label(&self) -> String {
+        match &self.out_of_core {
+            Some(ooc) => format!(
+                "{}; out of core in {}: {}",
+                self.kernel,
+                format_bytes(ooc.budget_bytes.into()),
+                ooc.description
+            ),
+            None => self.kernel.clone(),
+        }
+    }
+}
+
+/// The fast algorithm's plan from its backend's resolution, in bytes of T.
+pub(crate) fn fast_plan<T: Element>(explained: &Explained, opts: &GemmOptions) -> FastPlan {
+    FastPlan {
+        variant: explained.variant,
+        threshold: explained.crossover.threshold,
+        start: explained.crossover.start,
+        max_levels: max_depth(opts, T::DTYPE),
+        levels: explained.report.levels,
+        workspace_bytes: (explained.report.workspace_elements * std::mem::size_of::<T>()) as u64,
+        base: explained.base,
+        lazy_sums: explained.lazy_sums,
+    }
+}
+
+/// "n0=2048 from 4096": where a recursion stops, for labels.
+fn crossover_label(fast: &FastPlan) -> String {
+    if fast.start > fast.threshold {
+        format!("n0={} from {}", fast.threshold, fast.start)
+    } else {
+        format!("n0={}", fast.threshold)
+    }
+}
+
+/// The growth allowance of a product: fast algorithms by their levels,
+/// cuBLAS's reduced-precision modes by their input rounding.
+pub(crate) fn error_growth(fast: Option<&FastPlan>, opts: &GemmOptions) -> f64 {
+    let levels = fast.map_or(1.0, |fast| {
+        Scheme::of(opts.algorithm).map_or(1.0, |scheme| scheme.error_growth(fast.levels))
+    });
+    let precision = match opts.algorithm {
+        Algorithm::Cublas => opts.gpu_precision.unwrap_or_default(),
+        _ => GpuPrecision::Fp32,
+    };
+    levels * precision.error_growth()
+}
+
+/// The plan of an m×k×n product of T on the CPU; `opts.algorithm` is
+/// resolved and runs on the CPU.
+pub(crate) fn on_cpu<T: Element>(
+    (m, k, n): (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Result<Plan, Error> {
+    let fast = match Scheme::of(opts.algorithm) {
+        Some(_) => {
+            cpu::strassen::check(opts)?;
+            let explained = cpu::strassen::explain::<T>((m, k, n), beta_is_zero, opts);
+            Some(fast_plan::<T>(&explained, opts))
+        }
+        None => None,
+    };
+    let kernel = match (&fast, opts.algorithm) {
+        (Some(fast), _) => {
+            let base = match fast.base {
+                Algorithm::Packed => {
+                    let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+                    kernel.name.to_string()
+                }
+                other => other.to_string(),
+            };
+            let lazy = match fast.lazy_sums {
+                0 => String::new(),
+                terms => format!(" lazy≤{terms}"),
+            };
+            format!("{}{lazy} {} + {base}", fast.variant, crossover_label(fast))
+        }
+        (None, Algorithm::Packed) => {
+            let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+            let blocks = blocks_for(kernel, opts, (m, n))?.fitted(kernel.mr, kernel.nr);
+            format!("{} {blocks}", kernel.name)
+        }
+        (None, _) => "scalar".to_string(),
+    };
+    Ok(Plan {
+        device: Device::Cpu,
+        algorithm: opts.algorithm,
+        kernel,
+        threads: cpu::threads(opts),
+        tile: cpu::tile(opts),
+        error_growth: error_growth(fast.as_ref(), opts),
+        fast,
+        out_of_core: None,
+    })
+}
+
+#[cfg(feature = "cuda")]
+pub(crate) use gpu::on_cuda;
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use super::*;
+    use crate::cuda::device::Gpu;
+    use crate::cuda::gemm::fast::{contiguous_rows_aligned, FastConfig};
+    use crate::cuda::gemm::{checked_tile, default_base};
+    use crate::cuda::out_of_core;
+    use crate::element::DType;
+
+    /// The plan of an m×k×n product of T on `gpu` as the library runs it
+    /// on host matrices (contiguous, aligned device copies); the
+    /// algorithm is resolved and runs on a GPU.
+    pub(crate) fn on_cuda<T: Element>(
+        gpu: &Gpu,
+        (m, k, n): (usize, usize, usize),
+        beta_is_zero: bool,
+        opts: &GemmOptions,
+    ) -> Result<Plan, Error> {
+        if opts.algorithm == Algorithm::Cublas && T::DTYPE.is_integer() {
+            return Err(Error::Unsupported {
+                algorithm: "cublas",
+                what: format!("{} (cuBLAS has no integer GEMM)", T::DTYPE),
+            });
+        }
+        let precision = opts.gpu_precision.unwrap_or_default();
+        if precision != GpuPrecision::Fp32
+            && (opts.algorithm != Algorithm::Cublas || T::DTYPE != DType::F32)
+        {
+            return Err(Error::InvalidOption(format!(
+                "precision {precision} is a cuBLAS mode for f32 data, not {} on {}",
+                opts.algorithm,
+                T::DTYPE
+            )));
+        }
+        let streamed = out_of_core::needed::<T>(gpu, (m, k, n), opts)?;
+        let (out_of_core, tile_opts, tile_shape) = if streamed {
+            let (plan, budget, tile_opts) = out_of_core::plan_for::<T>(gpu, (m, k, n), opts)?;
+            (
+                Some(OutOfCorePlan {
+                    budget_bytes: budget,
+                    description: plan.describe(),
+                    tile: (plan.tile_rows, plan.depth, plan.tile_cols),
+                }),
+                GemmOptions {
+                    gpu_out_of_core: false,
+                    ..tile_opts
+                },
+                (plan.tile_rows, plan.depth, plan.tile_cols),
+            )
+        } else {
+            (None, *opts, (m, k, n))
+        };
+        let fast = match Scheme::of(tile_opts.algorithm) {
+            Some(_) => {
+                crate::cuda::strassen::check(&tile_opts)?;
+                let explained = if streamed {
+                    // Each tile runs the variant the out-of-core plan chose.
+                    let scheme = Scheme::of(tile_opts.algorithm).expect("a fast algorithm");
+                    let variant = tile_opts.variant.unwrap_or_default();
+                    Explained {
+                        variant,
+                        crossover: crate::cuda::strassen::crossover(
+                            &gpu.info().name,
+                            &tile_opts,
+                            T::DTYPE,
+                        ),
+                        lazy_sums: 0,
+                        base: crate::cuda::strassen::base(&tile_opts, T::DTYPE),
+                        report: crate::cuda::strassen::dry_run::<T>(
+                            &gpu.info().name,
+                            scheme,
+                            variant,
+                            tile_shape,
+                            true,
+                            &tile_opts,
+                        ),
+                    }
+                } else {
+                    crate::cuda::strassen::explain::<T>(gpu, tile_shape, beta_is_zero, &tile_opts)?
+                };
+                Some(fast_plan::<T>(&explained, &tile_opts))
+            }
+            None => None,
+        };
+        let memory = format!(
+            "{}{}",
+            opts.gpu_memory.unwrap_or_default(),
+            if opts.gpu_pinned { " pinned" } else { "" }
+        );
+        let kernel = match &fast {
+            Some(fast) => {
+                let base = match fast.variant {
+                    Variant::Fused => "fused kernel (cuda-fast simt tiles)".to_string(),
+                    _ => fast.base.to_string(),
+                };
+                format!(
+                    "{} {} + {base} {memory}",
+                    fast.variant,
+                    crossover_label(fast)
+                )
+            }
+            None => classical_label::<T>(gpu, &tile_opts, tile_shape, &memory)?,
+        };
+        Ok(Plan {
+            device: Device::Cuda(gpu.info().ordinal),
+            algorithm: opts.algorithm,
+            kernel,
+            threads: 1,
+            tile: match opts.algorithm {
+                Algorithm::CudaTiled | Algorithm::CudaNaive => {
+                    Some(checked_tile::<T>(gpu, opts.algorithm, opts)?)
+                }
+                _ => None,
+            },
+            error_growth: error_growth(fast.as_ref(), opts),
+            fast,
+            out_of_core,
+        })
+    }
+
+    /// What a classical GPU product of m×k×n runs.
+    fn classical_label<T: Element>(
+        gpu: &Gpu,
+        opts: &GemmOptions,
+        (m, k, n): (usize, usize, usize),
+        memory: &str,
+    ) -> Result<String, Error> {
+        let algorithm = match opts.algorithm {
+            Algorithm::Auto => default_base(T::DTYPE),
+            other => other,
+        };
+        Ok(match algorithm {
+            Algorithm::CudaFast => {
+                let config = FastConfig::resolve(opts, T::DTYPE, gpu, (m, n))?;
+                // The library's device matrices are contiguous (ld =
+                // columns) in aligned allocations.
+                let aligned = contiguous_rows_aligned(T::DTYPE, k, n);
+                let schedule = match config.schedule(gpu, (m, k, n), aligned)?.describe() {
+                    s if s.is_empty() => s,
+                    s => format!(", {s}"),
+                };
+                let ring = if config.ring_key().is_some() && !aligned {
+                    ", cp.async ring (rows not 16-byte aligned)"
+                } else {
+                    ""
+                };
+                format!(
+                    "{}{schedule}{ring} {} {memory}",
+                    config.describe(),
+                    gpu.arch()
+                )
+            }
+            Algorithm::Cublas if T::DTYPE == DType::F64 => {
+                format!("cuBLAS dgemm {} {memory}", gpu.arch())
+            }
+            Algorithm::Cublas => format!(
+                "cuBLAS sgemm {} {} {memory}",
+                opts.gpu_precision.unwrap_or_default(),
+                gpu.arch()
+            ),
+            other => {
+                let tile = checked_tile::<T>(gpu, other, opts)?;
+                format!("{tile}x{tile} {} {memory}", gpu.arch())
+            }
+        })
+    }
+}

@@ -1,0 +1,546 @@
+//! Every algorithm of a device over the shape matrix, each output
+//! pre-filled with poison (NaN for floats), each result checked; on a GPU
+//! also every memory kind, the host↔device round trips, `cuda-fast`'s
+//! last-wave schedules and every kind of out-of-core schedule. This is how
+//! GPU correctness is proven on a GPU machine (CI has none); `fastmm
+//! selftest` prints it.
+
+use crate::context::Context;
+use crate::element::{DType, Element};
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef, Matrix};
+use crate::options::{Algorithm, DeviceKind, GemmOptions, GpuMemory, Variant};
+use crate::random::{random_matrix, seeded_rng, SeededRng};
+use crate::verify::verify_with_growth;
+
+/// (m, k, n): empty-adjacent, tiny, primes, rectangles, 32 ± 1 around the
+/// GPU tile and the CPU microkernel edges, and deep narrow products.
+pub const SHAPES: &[(usize, usize, usize)] = &[
+    (1, 1, 1),
+    (1, 7, 1),
+    (2, 3, 5),
+    (13, 1, 11),
+    (31, 32, 33),
+    (32, 32, 32),
+    (33, 31, 65),
+    (97, 89, 101),
+    (64, 300, 17),
+    (130, 65, 129),
+    // Deep and narrow: cuda-fast splits k (k slices of 552 and of 1032).
+    (33, 1100, 47),
+    (130, 2049, 5),
+    // cuda-fast's interior path (whole 128×256, 256×128 and 128×128
+    // tiles, 16-byte rows) with a partial last k step, and with split-K.
+    (264, 148, 264),
+    (264, 2056, 264),
+];
+
+/// Threshold n₀ of `strassen`/`winograd` in the selftest: the shapes from
+/// 31 up recurse one to three levels, odd sizes peeled.
+const SELFTEST_STRASSEN_THRESHOLD: usize = 16;
+
+/// One row of the report: what was checked, how many cases passed, and
+/// each failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// The algorithm, options and type (or the property) checked.
+    pub what: String,
+    /// Cases that passed.
+    pub passed: usize,
+    /// One line per case that failed.
+    pub failures: Vec<String>,
+}
+
+impl Check {
+    fn new(what: String) -> Check {
+        Check {
+            what,
+            passed: 0,
+            failures: Vec::new(),
+        }
+    }
+
+    /// Whether every case passed.
+    pub fn ok(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Runs the self-test of `ctx`'s device.
+pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
+    let kind = ctx.device().kind();
+    let mut rows = Vec::new();
+    let memories: Vec<Option<GpuMemory>> = match kind {
+        DeviceKind::Cpu => vec![None],
+        DeviceKind::Cuda => {
+            #[cfg(feature = "cuda")]
+            rows.extend(gpu::round_trips(ctx.gpu()?));
+            GpuMemory::ALL.iter().copied().map(Some).collect()
+        }
+    };
+    for algorithm in Algorithm::all_on(kind) {
+        for (label, opts) in option_sets(algorithm, kind, &memories) {
+            for &dtype in &DType::ALL {
+                rows.extend(check_dtype(ctx, dtype, &label, &opts, SHAPES));
+            }
+        }
+    }
+    #[cfg(feature = "cuda")]
+    if kind == DeviceKind::Cuda {
+        rows.extend(gpu::schedule_checks(ctx)?);
+        rows.extend(gpu::out_of_core_checks(ctx));
+    }
+    Ok(rows)
+}
+
+fn check_dtype(
+    ctx: &Context,
+    dtype: DType,
+    label: &str,
+    opts: &GemmOptions,
+    shapes: &[(usize, usize, usize)],
+) -> Option<Check> {
+    match dtype {
+        DType::F32 => check_algorithm::<f32>(ctx, label, opts, shapes),
+        DType::F64 => check_algorithm::<f64>(ctx, label, opts, shapes),
+        DType::I32 => check_algorithm::<i32>(ctx, label, opts, shapes),
+        DType::I64 => check_algorithm::<i64>(ctx, label, opts, shapes),
+    }
+}
+
+/// Small integers: every product and sum is exact in f32 and f64 too, so
+/// the α/β check compares exactly against the CPU naive product.
+fn small_int_matrix<T: Element>(rows: usize, cols: usize, salt: usize) -> Matrix<T> {
+    Matrix::from_fn(rows, cols, |i, j| {
+        T::from_i64(((i * 7 + j * 3 + salt) % 9) as i64 - 4)
+    })
+}
+
+/// The option sets each algorithm is checked under, with their labels:
+/// every memory kind, pinned staging, the precision modes and the kernel
+/// families for the classical GPU algorithms; every memory schedule (and
+/// on the GPU a second base) for the fast ones.
+fn option_sets(
+    algorithm: Algorithm,
+    kind: DeviceKind,
+    memories: &[Option<GpuMemory>],
+) -> Vec<(String, GemmOptions)> {
+    let plain = GemmOptions {
+        // Low enough that Strassen/Winograd recurse on the larger shapes.
+        threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+        ..GemmOptions::new(algorithm)
+    };
+    if algorithm.is_fast() {
+        let mut sets: Vec<(String, GemmOptions)> = [
+            Variant::Temporaries,
+            Variant::Frugal,
+            Variant::Batched,
+            Variant::Fused,
+        ]
+        .into_iter()
+        .map(|variant| (format!("{algorithm} {variant}"), plain.variant(variant)))
+        .collect();
+        if kind == DeviceKind::Cuda {
+            sets.push((
+                format!("{algorithm} frugal base cuda-naive"),
+                plain.variant(Variant::Frugal).base(Algorithm::CudaNaive),
+            ));
+        }
+        return sets;
+    }
+    let sets: Vec<(String, GemmOptions)> = memories
+        .iter()
+        .map(|&memory| {
+            let label = match memory {
+                Some(memory) => format!("{algorithm} {memory}"),
+                None => algorithm.to_string(),
+            };
+            (
+                label,
+                GemmOptions {
+                    gpu_memory: memory,
+                    ..plain
+                },
+            )
+        })
+        .collect();
+    #[cfg(feature = "cuda")]
+    if kind == DeviceKind::Cuda {
+        return [sets, gpu::classical_option_sets(algorithm, plain)].concat();
+    }
+    sets
+}
+
+/// One shape of a row: C ← A·B with β = 0 over poison (C must be written
+/// everywhere and never read), verified within `growth` of the classical
+/// bound; then C ← 2·A·B − 3·C on small integers, compared bit for bit
+/// with the naive product.
+fn check_shape<T: Element>(
+    row: &mut Check,
+    (m, k, n): (usize, usize, usize),
+    what: &str,
+    growth: f64,
+    rng: &mut SeededRng,
+    multiply: impl Fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>) -> Result<(), Error>,
+) {
+    let label = format!(
+        "{m}×{k}×{n}{}{what}",
+        if what.is_empty() { "" } else { " " }
+    );
+    let a: Matrix<T> = random_matrix(m, k, rng);
+    let b: Matrix<T> = random_matrix(k, n, rng);
+    let mut c = Matrix::filled(m, n, T::poison());
+    let outcome = multiply(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut())
+        .and_then(|()| verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth));
+    match outcome {
+        Ok(verdict) if verdict.ok => row.passed += 1,
+        Ok(verdict) => row.failures.push(format!(
+            "{label} β=0: relative error {:.2e} ({:.2}× its bound)",
+            verdict.rel_error, verdict.bound_ratio
+        )),
+        Err(e) => row.failures.push(format!("{label} β=0: {e}")),
+    }
+    let a: Matrix<T> = small_int_matrix(m, k, 1);
+    let b: Matrix<T> = small_int_matrix(k, n, 2);
+    let c0: Matrix<T> = small_int_matrix(m, n, 3);
+    let (alpha, beta) = (T::from_i64(2), T::from_i64(-3));
+    let mut expected = c0.clone();
+    let mut c = c0;
+    let outcome = Context::cpu()
+        .gemm(
+            alpha,
+            a.as_ref(),
+            b.as_ref(),
+            beta,
+            expected.as_mut(),
+            &GemmOptions::new(Algorithm::Naive),
+        )
+        .and_then(|()| multiply(alpha, a.as_ref(), b.as_ref(), beta, c.as_mut()));
+    match outcome {
+        Ok(()) if c == expected => row.passed += 1,
+        Ok(()) => row
+            .failures
+            .push(format!("{label} α=2 β=-3: differs from the naive product")),
+        Err(e) => row.failures.push(format!("{label} α=2 β=-3: {e}")),
+    }
+}
+
+/// Every shape of `shapes` with `opts` in `ctx`; `None` for a type the
+/// options do not run (their plan says so).
+fn check_algorithm<T: Element>(
+    ctx: &Context,
+    label: &str,
+    opts: &GemmOptions,
+    shapes: &[(usize, usize, usize)],
+) -> Option<Check> {
+    // A type or option the device does not run is not a failure: the
+    // plan refuses it with a typed error, which the tests check.
+    ctx.plan::<T>((1, 1, 1), true, opts).ok()?;
+    let mut row = Check::new(format!("{label} {}", T::DTYPE));
+    let mut rng = seeded_rng(11);
+    for &shape in shapes {
+        // Fast algorithms may exceed the classical float bound by their
+        // per-level growth factor, reduced-precision modes by the ratio of
+        // unit roundoffs: the plan's allowance.
+        match ctx.plan::<T>(shape, true, opts) {
+            Ok(plan) => check_shape::<T>(
+                &mut row,
+                shape,
+                "",
+                plan.error_growth,
+                &mut rng,
+                |alpha, a, b, beta, c| ctx.gemm(alpha, a, b, beta, c, opts),
+            ),
+            Err(e) => row
+                .failures
+                .push(format!("{}×{}×{}: {e}", shape.0, shape.1, shape.2)),
+        }
+    }
+    Some(row)
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use super::*;
+    use crate::cuda::device::Gpu;
+    use crate::cuda::gemm::fast::{contiguous_rows_aligned, simt_micro_tiles, FastConfig};
+    use crate::cuda::gemm::schedule::FastSchedule;
+    use crate::cuda::memory::round_trip;
+    use crate::cuda::out_of_core::plan::Slots;
+    use crate::cuda::out_of_core::{multiply_planned, Plan, Resident};
+    use crate::options::{CudaKernel, GpuPrecision};
+
+    /// The extra option sets of a classical GPU algorithm: pinned staging,
+    /// cuBLAS's precision modes, and `cuda-fast`'s kernel families forced
+    /// (mma runs f64 only) with the SIMT kernel's other micro-tiles.
+    pub(super) fn classical_option_sets(
+        algorithm: Algorithm,
+        plain: GemmOptions,
+    ) -> Vec<(String, GemmOptions)> {
+        let mut sets = vec![(
+            format!("{algorithm} device pinned"),
+            GemmOptions {
+                gpu_pinned: true,
+                ..plain
+            },
+        )];
+        if algorithm == Algorithm::Cublas {
+            sets.extend(
+                GpuPrecision::ALL
+                    .iter()
+                    .filter(|&&p| p != GpuPrecision::Fp32)
+                    .map(|&precision| {
+                        (
+                            format!("{algorithm} {precision}"),
+                            GemmOptions {
+                                gpu_precision: Some(precision),
+                                ..plain
+                            },
+                        )
+                    }),
+            );
+        }
+        if algorithm == Algorithm::CudaFast {
+            for (family, tile) in [
+                (CudaKernel::Simt, None),
+                (CudaKernel::Simt, Some(8)),
+                (CudaKernel::Simt, Some(16)),
+                (CudaKernel::Mma, None),
+            ] {
+                let label = match tile {
+                    Some(tm) => format!("{algorithm} {family} tile {tm}"),
+                    None => format!("{algorithm} {family}"),
+                };
+                sets.push((
+                    label,
+                    GemmOptions {
+                        cuda_kernel: Some(family),
+                        tile,
+                        ..plain
+                    },
+                ));
+            }
+        }
+        sets
+    }
+
+    pub(super) fn round_trips(gpu: &Gpu) -> Vec<Check> {
+        let mut rows = Vec::new();
+        for &memory in GpuMemory::ALL {
+            for pinned in [false, true] {
+                let host = if pinned { "pinned" } else { "pageable" };
+                let mut row = Check::new(format!("round trip {host} host↔{memory}"));
+                let mut rng = seeded_rng(7);
+                for &(m, _, n) in SHAPES {
+                    let a: Matrix<f64> = random_matrix(m, n, &mut rng);
+                    match round_trip(gpu, memory, a.as_ref(), pinned) {
+                        Ok(back) if back == a => row.passed += 1,
+                        Ok(_) => row.failures.push(format!("{m}×{n}: data changed")),
+                        Err(e) => row.failures.push(format!("{m}×{n}: {e}")),
+                    }
+                    // A transposed (strided) view arrives in row-major order too.
+                    match round_trip(gpu, memory, a.as_ref().t(), pinned) {
+                        Ok(back) if back == Matrix::from_view(a.as_ref().t()) => row.passed += 1,
+                        Ok(_) => row
+                            .failures
+                            .push(format!("{n}×{m} transposed: data changed")),
+                        Err(e) => row.failures.push(format!("{n}×{m} transposed: {e}")),
+                    }
+                }
+                rows.push(row);
+            }
+        }
+        rows
+    }
+
+    /// cuda-fast's schedules for the last waves of tiles, for every kernel
+    /// that may run them, on shapes sized to this GPU's SMs so that they
+    /// happen: the wave-tail split (the last, nearly empty wave run as a
+    /// split-K product) on operands whose rows are not 16-byte aligned (the
+    /// ring kernel) or with the tensor-core kernel, and stream-K (the last
+    /// waves shared out by k steps) on aligned ones. Two tile columns (the
+    /// last partial, and for the wave tail n odd), k = 1100 (a partial last
+    /// k step), and the fewest tile rows (the last partial) from half a
+    /// wave of resident blocks up that give the schedule. A shape that does
+    /// not get it fails the row rather than passing untested.
+    pub(super) fn schedule_checks(ctx: &Context) -> Result<Vec<Check>, Error> {
+        let gpu = ctx.gpu()?;
+        let mut rows = Vec::new();
+        for &dtype in &DType::ALL {
+            let simt = simt_micro_tiles(dtype).map(|tm| (CudaKernel::Simt, Some(tm)));
+            let mma = (dtype == DType::F64).then_some((CudaKernel::Mma, None));
+            for (family, tile) in simt.into_iter().chain(mma) {
+                let opts = GemmOptions {
+                    cuda_kernel: Some(family),
+                    tile,
+                    ..GemmOptions::new(Algorithm::CudaFast)
+                };
+                // One candidate each (the tile is given), whatever the shape.
+                let config = FastConfig::resolve(&opts, dtype, gpu, (1, 1))?;
+                let (tile_rows, tile_cols) = config.block_shape();
+                let resident = gpu.info().multiprocessors * config.blocks_per_sm();
+                let lanes = 16 / dtype.size_bytes();
+                let mut kinds = vec![("wave tail", 2 * tile_cols - 3)];
+                if config.stream_key().is_some() {
+                    kinds.push(("stream-K", 2 * tile_cols - lanes));
+                }
+                for (kind, n) in kinds {
+                    let k = 1100;
+                    let aligned = contiguous_rows_aligned(dtype, k, n);
+                    let shape = (resident / 2 + 1..2 * resident)
+                        .map(|tiles_m| (tiles_m * tile_rows - 5, k, n))
+                        .find(|&dims| {
+                            matches!(
+                                (kind, config.schedule(gpu, dims, aligned)),
+                                ("wave tail", Ok(FastSchedule::WaveTail(_)))
+                                    | ("stream-K", Ok(FastSchedule::StreamK(_)))
+                            )
+                        });
+                    let label = match tile {
+                        Some(tm) => format!("cuda-fast {family} tile {tm} {kind}"),
+                        None => format!("cuda-fast {family} {kind}"),
+                    };
+                    match shape {
+                        Some(shape) => rows.extend(check_dtype(
+                            ctx,
+                            dtype,
+                            &format!("{label} {}×{}×{}", shape.0, shape.1, shape.2),
+                            &opts,
+                            &[shape],
+                        )),
+                        None => {
+                            let mut row = Check::new(format!("{label} {dtype}"));
+                            row.failures
+                                .push(format!("no shape found with a {kind} schedule"));
+                            rows.push(row);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The GPU's out-of-core product under every kind of schedule, built by
+    /// hand on the shape matrix (tiles of about a third of m and half of
+    /// n): one step; all of B resident; A resident in fewer slots than
+    /// panels; k split in three and accumulated; one buffer each. Each
+    /// over NaN with β = 0, and exactly on small integers with α = 2,
+    /// β = −3; for cuBLAS and cuda-fast, and for Strassen and Winograd per
+    /// tile (recursing from 16). Then the planner itself through the
+    /// context, with a budget of a third of A, B and C.
+    pub(super) fn out_of_core_checks(ctx: &Context) -> Vec<Check> {
+        let mut rows = Vec::new();
+        for algorithm in [Algorithm::Strassen, Algorithm::Winograd] {
+            let opts = GemmOptions {
+                threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+                ..GemmOptions::new(algorithm)
+            };
+            for &dtype in &DType::ALL {
+                rows.extend(planned_checks_of(ctx, dtype, &opts));
+            }
+        }
+        for algorithm in [Algorithm::Cublas, Algorithm::CudaFast] {
+            let opts = GemmOptions::new(algorithm);
+            for &dtype in &DType::ALL {
+                rows.extend(planned_checks_of(ctx, dtype, &opts));
+                let shape = (1100, 900, 1300);
+                let (m, k, n) = shape;
+                let bytes = ((m * k + k * n + m * n) * dtype.size_bytes()) as u64;
+                let budgeted = GemmOptions {
+                    gpu_max_memory: Some(bytes / 3),
+                    ..opts
+                };
+                rows.extend(check_dtype(
+                    ctx,
+                    dtype,
+                    &format!("{algorithm} out of core, a third of the bytes"),
+                    &budgeted,
+                    &[shape],
+                ));
+            }
+        }
+        rows
+    }
+
+    fn planned_checks_of(ctx: &Context, dtype: DType, opts: &GemmOptions) -> Option<Check> {
+        match dtype {
+            DType::F32 => planned_checks::<f32>(ctx, opts),
+            DType::F64 => planned_checks::<f64>(ctx, opts),
+            DType::I32 => planned_checks::<i32>(ctx, opts),
+            DType::I64 => planned_checks::<i64>(ctx, opts),
+        }
+    }
+
+    /// The hand-built schedules of [`out_of_core_checks`] for one type.
+    fn planned_checks<T: Element>(ctx: &Context, opts: &GemmOptions) -> Option<Check> {
+        if opts.algorithm == Algorithm::Cublas && T::DTYPE.is_integer() {
+            return None;
+        }
+        let gpu = ctx.gpu().ok()?;
+        let mut row = Check::new(format!(
+            "{} out of core, planned {}",
+            opts.algorithm,
+            T::DTYPE
+        ));
+        let elem = std::mem::size_of::<T>();
+        let mut rng = seeded_rng(13);
+        // The tiles run the variant the planner would give them.
+        let tile_opts = GemmOptions {
+            variant: Some(opts.variant.unwrap_or(Variant::Frugal)),
+            ..*opts
+        };
+        for &(m, k, n) in SHAPES {
+            let (rows, cols) = (m.div_ceil(3), n.div_ceil(2));
+            let whole = Plan::one_step((m, k, n), elem);
+            let tiled = |resident, depth, slots| Plan {
+                tile_rows: rows,
+                tile_cols: cols,
+                depth,
+                resident,
+                slots,
+                ..whole
+            };
+            let plans = [
+                ("one step", whole),
+                (
+                    "B resident",
+                    tiled(Resident::B, k, Slots { a: 2, b: 2, c: 2 }),
+                ),
+                (
+                    "A resident in 2 slots",
+                    tiled(Resident::A, k, Slots { a: 2, b: 2, c: 2 }),
+                ),
+                (
+                    "k in 3 slices",
+                    tiled(Resident::B, k.div_ceil(3), Slots { a: 2, b: 2, c: 2 }),
+                ),
+                (
+                    "one buffer each",
+                    tiled(Resident::B, k, Slots { a: 1, b: 1, c: 1 }),
+                ),
+            ];
+            // A fast algorithm's tiles recurse at most as deep as the whole.
+            let growth = match ctx.plan::<T>((m, k, n), true, &tile_opts) {
+                Ok(plan) => plan.error_growth,
+                Err(e) => {
+                    row.failures.push(format!("{m}×{k}×{n}: {e}"));
+                    continue;
+                }
+            };
+            for (what, plan) in plans {
+                check_shape::<T>(
+                    &mut row,
+                    (m, k, n),
+                    what,
+                    growth,
+                    &mut rng,
+                    |alpha, a, b, beta, c| {
+                        multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts).map(|_| ())
+                    },
+                );
+            }
+        }
+        Some(row)
+    }
+}
