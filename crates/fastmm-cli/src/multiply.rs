@@ -325,7 +325,7 @@ fn out_of_core(
         "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} each, written through a map; the seed's (k(a+b)+ab)·size = {}); {:.3} s, {:.2} GFLOP/s ({:.2} in the products); wrote {}{}",
         args.a.display(),
         args.b.display(),
-        resolved(opts, ctx.device(), dtype),
+        resolved(&opts, ctx.device(), dtype),
         format_bytes(budget.into()),
         format_bytes(total),
         report.blocks,
