@@ -53,7 +53,7 @@
 //! environment in [`config`]); the devices' kernels and backends (the CPU
 //! ladder and `packed`, the CUDA kernels and cuBLAS, and Strassen's
 //! recursion written once over both); and on top the [`Context`] that
-//! dispatches a product to its device, with [`verify`], files in [`io`],
+//! dispatches a product to its device, with [`verify()`], files in [`io`],
 //! the machine report in [`info`] and the device check in [`selftest`].
 //! docs/design.md explains the design.
 

@@ -37,8 +37,11 @@ use crate::error::Error;
 use crate::matrix::MatRef;
 use crate::random::seeded_rng;
 use crate::tunables::{
-    FLOAT_TOLERANCE_FACTOR, FREIVALDS_FLOAT_VECTORS, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK,
-    VERIFY_PARALLEL_MIN_ELEMENTS, VERIFY_ROWS_PER_TASK, VERIFY_SAMPLED_LINES,
+    FREIVALDS_FLOAT_VECTORS, VERIFY_PARALLEL_MIN_ELEMENTS, VERIFY_ROWS_PER_TASK,
+};
+// The constants of the policy above, public so that a caller can state it.
+pub use crate::tunables::{
+    FLOAT_TOLERANCE_FACTOR, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK, VERIFY_SAMPLED_LINES,
 };
 
 /// How a product was checked.

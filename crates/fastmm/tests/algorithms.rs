@@ -1,11 +1,12 @@
 //! Every CPU algorithm against independent references, over a matrix of
 //! shapes, element types, layouts and options.
 
+use fastmm::info::supports;
 use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
 use fastmm::verify::{verify, verify_with_growth};
 use fastmm::{
-    gemm, matmul_with, Algorithm, Context, DeviceKind, Element, Error, GemmOptions, MatMut, MatRef,
-    Matrix, Variant,
+    gemm, matmul_with, Algorithm, Context, CpuKernel, DeviceKind, Element, Error, GemmOptions,
+    MatMut, MatRef, Matrix, SumStores, Variant,
 };
 use proptest::prelude::*;
 
@@ -15,6 +16,10 @@ const DIMS: [usize; 13] = [0, 1, 2, 3, 7, 17, 31, 32, 33, 64, 100, 127, 129];
 /// The option sets each algorithm runs under: defaults, small tiles (that
 /// do not divide most sizes) with 2 and 3 threads, and for the fast
 /// algorithms each memory variant with thresholds low enough to recurse.
+/// Every microkernel family this CPU runs is forced once for `packed`, and
+/// for the fast algorithms' fused variant, whose sums go through each
+/// family's own fused driver; every fresh sum is streamed past the caches
+/// once (the path the test sizes are too small to take by themselves).
 fn option_sets(algorithm: Algorithm) -> Vec<GemmOptions> {
     let base = GemmOptions::new(algorithm);
     let mut sets = vec![base];
@@ -22,11 +27,24 @@ fn option_sets(algorithm: Algorithm) -> Vec<GemmOptions> {
         sets.push(base.tile(16).threads(2));
         sets.push(base.tile(7).threads(3));
     }
-    if algorithm.is_fast() {
+    let families = CpuKernel::ALL.iter().copied().filter(|&f| supports(f));
+    if algorithm == Algorithm::Packed {
+        sets.extend(families.map(|family| base.cpu_kernel(family)));
+    } else if algorithm.is_fast() {
         // Thresholds small enough that the shapes below recurse.
         for &variant in Variant::ALL {
             sets.push(base.variant(variant).threshold(4).depth(2));
             sets.push(base.variant(variant).threshold(3).depth(3).threads(2));
+        }
+        let fused = base.variant(Variant::Fused).threshold(4).depth(2);
+        sets.extend(families.map(|family| fused.cpu_kernel(family)));
+        for variant in [Variant::Temporaries, Variant::Batched] {
+            let streamed = base
+                .variant(variant)
+                .threshold(4)
+                .sum_stores(SumStores::Stream);
+            sets.push(streamed.lazy_sums(2));
+            sets.push(streamed.threads(2));
         }
     }
     sets
