@@ -1,64 +1,122 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: prove the CUDA backend correct
-# (`fastmm selftest --device cuda`) and time it against cuBLAS and, where
-# PyTorch is installed, torch.matmul in fp32. Logs go to $OUT (default ./gpu-check).
-#   FASTMM_BIN=target/release/fastmm scripts/gpu-check.sh [sizes...]
+# On a machine with an NVIDIA GPU: prove the CUDA backend correct and
+# measure the GPU tables of docs/results.md. Each part fits one 10-minute
+# call of the lent machine; logs and JSON records go to $OUT.
+#
+#   scripts/gpu-check.sh check     # selftest --device cuda, out-of-core
+#                                  # checks, a mapped multiply against numpy
+#   scripts/gpu-check.sh results   # cuda-fast, cuBLAS, Strassen/Winograd
+#   scripts/gpu-check.sh ooc       # the out-of-core product at n = 90000
+#
+# FASTMM_BIN (default target/release/fastmm) is the binary built on the
+# development machine; FASTMM_KERNEL_CACHE may point at PTX compiled there
+# (`cargo run --release -p fastmm --features dev --example kernel_cache`).
 set -uo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+part=${1:?usage: gpu-check.sh check|results|ooc}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export FASTMM_TUNING=off NCCL_NVLS_ENABLE=0
 OUT=${OUT:-gpu-check}
 mkdir -p "$OUT"
-BIN=${FASTMM_BIN:-target/release/fastmm}
-SIZES=${*:-1024 4096 8192}
+bin=${FASTMM_BIN:-target/release/fastmm}
 status=0
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/nvidia-smi.txt"
-"$BIN" selftest --device cuda 2>&1 | tee "$OUT/selftest.txt" || status=1
-for n in $SIZES; do
-  for dt in f32 f64; do
-    "$BIN" run --device cuda --algo cublas,cuda-fast,cuda-tiled,cuda-naive -s "$n" -d $dt --reps 5 --json \
-      >"$OUT/run-$n-$dt.json" 2>>"$OUT/errors.txt" || status=1
-  done
-done
-if [ -n "${SEED_TABLES:-}" ]; then
-  # Seed 002 §10.5: global (device), pitched and unified (managed) memory,
-  # and the tile sweep of the shared-memory kernel.
-  for n in 512 1024 2048 4096 5000; do
-    for mem in device pitched managed; do
-      "$BIN" run --device cuda --algo cuda-tiled,cuda-naive --gpu-memory $mem -s $n -d f32 --reps 3 --json \
-        >"$OUT/run-mem-$n-$mem.json" 2>>"$OUT/errors.txt" || status=1
-    done
-  done
-  for tile in 2 4 8 16 32; do
-    "$BIN" run --device cuda --algo cuda-tiled --tile $tile -s 2048 -d f32 --reps 3 --json \
-      >"$OUT/run-tile-$tile.json" 2>>"$OUT/errors.txt" || status=1
-  done
-fi
-python3 - "$OUT" $SIZES <<'PY' | tee "$OUT/summary.md"
-import json, sys, glob, os
-out, sizes = sys.argv[1], [int(s) for s in sys.argv[2:]]
-torch_ms = {}
-try:
-    import torch
-    torch.backends.cuda.matmul.allow_tf32 = False
-    for n in sizes:
-        a = torch.rand(n, n, device="cuda") * 2 - 1; b = torch.rand(n, n, device="cuda") * 2 - 1
-        for _ in range(3): a @ b
-        times = []
-        for _ in range(11):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record(); a @ b; e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e))
-        torch_ms[n] = sorted(times)[len(times) // 2]
-except Exception as err:
-    print(f"torch: {err}")
-print("| n | dtype | algorithm | kernel | kernel ms | TFLOPS | upload ms | download ms | end-to-end TFLOPS | verdict | vs torch fp32 |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for path in sorted(glob.glob(os.path.join(out, "run-*.json"))):
-    for r in json.load(open(path)):
-        n = r["n"]
-        vs = ""
-        if r["dtype"] == "f32" and n in torch_ms:
-            vs = "%.3f×" % (torch_ms[n] / r["median_ms"])
-        print(f"| {n} | {r['dtype']} | {r['algorithm']} | {r['kernel']} | {r['median_ms']:.3f} | {r['gflops']/1e3:.2f} | {r['upload_ms']:.1f} | {r['download_ms']:.1f} | {r['end_to_end_gflops']/1e3:.2f} | {'ok' if r['ok'] else 'WRONG'} | {vs} |")
-for n, ms in torch_ms.items():
-    print(f"| {n} | f32 | torch.matmul (tf32 off) | | {ms:.3f} | {2*n**3/ms/1e9:.2f} | | | | | 1.000× |")
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu \
+  --format=csv > "$OUT/nvidia-smi-$part.txt" 2>&1
+cat "$OUT/nvidia-smi-$part.txt"
+
+# name, seconds, fastmm arguments...: one logged command, its last lines.
+step() {
+  local name=$1 limit=$2 start=$SECONDS
+  shift 2
+  timeout "$limit" "$bin" "$@" > "$OUT/$name.log" 2>&1
+  local code=$?
+  [ $code = 0 ] || status=1
+  echo "== $name: exit $code in $((SECONDS - start)) s"
+  tail -n 3 "$OUT/$name.log"
+}
+
+# name, fastmm run arguments...: one JSON record list per name.
+record() {
+  local name=$1 start=$SECONDS
+  shift
+  timeout 300 "$bin" run --device cuda --json "$@" > "$OUT/$name.json" 2>> "$OUT/errors.txt"
+  local code=$?
+  [ $code = 0 ] || status=1
+  echo "== $name: exit $code in $((SECONDS - start)) s"
+}
+
+case $part in
+check)
+  step selftest 420 selftest --device cuda
+  grep -E "FAIL|selftest:" "$OUT/selftest.log" | tail -n 20
+  step ooc-20000-2G 120 run --device cuda --algo cublas,strassen -s 20000 --max-gpu-memory 2G -r 1
+  step ooc-f64-forced 120 run --device cuda --algo cublas,cuda-fast -d f64 -m 3000 -k 7000 -n 5000 --out-of-core -r 1
+  mkdir -p "$OUT/files"
+  python3 - "$OUT/files" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(5)
+np.save(f"{d}/a.npy", rng.uniform(-1, 1, (3000, 2500)).astype(np.float32))
+np.save(f"{d}/b.npy", np.asfortranarray(rng.uniform(-1, 1, (2500, 4100)).astype(np.float32)))
 PY
+  step multiply-mapped 120 multiply "$OUT/files/a.npy" "$OUT/files/b.npy" -o "$OUT/files/c.npy" \
+    --algo cublas --out-of-core --max-gpu-memory 40M --check
+  python3 - "$OUT/files" <<'PY' | tee "$OUT/multiply-compare.txt"
+import sys, numpy as np
+d = sys.argv[1]
+a, b, c = (np.load(f"{d}/{x}.npy") for x in "abc")
+ref = a.astype(np.float64) @ b.astype(np.float64)
+print("mapped multiply: shape", c.shape, c.dtype, "max relative error", np.abs(c - ref).max() / np.abs(ref).max())
+PY
+  rm -rf "$OUT/files"
+  ;;
+results)
+  # cuda-fast against cuBLAS: squares and rectangles in f32, f64 on the
+  # tensor cores (mma) and on the FMA units (simt).
+  for shape in 4096x4096x4096 8192x8192x8192 16384x16384x16384 8192x1024x8192 1024x8192x1024; do
+    IFS=x read -r m k n <<< "$shape"
+    record "fast-$shape-f32" --algo cublas,cuda-fast -m "$m" -k "$k" -n "$n" -d f32 --reps 5
+  done
+  record fast-8192-f64 --algo cublas,cuda-fast -s 8192 -d f64 --reps 5
+  record fast-8192-f64-simt --algo cuda-fast --cuda-kernel simt --tile 8 -s 8192 -d f64 --reps 3
+  # Strassen and Winograd over cuBLAS, `auto` (batched, the measured
+  # levels), and three levels at 16384.
+  record strassen-8192-f32 --algo cublas,winograd,strassen -s 8192 -d f32 --reps 5
+  record strassen-16384-f32 --algo cublas,winograd,strassen -s 16384 -d f32 --reps 3
+  record strassen-16384-f32-3 --algo winograd,strassen -s 16384 -d f32 --threshold 2048 --depth 3 --reps 3
+  record strassen-8192-f64 --algo cublas,winograd,strassen -s 8192 -d f64 --reps 5
+  # The seeds' kernels and cuBLAS's precision modes.
+  record seeds-4096-f32 --algo cuda-naive,cuda-tiled,cublas -s 4096 -d f32 --reps 3
+  record modes-8192-f32 --algo cublas -s 8192 -d f32 --precision tf32 --reps 3
+  ;;
+ooc)
+  # A, B and C of 90000² f32 are 3 × 32.4 GB = 97.2 GB, more than the
+  # card holds; compared with in-core cuBLAS on the out-of-core tile shape.
+  record ooc-90000-f32 --algo cublas -s 90000 --warmup 0 -r 1
+  record incore-tile-f32 --algo cublas -m 8192 -k 90000 -n 8192 --warmup 0 -r 3
+  ;;
+*)
+  echo "unknown part $part (check, results or ooc)" >&2
+  exit 2
+  ;;
+esac
+if [ -n "$(ls "$OUT"/*.json 2>/dev/null)" ]; then
+  python3 - "$OUT" <<'PY' | tee "$OUT/summary-$part.md"
+import glob, json, os, sys
+print("| record | algorithm | dtype | m×k×n | kernel | ms | TFLOPS | e2e TFLOPS | levels | ok |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    try:
+        records = json.load(open(path))
+    except Exception as e:
+        print(f"| {os.path.basename(path)} | unreadable: {e} |")
+        continue
+    for r in records:
+        e2e = r.get("end_to_end_gflops")
+        print(f"| {os.path.basename(path)[:-5]} | {r['algorithm']} | {r['dtype']} | {r['m']}×{r['k']}×{r['n']} "
+              f"| {r['kernel'][:70]} | {r['median_ms']:.3f} | {r['gflops']/1e3:.2f} "
+              f"| {'' if e2e is None else '%.2f' % (e2e/1e3)} | {r['levels'] if r['levels'] is not None else ''} "
+              f"| {'ok' if r['ok'] else 'WRONG'} |")
+PY
+fi
+[ -s "$OUT/errors.txt" ] && tail -n 20 "$OUT/errors.txt"
 exit $status

@@ -17,7 +17,7 @@ const SCRIPT: &str = include_str!("../../../scripts/numpy_gemm.py");
 pub enum OpenBlasCore {
     /// OpenBLAS's own choice, except that on a CPU with AVX-512 an AVX2
     /// kernel set (one an `OPENBLAS_CORETYPE` in the environment pins, as
-    /// the Zen 5 dev machine's does with `Haswell`, or one OpenBLAS falls
+    /// a Zen 5 machine's environment did with `Haswell`, or one OpenBLAS falls
     /// back to on a CPU it does not know) is replaced by its AVX-512
     /// kernels, `SkylakeX`, which run 1.7× faster there: the comparison is
     /// against OpenBLAS at its best on this machine. The label says so.

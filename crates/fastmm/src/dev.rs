@@ -91,3 +91,42 @@ pub fn ptx_dump(
     }
     Ok(written)
 }
+
+/// Compiles every CUDA kernel variant the library builds for `arch` into
+/// the kernel cache `dir`, as a GPU with driver version `driver_version`
+/// (e.g. 13000) would look them up: a GPU machine given this directory as
+/// `FASTMM_KERNEL_CACHE` loads them instead of compiling. Returns how many
+/// variants are cached.
+#[cfg(feature = "cuda")]
+pub fn warm_kernel_cache(
+    dir: &std::path::Path,
+    arch: &'static str,
+    driver_version: i32,
+) -> Result<usize, crate::Error> {
+    use crate::cuda::compile::{cached_ptx, KernelKey, KernelSource};
+    let mut count = 0;
+    for source in KernelSource::ALL {
+        if matches!(
+            source,
+            KernelSource::FastMma | KernelSource::Convert | KernelSource::FastMbar
+        ) && arch != "sm_90"
+        {
+            continue;
+        }
+        for dtype in crate::DType::ALL
+            .into_iter()
+            .filter(|&d| source.supports(d))
+        {
+            for tile in source.tiles(dtype) {
+                let key = KernelKey {
+                    source,
+                    dtype,
+                    tile,
+                };
+                cached_ptx(Some(dir), key, arch, driver_version)?;
+                count += 1;
+            }
+        }
+    }
+    Ok(count)
+}

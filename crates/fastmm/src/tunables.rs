@@ -4,7 +4,7 @@
 
 /// Default edge of the square tiles of `tiled` and `parallel`, in elements.
 /// 256 (the seed's choice) keeps a tile of B (256 KiB in f32) in L2 while the inner i-k-j loop
-/// streams its rows; see docs/benchmarks.md for the sweep that chose it.
+/// streams its rows.
 pub const DEFAULT_TILE: usize = 256;
 
 /// Products with m·n·k below this run `parallel` on the calling thread:
@@ -19,7 +19,7 @@ pub const PARALLEL_SLABS_PER_THREAD: usize = 2;
 /// Ã, KC×NR of B̃) fill this fraction of L1, up to [`MAX_KC`] (see
 /// `packed::blocking`): all of it, so 192 for the AVX-512 f64 8×24 kernel
 /// on a 48 KiB L1, which measured 10–15% faster than 512 on the Ice Lake
-/// dev machine (docs/perf-notes.md).
+/// machine.
 pub const KC_L1_FRACTION: (usize, usize) = (1, 1);
 
 /// A kernel whose two operands, streamed from L2, would need at most this
@@ -29,40 +29,37 @@ pub const KC_L1_FRACTION: (usize, usize) = (1, 1);
 /// AVX-512 kernels on Zen 4, which runs one 512-bit FMA per cycle, need
 /// 9.3 (f32 8×48) and 10.7 (f64 8×24) bytes per cycle and ran 4–12%
 /// faster at KC = 512 and 256 than at the L1 rule's 144 and 128 (two
-/// threads, dev-epyc, session 25); on Ice Lake (two 512-bit FMAs per
+/// threads, Zen 4); on Ice Lake (two 512-bit FMAs per
 /// cycle, 18.7 and 21.3) the L1 rule measured 10–15% faster than KC = 512,
-/// and Zen 3's AVX2 kernels (14.7 and 18.7) stay with it too
-/// (docs/perf-notes.md).
+/// and Zen 3's AVX2 kernels (14.7 and 18.7) stay with it too.
 pub const L2_STREAM_MAX_BYTES_PER_CYCLE: usize = 12;
 
 /// The same budget on a core whose L2 fills L1 at 64 bytes per cycle, twice
 /// Zen 4's: Zen 5 (AMD family 1Ah). Its AVX-512 kernels (two 512-bit FMAs
 /// per cycle) need 18.7 (f32 8×48) and 21.3 (f64 8×24) bytes per cycle
 /// and ran faster with the streaming blocks than with the L1 rule's KC
-/// of 216 and 192 on a 48 KiB L1 (dev-turin, session 28; numbers in
-/// docs/perf-notes.md).
+/// of 216 and 192 on a 48 KiB L1 (Zen 5).
 pub const L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2: usize = 24;
 
 /// For kernels that stream both operands from L2, KC makes one call's
 /// micro-panel of Ã (MR×KC) fill this fraction of L1, up to [`MAX_KC`]:
 /// deep steps pass over C fewer times, and half of L1 leaves room for the
 /// lines of B̃ and C passing through. 512 for f32 8×48 and 256 for f64 8×24
-/// on a 32 KiB L1; f64 at 512 measured level with 256 (session 25).
+/// on a 32 KiB L1; f64 at 512 measured level with 256.
 pub const KC_STREAMING_L1_FRACTION: (usize, usize) = (1, 2);
 
 /// ...and a product whose C is larger than L2, so that every KC step passes
 /// over C in memory, takes deeper blocks in that regime: Ã's micro-panel
 /// fills this fraction of L1 (KC) and its block this fraction of L2 (MC),
-/// with NC kept from the shallower KC. f64 8×24 on dev-epyc (32 KiB L1,
+/// with NC kept from the shallower KC. f64 8×24 on Zen 4 (32 KiB L1,
 /// 1 MiB L2): KC 384 and MC 256 against 256 and 256 ran 4096³ 1.02–1.03×
 /// in three runs (5 of 5, 6 of 7, 5 of 5 rounds), 2048³ 1.01× (6 of 7),
 /// 1024³ 1.01× (7 of 7); KC 384 with MC 168 (half of L2) lost 1%, and NC
 /// from the deeper KC (2712, two blocks at 4096) gave back half the gain.
 /// Where C fits in L2 the deeper blocks crowd it out: 256×4096×256 f64
 /// ran 0.89×. f32 stays at [`MAX_KC`]; its MC of 384 measured level
-/// (1.00–1.01×) with 256 (session 26). Session 27 took both fractions to
-/// all of the cache: f64 KC 512 with MC 256 against 384 and 256, in one
-/// process (7 rounds each): 1024³ 1.05× and 1.04×, 2048³ 1.02× (7 of 7)
+/// (1.00–1.01×) with 256. Both fractions then went to all of the cache:
+/// f64 KC 512 with MC 256 against 384 and 256, in one process (7 rounds each): 1024³ 1.05× and 1.04×, 2048³ 1.02× (7 of 7)
 /// and 1.02×, 4096³ 1.02× (7 of 7) and 1.00×, and two-level Winograd at
 /// 4096³ (1024³ base products) 1.03× (6 of 7); MC 192 (3/4 of L2 at KC
 /// 512) was 1% behind at 4096³. f32 MC 512 level with 384 (1.00–1.01×),
@@ -75,15 +72,15 @@ pub const MC_LARGE_C_L2_FRACTION: (usize, usize) = (1, 1);
 
 /// ...but on a core with the wide L2 ([`L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2`],
 /// Zen 5), whose kernel reads each B̃ micro-panel twice as fast, the Ã
-/// block takes half of L2. dev-turin, session 28, one process, 7–9
-/// rounds: f64 MC 128 against 256 at KC 512, 2048³ 1.03× on one thread
+/// block takes half of L2. Zen 5, one process, 7–9 rounds: f64 MC 128
+/// against 256 at KC 512, 2048³ 1.03× on one thread
 /// (9 of 9), 1.02× (7 of 7) at 2048³ and 4096³ and 1.01× at 1024³ on two;
 /// f32 MC 256 against 512 1.00–1.02× (1.01× on one thread, 7 of 7).
 pub const MC_LARGE_C_L2_FRACTION_WIDE_L2: (usize, usize) = (1, 2);
 
 /// Largest KC the analytical rule picks. 512 measured 4% faster than 256
 /// for f64 and 1–2% for f32 on one thread at n = 2048; 768 and 1024 no
-/// faster than 512 (docs/perf-notes.md).
+/// faster than 512.
 pub const MAX_KC: usize = 512;
 
 /// `packed`'s MC makes one thread's block of Ã (MC×KC) fill this fraction
@@ -101,7 +98,7 @@ pub const NC_L3_FRACTION: (usize, usize) = (1, 4);
 pub const NC_SLACK: (usize, usize) = (1, 4);
 
 /// Products with m·n·k below this skip packing: `packed` runs the unpacked
-/// `tiled` loops, which measured faster up to about 16³ (docs/perf-notes.md).
+/// `tiled` loops, which measured faster up to about 16³.
 pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
 
 /// Products with m·n·k below this run `packed` on the calling thread.
@@ -113,10 +110,10 @@ pub const PACKED_PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
 /// counts), which whichever thread is free takes next: a
 /// thread the host pauses (steal time on a shared virtual machine) then
 /// holds up only its current task, not a share fixed in advance. Against
-/// one share per thread on dev-icelake, two threads, interleaved pairs
-/// (session 17): f64 2048³ 2–3% faster (100 pairs), 4096³ 3% (20), 1024³
-/// 1% (60); f32 2048³, 4096×256×4096 and 256×4096×256 level
-/// (docs/perf-notes.md). Cutting B̃'s packing the same way measured level
+/// one share per thread on Ice Lake, two threads, interleaved pairs:
+/// f64 2048³ 2–3% faster (100 pairs), 4096³ 3% (20), 1024³
+/// 1% (60); f32 2048³, 4096×256×4096 and 256×4096×256 level.
+/// Cutting B̃'s packing the same way measured level
 /// at 2048³ and 5–11% slower at 1024³, so that stays one share per thread.
 pub const TASKS_PER_THREAD: usize = 4;
 
@@ -126,17 +123,16 @@ pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 
 /// ...and each thread's share of C has at most this many elements: with
 /// larger shares the row pipeline's tasks are long enough that taking them
-/// in order costs less than the private copies. The two dev machines
-/// disagree on where that happens. Two threads on dev-milan (Zen 3, KC from
-/// L1), pipeline against split-k, interleaved pairs (session 22): f32
+/// in order costs less than the private copies. Two machines disagree on
+/// where that happens. Two threads on Zen 3 (KC from L1), pipeline
+/// against split-k, interleaved pairs: f32
 /// 256×4096×256 1.06× and 1.08× (6 of 10, 14 of 16 pairs), f64 1.05× and
 /// 1.05×, f32 192×4096×192 1.05× (6 of 12); f32 128×8192×128 0.87×. On
-/// dev-epyc (Zen 4, the deep KC of the streaming rule; session 25) split-k
+/// Zen 4 (the deep KC of the streaming rule) split-k
 /// against the pipeline: f32 256×4096×256 1.11× and 1.12× (12 of 16, 6 of
 /// 10), f64 1.04× (9 of 10), f32 192×4096×192 1.02× and 320×4096×320 1.04×
-/// (5 of 8 each), 256×8192×256 level. The limit follows dev-epyc, the
-/// machine the comparison runs on now; `fastmm tune` does not
-/// search it yet.
+/// (5 of 8 each), 256×8192×256 level. The limit follows Zen 4 (and
+/// Zen 5, which streams like it); `fastmm tune` does not search it yet.
 pub const SPLIT_K_MAX_C_ELEMENTS_PER_THREAD: usize = 256 * 256 / 2;
 
 /// ...and k holds at least this many KC steps per thread: fewer, and the
@@ -145,29 +141,27 @@ pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
 
 /// `strassen`/`winograd` on the CPU recurse while m, k and n are all at
 /// least this (`--threshold auto`), so base products stay ≥ 1024: on
-/// dev-epyc (two threads, f64) three levels at 8192 (base 1024) ran 1.20–
+/// Zen 4 (two threads, f64) three levels at 8192 (base 1024) ran 1.20–
 /// 1.23× `packed` and 1.17–1.20× OpenBLAS, two at 6144 (base 1536) 1.18×
-/// and 1.12×, where n₀ = 4096 gave 1.16× and 1.08× `packed`
-/// (docs/benchmarks.md).
+/// and 1.12×, where n₀ = 4096 gave 1.16× and 1.08× `packed`.
 pub const STRASSEN_AUTO_THRESHOLD: usize = 2048;
 
 /// ...but `auto` applies a first level only from this size (f64, i64). On
-/// dev-epyc one level on 2048–3001 measured 0.92–1.04× `packed` and at 3500
-/// 1.04–1.11×; on dev-icelake, whose faster kernels (8×24) move the
-/// crossover up, Winograd at 3072 ran 0.96× `packed` and at 4096 1.08×
-/// (docs/benchmarks.md, session 13).
+/// Zen 4 one level on 2048–3001 measured 0.92–1.04× `packed` and at 3500
+/// 1.04–1.11×; on Ice Lake, whose faster kernels (8×24) move the
+/// crossover up, Winograd at 3072 ran 0.96× `packed` and at 4096 1.08×.
 pub const STRASSEN_AUTO_START_8_BYTE: usize = 4096;
 
 /// ...and from this size for f32 and i32, whose kernel does twice the
-/// flops per byte the additions move. dev-epyc: one level on 2048–3500
-/// 0.90–1.09× `packed`, at 4096 1.05–1.13×; dev-icelake: Winograd at 4096
+/// flops per byte the additions move. Zen 4: one level on 2048–3500
+/// 0.90–1.09× `packed`, at 4096 1.05–1.13×; Ice Lake: Winograd at 4096
 /// 0.93×, at 5120 0.95×, at 6144 1.09×, at 8192 1.35×.
 pub const STRASSEN_AUTO_START_4_BYTE: usize = 6144;
 
 /// ...or from this size on a core that retires at most
 /// [`STRASSEN_SLOW_FMA_BITS_PER_CYCLE`] bits of FMA results per cycle
 /// (Zen 3, Zen 4: half of Ice Lake's 1024), where the additions cost half
-/// as many kernel cycles per byte. dev-epyc, session 26 (`fastmm-peers
+/// as many kernel cycles per byte. Zen 4 (`fastmm-peers
 /// --shapes 4096 --dtype f32`, 5 rounds, two runs): Winograd at 4096 (two
 /// levels, base 1024) 1.12× and 1.07× `packed`, 1.20× and 1.16× OpenBLAS.
 /// Measured on Zen 4 only; other such cores (Zen 3, AVX2-only Intel
@@ -175,8 +169,8 @@ pub const STRASSEN_AUTO_START_4_BYTE: usize = 6144;
 /// measures the crossover on the machine at hand. Zen 5 (two 512-bit FMAs
 /// per cycle, but an L2 that streams twice as wide,
 /// [`L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2`], and 64 GB/s from memory on
-/// the two-vCPU dev-turin) takes it too: Winograd `batched` at 4096 f32,
-/// two levels, 1.15× `packed` and 1.16× OpenBLAS (session 28).
+/// a two-vCPU guest) takes it too: Winograd `batched` at 4096 f32,
+/// two levels, 1.15× `packed` and 1.16× OpenBLAS.
 pub const STRASSEN_AUTO_START_4_BYTE_SLOW_FMA: usize = 4096;
 
 /// See [`STRASSEN_AUTO_START_4_BYTE_SLOW_FMA`].
@@ -185,11 +179,11 @@ pub const STRASSEN_SLOW_FMA_BITS_PER_CYCLE: usize = 512;
 /// Most levels `auto` applies to f32: the measured relative error at
 /// n = 2048 on uniform [-1, 1] inputs is 1.2e-6 (Strassen) and 2.1e-6
 /// (Winograd) at two levels and reaches 1.2e-5 (Winograd) at four, so two
-/// keeps it within 1e-5 with room for larger n (docs/benchmarks.md).
+/// keeps it within 1e-5 with room for larger n.
 pub const STRASSEN_AUTO_MAX_LEVELS_F32: usize = 2;
 
 /// Most levels `auto` applies to f64: at four levels the measured error is
-/// at most 2.2e-14, within 1e-13 (docs/benchmarks.md).
+/// at most 2.2e-14, within 1e-13.
 pub const STRASSEN_AUTO_MAX_LEVELS_F64: usize = 4;
 
 /// Most levels for the exact integer types (and any explicit `--depth`
@@ -199,10 +193,10 @@ pub const STRASSEN_MAX_LEVELS: usize = 32;
 /// In the stored (`frugal`, `temporaries`) schedules on the CPU, a sum of
 /// at most this many blocks of A or of B read by a leaf product may be
 /// left unstored and formed by that product while `packed` packs its
-/// panels (`--lazy-sums`). Off by default: on dev-epyc it cut the additions
+/// panels (`--lazy-sums`). Off by default: on Zen 4 it cut the additions
 /// from 10% to 6% of a two-level 4096³ f64 Winograd product but raised
 /// packing from 5% to 13% (the packing of a sum waits on strided loads of
-/// every term, where a stored sum streams), docs/perf-notes.md.
+/// every term, where a stored sum streams).
 pub const STRASSEN_LAZY_SUM_TERMS: usize = 0;
 
 /// Linear combinations of at least this many elements run on all threads.
@@ -219,17 +213,17 @@ pub const STRASSEN_BATCHED_MAX_MEMORY_FRACTION: (usize, usize) = (1, 2);
 /// source advancing together; each source's line this many lines ahead is
 /// prefetched, so more lines are in flight than the out-of-order window
 /// alone reaches. The level-1 A group of 4096² f64 on two threads
-/// (dev-turin): 5.8 ms with none, 5.0 at 4, 4.6–5.0 at 8–32 lines.
+/// (Zen 5): 5.8 ms with none, 5.0 at 4, 4.6–5.0 at 8–32 lines.
 pub const STRASSEN_SUM_PREFETCH_LINES: usize = 16;
 
 /// On the CPU, a pass of Strassen/Winograd sums whose fresh destinations
 /// total at least this fraction (numerator, denominator) of the last-level
 /// cache writes them with non-temporal stores (`strassen::SumStores`):
 /// they would be evicted before the products read them, so the read for
-/// ownership of ordinary stores is wasted. On dev-epyc (L3 32 MiB) the
+/// ownership of ordinary stores is wasted. On Zen 4 (L3 32 MiB) the
 /// additions of a two-level 4096³ f64 `batched` Winograd product fell
 /// from 12.4% to 10.4% of the kernel's time; streaming every pass or only
-/// those of at least 20 MB measured the same (docs/perf-notes.md).
+/// those of at least 20 MB measured the same.
 pub const STRASSEN_STREAM_MIN_L3_FRACTION: (usize, usize) = (1, 2);
 
 /// Largest m·n·k for which `verify` computes a full f64 reference product.

@@ -404,12 +404,29 @@ mod tests {
         false
     }
 
+    /// Every kernel in every variant for Hopper, and the SIMT kernels for
+    /// Turing too: fast.cu stages B with cp.async from sm_80 and through
+    /// registers before, fast_ring.cu copies synchronously before sm_80
+    /// (in a two-stage ring); both paths must build. One test per
+    /// architecture, so that the two compile in parallel.
     #[test]
     fn every_kernel_compiles_for_sm90() {
+        every_kernel_compiles_for("sm_90");
+    }
+
+    #[test]
+    fn the_simt_kernels_compile_for_sm75() {
+        every_kernel_compiles_for("sm_75");
+    }
+
+    fn every_kernel_compiles_for(arch: &'static str) {
         if !nvrtc_or_skip() {
             return;
         }
         for source in KernelSource::ALL {
+            if arch != "sm_90" && !source.is_simt() {
+                continue;
+            }
             let tiles: &[usize] = match source {
                 KernelSource::Naive => &[crate::cuda::tunables::CUDA_NAIVE_BLOCK],
                 KernelSource::Tiled => &[1, 2, 3, 8, 16, 31, 32],
@@ -439,16 +456,7 @@ mod tests {
                         dtype,
                         tile,
                     };
-                    // fast.cu stages B with cp.async from sm_80 and through
-                    // registers before, fast_ring.cu copies synchronously
-                    // before sm_80 (and in a two-stage ring): both paths must
-                    // build.
-                    let archs: &[&'static str] = if source.is_simt() {
-                        &["sm_90", "sm_75"]
-                    } else {
-                        &["sm_90"]
-                    };
-                    for &arch in archs {
+                    {
                         let ptx = compile(key, arch).unwrap_or_else(|e| {
                             panic!("{source:?} {dtype} tile {tile} {arch}: {e}")
                         });

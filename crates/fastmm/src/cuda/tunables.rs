@@ -22,9 +22,9 @@ pub(crate) const CUDA_TIMED_LAUNCHES: usize = 5;
 /// (32×8 = 256 threads, each one element: coalesced along rows).
 pub(crate) const CUDA_COMBINE_ROWS_PER_BLOCK: usize = 8;
 
-/// `cuda-strassen`/`cuda-winograd` on f32 recurse while m, k and n are
+/// Strassen/Winograd on a GPU, f32, recurse while m, k and n are
 /// all at least this (`--threshold auto`)... On the H100 over cuBLAS with
-/// the `batched` variant (docs/benchmarks.md, session 9): one level at
+/// the `batched` variant: one level at
 /// 4096 1.04×, at 6144 0.97× (its 3072³ products run cuBLAS below its
 /// best), at 8192 1.11× and two levels there (2048³ products) 1.15×; two
 /// at 16384 1.18×.
@@ -41,8 +41,8 @@ pub(crate) const CUDA_STRASSEN_AUTO_START: usize = 8192;
 pub(crate) const CUDA_STRASSEN_AUTO_THRESHOLD_F64: usize = 8192;
 
 /// The same for integers, whose base is `cuda-fast` (cuBLAS has no integer
-/// GEMM): recurse from 8192, as measured in session 4 with the `frugal`
-/// variant (not re-measured with `batched`).
+/// GEMM): recurse from 8192, as measured with the `frugal` variant (not
+/// re-measured with `batched`).
 pub(crate) const CUDA_STRASSEN_AUTO_THRESHOLD_INT: usize = 8192;
 
 /// `cuda-fast` splits k only into slices at least this deep: a shallower
@@ -54,7 +54,7 @@ pub(crate) const CUDA_SPLIT_K_MIN_DEPTH: usize = 512;
 /// moving one tile column right (the `RASTER_GROUP` define of
 /// `kernels/block_common.cuh`): the blocks resident at once then share a
 /// few panels of A and B in L2. 16 and 32 measured no different from 8 at
-/// 16384 on the H100 (docs/perf-notes.md).
+/// 16384 on the H100.
 pub(crate) const CUDA_RASTER_GROUP: usize = 8;
 
 /// `cuda-fast` runs the tiles of a last, partly empty wave of blocks as a
@@ -67,7 +67,7 @@ pub(crate) const CUDA_WAVE_TAIL_MIN_SLICES: usize = 2;
 /// the split gained 7.5% at 4099³ f64 (8 waves), 2.7% and 1.1% at 8192³
 /// f64 (31 waves, DMMA and SIMT) and nothing at 16384³ f32 (62 waves):
 /// after many waves the blocks no longer finish together, so the last
-/// wave's tiles already start spread out (a reading, docs/perf-notes.md).
+/// wave's tiles already start spread out (a reading, not a measurement).
 pub(crate) const CUDA_WAVE_TAIL_MAX_WAVES: usize = 32;
 
 /// `cuda-fast`'s SIMT kernel shares the tiles of a partial last wave, and
@@ -75,15 +75,15 @@ pub(crate) const CUDA_WAVE_TAIL_MAX_WAVES: usize = 32;
 /// blocks by k steps (stream-K, `kernels/fast_stream.cu`). On the H100 0
 /// and 1 measured alike (f32 4096³ 2.922 and 2.924 ms, 8192³ 22.939 and
 /// 22.945; f64 4096³ 7.015 and 7.062), 0 a shade faster with the smaller
-/// fix-up. `FASTMM_CUDA_STREAM_K` (`off`, `on` or a number of waves)
-/// overrides it, for sweeps.
+/// fix-up. The developer switch `FASTMM_DEV_CUDA_STREAM_K` (`off`, `on`
+/// or a number of waves) overrides it, for sweeps.
 pub(crate) const CUDA_STREAM_K_FULL_WAVES: usize = 0;
 
 /// ...when the other tiles take at most this many waves. On the H100
 /// stream-K gained 2.5% at 8192³ f32 (15 whole waves) but at 8192³ f64
 /// SIMT (31 waves of 264 blocks) ran 1.5–2% slower than the wave tail's
 /// separate split-K product: after many waves the blocks no longer finish
-/// together (docs/perf-notes.md).
+/// together.
 pub(crate) const CUDA_STREAM_K_MAX_WAVES: usize = 16;
 
 /// ...and for the kernels of one block per SM (the 128×256 and 256×128
@@ -101,15 +101,14 @@ pub(crate) const CUDA_STREAM_K_MAX_WAVES_ONE_BLOCK: usize = 4;
 /// Shared-memory stages of `cuda-fast`'s SIMT kernel for operands whose
 /// rows are not 16-byte aligned (`kernels/fast_ring.cu`) on GPUs with
 /// `cp.async` (sm_80 and later): k steps in flight while one is
-/// multiplied. Older GPUs get two. 3 and 4 measured the same on the H100
-/// (docs/perf-notes.md); `FASTMM_CUDA_RING_STAGES` overrides it, for sweeps.
+/// multiplied. Older GPUs get two. 3 and 4 measured the same on the H100;
+/// the developer switch `FASTMM_DEV_CUDA_RING_STAGES` overrides it.
 pub(crate) const CUDA_RING_STAGES: usize = 3;
 
 /// k depth of one staged step of `cuda-fast`'s f64 8×8 mbarrier kernel
 /// (`KernelSource::FastMbar`): 16 halves the waits and staging per DFMA
 /// against 8, measured 1–3% faster at 8192³ on the H100 (4 stages of 16
-/// against 6 of 8; docs/perf-notes.md, "mbarriers instead of a barrier
-/// per step").
+/// against 6 of 8).
 pub(crate) const CUDA_MBAR_BK: usize = 16;
 
 /// Shared-memory stages of that kernel: 4 × 33 KiB. 3, 4 and 6 measured

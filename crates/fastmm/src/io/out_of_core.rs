@@ -291,7 +291,7 @@ impl Plan {
     /// the budget is left to the product's packing buffers and the
     /// operating system's pages of A and B. (A second C block, written by
     /// another thread while this one is computed, measured no faster on
-    /// two vCPUs: docs/perf-notes.md.)
+    /// two vCPUs.)
     pub fn new((m, k, n): (usize, usize, usize), elem: usize, budget: u64) -> Plan {
         let for_c = (budget / 2).max(elem as u64);
         let row_bytes = (n.max(1) * elem) as u64;

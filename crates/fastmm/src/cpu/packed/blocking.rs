@@ -10,9 +10,9 @@
 //!   KC×NR of B̃, fill L1 together ([`KC_L1_FRACTION`] of it), so that B̃'s
 //!   micro-panel survives the stream of Ã's micro-panels through the ir
 //!   loop: KC = L1 / ((MR + NR)·size), between 64 and [`MAX_KC`]. A deeper
-//!   KC would halve the passes over C, but on the Ice Lake dev machine
+//!   KC would halve the passes over C, but on an Ice Lake machine
 //!   (two 512-bit FMAs per cycle, so twice the bytes per cycle of Zen 4)
-//!   KC = 512 measured 10–15% slower than 192 for f64 (docs/perf-notes.md).
+//!   KC = 512 measured 10–15% slower than 192 for f64.
 //!   That holds where the core's FMAs would outrun L2: a core that retires
 //!   fewer bits of FMA results per cycle ([`fma_bits_per_cycle`]; Zen 4
 //!   runs a 512-bit FMA in two halves) has the time to read both

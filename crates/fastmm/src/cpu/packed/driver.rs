@@ -14,8 +14,7 @@
 //! The vector operand (B̃, NR = three vectors wide) is the one that stays in
 //! L1, and the broadcast operand (Ã, MR = 8 elements per k step) the one that
 //! streams from L2: a third of the bytes per flop of the other way round,
-//! which ran the f64 kernel 15–25% slower on the Ice Lake dev machine
-//! (docs/perf-notes.md, "Vector operand in L1").
+//! which ran the f64 kernel 15–25% slower on an Ice Lake machine.
 //!
 //! **Threads.** When C has enough rows, every (jc, pc) block's work is a
 //! run of tasks in one sequence: a share of B̃'s packing per thread, then
@@ -273,9 +272,9 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
 /// So a thread that finishes its last row task of one step goes on to
 /// pack the next step's B̃ and take its row tasks while another thread is
 /// still busy, instead of waiting for it at the end of every step. On the
-/// two-vCPU dev-milan VM one vCPU ran row tasks 30% slower than the other
+/// two-vCPU Zen 3 VM one vCPU ran row tasks 30% slower than the other
 /// for seconds at a time, and with a fork-join per step the faster thread
-/// waited up to 6 ms of every 20 ms step (docs/perf-notes.md).
+/// waited up to 6 ms of every 20 ms step.
 ///
 /// Every task a thread waits for was taken before its own, by a thread
 /// that is running it (threads take tasks only while running and finish
@@ -624,8 +623,7 @@ unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
 /// stays in L1 (or, at the streaming KC, in L2) while the micro-panels of
 /// Ã stream past it from L2. The next micro-panel of B̃ comes from L3
 /// through the hardware prefetchers: a software prefetch of it into L2,
-/// spread over the column's kernel calls, cost 0.5–2% on dev-epyc
-/// (docs/perf-notes.md).
+/// spread over the column's kernel calls, cost 0.5–2% on Zen 4.
 ///
 /// One destination with weight 1 gets full tiles straight from the kernel;
 /// otherwise (edge tiles, or several weighted destinations) the kernel

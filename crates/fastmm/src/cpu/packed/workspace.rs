@@ -59,7 +59,7 @@ impl Pool {
 /// row tasks pack on the same thread come from different pools (one pool
 /// for both had allocated, and the kernel zeroed, a fresh 1 MiB Ã buffer
 /// for most row tasks of a two-thread product: 10% of Winograd's time at
-/// 4096³ f64 on dev-turin).
+/// 4096³ f64 on Zen 5).
 pub(crate) struct Workspace {
     lines: Vec<Line>,
     pool: Pool,

@@ -388,8 +388,7 @@ fn sum_element<T: Element>(
 /// forming one sum after another over 1 KiB spans of a row, read the
 /// sources one at a time and waited on each one's lines: the level-1 A
 /// group of 4096² f64 on two threads took 8–9 ms there, 4.6–5.0 ms here,
-/// against 4.2 ms for a hand-written C loop (dev-turin,
-/// docs/perf-notes.md).
+/// against 4.2 ms for a hand-written C loop (Zen 5).
 ///
 /// Chosen once per pass by the element size and the CPU's features
 /// (AVX-512F; std caches the CPUID answer).

@@ -124,7 +124,7 @@ pub(crate) struct FastConfig {
     pub(crate) tm: usize,
     /// The element type it runs.
     pub(crate) dtype: DType,
-    /// f64's TM = 8 on sm_90 and later (unless `FASTMM_CUDA_MBAR=off`):
+    /// f64's TM = 8 on sm_90 and later (unless the developer switch `FASTMM_DEV_CUDA_MBAR=off`):
     /// [`MBAR_MICRO_TILE`] micro-tiles in `KernelSource::FastMbar`, whose
     /// threads hand the staged buffers over through mbarriers, instead of
     /// 8×4 ones with a block barrier per k step.

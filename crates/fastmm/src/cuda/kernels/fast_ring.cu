@@ -18,7 +18,7 @@
 //
 // On aligned operands this kernel measured 3% slower than fast.cu for f32
 // (4096^3-16384^3 on the H100, with 3 or 4 stages alike) and level for f64;
-// on 4099^3 f32 17% faster (docs/perf-notes.md, "a cp.async ring").
+// on 4099^3 f32 17% faster.
 //
 // Split-K, the wave tail and the grouped tile order as in fast.cu.
 //
@@ -31,8 +31,7 @@
 // instead of all waiting for the slowest at every step. With one block of
 // 8 warps per SM (254 registers, 128 of them accumulators) the barrier per
 // step cost 4.5% at 8192^3 in the probes, and this kernel runs 13-20%
-// faster than the 8 x 4 two-block one on the H100 (docs/perf-notes.md,
-// "mbarriers instead of a barrier per step").
+// faster than the 8 x 4 two-block one on the H100.
 //
 // Built by NVRTC with -DELEM, -DACC (unsigned for integers, so overflow
 // wraps), -DTM, -DTN, -DSTAGES and optionally -DBK and -DRING_MBARRIERS=1;

@@ -42,8 +42,8 @@
 // by rows (simt_tile.cuh's ARowsTile), or into per-thread slots of shared
 // memory, read back after the step's products and stored transposed. The
 // slots cost two more passes over A through shared memory, whose pipe the
-// f64 fragment reads keep about half busy by our count (docs/perf-notes.md,
-// "A tile stored by rows"): the row layout ran 3.9% faster
+// f64 fragment reads keep about half busy by our count: the row layout
+// ran 3.9% faster
 // at 4096^3 (8 x 4, stream-K's one-step loop) and 7% at 1024^3 (4 x 4) on
 // the H100. The 8 x 4 two-step loop keeps the slots: reading A along k
 // holds VEC k steps of A's fragment at once, and under the 128-register

@@ -184,8 +184,7 @@ __device__ __forceinline__ ELEM& a_at(ARowsTile& a, int row, int p)
 // 8192^3 f64 (8 x 4, still 128), but the loop's code doubles (75 KB for the
 // 8 x 16 tile). fast.cu runs two steps; the stream-K kernel, whose
 // instruction-cache stalls tripled with them (and whose f64 8 x 4 variant
-// spilled under the 128-register cap), and fused.cu keep one
-// (docs/perf-notes.md, "two k steps per trip").
+// spilled under the 128-register cap), and fused.cu keep one.
 template <bool TWO_STEPS, typename ATile, typename Fetch, typename Stage>
 __device__ __forceinline__ void k_loop(ACC (&acc)[TM][TN], ATile* a_tile, ELEM (*b_tile)[BK][BN], int k,
                                        int ty, int tx, Fetch&& fetch, Stage&& stage)

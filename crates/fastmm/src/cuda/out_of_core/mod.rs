@@ -102,7 +102,7 @@ fn check_options(opts: &GemmOptions) -> Result<(), Error> {
     Ok(())
 }
 
-/// The options each tile runs with: for `cuda-strassen`/`cuda-winograd`
+/// The options each tile runs with: for Strassen/Winograd
 /// without a variant, `batched` when its temporaries for the largest tile
 /// take at most a quarter of the budget, else `frugal`.
 fn tile_options<T: Element>(

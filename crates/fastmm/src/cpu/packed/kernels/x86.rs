@@ -11,7 +11,7 @@
 //! 24 accumulators as MR = 8 rows of three vectors, with three vectors of
 //! B̃ and a broadcast of Ã live: per k step 11 loads feed 24 FMAs. The
 //! 12×(two vectors) tile needs 14 loads for the same 24 FMAs and ran
-//! 25–40% slower on the Ice Lake dev machine, which retires two 512-bit
+//! 25–40% slower on an Ice Lake machine, which retires two 512-bit
 //! FMAs per cycle (f32 93–129 against 140–152 GFLOP/s on cache-resident
 //! panels); the integer kernels, bound by their multiplies, keep 12×2.
 //! AVX2 has 16, so 6×(two vectors) keeps 12 accumulators for f32, i32 and
@@ -20,7 +20,7 @@
 //! its k loop as intrinsics, kept one accumulator on the stack (a
 //! store-to-load chain every k step, 21 GFLOP/s), so that loop is written
 //! in assembly (`avx2_f64_6x8_k_loop`); it replaced a 4×2 tile whose
-//! eight accumulators only just covered the FMA latency (docs/perf-notes.md).
+//! eight accumulators only just covered the FMA latency.
 //!
 //! Edge tiles (`Microkernel::run_edge`) run the same k loop over only the
 //! vectors that hold the valid columns: with NR = 48, a C of 256 columns
@@ -100,7 +100,7 @@ macro_rules! intrinsics_k_loop {
 /// vectors of B̃ and a broadcast of Ã need all 16 `ymm` registers with two
 /// broadcast registers alternating, and LLVM, given the same loop as
 /// intrinsics, kept one accumulator on the stack (a store-to-load chain
-/// every k step: 21 against 48 GFLOP/s; docs/perf-notes.md). Same
+/// every k step: 21 against 48 GFLOP/s). Same
 /// arithmetic and order as `intrinsics_k_loop`; Ã prefetched
 /// A_PREFETCH_STEPS ahead as there.
 macro_rules! avx2_f64_6x8_k_loop {
