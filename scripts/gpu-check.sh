@@ -6,9 +6,9 @@
 #   scripts/gpu-check.sh check     # selftest --device cuda, out-of-core
 #                                  # checks, a mapped multiply against numpy
 #   scripts/gpu-check.sh results   # cuda-fast, cuBLAS, Strassen/Winograd
-#   scripts/gpu-check.sh ooc       # the out-of-core product at n = 90000
+#   scripts/gpu-check.sh ooc       # out of core within budgets below the data
 #
-# FASTMM_BIN (default target/release/fastmm) is the binary built on the
+# BIN (default target/release/fastmm) is the binary built on the
 # development machine; FASTMM_KERNEL_CACHE may point at PTX compiled there
 # (`cargo run --release -p fastmm --features dev --example kernel_cache`).
 set -uo pipefail
@@ -17,7 +17,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 export FASTMM_TUNING=off NCCL_NVLS_ENABLE=0
 OUT=${OUT:-gpu-check}
 mkdir -p "$OUT"
-bin=${FASTMM_BIN:-target/release/fastmm}
+bin=${BIN:-target/release/fastmm}
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu \
   --format=csv > "$OUT/nvidia-smi-$part.txt" 2>&1
@@ -48,7 +48,7 @@ case $part in
 check)
   step selftest 420 selftest --device cuda
   grep -E "FAIL|selftest:" "$OUT/selftest.log" | tail -n 20
-  step ooc-20000-2G 120 run --device cuda --algo cublas,strassen -s 20000 --max-gpu-memory 2G -r 1
+  step ooc-20000-2G 120 run --device cuda --algo cublas,cuda-fast -s 20000 --max-gpu-memory 2G -r 1
   step ooc-f64-forced 120 run --device cuda --algo cublas,cuda-fast -d f64 -m 3000 -k 7000 -n 5000 --out-of-core -r 1
   mkdir -p "$OUT/files"
   python3 - "$OUT/files" <<'PY'
@@ -89,10 +89,12 @@ results)
   record modes-8192-f32 --algo cublas -s 8192 -d f32 --precision tf32 --reps 3
   ;;
 ooc)
-  # A, B and C of 90000² f32 are 3 × 32.4 GB = 97.2 GB, more than the
-  # card holds; compared with in-core cuBLAS on the out-of-core tile shape.
-  record ooc-90000-f32 --algo cublas -s 90000 --warmup 0 -r 1
-  record incore-tile-f32 --algo cublas -m 8192 -k 90000 -n 8192 --warmup 0 -r 3
+  # A, B and C of 32768² f32 are 12 GiB: streamed through budgets of a
+  # half and of a sixth of that, against the in-core product; and the
+  # same with Strassen per tile.
+  record incore-32768-f32 --algo cublas -s 32768 --warmup 0 -r 3
+  record ooc-32768-f32-6G --algo cublas,winograd -s 32768 --max-gpu-memory 6G --warmup 0 -r 3
+  record ooc-32768-f32-2G --algo cublas -s 32768 --max-gpu-memory 2G --warmup 0 -r 3
   ;;
 *)
   echo "unknown part $part (check, results or ooc)" >&2

@@ -10,7 +10,7 @@ for wheel in nvrtc nvcc; do
 done
 export LD_LIBRARY_PATH="$PWD/target/nvrtc-wheel/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out=target/ptx
-cargo run --release --quiet -p fastmm --example ptx_dump -- "$out" >/dev/null
+cargo run --release --quiet -p fastmm --features dev --example ptx_dump -- "$out" >/dev/null
 for ptx in "$out"/*.ptx; do
   echo "== $(basename "$ptx" .ptx)"
   target/nvcc-wheel/nvidia/cu13/bin/ptxas -arch=sm_90 -v "$ptx" -o /dev/null 2>&1 | grep -E "registers|spill|smem" | sed 's/^ptxas info *: //'
