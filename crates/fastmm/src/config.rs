@@ -64,6 +64,38 @@ pub const VARIABLES: &[&str] = &[
     REQUIRE_NVRTC_ENV,
 ];
 
+/// Variables earlier versions read, and what replaced each.
+const REPLACED: &[(&str, &str)] = &[
+    (
+        "FASTMM_CUDA_STREAM_K",
+        "the developer switch FASTMM_DEV_CUDA_STREAM_K",
+    ),
+    (
+        "FASTMM_CUDA_WAVE_TAIL",
+        "the developer switch FASTMM_DEV_CUDA_WAVE_TAIL",
+    ),
+    (
+        "FASTMM_CUDA_MBAR",
+        "the developer switch FASTMM_DEV_CUDA_MBAR",
+    ),
+    (
+        "FASTMM_CUDA_RING_STAGES",
+        "the developer switch FASTMM_DEV_CUDA_RING_STAGES",
+    ),
+    (
+        "FASTMM_SUM_STORES",
+        "the option --sum-stores (GemmOptions::sum_stores)",
+    ),
+];
+
+/// Why a `FASTMM_*` variable that fastmm does not read is ignored.
+fn unread(name: &str) -> String {
+    match REPLACED.iter().find(|(old, _)| *old == name) {
+        Some((_, new)) => format!("{name} (replaced by {new})"),
+        None => format!("{name} (not a fastmm variable)"),
+    }
+}
+
 /// The developer switches of `cuda-fast` (see the module docs). `None`
 /// everywhere unless a `dev` build was given them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -220,7 +252,7 @@ impl Config {
                 std::env::vars()
                     .map(|(name, _)| name)
                     .filter(|name| name.starts_with("FASTMM_") && !VARIABLES.contains(&&**name))
-                    .map(|name| format!("{name} (not a fastmm variable)")),
+                    .map(|name| unread(&name)),
             );
             config
         })
@@ -368,6 +400,13 @@ mod tests {
         assert!(bad.blocks().unwrap_err().to_string().contains(BLOCKS_ENV));
         // Blank is unset.
         assert_eq!(config(&[(CPU_KERNEL_ENV, " ")]).cpu_kernel().unwrap(), None);
+    }
+
+    #[test]
+    fn variables_that_moved_say_where() {
+        assert!(unread("FASTMM_SUM_STORES").contains("--sum-stores"));
+        assert!(unread("FASTMM_CUDA_MBAR").contains("FASTMM_DEV_CUDA_MBAR"));
+        assert!(unread("FASTMM_THREADZ").contains("not a fastmm variable"));
     }
 
     #[test]
