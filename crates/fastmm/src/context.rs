@@ -404,3 +404,58 @@ pub fn matmul_with<T: Element>(
 ) -> Result<Matrix<T>, Error> {
     Context::cpu().matmul(a, b, opts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Front ends share a context between threads (the Python bindings
+    /// release the GIL around products).
+    #[test]
+    fn a_context_is_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Context>();
+        let ctx = Context::cpu();
+        let a = Matrix::<i64>::from_fn(40, 30, |i, j| (i * j) as i64 - 7);
+        let want = ctx.matmul(a.as_ref(), a.as_ref().t(), &GemmOptions::default());
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let got = ctx.matmul(a.as_ref(), a.as_ref().t(), &GemmOptions::default());
+                    assert_eq!(got, want);
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn algorithms_run_only_on_their_devices_and_auto_resolves_per_device() {
+        let cpu = Context::cpu();
+        let a = Matrix::<f32>::zeros(4, 4);
+        let mut c = Matrix::<f32>::zeros(4, 4);
+        let err = cpu
+            .gemm(
+                1.0,
+                a.as_ref(),
+                a.as_ref(),
+                0.0,
+                c.as_mut(),
+                &GemmOptions::new(Algorithm::Cublas),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Unsupported { algorithm: "cublas", ref what } if what.contains("cpu")),
+            "{err}"
+        );
+        let plan = cpu
+            .plan::<f32>((4, 4, 4), true, &GemmOptions::default())
+            .unwrap();
+        assert_eq!(plan.algorithm, Algorithm::Packed);
+        assert_eq!(plan.device, Device::Cpu);
+        assert_eq!(plan.error_growth, 1.0);
+        assert_eq!(
+            Algorithm::auto_for(DeviceKind::Cuda, crate::DType::I32),
+            Algorithm::CudaFast
+        );
+    }
+}

@@ -49,45 +49,24 @@ pub fn ptx_dump(
     arch: &'static str,
     only: &str,
 ) -> Result<Vec<std::path::PathBuf>, crate::Error> {
-    use crate::cuda::compile::{compile, KernelKey, KernelSource};
+    use crate::cuda::compile::{compile, KernelSource};
     let mut written = Vec::new();
     std::fs::create_dir_all(dir)
         .map_err(|e| crate::Error::InvalidOption(format!("{}: {e}", dir.display())))?;
-    for source in KernelSource::ALL {
-        if !source.entry().contains(only) {
+    for key in KernelSource::variants(arch) {
+        if !key.source.entry().contains(only) {
             continue;
         }
-        if matches!(
-            source,
-            KernelSource::FastMma | KernelSource::Convert | KernelSource::FastMbar
-        ) && arch != "sm_90"
-        {
-            continue;
-        }
-        for dtype in crate::DType::ALL
-            .into_iter()
-            .filter(|&d| source.supports(d))
-        {
-            for tile in source.tiles(dtype) {
-                let ptx = compile(
-                    KernelKey {
-                        source,
-                        dtype,
-                        tile,
-                    },
-                    arch,
-                )?;
-                // FastRing and FastMbar share their source and entry point.
-                let stem = match source {
-                    KernelSource::FastMbar => "gemm_fast_ring_mbarriers",
-                    other => other.entry(),
-                };
-                let path = dir.join(format!("{stem}-{dtype}-{tile}.ptx"));
-                std::fs::write(&path, ptx.to_src())
-                    .map_err(|e| crate::Error::InvalidOption(format!("{}: {e}", path.display())))?;
-                written.push(path);
-            }
-        }
+        let ptx = compile(key, arch)?;
+        // FastRing and FastMbar share their source and entry point.
+        let stem = match key.source {
+            KernelSource::FastMbar => "gemm_fast_ring_mbarriers",
+            other => other.entry(),
+        };
+        let path = dir.join(format!("{stem}-{}-{}.ptx", key.dtype, key.tile));
+        std::fs::write(&path, ptx.to_src())
+            .map_err(|e| crate::Error::InvalidOption(format!("{}: {e}", path.display())))?;
+        written.push(path);
     }
     Ok(written)
 }
@@ -103,30 +82,11 @@ pub fn warm_kernel_cache(
     arch: &'static str,
     driver_version: i32,
 ) -> Result<usize, crate::Error> {
-    use crate::cuda::compile::{cached_ptx, KernelKey, KernelSource};
-    let mut count = 0;
-    for source in KernelSource::ALL {
-        if matches!(
-            source,
-            KernelSource::FastMma | KernelSource::Convert | KernelSource::FastMbar
-        ) && arch != "sm_90"
-        {
-            continue;
-        }
-        for dtype in crate::DType::ALL
-            .into_iter()
-            .filter(|&d| source.supports(d))
-        {
-            for tile in source.tiles(dtype) {
-                let key = KernelKey {
-                    source,
-                    dtype,
-                    tile,
-                };
-                cached_ptx(Some(dir), key, arch, driver_version)?;
-                count += 1;
-            }
-        }
+    use crate::cuda::compile::{cached_ptx, KernelSource};
+    let variants = KernelSource::variants(arch);
+    for &key in &variants {
+        cached_ptx(Some(dir), key, arch, driver_version)?;
     }
+    let count = variants.len();
     Ok(count)
 }

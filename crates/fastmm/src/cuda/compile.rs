@@ -119,6 +119,32 @@ impl KernelSource {
         }
     }
 
+    /// Every variant the library builds for `arch`: each source, type and
+    /// tile (the tensor-core, mbarrier and bf16 kernels only for sm_90).
+    #[cfg(feature = "dev")]
+    pub fn variants(arch: &str) -> Vec<KernelKey> {
+        let hopper_only = |s: KernelSource| {
+            matches!(
+                s,
+                KernelSource::FastMma | KernelSource::Convert | KernelSource::FastMbar
+            )
+        };
+        let mut keys = Vec::new();
+        for source in KernelSource::ALL {
+            if hopper_only(source) && arch != "sm_90" {
+                continue;
+            }
+            for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
+                keys.extend(source.tiles(dtype).into_iter().map(|tile| KernelKey {
+                    source,
+                    dtype,
+                    tile,
+                }));
+            }
+        }
+        keys
+    }
+
     /// The CUDA C text.
     pub fn text(self) -> &'static str {
         match self {

@@ -120,10 +120,9 @@ pub(crate) fn dry_run<T: Element>(
     beta_is_zero: bool,
     opts: &GemmOptions,
 ) -> Report {
-    let beta = if beta_is_zero { T::ZERO } else { T::ONE };
     engine::dry_run::<T, CudaBackend<'static, T>>(
         plan::<T>(gpu_name, scheme, variant, opts),
-        beta,
+        beta_is_zero,
         shape,
     )
 }

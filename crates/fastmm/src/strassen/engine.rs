@@ -188,12 +188,13 @@ pub(crate) fn run<T: Element, B: Backend<T>>(
 }
 
 /// The levels and workspace a product would use on backend type B,
-/// without running it.
+/// without running it (the schedule depends on whether β is 0).
 pub(crate) fn dry_run<T: Element, B: Backend<T>>(
     plan: Plan,
-    beta: T,
+    beta_is_zero: bool,
     (m, k, n): (usize, usize, usize),
 ) -> Report {
+    let beta = if beta_is_zero { T::ZERO } else { T::ONE };
     let mut dry = Engine::<T, B>::new(plan, T::ONE, None);
     dry.top(operands(m, k, n), beta)
         .expect("a dry run calls no backend");

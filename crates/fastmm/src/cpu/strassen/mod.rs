@@ -122,8 +122,11 @@ fn dry_run<T: Element>(
     beta_is_zero: bool,
     opts: &GemmOptions,
 ) -> Report {
-    let beta = if beta_is_zero { T::ZERO } else { T::ONE };
-    engine::dry_run::<T, CpuBackend<'static, T>>(plan::<T>(scheme, variant, opts), beta, shape)
+    engine::dry_run::<T, CpuBackend<'static, T>>(
+        plan::<T>(scheme, variant, opts),
+        beta_is_zero,
+        shape,
+    )
 }
 
 /// The memory schedule for C ← αAB + βC when `opts` names none: `batched`,
