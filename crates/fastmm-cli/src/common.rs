@@ -26,7 +26,8 @@ pub struct AlgoArgs {
     /// NAME@DEVICE (e.g. strassen@cuda) runs there whatever this says.
     #[arg(long, default_value = "auto")]
     pub device: String,
-    /// Worker threads of the threaded CPU algorithms (default: the tuning
+    /// Worker threads of the threaded CPU algorithms, at most the hardware
+    /// threads (a larger count is capped, with a note; default: the tuning
     /// file's, else all hardware threads).
     #[arg(short = 't', long)]
     pub threads: Option<usize>,
@@ -101,6 +102,19 @@ pub struct AlgoArgs {
     pub out_of_core: bool,
 }
 
+/// A thread count of at most the hardware threads: more only adds
+/// switching between them (10000 threads ran a 256³ product 400× slower),
+/// so a larger count is capped, with a note.
+fn capped_threads(asked: usize) -> usize {
+    let hardware = fastmm::system::available_threads();
+    if asked > hardware {
+        eprintln!("note: --threads {asked} is more than the {hardware} hardware threads; using {hardware}");
+        hardware
+    } else {
+        asked
+    }
+}
+
 /// `auto` or a value that parses.
 fn auto_or<T: std::str::FromStr<Err = fastmm::Error>>(text: &str) -> Result<Option<T>> {
     match text.trim() {
@@ -118,7 +132,7 @@ impl AlgoArgs {
     /// its algorithm).
     pub fn options(&self) -> Result<GemmOptions> {
         let opts = GemmOptions {
-            threads: self.threads,
+            threads: self.threads.map(capped_threads),
             tile: self.tile,
             cpu_kernel: self
                 .cpu_kernel

@@ -2,6 +2,7 @@
 
 mod bench;
 mod common;
+mod demo;
 mod info;
 mod multiply;
 mod run;
@@ -26,6 +27,9 @@ enum Command {
     /// Multiply random matrices with one or more algorithms, verify every
     /// result and print timings.
     Run(Box<run::RunArgs>),
+    /// fastmm's point in seconds: the CPU ladder at 512, then packed
+    /// against Strassen and Winograd at 4096, every product verified.
+    Demo(demo::DemoArgs),
     /// Run every algorithm of a device over the shape matrix (outputs
     /// poisoned first) and check each result; exits non-zero on a failure.
     Selftest(selftest::SelftestArgs),
@@ -43,6 +47,23 @@ enum Command {
     Tune(tune::TuneArgs),
 }
 
+/// One line from clap's rendering of a usage error: its message, with the
+/// arguments it names (those clap lists on the following lines, such as
+/// the missing required ones), and where to read more.
+fn usage_error(rendered: &str) -> String {
+    let message: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let text = match message.split_first() {
+        Some((first, rest)) if !rest.is_empty() => format!("{first} {}", rest.join(", ")),
+        Some((first, _)) => first.to_string(),
+        None => "error: invalid arguments".to_string(),
+    };
+    format!("{text} (see 'fastmm --help')")
+}
+
 /// Exit status for input the tool cannot use.
 const EXIT_BAD_INPUT: u8 = 2;
 /// Exit status when a computed product fails verification.
@@ -57,12 +78,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .next()
-                .unwrap_or("error: invalid arguments");
-            eprintln!("{first} (see 'fastmm --help')");
+            eprintln!("{}", usage_error(&e.render().to_string()));
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
@@ -84,6 +100,7 @@ fn main() -> ExitCode {
     }
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Info(args) => info::run(&args).map(|()| Outcome::AllCorrect),
         Command::Tune(args) => tune::run(&args),
@@ -104,5 +121,23 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_name_the_missing_arguments() {
+        let rendered = "error: the following required arguments were not provided:\n  --output <C>\n\nUsage: fastmm multiply --output <C> <A> <B>\n";
+        assert_eq!(
+            usage_error(rendered),
+            "error: the following required arguments were not provided: --output <C> (see 'fastmm --help')"
+        );
+        assert_eq!(
+            usage_error("error: unexpected argument '--sise' found\n\nUsage: x\n"),
+            "error: unexpected argument '--sise' found (see 'fastmm --help')"
+        );
     }
 }

@@ -62,6 +62,22 @@ pub struct RunArgs {
     pub(crate) corrupt: bool,
 }
 
+/// `run`'s arguments parsed from a command line (without the program and
+/// subcommand), so that other commands start from what `run` does.
+#[derive(clap::Parser)]
+struct RunCommand {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+impl RunArgs {
+    /// The arguments `argv` gives `run`, the rest at their defaults.
+    pub(crate) fn from_argv(argv: &[&str]) -> Result<RunArgs> {
+        use clap::Parser as _;
+        Ok(RunCommand::try_parse_from(std::iter::once("fastmm").chain(argv.iter().copied()))?.run)
+    }
+}
+
 /// One measured and verified run, as printed by `--json`.
 #[derive(Serialize, Debug, Clone)]
 pub struct Record {
@@ -94,6 +110,9 @@ pub struct Record {
     pub end_to_end_gflops: Option<f64>,
     /// Strassen/Winograd levels applied (absent for classical algorithms).
     pub levels: Option<usize>,
+    /// Strassen/Winograd that applied no level: the classical algorithm
+    /// that ran instead (its time is that algorithm's, not a speedup).
+    pub runs_as: Option<String>,
     /// Temporary workspace of Strassen/Winograd, in bytes (the packing
     /// buffers of the classical products come on top).
     pub extra_bytes: u64,
@@ -291,6 +310,7 @@ fn run_typed<T: Element>(
             download_ms,
             end_to_end_gflops: end_to_end_ms.map(|ms| flops / (ms * 1e6)),
             levels: plan.fast.as_ref().map(|f| f.levels),
+            runs_as: plan.falls_back_to().map(|a| a.to_string()),
             extra_bytes: plan.fast.as_ref().map_or(0, |f| f.workspace_bytes),
         });
     }
@@ -307,7 +327,7 @@ fn show<T: Element>(args: &RunArgs, title: &str, m: &Matrix<T>) {
     }
 }
 
-fn print_table(args: &RunArgs, p: &Problem, records: &[Record], devices: &Devices) {
+pub(crate) fn print_table(args: &RunArgs, p: &Problem, records: &[Record], devices: &Devices) {
     println!(
         "fastmm run: C = A·B with A {}×{}, B {}×{}; seed {}, median of {} after {} warm-up; {}",
         p.m,
@@ -322,46 +342,80 @@ fn print_table(args: &RunArgs, p: &Problem, records: &[Record], devices: &Device
     if devices.gpus().next().is_some() {
         println!("GPU GFLOP/s is the kernel alone (CUDA events); e2e counts the copies too");
     }
-    println!(
-        "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9} {:>9} {:>8} {:>10} {:>10} {:<10} verdict",
-        "algorithm",
-        "kernel",
-        "dtype",
-        "threads",
-        "tile",
-        "levels",
-        "extra mem",
-        "median ms",
-        "GFLOP/s",
-        "e2e",
-        "speedup",
-        "rel error",
-        "err/bound",
-        "check",
-    );
-    for r in records {
-        println!(
-            "{:<10} {:<34} {:<5} {:>7} {:>5} {:>6} {:>10} {:>11} {:>9.2} {:>9} {:>7.2}x {:>10.2e} {:>10.2e} {:<10} {}",
-            r.algorithm,
-            r.kernel,
-            r.dtype,
-            r.threads,
-            r.tile.map_or("-".to_string(), |t| t.to_string()),
-            r.levels.map_or("-".to_string(), |l| l.to_string()),
-            if r.levels.is_some() {
-                format_bytes(r.extra_bytes.into())
-            } else {
-                "-".to_string()
-            },
-            format_ms(r.median_ms),
-            r.gflops,
-            r.end_to_end_gflops
-                .map_or("-".to_string(), |g| format!("{g:.2}")),
-            r.speedup,
-            r.rel_error,
-            r.bound_ratio,
-            r.check,
-            if r.ok { "ok" } else { "WRONG" }
-        );
+    // (header, right-aligned): columns sized to their longest entry, so a
+    // long kernel label never shifts the columns after it.
+    let columns: [(&str, bool); 15] = [
+        ("algorithm", false),
+        ("kernel", false),
+        ("dtype", false),
+        ("threads", true),
+        ("tile", true),
+        ("levels", true),
+        ("extra mem", true),
+        ("median ms", true),
+        ("GFLOP/s", true),
+        ("e2e", true),
+        ("speedup", true),
+        ("rel error", true),
+        ("err/bound", true),
+        ("check", false),
+        ("verdict", false),
+    ];
+    let dash = || "-".to_string();
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            vec![
+                r.algorithm.clone(),
+                r.kernel.clone(),
+                r.dtype.to_string(),
+                r.threads.to_string(),
+                r.tile.map_or_else(dash, |t| t.to_string()),
+                r.levels.map_or_else(dash, |l| l.to_string()),
+                match r.levels {
+                    Some(levels) if levels > 0 => format_bytes(r.extra_bytes.into()),
+                    _ => dash(),
+                },
+                format_ms(r.median_ms),
+                format!("{:.2}", r.gflops),
+                r.end_to_end_gflops.map_or_else(dash, |g| format!("{g:.2}")),
+                match &r.runs_as {
+                    // The same computation as its base: no speedup to claim.
+                    Some(base) => format!("= {base}"),
+                    None => format!("{:.2}x", r.speedup),
+                },
+                format!("{:.2e}", r.rel_error),
+                format!("{:.2e}", r.bound_ratio),
+                r.check.to_string(),
+                if r.ok { "ok" } else { "WRONG" }.to_string(),
+            ]
+        })
+        .collect();
+    let width = |i: usize| {
+        rows.iter()
+            .map(|row| row[i].chars().count())
+            .chain([columns[i].0.chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..columns.len()).map(width).collect();
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                let pad = " ".repeat(widths[i].saturating_sub(cell.chars().count()));
+                match columns[i].1 {
+                    true => format!("{pad}{cell}"),
+                    false if i + 1 == cells.len() => cell.clone(),
+                    false => format!("{cell}{pad}"),
+                }
+            })
+            .collect();
+        println!("{}", padded.join("  "));
+    };
+    line(columns.iter().map(|(h, _)| h.to_string()).collect());
+    for row in rows {
+        line(row);
     }
 }

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context as _, Result};
-use clap::{Args, Parser};
+use clap::Args;
 use fastmm::config::{Config, TuningState, TUNING_ENV};
 use fastmm::info::{analytical_blocks, DEFAULT_TILE};
 use fastmm::tuning::{CpuTuning, CudaTuning, Tuning};
@@ -52,13 +52,6 @@ pub struct TuneArgs {
     /// Measure and print, but save nothing.
     #[arg(long)]
     dry_run: bool,
-}
-
-/// Parses `run`'s defaults, so candidates start from what `run` does.
-#[derive(Parser)]
-struct RunDefaults {
-    #[command(flatten)]
-    run: RunArgs,
 }
 
 /// The measurements so far, as Markdown rows, and the devices they ran on
@@ -218,7 +211,7 @@ pub fn run(args: &TuneArgs) -> Result<Outcome> {
         None => Config::get().tuning_path().cloned(),
     };
     let dtypes = parse_dtypes(&args.dtype)?;
-    let mut base = RunDefaults::parse_from(["fastmm"]).run;
+    let mut base = RunArgs::from_argv(&[])?;
     base.reps = args.reps;
     base.warmup = 1;
     // Candidates are set explicitly; the file being replaced must not

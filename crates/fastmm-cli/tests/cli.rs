@@ -239,6 +239,9 @@ fn bad_input_is_one_line_and_a_nonzero_exit() {
         ),
         (&["run", "--size", "ten"], "invalid value 'ten'"),
         (&["multiply-everything"], "error"),
+        // A missing argument is named.
+        (&["multiply", "a.npy", "b.npy"], "--output <C>"),
+        (&["run", "--algo"], "--algo"),
     ];
     for (args, expected) in cases {
         let out = fastmm(args);
@@ -250,6 +253,60 @@ fn bad_input_is_one_line_and_a_nonzero_exit() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// A fast algorithm that applies no level says which product ran instead
+/// and claims no speedup; the table's columns stay aligned whatever the
+/// labels' lengths; an absurd thread count is capped with a note.
+#[test]
+fn fallbacks_say_what_ran_and_columns_stay_aligned() {
+    let out = fastmm(&[
+        "run",
+        "-s",
+        "64",
+        "--algo",
+        "naive,packed,strassen",
+        "-r",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    let strassen = lines.iter().find(|l| l.starts_with("strassen")).unwrap();
+    assert!(strassen.contains("= packed: no level below"), "{text}");
+    assert!(strassen.contains("  = packed  "), "{text}");
+    // Every left-aligned column starts where its header does, after the
+    // two spaces that separate columns, however long the kernel labels.
+    let header: Vec<char> = lines[0].chars().collect();
+    for column in ["dtype", "check", "verdict"] {
+        let at = lines[0][..lines[0].find(column).unwrap()].chars().count();
+        for line in &lines[1..] {
+            let chars: Vec<char> = line.chars().collect();
+            assert_eq!(&chars[at - 2..at], [' ', ' '], "{column}: {text}");
+            assert_ne!(chars[at], ' ', "{column}: {text}");
+        }
+        assert_eq!(header[at - 1], ' ');
+    }
+    let json = fastmm(&["run", "-s", "64", "--algo", "strassen", "-r", "1", "--json"]);
+    let records: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(records[0]["runs_as"], "packed");
+    let capped = fastmm(&[
+        "run",
+        "-s",
+        "64",
+        "--algo",
+        "packed",
+        "-r",
+        "1",
+        "--threads",
+        "100000",
+    ]);
+    assert!(capped.status.success(), "{}", stderr(&capped));
+    assert!(
+        stderr(&capped).contains("more than the"),
+        "{}",
+        stderr(&capped)
+    );
 }
 
 #[test]

@@ -621,7 +621,9 @@ pub struct GemmOptions {
     /// Which algorithm runs.
     pub algorithm: Algorithm,
     /// CPU: worker threads of the threaded algorithms (default: the tuning
-    /// file's, else all hardware threads; at most the hardware threads).
+    /// file's, else all hardware threads). A count above the hardware
+    /// threads runs as asked, oversubscribing the cores; the command line
+    /// caps it.
     pub threads: Option<usize>,
     /// Tile edge of `tiled`, `parallel` and `cuda-tiled`; micro-tile rows
     /// of `cuda-fast`'s SIMT kernel.

@@ -73,6 +73,15 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The classical algorithm a Strassen/Winograd product runs instead,
+    /// when it applies no level (its base, on every block).
+    pub fn falls_back_to(&self) -> Option<Algorithm> {
+        self.fast
+            .as_ref()
+            .filter(|fast| fast.levels == 0 && self.out_of_core.is_none())
+            .map(|fast| fast.base)
+    }
+
     /// The kernel, with the out-of-core plan when there is one.
     pub fn label(&self) -> String {
         match &self.out_of_core {
@@ -98,6 +107,20 @@ pub(crate) fn fast_plan<T: Element>(explained: &Explained, opts: &GemmOptions) -
         workspace_bytes: (explained.report.workspace_elements * std::mem::size_of::<T>()) as u64,
         base: explained.base,
         lazy_sums: explained.lazy_sums,
+    }
+}
+
+/// What a fast algorithm that applies no level runs instead: "= packed:
+/// no level below n₀ = 2048", or below its first size where `auto` starts
+/// later.
+fn fallback_label(fast: &FastPlan) -> String {
+    if fast.start > fast.threshold {
+        format!(
+            "= {}: no level below {} (then n₀ = {})",
+            fast.base, fast.start, fast.threshold
+        )
+    } else {
+        format!("= {}: no level below n₀ = {}", fast.base, fast.threshold)
     }
 }
 
@@ -139,6 +162,7 @@ pub(crate) fn on_cpu<T: Element>(
         None => None,
     };
     let kernel = match (&fast, opts.algorithm) {
+        (Some(fast), _) if fast.levels == 0 => fallback_label(fast),
         (Some(fast), _) => {
             let base = match fast.base {
                 Algorithm::Packed => {
@@ -265,6 +289,7 @@ mod gpu {
             if opts.gpu_pinned { " pinned" } else { "" }
         );
         let kernel = match &fast {
+            Some(fast) if fast.levels == 0 && !streamed => fallback_label(fast),
             Some(fast) => {
                 let base = match fast.variant {
                     Variant::Fused => "fused kernel (cuda-fast simt tiles)".to_string(),

@@ -543,6 +543,7 @@ fn openblas(
         download_ms: None,
         end_to_end_gflops: None,
         levels: None,
+        runs_as: None,
         extra_bytes: 0,
     })
 }
