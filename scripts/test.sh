@@ -15,6 +15,16 @@ if ! ls "$nvrtc_dir"/nvidia/cu13/lib/libnvrtc.so.13 >/dev/null 2>&1; then
 fi
 export LD_LIBRARY_PATH="$PWD/$nvrtc_dir/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export FASTMM_REQUIRE_NVRTC=1
+# numpy, so that the file tests round-trip through numpy itself (numpy
+# writes the inputs and reads C back) instead of skipping those checks.
+if ! python3 -c "import numpy" >/dev/null 2>&1; then
+  numpy_dir=target/numpy-wheel
+  if ! ls "$numpy_dir"/numpy >/dev/null 2>&1; then
+    python3 -m pip install --quiet --disable-pip-version-check --target "$numpy_dir" "numpy>=1.24"
+  fi
+  export PYTHONPATH="$PWD/$numpy_dir${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export FASTMM_REQUIRE_NUMPY=1
 # A tuning file left by `fastmm tune` on this machine must not change what
 # the tests see; the tuning tests point FASTMM_TUNING at their own files.
 export FASTMM_TUNING=off
@@ -23,5 +33,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 cargo clippy -p fastmm --all-targets --release --no-default-features -- -D warnings
 cargo clippy -p fastmm --all-targets --release --features dev -- -D warnings
+cargo clippy -p fastmm --all-targets --release --no-default-features --features ndarray,nalgebra,faer -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo test --workspace --release
+# The interop conversions, without CUDA (as a library user opts out).
+cargo test -p fastmm --release --no-default-features --features ndarray,nalgebra,faer --test interop
+cargo test -p fastmm --release --no-default-features --features ndarray,nalgebra,faer --doc interop

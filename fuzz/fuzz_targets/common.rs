@@ -20,9 +20,11 @@ pub fn check(format: Format, data: &[u8], opts: ReadOptions) {
 
 fn round_trip(format: Format, m: &AnyMatrix, opts: &ReadOptions) {
     let bytes = encode_matrix(format, m).expect("a parsed matrix encodes");
+    // Written with the format's own delimiter, so read back with it.
     let opts = ReadOptions {
         dtype: Some(m.dtype()),
         shape: Some(m.shape()),
+        delimiter: None,
         ..*opts
     };
     let back = parse_matrix(format, &bytes, &opts).expect("an encoded matrix parses");

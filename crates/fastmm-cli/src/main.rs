@@ -4,6 +4,7 @@ mod bench;
 mod common;
 mod demo;
 mod info;
+mod interrupt;
 mod multiply;
 mod run;
 mod selftest;
@@ -98,6 +99,7 @@ fn main() -> ExitCode {
     for ignored in config.ignored() {
         eprintln!("note: ignoring {ignored}");
     }
+    interrupt::install();
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Demo(args) => demo::run(&args),

@@ -1,13 +1,18 @@
 //! `fastmm multiply A B -o C`: the product of the user's own matrices,
-//! read from and written to .npy, Matrix Market, CSV/TSV or raw files
-//! (see `fastmm::io`), optionally verified.
+//! read from and written to .npy, Matrix Market, CSV/TSV/text or raw
+//! files, or stdin and stdout (see `fastmm::io`), optionally verified.
+//! Shapes follow numpy's `matmul`: a 1-D A is a row, a 1-D B a column,
+//! and the dimension they add is dropped from C.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use fastmm::io::{promote, read_matrix, write_matrix, AnyMatrix, ReadOptions};
+use fastmm::io::{
+    encode_array, parse_array, promote, read_array, write_array, AnyMatrix, Array, Format,
+    ReadOptions,
+};
 use fastmm::system::format_bytes;
 use fastmm::{Algorithm, Context, DType, DeviceKind, Element, GemmOptions, Matrix};
 
@@ -15,14 +20,29 @@ use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
 
 #[derive(Args, Debug)]
 pub struct MultiplyArgs {
-    /// A (m×k): .npy, .mtx, .csv, .tsv, or raw .bin/.raw (with --shape-a).
+    /// A (m×k, or a 1-D .npy of k): .npy, .mtx, .csv, .tsv, .txt, or raw
+    /// .bin/.raw (with --shape-a); `-` reads stdin (with --format).
     a: PathBuf,
-    /// B (k×n), in any of the same formats.
+    /// B (k×n, or a 1-D .npy of k), in any of the same formats.
     b: PathBuf,
     /// Where to write C = A·B; the extension picks the format. Written to
-    /// a temporary file beside it and renamed when complete.
+    /// a temporary file beside it and renamed when complete; `-` writes
+    /// stdout (with --output-format) and the report goes to stderr.
     #[arg(short = 'o', long, value_name = "C")]
     output: PathBuf,
+    /// Format of stdin (`-`) and of inputs whose extension names none:
+    /// npy, mtx, csv, tsv, txt (whitespace-separated) or raw.
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+    /// Format of stdout (`-o -`) or of an output whose extension names
+    /// none.
+    #[arg(long, value_name = "FORMAT")]
+    output_format: Option<String>,
+    /// Field delimiter of text inputs, e.g. ';' (a space means any run of
+    /// whitespace). Default: a comma for .csv and a tab for .tsv when the
+    /// first row holds one, else whitespace, as np.loadtxt.
+    #[arg(long, value_name = "CHAR")]
+    delimiter: Option<char>,
     /// Element type of the product. Default: A's and B's common type — the
     /// same type; the wider of two floats or two integers; f64 for an
     /// integer and a float. A conversion that would change a value is an
@@ -71,12 +91,43 @@ impl MultiplyArgs {
     }
 }
 
-/// Whether a path names a format an out-of-core product can map.
-fn mappable(path: &Path) -> bool {
-    matches!(
-        fastmm::io::Format::of_path(path),
-        Ok(fastmm::io::Format::Npy | fastmm::io::Format::Raw)
-    )
+/// Whether a path is `-`, stdin or stdout.
+fn is_stdio(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+impl MultiplyArgs {
+    /// The format of an input or (`output`) the output: its extension's,
+    /// else the one named; `-` needs one named.
+    fn format_of(&self, path: &Path, output: bool) -> Result<Format> {
+        let (named, flag) = match output {
+            false => (&self.format, "--format"),
+            true => (&self.output_format, "--output-format"),
+        };
+        if !is_stdio(path) {
+            if let Ok(format) = Format::of_path(path) {
+                return Ok(format);
+            }
+        }
+        match named {
+            Some(name) => Ok(name.parse::<Format>()?),
+            None if is_stdio(path) => bail!(
+                "{} has no extension to say its format: name it with {flag} (npy, mtx, csv, tsv, txt or raw)",
+                if output { "stdout (-o -)" } else { "stdin (-)" }
+            ),
+            None => Ok(Format::of_path(path)?),
+        }
+    }
+
+    /// Whether the operands and the output are files an out-of-core
+    /// product can map.
+    fn mappable(&self) -> bool {
+        // Mapped files are opened by their extension.
+        let mappable = |path: &Path| {
+            !is_stdio(path) && matches!(Format::of_path(path), Ok(Format::Npy | Format::Raw))
+        };
+        mappable(&self.a) && mappable(&self.b) && mappable(&self.output)
+    }
 }
 
 fn parse_shape(text: &str) -> Result<(usize, usize)> {
@@ -96,6 +147,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
+    if is_stdio(&args.a) && is_stdio(&args.b) {
+        bail!("A and B cannot both be read from stdin (-)");
+    }
+    let output_format = args.format_of(&args.output, true)?;
     for input in [&args.a, &args.b] {
         if same_file(input, &args.output) {
             bail!(
@@ -113,25 +168,52 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         Some(text) => parse_bytes(text)?,
         None => fastmm::system::available_memory_bytes().unwrap_or(u64::MAX),
     };
-    if mappable(&args.a) && mappable(&args.b) && mappable(&args.output) {
+    if args.mappable() {
         if let Some(outcome) = out_of_core(args, input_dtype, budget)? {
             return Ok(outcome);
         }
     } else if args.options.out_of_core {
-        bail!("--out-of-core maps its inputs and streams C: A, B and C must be .npy or raw files");
+        bail!("--out-of-core maps its inputs and streams C: A, B and C must be .npy or raw files, not stdin or stdout");
     }
-    let read = |path: &Path, shape: &Option<String>| -> Result<AnyMatrix> {
+    let read = |path: &Path, shape: &Option<String>| -> Result<Array> {
         let opts = ReadOptions {
             dtype: input_dtype,
             shape: shape.as_deref().map(parse_shape).transpose()?,
+            delimiter: args.delimiter,
             max_bytes: None,
         };
-        Ok(read_matrix(path, &opts)?)
+        let format = args.format_of(path, false)?;
+        if !is_stdio(path) {
+            return Ok(read_array(path, Some(format), &opts)?);
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .context("cannot read stdin")?;
+        parse_array(format, &bytes, &opts).map_err(|e| anyhow::anyhow!("stdin: {e}"))
     };
     let start = Instant::now();
     let a = read(&args.a, &args.shape_a)?;
     let b = read(&args.b, &args.shape_b)?;
     let read_ms = start.elapsed().as_secs_f64() * 1e3;
+    // numpy's matmul shapes: a vector A is a row (1×k), a vector B a
+    // column (k×1), and C drops the dimension each added.
+    for (array, which, path) in [(&a, "A", &args.a), (&b, "B", &args.b)] {
+        if array.ndim == 0 {
+            bail!(
+                "{} ({which}) is a scalar (a 0-D array); a product needs 1-D or 2-D operands, as numpy's matmul",
+                path.display()
+            );
+        }
+    }
+    let c_ndim = usize::from(a.ndim == 2) + usize::from(b.ndim == 2);
+    let a = match a.ndim {
+        1 => {
+            let k = a.matrix.shape().0;
+            a.matrix.reshaped(1, k)?
+        }
+        _ => a.matrix,
+    };
+    let b = b.matrix;
     let dtype = match &args.dtype {
         Some(d) => d.parse::<DType>()?,
         None => promote(a.dtype(), b.dtype()),
@@ -171,11 +253,29 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         }
     }
     let start = Instant::now();
-    write_matrix(&args.output, &c)?;
+    let c = Array {
+        matrix: c,
+        ndim: c_ndim,
+    };
+    let bytes = if is_stdio(&args.output) {
+        let encoded = encode_array(output_format, &c)?;
+        let mut stdout = std::io::stdout().lock();
+        std::io::Write::write_all(&mut stdout, &encoded)
+            .and_then(|()| std::io::Write::flush(&mut stdout))
+            .context("cannot write stdout")?;
+        encoded.len() as u64
+    } else {
+        write_array(&args.output, Some(output_format), &c)?;
+        std::fs::metadata(&args.output).map_or(0, |m| m.len())
+    };
     let write_ms = start.elapsed().as_secs_f64() * 1e3;
-    let bytes = std::fs::metadata(&args.output).map_or(0, |m| m.len());
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
-    println!(
+    // The report goes where C does not.
+    let report = |line: String| match is_stdio(&args.output) {
+        true => eprintln!("{line}"),
+        false => println!("{line}"),
+    };
+    report(format!(
         "C = A·B: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {} on {}: {multiply_ms:.3} ms, {:.2} GFLOP/s{}; read {read_ms:.1} ms, wrote {} ({}) in {write_ms:.1} ms{}",
         args.a.display(),
         args.b.display(),
@@ -189,10 +289,13 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         } else {
             ""
         },
-        args.output.display(),
+        match is_stdio(&args.output) {
+            true => "stdout".into(),
+            false => args.output.display().to_string(),
+        },
         format_bytes(bytes.into()),
         verdict.map_or(String::new(), |(_, line)| format!("; check: {line}"))
-    );
+    ));
     Ok(Outcome::AllCorrect)
 }
 
@@ -219,8 +322,14 @@ fn multiply<T: Element>(
 where
     AnyMatrix: From<Matrix<T>>,
 {
-    let shape = (a.rows(), a.cols(), b.cols());
-    let plan = ctx.plan::<T>(shape, true, opts)?;
+    let plan = ctx.plan_for::<T>(a.as_ref(), b.as_ref(), true, opts)?;
+    let asked = resolved(opts, ctx.device(), T::DTYPE);
+    if plan.algorithm != asked {
+        eprintln!(
+            "note: A or B holds NaN or ∞, so {asked} runs its classical base, {}: its sums would turn ∞ into NaN where numpy's product has none",
+            plan.algorithm
+        );
+    }
     let growth = plan.error_growth;
     let start = Instant::now();
     let c = ctx
@@ -261,6 +370,14 @@ fn out_of_core(
     };
     let a = MappedMatrix::open(&args.a, raw(&args.shape_a)?)?;
     let b = MappedMatrix::open(&args.b, raw(&args.shape_b)?)?;
+    if a.ndim != 2 || b.ndim != 2 {
+        if args.options.out_of_core {
+            bail!(
+                "--out-of-core multiplies matrices: a 1-D or 0-D operand is multiplied in memory"
+            );
+        }
+        return Ok(None);
+    }
     let dtype = match &args.dtype {
         Some(d) => d.parse::<DType>()?,
         None => promote(a.dtype, b.dtype),
@@ -388,8 +505,9 @@ fn on_gpu<T: Element>(
     opts: &GemmOptions,
     host_budget: &str,
 ) -> Result<Outcome> {
-    let err =
-        |which: &str, path: &Path, e: String| anyhow::anyhow!("{} ({which}) {e}", path.display());
+    let err = |which: &str, path: &Path, e: fastmm::Error| {
+        anyhow::anyhow!("{} ({which}): {e}", path.display())
+    };
     let a_view = a.view::<T>().map_err(|e| err("A", &args.a, e))?;
     let b_view = b.view::<T>().map_err(|e| err("B", &args.b, e))?;
     let (m, k, n) = (a.rows, a.cols, b.cols);

@@ -272,10 +272,7 @@ fn save(path: &std::path::Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let temporary = path.with_extension("toml.partial");
-    std::fs::write(&temporary, text)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path).with_context(|| format!("cannot replace {}", path.display()))
+    Ok(fastmm::partial::write_whole(path, text.as_bytes())?)
 }
 
 fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) -> Result<CpuTuning> {

@@ -973,11 +973,7 @@ fn multiply_reads_every_format_and_writes_a_verified_product() {
                 stderr(&run)
             );
             assert!(stdout(&run).contains("check: full ok"), "{}", stdout(&run));
-            let opts = ReadOptions {
-                dtype: Some(c_dtype),
-                shape: Some((37, 41)),
-                max_bytes: None,
-            };
+            let opts = ReadOptions::new().dtype(c_dtype).shape(37, 41);
             let c = read_matrix(&path(out), &opts)
                 .unwrap()
                 .to(fastmm::DType::I64)
@@ -1118,11 +1114,7 @@ fn multiply_out_of_core_blocks_c_within_the_budget() {
             text.contains("out of core") && text.contains("check of every block: ok"),
             "{text}"
         );
-        let opts = ReadOptions {
-            dtype: Some(fastmm::DType::F64),
-            shape: Some((53, 47)),
-            max_bytes: None,
-        };
+        let opts = ReadOptions::new().dtype(fastmm::DType::F64).shape(53, 47);
         let c = read_matrix(&dir.join(out), &opts).unwrap();
         let AnyMatrix::F64(c) = c else { panic!("f64") };
         for i in 0..53 {

@@ -48,6 +48,9 @@ pub const DEV_MBAR_ENV: &str = "FASTMM_DEV_CUDA_MBAR";
 pub const DEV_RING_STAGES_ENV: &str = "FASTMM_DEV_CUDA_RING_STAGES";
 /// Read by the test suite only: fail, rather than skip, the NVRTC tests.
 pub const REQUIRE_NVRTC_ENV: &str = "FASTMM_REQUIRE_NVRTC";
+/// Read by the test suite only: fail, rather than skip, the checks that
+/// round-trip files through numpy.
+pub const REQUIRE_NUMPY_ENV: &str = "FASTMM_REQUIRE_NUMPY";
 
 /// Every variable of the table above, the developer switches and the test
 /// suite's own.
@@ -62,6 +65,7 @@ pub const VARIABLES: &[&str] = &[
     DEV_MBAR_ENV,
     DEV_RING_STAGES_ENV,
     REQUIRE_NVRTC_ENV,
+    REQUIRE_NUMPY_ENV,
 ];
 
 /// Variables earlier versions read, and what replaced each.

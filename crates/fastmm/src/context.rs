@@ -204,6 +204,34 @@ impl Context {
         Ok(GemmOptions { algorithm, ..*opts })
     }
 
+    /// `opts`, or its classical base when a fast algorithm would meet a
+    /// NaN or an infinity: Strassen's and Winograd's sums mix blocks, so
+    /// one ∞ in A would give ∞ − ∞ = NaN in blocks of C that the classical
+    /// product (and numpy) leave finite. The scan reads A and B once,
+    /// O(mk + kn) against the product's O(mkn), and only for fast
+    /// algorithms on floats.
+    fn ieee_safe<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta_is_zero: bool,
+        opts: GemmOptions,
+    ) -> Result<GemmOptions, Error> {
+        let finite = |m: MatRef<'_, T>| m.iter().all(|x| x.to_f64().is_finite());
+        if !opts.algorithm.is_fast() || T::DTYPE.is_integer() || (finite(a) && finite(b)) {
+            return Ok(opts);
+        }
+        let shape = (a.rows(), a.cols(), b.cols());
+        let plan = self.plan::<T>(shape, beta_is_zero, &opts)?;
+        Ok(match plan.fast {
+            Some(fast) => GemmOptions {
+                algorithm: fast.base,
+                ..opts
+            },
+            None => opts,
+        })
+    }
+
     /// What C ← α·A·B + β·C of A m×k and B k×n would run with `opts`
     /// here: the kernel, threads, recursion, workspace, error allowance
     /// and out-of-core plan, without running it.
@@ -221,12 +249,32 @@ impl Context {
         crate::plan::on_cpu::<T>(shape, beta_is_zero, &opts)
     }
 
+    /// [`Context::plan`] for these operands: the plan of what will run,
+    /// which differs only where a fast algorithm meets NaN or ∞ and runs
+    /// its classical base (see [`Context::gemm`]).
+    pub fn plan_for<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta_is_zero: bool,
+        opts: &GemmOptions,
+    ) -> Result<Plan, Error> {
+        let resolved = self.resolve::<T>(opts)?;
+        let safe = self.ieee_safe(a, b, beta_is_zero, resolved)?;
+        self.plan::<T>((a.rows(), a.cols(), b.cols()), beta_is_zero, &safe)
+    }
+
     /// General matrix multiply: **C ← α·A·B + β·C**.
     ///
     /// A is m×k, B is k×n, C is m×n; any of m, n, k may be 0. All three may
     /// be arbitrary strided views (transposes included). When β = 0, C is
     /// overwritten without being read, so NaN or garbage in C never
     /// reaches the result. Integer types wrap (see [`crate::Element`]).
+    ///
+    /// NaN and ±∞ in A or B propagate by IEEE rules, as in numpy; a fast
+    /// algorithm (Strassen, Winograd), whose sums would turn an ∞ into
+    /// NaN where the classical product has none, runs its classical base
+    /// instead for such inputs.
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] when A's columns differ from B's rows,
@@ -298,6 +346,7 @@ impl Context {
                 ..Timing::default()
             });
         }
+        let opts = self.ieee_safe(a, b, beta == T::ZERO, opts)?;
         let column_major = c.col_stride() != 1 && c.row_stride() == 1;
         let (a, b, c) = if column_major {
             (b.t(), a.t(), c.t())

@@ -55,6 +55,11 @@ pub enum Error {
         col_stride: usize,
     },
 
+    /// An index, block or split outside a matrix or view (the `try_`
+    /// twins of the functions that panic instead).
+    #[error("{0}")]
+    OutOfBounds(String),
+
     /// A dimension product overflowed `usize`.
     #[error("matrix of {rows}×{cols} elements is too large to address")]
     SizeOverflow {
@@ -92,6 +97,26 @@ pub enum Error {
     /// A CUDA call, a kernel launch or a kernel failed.
     #[error("CUDA error: {0}")]
     Cuda(String),
+
+    /// Matrix data (the bytes of a file, read or about to be written)
+    /// that is malformed or does not fit its format: where (a line or
+    /// byte offset, when known) and why.
+    #[error("{0}")]
+    Malformed(String),
+
+    /// A conversion between element types that would change a value
+    /// (see `io::AnyMatrix::to`).
+    #[error("element ({row}, {col}) = {value} is not exactly a {to}")]
+    Inexact {
+        /// Row of the first element that does not fit.
+        row: usize,
+        /// Its column.
+        col: usize,
+        /// Its value, as text.
+        value: String,
+        /// The element type asked for.
+        to: String,
+    },
 
     /// A matrix file that cannot be read or written: which file, where in
     /// it (a line or byte offset, when known), and why.

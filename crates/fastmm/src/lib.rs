@@ -65,6 +65,7 @@ mod element;
 mod error;
 mod matrix;
 mod options;
+pub mod partial;
 pub mod system;
 mod tunables;
 pub mod tuning;
@@ -77,6 +78,7 @@ mod strassen;
 mod threads;
 
 // Services over the vocabulary.
+pub mod interop;
 pub mod random;
 pub mod verify;
 

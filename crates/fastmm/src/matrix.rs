@@ -70,6 +70,36 @@ fn check_layout(
     }
 }
 
+/// [`Error::OutOfBounds`] unless (i, j) lies inside `shape`.
+fn check_index(i: usize, j: usize, (rows, cols): (usize, usize)) -> Result<(), Error> {
+    if i < rows && j < cols {
+        Ok(())
+    } else {
+        Err(Error::OutOfBounds(format!(
+            "index ({i}, {j}) out of bounds for a {rows}×{cols} matrix"
+        )))
+    }
+}
+
+/// [`Error::OutOfBounds`] unless the `size` block at `at` lies inside
+/// `shape`.
+fn check_block(
+    (row, col): (usize, usize),
+    (rows, cols): (usize, usize),
+    shape: (usize, usize),
+) -> Result<(), Error> {
+    let inside = row.checked_add(rows).is_some_and(|e| e <= shape.0)
+        && col.checked_add(cols).is_some_and(|e| e <= shape.1);
+    if inside {
+        Ok(())
+    } else {
+        Err(Error::OutOfBounds(format!(
+            "a {rows}×{cols} block at ({row}, {col}) exceeds a {}×{} matrix",
+            shape.0, shape.1
+        )))
+    }
+}
+
 /// An owned, contiguous, row-major matrix.
 #[derive(Clone, PartialEq)]
 pub struct Matrix<T> {
@@ -82,18 +112,24 @@ impl<T: Element> Matrix<T> {
     /// A rows×cols matrix of zeros.
     ///
     /// # Panics
-    /// If rows·cols overflows `usize` (as `vec![0; n]` would); use
-    /// [`Matrix::try_filled`] to get an error instead.
+    /// If rows·cols overflows `usize` (as `vec![0; n]` would);
+    /// [`Matrix::try_zeros`] returns an error instead.
     pub fn zeros(rows: usize, cols: usize) -> Self {
         Self::filled(rows, cols, T::ZERO)
+    }
+
+    /// Like [`Matrix::zeros`], with overflow reported as an error.
+    pub fn try_zeros(rows: usize, cols: usize) -> Result<Self, Error> {
+        Self::try_filled(rows, cols, T::ZERO)
     }
 
     /// A rows×cols matrix with every element equal to `value`.
     ///
     /// # Panics
-    /// If rows·cols overflows `usize`.
+    /// If rows·cols overflows `usize`; [`Matrix::try_filled`] returns an
+    /// error instead.
     pub fn filled(rows: usize, cols: usize, value: T) -> Self {
-        Self::try_filled(rows, cols, value).expect("matrix size overflows usize")
+        Self::try_filled(rows, cols, value).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Like [`Matrix::filled`], with overflow reported as an error.
@@ -127,20 +163,48 @@ impl<T: Element> Matrix<T> {
     }
 
     /// Builds a matrix element by element: `M[i][j] = f(i, j)`.
-    pub fn from_fn(rows: usize, cols: usize, mut f: impl FnMut(usize, usize) -> T) -> Self {
-        let mut data =
-            Vec::with_capacity(rows.checked_mul(cols).expect("matrix size overflows usize"));
+    ///
+    /// # Panics
+    /// If rows·cols overflows `usize`; [`Matrix::try_from_fn`] returns an
+    /// error instead.
+    pub fn from_fn(rows: usize, cols: usize, f: impl FnMut(usize, usize) -> T) -> Self {
+        Self::try_from_fn(rows, cols, f).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`Matrix::from_fn`], with overflow reported as an error.
+    pub fn try_from_fn(
+        rows: usize,
+        cols: usize,
+        mut f: impl FnMut(usize, usize) -> T,
+    ) -> Result<Self, Error> {
+        let len = rows
+            .checked_mul(cols)
+            .ok_or(Error::SizeOverflow { rows, cols })?;
+        let mut data = Vec::with_capacity(len);
         for i in 0..rows {
             for j in 0..cols {
                 data.push(f(i, j));
             }
         }
-        Matrix { data, rows, cols }
+        Ok(Matrix { data, rows, cols })
     }
 
     /// Copies any view into a new row-major matrix.
+    ///
+    /// # Panics
+    /// If the view's rows·cols overflows `usize` (a view with zero
+    /// strides can be that large); [`Matrix::try_from_view`] returns an
+    /// error instead.
     pub fn from_view(view: MatRef<'_, T>) -> Self {
-        Self::from_fn(view.rows(), view.cols(), |i, j| view.get(i, j))
+        Self::try_from_view(view).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`Matrix::from_view`], with overflow reported as an error.
+    pub fn try_from_view(view: MatRef<'_, T>) -> Result<Self, Error> {
+        Self::try_from_fn(view.rows(), view.cols(), |i, j| {
+            // SAFETY: try_from_fn calls with i < rows and j < cols.
+            unsafe { view.get_unchecked(i, j) }
+        })
     }
 
     /// Number of rows.
@@ -176,17 +240,27 @@ impl<T: Element> Matrix<T> {
     /// Element (i, j).
     ///
     /// # Panics
-    /// If (i, j) is out of bounds.
+    /// If (i, j) is out of bounds; [`Matrix::try_get`] returns an error.
     pub fn get(&self, i: usize, j: usize) -> T {
         self.as_ref().get(i, j)
+    }
+
+    /// Element (i, j), or [`Error::OutOfBounds`].
+    pub fn try_get(&self, i: usize, j: usize) -> Result<T, Error> {
+        self.as_ref().try_get(i, j)
     }
 
     /// Sets element (i, j).
     ///
     /// # Panics
-    /// If (i, j) is out of bounds.
+    /// If (i, j) is out of bounds; [`Matrix::try_set`] returns an error.
     pub fn set(&mut self, i: usize, j: usize, value: T) {
         self.as_mut().set(i, j, value)
+    }
+
+    /// Sets element (i, j), or returns [`Error::OutOfBounds`].
+    pub fn try_set(&mut self, i: usize, j: usize, value: T) -> Result<(), Error> {
+        self.as_mut().try_set(i, j, value)
     }
 
     /// A view of the whole matrix.
@@ -325,7 +399,7 @@ impl<'a, T: Element> MatRef<'a, T> {
     /// Element (i, j).
     ///
     /// # Panics
-    /// If (i, j) is out of bounds.
+    /// If (i, j) is out of bounds; [`MatRef::try_get`] returns an error.
     #[inline]
     pub fn get(&self, i: usize, j: usize) -> T {
         assert!(
@@ -336,6 +410,13 @@ impl<'a, T: Element> MatRef<'a, T> {
         );
         // SAFETY: bounds checked just above; the constructor checked the extent.
         unsafe { self.get_unchecked(i, j) }
+    }
+
+    /// Element (i, j), or [`Error::OutOfBounds`].
+    pub fn try_get(&self, i: usize, j: usize) -> Result<T, Error> {
+        check_index(i, j, self.shape())?;
+        // SAFETY: bounds checked just above; the constructor checked the extent.
+        Ok(unsafe { self.get_unchecked(i, j) })
     }
 
     /// Element (i, j) without a bounds check.
@@ -352,7 +433,7 @@ impl<'a, T: Element> MatRef<'a, T> {
     /// Row i as a slice, when columns are contiguous (`col_stride == 1`).
     ///
     /// # Panics
-    /// If `i >= rows`.
+    /// If `i >= rows`; [`MatRef::try_row`] returns an error.
     #[inline]
     pub fn row(&self, i: usize) -> Option<&'a [T]> {
         assert!(
@@ -366,6 +447,13 @@ impl<'a, T: Element> MatRef<'a, T> {
         // SAFETY: row i spans offsets i·rs .. i·rs + cols, all inside the
         // checked extent, and the data is borrowed for 'a.
         Some(unsafe { std::slice::from_raw_parts(self.ptr.add(i * self.row_stride), self.cols) })
+    }
+
+    /// Like [`MatRef::row`], with `i >= rows` reported as
+    /// [`Error::OutOfBounds`].
+    pub fn try_row(&self, i: usize) -> Result<Option<&'a [T]>, Error> {
+        check_index(i, 0, (self.rows, 1))?;
+        Ok(self.row(i))
     }
 
     /// The transpose, as a view: no data moves.
@@ -383,27 +471,35 @@ impl<'a, T: Element> MatRef<'a, T> {
     /// The `rows`×`cols` block whose top-left corner is (row, col).
     ///
     /// # Panics
-    /// If the block does not lie inside the view.
+    /// If the block does not lie inside the view;
+    /// [`MatRef::try_submatrix`] returns an error.
     pub fn submatrix(self, row: usize, col: usize, rows: usize, cols: usize) -> MatRef<'a, T> {
-        assert!(
-            row.checked_add(rows).is_some_and(|e| e <= self.rows)
-                && col.checked_add(cols).is_some_and(|e| e <= self.cols),
-            "block at ({row}, {col}) of {rows}×{cols} exceeds {}×{} view",
-            self.rows,
-            self.cols
-        );
+        self.try_submatrix(row, col, rows, cols)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`MatRef::submatrix`], with a block outside the view reported
+    /// as [`Error::OutOfBounds`].
+    pub fn try_submatrix(
+        self,
+        row: usize,
+        col: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Result<MatRef<'a, T>, Error> {
+        check_block((row, col), (rows, cols), self.shape())?;
         let ptr = if rows == 0 || cols == 0 {
             self.ptr
         } else {
             // SAFETY: (row, col) is inside the view, so the offset is within its extent.
             unsafe { self.ptr.add(row * self.row_stride + col * self.col_stride) }
         };
-        MatRef {
+        Ok(MatRef {
             ptr,
             rows,
             cols,
             ..self
-        }
+        })
     }
 
     /// Iterates over the elements row by row.
@@ -573,15 +669,20 @@ impl<'a, T: Element> MatMut<'a, T> {
     /// Element (i, j).
     ///
     /// # Panics
-    /// If (i, j) is out of bounds.
+    /// If (i, j) is out of bounds; [`MatMut::try_get`] returns an error.
     pub fn get(&self, i: usize, j: usize) -> T {
         self.rb().get(i, j)
+    }
+
+    /// Element (i, j), or [`Error::OutOfBounds`].
+    pub fn try_get(&self, i: usize, j: usize) -> Result<T, Error> {
+        self.rb().try_get(i, j)
     }
 
     /// Sets element (i, j).
     ///
     /// # Panics
-    /// If (i, j) is out of bounds.
+    /// If (i, j) is out of bounds; [`MatMut::try_set`] returns an error.
     #[inline]
     pub fn set(&mut self, i: usize, j: usize, value: T) {
         assert!(
@@ -592,6 +693,14 @@ impl<'a, T: Element> MatMut<'a, T> {
         );
         // SAFETY: bounds checked just above.
         unsafe { *self.get_unchecked_mut(i, j) = value }
+    }
+
+    /// Sets element (i, j), or returns [`Error::OutOfBounds`].
+    pub fn try_set(&mut self, i: usize, j: usize, value: T) -> Result<(), Error> {
+        check_index(i, j, self.shape())?;
+        // SAFETY: bounds checked just above.
+        unsafe { *self.get_unchecked_mut(i, j) = value };
+        Ok(())
     }
 
     /// Mutable reference to element (i, j) without a bounds check.
@@ -608,7 +717,7 @@ impl<'a, T: Element> MatMut<'a, T> {
     /// Row i as a mutable slice, when columns are contiguous.
     ///
     /// # Panics
-    /// If `i >= rows`.
+    /// If `i >= rows`; [`MatMut::try_row_mut`] returns an error.
     #[inline]
     pub fn row_mut(&mut self, i: usize) -> Option<&mut [T]> {
         assert!(
@@ -624,6 +733,13 @@ impl<'a, T: Element> MatMut<'a, T> {
         Some(unsafe {
             std::slice::from_raw_parts_mut(self.ptr.add(i * self.row_stride), self.cols)
         })
+    }
+
+    /// Like [`MatMut::row_mut`], with `i >= rows` reported as
+    /// [`Error::OutOfBounds`].
+    pub fn try_row_mut(&mut self, i: usize) -> Result<Option<&mut [T]>, Error> {
+        check_index(i, 0, (self.rows, 1))?;
+        Ok(self.row_mut(i))
     }
 
     /// Sets every element to `value` without reading any.
@@ -680,56 +796,108 @@ impl<'a, T: Element> MatMut<'a, T> {
     /// The `rows`×`cols` block whose top-left corner is (row, col).
     ///
     /// # Panics
-    /// If the block does not lie inside the view.
+    /// If the block does not lie inside the view;
+    /// [`MatMut::try_submatrix`] returns an error.
     pub fn submatrix(self, row: usize, col: usize, rows: usize, cols: usize) -> MatMut<'a, T> {
-        let sub = self.rb().submatrix(row, col, rows, cols);
-        MatMut {
+        self.try_submatrix(row, col, rows, cols)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`MatMut::submatrix`], with a block outside the view reported
+    /// as [`Error::OutOfBounds`].
+    pub fn try_submatrix(
+        self,
+        row: usize,
+        col: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Result<MatMut<'a, T>, Error> {
+        let sub = self.rb().try_submatrix(row, col, rows, cols)?;
+        Ok(MatMut {
             ptr: sub.ptr as *mut T,
             rows,
             cols,
             row_stride: self.row_stride,
             col_stride: self.col_stride,
             _marker: PhantomData,
-        }
+        })
     }
 
     /// Splits into rows `0..r` and `r..rows`: two disjoint views.
     ///
     /// # Panics
-    /// If `r > rows`.
+    /// If `r > rows`; [`MatMut::try_split_at_row`] returns an error.
     pub fn split_at_row(self, r: usize) -> (MatMut<'a, T>, MatMut<'a, T>) {
-        assert!(r <= self.rows, "split row {r} beyond {} rows", self.rows);
+        self.try_split_at_row(r).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`MatMut::split_at_row`], with `r > rows` reported as
+    /// [`Error::OutOfBounds`].
+    pub fn try_split_at_row(self, r: usize) -> Result<(MatMut<'a, T>, MatMut<'a, T>), Error> {
+        if r > self.rows {
+            return Err(Error::OutOfBounds(format!(
+                "split at row {r} beyond {} rows",
+                self.rows
+            )));
+        }
         let (rows, cols) = (self.rows, self.cols);
         let top = MatMut {
             ptr: self.ptr,
             rows: r,
             ..self
         };
-        let bottom = self.submatrix(r, 0, rows - r, cols);
-        (top, bottom)
+        let bottom = self.try_submatrix(r, 0, rows - r, cols)?;
+        Ok((top, bottom))
     }
 
     /// Splits into columns `0..c` and `c..cols`: two disjoint views.
     ///
     /// # Panics
-    /// If `c > cols`.
+    /// If `c > cols`; [`MatMut::try_split_at_col`] returns an error.
     pub fn split_at_col(self, c: usize) -> (MatMut<'a, T>, MatMut<'a, T>) {
-        let (left, right) = self.t().split_at_row(c);
-        (left.t(), right.t())
+        self.try_split_at_col(c).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`MatMut::split_at_col`], with `c > cols` reported as
+    /// [`Error::OutOfBounds`].
+    pub fn try_split_at_col(self, c: usize) -> Result<(MatMut<'a, T>, MatMut<'a, T>), Error> {
+        if c > self.cols {
+            return Err(Error::OutOfBounds(format!(
+                "split at column {c} beyond {} columns",
+                self.cols
+            )));
+        }
+        let (left, right) = self.t().try_split_at_row(c)?;
+        Ok((left.t(), right.t()))
     }
 
     /// Cuts the view into a grid of disjoint blocks of at most
     /// `block_rows`×`block_cols`, row of blocks by row of blocks. Each item
     /// is `(row offset, column offset, block)`.
+    ///
+    /// # Panics
+    /// If a block size is 0; [`MatMut::try_into_blocks`] returns an error.
     pub fn into_blocks(
         self,
         block_rows: usize,
         block_cols: usize,
     ) -> Vec<(usize, usize, MatMut<'a, T>)> {
-        assert!(
-            block_rows > 0 && block_cols > 0,
-            "block sizes must be positive"
-        );
+        self.try_into_blocks(block_rows, block_cols)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`MatMut::into_blocks`], with a block size of 0 reported as
+    /// [`Error::InvalidOption`].
+    pub fn try_into_blocks(
+        self,
+        block_rows: usize,
+        block_cols: usize,
+    ) -> Result<Vec<(usize, usize, MatMut<'a, T>)>, Error> {
+        if block_rows == 0 || block_cols == 0 {
+            return Err(Error::InvalidOption(
+                "block sizes must be positive".to_string(),
+            ));
+        }
         let mut blocks = Vec::new();
         let mut rest = self;
         let mut row0 = 0;
@@ -747,7 +915,7 @@ impl<'a, T: Element> MatMut<'a, T> {
             rest = below;
             row0 += take;
         }
-        blocks
+        Ok(blocks)
     }
 }
 
@@ -760,6 +928,42 @@ impl<T: Element> fmt::Debug for MatMut<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every panicking accessor has a `try_` twin that returns the error
+    /// instead, and agrees with it where both succeed.
+    #[test]
+    fn try_twins_return_errors_where_the_others_panic() {
+        let mut m = Matrix::from_fn(3, 4, |i, j| (10 * i + j) as i64);
+        assert_eq!(m.try_get(2, 3), Ok(23));
+        assert!(matches!(m.try_get(3, 0), Err(Error::OutOfBounds(_))));
+        assert!(m.try_set(0, 4, 1).is_err());
+        m.try_set(1, 1, -1).unwrap();
+        assert_eq!(m.get(1, 1), -1);
+        let view = m.as_ref();
+        assert_eq!(view.try_submatrix(1, 1, 2, 3).unwrap().get(1, 2), 23);
+        assert!(view.try_submatrix(2, 0, 2, 1).is_err());
+        assert!(view.try_submatrix(usize::MAX, 0, 2, 1).is_err());
+        assert!(view.try_row(3).is_err());
+        assert_eq!(view.try_row(1).unwrap(), Some(&[10, -1, 12, 13][..]));
+        let e = view.try_get(5, 5).unwrap_err().to_string();
+        assert_eq!(e, "index (5, 5) out of bounds for a 3×4 matrix");
+        assert!(Matrix::<f32>::try_zeros(usize::MAX, 2).is_err());
+        assert!(Matrix::<f32>::try_from_fn(usize::MAX, 2, |_, _| 0.0).is_err());
+        let zero = [0.0f64];
+        let huge = MatRef::from_slice_strided(&zero, usize::MAX, 2, 0, 0).unwrap();
+        assert!(Matrix::try_from_view(huge).is_err());
+        let mut c = m.clone();
+        let mut v = c.as_mut();
+        assert!(v.try_row_mut(3).is_err());
+        assert!(v.rb_mut().try_split_at_row(4).is_err());
+        assert!(v.rb_mut().try_split_at_col(5).is_err());
+        assert!(v.rb_mut().try_into_blocks(0, 1).is_err());
+        assert!(v.rb_mut().try_submatrix(0, 0, 4, 1).is_err());
+        let (top, bottom) = v.rb_mut().try_split_at_row(1).unwrap();
+        assert_eq!((top.shape(), bottom.shape()), ((1, 4), (2, 4)));
+        assert_eq!(v.rb_mut().try_into_blocks(2, 3).unwrap().len(), 4);
+        assert_eq!(v.try_get(2, 0), Ok(20));
+    }
 
     #[test]
     fn transpose_and_submatrix_are_views() {

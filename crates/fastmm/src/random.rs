@@ -5,6 +5,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 use crate::element::Element;
+use crate::error::Error;
 use crate::matrix::Matrix;
 
 /// The generator behind every seeded matrix.
@@ -19,26 +20,52 @@ pub fn seeded_rng(seed: u64) -> SeededRng {
 /// uniform in -9..=9 (the seeds' `rand() % 10`, made signed). These small
 /// integers keep products of moderate k free of overflow, so they match an
 /// exact mathematical product as well as the wrapping one.
+///
+/// # Panics
+/// If rows·cols overflows `usize`; [`try_random_matrix`] returns an
+/// error instead.
 pub fn random_matrix<T: Element>(rows: usize, cols: usize, rng: &mut impl Rng) -> Matrix<T> {
+    try_random_matrix(rows, cols, rng).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Like [`random_matrix`], with overflow reported as an error.
+pub fn try_random_matrix<T: Element>(
+    rows: usize,
+    cols: usize,
+    rng: &mut impl Rng,
+) -> Result<Matrix<T>, Error> {
     if T::DTYPE.is_integer() {
-        Matrix::from_fn(rows, cols, |_, _| T::from_i64(rng.random_range(-9..=9)))
+        Matrix::try_from_fn(rows, cols, |_, _| T::from_i64(rng.random_range(-9..=9)))
     } else {
-        Matrix::from_fn(rows, cols, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))
+        Matrix::try_from_fn(rows, cols, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))
     }
 }
 
 /// Like [`random_matrix`], but integers span the whole range of the type, so
 /// products wrap and exercise the modular arithmetic.
+///
+/// # Panics
+/// If rows·cols overflows `usize`; [`try_random_matrix_full_range`]
+/// returns an error instead.
 pub fn random_matrix_full_range<T: Element>(
     rows: usize,
     cols: usize,
     rng: &mut impl Rng,
 ) -> Matrix<T> {
+    try_random_matrix_full_range(rows, cols, rng).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Like [`random_matrix_full_range`], with overflow reported as an error.
+pub fn try_random_matrix_full_range<T: Element>(
+    rows: usize,
+    cols: usize,
+    rng: &mut impl Rng,
+) -> Result<Matrix<T>, Error> {
     if T::DTYPE.is_integer() {
-        Matrix::from_fn(rows, cols, |_, _| {
+        Matrix::try_from_fn(rows, cols, |_, _| {
             T::wrap_from_i128(rng.random::<i64>() as i128)
         })
     } else {
-        random_matrix(rows, cols, rng)
+        try_random_matrix(rows, cols, rng)
     }
 }

@@ -174,7 +174,8 @@ fn option_sets(
 /// One shape of a row: C ← A·B with β = 0 over poison (C must be written
 /// everywhere and never read), verified within `growth` of the classical
 /// bound; then C ← 2·A·B − 3·C on small integers, compared bit for bit
-/// with the naive product.
+/// with the naive product; for floats, inputs holding ∞ and NaN, whose
+/// product must have NaN and ∞ exactly where the naive product has them.
 fn check_shape<T: Element>(
     row: &mut Check,
     (m, k, n): (usize, usize, usize),
@@ -222,6 +223,41 @@ fn check_shape<T: Element>(
             .failures
             .push(format!("{label} α=2 β=-3: differs from the naive product")),
         Err(e) => row.failures.push(format!("{label} α=2 β=-3: {e}")),
+    }
+    if T::DTYPE.is_integer() || m * k * n == 0 {
+        return;
+    }
+    let mut a: Matrix<T> = random_matrix(m, k, rng);
+    let mut b: Matrix<T> = random_matrix(k, n, rng);
+    a.set(m / 2, 0, T::from_f64(f64::INFINITY));
+    b.set(k - 1, n - 1, T::from_f64(f64::NAN));
+    let mut c = Matrix::filled(m, n, T::poison());
+    let outcome = Context::cpu()
+        .matmul(a.as_ref(), b.as_ref(), &GemmOptions::new(Algorithm::Naive))
+        .and_then(|naive| {
+            multiply(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut())?;
+            let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
+            Ok((naive, verdict))
+        });
+    let class = |x: T| {
+        let x = x.to_f64();
+        (x.is_nan(), x.is_infinite().then_some(x > 0.0))
+    };
+    match outcome {
+        Ok((naive, verdict))
+            if verdict.ok
+                && naive
+                    .as_slice()
+                    .iter()
+                    .zip(c.as_slice())
+                    .all(|(&want, &got)| class(want) == class(got)) =>
+        {
+            row.passed += 1
+        }
+        Ok(_) => row.failures.push(format!(
+            "{label} NaN/∞ inputs: NaN or ∞ where the naive product has none, or the reverse"
+        )),
+        Err(e) => row.failures.push(format!("{label} NaN/∞ inputs: {e}")),
     }
 }
 

@@ -25,8 +25,18 @@
 //!   γ·k·‖A‖_max·‖B‖_max (Higham, §23.2.2), which bounds (|A||B|)_ij from
 //!   above.
 //!
+//! * **NaN and ±∞** follow IEEE arithmetic, as in numpy: where the f64
+//!   reference is NaN, C must hold NaN; where it is ±∞, the same infinity;
+//!   where it is finite but beyond T's range, the infinity of its sign
+//!   (overflow). When A or B holds non-finite values, Freivalds' test
+//!   covers the block of C whose rows of A and columns of B are finite
+//!   (the others are left out of its sums); the rows and columns of C
+//!   that meet a non-finite input are checked element by element, up to
+//!   [`VERIFY_SAMPLED_LINES`] of each (sampled when there are more).
+//!
 //! The reported error is the relative Frobenius error ‖C − Ĉ‖/‖Ĉ‖ over the
-//! checked elements (all of them, or the sampled rows and columns).
+//! checked elements whose reference is finite (all of them, or the sampled
+//! rows and columns).
 
 use rand::seq::index::sample;
 use rand::Rng;
@@ -114,10 +124,11 @@ pub fn verify_with_growth<T: Element>(
     let bound = Bound {
         gamma,
         floor: if growth > 1.0 && !T::DTYPE.is_integer() {
-            gamma * a.cols() as f64 * max_abs(a) * max_abs(b)
+            gamma * a.cols() as f64 * max_finite_abs(a) * max_finite_abs(b)
         } else {
             0.0
         },
+        largest: largest_finite(T::DTYPE),
     };
     Ok(match (T::DTYPE.is_integer(), full) {
         (true, true) => exact_full(a, b, c),
@@ -133,6 +144,9 @@ pub fn verify_with_growth<T: Element>(
 struct Bound {
     gamma: f64,
     floor: f64,
+    /// The largest finite value of the element type: a reference beyond
+    /// it overflows to ±∞.
+    largest: f64,
 }
 
 impl Bound {
@@ -141,8 +155,35 @@ impl Bound {
     }
 }
 
-fn max_abs<T: Element>(m: MatRef<'_, T>) -> f64 {
-    m.iter().map(|x| x.to_f64().abs()).fold(0.0, f64::max)
+/// The largest finite |m_ij| (non-finite elements are checked by IEEE
+/// rules, not by this allowance).
+fn max_finite_abs<T: Element>(m: MatRef<'_, T>) -> f64 {
+    m.iter()
+        .map(|x| x.to_f64().abs())
+        .filter(|x| x.is_finite())
+        .fold(0.0, f64::max)
+}
+
+/// The largest finite value of a float type (∞ for integers, which do
+/// not overflow to anything).
+fn largest_finite(dtype: crate::element::DType) -> f64 {
+    use crate::element::DType;
+    match dtype {
+        DType::F32 => f64::from(f32::MAX),
+        DType::F64 => f64::MAX,
+        DType::I32 | DType::I64 => f64::INFINITY,
+    }
+}
+
+/// The indices of the lines (rows, or columns through a transposed view)
+/// of `m` that hold a NaN or an infinity.
+fn non_finite_rows<T: Element>(m: MatRef<'_, T>) -> Vec<usize> {
+    if T::DTYPE.is_integer() {
+        return Vec::new();
+    }
+    (0..m.rows())
+        .filter(|&i| (0..m.cols()).any(|j| !m.get(i, j).to_f64().is_finite()))
+        .collect()
 }
 
 /// Running sums of a float comparison.
@@ -154,8 +195,20 @@ struct Tally {
 }
 
 impl Tally {
-    /// Records one computed value against its exact value and its bound.
-    fn compare(&mut self, got: f64, exact: f64, bound: f64) {
+    /// Records one computed value against its exact value and its bound;
+    /// non-finite values by IEEE rules (see the module's notes), outside
+    /// the norms.
+    fn compare(&mut self, got: f64, exact: f64, bound: f64, largest: f64) {
+        // Beyond T's range even after rounding: C must hold ±∞.
+        let overflows = exact.is_finite() && exact.abs() - bound > largest;
+        if !exact.is_finite() || !got.is_finite() || overflows {
+            let may_overflow = exact.is_finite() && exact.abs() + bound > largest;
+            let ieee = (exact.is_nan() && got.is_nan())
+                || got == exact
+                || (may_overflow && got == exact.signum() * f64::INFINITY);
+            self.worst_ratio = self.worst_ratio.max(if ieee { 0.0 } else { f64::INFINITY });
+            return;
+        }
         let diff = (got - exact).abs();
         self.diff2 += diff * diff;
         self.ref2 += exact * exact;
@@ -211,7 +264,7 @@ fn exact_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) 
         }
         for (j, &exact) in row.iter().enumerate() {
             let expected = T::wrap_from_i128(exact);
-            tally.compare(c.get(i, j).sub(expected).to_f64(), 0.0, 0.0);
+            tally.compare(c.get(i, j).sub(expected).to_f64(), 0.0, 0.0, f64::INFINITY);
             tally.ref2 += square(expected.to_f64());
         }
     }
@@ -229,7 +282,7 @@ fn exact_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_
         let abx = mat_vec(a, &mat_vec(b, &x, T::ZERO, wrapping), T::ZERO, wrapping);
         let cx = mat_vec(c, &x, T::ZERO, wrapping);
         for (&got, &want) in cx.iter().zip(&abx) {
-            tally.compare(got.sub(want).to_f64(), 0.0, 0.0);
+            tally.compare(got.sub(want).to_f64(), 0.0, 0.0, f64::INFINITY);
             tally.ref2 += square(want.to_f64());
         }
     }
@@ -261,28 +314,72 @@ fn float_randomized<T: Element>(
 ) -> Verdict {
     let mut rng = seeded_rng(0x5eed_f00d);
     let mut tally = Tally::default();
-    for i in sampled_lines(a.rows(), &mut rng) {
+    // Rows of A and columns of B that hold NaN or ±∞: Freivalds' sums
+    // leave them out, and the lines of C they meet are checked here.
+    let bad_rows = non_finite_rows(a);
+    let bad_cols = non_finite_rows(b.t());
+    let mut rows = sampled_lines(a.rows(), &mut rng);
+    rows.extend(sampled_subset(&bad_rows, &mut rng));
+    let mut cols = sampled_lines(b.cols(), &mut rng);
+    cols.extend(sampled_subset(&bad_cols, &mut rng));
+    for i in rows {
         tally = tally.merge(compare_row(a, b, c, i, bound));
     }
     // Columns of C are rows of Cᵀ = BᵀAᵀ.
-    for j in sampled_lines(b.cols(), &mut rng) {
+    for j in cols {
         tally = tally.merge(compare_row(b.t(), a.t(), c.t(), j, bound));
     }
-    let signed = |acc: f64, m: T, v: f64| acc + m.to_f64() * v;
-    let magnitude = |acc: f64, m: T, v: f64| acc + m.to_f64().abs() * v;
+    let finite = bad_rows.is_empty() && bad_cols.is_empty();
+    // With non-finite inputs x is 0 on the bad columns, and a term of 0
+    // is skipped rather than multiplied, so that ∞·0 = NaN never enters.
+    let signed = |acc: f64, m: T, v: f64| {
+        if finite || v != 0.0 {
+            acc + m.to_f64() * v
+        } else {
+            acc
+        }
+    };
+    let magnitude = |acc: f64, m: T, v: f64| {
+        if finite || v != 0.0 {
+            acc + m.to_f64().abs() * v
+        } else {
+            acc
+        }
+    };
+    let mut skip_row = vec![false; a.rows()];
+    for &i in &bad_rows {
+        skip_row[i] = true;
+    }
     for _ in 0..FREIVALDS_FLOAT_VECTORS {
-        let x: Vec<f64> = (0..b.cols()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let mut x: Vec<f64> = (0..b.cols()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        for &j in &bad_cols {
+            x[j] = 0.0;
+        }
         let x_abs: Vec<f64> = x.iter().map(|v| v.abs()).collect();
         let abx = mat_vec(a, &mat_vec(b, &x, 0.0, signed), 0.0, signed);
         let magnitudes = mat_vec(a, &mat_vec(b, &x_abs, 0.0, magnitude), 0.0, magnitude);
         let x_norm: f64 = x_abs.iter().sum();
         let cx = mat_vec(c, &x, 0.0, signed);
-        for ((got, want), &size) in cx.iter().zip(&abx).zip(&magnitudes) {
-            let allowed = (bound.gamma * size).max(bound.floor * x_norm);
-            tally.bound_only((got - want).abs(), allowed);
+        let sums = cx.iter().zip(&abx).zip(&magnitudes).zip(&skip_row);
+        for (((got, want), &size), &skip) in sums {
+            if !skip {
+                let allowed = (bound.gamma * size).max(bound.floor * x_norm);
+                tally.bound_only((got - want).abs(), allowed);
+            }
         }
     }
     tally.verdict(CheckMethod::Randomized)
+}
+
+/// All of `lines`, or [`VERIFY_SAMPLED_LINES`] of them at random.
+fn sampled_subset(lines: &[usize], rng: &mut impl Rng) -> Vec<usize> {
+    if lines.len() <= VERIFY_SAMPLED_LINES {
+        return lines.to_vec();
+    }
+    sample(rng, lines.len(), VERIFY_SAMPLED_LINES)
+        .into_iter()
+        .map(|i| lines[i])
+        .collect()
 }
 
 /// Compares row i of C with row i of A·B computed in f64, each element
@@ -303,7 +400,12 @@ fn compare_row<T: Element>(
     });
     let mut tally = Tally::default();
     for (j, (&exact, &magnitude)) in exact.iter().zip(&magnitude).enumerate() {
-        tally.compare(c.get(i, j).to_f64(), exact, bound.of(magnitude));
+        tally.compare(
+            c.get(i, j).to_f64(),
+            exact,
+            bound.of(magnitude),
+            bound.largest,
+        );
     }
     tally
 }

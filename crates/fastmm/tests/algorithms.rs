@@ -329,6 +329,78 @@ fn verification_rejects_a_single_wrong_element() {
     assert!(!verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
 }
 
+/// The IEEE class of a value: NaN, the infinity of a sign, or finite.
+fn ieee_class(x: f64) -> i8 {
+    match x {
+        x if x.is_nan() => 2,
+        x if x.is_infinite() => x.signum() as i8,
+        _ => 0,
+    }
+}
+
+/// NaN and ±∞ in the inputs propagate as in the classical product (and
+/// numpy) for every CPU algorithm and option set, fast algorithms
+/// included; the verifier accepts exactly that, below and above the
+/// full-check size, and still catches a wrong element.
+#[test]
+fn nan_and_infinity_propagate_and_verify() {
+    let mut rng = seeded_rng(9);
+    for (m, k, n) in [(37, 41, 43), (700, 600, 650)] {
+        let mut a: Matrix<f64> = random_matrix(m, k, &mut rng);
+        let mut b: Matrix<f64> = random_matrix(k, n, &mut rng);
+        a.set(3, 5, f64::INFINITY);
+        a.set(m - 2, 1, f64::NAN);
+        b.set(k - 1, 7, f64::NEG_INFINITY);
+        b.set(5, n - 3, 0.0); // ∞·0 = NaN in C(3, n−3)
+        let reference =
+            matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::new(Algorithm::Naive)).unwrap();
+        assert!(reference.get(3, 0).is_infinite() && reference.get(3, n - 3).is_nan());
+        let algorithms: Vec<Algorithm> = if m < 100 {
+            Algorithm::all_on(DeviceKind::Cpu).collect()
+        } else {
+            vec![Algorithm::Packed, Algorithm::Strassen, Algorithm::Winograd]
+        };
+        for algorithm in algorithms {
+            for opts in option_sets(algorithm) {
+                let c = matmul_with(a.as_ref(), b.as_ref(), &opts).unwrap();
+                for i in 0..m {
+                    for j in 0..n {
+                        assert_eq!(
+                            ieee_class(c.get(i, j)),
+                            ieee_class(reference.get(i, j)),
+                            "{algorithm} {opts:?} ({i}, {j}) of {m}×{k}×{n}"
+                        );
+                    }
+                }
+                let verdict = verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap();
+                assert!(
+                    verdict.ok && verdict.rel_error < 1e-12,
+                    "{algorithm}: {verdict:?}"
+                );
+            }
+        }
+        let c = reference;
+        for (i, j, wrong) in [
+            (3, 0, 1.0),              // ∞ made finite
+            (3, n - 3, 0.0),          // NaN made finite
+            (m / 2, n / 2, f64::NAN), // a finite element made NaN
+            (m - 1, 2, f64::INFINITY),
+        ] {
+            let mut bad = c.clone();
+            bad.set(i, j, wrong);
+            let verdict = verify(a.as_ref(), b.as_ref(), bad.as_ref()).unwrap();
+            assert!(!verdict.ok, "{m}×{k}×{n}: ({i}, {j}) = {wrong} passed");
+        }
+    }
+    // Overflow: finite f32 inputs whose product exceeds f32's range must
+    // give ±∞, and that is correct.
+    let a = Matrix::from_vec(1, 2, vec![3e38f32, 3e38]).unwrap();
+    let b = Matrix::from_vec(2, 2, vec![2.0f32, -1.0, 2.0, -1.0]).unwrap();
+    let c = matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::default()).unwrap();
+    assert_eq!(c.as_slice(), &[f32::INFINITY, f32::NEG_INFINITY]);
+    assert!(verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
+}
+
 #[test]
 fn verification_walks_transposed_views_along_their_storage() {
     let mut rng = seeded_rng(8);

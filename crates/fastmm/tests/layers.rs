@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 const LIBRARY: &[&[&str]] = &[
     // The vocabulary.
     &["error", "tunables", "system"],
-    &["element"],
+    &["element", "partial"],
     &["matrix", "options"],
-    &["tuning", "threads", "random"],
+    &["tuning", "threads", "random", "interop"],
     &["config", "verify"],
     // Kernels and backends.
     &["strassen"],
@@ -26,9 +26,9 @@ const LIBRARY: &[&[&str]] = &[
 
 /// The CLI's modules, likewise.
 const CLI: &[&[&str]] = &[
-    &["common"],
+    &["common", "interrupt"],
     &["run", "info", "selftest", "multiply"],
-    &["tune", "bench"],
+    &["tune", "bench", "demo"],
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -14,7 +14,6 @@ mod suites;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
@@ -252,8 +251,8 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     };
     let mut devices = Devices::default();
     add_peers(&mut sweep, &args.peers, &mut devices)?;
-    let interrupted = stop_on_ctrl_c();
-    let (measured, skipped) = measure_sweep(&sweep, &args.python, &interrupted, &mut devices)?;
+    let interrupted = crate::interrupt::stop_gracefully();
+    let (measured, skipped) = measure_sweep(&sweep, &args.python, interrupted, &mut devices)?;
     let sms = devices
         .gpus()
         .next()
@@ -284,10 +283,13 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     write_stdout(&text)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        // Each file whole or not at all, so an interrupt while writing
+        // leaves the previous run's file in place.
         let write = |name: &str, content: &str| {
-            let path = dir.join(name);
-            std::fs::write(&path, content)
-                .with_context(|| format!("cannot write {}", path.display()))
+            Ok::<(), anyhow::Error>(fastmm::partial::write_whole(
+                &dir.join(name),
+                content.as_bytes(),
+            )?)
         };
         write("results.md", &text)?;
         write("results.csv", &report::csv(&points, &axis_names)?)?;
@@ -546,22 +548,6 @@ fn openblas(
         runs_as: None,
         extra_bytes: 0,
     })
-}
-
-/// A flag that the first Ctrl-C raises, so the sweep stops after the
-/// point it is measuring and still writes what it has; a second Ctrl-C
-/// ends the process at once. (If a handler cannot be installed, Ctrl-C
-/// keeps its default meaning.)
-fn stop_on_ctrl_c() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let raised = Arc::clone(&flag);
-    let _ = ctrlc::set_handler(move || {
-        if raised.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("\nCtrl-C: finishing this point, then writing the results (again to quit)");
-    });
-    flag
 }
 
 /// A bar with an ETA over the sweep's points on a terminal (stderr), and

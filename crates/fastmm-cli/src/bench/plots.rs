@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Once;
 
 use anyhow::{anyhow, Result};
+use fastmm::partial::PartialFile;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -86,20 +87,24 @@ pub fn draw_all(dir: &Path, sweep: &Sweep, points: &[Point], machine: &str) -> R
     register_font();
     let mut names = Vec::new();
     for figure in figures.iter().filter(|f| !f.series.is_empty()) {
-        let png = dir.join(format!("{}.png", figure.file));
-        let svg = dir.join(format!("{}.svg", figure.file));
+        // Each figure is drawn to a temporary file (named with its
+        // extension, which picks the encoder) and renamed when complete.
+        let png = PartialFile::keeping_extension(&dir.join(format!("{}.png", figure.file)));
         {
-            let root = BitMapBackend::new(&png, FIGURE_SIZE).into_drawing_area();
+            let root = BitMapBackend::new(png.path(), FIGURE_SIZE).into_drawing_area();
             draw(&root, figure, machine)?;
             root.present()
-                .map_err(|e| anyhow!("cannot write {}: {e}", png.display()))?;
+                .map_err(|e| anyhow!("cannot write {}: {e}", png.path().display()))?;
         }
+        png.commit()?;
+        let svg = PartialFile::keeping_extension(&dir.join(format!("{}.svg", figure.file)));
         {
-            let root = SVGBackend::new(&svg, FIGURE_SIZE).into_drawing_area();
+            let root = SVGBackend::new(svg.path(), FIGURE_SIZE).into_drawing_area();
             draw(&root, figure, machine)?;
             root.present()
-                .map_err(|e| anyhow!("cannot write {}: {e}", svg.display()))?;
+                .map_err(|e| anyhow!("cannot write {}: {e}", svg.path().display()))?;
         }
+        svg.commit()?;
         names.push(figure.file.clone());
     }
     Ok(names)

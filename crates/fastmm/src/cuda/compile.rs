@@ -328,15 +328,14 @@ pub fn cached_ptx(
         }
     }
     let ptx = compile(key, arch)?;
-    // Write to a temporary name and rename, so a concurrent reader never
-    // sees half a file.
-    let partial = file.with_extension(format!("ptx.{}", std::process::id()));
-    let stored = fs::create_dir_all(dir)
-        .and_then(|()| fs::write(&partial, ptx.to_src()))
-        .and_then(|()| fs::rename(&partial, &file));
-    if stored.is_err() {
-        let _ = fs::remove_file(&partial);
-    }
+    // Written whole, so a concurrent reader never sees half a file; a
+    // cache that cannot be written only costs the next run a compile.
+    let _ = fs::create_dir_all(dir)
+        .map_err(|e| Error::File {
+            file: dir.display().to_string(),
+            reason: e.to_string(),
+        })
+        .and_then(|()| crate::partial::write_whole(&file, ptx.to_src().as_bytes()));
     Ok(ptx)
 }
 

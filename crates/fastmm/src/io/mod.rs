@@ -1,12 +1,35 @@
-//! Matrices in files: .npy (numpy), Matrix Market (.mtx), CSV, TSV and raw
-//! little-endian binary, read into and written from [`AnyMatrix`].
+//! Matrices in files: .npy (numpy), Matrix Market (.mtx), CSV, TSV,
+//! whitespace-separated text and raw little-endian binary, read into and
+//! written from [`AnyMatrix`].
 //!
-//! The format follows the extension ([`Format::of_path`]). Readers check
+//! ```no_run
+//! use fastmm::io::{read_matrix, write_matrix, ReadOptions};
+//! # fn main() -> Result<(), fastmm::Error> {
+//! // The format follows the extension; text is read as f64 by default.
+//! let a = read_matrix("a.npy".as_ref(), &ReadOptions::default())?;
+//! let b = read_matrix("b.csv".as_ref(), &ReadOptions::new().dtype(a.dtype()))?;
+//! write_matrix("a.txt".as_ref(), &a)?;
+//! # let _ = b;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The format follows the extension ([`Format::of_path`]) or is named
+//! ([`Format`] parses "npy", "mtx", "csv", "tsv", "txt" and "raw"). Readers check
 //! every size a file declares against the file's length before allocating
 //! for it, reject malformed input with an [`Error::File`] naming the file,
 //! the line or byte offset and the reason, and never panic. Writers write
 //! a temporary file beside the target and rename it when complete, so a
 //! half-written matrix never stands under the final name.
+//!
+//! NaN and ±∞ are values like any other: every reader accepts them (text
+//! as `nan`, `inf`, `-inf`, as numpy writes them) and every writer writes
+//! them back.
+//!
+//! A .npy file may hold a vector (1-D): it reads as one column, and
+//! [`read_array`] also reports its number of dimensions, so that a caller
+//! can follow numpy's `matmul` shapes; [`write_array`] writes a vector or
+//! a scalar back as one.
 //!
 //! Element types: .npy and raw files carry f32, f64, i32 or i64; Matrix
 //! Market `real` reads as f64 and `integer` as i64; CSV/TSV read as f64,
@@ -21,7 +44,7 @@ mod raw;
 pub use raw::LittleEndian;
 mod text;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::element::{DType, Element};
 use crate::error::Error;
@@ -38,6 +61,8 @@ pub enum Format {
     Csv,
     /// Tab-separated values.
     Tsv,
+    /// Values separated by spaces or tabs, as `np.savetxt` writes them.
+    Text,
     /// Raw little-endian elements, row-major; the shape and type come from
     /// [`ReadOptions`].
     Raw,
@@ -45,7 +70,7 @@ pub enum Format {
 
 impl Format {
     /// The format an extension names: .npy, .mtx, .csv, .tsv (or .tab),
-    /// .bin or .raw.
+    /// .txt (or .dat), .bin or .raw.
     pub fn of_path(path: &Path) -> Result<Format, Error> {
         let ext = path
             .extension()
@@ -56,11 +81,55 @@ impl Format {
             Some("mtx") => Ok(Format::MatrixMarket),
             Some("csv") => Ok(Format::Csv),
             Some("tsv") | Some("tab") => Ok(Format::Tsv),
+            Some("txt") | Some("dat") => Ok(Format::Text),
             Some("bin") | Some("raw") => Ok(Format::Raw),
             _ => Err(file_error(
                 path,
-                "unknown format: the extension must be .npy, .mtx, .csv, .tsv, .bin or .raw",
+                "unknown format: the extension must be .npy, .mtx, .csv, .tsv, .txt, .bin or .raw (or name the format)",
             )),
+        }
+    }
+
+    /// The format `named` when given, else the one `path`'s extension
+    /// names.
+    pub fn of_path_or(path: &Path, named: Option<Format>) -> Result<Format, Error> {
+        named.map_or_else(|| Format::of_path(path), Ok)
+    }
+
+    /// Its usual extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Npy => "npy",
+            Format::MatrixMarket => "mtx",
+            Format::Csv => "csv",
+            Format::Tsv => "tsv",
+            Format::Text => "txt",
+            Format::Raw => "bin",
+        }
+    }
+
+    /// Whether it is line-oriented text.
+    pub fn is_text(self) -> bool {
+        !matches!(self, Format::Npy | Format::Raw)
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = Error;
+
+    /// A format by name or extension: npy, mtx (or matrix-market), csv,
+    /// tsv (or tab), txt (or text, dat), raw (or bin).
+    fn from_str(name: &str) -> Result<Format, Error> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "npy" => Ok(Format::Npy),
+            "mtx" | "matrix-market" => Ok(Format::MatrixMarket),
+            "csv" => Ok(Format::Csv),
+            "tsv" | "tab" => Ok(Format::Tsv),
+            "txt" | "text" | "dat" => Ok(Format::Text),
+            "raw" | "bin" => Ok(Format::Raw),
+            _ => Err(Error::InvalidOption(format!(
+                "unknown format '{name}' (expected npy, mtx, csv, tsv, txt or raw)"
+            ))),
         }
     }
 }
@@ -168,21 +237,22 @@ impl Convert<i32> for i64 {
     }
 }
 
-fn convert_matrix<T: Element + Convert<U>, U: Element>(m: &Matrix<T>) -> Result<Matrix<U>, String> {
+fn convert_matrix<T: Element + Convert<U>, U: Element>(m: &Matrix<T>) -> Result<Matrix<U>, Error> {
     let mut data = Vec::with_capacity(m.as_slice().len());
     for (i, &x) in m.as_slice().iter().enumerate() {
         match x.convert() {
             Some(y) => data.push(y),
             None => {
-                let (row, col) = (i / m.cols().max(1), i % m.cols().max(1));
-                return Err(format!(
-                    "element ({row}, {col}) = {x} is not exactly a {}",
-                    U::DTYPE
-                ));
+                return Err(Error::Inexact {
+                    row: i / m.cols().max(1),
+                    col: i % m.cols().max(1),
+                    value: x.to_string(),
+                    to: U::DTYPE.to_string(),
+                });
             }
         }
     }
-    Matrix::from_vec(m.rows(), m.cols(), data).map_err(|e| e.to_string())
+    Matrix::from_vec(m.rows(), m.cols(), data)
 }
 
 impl AnyMatrix {
@@ -201,12 +271,26 @@ impl AnyMatrix {
         with_any!(self, m => (m.rows(), m.cols()))
     }
 
+    /// The same elements in row-major order as a rows×cols matrix (a
+    /// column vector as a row, say); [`Error::InvalidOption`] when the
+    /// element count differs.
+    pub fn reshaped(self, rows: usize, cols: usize) -> Result<AnyMatrix, Error> {
+        let (r, c) = self.shape();
+        if rows.checked_mul(cols) != Some(r * c) {
+            return Err(Error::InvalidOption(format!(
+                "a {r}×{c} matrix cannot be reshaped to {rows}×{cols}"
+            )));
+        }
+        Ok(with_any!(self, m => Matrix::from_vec(rows, cols, m.into_vec())?.into()))
+    }
+
     /// The same matrix as `dtype`. Widening is exact; integers become
     /// floats only when every value is exactly representable, floats
     /// become integers only when every value is integral and in range,
     /// i64 becomes i32 only in range, and f64 → f32 rounds (asked for
-    /// explicitly). The error names the first element that does not fit.
-    pub fn to(&self, dtype: DType) -> Result<AnyMatrix, String> {
+    /// explicitly). The error, [`Error::Inexact`], names the first element
+    /// that does not fit.
+    pub fn to(&self, dtype: DType) -> Result<AnyMatrix, Error> {
         macro_rules! from {
             ($m:expr) => {
                 match dtype {
@@ -234,10 +318,12 @@ pub fn promote(a: DType, b: DType) -> DType {
     }
 }
 
-/// How to read a file whose format does not say everything.
+/// How to read a file whose format does not say everything. The default
+/// reads every self-describing file; `ReadOptions::new().dtype(..)` and
+/// the other setters fill in the rest.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadOptions {
-    /// Element type of CSV/TSV (default f64) and raw files (required).
+    /// Element type of text files (default f64) and raw files (required).
     pub dtype: Option<DType>,
     /// (rows, columns) of a raw file (required for raw).
     pub shape: Option<(usize, usize)>,
@@ -245,26 +331,96 @@ pub struct ReadOptions {
     /// does not bound (a Matrix Market `coordinate` file made dense);
     /// default: the memory available now.
     pub max_bytes: Option<u64>,
+    /// The field delimiter of a text file; a space means any run of
+    /// whitespace. Default: the format's (see the module's notes).
+    pub delimiter: Option<char>,
 }
 
-/// Reads a matrix; the format follows the extension.
+impl ReadOptions {
+    /// Options that read every self-describing file.
+    pub fn new() -> ReadOptions {
+        ReadOptions::default()
+    }
+
+    /// The element type of text and raw files.
+    pub fn dtype(mut self, dtype: DType) -> ReadOptions {
+        self.dtype = Some(dtype);
+        self
+    }
+
+    /// The (rows, columns) of a raw file.
+    pub fn shape(mut self, rows: usize, cols: usize) -> ReadOptions {
+        self.shape = Some((rows, cols));
+        self
+    }
+
+    /// The field delimiter of a text file.
+    pub fn delimiter(mut self, delimiter: char) -> ReadOptions {
+        self.delimiter = Some(delimiter);
+        self
+    }
+
+    /// The most bytes a reader may allocate for a matrix whose size the
+    /// file does not bound.
+    pub fn max_bytes(mut self, bytes: u64) -> ReadOptions {
+        self.max_bytes = Some(bytes);
+        self
+    }
+}
+
+/// A matrix with the number of dimensions its file gave it: 2 for a
+/// matrix, 1 for a .npy vector (held as one column), 0 for a .npy scalar
+/// (held as 1×1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Array {
+    /// The elements, as a matrix.
+    pub matrix: AnyMatrix,
+    /// 0, 1 or 2.
+    pub ndim: usize,
+}
+
+/// Reads a matrix; the format follows the extension. A .npy vector reads
+/// as one column; a .npy scalar is refused.
 pub fn read_matrix(path: &Path, opts: &ReadOptions) -> Result<AnyMatrix, Error> {
-    let format = Format::of_path(path)?;
-    let bytes = std::fs::read(path).map_err(|e| file_error(path, &format!("cannot read: {e}")))?;
-    parse_matrix(format, &bytes, opts).map_err(|reason| file_error(path, &reason))
+    let array = read_array(path, None, opts)?;
+    if array.ndim == 0 {
+        return Err(file_error(path, "a scalar (0-D array) is not a matrix"));
+    }
+    Ok(array.matrix)
 }
 
-/// Parses a matrix from the bytes of a file in `format`; the error says
-/// where (line or byte offset) and why.
-pub fn parse_matrix(format: Format, bytes: &[u8], opts: &ReadOptions) -> Result<AnyMatrix, String> {
+/// Reads an array of 0 to 2 dimensions in `format`, or the format the
+/// extension names when that is `None`.
+pub fn read_array(path: &Path, format: Option<Format>, opts: &ReadOptions) -> Result<Array, Error> {
+    let format = Format::of_path_or(path, format)?;
+    let bytes = std::fs::read(path).map_err(|e| file_error(path, &format!("cannot read: {e}")))?;
+    parse_array(format, &bytes, opts).map_err(|e| in_file(path, e))
+}
+
+/// Parses a matrix from the bytes of a file in `format` (a .npy vector as
+/// one column). The error, [`Error::Malformed`], says where (line or byte
+/// offset) and why.
+pub fn parse_matrix(format: Format, bytes: &[u8], opts: &ReadOptions) -> Result<AnyMatrix, Error> {
+    parse_array(format, bytes, opts).map(|array| array.matrix)
+}
+
+/// Parses an array of 0 to 2 dimensions from the bytes of a file in
+/// `format` (only .npy holds fewer than 2).
+pub fn parse_array(format: Format, bytes: &[u8], opts: &ReadOptions) -> Result<Array, Error> {
+    let text_dtype = opts.dtype.unwrap_or(DType::F64);
+    let matrix = |m: Result<AnyMatrix, String>| {
+        m.map(|matrix| Array { matrix, ndim: 2 })
+            .map_err(Error::Malformed)
+    };
     match format {
-        Format::Npy => npy::read(bytes),
-        Format::MatrixMarket => mtx::read(bytes, opts.max_bytes),
-        Format::Csv => text::read(bytes, b',', opts.dtype.unwrap_or(DType::F64)),
-        Format::Tsv => text::read(bytes, b'\t', opts.dtype.unwrap_or(DType::F64)),
+        Format::Npy => npy::read(bytes).map_err(Error::Malformed),
+        Format::MatrixMarket => matrix(mtx::read(bytes, opts.max_bytes)),
+        Format::Csv => matrix(text::read(bytes, opts.delimiter, Some(','), text_dtype)),
+        Format::Tsv => matrix(text::read(bytes, opts.delimiter, Some('\t'), text_dtype)),
+        Format::Text => matrix(text::read(bytes, opts.delimiter, None, text_dtype)),
         Format::Raw => match (opts.shape, opts.dtype) {
-            (Some(shape), Some(dtype)) => raw::read(bytes, shape, dtype),
-            _ => Err("a raw file needs its shape and element type (fastmm multiply: --shape-a/--shape-b and --input-dtype)".to_string()),
+            (Some(shape), Some(dtype)) => matrix(raw::read(bytes, shape, dtype)),
+            _ => Err(Error::Malformed("a raw file needs its shape and element type (fastmm multiply: --shape-a/--shape-b and --input-dtype)".to_string())),
         },
     }
 }
@@ -273,41 +429,57 @@ pub fn parse_matrix(format: Format, bytes: &[u8], opts: &ReadOptions) -> Result<
 /// temporary file in the same directory, renamed over `path` when
 /// complete.
 pub fn write_matrix(path: &Path, m: &AnyMatrix) -> Result<(), Error> {
-    let format = Format::of_path(path)?;
-    let bytes = encode_matrix(format, m).map_err(|reason| file_error(path, &reason))?;
-    let temporary = temporary_path(path);
-    // Flushed to the disk before the rename, so that after a crash the
-    // final name holds the whole matrix or the old file, never a hole.
-    let written = std::fs::File::create(&temporary)
-        .and_then(|mut file| {
-            std::io::Write::write_all(&mut file, &bytes)?;
-            file.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&temporary, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        file_error(path, &format!("cannot write: {e}"))
-    })
+    write_bytes(
+        path,
+        &encode_matrix(Format::of_path(path)?, m).map_err(|e| in_file(path, e))?,
+    )
+}
+
+/// Writes an array as [`write_matrix`] does, in `format` or the one the
+/// extension names. A .npy file keeps its dimensions (a vector of
+/// `array.ndim == 1` as shape (n,), a 1×1 matrix of `ndim == 0` as a
+/// scalar); other formats hold it as the matrix it is.
+pub fn write_array(path: &Path, format: Option<Format>, array: &Array) -> Result<(), Error> {
+    let format = Format::of_path_or(path, format)?;
+    write_bytes(
+        path,
+        &encode_array(format, array).map_err(|e| in_file(path, e))?,
+    )
+}
+
+/// The bytes of an array's file in `format` (see [`write_array`]).
+pub fn encode_array(format: Format, array: &Array) -> Result<Vec<u8>, Error> {
+    match format {
+        Format::Npy => npy::write(&array.matrix, array.ndim).map_err(Error::Malformed),
+        _ => encode_matrix(format, &array.matrix),
+    }
+}
+
+/// `bytes` under `path`, whole or not at all (see [`crate::partial`]).
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    crate::partial::write_whole(path, bytes)
 }
 
 /// The bytes of a file holding `m` in `format` (raw: row-major,
-/// little-endian, no header).
-pub fn encode_matrix(format: Format, m: &AnyMatrix) -> Result<Vec<u8>, String> {
+/// little-endian, no header; text: one row per line, floats in their
+/// shortest round-trip form).
+pub fn encode_matrix(format: Format, m: &AnyMatrix) -> Result<Vec<u8>, Error> {
     match format {
-        Format::Npy => npy::write(m),
+        Format::Npy => npy::write(m, 2).map_err(Error::Malformed),
         Format::MatrixMarket => Ok(mtx::write(m)),
-        Format::Csv => Ok(text::write(m, b',')),
-        Format::Tsv => Ok(text::write(m, b'\t')),
+        Format::Csv => Ok(text::write(m, ',')),
+        Format::Tsv => Ok(text::write(m, '\t')),
+        Format::Text => Ok(text::write(m, ' ')),
         Format::Raw => Ok(raw::write(m)),
     }
 }
 
-/// A hidden name beside `path`, unique to this process.
-pub(crate) fn temporary_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or("matrix".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+/// An error about data, placed in the file it came from or went to.
+fn in_file(path: &Path, error: Error) -> Error {
+    match error {
+        Error::Malformed(reason) => file_error(path, &reason),
+        other => file_error(path, &other.to_string()),
+    }
 }
 
 pub(crate) fn file_error(path: &Path, reason: &str) -> Error {

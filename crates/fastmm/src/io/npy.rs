@@ -1,10 +1,10 @@
-//! .npy files through `npyz`: 2-D arrays (a 1-D array reads as one
-//! column) of f4, f8, i4 or i8 in either byte order, C or Fortran order;
-//! written little-endian in C order.
+//! .npy files through `npyz`: arrays of up to 2 dimensions (a 1-D array
+//! reads as one column, a 0-D one as 1×1) of f4, f8, i4 or i8 in either
+//! byte order, C or Fortran order; written little-endian in C order.
 
 use npyz::{NpyFile, Order, TypeChar, WriterBuilder};
 
-use super::{with_any, AnyMatrix};
+use super::{with_any, AnyMatrix, Array};
 use crate::element::Element;
 use crate::matrix::Matrix;
 
@@ -43,6 +43,8 @@ pub(super) struct Layout {
     pub dtype: crate::element::DType,
     pub rows: usize,
     pub cols: usize,
+    /// The array's dimensions: 2, 1 (a vector, as one column) or 0.
+    pub ndim: usize,
     /// Stored column by column.
     pub fortran: bool,
     pub little_endian: bool,
@@ -60,9 +62,10 @@ fn parse_header(head: &[u8], file_len: u64) -> Result<(Layout, npyz::NpyHeader),
         .map_err(|e| format!("offset 0: not a .npy file: {e}"))?;
     let offset = (head.len() - rest.len()) as u64;
     let file = NpyFile::with_header(header.clone(), rest);
-    let (rows, cols) = match *file.shape() {
-        [rows, cols] => (rows, cols),
-        [len] => (len, 1),
+    let (rows, cols, ndim) = match *file.shape() {
+        [rows, cols] => (rows, cols, 2),
+        [len] => (len, 1, 1),
+        [] => (1, 1, 0),
         ref other => {
             return Err(format!(
                 "offset 0: a matrix is 2-D, but this array has {} dimensions",
@@ -92,6 +95,7 @@ fn parse_header(head: &[u8], file_len: u64) -> Result<(Layout, npyz::NpyHeader),
         dtype,
         rows: rows as usize,
         cols: cols as usize,
+        ndim,
         fortran: file.order() == Order::Fortran,
         little_endian: ty.endianness() != npyz::Endianness::Big,
         offset,
@@ -104,16 +108,20 @@ pub(super) fn layout(head: &[u8], file_len: u64) -> Result<Layout, String> {
     parse_header(head, file_len).map(|(layout, _)| layout)
 }
 
-pub(super) fn read(bytes: &[u8]) -> Result<AnyMatrix, String> {
+pub(super) fn read(bytes: &[u8]) -> Result<Array, String> {
     let (l, header) = parse_header(bytes, bytes.len() as u64)?;
     let file = NpyFile::with_header(header, &bytes[l.offset as usize..]);
     let (rows, cols, fortran) = (l.rows, l.cols, l.fortran);
-    match l.dtype {
+    let matrix = match l.dtype {
         crate::element::DType::F32 => typed::<f32>(file, rows, cols, fortran).map(AnyMatrix::F32),
         crate::element::DType::F64 => typed::<f64>(file, rows, cols, fortran).map(AnyMatrix::F64),
         crate::element::DType::I32 => typed::<i32>(file, rows, cols, fortran).map(AnyMatrix::I32),
         crate::element::DType::I64 => typed::<i64>(file, rows, cols, fortran).map(AnyMatrix::I64),
-    }
+    }?;
+    Ok(Array {
+        matrix,
+        ndim: l.ndim,
+    })
 }
 
 /// Reads the (already length-checked) data, turning Fortran order into
@@ -133,12 +141,28 @@ fn typed<T: Element + npyz::Deserialize>(
     }
 }
 
-pub(super) fn write(m: &AnyMatrix) -> Result<Vec<u8>, String> {
-    fn typed<T: Element + npyz::AutoSerialize>(m: &Matrix<T>) -> Result<Vec<u8>, String> {
+/// The file of `m` as an array of `ndim` dimensions: 2, 1 (a vector: m
+/// has one row or one column) or 0 (a scalar: m is 1×1).
+pub(super) fn write(m: &AnyMatrix, ndim: usize) -> Result<Vec<u8>, String> {
+    let (rows, cols) = m.shape();
+    let shape: Vec<u64> = match ndim {
+        2 => vec![rows as u64, cols as u64],
+        1 if rows == 1 || cols == 1 => vec![(rows * cols) as u64],
+        0 if (rows, cols) == (1, 1) => vec![],
+        _ => {
+            return Err(format!(
+                "a {rows}×{cols} matrix cannot be written as a {ndim}-D array"
+            ))
+        }
+    };
+    fn typed<T: Element + npyz::AutoSerialize>(
+        m: &Matrix<T>,
+        shape: &[u64],
+    ) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
         let mut writer = npyz::WriteOptions::new()
             .default_dtype()
-            .shape(&[m.rows() as u64, m.cols() as u64])
+            .shape(shape)
             .writer(&mut out)
             .begin_nd()
             .map_err(|e| e.to_string())?;
@@ -148,7 +172,7 @@ pub(super) fn write(m: &AnyMatrix) -> Result<Vec<u8>, String> {
         writer.finish().map_err(|e| e.to_string())?;
         Ok(out)
     }
-    with_any!(m, m => typed(m))
+    with_any!(m, m => typed(m, &shape))
 }
 
 /// The preamble and header of a C-order, little-endian .npy file of a

@@ -35,6 +35,9 @@ pub struct MappedMatrix {
     pub cols: usize,
     /// Stored column by column (a Fortran-order .npy).
     pub column_major: bool,
+    /// The array's dimensions in its file: 2, or 1 for a .npy vector
+    /// (mapped as one column) or 0 for a .npy scalar (1×1).
+    pub ndim: usize,
     little_endian: bool,
     offset: usize,
 }
@@ -54,70 +57,77 @@ impl MappedMatrix {
         // `fastmm multiply`.
         let map =
             unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err(&format!("cannot map: {e}")))?;
-        let (dtype, rows, cols, column_major, little_endian, offset) = match Format::of_path(path)?
-        {
-            Format::Npy => {
-                let l = npy::layout(&map, len).map_err(|e| err(&e))?;
-                (
-                    l.dtype,
-                    l.rows,
-                    l.cols,
-                    l.fortran,
-                    l.little_endian,
-                    l.offset,
-                )
-            }
-            Format::Raw => {
-                let Some(((rows, cols), dtype)) = raw else {
-                    return Err(err("a raw file needs its shape and element type"));
-                };
-                let needed = (rows as u128) * (cols as u128) * dtype.size_bytes() as u128;
-                if needed != u128::from(len) {
-                    return Err(err(&format!(
-                        "{rows}×{cols} {dtype} needs {needed} bytes, but the file has {len}"
-                    )));
+        let (dtype, rows, cols, column_major, little_endian, offset, ndim) =
+            match Format::of_path(path)? {
+                Format::Npy => {
+                    let l = npy::layout(&map, len).map_err(|e| err(&e))?;
+                    (
+                        l.dtype,
+                        l.rows,
+                        l.cols,
+                        l.fortran,
+                        l.little_endian,
+                        l.offset,
+                        l.ndim,
+                    )
                 }
-                (dtype, rows, cols, false, true, 0)
-            }
-            _ => {
-                return Err(err(
-                    "an out-of-core product maps its inputs: they must be .npy or raw files",
-                ))
-            }
-        };
+                Format::Raw => {
+                    let Some(((rows, cols), dtype)) = raw else {
+                        return Err(err("a raw file needs its shape and element type"));
+                    };
+                    let needed = (rows as u128) * (cols as u128) * dtype.size_bytes() as u128;
+                    if needed != u128::from(len) {
+                        return Err(err(&format!(
+                            "{rows}×{cols} {dtype} needs {needed} bytes, but the file has {len}"
+                        )));
+                    }
+                    (dtype, rows, cols, false, true, 0, 2)
+                }
+                _ => {
+                    return Err(err(
+                        "an out-of-core product maps its inputs: they must be .npy or raw files",
+                    ))
+                }
+            };
         Ok(MappedMatrix {
             map,
             dtype,
             rows,
             cols,
             column_major,
+            ndim,
             little_endian,
             offset: offset as usize,
         })
     }
 
     /// A view of the mapped data as T, without copying: the type must be
-    /// T's, stored little-endian and aligned for T.
-    pub fn view<T: Element>(&self) -> Result<MatRef<'_, T>, String> {
+    /// T's, stored little-endian and aligned for T; else
+    /// [`Error::Unsupported`] saying which.
+    pub fn view<T: Element>(&self) -> Result<MatRef<'_, T>, Error> {
+        let refused = |what: String| Error::Unsupported {
+            algorithm: "an out-of-core product",
+            what,
+        };
         if self.dtype != T::DTYPE {
-            return Err(format!(
-                "holds {}, not {}: an out-of-core product needs both operands in the product's type",
+            return Err(refused(format!(
+                "{} data in a {} product (both operands must have the product's type)",
                 self.dtype,
                 T::DTYPE
-            ));
+            )));
         }
         if !self.little_endian {
-            return Err(
-                "is big-endian: an out-of-core product maps little-endian data only".into(),
-            );
+            return Err(refused(
+                "big-endian data (it maps little-endian data only)".into(),
+            ));
         }
         let bytes = &self.map[self.offset..];
         if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
-            return Err(format!(
-                "its data (at byte {}) is not aligned for {}",
+            return Err(refused(format!(
+                "data at byte {}, not aligned for {}",
                 self.offset,
                 T::DTYPE
-            ));
+            )));
         }
         let len = self.rows * self.cols;
         // SAFETY: the slice lies inside the map (its length was checked
@@ -132,7 +142,6 @@ impl MappedMatrix {
             (self.cols, 1)
         };
         MatRef::from_slice_strided(data, self.rows, self.cols, row_stride, col_stride)
-            .map_err(|e| e.to_string())
     }
 }
 
@@ -156,11 +165,13 @@ impl MappedMatrix {
     /// inputs of another type, byte order or alignment than the product's.
     pub fn converted(&self, dtype: DType, scratch_dir: &Path) -> Result<MappedMatrix, Error> {
         let name = format!(
-            ".fastmm-convert.{}.{}",
-            std::process::id(),
+            "fastmm-convert.{}",
             SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        let path = scratch_dir.join(name);
+        // Listed for an interrupt's clean-up, and removed when dropped at
+        // the end of this function (the map keeps the pages).
+        let scratch = crate::partial::PartialFile::new(&scratch_dir.join(name));
+        let path = scratch.path().to_path_buf();
         let err = |reason: String| file_error(&path, &reason);
         let result = (|| -> Result<memmap2::Mmap, Error> {
             let mut file = std::fs::OpenOptions::new()
@@ -188,9 +199,12 @@ impl MappedMatrix {
                     } else {
                         (at / self.cols.max(1), at % self.cols.max(1))
                     };
-                    Error::InvalidOption(format!(
-                        "element ({major}, {minor}) = {value} is not exactly a {dtype}"
-                    ))
+                    Error::Inexact {
+                        row: major,
+                        col: minor,
+                        value,
+                        to: dtype.to_string(),
+                    }
                 })?;
                 file.write_all(&out)
                     .map_err(|e| err(format!("cannot write a scratch file: {e}")))?;
@@ -199,13 +213,14 @@ impl MappedMatrix {
             // new under a unique name) and is never written after this.
             unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err(format!("cannot map: {e}")))
         })();
-        let _ = std::fs::remove_file(&path);
+        drop(scratch);
         Ok(MappedMatrix {
             map: result?,
             dtype,
             rows: self.rows,
             cols: self.cols,
             column_major: self.column_major,
+            ndim: self.ndim,
             little_endian: true,
             offset: 0,
         })
@@ -350,12 +365,8 @@ pub fn multiply<T: Element>(
     check: Option<f64>,
 ) -> Result<Report, Error> {
     let start = Instant::now();
-    let a_view = a
-        .view::<T>()
-        .map_err(|e| Error::InvalidOption(format!("A {e}")))?;
-    let b_view = b
-        .view::<T>()
-        .map_err(|e| Error::InvalidOption(format!("B {e}")))?;
+    let a_view = a.view::<T>()?;
+    let b_view = b.view::<T>()?;
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if b.rows != k {
         return Err(Error::DimensionMismatch {
@@ -431,7 +442,8 @@ pub fn write_through_map<T: Element, R>(
     let data_bytes = (m as u128) * (n as u128) * elem as u128;
     let total = u64::try_from(header.len() as u128 + data_bytes)
         .map_err(|_| file_error(c_path, "C is larger than a file can be"))?;
-    let temporary = super::temporary_path(c_path);
+    let partial = crate::partial::PartialFile::new(c_path);
+    let temporary = partial.path();
     let io = |e: std::io::Error| file_error(c_path, &format!("cannot write: {e}"));
     let result = (|| -> Result<(R, bool), Error> {
         // Read and write: a shared map needs both.
@@ -440,7 +452,7 @@ pub fn write_through_map<T: Element, R>(
             .write(true)
             .create(true)
             .truncate(true)
-            .open(&temporary)
+            .open(temporary)
             .map_err(io)?;
         file.write_all(&header).map_err(io)?;
         file.set_len(total).map_err(io)?;
@@ -467,18 +479,10 @@ pub fn write_through_map<T: Element, R>(
         }
         Ok(outcome)
     })();
+    // Dropping the partial file uncommitted removes it.
     match result {
-        Ok((value, true)) => {
-            std::fs::rename(&temporary, c_path).map_err(io)?;
-            Ok(value)
-        }
-        Ok((value, false)) => {
-            let _ = std::fs::remove_file(&temporary);
-            Ok(value)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&temporary);
-            Err(e)
-        }
+        Ok((value, true)) => partial.commit().map(|()| value),
+        Ok((value, false)) => Ok(value),
+        Err(e) => Err(e),
     }
 }
