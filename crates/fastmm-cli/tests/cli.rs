@@ -792,8 +792,10 @@ fn tune_saves_a_file_that_auto_then_uses() {
         .as_str()
         .unwrap()
         .to_string();
+    // The kernel's name, from a size it runs (8 would run the unpacked
+    // loops, too small to pack).
     let kernel = json(&fastmm(&[
-        "run", "--algo", "packed", "--size", "8", "--json",
+        "run", "--algo", "packed", "--size", "64", "--json",
     ]))[0]["kernel"]
         .as_str()
         .unwrap()
@@ -860,7 +862,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
             "--algo",
             "packed",
             "--size",
-            "64",
+            "128",
             "--threads",
             "2",
             "--blocks",
@@ -887,7 +889,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
     );
     let untouched = json(&fastmm_tuned(
         &other,
-        &["run", "--algo", "packed", "--size", "8", "--json"],
+        &["run", "--algo", "packed", "--size", "128", "--json"],
     ));
     assert_ne!(untouched[0]["threads"], 1, "{untouched}");
 

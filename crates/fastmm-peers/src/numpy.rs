@@ -63,6 +63,14 @@ fn has_avx512() -> bool {
     }
 }
 
+/// log₂ of the cycles OpenBLAS's idle workers spin before sleeping, as
+/// `OPENBLAS_THREAD_TIMEOUT` (see `Numpy::spawn`).
+const OPENBLAS_THREAD_TIMEOUT: u32 = 20;
+
+/// How long after a numpy product its workers are left to fall asleep:
+/// 2^20 cycles is 0.5 ms at 2 GHz; twice that, with margin.
+const OPENBLAS_SETTLE: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// A running numpy child for one shape and element type.
 pub struct Numpy {
     child: Child,
@@ -136,9 +144,18 @@ impl Numpy {
             // The thread count holds even without threadpoolctl.
             .env("OPENBLAS_NUM_THREADS", threads.to_string())
             .env("OMP_NUM_THREADS", threads.to_string())
-            // OpenBLAS workers otherwise spin for a long time after each
-            // product, stealing a core from whichever contestant runs next.
-            .env("OPENBLAS_THREAD_TIMEOUT", "4")
+            // OpenBLAS's idle workers spin for 2^n cycles before they
+            // sleep: 2^28 by default, a tenth of a second that would steal
+            // a core from whichever contestant runs next; at the minimum,
+            // 2^4, they sleep between the untimed and the timed product
+            // and the timed one pays their wake-up, which a numpy user in
+            // a loop never does. 2^20 cycles (about 0.3 ms) keeps them
+            // awake from one product to the next, and `time_one` then
+            // waits for them to fall asleep.
+            .env(
+                "OPENBLAS_THREAD_TIMEOUT",
+                OPENBLAS_THREAD_TIMEOUT.to_string(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -189,10 +206,14 @@ impl Numpy {
     }
 
     /// One timed product (after an untimed one), in milliseconds.
+    /// Wakes OpenBLAS with an untimed product, times the next one, and
+    /// returns once its workers have stopped spinning (so that they take
+    /// no core from the next contestant).
     pub fn time_one(&mut self) -> Result<f64> {
         writeln!(self.child.stdin.as_mut().context("no stdin")?, "time")?;
         let mut line = String::new();
         self.reader.read_line(&mut line)?;
+        std::thread::sleep(OPENBLAS_SETTLE);
         line.trim()
             .parse()
             .with_context(|| format!("numpy answered '{}'", line.trim()))

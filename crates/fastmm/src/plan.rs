@@ -179,8 +179,15 @@ pub(crate) fn on_cpu<T: Element>(
         }
         (None, Algorithm::Packed) => {
             let kernel = select_kernel::<T>(opts.cpu_kernel)?;
-            let blocks = blocks_for(kernel, opts, (m, n))?.fitted(kernel.mr, kernel.nr);
-            format!("{} {blocks}", kernel.name)
+            // The library's own matrices have contiguous rows.
+            match cpu::packed::Path::of(kernel, opts, (m, k, n), true)? {
+                cpu::packed::Path::Tiny => "tiled (too small to pack)".to_string(),
+                cpu::packed::Path::Direct => format!("{} direct (unpacked)", kernel.name),
+                cpu::packed::Path::Packed(_) => {
+                    let blocks = blocks_for(kernel, opts, (m, n))?.fitted(kernel.mr, kernel.nr);
+                    format!("{} {blocks}", kernel.name)
+                }
+            }
         }
         (None, _) => "scalar".to_string(),
     };
@@ -188,7 +195,18 @@ pub(crate) fn on_cpu<T: Element>(
         device: Device::Cpu,
         algorithm: opts.algorithm,
         kernel,
-        threads: cpu::threads(opts),
+        threads: match opts.algorithm {
+            Algorithm::Packed => match cpu::packed::Path::of(
+                select_kernel::<T>(opts.cpu_kernel)?,
+                opts,
+                (m, k, n),
+                true,
+            )? {
+                cpu::packed::Path::Packed(threads) => threads,
+                cpu::packed::Path::Tiny | cpu::packed::Path::Direct => 1,
+            },
+            _ => cpu::threads(opts),
+        },
         tile: cpu::tile(opts),
         error_growth: error_growth(fast.as_ref(), opts),
         fast,

@@ -1,11 +1,37 @@
-//! Thread pools, built once per thread count and reused.
+//! Threads: rayon pools for the work-stealing algorithms, and teams for
+//! the packed product's fixed-size parallel regions.
+//!
+//! A [`Team`] of t members is the calling thread plus t − 1 helper
+//! threads that stay alive between products. After a job a helper spins
+//! for [`TEAM_SPIN`] waiting for the next one, then parks. So a run of
+//! small products (the common case: many 256³ products in a loop) pays no
+//! thread wake-up at all, and an isolated one pays one wake per helper;
+//! a rayon pool entered from outside pays three (the pool's worker, the
+//! second worker for the split, and the caller when the job ends), tens
+//! of µs each on a VM, as long as a whole 256³ product on two cores.
+//! This is what OpenBLAS's own threads do.
+//!
+//! A woken thread may land on its waker's CPU: on a VM an idle vCPU looks
+//! preempted to the guest's scheduler, which then prefers the waker's, and
+//! a caller and a helper that both keep running never get pulled apart
+//! until the next load-balancing tick. Two members on one CPU run no
+//! faster than one (each wait hands the CPU to the other: measured as a
+//! two-thread 256³ product taking a one-thread product's time). So at
+//! each job a helper on its caller's CPU moves itself to the next free
+//! one ([`placement`]).
 
+use std::any::Any;
 use std::collections::HashMap;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
 
 use rayon::ThreadPool;
 
 use crate::error::Error;
+use crate::tunables::{SPIN_BEFORE_YIELD, TEAM_SPIN};
 
 /// Runs `f` inside a rayon pool of exactly `threads` workers. Pools are
 /// cached, so only the first call with a given count pays for spawning.
@@ -41,4 +67,360 @@ pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Res
         }
     };
     Ok(pool.install(f))
+}
+
+/// Calls `f(0)`, …, `f(members − 1)` concurrently, one call per member,
+/// and returns when all have returned (re-raising a member's panic). On a
+/// free [`Team`] of that size when the caller is not a rayon worker, else
+/// on rayon (the current pool, or the cached pool of that size). A member
+/// may wait for another member's progress: every member runs on its own
+/// thread or, on rayon, is taken by a running thread.
+pub(crate) fn for_each_member(members: usize, f: &(dyn Fn(usize) + Sync)) {
+    if members <= 1 {
+        f(0);
+        return;
+    }
+    if rayon::current_thread_index().is_none() {
+        if let Some(team) = Team::of(members) {
+            if let Some(ran) = team.try_run(f) {
+                if let Err(panic) = ran {
+                    resume_unwind(panic);
+                }
+                return;
+            }
+        }
+    }
+    let on_rayon = || {
+        use rayon::prelude::*;
+        (0..members).into_par_iter().for_each(f);
+    };
+    if rayon::current_thread_index().is_some() {
+        on_rayon();
+    } else if run_in_pool(members, on_rayon).is_err() {
+        // No threads could be started: the members one after another on
+        // this thread is not possible when they wait for each other, so
+        // this is the one unrecoverable case; it needs a machine that
+        // cannot spawn a thread.
+        panic!("cannot start {members} threads");
+    }
+}
+
+/// Values handed out one per member of a [`for_each_member`] call: member
+/// t takes the t-th, once (a team's members share the job by reference,
+/// so each member's exclusive part of the work travels through here).
+pub(crate) struct Shares<T>(Vec<Mutex<Option<T>>>);
+
+impl<T> Shares<T> {
+    pub(crate) fn new(values: impl IntoIterator<Item = T>) -> Shares<T> {
+        Shares(values.into_iter().map(|v| Mutex::new(Some(v))).collect())
+    }
+
+    /// The t-th value, the first time it is asked for.
+    pub(crate) fn take(&self, t: usize) -> Option<T> {
+        self.0.get(t).and_then(|share| lock(share).take())
+    }
+}
+
+/// The calling thread and `members − 1` helpers, running one job at a time.
+pub(crate) struct Team {
+    shared: Arc<Shared>,
+    /// Held by the caller for the length of a job; a second caller (or a
+    /// job that calls back in) finds it taken and runs on rayon instead.
+    busy: Mutex<()>,
+}
+
+/// What the caller and the helpers share.
+struct Shared {
+    /// The current job: a `*const (dyn Fn(usize) + Sync)`, valid while
+    /// `pending` > 0 (the caller waits for that before returning).
+    job: Mutex<Option<JobPtr>>,
+    /// Bumped once per job; helpers run each generation once.
+    generation: AtomicU64,
+    /// Helpers still running the current job.
+    pending: AtomicUsize,
+    /// A helper's panic, for the caller to re-raise.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// Per helper: parked (or about to park), so the caller must wake it.
+    asleep: Vec<AtomicBool>,
+    /// Per helper: its thread, for unparking.
+    threads: OnceLock<Vec<Thread>>,
+    /// The CPU the caller published the current job from.
+    caller_cpu: std::sync::atomic::AtomicIsize,
+}
+
+/// The job's address, sent to the helpers.
+#[derive(Clone, Copy)]
+struct JobPtr(*const (dyn Fn(usize) + Sync));
+
+// SAFETY: the pointee is `Sync`, and the caller keeps it alive until every
+// helper is done with it (see `Team::try_run`).
+unsafe impl Send for JobPtr {}
+
+impl Team {
+    /// The cached team of `members` (started on first use), or `None`
+    /// when its threads cannot be started.
+    fn of(members: usize) -> Option<Arc<Team>> {
+        static TEAMS: OnceLock<Mutex<HashMap<usize, Option<Arc<Team>>>>> = OnceLock::new();
+        let mut teams = TEAMS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        teams
+            .entry(members)
+            .or_insert_with(|| Team::start(members).map(Arc::new))
+            .clone()
+    }
+
+    fn start(members: usize) -> Option<Team> {
+        let helpers = members - 1;
+        let shared = Arc::new(Shared {
+            job: Mutex::new(None),
+            generation: AtomicU64::new(0),
+            pending: AtomicUsize::new(0),
+            panic: Mutex::new(None),
+            asleep: (0..helpers).map(|_| AtomicBool::new(false)).collect(),
+            threads: OnceLock::new(),
+            caller_cpu: std::sync::atomic::AtomicIsize::new(-1),
+        });
+        let mut threads = Vec::with_capacity(helpers);
+        for index in 0..helpers {
+            let shared = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("fastmm-team-{}", index + 1))
+                .spawn(move || helper(&shared, index))
+                .ok()?;
+            threads.push(handle.thread().clone());
+        }
+        let _ = shared.threads.set(threads);
+        Some(Team {
+            shared,
+            busy: Mutex::new(()),
+        })
+    }
+
+    /// Runs `f` on every member, or returns `None` when the team is busy.
+    fn try_run(&self, f: &(dyn Fn(usize) + Sync)) -> Option<Result<(), Box<dyn Any + Send>>> {
+        let _busy = self.busy.try_lock().ok()?;
+        let shared = &*self.shared;
+        let helpers = shared.asleep.len();
+        // SAFETY (of the lifetime erasure): `f` outlives this call, and this
+        // call does not return (nor unwind: the caller's own share runs
+        // under catch_unwind) before `pending` is 0, that is before every
+        // helper has finished with the pointer.
+        let job: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(f) };
+        *lock(&shared.job) = Some(JobPtr(job));
+        shared
+            .caller_cpu
+            .store(placement::current_cpu(), Ordering::SeqCst);
+        shared.pending.store(helpers, Ordering::SeqCst);
+        shared.generation.fetch_add(1, Ordering::SeqCst);
+        if let Some(threads) = shared.threads.get() {
+            for (asleep, thread) in shared.asleep.iter().zip(threads) {
+                if asleep.swap(false, Ordering::SeqCst) {
+                    thread.unpark();
+                }
+            }
+        }
+        let own = catch_unwind(AssertUnwindSafe(|| f(0)));
+        wait_until(|| shared.pending.load(Ordering::Acquire) == 0);
+        *lock(&shared.job) = None;
+        let helper_panic = lock(&shared.panic).take();
+        Some(match (own, helper_panic) {
+            (Err(panic), _) | (Ok(()), Some(panic)) => Err(panic),
+            (Ok(()), None) => Ok(()),
+        })
+    }
+}
+
+/// A helper's life: wait for a new generation (spinning for
+/// [`TEAM_SPIN`], then parked), run the job as member `index + 1`, report.
+fn helper(shared: &Shared, index: usize) {
+    let mut seen = 0u64;
+    loop {
+        let started = Instant::now();
+        while shared.generation.load(Ordering::Acquire) == seen {
+            if started.elapsed() < TEAM_SPIN {
+                // Yield rather than spin: if the scheduler has put this
+                // helper on the caller's CPU, the caller runs meanwhile.
+                std::thread::yield_now();
+                continue;
+            }
+            // Say so before the last check, so that a caller publishing
+            // after this check sees the flag and unparks (the park token
+            // covers an unpark that comes before the park).
+            shared.asleep[index].store(true, Ordering::SeqCst);
+            if shared.generation.load(Ordering::SeqCst) != seen {
+                shared.asleep[index].store(false, Ordering::SeqCst);
+                break;
+            }
+            std::thread::park_timeout(Duration::from_secs(1));
+        }
+        seen = shared.generation.load(Ordering::Acquire);
+        let job = *lock(&shared.job);
+        if let Some(JobPtr(job)) = job {
+            placement::step_aside(shared.caller_cpu.load(Ordering::SeqCst), index);
+            // SAFETY: the caller keeps the job alive until `pending` is 0,
+            // which this helper's decrement below has not yet made it.
+            let f = unsafe { &*job };
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(index + 1))) {
+                lock(&shared.panic).get_or_insert(panic);
+            }
+        }
+        shared.pending.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// Waits until `ready()`: spins for [`SPIN_BEFORE_YIELD`], then yields
+/// the CPU between checks. The spin covers the usual wait, a task ending
+/// on another core within µs; the yield covers a thread the scheduler has
+/// put on this one's CPU (after a wake-up, or on a busy machine), which
+/// can only finish what is waited for when this thread steps aside. A
+/// count of PAUSE instructions is no measure of time (a PAUSE costs from
+/// 10 to 150 cycles across x86 cores), so the spin is timed.
+pub(crate) fn wait_until(ready: impl Fn() -> bool) {
+    if ready() {
+        return;
+    }
+    let start = Instant::now();
+    loop {
+        for _ in 0..16 {
+            if ready() {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() >= SPIN_BEFORE_YIELD {
+            break;
+        }
+    }
+    while !ready() {
+        std::thread::yield_now();
+    }
+}
+
+/// Where threads run (Linux; elsewhere the scheduler decides alone).
+mod placement {
+    /// The CPU this thread runs on, or −1 when unknown.
+    pub(super) fn current_cpu() -> isize {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: sched_getcpu takes no arguments and only reads.
+            unsafe { libc::sched_getcpu() as isize }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            -1
+        }
+    }
+
+    /// Moves this helper (the `index`-th) off `caller_cpu` when it runs
+    /// there: to the `index`-th CPU after the caller's among those this
+    /// thread may use, by narrowing its affinity to that CPU (the kernel
+    /// migrates a thread at once when its CPU leaves the mask) and then
+    /// restoring the mask, so the scheduler stays free afterwards. A
+    /// failed call changes nothing but the speed.
+    pub(super) fn step_aside(caller_cpu: isize, index: usize) {
+        #[cfg(target_os = "linux")]
+        {
+            if caller_cpu < 0 || current_cpu() != caller_cpu {
+                return;
+            }
+            // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls
+            // get and set this thread's (pid 0) mask with its true size.
+            unsafe {
+                let size = std::mem::size_of::<libc::cpu_set_t>();
+                let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+                if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+                    return;
+                }
+                let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &allowed))
+                    .collect();
+                let Some(at) = cpus.iter().position(|&c| c as isize == caller_cpu) else {
+                    return;
+                };
+                if cpus.len() < 2 {
+                    return;
+                }
+                let target = cpus[(at + 1 + index % (cpus.len() - 1)) % cpus.len()];
+                let mut only: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(target, &mut only);
+                if libc::sched_setaffinity(0, size, &only) == 0 {
+                    libc::sched_setaffinity(0, size, &allowed);
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (caller_cpu, index);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The values behind these locks are plain data, consistent after a
+    // panic elsewhere.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_member_runs_once_and_members_can_wait_for_each_other() {
+        for members in [1, 2, 3, 5] {
+            for _ in 0..50 {
+                let ran: Vec<AtomicUsize> = (0..members).map(|_| AtomicUsize::new(0)).collect();
+                let arrived = AtomicUsize::new(0);
+                for_each_member(members, &|m| {
+                    ran[m].fetch_add(1, Ordering::SeqCst);
+                    // A barrier: only completes if all run concurrently.
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    while arrived.load(Ordering::SeqCst) < members {
+                        std::hint::spin_loop();
+                    }
+                });
+                assert!(ran.iter().all(|r| r.load(Ordering::SeqCst) == 1));
+            }
+        }
+    }
+
+    #[test]
+    fn a_member_panic_reaches_the_caller_and_the_team_survives() {
+        let caught = catch_unwind(|| {
+            for_each_member(2, &|m| {
+                if m == 1 {
+                    panic!("member 1 fails");
+                }
+            })
+        });
+        assert!(caught.is_err());
+        let count = AtomicUsize::new(0);
+        for_each_member(2, &|_| {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn concurrent_callers_and_nested_calls_fall_back_to_rayon() {
+        let total = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        for_each_member(2, &|_| {
+                            for_each_member(2, &|_| {
+                                total.fetch_add(1, Ordering::SeqCst);
+                            });
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(total.load(Ordering::SeqCst), 4 * 20 * 4);
+    }
 }

@@ -101,8 +101,32 @@ pub const NC_SLACK: (usize, usize) = (1, 4);
 /// `tiled` loops, which measured faster up to about 16³.
 pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
 
+/// How long a team's helper thread spins for the next job before it
+/// parks (see `threads`): long enough to cover the gap between products
+/// in a loop, so that a run of small products never waits for a thread
+/// to wake; short enough that an idle program stops burning a core
+/// almost at once.
+pub const TEAM_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// How long a thread waiting for another thread's task spins before it
+/// yields the CPU between checks (`threads::wait_until`): a few µs, the
+/// usual wait for a task ending on another core. A thread waited for on
+/// the same CPU (as the scheduler places one after a wake-up) gets to run
+/// at the first yield: spinning 2^12 PAUSEs first had cost 0.4 ms per
+/// 64³ product on two co-located threads.
+pub const SPIN_BEFORE_YIELD: std::time::Duration = std::time::Duration::from_micros(4);
+
+/// Products with m·n·k up to this run `packed`'s direct path (no packing;
+/// see `cpu::packed::direct`) when they run on one thread and B's rows
+/// are contiguous.
+pub const PACKED_DIRECT_MAX_MNK: u128 = 384 * 384 * 384;
+
+/// Depth of the direct path's k steps: a 256×48 f32 block of B is L1's
+/// size on the AVX-512 kernels (f64's 256×24 likewise).
+pub const PACKED_DIRECT_KC: usize = 256;
+
 /// Products with m·n·k below this run `packed` on the calling thread.
-pub const PACKED_PARALLEL_MIN_MNK: u128 = 64 * 64 * 64;
+pub const PACKED_PARALLEL_MIN_MNK: u128 = 80 * 80 * 80;
 
 /// `packed` on several threads cuts each block of C it splits by rows into
 /// about this many row tasks per thread (each at least 32 micro-panels of Ã

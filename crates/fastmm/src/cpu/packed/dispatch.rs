@@ -6,9 +6,9 @@ use std::any::Any;
 
 use crate::config::Config;
 use crate::cpu::packed::blocking::{analytical_blocks, CoreRates};
-use crate::cpu::packed::driver;
 use crate::cpu::packed::kernel::Microkernel;
 use crate::cpu::packed::kernels::generic::Generic;
+use crate::cpu::packed::{direct, driver};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
@@ -29,6 +29,10 @@ pub(crate) type MicrokernelFn<T> = unsafe fn(usize, T, *const T, *const T, T, *m
 /// The driver instantiated for one kernel: C ← αAB + βC on a thread count.
 pub(crate) type GemmFn<T> =
     fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>, &BlockSizes, usize);
+
+/// The direct (unpacked) driver instantiated for one kernel: C ← αAB + βC
+/// with k in steps of the last argument (see [`direct::gemm_direct`]).
+pub(crate) type DirectFn<T> = fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>, usize);
 
 /// The fused driver instantiated for one kernel (see [`driver::gemm_fused`]).
 pub(crate) type FusedFn<T> = unsafe fn(
@@ -56,6 +60,8 @@ pub(crate) struct PackedKernel<T: Element> {
     pub(crate) micro: MicrokernelFn<T>,
     pub(crate) gemm: GemmFn<T>,
     pub(crate) fused: FusedFn<T>,
+    /// The direct driver, for kernels with their own direct code.
+    pub(crate) direct: Option<DirectFn<T>>,
 }
 
 impl<T: Element> PackedKernel<T> {
@@ -70,6 +76,11 @@ impl<T: Element> PackedKernel<T> {
             micro: K::run,
             gemm: driver::gemm::<T, K>,
             fused: driver::gemm_fused::<T, K>,
+            direct: if K::DIRECT {
+                Some(direct::gemm_direct::<T, K>)
+            } else {
+                None
+            },
         }
     }
 

@@ -40,7 +40,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use rayon::prelude::*;
+use crate::threads::{for_each_member, Shares};
 
 use crate::cpu::packed::blocking::{balanced_block, NC_SLACK};
 use crate::cpu::packed::kernel::{merge_tile, Microkernel};
@@ -100,8 +100,9 @@ impl<T> Dest<T> {
     }
 }
 
-/// C ← α·A·B + β·C with kernel K on `threads` threads (the caller's, when 1;
-/// otherwise those of the current rayon pool, which must have that many).
+/// C ← α·A·B + β·C with kernel K on `threads` threads: the caller's, when
+/// 1; otherwise the caller and a team's helpers, or, called from a rayon
+/// pool, that pool's threads (see [`for_each_member`]).
 pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     alpha: T,
     a: MatRef<'_, T>,
@@ -202,27 +203,28 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
             if threads == 1 {
                 pack_b_sum::<T, K>(&b_terms, b_packed, b_scratch);
             } else {
+                // Member t packs the t-th chunk of column panels, with
+                // the t-th scratch panel.
                 let per_thread = column_panels.div_ceil(threads);
                 let chunk = per_thread * K::NR * kb;
-                let scratch_chunks = b_scratch.chunks_mut(b_scratch_panel.max(1)).map(Some);
-                b_packed
-                    .par_chunks_mut(chunk)
-                    .zip(
-                        scratch_chunks
-                            .chain(std::iter::repeat_with(|| None))
-                            .take(threads)
-                            .collect::<Vec<_>>(),
-                    )
-                    .enumerate()
-                    .for_each(|(t, (chunk, scratch))| {
-                        let col0 = t * per_thread * K::NR;
-                        let cols = (per_thread * K::NR).min(nb - col0);
-                        let part: Vec<(T, MatRef<'_, T>)> = b_terms
-                            .iter()
-                            .map(|&(w, block)| (w, block.submatrix(0, col0, kb, cols)))
-                            .collect();
-                        pack_b_sum::<T, K>(&part, chunk, scratch.unwrap_or(&mut []));
-                    });
+                let mut scratch_chunks = b_scratch.chunks_mut(b_scratch_panel.max(1));
+                let parts = Shares::new(
+                    b_packed
+                        .chunks_mut(chunk)
+                        .map(|c| (c, scratch_chunks.next().unwrap_or(&mut []))),
+                );
+                for_each_member(threads, &|t| {
+                    let Some((chunk, scratch)) = parts.take(t) else {
+                        return;
+                    };
+                    let col0 = t * per_thread * K::NR;
+                    let cols = (per_thread * K::NR).min(nb - col0);
+                    let terms: Vec<(T, MatRef<'_, T>)> = b_terms
+                        .iter()
+                        .map(|&(w, block)| (w, block.submatrix(0, col0, kb, cols)))
+                        .collect();
+                    pack_b_sum::<T, K>(&terms, chunk, scratch);
+                });
             }
             let b_packed: &[T] = b_packed;
             for (term, &(w, whole)) in a_terms.iter_mut().zip(a) {
@@ -251,7 +253,11 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
                     .step_by(cols)
                     .map(|c0| (0, c0, m, cols.min(nb - c0)))
                     .collect();
-                regions.into_par_iter().for_each(run);
+                for_each_member(threads, &|t| {
+                    if let Some(&region) = regions.get(t) {
+                        run(region);
+                    }
+                });
             }
         }
     }
@@ -397,28 +403,23 @@ unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
             rows_done[step].fetch_add(1, Ordering::Release);
         }
     };
-    (0..threads).into_par_iter().for_each(worker);
+    for_each_member(threads, &worker);
 }
 
-/// Spins until `ready()` holds, yielding the CPU after a while (the task
-/// waited for may belong to a thread the host has paused).
-/// Gives up (panics) once `abandoned` is set: a worker that panicked
-/// will never finish the task waited for, and the panic should reach the
-/// caller rather than leave the other workers spinning.
+/// Waits until `ready()` holds ([`crate::threads::wait_until`]: a short
+/// spin, then yielding, so that a member the scheduler has put on this
+/// thread's CPU gets to run). Gives up (panics) once `abandoned` is set:
+/// a worker that panicked will never finish the task waited for, and the
+/// panic should reach the caller rather than leave the other workers
+/// spinning.
 fn wait_until(ready: &dyn Fn() -> bool, abandoned: &AtomicBool) {
-    let mut spins = 0u32;
-    while !ready() {
+    crate::threads::wait_until(|| {
         assert!(
             !abandoned.load(Ordering::Relaxed),
             "another thread of the packed product panicked"
         );
-        if spins < SPINS_BEFORE_YIELD {
-            spins += 1;
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
+        ready()
+    });
 }
 
 /// Sets its flag when dropped during a panic, so that the other workers'
@@ -432,10 +433,6 @@ impl Drop for AbandonOnPanic<'_> {
         }
     }
 }
-
-/// Spins of [`wait_until`] before it starts yielding: a few µs, about the
-/// length of the waits that end at the next task's end.
-const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 
 /// A buffer written and read by several threads under the pipeline's
 /// protocol ([`gemm_rows_pipelined`]), which keeps the parts any two
@@ -552,20 +549,19 @@ fn gemm_split_k<T: Element, K: Microkernel<T>>(
     for buffer in partials.chunks_exact_mut(m * n) {
         targets.push(MatMut::from_slice(buffer, m, n).expect("an m×n buffer"));
     }
-    targets
-        .into_par_iter()
-        .zip(slices)
-        .enumerate()
-        .for_each(|(t, (target, (p0, len)))| {
+    let work = Shares::new(targets.into_iter().zip(slices));
+    for_each_member(threads, &|t| {
+        if let Some((target, (p0, len))) = work.take(t) {
             let beta_here = if t == 0 { beta } else { T::ZERO };
             let a_slice = a.submatrix(0, p0, m, len);
             let b_slice = b.submatrix(p0, 0, len, n);
             gemm::<T, K>(alpha, a_slice, b_slice, beta_here, target, blocks, 1);
-        });
+        }
+    });
     let rows_per_task = m.div_ceil(threads);
-    c.into_blocks(rows_per_task, n)
-        .into_par_iter()
-        .for_each(|(row0, _, mut rows)| {
+    let bands = Shares::new(c.into_blocks(rows_per_task, n));
+    for_each_member(threads, &|t| {
+        if let Some((row0, _, mut rows)) = bands.take(t) {
             for partial in partials.chunks_exact(m * n) {
                 for i in 0..rows.rows() {
                     let src = &partial[(row0 + i) * n..(row0 + i + 1) * n];
@@ -576,7 +572,8 @@ fn gemm_split_k<T: Element, K: Microkernel<T>>(
                     }
                 }
             }
-        });
+        }
+    });
 }
 
 /// One thread's share of a (jc, pc) block: its rows of the A terms packed

@@ -20,6 +20,11 @@
 //!   NaN included, do not influence the result.
 //! * **kc = 0** is allowed and gives C_tile ← β·C_tile.
 //!
+//! **The direct variant** ([`Microkernel::run_direct`]) computes a tile
+//! from A and B as they lie in memory instead of packed panels: the small
+//! products' path ([`super::direct`]), where packing would cost a third
+//! of the time.
+//!
 //! Every kernel has a reference twin, [`super::kernels::generic`]: plain
 //! scalar loops with the same contract, used as the portable fallback and as
 //! the oracle the fast kernels are tested against.
@@ -144,6 +149,66 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
         debug_assert!((1..=Self::NR).contains(&cols));
         // SAFETY: forwarded contract; the scratch is a full MR×NR tile.
         unsafe { Self::run(kc, alpha, a, b, T::ZERO, scratch, Self::NR as isize, 1) }
+    }
+
+    /// Whether [`Microkernel::run_direct`] is this kernel's own vector
+    /// code. The default is the scalar reference below, which is correct
+    /// but only there for the twin and the tests: the direct path runs
+    /// kernels that set this.
+    const DIRECT: bool = false;
+
+    /// Elements per vector of [`Microkernel::run_direct`]'s loads of B
+    /// (1 for scalar code).
+    const LANES: usize = 1;
+
+    /// C ← α·A·B + β·C on the first `rows` rows (1 ≤ rows ≤ MR) and `cols`
+    /// columns (1 ≤ cols ≤ NR) of a tile, from unpacked operands: A's
+    /// element (i, p) at `a[i·rs_a + p·cs_a]` (read for i < rows only) and
+    /// B's element (p, j) at `b[p·rs_b + j]`, each row of B read for its
+    /// first ⌈cols/LANES⌉·LANES columns (whole vectors; the values past
+    /// `cols` do not matter). Only the rows×cols elements of C are
+    /// touched; β = 0 never reads them.
+    ///
+    /// # Safety
+    /// Those elements of A (kc deep) and of B (kc rows) are readable; every `c + i·rs_c + j·cs_c` (i < rows, j < cols) is valid
+    /// for reads and writes and not aliased elsewhere;
+    /// [`Microkernel::is_available`] is true.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run_direct(
+        kc: usize,
+        alpha: T,
+        (a, rs_a, cs_a): (*const T, isize, isize),
+        rows: usize,
+        (b, rs_b): (*const T, isize),
+        beta: T,
+        (c, rs_c, cs_c): (*mut T, isize, isize),
+        cols: usize,
+    ) {
+        debug_assert!((1..=Self::MR).contains(&rows) && (1..=Self::NR).contains(&cols));
+        for i in 0..rows {
+            for j in 0..cols {
+                let mut sum = T::ZERO;
+                for p in 0..kc {
+                    // SAFETY: i < rows, p < kc and j < cols ≤ NR address
+                    // the elements the contract makes readable.
+                    let (aip, bpj) = unsafe {
+                        (
+                            *a.offset(i as isize * rs_a + p as isize * cs_a),
+                            *b.offset(p as isize * rs_b + j as isize),
+                        )
+                    };
+                    sum = sum.add_product(aip, bpj);
+                }
+                // SAFETY: (i, j) is inside the tile of the contract.
+                let cij = unsafe { &mut *c.offset(i as isize * rs_c + j as isize * cs_c) };
+                let product = alpha.mul(sum);
+                *cij = if beta == T::ZERO {
+                    product
+                } else {
+                    product.add_product(beta, *cij)
+                };
+            }
+        }
     }
 
     /// Packs the w×kb view `src` into ⌈w/width⌉ panels of `width` lanes in

@@ -10,6 +10,7 @@
 //! the unpacked `tiled` loops.
 
 pub(crate) mod blocking;
+pub(crate) mod direct;
 pub(crate) mod dispatch;
 pub(crate) mod driver;
 pub(crate) mod kernel;
@@ -26,7 +27,9 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::{BlockSizes, GemmOptions};
 use crate::threads::run_in_pool;
-use crate::tunables::{DEFAULT_TILE, PACKED_MIN_MNK, PACKED_PARALLEL_MIN_MNK};
+use crate::tunables::{
+    DEFAULT_TILE, PACKED_DIRECT_KC, PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK, PACKED_PARALLEL_MIN_MNK,
+};
 
 /// The cache blocks `packed` runs an m×n C with: the option, else
 /// `FASTMM_BLOCKS`, else the kernel's default (tuned or analytical).
@@ -42,13 +45,56 @@ pub(crate) fn blocks_for<T: Element>(
 }
 
 /// The threads `packed` runs a product of m·n·k multiply-adds on: one
-/// below [`PACKED_PARALLEL_MIN_MNK`], where waking the pool costs more
-/// than the work.
+/// below [`PACKED_PARALLEL_MIN_MNK`], where waking a second thread costs
+/// more than it saves.
 pub(crate) fn threads_for(opts: &GemmOptions, mnk: u128) -> usize {
     if mnk < PACKED_PARALLEL_MIN_MNK {
         1
     } else {
         crate::cpu::threads(opts)
+    }
+}
+
+/// How `packed` runs a product: the choice by size, made in one place for
+/// the product and its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// Below [`PACKED_MIN_MNK`]: the unpacked `tiled` loops.
+    Tiny,
+    /// Up to [`PACKED_DIRECT_MAX_MNK`] on one thread: the kernel on A and
+    /// B as they lie ([`direct`]).
+    Direct,
+    /// The five packed loops on this many threads.
+    Packed(usize),
+}
+
+impl Path {
+    /// The path of an m×k×n product; `rows_contiguous`: B's rows are
+    /// (the direct path loads them as they lie). A forced kernel or block
+    /// size runs the packed loops as asked (the kernel tests rely on it);
+    /// a forced kernel still takes the direct path, which runs it too.
+    pub(crate) fn of<T: Element>(
+        kernel: &PackedKernel<T>,
+        opts: &GemmOptions,
+        (m, k, n): (usize, usize, usize),
+        rows_contiguous: bool,
+    ) -> Result<Path, Error> {
+        let mnk = m as u128 * n as u128 * k as u128;
+        let blocks_forced = opts.block_sizes.is_some() || Config::get().blocks()?.is_some();
+        let forced = blocks_forced || opts.cpu_kernel.is_some();
+        let threads = threads_for(opts, mnk);
+        Ok(if mnk < PACKED_MIN_MNK && !forced {
+            Path::Tiny
+        } else if kernel.direct.is_some()
+            && threads == 1
+            && mnk <= PACKED_DIRECT_MAX_MNK
+            && rows_contiguous
+            && !blocks_forced
+        {
+            Path::Direct
+        } else {
+            Path::Packed(threads)
+        })
     }
 }
 
@@ -62,27 +108,27 @@ pub(crate) fn multiply<T: Element>(
     opts: &GemmOptions,
 ) -> Result<(), Error> {
     let kernel = select_kernel::<T>(opts.cpu_kernel)?;
-    let mnk = c.rows() as u128 * c.cols() as u128 * a.cols() as u128;
-    let forced = opts.cpu_kernel.is_some()
-        || opts.block_sizes.is_some()
-        || Config::get().blocks()?.is_some();
-    if mnk < PACKED_MIN_MNK && !forced {
-        // Packing costs more than it saves on products this small. A forced
-        // kernel or block size always runs as asked (the kernel tests rely
-        // on it).
-        c.scale_by(beta);
-        tiled::accumulate(alpha, a, b, c, DEFAULT_TILE);
-        return Ok(());
+    let shape = (a.rows(), a.cols(), b.cols());
+    let rows_contiguous = b.col_stride() == 1 || b.cols() == 1;
+    match (
+        Path::of(kernel, opts, shape, rows_contiguous)?,
+        kernel.direct,
+    ) {
+        (Path::Tiny, _) => {
+            // Packing costs more than it saves on products this small.
+            c.scale_by(beta);
+            tiled::accumulate(alpha, a, b, c, DEFAULT_TILE);
+        }
+        (Path::Direct, Some(direct)) => direct(alpha, a, b, beta, c, PACKED_DIRECT_KC),
+        (Path::Direct, None) => unreachable!("the direct path is chosen only for direct kernels"),
+        (Path::Packed(threads), _) => {
+            let blocks = blocks_for(kernel, opts, c.shape())?;
+            // On the caller's thread, with a team's helpers when threads
+            // > 1: no rayon pool to enter and leave (see `crate::threads`).
+            (kernel.gemm)(alpha, a, b, beta, c, &blocks, threads);
+        }
     }
-    let blocks = blocks_for(kernel, opts, c.shape())?;
-    let threads = threads_for(opts, mnk);
-    if threads == 1 {
-        (kernel.gemm)(alpha, a, b, beta, c, &blocks, 1);
-        return Ok(());
-    }
-    run_in_pool(threads, || {
-        (kernel.gemm)(alpha, a, b, beta, c, &blocks, threads)
-    })
+    Ok(())
 }
 
 /// The fast algorithms' fused primitive on the CPU:

@@ -329,6 +329,90 @@ macro_rules! simd_kernel {
                 }
             }
 
+            /// `Microkernel::run_direct` on the first NV of the tile's $nv
+            /// vectors of columns: A broadcast from its own rows (the
+            /// pointers of rows past `rows` repeat the last row, so that
+            /// every read is in bounds and their sums are dropped), B's
+            /// rows loaded where they lie.
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+            unsafe fn compute_direct<const NV: usize>(
+                kc: usize,
+                alpha: $t,
+                (a, rs_a, cs_a): (*const $t, isize, isize),
+                rows: usize,
+                (b, rs_b): (*const $t, isize),
+                beta: $t,
+                (c, rs_c, cs_c): (*mut $t, isize, isize),
+                cols: usize,
+            ) {
+                const NR: usize = $nv * $lanes;
+                // SAFETY (whole body): the run_direct contract bounds
+                // every access: A's rows below `rows` kc deep, B's kc rows
+                // of ⌈cols/lanes⌉ = NV vectors, and C's rows×cols elements.
+                unsafe {
+                    let mut acc = [[$ops::zero(); NV]; $mr];
+                    let mut a_rows = [a; $mr];
+                    for i in 0..$mr {
+                        a_rows[i] = a.offset(i.min(rows - 1) as isize * rs_a);
+                    }
+                    for p in 0..kc {
+                        let bp = b.offset(p as isize * rs_b);
+                        let mut b_row = [$ops::zero(); NV];
+                        for v in 0..NV {
+                            b_row[v] = $ops::load(bp.add(v * $lanes));
+                        }
+                        let at = p as isize * cs_a;
+                        for i in 0..$mr {
+                            let ai = $ops::splat(*a_rows[i].offset(at));
+                            for v in 0..NV {
+                                acc[i][v] = $ops::fma(ai, b_row[v], acc[i][v]);
+                            }
+                        }
+                    }
+                    let alpha_v = $ops::splat(alpha);
+                    let unscaled = alpha == <$t as Element>::ONE;
+                    let scaled = |x| if unscaled { x } else { $ops::mul(alpha_v, x) };
+                    if cols == NV * $lanes && cs_c == 1 {
+                        let beta_is_zero = beta == <$t as Element>::ZERO;
+                        let beta_v = $ops::splat(beta);
+                        for i in 0..rows {
+                            let row = c.offset(i as isize * rs_c);
+                            for v in 0..NV {
+                                let dst = row.add(v * $lanes);
+                                let product = scaled(acc[i][v]);
+                                let merged = if beta_is_zero {
+                                    product
+                                } else {
+                                    $ops::fma(beta_v, $ops::load(dst), product)
+                                };
+                                $ops::store(dst, merged);
+                            }
+                        }
+                    } else {
+                        let mut tile = [<$t as Element>::ZERO; $mr * NR];
+                        for i in 0..rows {
+                            for v in 0..NV {
+                                $ops::store(
+                                    tile.as_mut_ptr().add(i * NR + v * $lanes),
+                                    scaled(acc[i][v]),
+                                );
+                            }
+                        }
+                        crate::cpu::packed::kernel::merge_tile(
+                            &tile,
+                            NR,
+                            (rows, cols),
+                            <$t as Element>::ONE,
+                            beta,
+                            c,
+                            rs_c,
+                            cs_c,
+                        );
+                    }
+                }
+            }
+
             #[target_feature(enable = $features)]
             fn pack_with_features(src: MatRef<'_, $t>, width: usize, dst: &mut [$t]) {
                 packing::pack_panels(src, width, dst);
@@ -343,8 +427,38 @@ macro_rules! simd_kernel {
             const NR: usize = $nv * $lanes;
             const NAME: &'static str = $label;
 
+            const DIRECT: bool = true;
+            const LANES: usize = $lanes;
+
             fn is_available() -> bool {
                 $detect()
+            }
+
+            #[inline]
+            unsafe fn run_direct(
+                kc: usize,
+                alpha: $t,
+                a: (*const $t, isize, isize),
+                rows: usize,
+                b: (*const $t, isize),
+                beta: $t,
+                c: (*mut $t, isize, isize),
+                cols: usize,
+            ) {
+                debug_assert!((1..=$mr).contains(&rows) && (1..=Self::NR).contains(&cols));
+                // SAFETY (each arm): forwarded contract, which includes
+                // `is_available()`; NV·lanes ≥ cols columns are computed.
+                unsafe {
+                    match cols.div_ceil($lanes) {
+                        1 if $nv > 1 => {
+                            Self::compute_direct::<1>(kc, alpha, a, rows, b, beta, c, cols)
+                        }
+                        2 if $nv > 2 => {
+                            Self::compute_direct::<2>(kc, alpha, a, rows, b, beta, c, cols)
+                        }
+                        _ => Self::compute_direct::<$nv>(kc, alpha, a, rows, b, beta, c, cols),
+                    }
+                }
             }
 
             #[inline]

@@ -1,0 +1,225 @@
+//! The small products' path: the microkernel straight on A and B, with
+//! no packing (BLIS's "sup" kernels, OpenBLAS's small-matrix kernels).
+//!
+//! Packing pays for itself by making every kernel call read contiguous
+//! panels from the cache level the blocks target; for a product whose
+//! operands already sit in L1 or L2 it only costs time. At 64³ f32,
+//! packing A (a transpose into column panels) and B took a quarter of a
+//! 3.4 µs product. Here the kernel broadcasts A's elements from A's own
+//! rows (any strides) and loads B's rows where they lie, so B must have
+//! contiguous rows; a last column panel that ends inside a vector is
+//! copied into a zero-padded buffer, the only copy. Loops: KC steps of k
+//! (C accumulates
+//! across them), then NR-wide column panels of B, whose kc×NR block stays
+//! in L1 while every MR-row panel of A streams past it.
+
+use crate::cpu::packed::kernel::Microkernel;
+use crate::cpu::packed::workspace::{Pool, Workspace};
+use crate::element::Element;
+use crate::matrix::{MatMut, MatRef};
+
+/// C ← α·A·B + β·C with kernel K on the caller's thread, k cut in steps
+/// of `kc`. B's columns must be contiguous (`col_stride == 1`, or one
+/// column); m, n and k at least 1.
+pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    mut c: MatMut<'_, T>,
+    kc: usize,
+) {
+    let (m, k) = a.shape();
+    let n = b.cols();
+    assert!(
+        m > 0 && n > 0 && k > 0 && (b.col_stride() == 1 || n == 1) && kc > 0,
+        "the direct path takes non-empty products with contiguous rows of B"
+    );
+    assert!(
+        K::is_available(),
+        "kernel {} dispatched on a CPU without its features",
+        K::NAME
+    );
+    let (rs_a, cs_a) = (a.row_stride() as isize, a.col_stride() as isize);
+    let rs_b = b.row_stride() as isize;
+    let (rs_c, cs_c) = (c.row_stride() as isize, c.col_stride() as isize);
+    let kc = kc.min(k);
+    let mut workspace = Workspace::take_from::<T>(Pool::Packing, &[kc * K::NR]);
+    let mut buffers = workspace.split::<T>(&[kc * K::NR]);
+    let edge = &mut buffers[0];
+    let c_ptr = c.as_mut_ptr();
+    for pc in (0..k).step_by(kc) {
+        let kb = kc.min(k - pc);
+        let beta_here = if pc == 0 { beta } else { T::ONE };
+        for j0 in (0..n).step_by(K::NR) {
+            let cols = K::NR.min(n - j0);
+            let (b_ptr, b_stride) = if j0 + cols.div_ceil(K::LANES) * K::LANES <= n {
+                // SAFETY: (pc, j0) is inside B (pc < k, j0 < n).
+                (
+                    unsafe { b.as_ptr().offset(pc as isize * rs_b + j0 as isize) },
+                    rs_b,
+                )
+            } else {
+                // A last panel ending inside a vector: its kb rows copied
+                // into NR-wide rows, zero past `cols`, so the kernel's
+                // vector loads stay inside a buffer.
+                for p in 0..kb {
+                    let row = &mut edge[p * K::NR..(p + 1) * K::NR];
+                    let (valid, rest) = row.split_at_mut(cols);
+                    match b.row(pc + p) {
+                        Some(src) => valid.copy_from_slice(&src[j0..j0 + cols]),
+                        None => {
+                            for (j, slot) in valid.iter_mut().enumerate() {
+                                *slot = b.get(pc + p, j0 + j);
+                            }
+                        }
+                    }
+                    rest.fill(T::ZERO);
+                }
+                (edge.as_ptr(), K::NR as isize)
+            };
+            for i0 in (0..m).step_by(K::MR) {
+                let rows = K::MR.min(m - i0);
+                // SAFETY: rows ≤ MR rows of A from i0 and kb columns from
+                // pc lie inside A; B's kb rows at `b_ptr` each hold the
+                // ⌈cols/LANES⌉·LANES readable elements the kernel loads
+                // (inside B's row, checked above, or the padded buffer of
+                // NR); the rows×cols tile of C at
+                // (i0, j0) lies inside the exclusive view `c`; K's features
+                // were asserted above.
+                unsafe {
+                    K::run_direct(
+                        kb,
+                        alpha,
+                        (
+                            a.as_ptr().offset(i0 as isize * rs_a + pc as isize * cs_a),
+                            rs_a,
+                            cs_a,
+                        ),
+                        rows,
+                        (b_ptr, b_stride),
+                        beta_here,
+                        (
+                            c_ptr.offset(i0 as isize * rs_c + j0 as isize * cs_c),
+                            rs_c,
+                            cs_c,
+                        ),
+                        cols,
+                    )
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::naive;
+    use crate::cpu::packed::dispatch::kernels;
+    use crate::matrix::Matrix;
+
+    /// Small integers, so that every sum is exact in every type and the
+    /// comparison with the naive product is exact.
+    fn data<T: Element>(rows: usize, cols: usize, salt: usize) -> Matrix<T> {
+        Matrix::from_fn(rows, cols, |i, j| {
+            T::from_i64(((i * 7 + j * 3 + salt) % 19) as i64 - 9)
+        })
+    }
+
+    /// Every direct kernel of T this CPU runs, over tile edges (MR ± 1,
+    /// NR ± 1, one vector ± 1), k steps (KC ± 1), A stored either way, B
+    /// as a block of a wider matrix, C row- and column-major, β = 0 over
+    /// NaN and β ≠ 0: exactly the naive product.
+    fn check<T: Element>() {
+        const KC: usize = 8;
+        for kernel in kernels::<T>().iter().filter(|k| (k.is_available)()) {
+            let Some(direct) = kernel.direct else {
+                continue;
+            };
+            let (mr, nr) = (kernel.mr, kernel.nr);
+            let lanes = 64 / std::mem::size_of::<T>();
+            let ms = [1, mr - 1, mr, mr + 1, 2 * mr + 3];
+            let ns = [
+                1,
+                lanes - 1,
+                lanes,
+                lanes + 1,
+                nr - 1,
+                nr,
+                nr + 1,
+                2 * nr + 5,
+            ];
+            for &m in &ms {
+                for &n in &ns {
+                    for k in [1, KC - 1, KC, KC + 1, 2 * KC + 1] {
+                        let a = data::<T>(m, k, 1);
+                        let at = data::<T>(k, m, 2);
+                        let wide = data::<T>(k, n + 5, 3);
+                        let b = wide.as_ref().submatrix(0, 2, k, n);
+                        for a_view in [a.as_ref(), at.as_ref().t()] {
+                            for (alpha, beta) in
+                                [(T::ONE, T::ZERO), (T::from_i64(2), T::from_i64(-3))]
+                            {
+                                let c0 = data::<T>(m, n, 4);
+                                let mut want = c0.clone();
+                                want.as_mut().scale_by(beta);
+                                naive::accumulate(alpha, a_view, b, want.as_mut());
+                                let start = if beta == T::ZERO { T::poison() } else { T::ONE };
+                                let mut got = Matrix::filled(m, n, start);
+                                if beta != T::ZERO {
+                                    got = c0.clone();
+                                }
+                                direct(alpha, a_view, b, beta, got.as_mut(), KC);
+                                assert!(got == want, "{} {m}×{k}×{n} row-major C", kernel.name);
+                                let mut ct = Matrix::filled(n, m, start);
+                                if beta != T::ZERO {
+                                    ct = Matrix::from_view(c0.as_ref().t());
+                                }
+                                direct(alpha, a_view, b, beta, ct.as_mut().t(), KC);
+                                assert!(
+                                    Matrix::from_view(ct.as_ref().t()) == want,
+                                    "{} {m}×{k}×{n} column-major C",
+                                    kernel.name
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn direct_kernels_match_the_naive_product_f32() {
+        check::<f32>();
+    }
+
+    #[test]
+    fn direct_kernels_match_the_naive_product_f64() {
+        check::<f64>();
+    }
+
+    #[test]
+    fn direct_kernels_match_the_naive_product_i32() {
+        check::<i32>();
+    }
+
+    #[test]
+    fn direct_kernels_match_the_naive_product_i64() {
+        check::<i64>();
+    }
+
+    /// The generic kernel's `run_direct` (the twin) on the same driver.
+    #[test]
+    fn the_reference_twin_runs_the_direct_driver() {
+        use crate::cpu::packed::kernels::generic::Generic;
+        let a = data::<f64>(9, 13, 1);
+        let b = data::<f64>(13, 11, 2);
+        let mut want = Matrix::filled(9, 11, 0.0);
+        naive::accumulate(1.0, a.as_ref(), b.as_ref(), want.as_mut());
+        let mut got = Matrix::filled(9, 11, f64::NAN);
+        gemm_direct::<f64, Generic<f64, 4, 4>>(1.0, a.as_ref(), b.as_ref(), 0.0, got.as_mut(), 5);
+        assert_eq!(got, want);
+    }
+}
