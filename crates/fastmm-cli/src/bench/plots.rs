@@ -1,7 +1,13 @@
 //! The figures of `fastmm bench --out`: one PNG and one SVG per figure,
-//! each with a title, axis labels with units, a legend per series and the
-//! machine in a footer. Text is drawn with DejaVu Sans embedded in the
-//! binary, so figures look the same on a machine without fonts.
+//! each with a title, axis labels with units, a legend beside the plot
+//! (never over the data) and the machine in a footer. The x axis is
+//! labelled at the data's own values (sizes 64, 128, 256 on a log axis;
+//! thread counts as whole numbers). Each series has its own colour,
+//! marker and dash pattern, so that one line on top of another still
+//! shows; a series timed fewer than `MIN_RELIABLE_REPS` times is drawn
+//! with hollow markers and marked in the legend. Text is drawn with
+//! DejaVu Sans embedded in the binary, so figures look the same on a
+//! machine without fonts.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -13,7 +19,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::report::Point;
+use super::report::{Point, FEW_REPS_MARK, MIN_RELIABLE_REPS};
 use super::{AxisKind, Sweep};
 
 /// Pixels of every figure.
@@ -23,6 +29,10 @@ const FIGURE_SIZE: (u32, u32) = (1000, 640);
 const MAX_SERIES: usize = 10;
 /// Height of the footer that names the machine.
 const FOOTER_HEIGHT: u32 = 28;
+/// Most x values labelled; more are thinned to every second, third, ….
+const MAX_X_LABELS: usize = 12;
+/// Font size of the legend, in pixels.
+const LEGEND_FONT: u32 = 14;
 
 /// Line colours, in order (Tableau 10): distinct on white and in grey.
 const PALETTE: [RGBColor; 10] = [
@@ -68,8 +78,16 @@ struct Figure {
     log_y: bool,
     /// Names for x = 0, 1, … when the x values are categories.
     categories: Option<Vec<String>>,
-    legend: SeriesLabelPosition,
-    series: Vec<(String, Vec<(f64, f64)>)>,
+    series: Vec<Series>,
+}
+
+/// One line of a figure.
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+    /// Every point timed at least `MIN_RELIABLE_REPS` times, against a
+    /// baseline that was too.
+    reliable: bool,
 }
 
 /// Draws every figure the sweep supports into `dir` and returns their
@@ -169,20 +187,30 @@ fn series(
     points: &[&Point],
     x_axis: Option<&str>,
     xy: &dyn Fn(&Point) -> Option<(f64, f64)>,
-) -> Vec<(String, Vec<(f64, f64)>)> {
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
     for p in points {
         let Some((x, y)) = xy(p).filter(|(x, y)| x.is_finite() && y.is_finite()) else {
             continue;
         };
         let name = label(p, points, x_axis);
-        match series.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, values)) => values.push((x, y)),
-            None => series.push((name, vec![(x, y)])),
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => {
+                s.points.push((x, y));
+                s.reliable &= p.reliable;
+            }
+            None => series.push(Series {
+                name,
+                points: vec![(x, y)],
+                reliable: p.reliable,
+            }),
         }
     }
-    for (_, values) in &mut series {
-        values.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if !s.reliable {
+            s.name += &format!(" {FEW_REPS_MARK} <{MIN_RELIABLE_REPS} reps");
+        }
     }
     series
 }
@@ -232,7 +260,6 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
             log_x: true,
             log_y: true,
             categories: None,
-            legend: SeriesLabelPosition::UpperLeft,
             series: series(&firsts, None, &by_size(|p| p.record.median_ms)),
         });
         figures.push(Figure {
@@ -243,7 +270,6 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
             log_x: true,
             log_y: false,
             categories: None,
-            legend: SeriesLabelPosition::UpperLeft,
             series: series(&firsts, None, &by_size(|p| p.record.gflops)),
         });
         if sweep.targets.len() > 1 {
@@ -258,7 +284,6 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
                 log_x: true,
                 log_y: false,
                 categories: None,
-                legend: SeriesLabelPosition::UpperLeft,
                 series: series(&firsts, None, &by_size(|p| p.speedup_vs_baseline)),
             });
         }
@@ -280,7 +305,6 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
                 log_x: false,
                 log_y: false,
                 categories: None,
-                legend: SeriesLabelPosition::UpperLeft,
                 series: series(&swept, Some(name), &|p| {
                     Some((value(p)?, p.speedup_vs_one_thread?))
                 }),
@@ -293,7 +317,6 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
                 log_x: false,
                 log_y: false,
                 categories: None,
-                legend: SeriesLabelPosition::LowerLeft,
                 series: series(&swept, Some(name), &|p| {
                     Some((
                         value(p)?,
@@ -316,7 +339,6 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
                 log_x: log,
                 log_y: true,
                 categories: None,
-                legend: SeriesLabelPosition::UpperRight,
                 series: series(&swept, Some(name), &|p| {
                     Some((value(p)?, p.record.median_ms))
                 }),
@@ -334,7 +356,6 @@ fn figures(sweep: &Sweep, points: &[Point]) -> Vec<Figure> {
                 log_x: false,
                 log_y: true,
                 categories: Some(axis.values.clone()),
-                legend: SeriesLabelPosition::UpperRight,
                 series: series(&swept, Some(name), &|p| {
                     Some((position(p)?, p.record.median_ms))
                 }),
@@ -379,19 +400,244 @@ fn draw<DB: DrawingBackend>(
             (12, 6),
         )
         .map_err(|e| anyhow!("{e}"))?;
-    let xs = fig.series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
-    let ys = fig.series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
-    let (x0, x1) = match &fig.categories {
+    // The legend gets its own column to the right of the plot.
+    let longest = fig.series.iter().map(|s| s.name.chars().count()).max();
+    let legend_width = longest.map_or(0, |chars| {
+        (chars as f64 * 0.58 * f64::from(LEGEND_FONT) + 64.0).clamp(140.0, 420.0) as u32
+    });
+    let (chart, legend) = chart.split_horizontally(FIGURE_SIZE.0 - legend_width);
+    draw_legend(&legend, fig)?;
+    let xs = fig.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let ys = fig.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let (lo, hi) = match &fig.categories {
         Some(names) => (-0.5, names.len() as f64 - 0.5),
         None => bounds(xs, fig.log_x, false),
     };
+    let x = DataAxis {
+        lo,
+        hi,
+        log: fig.log_x,
+        ticks: data_ticks(fig),
+    };
     let (y0, y1) = bounds(ys, fig.log_y, true);
-    match (fig.log_x, fig.log_y) {
-        (true, true) => plot(&chart, fig, (x0..x1).log_scale(), (y0..y1).log_scale()),
-        (true, false) => plot(&chart, fig, (x0..x1).log_scale(), y0..y1),
-        (false, true) => plot(&chart, fig, x0..x1, (y0..y1).log_scale()),
-        (false, false) => plot(&chart, fig, x0..x1, y0..y1),
+    match fig.log_y {
+        true => plot(&chart, fig, x, (y0..y1).log_scale()),
+        false => plot(&chart, fig, x, y0..y1),
     }
+}
+
+/// An x axis, linear or logarithmic, ticked at given values (the
+/// data's), which plotters' own axes do not offer for linear f64.
+#[derive(Clone)]
+struct DataAxis {
+    lo: f64,
+    hi: f64,
+    log: bool,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for DataAxis {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, (from, to): (i32, i32)) -> i32 {
+        let t = if self.log {
+            (value.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+        } else {
+            (value - self.lo) / (self.hi - self.lo)
+        };
+        from + (t * f64::from(to - from)).round() as i32
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        // Labels and their grid lines at the data only; no light lines.
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// The x values to label: the data's own (every category), thinned to at
+/// most [`MAX_X_LABELS`] evenly.
+fn data_ticks(fig: &Figure) -> Vec<f64> {
+    if let Some(names) = &fig.categories {
+        return (0..names.len()).map(|i| i as f64).collect();
+    }
+    let mut xs: Vec<f64> = fig
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs().max(1.0));
+    let step = xs.len().div_ceil(MAX_X_LABELS).max(1);
+    xs.into_iter().step_by(step).collect()
+}
+
+/// Series i's line and marker: colour by i mod 10, dash pattern by i
+/// mod 3 and marker by i mod 5, so that no two of the first thirty
+/// series look alike and a line on top of another still shows.
+#[derive(Clone, Copy)]
+struct Look {
+    color: RGBAColor,
+    /// (dash, gap) in pixels; `None` for a solid line.
+    dash: Option<(u32, u32)>,
+    marker: usize,
+    hollow: bool,
+}
+
+impl Look {
+    fn of(i: usize, reliable: bool) -> Look {
+        Look {
+            color: PALETTE[i % PALETTE.len()].to_rgba(),
+            dash: [None, Some((10, 5)), Some((3, 4))][i % 3],
+            marker: i % 5,
+            hollow: !reliable,
+        }
+    }
+
+    /// The marker at a pixel position.
+    fn marker<DB: DrawingBackend>(
+        self,
+        area: &DrawingArea<DB, Shift>,
+        (x, y): (i32, i32),
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let style = if self.hollow {
+            self.color.stroke_width(2)
+        } else {
+            self.color.filled()
+        };
+        const R: i32 = 5;
+        match self.marker {
+            0 => area.draw(&Circle::new((x, y), R, style)),
+            1 => area.draw(&Rectangle::new(
+                [(x - R + 1, y - R + 1), (x + R - 1, y + R - 1)],
+                style,
+            )),
+            2 => area
+                .draw(&Polygon::new(
+                    vec![(x, y - R - 1), (x + R, y + R - 1), (x - R, y + R - 1)],
+                    style,
+                ))
+                .and_then(|()| {
+                    if self.hollow {
+                        area.draw(&PathElement::new(
+                            vec![
+                                (x, y - R - 1),
+                                (x + R, y + R - 1),
+                                (x - R, y + R - 1),
+                                (x, y - R - 1),
+                            ],
+                            style,
+                        ))
+                    } else {
+                        Ok(())
+                    }
+                }),
+            3 => area
+                .draw(&Polygon::new(
+                    vec![
+                        (x, y - R - 1),
+                        (x + R + 1, y),
+                        (x, y + R + 1),
+                        (x - R - 1, y),
+                    ],
+                    style,
+                ))
+                .and_then(|()| {
+                    if self.hollow {
+                        area.draw(&PathElement::new(
+                            vec![
+                                (x, y - R - 1),
+                                (x + R + 1, y),
+                                (x, y + R + 1),
+                                (x - R - 1, y),
+                                (x, y - R - 1),
+                            ],
+                            style,
+                        ))
+                    } else {
+                        Ok(())
+                    }
+                }),
+            _ => area
+                .draw(&PathElement::new(
+                    vec![(x - R, y - R), (x + R, y + R)],
+                    self.color.stroke_width(2),
+                ))
+                .and_then(|()| {
+                    area.draw(&PathElement::new(
+                        vec![(x - R, y + R), (x + R, y - R)],
+                        self.color.stroke_width(2),
+                    ))
+                }),
+        }
+    }
+
+    /// A line through pixel positions, in this look's dash pattern.
+    fn line<DB: DrawingBackend>(
+        self,
+        area: &DrawingArea<DB, Shift>,
+        pixels: &[(i32, i32)],
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let style = self.color.stroke_width(2);
+        let Some((dash, gap)) = self.dash else {
+            return area.draw(&PathElement::new(pixels.to_vec(), style));
+        };
+        // Walk the polyline, drawing `dash` pixels on and `gap` off.
+        let (mut on, mut left) = (true, f64::from(dash));
+        for pair in pixels.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let (dx, dy) = (f64::from(b.0 - a.0), f64::from(b.1 - a.1));
+            let length = dx.hypot(dy);
+            let mut at = 0.0;
+            while at < length {
+                let step = left.min(length - at);
+                if on {
+                    let p = |t: f64| {
+                        (
+                            a.0 + (dx * t / length) as i32,
+                            a.1 + (dy * t / length) as i32,
+                        )
+                    };
+                    area.draw(&PathElement::new(vec![p(at), p(at + step)], style))?;
+                }
+                at += step;
+                left -= step;
+                if left <= 0.0 {
+                    on = !on;
+                    left = f64::from(if on { dash } else { gap });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The legend column: each series' line, marker and name, top down.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
+    let row = LEGEND_FONT as i32 + 10;
+    let top = 60;
+    for (i, s) in fig.series.iter().enumerate() {
+        let look = Look::of(i, s.reliable);
+        let y = top + i as i32 * row;
+        look.line(area, &[(8, y), (44, y)]).map_err(err)?;
+        look.marker(area, (26, y)).map_err(err)?;
+        area.draw_text(
+            &s.name,
+            &("sans-serif", LEGEND_FONT).into_font().color(&BLACK),
+            (52, y - LEGEND_FONT as i32 / 2 - 1),
+        )
+        .map_err(err)?;
+    }
+    Ok(())
 }
 
 fn plot<DB, X, Y>(area: &DrawingArea<DB, Shift>, fig: &Figure, x: X, y: Y) -> Result<()>
@@ -434,29 +680,26 @@ where
     };
     mesh.y_label_formatter(&compact);
     mesh.draw().map_err(err)?;
-    for (i, (name, values)) in fig.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()].to_rgba();
-        chart
-            .draw_series(LineSeries::new(
-                values.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(values.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(err)?;
+    // Lines and markers in pixels, on the plotting area, so that dash
+    // patterns and marker shapes are the same in PNG and SVG.
+    let (px, py) = chart.plotting_area().get_pixel_range();
+    let plotting = chart.plotting_area().strip_coord_spec();
+    let to_pixels = |points: &[(f64, f64)]| -> Vec<(i32, i32)> {
+        points
+            .iter()
+            .map(|&p| {
+                let (x, y) = chart.backend_coord(&p);
+                (x - px.start, y - py.start)
+            })
+            .collect()
+    };
+    for (i, s) in fig.series.iter().enumerate() {
+        let look = Look::of(i, s.reliable);
+        let pixels = to_pixels(&s.points);
+        look.line(&plotting, &pixels).map_err(err)?;
+        for &p in &pixels {
+            look.marker(&plotting, p).map_err(err)?;
+        }
     }
-    chart
-        .configure_series_labels()
-        .position(fig.legend.clone())
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
     Ok(())
 }

@@ -9,6 +9,16 @@ use serde::Serialize;
 
 use crate::run::Record;
 
+/// Fewer timed repetitions than this and a point's times, and every
+/// speedup computed from them, are marked as not reliable: one sample of
+/// a product of microseconds can be off by several times (a core waking
+/// up, a page fault, another process).
+pub const MIN_RELIABLE_REPS: usize = 3;
+
+/// The mark of a row or series measured fewer than [`MIN_RELIABLE_REPS`]
+/// times, and its footnote.
+pub const FEW_REPS_MARK: &str = "‡";
+
 /// One measured record and the sweep settings it was measured at.
 #[derive(Debug, Clone)]
 pub struct Measured {
@@ -40,6 +50,9 @@ pub struct Point {
     pub efficiency: Option<f64>,
     /// "threads" or "SMs": what `efficiency` divides by.
     pub efficiency_per: Option<&'static str>,
+    /// Whether this point and the baseline its speedup divides by were
+    /// each timed at least [`MIN_RELIABLE_REPS`] times.
+    pub reliable: bool,
 }
 
 /// Speedups against `baseline` and efficiencies, for every record.
@@ -64,7 +77,7 @@ pub fn derive(measured: Vec<Measured>, baseline: &str, sms: Option<usize>) -> Ve
                     && same_problem(&b.record, &of.record)
                     && matches(b, of, None)
             })
-            .map(|b| (b.record.median_ms, b.record.device.clone()))
+            .map(|b| (b.record.median_ms, b.record.device.clone(), b.record.reps))
     };
     let one_thread_ms = |of: &Measured| {
         measured
@@ -90,10 +103,14 @@ pub fn derive(measured: Vec<Measured>, baseline: &str, sms: Option<usize>) -> Ve
         .zip(derived)
         .map(|(m, (base, single))| {
             let r = &m.record;
-            let speedup = base.as_ref().map_or(f64::NAN, |(b, _)| b / r.median_ms);
+            let speedup = base.as_ref().map_or(f64::NAN, |(b, _, _)| b / r.median_ms);
+            let reliable = r.reps >= MIN_RELIABLE_REPS
+                && base
+                    .as_ref()
+                    .is_none_or(|(_, _, reps)| *reps >= MIN_RELIABLE_REPS);
             let self_speedup = single.map(|s| s / r.median_ms);
             let on_gpu = r.device.starts_with("cuda");
-            let base_on_cpu = base.as_ref().is_some_and(|(_, device)| device == "cpu");
+            let base_on_cpu = base.as_ref().is_some_and(|(_, device, _)| device == "cpu");
             let (efficiency, per) = match (on_gpu, base_on_cpu, sms) {
                 (true, true, Some(sms)) => (Some(speedup / sms as f64), Some("SMs")),
                 (true, _, _) => (None, None),
@@ -114,6 +131,7 @@ pub fn derive(measured: Vec<Measured>, baseline: &str, sms: Option<usize>) -> Ve
                 speedup_vs_one_thread: self_speedup,
                 efficiency,
                 efficiency_per: per,
+                reliable,
                 record: m.record,
             }
         })
@@ -161,6 +179,15 @@ fn columns(p: &Point, axes: &[&'static str]) -> Vec<(String, String, String)> {
             r.max_ms.to_string(),
         ),
         (
+            "reps".into(),
+            if p.reliable {
+                r.reps.to_string()
+            } else {
+                format!("{} {FEW_REPS_MARK}", r.reps)
+            },
+            r.reps.to_string(),
+        ),
+        (
             "GFLOP/s".into(),
             format!("{:.2}", r.gflops),
             r.gflops.to_string(),
@@ -173,7 +200,11 @@ fn columns(p: &Point, axes: &[&'static str]) -> Vec<(String, String, String)> {
         ),
         (
             "speedup".into(),
-            format!("{:.3}", p.speedup_vs_baseline),
+            if p.reliable {
+                format!("{:.3}", p.speedup_vs_baseline)
+            } else {
+                format!("{:.3} {FEW_REPS_MARK}", p.speedup_vs_baseline)
+            },
             p.speedup_vs_baseline.to_string(),
         ),
         (
@@ -224,6 +255,12 @@ pub fn markdown(points: &[Point], axes: &[&'static str]) -> Result<String> {
     for p in points {
         let cells: Vec<String> = columns(p, axes).into_iter().map(|c| c.1).collect();
         writeln!(out, "| {} |", cells.join(" | "))?;
+    }
+    if points.iter().any(|p| !p.reliable) {
+        writeln!(
+            out,
+            "\n{FEW_REPS_MARK} timed fewer than {MIN_RELIABLE_REPS} times (or against a baseline that was): an indication, not a measurement; rerun with --reps {MIN_RELIABLE_REPS} or more before comparing."
+        )?;
     }
     Ok(out)
 }
