@@ -200,6 +200,11 @@ pub(crate) fn multiply<T: Element>(
         algorithm: base(opts),
         ..*opts
     };
+    if dry_run::<T>(scheme, variant, shape, beta == T::ZERO, opts).levels == 0 {
+        // No level applies: the base product alone, without the recursion's
+        // pool and workspace (tens of µs, more than a small product).
+        return crate::cpu::multiply(alpha, a, b, beta, c, &base);
+    }
     let threads = crate::cpu::threads(opts);
     let stores = opts.sum_stores.unwrap_or_default();
     let run = move || {
