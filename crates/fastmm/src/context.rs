@@ -334,6 +334,7 @@ impl Context {
     ) -> Result<Timing, Error> {
         let opts = self.resolve::<T>(opts)?;
         check_shapes(a, b, c.shape())?;
+        opts.check_interrupt()?;
         // The clock only when asked: two reads cost a tenth of a 32³
         // product on a VM.
         let start = timed.then(Instant::now);

@@ -127,4 +127,20 @@ pub enum Error {
         /// Where and what, e.g. "line 3: 'x' is not a number".
         reason: String,
     },
+
+    /// The product's [`crate::Interrupt`] was raised; C is unspecified.
+    #[error("interrupted")]
+    Interrupted,
+
+    /// Not enough memory for the result or the workspace, found before
+    /// allocating it.
+    #[error("out of memory: {what} needs {needed}, {available} available")]
+    OutOfMemory {
+        /// What was to be allocated.
+        what: String,
+        /// Its size, as text ("1.5 GiB").
+        needed: String,
+        /// The memory left, as text.
+        available: String,
+    },
 }

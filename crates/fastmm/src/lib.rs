@@ -97,7 +97,7 @@ pub use error::Error;
 pub use matrix::{MatMut, MatRef, Matrix};
 pub use options::{
     Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind, GemmOptions,
-    GpuMemory, GpuPrecision, SumStores, Variant, ALGORITHMS,
+    GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan};
 pub use system::GpuInfo;

@@ -324,7 +324,7 @@ impl<'a, T: Element> MatRef<'a, T> {
     /// # Safety
     /// Every `ptr + i·row_stride + j·col_stride` (i < rows, j < cols) is
     /// readable for `'a` and not written through any other path meanwhile.
-    pub(crate) unsafe fn from_raw_parts(
+    pub unsafe fn from_raw_parts(
         ptr: *const T,
         rows: usize,
         cols: usize,
@@ -562,7 +562,7 @@ impl<'a, T: Element> MatMut<'a, T> {
     /// Every `ptr + i·row_stride + j·col_stride` (i < rows, j < cols) is
     /// valid for reads and writes for `'a`, reached through no other path
     /// meanwhile, and no two (i, j) share an address.
-    pub(crate) unsafe fn from_raw_parts(
+    pub unsafe fn from_raw_parts(
         ptr: *mut T,
         rows: usize,
         cols: usize,

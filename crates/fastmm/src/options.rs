@@ -668,6 +668,87 @@ pub struct GemmOptions {
     /// GPU `cuda-fast`: the kernel family (default: `FASTMM_CUDA_KERNEL`,
     /// else `auto`).
     pub cuda_kernel: Option<CudaKernel>,
+    /// A flag another thread may raise to stop the product between
+    /// blocks, which then returns [`Error::Interrupted`] (default: none,
+    /// and nothing is checked).
+    pub interrupt: Option<Interrupt>,
+}
+
+/// A flag that stops a running product between blocks: a fast
+/// algorithm's sub-products, `packed`'s panels of k on large products,
+/// out-of-core tiles. The product then returns [`Error::Interrupted`] and
+/// leaves C unspecified, so a caller that must keep C intact multiplies
+/// into a temporary.
+///
+/// It refers to a `'static` flag so that [`GemmOptions`] stays a plain
+/// `Copy` value; [`Interrupt::leak`] makes one, to be reused (a thread's
+/// own, say) rather than made per product.
+///
+/// ```
+/// use fastmm::{gemm, Algorithm, Error, GemmOptions, Interrupt, Matrix};
+/// let stop = Interrupt::leak();
+/// let opts = GemmOptions::new(Algorithm::Packed).interrupt(stop);
+/// let a = Matrix::<f64>::from_fn(64, 64, |i, j| (i + j) as f64);
+/// let mut c = Matrix::zeros(64, 64);
+/// stop.raise(); // as a signal handler or a watchdog thread would
+/// assert_eq!(gemm(1.0, a.as_ref(), a.as_ref(), 0.0, c.as_mut(), &opts), Err(Error::Interrupted));
+/// stop.clear();
+/// assert!(gemm(1.0, a.as_ref(), a.as_ref(), 0.0, c.as_mut(), &opts).is_ok());
+/// ```
+#[derive(Clone, Copy)]
+pub struct Interrupt(&'static std::sync::atomic::AtomicBool);
+
+impl Interrupt {
+    /// An interrupt on `flag`: raised while the flag holds `true`.
+    pub fn new(flag: &'static std::sync::atomic::AtomicBool) -> Interrupt {
+        Interrupt(flag)
+    }
+
+    /// A new flag, lowered, that lives as long as the process.
+    pub fn leak() -> Interrupt {
+        Interrupt(Box::leak(Box::new(std::sync::atomic::AtomicBool::new(
+            false,
+        ))))
+    }
+
+    /// Asks every product that holds this interrupt to stop.
+    pub fn raise(self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Lowers the flag again, for the next product.
+    pub fn clear(self) {
+        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the flag is raised.
+    pub fn is_raised(self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `Err(Error::Interrupted)` once raised: the check between blocks.
+    pub fn check(self) -> Result<(), Error> {
+        if self.is_raised() {
+            Err(Error::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Two interrupts are equal when they share a flag.
+impl PartialEq for Interrupt {
+    fn eq(&self, other: &Interrupt) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Interrupt {}
+
+impl fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Interrupt(raised: {})", self.is_raised())
+    }
 }
 
 impl GemmOptions {
@@ -738,6 +819,17 @@ impl GemmOptions {
     pub fn base(mut self, base: Algorithm) -> Self {
         self.base = Some(base);
         self
+    }
+
+    /// Lets `interrupt` stop the product between blocks.
+    pub fn interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.interrupt = Some(interrupt);
+        self
+    }
+
+    /// `Err(Error::Interrupted)` when this product's interrupt is raised.
+    pub fn check_interrupt(&self) -> Result<(), Error> {
+        self.interrupt.map_or(Ok(()), Interrupt::check)
     }
 
     /// Rejects option values no algorithm can use, whatever the device

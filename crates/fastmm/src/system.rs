@@ -26,6 +26,21 @@ pub fn available_memory_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// `Err(Error::OutOfMemory)` when `bytes` for `what` exceed the memory
+/// available now ([`available_memory_bytes`]); `Ok` where the OS does
+/// not say. For checking before a large allocation, which Linux would
+/// otherwise grant and later fail at first touch.
+pub fn check_allocation(what: &str, bytes: u128) -> Result<(), crate::error::Error> {
+    match available_memory_bytes() {
+        Some(available) if bytes > u128::from(available) => Err(crate::error::Error::OutOfMemory {
+            what: what.to_string(),
+            needed: format_bytes(bytes),
+            available: format_bytes(u128::from(available)),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Formats a byte count with a binary unit: "1.5 GiB".
 pub fn format_bytes(bytes: u128) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

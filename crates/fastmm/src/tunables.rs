@@ -125,6 +125,16 @@ pub const PACKED_DIRECT_MAX_MNK: u128 = 384 * 384 * 384;
 /// size on the AVX-512 kernels (f64's 256×24 likewise).
 pub const PACKED_DIRECT_KC: usize = 256;
 
+/// An interruptible `packed` product above this m·k·n (a few hundred
+/// milliseconds on a desktop) runs as a sum over panels of k, checking its
+/// [`crate::Interrupt`] between them; smaller ones end soon enough.
+pub const INTERRUPTIBLE_MNK: u128 = 4096 * 4096 * 4096;
+
+/// Depth of those panels of k (rounded up to whole KC blocks): long enough
+/// that re-packing A's columns costs nothing, short enough to stop within
+/// a second.
+pub const INTERRUPT_K_PANEL: usize = 2048;
+
 /// Products with m·n·k below this run `packed` on the calling thread.
 pub const PACKED_PARALLEL_MIN_MNK: u128 = 80 * 80 * 80;
 

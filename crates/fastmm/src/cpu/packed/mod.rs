@@ -28,7 +28,8 @@ use crate::matrix::{MatMut, MatRef};
 use crate::options::{BlockSizes, GemmOptions};
 use crate::threads::run_in_pool;
 use crate::tunables::{
-    DEFAULT_TILE, PACKED_DIRECT_KC, PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK, PACKED_PARALLEL_MIN_MNK,
+    DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_DIRECT_KC, PACKED_DIRECT_MAX_MNK,
+    PACKED_MIN_MNK, PACKED_PARALLEL_MIN_MNK,
 };
 
 /// The cache blocks `packed` runs an m×n C with: the option, else
@@ -107,6 +108,7 @@ pub(crate) fn multiply<T: Element>(
     mut c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<(), Error> {
+    opts.check_interrupt()?;
     let kernel = select_kernel::<T>(opts.cpu_kernel)?;
     let shape = (a.rows(), a.cols(), b.cols());
     let rows_contiguous = b.col_stride() == 1 || b.cols() == 1;
@@ -125,7 +127,31 @@ pub(crate) fn multiply<T: Element>(
             let blocks = blocks_for(kernel, opts, c.shape())?;
             // On the caller's thread, with a team's helpers when threads
             // > 1: no rayon pool to enter and leave (see `crate::threads`).
-            (kernel.gemm)(alpha, a, b, beta, c, &blocks, threads);
+            let (m, k, n) = shape;
+            let long = m as u128 * k as u128 * n as u128 > INTERRUPTIBLE_MNK;
+            if opts.interrupt.is_none() || !long {
+                (kernel.gemm)(alpha, a, b, beta, c, &blocks, threads);
+                return Ok(());
+            }
+            // A long product that may be interrupted runs as a sum over
+            // panels of k, checked in between: C ← α·A₀B₀ + β·C, then
+            // C ← α·AᵢBᵢ + C. The panels are whole KC steps, so each is the
+            // driver's own loop cut where it would pass β = 1 anyway.
+            let step = INTERRUPT_K_PANEL.div_ceil(blocks.kc).max(1) * blocks.kc;
+            for k0 in (0..k).step_by(step) {
+                opts.check_interrupt()?;
+                let kb = step.min(k - k0);
+                let beta_here = if k0 == 0 { beta } else { T::ONE };
+                (kernel.gemm)(
+                    alpha,
+                    a.submatrix(0, k0, m, kb),
+                    b.submatrix(k0, 0, kb, n),
+                    beta_here,
+                    c.rb_mut(),
+                    &blocks,
+                    threads,
+                );
+            }
         }
     }
     Ok(())
@@ -148,6 +174,7 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
     dests: &mut [(T, MatMut<'_, T>)],
     opts: &GemmOptions,
 ) -> Result<(), Error> {
+    opts.check_interrupt()?;
     let kernel = select_kernel::<T>(opts.cpu_kernel)?;
     let (m, k) = a[0].1.shape();
     let n = b[0].1.cols();
