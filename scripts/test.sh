@@ -39,3 +39,12 @@ cargo test --workspace --release
 # The interop conversions, without CUDA (as a library user opts out).
 cargo test -p fastmm --release --no-default-features --features ndarray,nalgebra,faer --test interop
 cargo test -p fastmm --release --no-default-features --features ndarray,nalgebra,faer --doc interop
+# The Python package, installed as the README says into a virtualenv of
+# its own, then its pytest suite (numpy, hypothesis) against numpy itself.
+venv=target/python-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=1.21" "pytest>=7" "hypothesis>=6"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
+"$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

@@ -1,0 +1,149 @@
+"""fastmm: fast, verified matrix multiplication on CPUs and NVIDIA GPUs.
+
+numpy arrays in and out, with numpy's ``matmul`` shapes and types::
+
+    import numpy as np, fastmm
+    a, b = np.random.rand(2000, 3000), np.random.rand(3000, 1000)
+    c = fastmm.matmul(a, b)               # a @ b
+    fastmm.gemm(2.0, a, b, 0.5, c)        # c <- 2 a@b + 0.5 c, in place
+    fastmm.plan(a, b)["kernel"]           # what runs, without running it
+    fastmm.verify(a, b, c)["ok"]          # a check of any product
+
+Every product runs with the GIL released, and Ctrl-C stops a long one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, Optional, Union
+
+import numpy as np
+
+from ._native import (
+    ALGORITHMS,
+    __version__,
+    gemm,
+    info,
+    load,
+    matmul,
+    multiply_mapped as _multiply_mapped,
+    plan,
+    save,
+    verify,
+)
+
+__all__ = [
+    "ALGORITHMS",
+    "__version__",
+    "gemm",
+    "info",
+    "load",
+    "matmul",
+    "multiply_files",
+    "plan",
+    "save",
+    "verify",
+]
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _bytes(size: Union[int, str]) -> int:
+    """A byte count: an int, or text such as "512M" or "8G" (binary units)."""
+    if isinstance(size, int):
+        if size < 1:
+            raise ValueError(f"max_memory={size}: a budget of at least 1 byte is needed")
+        return size
+    text = str(size).strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1:] if text[-1:] in _UNITS and text[-1:] else ""
+    number = text[: len(text) - len(unit)]
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"max_memory={size!r} is not a size such as 512M or 8G") from None
+    if value < 1:
+        raise ValueError(f"max_memory={size!r}: a budget of at least 1 byte is needed")
+    return int(value)
+
+
+def _available_memory() -> Optional[int]:
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def multiply_files(
+    a_path: Union[str, "os.PathLike[str]"],
+    b_path: Union[str, "os.PathLike[str]"],
+    out_path: Union[str, "os.PathLike[str]"],
+    *,
+    algo: str = "auto",
+    device: str = "cpu",
+    threads: Optional[int] = None,
+    dtype: Optional[str] = None,
+    check: bool = False,
+    max_memory: Union[int, str, None] = None,
+    format: Optional[str] = None,
+    out_format: Optional[str] = None,
+) -> Dict[str, Any]:
+    """C = A·B from matrix files into a matrix file, as ``fastmm multiply``.
+
+    The inputs are .npy, Matrix Market, CSV/TSV/text or raw files (see
+    :func:`load`); the output's extension (or ``out_format``) picks its
+    format, and it is written whole or not at all. Two 2-D .npy inputs
+    whose A, B and C exceed ``max_memory`` (default: the memory available)
+    are multiplied out of core: mapped, with C computed block by block and
+    written through a map. ``check`` verifies C (every block out of core)
+    and writes nothing if it fails. Returns a report: the shape, type,
+    seconds, and the check's outcome.
+    """
+    a_path, b_path, out_path = os.fspath(a_path), os.fspath(b_path), os.fspath(out_path)
+    budget = _bytes(max_memory) if max_memory is not None else _available_memory()
+    if a_path.endswith(".npy") and b_path.endswith(".npy") and format is None:
+        a_map = np.load(a_path, mmap_mode="r")
+        b_map = np.load(b_path, mmap_mode="r")
+        if a_map.ndim == 2 and b_map.ndim == 2 and out_path.endswith(".npy"):
+            (m, k), (_, n) = a_map.shape, b_map.shape
+            item = np.dtype(dtype).itemsize if dtype else np.result_type(a_map, b_map).itemsize
+            total = (m * k + k * n + m * n) * item
+            del a_map, b_map
+            if budget is not None and total > budget:
+                return _multiply_mapped(
+                    a_path, b_path, out_path, algo=algo, device=device,
+                    threads=threads, dtype=dtype, check=check, budget=budget,
+                )
+        else:
+            del a_map, b_map
+    start = time.perf_counter()
+    a = load(a_path, format=format)
+    b = load(b_path, format=format)
+    if dtype is not None:
+        a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    read = time.perf_counter() - start
+    start = time.perf_counter()
+    c = matmul(a, b, algo=algo, device=device, threads=threads)
+    seconds = time.perf_counter() - start
+    report: Dict[str, Any] = {
+        "shape": (a.shape[0] if a.ndim == 2 else 1, a.shape[-1], b.shape[-1] if b.ndim == 2 else 1),
+        "dtype": str(np.asarray(c).dtype),
+        "out_of_core": False,
+        "seconds": seconds,
+        "read_seconds": read,
+    }
+    if check:
+        growth = plan(a, b, algo=algo, device=device, threads=threads)["error_growth"]
+        verdict = verify(a, b, c, growth=growth)
+        report.update(verdict)
+        if not verdict["ok"]:
+            raise ArithmeticError(
+                f"C failed verification ({verdict['method']} check, "
+                f"{verdict['bound_ratio']:.2e} of the bound); {out_path} was not written"
+            )
+    save(out_path, c, format=out_format)
+    return report

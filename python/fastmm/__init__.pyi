@@ -1,0 +1,89 @@
+"""Type stubs of fastmm's Python API."""
+
+import os
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+ALGORITHMS: str
+
+_Path = Union[str, "os.PathLike[str]"]
+_DType = Union[str, type, np.dtype[Any], None]
+
+def matmul(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    algo: str = "auto",
+    device: str = "cpu",
+    threads: Optional[int] = None,
+    out: Optional[npt.NDArray[Any]] = None,
+) -> Any:
+    """The matrix product a @ b, with numpy's matmul shapes and types."""
+
+def gemm(
+    alpha: Union[int, float],
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    beta: Union[int, float],
+    c: npt.NDArray[Any],
+    *,
+    algo: str = "auto",
+    device: str = "cpu",
+    threads: Optional[int] = None,
+) -> None:
+    """c <- alpha * (a @ b) + beta * c, in place."""
+
+def plan(
+    a: Union[npt.ArrayLike, Tuple[int, ...]],
+    b: Union[npt.ArrayLike, Tuple[int, ...]],
+    *,
+    algo: str = "auto",
+    device: str = "cpu",
+    threads: Optional[int] = None,
+    dtype: _DType = None,
+) -> Dict[str, Any]:
+    """What matmul(a, b, ...) would run, without running it."""
+
+def info() -> Dict[str, Any]:
+    """The machine and what fastmm runs on it."""
+
+def verify(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    c: npt.ArrayLike,
+    *,
+    growth: float = 1.0,
+) -> Dict[str, Any]:
+    """Whether c is a @ b within the componentwise rounding bound."""
+
+def load(
+    path: _Path,
+    *,
+    dtype: Optional[str] = None,
+    format: Optional[str] = None,
+    shape: Optional[Tuple[int, int]] = None,
+    delimiter: Optional[str] = None,
+) -> npt.NDArray[Any]:
+    """A matrix file as a numpy array."""
+
+def save(path: _Path, array: npt.ArrayLike, *, format: Optional[str] = None) -> None:
+    """Writes an array of at most 2 dimensions to a matrix file, whole or not at all."""
+
+def multiply_files(
+    a_path: _Path,
+    b_path: _Path,
+    out_path: _Path,
+    *,
+    algo: str = "auto",
+    device: str = "cpu",
+    threads: Optional[int] = None,
+    dtype: Optional[str] = None,
+    check: bool = False,
+    max_memory: Union[int, str, None] = None,
+    format: Optional[str] = None,
+    out_format: Optional[str] = None,
+) -> Dict[str, Any]:
+    """C = A·B from matrix files into a matrix file, out of core when large."""

@@ -1,0 +1,287 @@
+//! `fastmm._native`: the Python bindings' native module. The Python
+//! package `fastmm` re-exports these functions with its docstrings and
+//! type stubs; `fastmm.multiply_files` is written in Python over them.
+//!
+//! A front end over the library's public API only: operands are numpy
+//! arrays viewed in place (`operand`), products follow numpy's `matmul`
+//! shapes (`product`), run with the GIL released and stop on Ctrl-C
+//! (`release`), and the library's errors become Python's exceptions
+//! (`errors`).
+
+mod errors;
+mod files;
+mod operand;
+mod product;
+mod release;
+mod tunables;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use fastmm::{Algorithm, Context, DType, Device, GemmOptions};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::errors::{to_py, type_error, value_error};
+use crate::operand::{numpy_name, operand};
+use crate::product::{Request, Shapes};
+
+/// The device named `device`, opened once per process and kept: opening a
+/// GPU costs tens to hundreds of milliseconds. (The library's contexts are
+/// values; this cache is the front end's, as the command line holds one.)
+fn context(py: Python<'_>, device: &str) -> PyResult<Context> {
+    let device: Device = device.parse().map_err(to_py)?;
+    if device == Device::Cpu {
+        return Ok(Context::cpu());
+    }
+    static OPENED: OnceLock<Mutex<HashMap<Device, Context>>> = OnceLock::new();
+    let opened = OPENED.get_or_init(Default::default);
+    let lock = || {
+        opened
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    if let Some(ctx) = lock().get(&device) {
+        return Ok(ctx.clone());
+    }
+    let ctx = py.detach(|| Context::open(device)).map_err(to_py)?;
+    Ok(lock().entry(device).or_insert(ctx).clone())
+}
+
+/// The options of `algo` and `threads`, checked: at least one thread, and
+/// no more than the hardware has (more would only oversubscribe it).
+fn options(algo: &str, threads: Option<i64>) -> PyResult<GemmOptions> {
+    let algorithm: Algorithm = algo.parse().map_err(to_py)?;
+    let mut opts = GemmOptions::new(algorithm);
+    if let Some(threads) = threads {
+        let hardware = fastmm::system::available_threads();
+        if threads < 1 {
+            return Err(value_error(format!(
+                "threads={threads}: at least 1 is needed"
+            )));
+        }
+        if threads as u64 > hardware as u64 {
+            return Err(value_error(format!(
+                "threads={threads} exceeds the {hardware} hardware threads of this machine"
+            )));
+        }
+        opts = opts.threads(threads as usize);
+    }
+    Ok(opts)
+}
+
+/// The product's request from the Python arguments.
+fn request<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    algo: &str,
+    device: &str,
+    threads: Option<i64>,
+) -> PyResult<Request<'py>> {
+    let opts = options(algo, threads)?;
+    let a = operand(a, "a")?;
+    let b = operand(b, "b")?;
+    let ctx = context(py, device)?;
+    Ok(Request { ctx, opts, a, b })
+}
+
+/// The matrix product of two arrays, with numpy's `matmul` shapes.
+///
+/// 2-D operands give the m×n product; a 1-D `a` is a row and a 1-D `b` a
+/// column, and the dimension each adds is dropped (two vectors give a
+/// scalar); dimensions before the last two are a batch, broadcast as
+/// numpy does. Types: float32, float64, int32, int64 (integers wrap as
+/// numpy's do); two types promote to the wider float or integer, or to
+/// float64 for an integer and a float. C-ordered, Fortran-ordered and
+/// strided arrays are read in place; negative or odd strides are copied.
+///
+/// algo: "auto" (the device's fastest), or any of fastmm.ALGORITHMS.
+/// device: "cpu", "cuda" or "cuda:N".
+/// threads: CPU threads, at most the hardware's (default: all).
+/// out: an array of the result's type and shape to write, returned.
+///
+/// The GIL is released; Ctrl-C stops a long product between blocks with
+/// `out` left as it was. Raises ValueError for shapes, TypeError for
+/// types, MemoryError before allocating too much, RuntimeError for a
+/// missing GPU.
+#[pyfunction]
+#[pyo3(signature = (a, b, *, algo = "auto", device = "cpu", threads = None, out = None))]
+fn matmul<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    algo: &str,
+    device: &str,
+    threads: Option<i64>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let request = request(py, a, b, algo, device, threads)?;
+    product::matmul(py, request, out)
+}
+
+/// BLAS's update c ← alpha·(a @ b) + beta·c, in place.
+///
+/// `c` is an array of the product's type and shape (any layout); with
+/// beta = 0 it is never read, so NaN in it does not reach the result.
+/// Shapes, types, options and errors as for `matmul`; Ctrl-C leaves `c`
+/// as it was.
+#[pyfunction]
+#[pyo3(signature = (alpha, a, b, beta, c, *, algo = "auto", device = "cpu", threads = None))]
+#[allow(clippy::too_many_arguments)]
+fn gemm<'py>(
+    py: Python<'py>,
+    alpha: &Bound<'py, PyAny>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    beta: &Bound<'py, PyAny>,
+    c: &Bound<'py, PyAny>,
+    algo: &str,
+    device: &str,
+    threads: Option<i64>,
+) -> PyResult<()> {
+    let request = request(py, a, b, algo, device, threads)?;
+    product::gemm(py, alpha, request, beta, c)
+}
+
+/// `json.loads(text)`: the library's serialisable reports as dicts.
+fn from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> {
+    Ok(py
+        .import("json")?
+        .getattr("loads")?
+        .call1((text,))?
+        .cast_into::<PyDict>()?)
+}
+
+/// A shape given as a tuple or list of ints.
+fn shape_of(obj: &Bound<'_, PyAny>) -> Option<Vec<usize>> {
+    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<pyo3::types::PyList>() {
+        obj.extract::<Vec<usize>>().ok()
+    } else {
+        None
+    }
+}
+
+/// The element type named by a numpy dtype, a type or a string.
+fn dtype_named(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
+    let descr = py.import("numpy")?.getattr("dtype")?.call1((dtype,))?;
+    let probe = py.import("numpy")?.getattr("empty")?.call1(((0,), descr))?;
+    let array = probe.cast::<numpy::PyUntypedArray>()?;
+    match operand::classify(array) {
+        Some((dtype, _)) => Ok(dtype),
+        None => Err(type_error(format!(
+            "fastmm multiplies {}; not {}",
+            operand::SUPPORTED,
+            operand::dtype_text(array)
+        ))),
+    }
+}
+
+/// What `matmul(a, b, ...)` would run, without running it: a dict of the
+/// algorithm, kernel, threads, recursion (levels, workspace_bytes),
+/// error_growth, the shapes and the type. `a` and `b` are arrays, or
+/// shapes as tuples (then `dtype`, default float64, names the type).
+#[pyfunction]
+#[pyo3(signature = (a, b, *, algo = "auto", device = "cpu", threads = None, dtype = None))]
+fn plan<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    algo: &str,
+    device: &str,
+    threads: Option<i64>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let opts = options(algo, threads)?;
+    let (a_shape, b_shape, promoted) = match (shape_of(a), shape_of(b)) {
+        (Some(a), Some(b)) => (a, b, None),
+        _ => {
+            let (a, b) = (operand(a, "a")?, operand(b, "b")?);
+            let promoted = fastmm::io::promote(a.dtype, b.dtype);
+            (
+                numpy::PyUntypedArrayMethods::shape(&a.array).to_vec(),
+                numpy::PyUntypedArrayMethods::shape(&b.array).to_vec(),
+                Some(promoted),
+            )
+        }
+    };
+    let dtype = match (dtype, promoted) {
+        (Some(named), _) => dtype_named(py, named)?,
+        (None, Some(promoted)) => promoted,
+        (None, None) => DType::F64,
+    };
+    let shapes = Shapes::of(&a_shape, &b_shape)?;
+    let ctx = context(py, device)?;
+    let mnk = (shapes.m, shapes.k, shapes.n);
+    let plan = py
+        .detach(|| match dtype {
+            DType::F32 => ctx.plan::<f32>(mnk, true, &opts),
+            DType::F64 => ctx.plan::<f64>(mnk, true, &opts),
+            DType::I32 => ctx.plan::<i32>(mnk, true, &opts),
+            DType::I64 => ctx.plan::<i64>(mnk, true, &opts),
+        })
+        .map_err(to_py)?;
+    let text = serde_json::to_string(&plan).map_err(|e| value_error(e.to_string()))?;
+    let dict = from_json(py, &text)?;
+    dict.set_item("shape", mnk)?;
+    dict.set_item("batch", shapes.batch.iter().product::<usize>())?;
+    dict.set_item("dtype", numpy_name(dtype))?;
+    dict.set_item("result_shape", PyTuple::new(py, &shapes.result)?)?;
+    dict.set_item("falls_back_to", plan.falls_back_to().map(|a| a.name()))?;
+    Ok(dict)
+}
+
+/// The machine and what fastmm runs on it: the CPU, its caches and
+/// microkernel, the GPUs, the tuning in effect and the version, as a dict.
+#[pyfunction]
+fn info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let report = py.detach(fastmm::info::report).map_err(to_py)?;
+    let text = serde_json::to_string(&report).map_err(|e| value_error(e.to_string()))?;
+    let dict = from_json(py, &text)?;
+    dict.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    Ok(dict)
+}
+
+/// Whether `c` is `a @ b` (numpy's shapes, batches included): a dict with
+/// ok, method ("full", or "randomized" for large products: sampled rows
+/// and columns and Freivalds' test), rel_error and bound_ratio (the
+/// worst error as a fraction of the componentwise rounding bound
+/// γₖ·|a|·|b|, allowed `growth` times over; integers must match exactly).
+#[pyfunction]
+#[pyo3(signature = (a, b, c, *, growth = 1.0))]
+fn verify<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    c: &Bound<'py, PyAny>,
+    growth: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    if growth.is_nan() || growth < 1.0 {
+        return Err(value_error(format!(
+            "growth={growth}: the allowance is a factor of at least 1"
+        )));
+    }
+    let (a, b, c) = (operand(a, "a")?, operand(b, "b")?, operand(c, "c")?);
+    let verdict = product::verify(py, a, b, c, growth)?;
+    let dict = PyDict::new(py);
+    dict.set_item("ok", verdict.ok)?;
+    dict.set_item("method", verdict.method.name())?;
+    dict.set_item("rel_error", verdict.rel_error)?;
+    dict.set_item("bound_ratio", verdict.bound_ratio)?;
+    Ok(dict)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(files::load, m)?)?;
+    m.add_function(wrap_pyfunction!(files::save, m)?)?;
+    m.add_function(wrap_pyfunction!(files::multiply_mapped, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ALGORITHMS", Algorithm::names())?;
+    Ok(())
+}

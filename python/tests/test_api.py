@@ -1,0 +1,237 @@
+"""gemm, plan, info, verify, the errors, the GIL and Ctrl-C."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import fastmm
+from conftest import DTYPES, assert_product, random
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_gemm(dtype, rng):
+    a, b = random((31, 17), dtype, rng), random((17, 23), dtype, rng)
+    c0 = random((31, 23), dtype, rng)
+    for alpha, beta in [(1, 0), (2, 1), (-3, 2), (0, 5), (1, 1)]:
+        c = c0.copy()
+        fastmm.gemm(alpha, a, b, beta, c)
+        expected = alpha * np.matmul(a, b) + beta * c0
+        if np.issubdtype(dtype, np.integer):
+            np.testing.assert_array_equal(c, expected.astype(dtype))
+        else:
+            scale = np.abs(alpha) * (np.abs(a) @ np.abs(b)) + np.abs(beta * c0)
+            assert np.all(np.abs(c - expected) <= 20 * np.finfo(dtype).eps * (scale + 1))
+
+
+def test_gemm_beta_zero_never_reads_c(rng):
+    a, b = random((20, 10), np.float64, rng), random((10, 30), np.float64, rng)
+    c = np.full((20, 30), np.nan)
+    fastmm.gemm(1.0, a, b, 0.0, c)
+    assert_product(c, a, b)
+
+
+def test_gemm_strided_and_overlapping_c(rng):
+    a, b = random((16, 16), np.float64, rng), random((16, 16), np.float64, rng)
+    big = np.zeros((32, 48))
+    c = big[::2, ::3]
+    c[...] = 1.0
+    fastmm.gemm(1.0, a, b, 2.0, c)
+    np.testing.assert_allclose(c, a @ b + 2.0, rtol=1e-12, atol=1e-12)
+    assert np.all(big[1::2] == 0)
+    expected = 0.5 * (a @ b) + a
+    fastmm.gemm(0.5, a, b, 1.0, a)  # c is a: computed as if into a temporary
+    np.testing.assert_allclose(a, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_gemm_scalar_types(rng):
+    a, b = random((4, 4), np.int32, rng), random((4, 4), np.int32, rng)
+    c = np.zeros((4, 4), np.int32)
+    with pytest.raises(TypeError, match="alpha must be an integer"):
+        fastmm.gemm(1.5, a, b, 0, c)
+    with pytest.raises(ValueError, match="does not fit"):
+        fastmm.gemm(1 << 40, a, b, 0, c)
+    with pytest.raises(TypeError, match="real number"):
+        fastmm.gemm("x", a.astype(float), b.astype(float), 0.0, c.astype(float))
+
+
+def test_errors(rng):
+    a, b = random((3, 4), np.float64, rng), random((5, 6), np.float64, rng)
+    with pytest.raises(ValueError, match="A has 4 columns but B has 5 rows"):
+        fastmm.matmul(a, b)
+    with pytest.raises(ValueError, match="scalar"):
+        fastmm.matmul(np.float64(2.0), a)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        fastmm.matmul(np.zeros((2, 3, 4)), np.zeros((3, 4, 5)))
+    b = random((4, 6), np.float64, rng)
+    with pytest.raises(ValueError, match="shape"):
+        fastmm.matmul(a, b, out=np.zeros((3, 5)))
+    with pytest.raises(TypeError, match="float32 but the product is float64"):
+        fastmm.matmul(a, b, out=np.zeros((3, 6), np.float32))
+    with pytest.raises(TypeError, match="numpy array"):
+        fastmm.matmul(a, b, out=[[0.0] * 6] * 3)
+    read_only = np.zeros((3, 6))
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fastmm.matmul(a, b, out=read_only)
+    for bad in [np.complex128, np.bool_, np.float16, np.uint8, object]:
+        with pytest.raises(TypeError, match="float32, float64, int32 and int64"):
+            fastmm.matmul(a.astype(bad), b)
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        fastmm.matmul(a, b, algo="fastest")
+    with pytest.raises(ValueError, match="device"):
+        fastmm.matmul(a, b, device="tpu")
+    with pytest.raises(ValueError, match="at least 1"):
+        fastmm.matmul(a, b, threads=0)
+    with pytest.raises(ValueError, match="hardware threads"):
+        fastmm.matmul(a, b, threads=100000)
+    with pytest.raises(TypeError, match="does not support"):
+        fastmm.matmul(a, b, algo="cublas")
+
+
+def test_memory_error_before_allocating():
+    # 2^21 × 2^21 float64 is 32 TiB: refused before any allocation.
+    a = np.broadcast_to(np.float64(1.0), (1 << 21, 1))
+    b = np.broadcast_to(np.float64(1.0), (1, 1 << 21))
+    with pytest.raises(MemoryError, match="out of memory"):
+        fastmm.matmul(a, b)
+
+
+def gpu_count():
+    try:
+        return len(fastmm.info()["gpus"])
+    except Exception:
+        return 0
+
+
+@pytest.mark.skipif(gpu_count() > 0, reason="this machine has a GPU")
+def test_missing_gpu_is_a_runtime_error(rng):
+    a = random((4, 4), np.float32, rng)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        fastmm.matmul(a, a, device="cuda:7")
+
+
+def test_plan_and_info(rng):
+    p = fastmm.plan((4096, 4096), (4096, 4096), algo="winograd", dtype="float64")
+    assert p["algorithm"] == "winograd" and p["shape"] == (4096, 4096, 4096)
+    assert p["fast"]["levels"] >= 1 and p["fast"]["workspace_bytes"] > 0
+    assert p["error_growth"] > 1
+    small = fastmm.plan(random((50, 40), np.float32, rng), random((40, 3), np.float32, rng), algo="strassen")
+    assert small["falls_back_to"] == "packed" and small["dtype"] == "float32"
+    assert fastmm.plan((7,), (3, 7, 2))["result_shape"] == (3, 2)
+    report = fastmm.info()
+    assert report["version"] == fastmm.__version__
+    assert "packed" in report and "cpu" in report
+
+
+def test_verify(rng):
+    a, b = random((60, 50), np.float64, rng), random((50, 40), np.float64, rng)
+    c = fastmm.matmul(a, b)
+    v = fastmm.verify(a, b, c)
+    assert v["ok"] and v["method"] == "full" and v["bound_ratio"] <= 1
+    c[3, 4] += 1e-6
+    assert not fastmm.verify(a, b, c)["ok"]
+    ai, bi = random((9, 9), np.int64, rng), random((9, 9), np.int64, rng)
+    ci = fastmm.matmul(ai, bi)
+    assert fastmm.verify(ai, bi, ci)["bound_ratio"] == 0
+    ci[0, 0] += 1
+    assert not fastmm.verify(ai, bi, ci)["ok"]
+    with pytest.raises(ValueError, match="growth"):
+        fastmm.verify(a, b, fastmm.matmul(a, b), growth=0.5)
+
+
+def test_gil_is_released(rng):
+    # Another Python thread keeps running while a product runs.
+    n = 1536
+    a, b = random((n, n), np.float64, rng), random((n, n), np.float64, rng)
+    ticks = 0
+    running = threading.Event()
+    done = threading.Event()
+
+    def product():
+        running.set()
+        for _ in range(3):
+            fastmm.matmul(a, b, algo="packed")
+        done.set()
+
+    worker = threading.Thread(target=product)
+    worker.start()
+    running.wait()
+    while not done.is_set():
+        ticks += 1
+    worker.join()
+    assert ticks > 10000, ticks
+
+
+def test_threads_share_safely(rng):
+    pairs = [(random((90, 70), np.float64, rng), random((70, 80), np.float64, rng)) for _ in range(6)]
+    results = [None] * len(pairs)
+
+    def work(i):
+        for _ in range(20):
+            results[i] = fastmm.matmul(*pairs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(pairs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (a, b), c in zip(pairs, results):
+        assert_product(c, a, b)
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    import fastmm
+    n = 2048
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    out = np.empty((n, n))
+    print("ready", flush=True)
+    in_call = False
+    try:
+        while True:
+            out[...] = np.nan
+            in_call = True
+            fastmm.matmul(a, b, algo="packed", out=out)
+            in_call = False
+    except KeyboardInterrupt:
+        stopped = time.perf_counter()
+        untouched = bool(np.isnan(out).all())
+        # Ctrl-C in the product's last moments lets it finish: then out is
+        # whole, and Python raises at the next bytecode.
+        whole = not np.isnan(out).any() and np.allclose(out, a @ b)
+        print(f"interrupted {in_call} {untouched} {whole} {stopped}", flush=True)
+    """
+)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+def test_ctrl_c_stops_a_long_product_and_leaves_out_untouched():
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.readline().split()
+        assert child.wait(timeout=30) == 0
+    finally:
+        child.kill()
+    assert line[0] == "interrupted", line
+    in_call, untouched, whole = (word == "True" for word in line[1:4])
+    stopped = float(line[4])
+    if in_call:
+        assert untouched or whole, "an interrupted product wrote part of out"
+    assert stopped - sent < 5.0
