@@ -210,7 +210,7 @@ impl Context {
     /// product (and numpy) leave finite. The scan reads A and B once,
     /// O(mk + kn) against the product's O(mkn), and only for fast
     /// algorithms on floats.
-    fn ieee_safe<T: Element>(
+    pub(crate) fn ieee_safe<T: Element>(
         &self,
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,

@@ -572,7 +572,11 @@ mod gpu {
                     growth,
                     &mut rng,
                     |alpha, a, b, beta, c| {
-                        multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts).map(|_| ())
+                        // The boundary's rule for NaN and ∞ (a fast
+                        // algorithm runs its base), as `Context::gemm`
+                        // applies it before it reaches these schedules.
+                        let opts = ctx.ieee_safe(a, b, beta == T::ZERO, tile_opts)?;
+                        multiply_planned(gpu, plan, alpha, a, b, beta, c, &opts).map(|_| ())
                     },
                 );
             }
