@@ -7,7 +7,11 @@ Prints one Markdown table: the call overhead at 64×64 f64, f32/f64 from
 Rounds are interleaved (numpy, then fastmm, on the same arrays); the
 speedup is numpy's median time over fastmm's, and every fastmm result is
 checked against numpy's. numpy's OpenBLAS runs its own choice of kernels:
-OPENBLAS_CORETYPE, if the environment forces one, is removed first.
+OPENBLAS_CORETYPE, if the environment forces one, is removed first. As in
+fastmm-peers, OpenBLAS's idle threads spin only briefly after a call
+(OPENBLAS_THREAD_TIMEOUT) and each contestant starts after a 2 ms pause,
+so that neither runs beside the other's spinning threads on a small
+machine.
 """
 
 import argparse
@@ -18,6 +22,8 @@ import sys
 import time
 
 os.environ.pop("OPENBLAS_CORETYPE", None)
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
+SETTLE_SECONDS = 0.002
 
 import numpy as np  # noqa: E402
 
@@ -37,6 +43,7 @@ def openblas_name():
 
 
 def timed(f, *args, **kwargs):
+    time.sleep(SETTLE_SECONDS)
     start = time.perf_counter()
     result = f(*args, **kwargs)
     return time.perf_counter() - start, result

@@ -59,8 +59,9 @@ pub struct MultiplyArgs {
     /// Shape of a raw B.
     #[arg(long, value_name = "KxN")]
     shape_b: Option<String>,
-    /// Algorithm, as for `run` (NAME or NAME@DEVICE): auto is the
-    /// device's fastest classical product.
+    /// Algorithm, as for `run` (NAME or NAME@DEVICE): auto is Winograd
+    /// where its measured crossover gives a level, else the device's
+    /// classical product.
     #[arg(short = 'a', long, default_value = "auto")]
     algo: String,
     /// Verify C (a full check for small products, else the randomized
@@ -299,12 +300,19 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
     Ok(Outcome::AllCorrect)
 }
 
-/// The algorithm that runs for `auto` too.
-fn resolved(opts: &GemmOptions, device: fastmm::Device, dtype: DType) -> Algorithm {
-    match opts.algorithm {
-        Algorithm::Auto => Algorithm::auto_for(device.kind(), dtype),
-        other => other,
-    }
+/// The algorithm that runs for this shape and type (`auto` decided).
+fn resolved(
+    ctx: &Context,
+    opts: &GemmOptions,
+    dtype: DType,
+    shape: (usize, usize, usize),
+) -> Result<Algorithm> {
+    Ok(match dtype {
+        DType::F32 => ctx.plan::<f32>(shape, true, opts)?.algorithm,
+        DType::F64 => ctx.plan::<f64>(shape, true, opts)?.algorithm,
+        DType::I32 => ctx.plan::<i32>(shape, true, opts)?.algorithm,
+        DType::I64 => ctx.plan::<i64>(shape, true, opts)?.algorithm,
+    })
 }
 
 /// A verification's verdict and its one-line report.
@@ -323,7 +331,7 @@ where
     AnyMatrix: From<Matrix<T>>,
 {
     let plan = ctx.plan_for::<T>(a.as_ref(), b.as_ref(), true, opts)?;
-    let asked = resolved(opts, ctx.device(), T::DTYPE);
+    let asked = resolved(ctx, opts, T::DTYPE, (a.rows(), a.cols(), b.cols()))?;
     if plan.algorithm != asked {
         eprintln!(
             "note: A or B holds NaN or ∞, so {asked} runs its classical base, {}: its sums would turn ∞ into NaN where numpy's product has none",
@@ -442,7 +450,7 @@ fn out_of_core(
         "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} each, written through a map; the seed's (k(a+b)+ab)·size = {}); {:.3} s, {:.2} GFLOP/s ({:.2} in the products); wrote {}{}",
         args.a.display(),
         args.b.display(),
-        resolved(&opts, ctx.device(), dtype),
+        resolved(&ctx, &opts, dtype, shape)?,
         format_bytes(budget.into()),
         format_bytes(total),
         report.blocks,
@@ -552,7 +560,7 @@ fn on_gpu<T: Element>(
         args.a.display(),
         args.b.display(),
         T::DTYPE,
-        resolved(opts, ctx.device(), T::DTYPE),
+        plan.algorithm,
         plan.label(),
         format_bytes(streamed.upload_bytes.into()),
         format_bytes(streamed.download_bytes.into()),

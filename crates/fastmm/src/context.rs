@@ -25,6 +25,7 @@ use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Algorithm, Device, DeviceKind, GemmOptions};
 use crate::plan::Plan;
 use crate::system::GpuInfo;
+use crate::tunables::AUTO_FAST_MIN_DIM;
 
 /// How a GPU product of host matrices streamed through the GPU when they
 /// exceeded its budget.
@@ -241,7 +242,44 @@ impl Context {
         beta_is_zero: bool,
         opts: &GemmOptions,
     ) -> Result<Plan, Error> {
-        let opts = self.resolve::<T>(opts)?;
+        let opts = self.resolve_for::<T>(opts, shape, beta_is_zero)?;
+        self.plan_resolved::<T>(shape, beta_is_zero, &opts)
+    }
+
+    /// `opts` resolved ([`Context::resolve`]), and `auto` decided for
+    /// this shape: Winograd where its measured crossover gives it a level
+    /// (the rule under which it is the faster: see `STRASSEN_AUTO_*` and
+    /// the tuning file), else the device's classical product. Winograd's
+    /// error may exceed the classical bound by the plan's `error_growth`,
+    /// a few units for the levels this rule allows; integers stay exact.
+    fn resolve_for<T: Element>(
+        &self,
+        opts: &GemmOptions,
+        (m, k, n): (usize, usize, usize),
+        beta_is_zero: bool,
+    ) -> Result<GemmOptions, Error> {
+        let resolved = self.resolve::<T>(opts)?;
+        if opts.algorithm != Algorithm::Auto || m.min(k).min(n) < AUTO_FAST_MIN_DIM {
+            return Ok(resolved);
+        }
+        let fast = GemmOptions {
+            algorithm: Algorithm::Winograd,
+            ..resolved
+        };
+        let plan = self.plan_resolved::<T>((m, k, n), beta_is_zero, &fast)?;
+        Ok(match plan.fast {
+            Some(f) if f.levels > 0 => fast,
+            _ => resolved,
+        })
+    }
+
+    /// [`Context::plan`] of resolved options.
+    fn plan_resolved<T: Element>(
+        &self,
+        shape: (usize, usize, usize),
+        beta_is_zero: bool,
+        opts: &GemmOptions,
+    ) -> Result<Plan, Error> {
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &self.gpu {
             return crate::plan::on_cuda::<T>(gpu, shape, beta_is_zero, &opts);
@@ -259,7 +297,8 @@ impl Context {
         beta_is_zero: bool,
         opts: &GemmOptions,
     ) -> Result<Plan, Error> {
-        let resolved = self.resolve::<T>(opts)?;
+        let shape = (a.rows(), a.cols(), b.cols());
+        let resolved = self.resolve_for::<T>(opts, shape, beta_is_zero)?;
         let safe = self.ieee_safe(a, b, beta_is_zero, resolved)?;
         self.plan::<T>((a.rows(), a.cols(), b.cols()), beta_is_zero, &safe)
     }
@@ -332,8 +371,8 @@ impl Context {
         opts: &GemmOptions,
         timed: bool,
     ) -> Result<Timing, Error> {
-        let opts = self.resolve::<T>(opts)?;
         check_shapes(a, b, c.shape())?;
+        let opts = self.resolve_for::<T>(opts, (a.rows(), a.cols(), b.cols()), beta == T::ZERO)?;
         opts.check_interrupt()?;
         // The clock only when asked: two reads cost a tenth of a 32³
         // product on a VM.

@@ -150,8 +150,10 @@ impl FromStr for Device {
 /// A multiplication algorithm, selectable by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Algorithm {
-    /// The device's fastest classical product: `packed` on the CPU;
-    /// `cublas` for floats and `cuda-fast` for integers on a GPU.
+    /// The fastest product by the measured rules: `winograd` where its
+    /// crossover gives the shape a level, else the device's classical
+    /// product (`packed` on the CPU; `cublas` for floats and `cuda-fast`
+    /// for integers on a GPU).
     #[default]
     Auto,
     /// The i-j-k triple loop with a dot product per element of C.
@@ -205,7 +207,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
         algorithm: Algorithm::Auto,
         name: "auto",
-        summary: "the device's fastest classical product (packed; cublas, or cuda-fast for integers)",
+        summary: "winograd where its measured crossover gives a level, else the device's classical product (packed; cublas, or cuda-fast for integers)",
         uses_tile: false,
         uses_threads: true,
         on_cpu: true,

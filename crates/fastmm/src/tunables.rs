@@ -173,6 +173,11 @@ pub const SPLIT_K_MAX_C_ELEMENTS_PER_THREAD: usize = 256 * 256 / 2;
 /// copies of C cost more than the per-step synchronisation they save.
 pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
 
+/// `auto` asks whether Winograd's plan applies a level only when m, k and
+/// n are all at least this: below it no measured crossover (built in or
+/// tuned) recurses, and small products skip the question's dry run.
+pub const AUTO_FAST_MIN_DIM: usize = 256;
+
 /// `strassen`/`winograd` on the CPU recurse while m, k and n are all at
 /// least this (`--threshold auto`), so base products stay ≥ 1024: on
 /// Zen 4 (two threads, f64) three levels at 8192 (base 1024) ran 1.20–
