@@ -282,9 +282,9 @@ impl Context {
     ) -> Result<Plan, Error> {
         #[cfg(feature = "cuda")]
         if let Some(gpu) = &self.gpu {
-            return crate::plan::on_cuda::<T>(gpu, shape, beta_is_zero, &opts);
+            return crate::plan::on_cuda::<T>(gpu, shape, beta_is_zero, opts);
         }
-        crate::plan::on_cpu::<T>(shape, beta_is_zero, &opts)
+        crate::plan::on_cpu::<T>(shape, beta_is_zero, opts)
     }
 
     /// [`Context::plan`] for these operands: the plan of what will run,
