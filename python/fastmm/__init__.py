@@ -22,6 +22,7 @@ import numpy as np
 
 from ._native import (
     ALGORITHMS,
+    GpuArray,
     __version__,
     gemm,
     info,
@@ -35,6 +36,7 @@ from ._native import (
 
 __all__ = [
     "ALGORITHMS",
+    "GpuArray",
     "__version__",
     "gemm",
     "info",

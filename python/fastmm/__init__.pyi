@@ -12,12 +12,31 @@ ALGORITHMS: str
 _Path = Union[str, "os.PathLike[str]"]
 _DType = Union[str, type, np.dtype[Any], None]
 
+class GpuArray:
+    """A matrix fastmm computed in GPU memory; pass it to torch.from_dlpack or cupy.from_dlpack."""
+
+    @property
+    def shape(self) -> Tuple[int, int]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any: ...
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+
 def matmul(
-    a: npt.ArrayLike,
-    b: npt.ArrayLike,
+    a: Any,
+    b: Any,
     *,
     algo: str = "auto",
-    device: str = "cpu",
+    device: Optional[str] = None,
     threads: Optional[int] = None,
     out: Optional[npt.NDArray[Any]] = None,
 ) -> Any:

@@ -8,6 +8,7 @@
 //! (`release`), and the library's errors become Python's exceptions
 //! (`errors`).
 
+mod dlpack;
 mod errors;
 mod files;
 mod operand;
@@ -96,28 +97,83 @@ fn request<'py>(
 /// float64 for an integer and a float. C-ordered, Fortran-ordered and
 /// strided arrays are read in place; negative or odd strides are copied.
 ///
-/// algo: "auto" (the device's fastest), or any of fastmm.ALGORITHMS.
-/// device: "cpu", "cuda" or "cuda:N".
+/// algo: "auto" (the fastest by the measured rules), or any of
+///   fastmm.ALGORITHMS.
+/// device: "cpu", "cuda" or "cuda:N"; default: the CPU for host arrays,
+///   their GPU for GPU arrays.
 /// threads: CPU threads, at most the hardware's (default: all).
 /// out: an array of the result's type and shape to write, returned.
+///
+/// GPU arrays (anything with `__dlpack__` on a CUDA device: torch and
+/// CuPy tensors, 2-D, of one type) are multiplied where they are, with
+/// no host copy; the result is a fastmm.GpuArray on the same GPU, which
+/// `torch.from_dlpack` and `cupy.from_dlpack` take without a copy.
+/// Host arrays with device="cuda" are copied up and back.
 ///
 /// The GIL is released; Ctrl-C stops a long product between blocks with
 /// `out` left as it was. Raises ValueError for shapes, TypeError for
 /// types, MemoryError before allocating too much, RuntimeError for a
 /// missing GPU.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, algo = "auto", device = "cpu", threads = None, out = None))]
+#[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None, out = None))]
 fn matmul<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
     b: &Bound<'py, PyAny>,
     algo: &str,
-    device: &str,
+    device: Option<&str>,
     threads: Option<i64>,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let request = request(py, a, b, algo, device, threads)?;
+    if let Some(ordinal) = gpu_operands(a, b, device)? {
+        if out.is_some() {
+            return Err(value_error(
+                "out= takes host arrays; GPU operands give a new fastmm.GpuArray",
+            ));
+        }
+        let opts = options(algo, threads)?;
+        let ctx = context(py, &format!("cuda:{ordinal}"))?;
+        return dlpack::matmul(py, &ctx, opts, (a, b), ordinal);
+    }
+    let request = request(py, a, b, algo, device.unwrap_or("cpu"), threads)?;
     product::matmul(py, request, out)
+}
+
+/// The GPU both operands live on, when they are GPU arrays (DLPack
+/// device kDLCUDA); `None` for host operands. `device`, when given, must
+/// name that GPU.
+fn gpu_operands(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    device: Option<&str>,
+) -> PyResult<Option<usize>> {
+    let on_gpu = |x: &Bound<'_, PyAny>| match x.cast::<numpy::PyUntypedArray>() {
+        Ok(_) => None,
+        Err(_) => dlpack::cuda_ordinal(x),
+    };
+    let ordinal = match (on_gpu(a), on_gpu(b)) {
+        (None, None) => return Ok(None),
+        (Some(x), Some(y)) if x == y => x,
+        (Some(x), Some(y)) => {
+            return Err(value_error(format!(
+                "a is on cuda:{x} and b on cuda:{y}: move one to the other's GPU"
+            )))
+        }
+        _ => {
+            return Err(value_error(
+                "one operand is on a GPU and the other in host memory: move one",
+            ))
+        }
+    };
+    if let Some(named) = device {
+        let named: Device = named.parse().map_err(to_py)?;
+        if named != Device::Cuda(ordinal) {
+            return Err(value_error(format!(
+                "the operands are on cuda:{ordinal} but device={named} was asked for"
+            )));
+        }
+    }
+    Ok(Some(ordinal))
 }
 
 /// BLAS's update c ← alpha·(a @ b) + beta·c, in place.
@@ -281,6 +337,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::load, m)?)?;
     m.add_function(wrap_pyfunction!(files::save, m)?)?;
     m.add_function(wrap_pyfunction!(files::multiply_mapped, m)?)?;
+    m.add_class::<dlpack::GpuArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ALGORITHMS", Algorithm::names())?;
     Ok(())

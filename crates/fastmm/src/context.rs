@@ -21,6 +21,8 @@ use serde::Serialize;
 use crate::cpu;
 use crate::element::Element;
 use crate::error::Error;
+#[cfg(feature = "cuda")]
+use crate::matrix::GpuMatrix;
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Algorithm, Device, DeviceKind, GemmOptions};
 use crate::plan::Plan;
@@ -404,6 +406,174 @@ impl Context {
         cpu::multiply(alpha, a, b, beta, c, &opts)?;
         Ok(Timing {
             compute_ms: elapsed_ms(start),
+            ..Timing::default()
+        })
+    }
+}
+
+/// GPU memory the library allocated for one matrix
+/// ([`Context::alloc_gpu`]), freed when dropped: a product's output that
+/// a caller hands on (through DLPack, say) without a copy.
+#[cfg(feature = "cuda")]
+pub struct GpuBuffer {
+    // Held for its own drop, which frees the memory; declared first so
+    // that it is dropped while `gpu` still holds the context (bound in
+    // `Drop`).
+    _memory: crate::cuda::memory::RawDeviceMemory,
+    gpu: Arc<crate::cuda::device::Gpu>,
+    ordinal: usize,
+    matrix: GpuMatrix,
+    dtype: crate::element::DType,
+}
+
+#[cfg(feature = "cuda")]
+impl GpuBuffer {
+    /// The buffer as a row-major matrix (`ld` = columns).
+    pub fn matrix(&self) -> GpuMatrix {
+        self.matrix
+    }
+
+    /// Its element type.
+    pub fn dtype(&self) -> crate::element::DType {
+        self.dtype
+    }
+
+    /// The ordinal of the GPU it is on.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Drop for GpuBuffer {
+    fn drop(&mut self) {
+        // The free needs the buffer's context on this thread, which may be
+        // any thread (a DLPack consumer's deleter, say). A failure to bind
+        // leaves the free to fail too, and the memory leaks: drop cannot
+        // report it.
+        let _ = self.gpu.bind();
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl std::fmt::Debug for GpuBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuBuffer({:?} {} on cuda:{})",
+            self.matrix, self.dtype, self.ordinal
+        )
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Context {
+    /// The raw handle of the CUDA stream this context's products run on
+    /// (0 for the legacy default stream), for exchanging data with other
+    /// libraries (DLPack's `stream` argument).
+    pub fn gpu_stream_handle(&self) -> Result<usize, Error> {
+        Ok(self.gpu()?.stream.cu_stream() as usize)
+    }
+
+    /// An uninitialised rows×cols matrix of T in this context's GPU memory.
+    pub fn alloc_gpu<T: Element>(&self, rows: usize, cols: usize) -> Result<GpuBuffer, Error> {
+        let gpu = Arc::clone(self.gpu.as_ref().ok_or_else(|| {
+            Error::InvalidOption(format!("{} is not a CUDA device", self.device))
+        })?);
+        let bytes = rows
+            .checked_mul(cols)
+            .and_then(|e| e.checked_mul(std::mem::size_of::<T>()))
+            .ok_or(Error::SizeOverflow { rows, cols })?;
+        let memory = crate::cuda::memory::RawDeviceMemory::alloc(&gpu, bytes)?;
+        let ordinal = match self.device {
+            Device::Cuda(ordinal) => ordinal,
+            Device::Cpu => unreachable!("only a CUDA context holds a GPU"),
+        };
+        Ok(GpuBuffer {
+            matrix: GpuMatrix {
+                ptr: memory.ptr,
+                rows,
+                cols,
+                ld: cols,
+            },
+            _memory: memory,
+            gpu,
+            ordinal,
+            dtype: T::DTYPE,
+        })
+    }
+
+    /// **C ← α·A·B + β·C** on matrices already in this context's GPU memory,
+    /// with no host copy; returns when C is complete, with the time it took
+    /// (`compute_ms`, host clock). β = 0 never reads C. `auto` and the
+    /// options resolve as for [`Context::gemm`]; the host products' NaN/∞
+    /// rule (a fast algorithm meeting ∞ runs its base) needs a pass over A
+    /// and B that this path does not make.
+    ///
+    /// # Safety
+    /// Each matrix's elements (see [`GpuMatrix`]) are memory of T on this
+    /// context's GPU, valid until the call returns; C overlaps neither A
+    /// nor B and no two of its elements share an address; nothing else
+    /// writes A, B or C meanwhile (work queued before the call on other
+    /// streams is ordered before it by the caller, as DLPack's `stream`
+    /// argument does).
+    pub unsafe fn gemm_gpu<T: Element>(
+        &self,
+        alpha: T,
+        a: GpuMatrix,
+        b: GpuMatrix,
+        beta: T,
+        c: GpuMatrix,
+        opts: &GemmOptions,
+    ) -> Result<Timing, Error> {
+        let gpu = self.gpu()?;
+        if a.cols != b.rows {
+            return Err(Error::DimensionMismatch {
+                a: (a.rows, a.cols),
+                b: (b.rows, b.cols),
+            });
+        }
+        if (c.rows, c.cols) != (a.rows, b.cols) {
+            return Err(Error::OutputShape {
+                expected: (a.rows, b.cols),
+                got: (c.rows, c.cols),
+            });
+        }
+        for (name, m) in [("A", a), ("B", b), ("C", c)] {
+            if m.ld < m.cols {
+                return Err(Error::InvalidOption(format!(
+                    "{name}'s leading dimension {} is below its {} columns",
+                    m.ld, m.cols
+                )));
+            }
+        }
+        let shape = (a.rows, a.cols, b.cols);
+        let opts = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
+        opts.check_interrupt()?;
+        if c.rows == 0 || c.cols == 0 {
+            return Ok(Timing::default());
+        }
+        if a.cols == 0 {
+            return Err(Error::Unsupported {
+                algorithm: opts.algorithm.name(),
+                what: "an empty inner dimension on GPU-resident operands".into(),
+            });
+        }
+        let operand = |m: GpuMatrix| crate::cuda::gemm::Operand {
+            ptr: m.ptr,
+            ld: m.ld,
+        };
+        let ms = crate::cuda::product::multiply_resident(
+            gpu,
+            alpha,
+            (operand(a), operand(b)),
+            beta,
+            operand(c),
+            shape,
+            &opts,
+        )?;
+        Ok(Timing {
+            compute_ms: ms,
             ..Timing::default()
         })
     }

@@ -91,10 +91,12 @@ pub mod io;
 mod plan;
 pub mod selftest;
 
+#[cfg(feature = "cuda")]
+pub use context::GpuBuffer;
 pub use context::{gemm, matmul, matmul_with, Context, Streamed, Timing};
 pub use element::{DType, Element};
 pub use error::Error;
-pub use matrix::{MatMut, MatRef, Matrix};
+pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};
 pub use options::{
     Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind, GemmOptions,
     GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,

@@ -1018,3 +1018,20 @@ mod tests {
         }
     }
 }
+
+/// A row-major matrix in a GPU's memory, owned by the caller (a DLPack
+/// tensor of PyTorch or CuPy, say, or a [`crate::GpuBuffer`]): element
+/// (i, j) of type T lives at byte `ptr + (i·ld + j)·size_of::<T>()`. Plain
+/// data: the product that takes it ([`crate::Context::gemm_gpu`]) is
+/// `unsafe`, since nothing here proves the memory is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuMatrix {
+    /// The device address of element (0, 0).
+    pub ptr: u64,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Elements from one row to the next (at least `cols`).
+    pub ld: usize,
+}

@@ -12,6 +12,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 
 use crate::cuda::compile::{self, KernelKey};
 use crate::cuda::cuda_err;
+use crate::cuda::tunables::CUDA_POOL_RELEASE_THRESHOLD;
 use crate::error::Error;
 use crate::system::GpuInfo;
 
@@ -97,6 +98,9 @@ impl Gpu {
             managed_memory: attribute(Attr::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
             driver_version,
         };
+        if ctx.has_async_alloc() {
+            keep_pool_memory(&ctx)?;
+        }
         let stream = ctx.default_stream();
         Ok(Gpu {
             ctx,
@@ -234,4 +238,30 @@ impl Gpu {
             .check_err()
             .map_err(|e| cuda_err("the CUDA context reported an error", e))
     }
+}
+
+/// Keeps the memory that products free in the device's stream-ordered
+/// pool (where cudarc's slices come from) instead of returning it to the
+/// driver at every synchronisation, the pool's default: a fast product's
+/// gigabytes of temporaries would otherwise be unmapped after each product
+/// and mapped again by the next, milliseconds each time. The pool still
+/// reuses what it holds; the memory goes back when the process ends.
+fn keep_pool_memory(ctx: &CudaContext) -> Result<(), Error> {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: an out-pointer to a local, and a device of this driver.
+    unsafe { sys::cuDeviceGetMemPool(&mut pool, ctx.cu_device()) }
+        .result()
+        .map_err(|e| cuda_err("cannot read the device's memory pool", e))?;
+    let mut threshold = CUDA_POOL_RELEASE_THRESHOLD;
+    // SAFETY: the attribute takes a cuuint64_t, which `threshold` is.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()
+    .map_err(|e| cuda_err("cannot set the memory pool's release threshold", e))
 }

@@ -17,7 +17,8 @@ use crate::cuda::tunables::CUDA_TIMED_LAUNCHES;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::options::{Algorithm, GemmOptions, GpuPrecision};
+use crate::options::{Algorithm, GemmOptions, GpuMemory, GpuPrecision};
+use crate::strassen::engine::Plan;
 use crate::strassen::Scheme;
 
 /// Where the time of one GPU product went, in milliseconds.
@@ -53,36 +54,8 @@ pub(crate) fn multiply<T: Element>(
     let (m, k) = a.shape();
     let n = b.cols();
     let beta_is_zero = beta == T::ZERO;
-    // Compile (or fetch) the kernels, check their blocks and, for the fast
-    // algorithms, choose the schedule whose temporaries fit beside A, B
-    // and C, before any copy.
-    let scheme = Scheme::of(opts.algorithm);
-    let fast_plan = match scheme {
-        Some(scheme) => {
-            crate::cuda::strassen::check(opts)?;
-            let variant =
-                crate::cuda::strassen::variant::<T>(gpu, scheme, (m, k, n), beta_is_zero, opts)?;
-            Some(crate::cuda::strassen::plan::<T>(
-                &gpu.info().name,
-                scheme,
-                variant,
-                opts,
-            ))
-        }
-        None => None,
-    };
-    let base = match scheme {
-        Some(_) => crate::cuda::strassen::base(opts, T::DTYPE),
-        None => opts.algorithm,
-    };
+    let (fast_plan, classical) = prepare::<T>(gpu, (m, k, n), beta_is_zero, opts)?;
     let precision = opts.gpu_precision.unwrap_or_default();
-    if precision != GpuPrecision::Fp32 && opts.algorithm != Algorithm::Cublas {
-        return Err(Error::InvalidOption(format!(
-            "precision {precision} is a cuBLAS mode: it applies to cublas, not {}",
-            opts.algorithm
-        )));
-    }
-    let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
     let memory = opts.gpu_memory.unwrap_or_default();
 
     // Staging into row-major host buffers (page-locked with `gpu_pinned`)
@@ -183,4 +156,91 @@ pub(crate) fn multiply<T: Element>(
         kernel_ms,
         download_ms,
     })
+}
+
+/// What a GPU product will run, prepared before any copy: the fast
+/// algorithm's recursion (its schedule chosen so that its temporaries fit
+/// beside A, B and C) and the classical product under it, its kernels
+/// compiled or fetched and their blocks checked.
+fn prepare<T: Element>(
+    gpu: &Gpu,
+    (m, k, n): (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Result<(Option<Plan>, ClassicalGemm), Error> {
+    let scheme = Scheme::of(opts.algorithm);
+    let fast_plan = match scheme {
+        Some(scheme) => {
+            crate::cuda::strassen::check(opts)?;
+            let variant =
+                crate::cuda::strassen::variant::<T>(gpu, scheme, (m, k, n), beta_is_zero, opts)?;
+            Some(crate::cuda::strassen::plan::<T>(
+                &gpu.info().name,
+                scheme,
+                variant,
+                opts,
+            ))
+        }
+        None => None,
+    };
+    let base = match scheme {
+        Some(_) => crate::cuda::strassen::base(opts, T::DTYPE),
+        None => opts.algorithm,
+    };
+    let precision = opts.gpu_precision.unwrap_or_default();
+    if precision != GpuPrecision::Fp32 && opts.algorithm != Algorithm::Cublas {
+        return Err(Error::InvalidOption(format!(
+            "precision {precision} is a cuBLAS mode: it applies to cublas, not {}",
+            opts.algorithm
+        )));
+    }
+    Ok((fast_plan, ClassicalGemm::resolve::<T>(gpu, base, opts)?))
+}
+
+/// C ← α·A·B + β·C on row-major operands already in this GPU's memory
+/// (the caller's, a DLPack tensor's say), run on the GPU's stream and
+/// waited for; returns the milliseconds it took, host clock. β = 0 never
+/// reads C. Shapes are checked by the caller (the boundary) and
+/// `opts.algorithm` is resolved. The 16-bit cuBLAS modes and memory kinds
+/// other than device memory are for host operands, converted or placed on
+/// upload, and are refused here.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn multiply_resident<T: Element>(
+    gpu: &Gpu,
+    alpha: T,
+    (a, b): (Operand, Operand),
+    beta: T,
+    c: Operand,
+    (m, k, n): (usize, usize, usize),
+    opts: &GemmOptions,
+) -> Result<f64, Error> {
+    if opts.gpu_precision.unwrap_or_default() != GpuPrecision::Fp32 {
+        return Err(Error::InvalidOption(
+            "the 16-bit cuBLAS modes convert host operands on upload; a product of GPU-resident operands runs in their own type".into(),
+        ));
+    }
+    if opts
+        .gpu_memory
+        .is_some_and(|memory| memory != GpuMemory::Device)
+    {
+        return Err(Error::InvalidOption(
+            "GPU-resident operands are where they are: a memory kind applies to host operands"
+                .into(),
+        ));
+    }
+    let (fast_plan, classical) = prepare::<T>(gpu, (m, k, n), beta == T::ZERO, opts)?;
+    let start = Instant::now();
+    // The backend owns the recursion's temporaries: kept until the stream
+    // has finished with them.
+    let mut backend = None;
+    match fast_plan {
+        Some(plan) => {
+            let fast = backend.insert(CudaBackend::<T>::new(gpu, classical, opts, (a, b, c))?);
+            crate::strassen::engine::run(fast, plan, alpha, beta, (m, k, n))?;
+        }
+        None => classical.run(gpu, (m, k, n), alpha, a, b, beta, c)?,
+    }
+    gpu.synchronize()?;
+    drop(backend);
+    Ok(start.elapsed().as_secs_f64() * 1e3)
 }

@@ -193,3 +193,7 @@ pub(crate) fn mbarriers_enabled() -> Result<bool, Error> {
 pub(crate) fn ring_stages() -> Result<usize, Error> {
     Ok(Config::get().dev()?.ring_stages.unwrap_or(CUDA_RING_STAGES))
 }
+
+/// Bytes of freed memory the device's stream-ordered pool keeps mapped
+/// across synchronisations (see `device::keep_pool_memory`): all of it.
+pub(crate) const CUDA_POOL_RELEASE_THRESHOLD: u64 = u64::MAX;

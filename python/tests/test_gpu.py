@@ -1,0 +1,66 @@
+"""GPU tensors through DLPack, in place; skipped without torch and a GPU."""
+
+import numpy as np
+import pytest
+
+import fastmm
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+@pytest.mark.parametrize("algo", ["auto", "cublas", "cuda-fast", "strassen", "winograd"])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (37, 53, 29), (1025, 700, 513), (2048, 2048, 2048)])
+def test_torch_tensors_in_place(dtype, algo, shape):
+    m, k, n = shape
+    g = torch.Generator(device="cuda").manual_seed(m * k + n)
+    if dtype.is_floating_point:
+        a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+        b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
+    else:
+        a = torch.randint(-50, 50, (m, k), device="cuda", dtype=dtype, generator=g)
+        b = torch.randint(-50, 50, (k, n), device="cuda", dtype=dtype, generator=g)
+    if algo == "cublas" and not dtype.is_floating_point:
+        with pytest.raises(TypeError, match="integer"):
+            fastmm.matmul(a, b, algo=algo)
+        return
+    result = fastmm.matmul(a, b, algo=algo)
+    assert isinstance(result, fastmm.GpuArray) and result.device == "cuda:0"
+    c = torch.from_dlpack(result)
+    assert c.device == a.device and c.dtype == dtype and tuple(c.shape) == (m, n)
+    ref = (a.double() @ b.double()) if dtype.is_floating_point else (a.cpu() @ b.cpu()).cuda()
+    if dtype.is_floating_point:
+        bound = a.abs().double() @ b.abs().double()
+        u = torch.finfo(dtype).eps / 2
+        growth = fastmm.plan((m, k), (k, n), algo=algo, device="cuda", dtype=str(dtype).split(".")[1])["error_growth"]
+        assert bool(((c.double() - ref).abs() <= growth * (k + 2) * u * bound + 1e-30).all())
+    else:
+        assert torch.equal(c, ref)
+
+
+def test_layouts_and_errors():
+    a = torch.randn(300, 200, device="cuda")
+    b = torch.randn(300, 100, device="cuda")
+    c = torch.from_dlpack(fastmm.matmul(a.t(), b))  # a transposed view: made contiguous on the GPU
+    torch.testing.assert_close(c, a.t() @ b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="host memory"):
+        fastmm.matmul(a, np.ones((200, 3), np.float32))
+    with pytest.raises(TypeError, match="two types"):
+        fastmm.matmul(a, torch.randn(200, 3, device="cuda", dtype=torch.float64))
+    with pytest.raises(ValueError, match="columns"):
+        fastmm.matmul(a, b)
+    with pytest.raises(ValueError, match="device"):
+        fastmm.matmul(a.t(), b, device="cpu")
+    x = fastmm.matmul(a.t(), b)
+    assert x.shape == (200, 100) and x.dtype == "float32"
+    assert torch.from_dlpack(x).data_ptr() == torch.from_dlpack(x).data_ptr()
+
+
+def test_numpy_arrays_on_the_gpu():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, 200)), rng.standard_normal((200, 100))
+    c = fastmm.matmul(a, b, device="cuda", algo="strassen")
+    assert isinstance(c, np.ndarray)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-10, atol=1e-10)
