@@ -42,6 +42,16 @@ def matmul(
 ) -> Any:
     """The matrix product a @ b, with numpy's matmul shapes and types."""
 
+def matmul_timed(
+    a: Any,
+    b: Any,
+    *,
+    algo: str = "auto",
+    device: Optional[str] = None,
+    threads: Optional[int] = None,
+) -> Tuple[Any, Dict[str, Any]]:
+    """matmul, and where its time went: compute_ms, upload_ms, download_ms, end_to_end_ms, host_copies."""
+
 def gemm(
     alpha: Union[int, float],
     a: npt.ArrayLike,

@@ -359,7 +359,7 @@ pub(crate) fn matmul<'py>(
     opts: GemmOptions,
     (a, b): (&Bound<'py, PyAny>, &Bound<'py, PyAny>),
     ordinal: usize,
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<(Bound<'py, PyAny>, fastmm::Timing)> {
     let stream = match ctx.gpu_stream_handle().map_err(to_py)? {
         // DLPack spells the legacy default stream 1 (0 is ambiguous).
         0 => 1,
@@ -379,17 +379,17 @@ pub(crate) fn matmul<'py>(
         ($t:ty) => {{
             let out = ctx.alloc_gpu::<$t>(am.rows, bm.cols).map_err(to_py)?;
             let cm = out.matrix();
-            released(py, false, |_| {
+            let timing = released(py, false, |_| {
                 // SAFETY: A and B are the producers' GPU memory of this
                 // type on this GPU (checked above), kept alive by their
                 // capsules and ordered before our stream by DLPack; C is
                 // our own new buffer, apart from both.
                 unsafe { ctx.gemm_gpu::<$t>(1 as $t, am, bm, 0 as $t, cm, &opts) }
             })?;
-            out
+            (out, timing)
         }};
     }
-    let out = match a.dtype {
+    let (out, timing) = match a.dtype {
         DType::F32 => typed!(f32),
         DType::F64 => typed!(f64),
         DType::I32 => typed!(i32),
@@ -401,5 +401,5 @@ pub(crate) fn matmul<'py>(
             buffer: Arc::new(out),
         },
     )?;
-    Ok(array.into_any())
+    Ok((array.into_any(), timing))
 }

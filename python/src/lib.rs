@@ -125,6 +125,45 @@ fn matmul<'py>(
     threads: Option<i64>,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    Ok(product_of(py, (a, b), algo, device, threads, out, false)?.0)
+}
+
+/// `matmul`, timed: returns (result, timing), the timing a dict of
+/// compute_ms (on a GPU the kernels alone, between CUDA events: with host
+/// arrays the product then runs once to warm up and several times to
+/// time, see the library's `Context::gemm_timed`), upload_ms and
+/// download_ms (the host copies; None for host products and GPU arrays),
+/// end_to_end_ms, host_copies (whether host arrays went to a GPU and back)
+/// and, for products streamed out of core, streamed.
+#[pyfunction]
+#[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None))]
+fn matmul_timed<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    algo: &str,
+    device: Option<&str>,
+    threads: Option<i64>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    let (result, timing) = product_of(py, (a, b), algo, device, threads, None, true)?;
+    let text = serde_json::to_string(&timing).map_err(|e| value_error(e.to_string()))?;
+    let dict = from_json(py, &text)?;
+    dict.set_item("end_to_end_ms", timing.end_to_end_ms())?;
+    dict.set_item("host_copies", timing.upload_ms.is_some())?;
+    Ok((result, dict))
+}
+
+/// The product for `matmul` and `matmul_timed`: GPU arrays in place, host
+/// arrays on the device asked for.
+fn product_of<'py>(
+    py: Python<'py>,
+    (a, b): (&Bound<'py, PyAny>, &Bound<'py, PyAny>),
+    algo: &str,
+    device: Option<&str>,
+    threads: Option<i64>,
+    out: Option<&Bound<'py, PyAny>>,
+    timed: bool,
+) -> PyResult<(Bound<'py, PyAny>, fastmm::Timing)> {
     if let Some(ordinal) = gpu_operands(a, b, device)? {
         if out.is_some() {
             return Err(value_error(
@@ -136,7 +175,7 @@ fn matmul<'py>(
         return dlpack::matmul(py, &ctx, opts, (a, b), ordinal);
     }
     let request = request(py, a, b, algo, device.unwrap_or("cpu"), threads)?;
-    product::matmul(py, request, out)
+    product::matmul(py, request, out, timed)
 }
 
 /// The GPU both operands live on, when they are GPU arrays (DLPack
@@ -330,6 +369,7 @@ fn verify<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(matmul_timed, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;

@@ -2,7 +2,7 @@
 //! broadcast batches), the output written whole or not at all, and the
 //! library's product on each matrix of the batch.
 
-use fastmm::{Context, DType, Element, Error, GemmOptions, MatMut, MatRef, Verdict};
+use fastmm::{Context, DType, Element, Error, GemmOptions, MatMut, MatRef, Timing, Verdict};
 use numpy::{IxDyn, PyArray, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyTuple};
@@ -261,23 +261,39 @@ fn jobs(a: &Layout, b: &Layout, c: &Layout, s: &Shapes) -> Vec<Job> {
     out
 }
 
-/// Runs every job: C ← α·A·B + β·C.
+/// Runs every job: C ← α·A·B + β·C; timed (the sum of the jobs'
+/// timings, see `Context::gemm_timed`) when `timed`.
 fn run_jobs<T: Element>(
     ctx: &Context,
     opts: &GemmOptions,
-    alpha: T,
-    beta: T,
+    (alpha, beta): (T, T),
     jobs: &[Job],
-) -> Result<(), Error> {
+    timed: bool,
+) -> Result<Timing, Error> {
+    let mut total = Timing::default();
     for job in jobs {
         // SAFETY: the views lie inside live arrays of T (checked viewable:
         // non-negative whole-element strides, aligned), the inputs are
         // only read, and each output matrix is written by this job alone
         // and overlaps no input (see `Job`).
         let (a, b, c) = unsafe { (job.a.read::<T>(), job.b.read::<T>(), job.c.write::<T>()) };
-        ctx.gemm(alpha, a, b, beta, c, opts)?;
+        if !timed {
+            ctx.gemm(alpha, a, b, beta, c, opts)?;
+            continue;
+        }
+        let t = ctx.gemm_timed(alpha, a, b, beta, c, opts)?;
+        let add = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (None, None) => None,
+            _ => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
+        };
+        total = Timing {
+            compute_ms: total.compute_ms + t.compute_ms,
+            upload_ms: add(total.upload_ms, t.upload_ms),
+            download_ms: add(total.download_ms, t.download_ms),
+            streamed: t.streamed.or(total.streamed),
+        };
     }
-    Ok(())
+    Ok(total)
 }
 
 /// Python numbers as the scalars of each type.
@@ -373,16 +389,17 @@ pub(crate) struct Request<'py> {
     pub(crate) b: Operand<'py>,
 }
 
-/// `a @ b` into a new array or into `out`.
+/// `a @ b` into a new array or into `out`, and its timing when `timed`.
 pub(crate) fn matmul<'py>(
     py: Python<'py>,
     request: Request<'py>,
     out: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+    timed: bool,
+) -> PyResult<(Bound<'py, PyAny>, Timing)> {
     let dtype = fastmm::io::promote(request.a.dtype, request.b.dtype);
     macro_rules! typed {
         ($t:ty) => {
-            matmul_typed::<$t>(py, request, out)
+            matmul_typed::<$t>(py, request, out, timed)
         };
     }
     match dtype {
@@ -430,7 +447,8 @@ fn matmul_typed<'py, T: Scalar>(
     py: Python<'py>,
     request: Request<'py>,
     out: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+    timed: bool,
+) -> PyResult<(Bound<'py, PyAny>, Timing)> {
     let Request { ctx, opts, a, b } = request;
     let a = prepared(a, T::DTYPE)?;
     let b = prepared(b, T::DTYPE)?;
@@ -461,21 +479,21 @@ fn matmul_typed<'py, T: Scalar>(
         }
     };
     let jobs = jobs(&a_layout, &b_layout, &Layout::of(&target), &shapes);
-    released(py, long, |stop| {
+    let timing = released(py, long, |stop| {
         let opts = match stop {
             Some(stop) => opts.interrupt(stop),
             None => opts,
         };
-        run_jobs::<T>(&ctx, &opts, T::ONE, T::ZERO, &jobs)
+        run_jobs::<T>(&ctx, &opts, (T::ONE, T::ZERO), &jobs, timed)
     })?;
     if !target.is(&result) {
         assign(result.as_any(), target.as_any())?;
     }
     if shapes.is_scalar() && out.is_none() {
         // numpy returns a scalar for two vectors.
-        return result.as_any().get_item(PyTuple::empty(py));
+        return Ok((result.as_any().get_item(PyTuple::empty(py))?, timing));
     }
-    Ok(result.into_any())
+    Ok((result.into_any(), timing))
 }
 
 /// C ← α·A·B + β·C in place, for C of the type A·B promotes to.
@@ -544,7 +562,7 @@ fn gemm_typed<'py, T: Scalar>(
             Some(stop) => opts.interrupt(stop),
             None => opts,
         };
-        run_jobs::<T>(&ctx, &opts, alpha, beta, &jobs)
+        run_jobs::<T>(&ctx, &opts, (alpha, beta), &jobs, false)
     })?;
     if !target.is(&c) {
         assign(c.as_any(), target.as_any())?;

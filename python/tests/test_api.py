@@ -130,6 +130,14 @@ def test_plan_and_info(rng):
     assert "packed" in report and "cpu" in report
 
 
+def test_matmul_timed(rng):
+    a, b = random((200, 150), np.float64, rng), random((150, 100), np.float64, rng)
+    c, timing = fastmm.matmul_timed(a, b)
+    assert_product(c, a, b)
+    assert timing["compute_ms"] > 0 and timing["end_to_end_ms"] == timing["compute_ms"]
+    assert timing["upload_ms"] is None and timing["host_copies"] is False
+
+
 def test_verify(rng):
     a, b = random((60, 50), np.float64, rng), random((50, 40), np.float64, rng)
     c = fastmm.matmul(a, b)

@@ -64,3 +64,11 @@ def test_numpy_arrays_on_the_gpu():
     c = fastmm.matmul(a, b, device="cuda", algo="strassen")
     assert isinstance(c, np.ndarray)
     np.testing.assert_allclose(c, a @ b, rtol=1e-10, atol=1e-10)
+    c, timing = fastmm.matmul_timed(a, b, device="cuda")
+    np.testing.assert_allclose(c, a @ b, rtol=1e-10, atol=1e-10)
+    assert timing["host_copies"] and timing["upload_ms"] > 0 and timing["download_ms"] > 0
+    x = torch.from_numpy(a).cuda()
+    y = torch.from_numpy(b).cuda()
+    result, timing = fastmm.matmul_timed(x, y)
+    assert not timing["host_copies"] and timing["compute_ms"] > 0
+    torch.testing.assert_close(torch.from_dlpack(result), x @ y)
