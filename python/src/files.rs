@@ -134,8 +134,8 @@ pub(crate) fn multiply_mapped<'py>(
     check: bool,
     budget: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = crate::options(algo, threads)?;
-    let ctx = crate::context(py, device)?;
+    let opts = crate::options::options(algo, threads)?;
+    let ctx = crate::options::context(py, device)?;
     let a = MappedMatrix::open(&a_path, None).map_err(to_py)?;
     let b = MappedMatrix::open(&b_path, None).map_err(to_py)?;
     if a.ndim != 2 || b.ndim != 2 {

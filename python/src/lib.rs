@@ -2,8 +2,10 @@
 //! package `fastmm` re-exports these functions with its docstrings and
 //! type stubs; `fastmm.multiply_files` is written in Python over them.
 //!
-//! A front end over the library's public API only: operands are numpy
-//! arrays viewed in place (`operand`), products follow numpy's `matmul`
+//! A front end over the library's public API only: the device and
+//! options come from the arguments (`options`), operands are numpy
+//! arrays viewed in place (`operand`) or GPU arrays through DLPack
+//! (`dlpack`), products follow numpy's `matmul`
 //! shapes (`product`), run with the GIL released and stop on Ctrl-C
 //! (`release`), and the library's errors become Python's exceptions
 //! (`errors`).
@@ -12,64 +14,19 @@ mod dlpack;
 mod errors;
 mod files;
 mod operand;
+mod options;
 mod product;
 mod release;
 mod tunables;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
-
-use fastmm::{Algorithm, Context, DType, Device, GemmOptions};
+use fastmm::{Algorithm, DType, Device};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::{numpy_name, operand};
+use crate::options::{context, options};
 use crate::product::{Request, Shapes};
-
-/// The device named `device`, opened once per process and kept: opening a
-/// GPU costs tens to hundreds of milliseconds. (The library's contexts are
-/// values; this cache is the front end's, as the command line holds one.)
-fn context(py: Python<'_>, device: &str) -> PyResult<Context> {
-    let device: Device = device.parse().map_err(to_py)?;
-    if device == Device::Cpu {
-        return Ok(Context::cpu());
-    }
-    static OPENED: OnceLock<Mutex<HashMap<Device, Context>>> = OnceLock::new();
-    let opened = OPENED.get_or_init(Default::default);
-    let lock = || {
-        opened
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    };
-    if let Some(ctx) = lock().get(&device) {
-        return Ok(ctx.clone());
-    }
-    let ctx = py.detach(|| Context::open(device)).map_err(to_py)?;
-    Ok(lock().entry(device).or_insert(ctx).clone())
-}
-
-/// The options of `algo` and `threads`, checked: at least one thread, and
-/// no more than the hardware has (more would only oversubscribe it).
-fn options(algo: &str, threads: Option<i64>) -> PyResult<GemmOptions> {
-    let algorithm: Algorithm = algo.parse().map_err(to_py)?;
-    let mut opts = GemmOptions::new(algorithm);
-    if let Some(threads) = threads {
-        let hardware = fastmm::system::available_threads();
-        if threads < 1 {
-            return Err(value_error(format!(
-                "threads={threads}: at least 1 is needed"
-            )));
-        }
-        if threads as u64 > hardware as u64 {
-            return Err(value_error(format!(
-                "threads={threads} exceeds the {hardware} hardware threads of this machine"
-            )));
-        }
-        opts = opts.threads(threads as usize);
-    }
-    Ok(opts)
-}
 
 /// The product's request from the Python arguments.
 fn request<'py>(
