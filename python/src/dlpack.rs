@@ -11,7 +11,7 @@
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
-use fastmm::{Context, DType, GemmOptions, GpuBuffer, GpuMatrix};
+use fastmm::{Context, DType, Element, GemmOptions, GpuBuffer, GpuMatrix};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::IntoPyDict;
@@ -375,26 +375,18 @@ pub(crate) fn matmul<'py>(
         )));
     }
     let (am, bm) = (a.matrix, b.matrix);
-    macro_rules! typed {
-        ($t:ty) => {{
-            let out = ctx.alloc_gpu::<$t>(am.rows, bm.cols).map_err(to_py)?;
-            let cm = out.matrix();
-            let timing = released(py, false, |_| {
-                // SAFETY: A and B are the producers' GPU memory of this
-                // type on this GPU (checked above), kept alive by their
-                // capsules and ordered before our stream by DLPack; C is
-                // our own new buffer, apart from both.
-                unsafe { ctx.gemm_gpu::<$t>(1 as $t, am, bm, 0 as $t, cm, &opts) }
-            })?;
-            (out, timing)
-        }};
-    }
-    let (out, timing) = match a.dtype {
-        DType::F32 => typed!(f32),
-        DType::F64 => typed!(f64),
-        DType::I32 => typed!(i32),
-        DType::I64 => typed!(i64),
-    };
+    let (out, timing) = for_dtype!(a.dtype, T => {
+        let out = ctx.alloc_gpu::<T>(am.rows, bm.cols).map_err(to_py)?;
+        let cm = out.matrix();
+        let timing = released(py, false, |_| {
+            // SAFETY: A and B are the producers' GPU memory of this type on
+            // this GPU (checked above), kept alive by their capsules and
+            // ordered before our stream by DLPack; C is our own new buffer,
+            // apart from both.
+            unsafe { ctx.gemm_gpu::<T>(T::ONE, am, bm, T::ZERO, cm, &opts) }
+        })?;
+        (out, timing)
+    });
     let array = Bound::new(
         py,
         GpuArray {

@@ -164,23 +164,13 @@ pub(crate) fn multiply_mapped<'py>(
                 false => b.converted(dtype, &scratch)?,
             };
             let shape = (a.rows, a.cols, b.cols);
-            macro_rules! run {
-                ($t:ty) => {{
-                    let growth = match check {
-                        true => Some(ctx.plan::<$t>(shape, true, &opts)?.error_growth),
-                        false => None,
-                    };
-                    fastmm::io::out_of_core::multiply::<$t>(
-                        &ctx, &a, &b, &out_path, &opts, budget, growth,
-                    )
-                }};
-            }
-            match dtype {
-                DType::F32 => run!(f32),
-                DType::F64 => run!(f64),
-                DType::I32 => run!(i32),
-                DType::I64 => run!(i64),
-            }
+            for_dtype!(dtype, T => {
+                let growth = match check {
+                    true => Some(ctx.plan::<T>(shape, true, &opts)?.error_growth),
+                    false => None,
+                };
+                fastmm::io::out_of_core::multiply::<T>(&ctx, &a, &b, &out_path, &opts, budget, growth)
+            })
         })
         .map_err(to_py)?;
     let dict = PyDict::new(py);

@@ -10,6 +10,31 @@
 //! (`release`), and the library's errors become Python's exceptions
 //! (`errors`).
 
+/// `$body` with `$t` the Rust type of the fastmm `DType` `$dtype`: the
+/// one place a runtime type becomes a type parameter.
+macro_rules! for_dtype {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            fastmm::DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            fastmm::DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            fastmm::DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            fastmm::DType::I64 => {
+                type $t = i64;
+                $body
+            }
+        }
+    };
+}
+
 mod dlpack;
 mod errors;
 mod files;
@@ -266,12 +291,7 @@ fn plan<'py>(
     let ctx = context(py, device)?;
     let mnk = (shapes.m, shapes.k, shapes.n);
     let plan = py
-        .detach(|| match dtype {
-            DType::F32 => ctx.plan::<f32>(mnk, true, &opts),
-            DType::F64 => ctx.plan::<f64>(mnk, true, &opts),
-            DType::I32 => ctx.plan::<i32>(mnk, true, &opts),
-            DType::I64 => ctx.plan::<i64>(mnk, true, &opts),
-        })
+        .detach(|| for_dtype!(dtype, T => ctx.plan::<T>(mnk, true, &opts)))
         .map_err(to_py)?;
     let text = serde_json::to_string(&plan).map_err(|e| value_error(e.to_string()))?;
     let dict = from_json(py, &text)?;

@@ -397,17 +397,7 @@ pub(crate) fn matmul<'py>(
     timed: bool,
 ) -> PyResult<(Bound<'py, PyAny>, Timing)> {
     let dtype = fastmm::io::promote(request.a.dtype, request.b.dtype);
-    macro_rules! typed {
-        ($t:ty) => {
-            matmul_typed::<$t>(py, request, out, timed)
-        };
-    }
-    match dtype {
-        DType::F32 => typed!(f32),
-        DType::F64 => typed!(f64),
-        DType::I32 => typed!(i32),
-        DType::I64 => typed!(i64),
-    }
+    for_dtype!(dtype, T => matmul_typed::<T>(py, request, out, timed))
 }
 
 /// An `out` or `c` argument checked against the result: an ndarray of the
@@ -505,23 +495,13 @@ pub(crate) fn gemm<'py>(
     c: &Bound<'py, PyAny>,
 ) -> PyResult<()> {
     let dtype = fastmm::io::promote(request.a.dtype, request.b.dtype);
-    macro_rules! typed {
-        ($t:ty) => {
-            gemm_typed::<$t>(
-                py,
-                <$t>::from_python(alpha, "alpha")?,
-                request,
-                <$t>::from_python(beta, "beta")?,
-                c,
-            )
-        };
-    }
-    match dtype {
-        DType::F32 => typed!(f32),
-        DType::F64 => typed!(f64),
-        DType::I32 => typed!(i32),
-        DType::I64 => typed!(i64),
-    }
+    for_dtype!(dtype, T => gemm_typed::<T>(
+        py,
+        T::from_python(alpha, "alpha")?,
+        request,
+        T::from_python(beta, "beta")?,
+        c,
+    ))
 }
 
 fn gemm_typed<'py, T: Scalar>(
@@ -587,17 +567,7 @@ pub(crate) fn verify<'py>(
             numpy_name(dtype)
         )));
     }
-    macro_rules! typed {
-        ($t:ty) => {
-            verify_typed::<$t>(py, a, b, c, growth)
-        };
-    }
-    match dtype {
-        DType::F32 => typed!(f32),
-        DType::F64 => typed!(f64),
-        DType::I32 => typed!(i32),
-        DType::I64 => typed!(i64),
-    }
+    for_dtype!(dtype, T => verify_typed::<T>(py, a, b, c, growth))
 }
 
 fn verify_typed<'py, T: Scalar>(

@@ -72,3 +72,18 @@ def test_numpy_arrays_on_the_gpu():
     result, timing = fastmm.matmul_timed(x, y)
     assert not timing["host_copies"] and timing["compute_ms"] > 0
     torch.testing.assert_close(torch.from_dlpack(result), x @ y)
+
+
+def test_cupy_arrays_in_place():
+    cupy = pytest.importorskip("cupy")
+    a = cupy.random.standard_normal((257, 129), dtype=cupy.float64)
+    b = cupy.random.standard_normal((129, 65), dtype=cupy.float64)
+    result = fastmm.matmul(a, b, algo="winograd")
+    c = cupy.from_dlpack(result)
+    assert c.shape == (257, 65) and c.dtype == cupy.float64
+    cupy.testing.assert_allclose(c, a @ b, rtol=1e-10, atol=1e-10)
+    # fastmm's result feeds torch too, and torch's result fastmm.
+    t = torch.from_dlpack(result)
+    assert t.device.type == "cuda"
+    again = torch.from_dlpack(fastmm.matmul(t.T.contiguous(), t))
+    torch.testing.assert_close(again, t.T @ t)
