@@ -78,6 +78,7 @@ mod strassen;
 mod threads;
 
 // Services over the vocabulary.
+pub mod distributed;
 pub mod interop;
 pub mod random;
 pub mod verify;

@@ -13,7 +13,7 @@ const LIBRARY: &[&[&str]] = &[
     &["error", "tunables"],
     &["element", "partial", "system"],
     &["matrix", "options"],
-    &["tuning", "threads", "random", "interop"],
+    &["tuning", "threads", "random", "interop", "distributed"],
     &["config", "verify"],
     // Kernels and backends.
     &["strassen"],
