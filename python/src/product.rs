@@ -180,52 +180,37 @@ fn jobs(a: &Layout, b: &Layout, c: &Layout, s: &Shapes) -> Vec<Job> {
     let a_dims = a.shape.len();
     let b_dims = b.shape.len();
     let c_dims = c.shape.len();
+    let view = |ptr, (rows, cols), (row_stride, col_stride)| View {
+        ptr,
+        rows,
+        cols,
+        row_stride,
+        col_stride,
+    };
     let a_view = |ptr| match s.a_vector {
-        true => View {
+        true => view(ptr, (1, s.k), (0, stride(a, 0))),
+        false => view(
             ptr,
-            rows: 1,
-            cols: s.k,
-            row_stride: 0,
-            col_stride: stride(a, 0),
-        },
-        false => View {
-            ptr,
-            rows: s.m,
-            cols: s.k,
-            row_stride: stride(a, a_dims - 2),
-            col_stride: stride(a, a_dims - 1),
-        },
+            (s.m, s.k),
+            (stride(a, a_dims - 2), stride(a, a_dims - 1)),
+        ),
     };
     let b_view = |ptr| match s.b_vector {
-        true => View {
+        true => view(ptr, (s.k, 1), (stride(b, 0), 0)),
+        false => view(
             ptr,
-            rows: s.k,
-            cols: 1,
-            row_stride: stride(b, 0),
-            col_stride: 0,
-        },
-        false => View {
-            ptr,
-            rows: s.k,
-            cols: s.n,
-            row_stride: stride(b, b_dims - 2),
-            col_stride: stride(b, b_dims - 1),
-        },
+            (s.k, s.n),
+            (stride(b, b_dims - 2), stride(b, b_dims - 1)),
+        ),
     };
     let c_view = |ptr| {
-        let (row_stride, col_stride) = match (s.a_vector, s.b_vector) {
+        let strides = match (s.a_vector, s.b_vector) {
             (false, false) => (stride(c, c_dims - 2), stride(c, c_dims - 1)),
             (true, false) => (0, stride(c, c_dims - 1)),
             (false, true) => (stride(c, c_dims - 1), 0),
             (true, true) => (0, 0),
         };
-        View {
-            ptr,
-            rows: s.m,
-            cols: s.n,
-            row_stride,
-            col_stride,
-        }
+        view(ptr, (s.m, s.n), strides)
     };
     let count: usize = s.batch.iter().product();
     let mut index = vec![0usize; s.batch.len()];
