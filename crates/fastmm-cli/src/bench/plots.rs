@@ -514,58 +514,29 @@ impl Look {
             self.color.filled()
         };
         const R: i32 = 5;
+        // A filled polygon, or for a hollow marker its closed outline only
+        // (plotters fills a Polygon whatever its style).
+        let polygon = |corners: Vec<(i32, i32)>| match self.hollow {
+            true => {
+                let mut outline = corners;
+                outline.push(outline[0]);
+                area.draw(&PathElement::new(outline, style))
+            }
+            false => area.draw(&Polygon::new(corners, style)),
+        };
         match self.marker {
             0 => area.draw(&Circle::new((x, y), R, style)),
             1 => area.draw(&Rectangle::new(
                 [(x - R + 1, y - R + 1), (x + R - 1, y + R - 1)],
                 style,
             )),
-            2 => area
-                .draw(&Polygon::new(
-                    vec![(x, y - R - 1), (x + R, y + R - 1), (x - R, y + R - 1)],
-                    style,
-                ))
-                .and_then(|()| {
-                    if self.hollow {
-                        area.draw(&PathElement::new(
-                            vec![
-                                (x, y - R - 1),
-                                (x + R, y + R - 1),
-                                (x - R, y + R - 1),
-                                (x, y - R - 1),
-                            ],
-                            style,
-                        ))
-                    } else {
-                        Ok(())
-                    }
-                }),
-            3 => area
-                .draw(&Polygon::new(
-                    vec![
-                        (x, y - R - 1),
-                        (x + R + 1, y),
-                        (x, y + R + 1),
-                        (x - R - 1, y),
-                    ],
-                    style,
-                ))
-                .and_then(|()| {
-                    if self.hollow {
-                        area.draw(&PathElement::new(
-                            vec![
-                                (x, y - R - 1),
-                                (x + R + 1, y),
-                                (x, y + R + 1),
-                                (x - R - 1, y),
-                                (x, y - R - 1),
-                            ],
-                            style,
-                        ))
-                    } else {
-                        Ok(())
-                    }
-                }),
+            2 => polygon(vec![(x, y - R - 1), (x + R, y + R - 1), (x - R, y + R - 1)]),
+            3 => polygon(vec![
+                (x, y - R - 1),
+                (x + R + 1, y),
+                (x, y + R + 1),
+                (x - R - 1, y),
+            ]),
             _ => area
                 .draw(&PathElement::new(
                     vec![(x - R, y - R), (x + R, y + R)],
