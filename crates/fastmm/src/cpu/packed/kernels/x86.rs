@@ -280,17 +280,16 @@ macro_rules! simd_kernel {
                                     );
                                 }
                             }
-                            for i in 0..$mr {
-                                for j in 0..NR {
-                                    let dst = c.offset(i as isize * rs_c + j as isize * cs_c);
-                                    let product = tile[i * NR + j];
-                                    *dst = if beta_is_zero {
-                                        product
-                                    } else {
-                                        product.add_product(beta, *dst)
-                                    };
-                                }
-                            }
+                            crate::cpu::packed::kernel::merge_tile(
+                                &tile,
+                                NR,
+                                ($mr, NR),
+                                <$t as Element>::ONE,
+                                beta,
+                                c,
+                                rs_c,
+                                cs_c,
+                            );
                         }
                     }
                 }
