@@ -10,18 +10,26 @@
 //! decomposition (SUMMA's), pm = pn = 1 the 1D one over k, and pk > 1 with
 //! pm, pn > 1 the 2.5D/3D ones.
 //!
-//! **The layout and the words moved.** A and B start spread evenly over
-//! all P processors, each block of A over the processors that use it (A's
-//! block (x, z) over the pn processors (x, ·, z), B's block (z, y) over
-//! the pm processors (·, y, z)) and, when the grid leaves processors idle,
-//! over those too (the workers hold the fraction G/P of the data, G =
-//! pm·pn·pk). The product all-gathers A's blocks along y and B's along x,
-//! and reduce-scatters the pk partial sums of C's block (x, y) along z, so
-//! that C ends spread over the workers. A worker receives
+//! **The layout and the words moved.** Only the G = pm·pn·pk workers hold
+//! data. A's block (x, z) (rows x, depth slice z) is cut along its depth
+//! into pn pieces, piece y held by worker (x, y, z); B's block (z, y) is
+//! cut along its depth into pm pieces, piece x held by worker (x, y, z).
+//! The product broadcasts each piece to the other users of its block (the
+//! row group (x, ·, z) for A, the column group (·, y, z) for B), and
+//! reduces the pk partial sums of C's block (x, y) over the depth group
+//! (x, y, ·), row part z to worker (x, y, z), where C ends. A worker
+//! (x, y, z) with an r×c block of C and a depth slice of d receives
 //!
-//! Q = (1 − G/(P·pn))·|A_xz| + (1 − G/(P·pm))·|B_zy| + (1 − 1/pk)·|C_xy|
+//! Q = r·(d − d_y) + c·(d − d_x) + (pk − 1)·r_z·c
 //!
-//! words, and holds |A_xz| + |B_zy| + |C_xy| at once (its memory).
+//! words (d_y, d_x: its own pieces' depths; r_z: its rows of C), and holds
+//! its pieces, the gathered blocks (r·d when pn > 1, d·c when pm > 1), the
+//! partial sum (r·c when pk > 1) and its part of C.
+//!
+//! **Idle processors.** A grid may leave processors idle when that moves
+//! fewer words, as COSMA allows, but never more than a fraction
+//! [`MAX_IDLE_FRACTION`] of the most the shape can use: an idle processor
+//! costs its share of the arithmetic.
 //!
 //! **The lower bound** (Kwasniewski et al., after Hong and Kung): any
 //! schedule on P processors with S words each, starting from a balanced
@@ -29,8 +37,9 @@
 //!
 //! Q* = min{ 2mnk/(P√S) + mn/P, 3·(mnk/P)^{2/3} } − (mn + mk + nk)/P
 //!
-//! words (0 when negative). The planner reports both, so every plan's
-//! distance from the bound is a number.
+//! words (0 when negative), P being the workers of the plan's grid. The
+//! planner reports both, so every plan's distance from the bound is a
+//! number.
 
 use std::ops::Range;
 
@@ -85,7 +94,8 @@ pub struct Plan {
     pub total_words: u128,
     /// The most words a processor holds at once.
     pub memory_words: u128,
-    /// The lower bound Q* on the words per processor (see the module).
+    /// The lower bound Q* on the words per processor for the workers the
+    /// grid uses (see the module).
     pub lower_bound: f64,
 }
 
@@ -122,27 +132,62 @@ pub fn lower_bound(
     (unlimited.min(limited) - (m * n + m * k + n * k) / p).max(0.0)
 }
 
-/// Words a worker receives of a block of `x` words that `users` workers
-/// use, when the workers hold `workers`/`processors` of the data: all but
-/// its own share, which is at least ⌊x·workers/(users·processors)⌋.
-fn received(x: u128, users: usize, (workers, processors): (usize, usize)) -> u128 {
-    x - x * workers as u128 / (users as u128 * processors as u128)
+/// The most processors a grid may leave idle, as a fraction of the most
+/// the shape can use (1/8: on 7 processors every one works; on 13 a
+/// 12-worker grid may win).
+pub const MAX_IDLE_FRACTION: (usize, usize) = (1, 8);
+
+/// (words received, words held) of worker (x, y, z) of `grid` (see the
+/// module's formulas).
+pub fn worker_cost(
+    (m, k, n): (usize, usize, usize),
+    grid: Grid,
+    (x, y, z): (usize, usize, usize),
+) -> (u128, u128) {
+    let r = part(m, grid.pm, x).len() as u128;
+    let c = part(n, grid.pn, y).len() as u128;
+    let depth = part(k, grid.pk, z).len();
+    let d = depth as u128;
+    let own_a = r * part(depth, grid.pn, y).len() as u128;
+    let own_b = c * part(depth, grid.pm, x).len() as u128;
+    let rows_c = part(r as usize, grid.pk, z).len() as u128;
+    let received = (r * d - own_a) + (c * d - own_b) + (grid.pk as u128 - 1) * rows_c * c;
+    let gathered = if grid.pn > 1 { r * d } else { 0 } + if grid.pm > 1 { d * c } else { 0 };
+    let partial = if grid.pk > 1 { r * c } else { 0 };
+    (received, own_a + own_b + gathered + partial + rows_c * c)
 }
 
-/// (words received, words held) of the busiest worker of `grid` on
-/// `processors`.
-fn cost((m, k, n): (usize, usize, usize), grid: Grid, processors: usize) -> (u128, u128) {
-    // The busiest worker has the largest part of every dimension (parts
-    // differ by at most one).
-    let rows = m.div_ceil(grid.pm) as u128;
-    let cols = n.div_ceil(grid.pn) as u128;
-    let depth = k.div_ceil(grid.pk) as u128;
-    let (a, b, c) = (rows * depth, depth * cols, rows * cols);
-    let spread = (grid.processors(), processors);
-    (
-        received(a, grid.pn, spread) + received(b, grid.pm, spread) + received(c, grid.pk, (1, 1)),
-        a + b + c,
-    )
+/// (words received, words held) of `grid`'s busiest worker in each.
+fn cost(shape: (usize, usize, usize), grid: Grid) -> (u128, u128) {
+    let mut worst = (0, 0);
+    for x in 0..grid.pm {
+        for y in 0..grid.pn {
+            for z in 0..grid.pk {
+                let (words, held) = worker_cost(shape, grid, (x, y, z));
+                worst = (worst.0.max(words), worst.1.max(held));
+            }
+        }
+    }
+    worst
+}
+
+/// Every grid of at most `processors` workers that (m, k, n) can use (no
+/// part empty) and that leaves at most [`MAX_IDLE_FRACTION`] of the usable
+/// processors idle.
+pub fn candidate_grids((m, k, n): (usize, usize, usize), processors: usize) -> Vec<Grid> {
+    let mut grids = Vec::new();
+    for pm in 1..=processors.min(m.max(1)) {
+        for pn in 1..=(processors / pm).min(n.max(1)) {
+            for pk in 1..=(processors / (pm * pn)).min(k.max(1)) {
+                grids.push(Grid { pm, pn, pk });
+            }
+        }
+    }
+    let most = grids.iter().map(|g| g.processors()).max().unwrap_or(1);
+    let (idle, of) = MAX_IDLE_FRACTION;
+    let least = most - most * idle / of;
+    grids.retain(|g| g.processors() >= least);
+    grids
 }
 
 /// The grid that moves the fewest words for (m, k, n) on `processors`,
@@ -165,22 +210,17 @@ pub fn plan(
     }
     let (m, k, n) = shape;
     let mut best: Option<(Grid, u128, u128)> = None;
-    for pm in 1..=processors.min(m.max(1)) {
-        for pn in 1..=(processors / pm).min(n.max(1)) {
-            for pk in 1..=(processors / (pm * pn)).min(k.max(1)) {
-                let grid = Grid { pm, pn, pk };
-                let (words, held) = cost(shape, grid, processors);
-                if memory.is_some_and(|s| held > s) {
-                    continue;
-                }
-                let key = |g: Grid, w: u128| {
-                    let (r, c) = (part(m, g.pm, 0).len(), part(n, g.pn, 0).len());
-                    (w, usize::MAX - g.processors(), g.pk, r.abs_diff(c))
-                };
-                if best.is_none_or(|(g, w, _)| key(grid, words) < key(g, w)) {
-                    best = Some((grid, words, held));
-                }
-            }
+    for grid in candidate_grids(shape, processors) {
+        let (words, held) = cost(shape, grid);
+        if memory.is_some_and(|s| held > s) {
+            continue;
+        }
+        let key = |g: Grid, w: u128| {
+            let (r, c) = (part(m, g.pm, 0).len(), part(n, g.pn, 0).len());
+            (w, usize::MAX - g.processors(), g.pk, r.abs_diff(c))
+        };
+        if best.is_none_or(|(g, w, _)| key(grid, words) < key(g, w)) {
+            best = Some((grid, words, held));
         }
     }
     let Some((grid, words, held)) = best else {
@@ -208,18 +248,13 @@ pub fn plan(
             }
         }
     }
-    let spread = (grid.processors(), processors);
     let total_words = assignments
         .iter()
         .map(|a| {
-            let (r, c, d) = (
-                a.rows.len() as u128,
-                a.cols.len() as u128,
-                a.depth.len() as u128,
-            );
-            received(r * d, grid.pn, spread)
-                + received(d * c, grid.pm, spread)
-                + received(r * c, grid.pk, (1, 1))
+            let z = a.rank % grid.pk;
+            let y = a.rank / grid.pk % grid.pn;
+            let x = a.rank / (grid.pk * grid.pn);
+            worker_cost(shape, grid, (x, y, z)).0
         })
         .sum();
     Ok(Plan {
@@ -230,7 +265,7 @@ pub fn plan(
         words_per_processor: words,
         total_words,
         memory_words: held,
-        lower_bound: lower_bound(shape, processors, memory),
+        lower_bound: lower_bound(shape, grid.processors(), memory),
     })
 }
 
@@ -356,7 +391,7 @@ mod tests {
         assert_eq!(
             plan((n, n, n), 8, Some(free.memory_words)).unwrap(),
             Plan {
-                lower_bound: lower_bound((n, n, n), 8, Some(free.memory_words)),
+                lower_bound: lower_bound((n, n, n), free.grid.processors(), Some(free.memory_words)),
                 ..free.clone()
             }
         );
@@ -365,7 +400,7 @@ mod tests {
             Err(Error::OutOfMemory { .. })
         ));
         // Under any limit, the plan fits it and moves no more than any grid
-        // that fits (checked against every grid, idle processors allowed).
+        // that fits (checked against every candidate grid).
         for (shape, p) in [
             ((37, 41, 43), 8),
             ((200, 30, 200), 5),
@@ -383,8 +418,8 @@ mod tests {
                     .flat_map(|pm| {
                         (1..=p).flat_map(move |pn| (1..=p).map(move |pk| Grid { pm, pn, pk }))
                     })
-                    .filter(|g| g.processors() <= p && g.pm <= m && g.pn <= n && g.pk <= k)
-                    .map(|g| cost(shape, g, p))
+                    .filter(|g| candidate_grids(shape, p).contains(g))
+                    .map(|g| cost(shape, g))
                     .filter(|&(_, held)| held <= limit)
                     .map(|(words, _)| words)
                     .min();
