@@ -407,7 +407,6 @@ mod tests {
             ((64, 4096, 64), 6),
             ((9, 9, 9), 12),
         ] {
-            let (m, k, n) = shape;
             let free = plan(shape, p, None).unwrap();
             for limit in [
                 free.memory_words,
