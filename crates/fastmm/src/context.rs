@@ -177,6 +177,12 @@ impl Context {
         Ok(None)
     }
 
+    /// The opened GPU, shared (`None` on the CPU).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn gpu_arc(&self) -> Option<Arc<crate::cuda::device::Gpu>> {
+        self.gpu.clone()
+    }
+
     /// The opened GPU, or an error naming the device that is not one.
     #[cfg(feature = "cuda")]
     pub(crate) fn gpu(&self) -> Result<&crate::cuda::device::Gpu, Error> {
@@ -254,7 +260,7 @@ impl Context {
     /// the tuning file), else the device's classical product. Winograd's
     /// error may exceed the classical bound by the plan's `error_growth`,
     /// a few units for the levels this rule allows; integers stay exact.
-    fn resolve_for<T: Element>(
+    pub(crate) fn resolve_for<T: Element>(
         &self,
         opts: &GemmOptions,
         (m, k, n): (usize, usize, usize),

@@ -132,6 +132,16 @@ pub enum Error {
     #[error("interrupted")]
     Interrupted,
 
+    /// A processor of a distributed product (a GPU, an MPI rank) failed or
+    /// did not finish in time, and the product was abandoned.
+    #[error("{processor}: {reason}")]
+    Processor {
+        /// Which processor ("cuda:1").
+        processor: String,
+        /// What happened.
+        reason: String,
+    },
+
     /// Not enough memory for the result or the workspace, found before
     /// allocating it.
     #[error("out of memory: {what} needs {needed}, {available} available")]

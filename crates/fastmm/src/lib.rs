@@ -70,15 +70,17 @@ pub mod system;
 mod tunables;
 pub mod tuning;
 
-// Kernels and backends.
+// Kernels and backends. `distributed` holds the plain data of a
+// distributed product (the planner, the schedule) and the CPU standing in
+// for every processor; the CUDA backend runs the same schedules.
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+pub mod distributed;
 mod strassen;
 mod threads;
 
 // Services over the vocabulary.
-pub mod distributed;
 pub mod interop;
 pub mod random;
 pub mod verify;
@@ -91,6 +93,7 @@ pub mod info;
 pub mod io;
 mod plan;
 pub mod selftest;
+mod team;
 
 #[cfg(feature = "cuda")]
 pub use context::GpuBuffer;
@@ -104,4 +107,5 @@ pub use options::{
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan};
 pub use system::GpuInfo;
+pub use team::{DistMatrix, Role, Team, TeamReport};
 pub use verify::{verify, CheckMethod, Verdict};

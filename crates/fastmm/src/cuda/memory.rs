@@ -42,6 +42,42 @@ impl Drop for RawDeviceMemory {
     }
 }
 
+/// Copies `data` to device address `dst`, synchronously.
+///
+/// # Safety
+/// `dst` addresses at least size_of_val(data) bytes of `gpu`'s memory that
+/// nothing else uses meanwhile.
+pub(crate) unsafe fn copy_to_device<T: Element>(
+    gpu: &Gpu,
+    data: &[T],
+    dst: CUdeviceptr,
+) -> Result<(), Error> {
+    gpu.bind()?;
+    // SAFETY: the caller's contract covers the destination; the source is
+    // a live slice of that many bytes.
+    unsafe { sys::cuMemcpyHtoD_v2(dst, data.as_ptr().cast(), std::mem::size_of_val(data)) }
+        .result()
+        .map_err(|e| cuda_err("a copy to the GPU failed", e))
+}
+
+/// Copies device address `src` into `out`, synchronously.
+///
+/// # Safety
+/// `src` addresses at least size_of_val(out) bytes of `gpu`'s memory
+/// holding elements of T, not written meanwhile.
+pub(crate) unsafe fn copy_to_host<T: Element>(
+    gpu: &Gpu,
+    src: CUdeviceptr,
+    out: &mut [T],
+) -> Result<(), Error> {
+    gpu.bind()?;
+    // SAFETY: the caller's contract covers the source; the destination is
+    // a live, exclusively borrowed slice of that many bytes.
+    unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src, std::mem::size_of_val(out)) }
+        .result()
+        .map_err(|e| cuda_err("a copy from the GPU failed", e))
+}
+
 /// Page-locked host memory from `cuMemHostAlloc` (no write-combining, so
 /// the host reads it at full speed), freed on drop: a staging buffer the
 /// DMA engines reach directly.

@@ -12,6 +12,7 @@
 
 pub(crate) mod compile;
 pub(crate) mod device;
+pub(crate) mod distributed;
 pub(crate) mod fused;
 pub(crate) mod gemm;
 pub(crate) mod memory;

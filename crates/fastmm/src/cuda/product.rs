@@ -197,6 +197,35 @@ fn prepare<T: Element>(
     Ok((fast_plan, ClassicalGemm::resolve::<T>(gpu, base, opts)?))
 }
 
+/// C ← α·A·B + β·C on row-major operands already in this GPU's memory,
+/// queued on the GPU's stream and not waited for: the fast algorithms'
+/// temporaries live in the backend returned, to be dropped only once the
+/// stream has passed the product. The checks of [`multiply_resident`] are
+/// the caller's.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn issue_resident<'g, T: Element>(
+    gpu: &'g Gpu,
+    alpha: T,
+    (a, b): (Operand, Operand),
+    beta: T,
+    c: Operand,
+    (m, k, n): (usize, usize, usize),
+    opts: &GemmOptions,
+) -> Result<Option<CudaBackend<'g, T>>, Error> {
+    let (fast_plan, classical) = prepare::<T>(gpu, (m, k, n), beta == T::ZERO, opts)?;
+    match fast_plan {
+        Some(plan) => {
+            let mut fast = CudaBackend::<T>::new(gpu, classical, opts, (a, b, c))?;
+            crate::strassen::engine::run(&mut fast, plan, alpha, beta, (m, k, n))?;
+            Ok(Some(fast))
+        }
+        None => {
+            classical.run(gpu, (m, k, n), alpha, a, b, beta, c)?;
+            Ok(None)
+        }
+    }
+}
+
 /// C ← α·A·B + β·C on row-major operands already in this GPU's memory
 /// (the caller's, a DLPack tensor's say), run on the GPU's stream and
 /// waited for; returns the milliseconds it took, host clock. β = 0 never
@@ -228,18 +257,10 @@ pub(crate) fn multiply_resident<T: Element>(
                 .into(),
         ));
     }
-    let (fast_plan, classical) = prepare::<T>(gpu, (m, k, n), beta == T::ZERO, opts)?;
     let start = Instant::now();
     // The backend owns the recursion's temporaries: kept until the stream
     // has finished with them.
-    let mut backend = None;
-    match fast_plan {
-        Some(plan) => {
-            let fast = backend.insert(CudaBackend::<T>::new(gpu, classical, opts, (a, b, c))?);
-            crate::strassen::engine::run(fast, plan, alpha, beta, (m, k, n))?;
-        }
-        None => classical.run(gpu, (m, k, n), alpha, a, b, beta, c)?,
-    }
+    let backend = issue_resident(gpu, alpha, (a, b), beta, c, (m, k, n), opts)?;
     gpu.synchronize()?;
     drop(backend);
     Ok(start.elapsed().as_secs_f64() * 1e3)

@@ -197,3 +197,18 @@ pub(crate) fn ring_stages() -> Result<usize, Error> {
 /// Bytes of freed memory the device's stream-ordered pool keeps mapped
 /// across synchronisations (see `device::keep_pool_memory`): all of it.
 pub(crate) const CUDA_POOL_RELEASE_THRESHOLD: u64 = u64::MAX;
+
+/// A distributed product's wait for its GPUs gives up after this many
+/// seconds plus [`CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP`] per 10¹⁵
+/// operations of the busiest GPU (then the communicators are aborted and
+/// the GPUs that did not finish named): generous enough for a slow GPU,
+/// bounded so that a lost peer never hangs the caller.
+pub(crate) const CUDA_DISTRIBUTED_WAIT_BASE_SECONDS: f64 = 120.0;
+
+/// See [`CUDA_DISTRIBUTED_WAIT_BASE_SECONDS`]: 1000 s per 10¹⁵ operations
+/// is a GPU running at 1 TFLOPS, far below any the product runs on.
+pub(crate) const CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP: f64 = 1000.0;
+
+/// How often that wait polls the GPUs' events and the communicators'
+/// asynchronous errors.
+pub(crate) const CUDA_DISTRIBUTED_POLL: std::time::Duration = std::time::Duration::from_micros(200);

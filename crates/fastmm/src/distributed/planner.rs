@@ -391,7 +391,11 @@ mod tests {
         assert_eq!(
             plan((n, n, n), 8, Some(free.memory_words)).unwrap(),
             Plan {
-                lower_bound: lower_bound((n, n, n), free.grid.processors(), Some(free.memory_words)),
+                lower_bound: lower_bound(
+                    (n, n, n),
+                    free.grid.processors(),
+                    Some(free.memory_words)
+                ),
                 ..free.clone()
             }
         );

@@ -493,7 +493,10 @@ mod tests {
                             assert_eq!(src.elements(), dst.elements());
                             assert!(group.contains(root));
                             fits(*root, src);
-                            group.iter().filter(|&r| r != root).for_each(|&r| fits(r, dst));
+                            group
+                                .iter()
+                                .filter(|&r| r != root)
+                                .for_each(|&r| fits(r, dst));
                         }
                         Op::Reduce {
                             group,

@@ -1,0 +1,692 @@
+//! Several devices as one value: a [`Team`] of GPUs of one host (driven
+//! by this one process, through NCCL), or the CPU standing in for every
+//! processor. A product on a team follows the decomposition planner
+//! ([`crate::distributed::planner`]) and its schedule
+//! ([`crate::distributed::schedule`]); its operands are [`DistMatrix`]
+//! values, spread over the devices in the plan's layout, that a caller can
+//! keep between products.
+//!
+//! ```
+//! use fastmm::{GemmOptions, Algorithm, Matrix, Role, Team};
+//! # fn main() -> Result<(), fastmm::Error> {
+//! // The CPU standing in for 4 processors (GPUs: Team::open).
+//! let team = Team::simulated(4)?;
+//! let a = Matrix::<i64>::from_fn(30, 20, |i, j| (i + 2 * j) as i64);
+//! let b = Matrix::<i64>::from_fn(20, 10, |i, j| (i * j % 7) as i64);
+//! let plan = team.plan::<i64>((30, 20, 10))?;
+//! let da = team.distribute(&plan, Role::A, a.as_ref())?;
+//! let db = team.distribute(&plan, Role::B, b.as_ref())?;
+//! let (dc, report) = team.multiply(&da, &db, &GemmOptions::new(Algorithm::Naive))?;
+//! assert_eq!(team.collect(&dc)?, fastmm::matmul(&a, &b)?);
+//! assert_eq!(report.words_per_processor, plan.words_per_processor);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::distributed::planner::{self, Plan};
+use crate::distributed::schedule::{self, Layout, Schedule};
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef, Matrix};
+use crate::options::{Device, GemmOptions};
+
+/// Which operand of a product a distributed matrix is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Role {
+    /// The left operand.
+    A,
+    /// The right operand.
+    B,
+    /// The product.
+    C,
+}
+
+/// Several devices that run one product together.
+pub struct Team {
+    contexts: Vec<Context>,
+    backend: Backend,
+}
+
+enum Backend {
+    /// The CPU stands in for every processor.
+    Simulated,
+    #[cfg(feature = "cuda")]
+    Gpus(Arc<crate::cuda::distributed::Fabric>),
+}
+
+impl std::fmt::Debug for Team {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Team({})", self.describe())
+    }
+}
+
+/// What a distributed product did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TeamReport {
+    /// The grid, pm×pn×pk.
+    pub grid: (usize, usize, usize),
+    /// Devices in the team.
+    pub processors: usize,
+    /// Milliseconds from the first operation to the last device done
+    /// (communication included; distributing and collecting are not).
+    pub compute_ms: f64,
+    /// Words the busiest device received (counted from the operations
+    /// run).
+    pub words_per_processor: u128,
+    /// Words all devices received.
+    pub total_words: u128,
+    /// The lower bound on the words per processor for this shape, grid
+    /// and memory (see the planner).
+    pub lower_bound: f64,
+}
+
+impl TeamReport {
+    /// words_per_processor / lower_bound (1 when both are 0).
+    pub fn bound_ratio(&self) -> f64 {
+        match (self.words_per_processor, self.lower_bound) {
+            (0, _) => 1.0,
+            (_, b) if b <= 0.0 => f64::INFINITY,
+            (q, b) => q as f64 / b,
+        }
+    }
+}
+
+/// A matrix spread over a team's devices in a plan's layout: each device
+/// holds one contiguous row-major piece.
+pub struct DistMatrix<T: Element> {
+    schedule: Arc<Schedule>,
+    role: Role,
+    pieces: Pieces<T>,
+}
+
+enum Pieces<T> {
+    Host(Vec<Vec<T>>),
+    #[cfg(feature = "cuda")]
+    Gpu(Vec<Option<GpuPiece>>),
+}
+
+/// One device's piece in its memory.
+#[cfg(feature = "cuda")]
+struct GpuPiece {
+    // Dropped first, while `gpu` keeps the context alive (bound in Drop).
+    memory: crate::cuda::memory::RawDeviceMemory,
+    gpu: Arc<crate::cuda::device::Gpu>,
+}
+
+#[cfg(feature = "cuda")]
+impl Drop for GpuPiece {
+    fn drop(&mut self) {
+        // The free needs the piece's context current; a failure to bind
+        // leaves the free to fail, and the memory leaks (drop cannot
+        // report it).
+        let _ = self.gpu.bind();
+    }
+}
+
+impl<T: Element> std::fmt::Debug for DistMatrix<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (rows, cols) = self.shape();
+        write!(
+            f,
+            "DistMatrix({rows}×{cols} {} as {:?} over {} processors)",
+            T::DTYPE,
+            self.role,
+            self.schedule.plan.processors
+        )
+    }
+}
+
+impl<T: Element> DistMatrix<T> {
+    /// (rows, cols) of the whole matrix.
+    pub fn shape(&self) -> (usize, usize) {
+        let layout = self.layout();
+        (layout.rows, layout.cols)
+    }
+
+    /// Which operand of its plan it is.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The plan whose layout it has.
+    pub fn plan(&self) -> &Plan {
+        &self.schedule.plan
+    }
+
+    /// Which part each device holds.
+    pub fn layout(&self) -> &Layout {
+        match self.role {
+            Role::A => &self.schedule.a,
+            Role::B => &self.schedule.b,
+            Role::C => &self.schedule.c,
+        }
+    }
+}
+
+impl Team {
+    /// A team of the given GPUs (distinct; one process drives them all).
+    /// A single `cpu` is the CPU alone (a team of one).
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for an empty list, a device listed twice
+    /// or a CPU among GPUs; [`Error::CudaUnavailable`] for an ordinal the
+    /// driver does not have.
+    pub fn open(devices: &[Device]) -> Result<Team, Error> {
+        if devices.is_empty() {
+            return Err(Error::InvalidOption(
+                "a team needs at least one device".into(),
+            ));
+        }
+        for (i, d) in devices.iter().enumerate() {
+            if devices[..i].contains(d) {
+                return Err(Error::InvalidOption(format!("{d} is listed twice")));
+            }
+        }
+        if devices == [Device::Cpu] {
+            return Team::simulated(1);
+        }
+        if devices.contains(&Device::Cpu) {
+            return Err(Error::InvalidOption(
+                "a team is GPUs, or the CPU alone: cpu cannot join GPUs".into(),
+            ));
+        }
+        #[cfg(feature = "cuda")]
+        {
+            let contexts = devices
+                .iter()
+                .map(|&d| Context::open(d))
+                .collect::<Result<Vec<_>, _>>()?;
+            let gpus = contexts
+                .iter()
+                .map(|c| c.gpu_arc().expect("a CUDA context holds a GPU"))
+                .collect();
+            let fabric = crate::cuda::distributed::Fabric::new(gpus)?;
+            Ok(Team {
+                contexts,
+                backend: Backend::Gpus(Arc::new(fabric)),
+            })
+        }
+        #[cfg(not(feature = "cuda"))]
+        Err(Error::CudaUnavailable(
+            "fastmm was built without the `cuda` feature".into(),
+        ))
+    }
+
+    /// Every GPU the driver reports (`cuda:all`).
+    pub fn all_gpus() -> Result<Team, Error> {
+        #[cfg(feature = "cuda")]
+        {
+            let count = crate::cuda::device::device_count()?;
+            if count == 0 {
+                return Err(Error::CudaUnavailable("the driver reports no GPU".into()));
+            }
+            Team::open(&(0..count).map(Device::Cuda).collect::<Vec<_>>())
+        }
+        #[cfg(not(feature = "cuda"))]
+        Err(Error::CudaUnavailable(
+            "fastmm was built without the `cuda` feature".into(),
+        ))
+    }
+
+    /// The CPU standing in for `processors` processors: each runs its
+    /// part of the schedule in turn, and broadcasts and reductions are
+    /// copies, counted as a distributed backend's would be. For testing
+    /// the distributed algorithm where no GPUs or ranks are.
+    pub fn simulated(processors: usize) -> Result<Team, Error> {
+        if processors == 0 {
+            return Err(Error::InvalidOption(
+                "a team needs at least one processor".into(),
+            ));
+        }
+        Ok(Team {
+            contexts: vec![Context::cpu(); processors],
+            backend: Backend::Simulated,
+        })
+    }
+
+    /// How many devices.
+    pub fn size(&self) -> usize {
+        self.contexts.len()
+    }
+
+    /// The devices, by rank.
+    pub fn devices(&self) -> Vec<Device> {
+        self.contexts.iter().map(|c| c.device()).collect()
+    }
+
+    /// One line per device.
+    pub fn describe(&self) -> String {
+        match self.backend {
+            Backend::Simulated => format!(
+                "{} simulated processors on {}",
+                self.size(),
+                self.contexts[0].describe()
+            ),
+            #[cfg(feature = "cuda")]
+            Backend::Gpus(_) => self
+                .contexts
+                .iter()
+                .map(|c| c.describe())
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }
+
+    /// The words of T each device can hold for a product (GPUs: the
+    /// smallest free memory less the out-of-core reserve; simulated:
+    /// unlimited).
+    fn memory_words<T: Element>(&self) -> Result<Option<u128>, Error> {
+        match &self.backend {
+            Backend::Simulated => Ok(None),
+            #[cfg(feature = "cuda")]
+            Backend::Gpus(fabric) => {
+                let mut least = u64::MAX;
+                for gpu in fabric.gpus() {
+                    let (free, _) = gpu.memory_info()?;
+                    least = least.min(
+                        (free as u64)
+                            .saturating_sub(crate::cuda::tunables::CUDA_OUT_OF_CORE_RESERVE_BYTES),
+                    );
+                }
+                Ok(Some(u128::from(least) / std::mem::size_of::<T>() as u128))
+            }
+        }
+    }
+
+    /// The decomposition of an (m, k, n) product of T on this team: the
+    /// grid that moves the fewest words within each device's memory.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when no grid's pieces fit the devices.
+    pub fn plan<T: Element>(&self, shape: (usize, usize, usize)) -> Result<Plan, Error> {
+        planner::plan(shape, self.size(), self.memory_words::<T>()?)
+    }
+
+    fn schedule_of(plan: &Plan) -> Result<Arc<Schedule>, Error> {
+        let (m, k, n) = plan.shape;
+        if m == 0 || k == 0 || n == 0 {
+            return Err(Error::Unsupported {
+                algorithm: "distributed",
+                what: format!("an empty product ({m}×{k}×{n}); Team::gemm takes it"),
+            });
+        }
+        Ok(Arc::new(schedule::build(plan)))
+    }
+
+    /// Spreads `m` over the team as operand `role` of `plan`.
+    ///
+    /// # Errors
+    /// [`Error::OutputShape`] when `m` is not that operand's shape, and the
+    /// devices' allocation and copy errors.
+    pub fn distribute<T: Element>(
+        &self,
+        plan: &Plan,
+        role: Role,
+        m: MatRef<'_, T>,
+    ) -> Result<DistMatrix<T>, Error> {
+        self.check_plan(plan)?;
+        let schedule = Self::schedule_of(plan)?;
+        self.place(schedule, role, m)
+    }
+
+    fn check_plan(&self, plan: &Plan) -> Result<(), Error> {
+        if plan.processors != self.size() {
+            return Err(Error::InvalidOption(format!(
+                "a plan for {} processors on a team of {}",
+                plan.processors,
+                self.size()
+            )));
+        }
+        Ok(())
+    }
+
+    fn place<T: Element>(
+        &self,
+        schedule: Arc<Schedule>,
+        role: Role,
+        m: MatRef<'_, T>,
+    ) -> Result<DistMatrix<T>, Error> {
+        let layout = match role {
+            Role::A => &schedule.a,
+            Role::B => &schedule.b,
+            Role::C => &schedule.c,
+        };
+        if m.shape() != (layout.rows, layout.cols) {
+            return Err(Error::OutputShape {
+                expected: (layout.rows, layout.cols),
+                got: m.shape(),
+            });
+        }
+        let host: Vec<Vec<T>> = layout
+            .pieces
+            .iter()
+            .map(|p| {
+                let view = m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len());
+                Matrix::try_from_view(view).map(Matrix::into_vec)
+            })
+            .collect::<Result<_, _>>()?;
+        let pieces = match &self.backend {
+            Backend::Simulated => Pieces::Host(host),
+            #[cfg(feature = "cuda")]
+            Backend::Gpus(fabric) => {
+                let mut placed = Vec::with_capacity(host.len());
+                for (gpu, data) in fabric.gpus().iter().zip(&host) {
+                    placed.push(upload(gpu, data)?);
+                }
+                Pieces::Gpu(placed)
+            }
+        };
+        Ok(DistMatrix {
+            schedule,
+            role,
+            pieces,
+        })
+    }
+
+    /// C = A·B with A and B distributed as operands A and B of one plan;
+    /// C comes back distributed as its operand C.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for operands of different plans or roles,
+    /// or of another team; [`Error::Processor`] naming the device that
+    /// failed or did not finish in time.
+    pub fn multiply<T: Element>(
+        &self,
+        a: &DistMatrix<T>,
+        b: &DistMatrix<T>,
+        opts: &GemmOptions,
+    ) -> Result<(DistMatrix<T>, TeamReport), Error> {
+        if a.role != Role::A || b.role != Role::B {
+            return Err(Error::InvalidOption(format!(
+                "a product takes operands A and B of a plan, not {:?} and {:?}",
+                a.role, b.role
+            )));
+        }
+        if !Arc::ptr_eq(&a.schedule, &b.schedule) && a.schedule.plan != b.schedule.plan {
+            return Err(Error::InvalidOption(
+                "A and B are distributed for different plans".into(),
+            ));
+        }
+        self.check_plan(&a.schedule.plan)?;
+        let schedule = Arc::clone(&a.schedule);
+        let plan = &schedule.plan;
+        let block = (
+            planner::part(plan.shape.0, plan.grid.pm, 0).len(),
+            planner::part(plan.shape.1, plan.grid.pk, 0).len(),
+            planner::part(plan.shape.2, plan.grid.pn, 0).len(),
+        );
+        let opts = self.contexts[0].resolve_for::<T>(opts, block, true)?;
+        opts.check_interrupt()?;
+        let words = schedule.received();
+        let (pieces, ms) = match (&self.backend, &a.pieces, &b.pieces) {
+            (Backend::Simulated, Pieces::Host(pa), Pieces::Host(pb)) => {
+                let start = Instant::now();
+                let (c, _) =
+                    crate::distributed::host::run(&schedule, pa.clone(), pb.clone(), &opts)?;
+                (Pieces::Host(c), start.elapsed().as_secs_f64() * 1e3)
+            }
+            #[cfg(feature = "cuda")]
+            (Backend::Gpus(fabric), Pieces::Gpu(pa), Pieces::Gpu(pb)) => {
+                let ptr = |p: &Option<GpuPiece>| p.as_ref().map_or(0, |p| p.memory.ptr);
+                let pa: Vec<u64> = pa.iter().map(ptr).collect();
+                let pb: Vec<u64> = pb.iter().map(ptr).collect();
+                // SAFETY: the pieces were placed by this team for this
+                // schedule (their sizes are the layout's), and the borrows
+                // of `a` and `b` keep them alive and unwritten.
+                let (c, report) = unsafe { fabric.run::<T>(&schedule, &pa, &pb, &opts)? };
+                let c = c
+                    .into_iter()
+                    .zip(fabric.gpus())
+                    .map(|(memory, gpu)| {
+                        memory.map(|memory| GpuPiece {
+                            memory,
+                            gpu: Arc::clone(gpu),
+                        })
+                    })
+                    .collect();
+                (Pieces::Gpu(c), report.seconds * 1e3)
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(Error::InvalidOption(
+                    "the operands were distributed by another kind of team".into(),
+                ))
+            }
+        };
+        let report = TeamReport {
+            grid: (plan.grid.pm, plan.grid.pn, plan.grid.pk),
+            processors: plan.processors,
+            compute_ms: ms,
+            words_per_processor: words.iter().copied().max().unwrap_or(0),
+            total_words: words.iter().sum(),
+            lower_bound: plan.lower_bound,
+        };
+        Ok((
+            DistMatrix {
+                schedule,
+                role: Role::C,
+                pieces,
+            },
+            report,
+        ))
+    }
+
+    /// The whole of a distributed matrix, in host memory.
+    pub fn collect<T: Element>(&self, m: &DistMatrix<T>) -> Result<Matrix<T>, Error> {
+        let (rows, cols) = m.shape();
+        let mut out = Matrix::try_zeros(rows, cols)?;
+        self.collect_into(m, T::ZERO, out.as_mut())?;
+        Ok(out)
+    }
+
+    /// out ← piece + β·out, piece by piece (β = 0 never reads out).
+    fn collect_into<T: Element>(
+        &self,
+        m: &DistMatrix<T>,
+        beta: T,
+        mut out: MatMut<'_, T>,
+    ) -> Result<(), Error> {
+        let layout = m.layout();
+        for (rank, piece) in layout.pieces.iter().enumerate() {
+            if piece.elements() == 0 {
+                continue;
+            }
+            let data: Vec<T> = match &m.pieces {
+                Pieces::Host(p) => p[rank].clone(),
+                #[cfg(feature = "cuda")]
+                Pieces::Gpu(p) => match &p[rank] {
+                    Some(gpu_piece) => download(gpu_piece, piece.elements())?,
+                    None => continue,
+                },
+            };
+            let width = piece.cols.len();
+            for (i, row) in piece.rows.clone().enumerate() {
+                for (j, col) in piece.cols.clone().enumerate() {
+                    let v = data[i * width + j];
+                    let old = if beta == T::ZERO {
+                        T::ZERO
+                    } else {
+                        beta.mul(out.get(row, col))
+                    };
+                    out.set(row, col, old.add(v));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// **C ← α·A·B + β·C** on host matrices, distributed over the team for
+    /// the product: A and B are spread in the plan's layout, multiplied,
+    /// and C gathered back (β = 0 never reads C).
+    pub fn gemm<T: Element>(
+        &self,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        mut c: MatMut<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<TeamReport, Error> {
+        if a.cols() != b.rows() {
+            return Err(Error::DimensionMismatch {
+                a: a.shape(),
+                b: b.shape(),
+            });
+        }
+        if c.shape() != (a.rows(), b.cols()) {
+            return Err(Error::OutputShape {
+                expected: (a.rows(), b.cols()),
+                got: c.shape(),
+            });
+        }
+        let shape = (a.rows(), a.cols(), b.cols());
+        let plan = self.plan::<T>(shape)?;
+        if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 || alpha == T::ZERO {
+            c.scale_by(beta);
+            return Ok(TeamReport {
+                grid: (1, 1, 1),
+                processors: self.size(),
+                compute_ms: 0.0,
+                words_per_processor: 0,
+                total_words: 0,
+                lower_bound: 0.0,
+            });
+        }
+        let schedule = Self::schedule_of(&plan)?;
+        let da = self.place(Arc::clone(&schedule), Role::A, a)?;
+        let db = self.place(schedule, Role::B, b)?;
+        let (dc, report) = self.multiply(&da, &db, opts)?;
+        if alpha == T::ONE {
+            self.collect_into(&dc, beta, c)?;
+        } else {
+            let product = self.collect(&dc)?;
+            for i in 0..c.rows() {
+                for j in 0..c.cols() {
+                    let old = if beta == T::ZERO {
+                        T::ZERO
+                    } else {
+                        beta.mul(c.get(i, j))
+                    };
+                    c.set(i, j, old.add(alpha.mul(product.get(i, j))));
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// A·B of host matrices on the team, as a new matrix.
+    pub fn matmul<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<(Matrix<T>, TeamReport), Error> {
+        let mut c = Matrix::try_zeros(a.rows(), b.cols())?;
+        let report = self.gemm(T::ONE, a, b, T::ZERO, c.as_mut(), opts)?;
+        Ok((c, report))
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn upload<T: Element>(
+    gpu: &Arc<crate::cuda::device::Gpu>,
+    data: &[T],
+) -> Result<Option<GpuPiece>, Error> {
+    if data.is_empty() {
+        return Ok(None);
+    }
+    let memory = crate::cuda::memory::RawDeviceMemory::alloc(gpu, std::mem::size_of_val(data))?;
+    // SAFETY: `memory` holds size_of_val(data) bytes on this GPU.
+    unsafe { crate::cuda::memory::copy_to_device(gpu, data, memory.ptr)? };
+    Ok(Some(GpuPiece {
+        memory,
+        gpu: Arc::clone(gpu),
+    }))
+}
+
+#[cfg(feature = "cuda")]
+fn download<T: Element>(piece: &GpuPiece, len: usize) -> Result<Vec<T>, Error> {
+    let mut out = vec![T::ZERO; len];
+    // SAFETY: the piece holds `len` elements of T on its GPU.
+    unsafe { crate::cuda::memory::copy_to_host(&piece.gpu, piece.memory.ptr, &mut out)? };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Algorithm;
+
+    #[test]
+    fn bad_device_lists_are_typed_errors() {
+        assert!(matches!(Team::open(&[]), Err(Error::InvalidOption(_))));
+        assert!(matches!(
+            Team::open(&[Device::Cuda(0), Device::Cuda(0)]),
+            Err(Error::InvalidOption(_))
+        ));
+        assert!(matches!(
+            Team::open(&[Device::Cuda(0), Device::Cpu]),
+            Err(Error::InvalidOption(_))
+        ));
+        assert!(matches!(Team::simulated(0), Err(Error::InvalidOption(_))));
+        assert_eq!(Team::open(&[Device::Cpu]).unwrap().size(), 1);
+    }
+
+    /// α, β and empty shapes at the boundary; NaN-filled C with β = 0.
+    #[test]
+    fn gemm_on_a_simulated_team() {
+        let opts = GemmOptions::new(Algorithm::Naive);
+        for p in [1, 2, 3, 5, 8] {
+            let team = Team::simulated(p).unwrap();
+            for (m, k, n) in [(0, 3, 4), (3, 0, 4), (1, 1, 1), (9, 4, 7), (16, 31, 2)] {
+                let a = Matrix::<f64>::from_fn(m, k, |i, j| (i as f64) - 0.5 * j as f64);
+                let b = Matrix::<f64>::from_fn(k, n, |i, j| 1.0 + (i * j % 3) as f64);
+                let expected = crate::context::matmul(&a, &b).unwrap();
+                let mut c = Matrix::filled(m, n, f64::NAN);
+                team.gemm(1.0, a.as_ref(), b.as_ref(), 0.0, c.as_mut(), &opts)
+                    .unwrap();
+                assert_eq!(c, expected, "{m}×{k}×{n} on {p}");
+                let mut c2 = Matrix::filled(m, n, 1.0);
+                team.gemm(2.0, a.as_ref(), b.as_ref(), -1.0, c2.as_mut(), &opts)
+                    .unwrap();
+                for i in 0..m {
+                    for j in 0..n {
+                        assert_eq!(c2.get(i, j), 2.0 * expected.get(i, j) - 1.0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn operands_of_different_plans_are_refused() {
+        let team = Team::simulated(2).unwrap();
+        let opts = GemmOptions::new(Algorithm::Naive);
+        let a = Matrix::<i32>::filled(4, 6, 1);
+        let b = Matrix::<i32>::filled(6, 4, 1);
+        let p1 = team.plan::<i32>((4, 6, 4)).unwrap();
+        let da = team.distribute(&p1, Role::A, a.as_ref()).unwrap();
+        let db = team.distribute(&p1, Role::B, b.as_ref()).unwrap();
+        assert!(matches!(
+            team.multiply(&db, &da, &opts),
+            Err(Error::InvalidOption(_))
+        ));
+        assert!(matches!(
+            team.distribute(&p1, Role::A, b.as_ref()),
+            Err(Error::OutputShape { .. })
+        ));
+        let other = Team::simulated(3).unwrap();
+        assert!(matches!(
+            other.multiply(&da, &db, &opts),
+            Err(Error::InvalidOption(_))
+        ));
+        let (c, _) = team.multiply(&da, &db, &opts).unwrap();
+        assert_eq!(team.collect(&c).unwrap(), Matrix::filled(4, 4, 6));
+    }
+}
