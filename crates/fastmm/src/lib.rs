@@ -102,8 +102,8 @@ pub use element::{DType, Element};
 pub use error::Error;
 pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};
 pub use options::{
-    Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind, GemmOptions,
-    GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
+    Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind, DeviceList,
+    GemmOptions, GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan};
 pub use system::GpuInfo;

@@ -134,15 +134,86 @@ impl FromStr for Device {
             None if text == "cpu" => Ok(Device::Cpu),
             None if text == "cuda" => Ok(Device::Cuda(0)),
             None => Err(bad("is unknown")),
-            Some(("cuda", ordinals)) if ordinals.contains(',') => Err(bad(
-                "names several GPUs; a product runs on one device at a time",
-            )),
+            Some(("cuda", ordinals)) if ordinals.contains(',') || ordinals.trim() == "all" => Err(
+                bad("names several GPUs; a Context is one device (several run as a Team)"),
+            ),
             Some(("cuda", ordinal)) => ordinal
                 .trim()
                 .parse()
                 .map(Device::Cuda)
                 .map_err(|_| bad("has no GPU ordinal")),
             Some(_) => Err(bad("is unknown")),
+        }
+    }
+}
+
+/// The devices a product runs on together: one device, a list of GPUs
+/// (`cuda:0,1,3`) or every GPU the driver reports (`cuda:all`), resolved
+/// when opened ([`crate::Team::open_list`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceList {
+    /// These devices (one, or distinct GPUs).
+    Listed(Vec<Device>),
+    /// Every GPU of the host.
+    AllGpus,
+}
+
+impl DeviceList {
+    /// Whether it names more than one device (or every GPU).
+    pub fn is_team(&self) -> bool {
+        !matches!(self, DeviceList::Listed(d) if d.len() == 1)
+    }
+}
+
+impl fmt::Display for DeviceList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceList::AllGpus => f.write_str("cuda:all"),
+            DeviceList::Listed(devices) if devices.len() > 1 => {
+                let ordinals: Vec<String> = devices
+                    .iter()
+                    .map(|d| match d {
+                        Device::Cuda(o) => o.to_string(),
+                        Device::Cpu => "cpu".into(),
+                    })
+                    .collect();
+                write!(f, "cuda:{}", ordinals.join(","))
+            }
+            DeviceList::Listed(devices) => match devices.first() {
+                Some(d) => write!(f, "{d}"),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+impl FromStr for DeviceList {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let text = s.trim().to_ascii_lowercase();
+        let bad = |why: String| {
+            Error::InvalidOption(format!(
+                "device list '{}' {why} (expected cpu, cuda, cuda:N, cuda:N,M,… or cuda:all)",
+                s.trim()
+            ))
+        };
+        match text.split_once(':') {
+            Some(("cuda", "all")) => Ok(DeviceList::AllGpus),
+            Some(("cuda", list)) if list.contains(',') => {
+                let mut devices = Vec::new();
+                for item in list.split(',') {
+                    let ordinal: usize = item
+                        .trim()
+                        .parse()
+                        .map_err(|_| bad(format!("has '{}', not a GPU ordinal", item.trim())))?;
+                    if devices.contains(&Device::Cuda(ordinal)) {
+                        return Err(bad(format!("lists cuda:{ordinal} twice")));
+                    }
+                    devices.push(Device::Cuda(ordinal));
+                }
+                Ok(DeviceList::Listed(devices))
+            }
+            _ => Ok(DeviceList::Listed(vec![s.parse::<Device>()?])),
         }
     }
 }
@@ -888,6 +959,25 @@ mod tests {
             assert_eq!(text.parse::<Device>().unwrap(), device, "{text}");
         }
         assert_eq!(Device::Cuda(2).to_string(), "cuda:2");
+        for (text, list) in [
+            ("cuda:all", DeviceList::AllGpus),
+            (
+                "CUDA:0, 2",
+                DeviceList::Listed(vec![Device::Cuda(0), Device::Cuda(2)]),
+            ),
+            ("cpu", DeviceList::Listed(vec![Device::Cpu])),
+            ("cuda:1", DeviceList::Listed(vec![Device::Cuda(1)])),
+        ] {
+            let parsed = text.parse::<DeviceList>().unwrap();
+            assert_eq!(parsed, list, "{text}");
+            assert_eq!(parsed.to_string().parse::<DeviceList>().unwrap(), list);
+        }
+        for bad in ["cuda:0,0", "cuda:0,x", "cuda:,1", "gpu:all"] {
+            assert!(
+                matches!(bad.parse::<DeviceList>(), Err(Error::InvalidOption(_))),
+                "{bad}"
+            );
+        }
         for bad in ["gpu", "cuda:", "cuda:x", "cuda:0,1", "tpu:0"] {
             let err = bad.parse::<Device>().unwrap_err().to_string();
             assert!(err.contains(bad.trim()), "{bad}: {err}");

@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Algorithm, DeviceKind, GemmOptions, GpuMemory, Variant};
 use crate::random::{random_matrix, seeded_rng, SeededRng};
+use crate::team::Team;
 use crate::verify::verify_with_growth;
 
 /// (m, k, n): empty-adjacent, tiny, primes, rectangles, 32 ± 1 around the
@@ -91,6 +92,100 @@ pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
         rows.extend(gpu::out_of_core_checks(ctx));
     }
     Ok(rows)
+}
+
+/// Shapes a team checks beside [`SHAPES`]: empty ones (the boundary's),
+/// and ones large enough that every grid of up to 8 processors cuts each
+/// dimension.
+pub const TEAM_SHAPES: &[(usize, usize, usize)] = &[
+    (0, 3, 4),
+    (3, 0, 4),
+    (4, 3, 0),
+    (257, 129, 300),
+    (300, 500, 250),
+];
+
+/// The self-test of a [`Team`]: every algorithm of its devices' kind over
+/// [`SHAPES`] and [`TEAM_SHAPES`] in every type, each product distributed
+/// by the planner and checked as on one device (outputs poisoned, the
+/// error bound or exact equality, α and β), and the words each product
+/// moved equal to its plan's.
+pub fn run_team(team: &Team) -> Result<Vec<Check>, Error> {
+    let kind = team.devices()[0].kind();
+    let shapes: Vec<_> = SHAPES.iter().chain(TEAM_SHAPES).copied().collect();
+    let mut rows = Vec::new();
+    for algorithm in Algorithm::all_on(kind) {
+        let opts = GemmOptions {
+            threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+            ..GemmOptions::new(algorithm)
+        };
+        for &dtype in &DType::ALL {
+            let row = match dtype {
+                DType::F32 => check_team::<f32>(team, &opts, &shapes),
+                DType::F64 => check_team::<f64>(team, &opts, &shapes),
+                DType::I32 => check_team::<i32>(team, &opts, &shapes),
+                DType::I64 => check_team::<i64>(team, &opts, &shapes),
+            };
+            rows.extend(row);
+        }
+    }
+    let mut words = Check::new(format!(
+        "words received = the plan's, on {} processors",
+        team.size()
+    ));
+    let opts = GemmOptions::new(Algorithm::all_on(kind).next().unwrap_or_default());
+    for &(m, k, n) in &shapes {
+        let a = small_int_matrix::<i32>(m, k, 1);
+        let b = small_int_matrix::<i32>(k, n, 2);
+        let outcome = team
+            .matmul(a.as_ref(), b.as_ref(), &opts)
+            .and_then(|(_, report)| Ok((report, team.plan::<i32>((m, k, n))?)));
+        match outcome {
+            Ok((report, _)) if m * k * n == 0 && report.total_words == 0 => words.passed += 1,
+            Ok((report, plan)) if report.words_per_processor == plan.words_per_processor => {
+                words.passed += 1
+            }
+            Ok((report, plan)) => words.failures.push(format!(
+                "{m}×{k}×{n}: {} words, the plan {}",
+                report.words_per_processor, plan.words_per_processor
+            )),
+            Err(e) => words.failures.push(format!("{m}×{k}×{n}: {e}")),
+        }
+    }
+    rows.push(words);
+    Ok(rows)
+}
+
+fn check_team<T: Element>(
+    team: &Team,
+    opts: &GemmOptions,
+    shapes: &[(usize, usize, usize)],
+) -> Option<Check> {
+    let ctx = team.context(0);
+    ctx.plan::<T>((1, 1, 1), true, opts).ok()?;
+    let mut row = Check::new(format!(
+        "{} {} on {} devices",
+        opts.algorithm,
+        T::DTYPE,
+        team.size()
+    ));
+    let mut rng = seeded_rng(13);
+    for &shape in shapes {
+        // Each device's product is at most the whole one: its plan's
+        // allowance bounds theirs.
+        let growth = ctx
+            .plan::<T>(shape, true, opts)
+            .map_or(1.0, |plan| plan.error_growth);
+        check_shape::<T>(
+            &mut row,
+            shape,
+            "",
+            growth,
+            &mut rng,
+            |alpha, a, b, beta, c| team.gemm(alpha, a, b, beta, c, opts).map(|_| ()),
+        );
+    }
+    Some(row)
 }
 
 fn check_dtype(

@@ -34,7 +34,7 @@ use crate::distributed::schedule::{self, Layout, Schedule};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef, Matrix};
-use crate::options::{Device, GemmOptions};
+use crate::options::{Device, DeviceList, GemmOptions};
 
 /// Which operand of a product a distributed matrix is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -218,6 +218,14 @@ impl Team {
         ))
     }
 
+    /// The team of a [`DeviceList`] (`cuda:all`: every GPU).
+    pub fn open_list(list: &DeviceList) -> Result<Team, Error> {
+        match list {
+            DeviceList::AllGpus => Team::all_gpus(),
+            DeviceList::Listed(devices) => Team::open(devices),
+        }
+    }
+
     /// Every GPU the driver reports (`cuda:all`).
     pub fn all_gpus() -> Result<Team, Error> {
         #[cfg(feature = "cuda")]
@@ -253,6 +261,12 @@ impl Team {
     /// How many devices.
     pub fn size(&self) -> usize {
         self.contexts.len()
+    }
+
+    /// The context of the device of `rank` (the CPU's for every rank of a
+    /// simulated team).
+    pub fn context(&self, rank: usize) -> &Context {
+        &self.contexts[rank]
     }
 
     /// The devices, by rank.
@@ -335,6 +349,15 @@ impl Team {
         self.place(schedule, role, m)
     }
 
+    /// The largest block product of `plan`'s workers, (m, k, n).
+    fn block(plan: &Plan) -> (usize, usize, usize) {
+        (
+            planner::part(plan.shape.0, plan.grid.pm, 0).len(),
+            planner::part(plan.shape.1, plan.grid.pk, 0).len(),
+            planner::part(plan.shape.2, plan.grid.pn, 0).len(),
+        )
+    }
+
     fn check_plan(&self, plan: &Plan) -> Result<(), Error> {
         if plan.processors != self.size() {
             return Err(Error::InvalidOption(format!(
@@ -390,7 +413,9 @@ impl Team {
     }
 
     /// C = A·B with A and B distributed as operands A and B of one plan;
-    /// C comes back distributed as its operand C.
+    /// C comes back distributed as its operand C. Unlike [`Team::gemm`],
+    /// this does not scan the pieces for NaN and ∞ (a fast algorithm
+    /// meeting one may give NaN where the classical product does not).
     ///
     /// # Errors
     /// [`Error::InvalidOption`] for operands of different plans or roles,
@@ -416,12 +441,7 @@ impl Team {
         self.check_plan(&a.schedule.plan)?;
         let schedule = Arc::clone(&a.schedule);
         let plan = &schedule.plan;
-        let block = (
-            planner::part(plan.shape.0, plan.grid.pm, 0).len(),
-            planner::part(plan.shape.1, plan.grid.pk, 0).len(),
-            planner::part(plan.shape.2, plan.grid.pn, 0).len(),
-        );
-        let opts = self.contexts[0].resolve_for::<T>(opts, block, true)?;
+        let opts = self.contexts[0].resolve_for::<T>(opts, Self::block(plan), true)?;
         opts.check_interrupt()?;
         let words = schedule.received();
         let (pieces, ms) = match (&self.backend, &a.pieces, &b.pieces) {
@@ -558,10 +578,14 @@ impl Team {
                 lower_bound: 0.0,
             });
         }
+        // The IEEE rule of the one-device products: a fast algorithm that
+        // would meet NaN or ∞ runs its classical base.
+        let resolved = self.contexts[0].resolve_for::<T>(opts, Self::block(&plan), true)?;
+        let opts = self.contexts[0].ieee_safe(a, b, true, resolved)?;
         let schedule = Self::schedule_of(&plan)?;
         let da = self.place(Arc::clone(&schedule), Role::A, a)?;
         let db = self.place(schedule, Role::B, b)?;
-        let (dc, report) = self.multiply(&da, &db, opts)?;
+        let (dc, report) = self.multiply(&da, &db, &opts)?;
         if alpha == T::ONE {
             self.collect_into(&dc, beta, c)?;
         } else {
@@ -661,6 +685,18 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The team self-test with the CPU as 3 processors (a grid that cuts
+    /// unevenly): every CPU algorithm, every type, every shape.
+    #[test]
+    fn simulated_team_selftest_passes() {
+        let rows = crate::selftest::run_team(&Team::simulated(3).unwrap()).unwrap();
+        assert!(rows.len() > 10);
+        for row in &rows {
+            assert!(row.ok(), "{}: {:?}", row.what, row.failures);
+            assert!(row.passed > 0, "{}", row.what);
         }
     }
 
