@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use fastmm::{
-    Algorithm, BlockSizes, Context, CpuKernel, CudaKernel, DType, Device, DeviceKind, GemmOptions,
-    GpuMemory, GpuPrecision, SumStores, Variant,
+    Algorithm, BlockSizes, Context, CpuKernel, CudaKernel, DType, Device, DeviceKind, DeviceList,
+    GemmOptions, GpuMemory, GpuPrecision, SumStores, Team, Variant,
 };
 
 /// How a command ended when no input error stopped it.
@@ -182,13 +182,68 @@ impl AlgoArgs {
     pub fn placement(&self) -> Result<Placement> {
         match self.device.trim() {
             auto if auto.eq_ignore_ascii_case("auto") => Ok(Placement::Auto),
-            text => Ok(Placement::On(text.parse::<Device>()?)),
+            text => match text.parse::<DeviceList>()? {
+                list if list.is_team() => Ok(Placement::Team(TeamSpec::of(&list)?)),
+                _ => Ok(Placement::On(text.parse::<Device>()?)),
+            },
         }
     }
 
     /// The targets of an `--algo` list under these arguments' device.
     pub fn targets(&self, algo: &str) -> Result<Vec<Target>> {
         Target::parse_list(algo, self.placement()?)
+    }
+}
+
+/// Several GPUs that run each product together (`cuda:0,1` or
+/// `cuda:all`), as a set of ordinals below 64 so that targets stay `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TeamSpec {
+    /// Every GPU of the host.
+    all: bool,
+    /// Bit i: GPU i.
+    mask: u64,
+}
+
+impl TeamSpec {
+    /// The team of a list of several GPUs.
+    pub fn of(list: &DeviceList) -> Result<TeamSpec> {
+        let mut mask = 0u64;
+        match list {
+            DeviceList::AllGpus => return Ok(TeamSpec { all: true, mask }),
+            DeviceList::Listed(devices) => {
+                for device in devices {
+                    match device {
+                        Device::Cuda(ordinal) if *ordinal < 64 => mask |= 1 << ordinal,
+                        Device::Cuda(ordinal) => bail!("GPU ordinal {ordinal} is above 63"),
+                        Device::Cpu => bail!("a team is GPUs: cpu cannot join one"),
+                    }
+                }
+            }
+        }
+        Ok(TeamSpec { all: false, mask })
+    }
+
+    /// The list it stands for.
+    pub fn list(self) -> DeviceList {
+        if self.all {
+            return DeviceList::AllGpus;
+        }
+        DeviceList::Listed(
+            (0..64)
+                .filter(|i| self.mask >> i & 1 == 1)
+                .map(Device::Cuda)
+                .collect(),
+        )
+    }
+
+    /// The device that stands for it where one is needed (its kind, `@`).
+    fn first(self) -> Device {
+        Device::Cuda(if self.all {
+            0
+        } else {
+            self.mask.trailing_zeros() as usize
+        })
     }
 }
 
@@ -199,14 +254,25 @@ pub enum Placement {
     Auto,
     /// On this device.
     On(Device),
+    /// On these GPUs together.
+    Team(TeamSpec),
 }
 
 impl Placement {
-    /// The device `algorithm` runs on.
+    /// The device `algorithm` runs on (a team's first GPU for a team).
     pub fn device_for(self, algorithm: Algorithm) -> Device {
         match self {
             Placement::On(device) => device,
+            Placement::Team(team) => team.first(),
             Placement::Auto => home(algorithm),
+        }
+    }
+
+    /// The team, if it is one.
+    fn team(self) -> Option<TeamSpec> {
+        match self {
+            Placement::Team(team) => Some(team),
+            _ => None,
         }
     }
 
@@ -214,6 +280,7 @@ impl Placement {
     fn kind(self) -> DeviceKind {
         match self {
             Placement::On(device) => device.kind(),
+            Placement::Team(_) => DeviceKind::Cuda,
             Placement::Auto => DeviceKind::Cpu,
         }
     }
@@ -228,17 +295,23 @@ fn home(algorithm: Algorithm) -> Device {
     }
 }
 
-/// One algorithm on one device: a row of `run`, a series of `bench`.
+/// One algorithm on one device or a team: a row of `run`, a series of
+/// `bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
     pub algorithm: Algorithm,
     pub device: Device,
+    /// The GPUs that run it together (`device` is the first of them).
+    pub team: Option<TeamSpec>,
 }
 
 impl Target {
     /// Its name in tables: the algorithm's, with `@device` where that is
     /// not where `auto` would run it.
     pub fn label(&self) -> String {
+        if let Some(team) = self.team {
+            return format!("{}@{}", self.algorithm, team.list());
+        }
         if self.device == home(self.algorithm) {
             self.algorithm.to_string()
         } else {
@@ -249,13 +322,17 @@ impl Target {
     /// Parses `NAME` (placed by `placement`) or `NAME@DEVICE`; the
     /// algorithm must run on that device's kind.
     pub fn parse(text: &str, placement: Placement) -> Result<Target> {
-        let (algorithm, device) = match text.split_once('@') {
-            Some((name, device)) => (name.parse::<Algorithm>()?, device.parse::<Device>()?),
-            None => {
-                let algorithm = text.parse::<Algorithm>()?;
-                (algorithm, placement.device_for(algorithm))
+        let (algorithm, placement) = match text.split_once('@') {
+            Some((name, device)) => {
+                let placement = match device.parse::<DeviceList>()? {
+                    list if list.is_team() => Placement::Team(TeamSpec::of(&list)?),
+                    _ => Placement::On(device.parse::<Device>()?),
+                };
+                (name.parse::<Algorithm>()?, placement)
             }
+            None => (text.parse::<Algorithm>()?, placement),
         };
+        let device = placement.device_for(algorithm);
         if !algorithm.runs_on(device.kind()) {
             let kinds: Vec<String> = algorithm.device_kinds().map(|k| k.to_string()).collect();
             bail!(
@@ -263,7 +340,11 @@ impl Target {
                 kinds.join(" and ")
             );
         }
-        Ok(Target { algorithm, device })
+        Ok(Target {
+            algorithm,
+            device,
+            team: placement.team(),
+        })
     }
 
     /// Parses a comma list of targets, keeping order; `all` stands for
@@ -276,6 +357,7 @@ impl Target {
                     .map(|algorithm| Target {
                         algorithm,
                         device: placement.device_for(algorithm),
+                        team: placement.team(),
                     })
                     .collect()
             } else {
@@ -294,10 +376,11 @@ impl Target {
     }
 }
 
-/// The devices a command has opened, each once, on first use.
+/// The devices (and teams) a command has opened, each once, on first use.
 #[derive(Default)]
 pub struct Devices {
     opened: Vec<Context>,
+    teams: Vec<(TeamSpec, Team)>,
 }
 
 impl Devices {
@@ -312,6 +395,20 @@ impl Devices {
             }
         };
         Ok(&self.opened[index])
+    }
+
+    /// The team of `spec`, opened the first time it is asked for.
+    pub fn team(&mut self, spec: TeamSpec) -> Result<&Team> {
+        let index = match self.teams.iter().position(|(s, _)| *s == spec) {
+            Some(index) => index,
+            None => {
+                let list = spec.list();
+                let team = Team::open_list(&list).with_context(|| format!("cannot open {list}"))?;
+                self.teams.push((spec, team));
+                self.teams.len() - 1
+            }
+        };
+        Ok(&self.teams[index].1)
     }
 
     /// The GPUs opened so far.

@@ -8,7 +8,7 @@ use clap::Args;
 use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::verify::verify_with_growth;
-use fastmm::{DType, Element, GemmOptions, Matrix, Timing};
+use fastmm::{DType, Element, GemmOptions, Matrix, Role, Team, Timing};
 use serde::Serialize;
 
 use crate::common::{
@@ -116,6 +116,11 @@ pub struct Record {
     /// Temporary workspace of Strassen/Winograd, in bytes (the packing
     /// buffers of the classical products come on top).
     pub extra_bytes: u64,
+    /// On a team: the words the busiest device received.
+    pub comm_words: Option<u128>,
+    /// On a team: those words over the lower bound for the shape, grid
+    /// and memory.
+    pub comm_bound_ratio: Option<f64>,
 }
 
 pub(crate) struct Problem {
@@ -225,6 +230,20 @@ fn run_typed<T: Element>(
     let mut records: Vec<Record> = Vec::with_capacity(targets.len());
     for target in targets {
         let label = target.label();
+        if let Some(team) = target.team {
+            let team = devices.team(team)?;
+            let speedup_base = records.first().map(|r: &Record| r.median_ms);
+            records.push(run_on_team(
+                args,
+                p,
+                target,
+                team,
+                (&a, &b),
+                base_opts,
+                speedup_base,
+            )?);
+            continue;
+        }
         let ctx = devices.get(target.device)?;
         let mut opts = GemmOptions {
             algorithm: target.algorithm,
@@ -312,9 +331,108 @@ fn run_typed<T: Element>(
             levels: plan.fast.as_ref().map(|f| f.levels),
             runs_as: plan.falls_back_to().map(|a| a.to_string()),
             extra_bytes: plan.fast.as_ref().map_or(0, |f| f.workspace_bytes),
+            comm_words: None,
+            comm_bound_ratio: None,
         });
     }
     Ok(records)
+}
+
+/// One target on a team: A and B distributed once in the plan's layout,
+/// the distributed product timed (communication included, distributing
+/// and collecting not), C collected and verified.
+fn run_on_team<T: Element>(
+    args: &RunArgs,
+    p: &Problem,
+    target: &Target,
+    team: &Team,
+    (a, b): (&Matrix<T>, &Matrix<T>),
+    base_opts: GemmOptions,
+    speedup_base: Option<f64>,
+) -> Result<Record> {
+    let label = target.label();
+    let shape = (p.m, p.k, p.n);
+    let opts = GemmOptions {
+        algorithm: target.algorithm,
+        ..base_opts
+    };
+    let plan = team
+        .plan::<T>(shape)
+        .with_context(|| format!("{label} {}", T::DTYPE))?;
+    let da = team.distribute(&plan, Role::A, a.as_ref())?;
+    let db = team.distribute(&plan, Role::B, b.as_ref())?;
+    let multiply = || {
+        team.multiply(&da, &db, &opts)
+            .with_context(|| format!("{label} failed"))
+    };
+    for _ in 0..args.warmup {
+        multiply()?;
+    }
+    let mut runs = Vec::with_capacity(args.reps);
+    let mut last = None;
+    for _ in 0..args.reps {
+        let (c, report) = multiply()?;
+        runs.push(report);
+        last = Some(c);
+    }
+    let report = runs.last().cloned().context("no repetition ran")?;
+    let mut times: Vec<f64> = runs.iter().map(|r| r.compute_ms).collect();
+    times.sort_by(f64::total_cmp);
+    let median_ms = median(&times);
+    let mut c = team.collect(&last.context("no repetition ran")?)?;
+    if args.corrupt {
+        let wrong = c.get(0, 0).add(T::ONE);
+        c.set(0, 0, wrong);
+    }
+    // Each device's product is at most the whole one: the one-device plan's
+    // allowance bounds theirs.
+    let growth = team
+        .context(0)
+        .plan::<T>(shape, true, &opts)
+        .map_or(1.0, |plan| plan.error_growth);
+    let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
+    let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
+    let (pm, pn, pk) = report.grid;
+    Ok(Record {
+        algorithm: label,
+        kernel: format!(
+            "distributed {pm}×{pn}×{pk} over {} devices; {} words received per device, {:.2}× the lower bound",
+            report.processors,
+            report.words_per_processor,
+            report.bound_ratio()
+        ),
+        device: team
+            .devices()
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        dtype: T::DTYPE.name(),
+        m: p.m,
+        k: p.k,
+        n: p.n,
+        threads: 1,
+        tile: None,
+        reps: args.reps,
+        median_ms,
+        min_ms: times[0],
+        max_ms: times[times.len() - 1],
+        gflops: flops / (median_ms * 1e6),
+        speedup: speedup_base.map_or(1.0, |base| base / median_ms),
+        rel_error: verdict.rel_error,
+        bound_ratio: verdict.bound_ratio,
+        check: verdict.method.name(),
+        ok: verdict.ok,
+        seed: args.seed,
+        upload_ms: None,
+        download_ms: None,
+        end_to_end_gflops: None,
+        levels: None,
+        runs_as: None,
+        extra_bytes: 0,
+        comm_words: Some(report.words_per_processor),
+        comm_bound_ratio: Some(report.bound_ratio()),
+    })
 }
 
 /// Prints a small matrix; to stderr under `--json`, so stdout stays valid JSON.

@@ -6,21 +6,30 @@
 use anyhow::{Context as _, Result};
 use clap::Args;
 use fastmm::selftest::Check;
-use fastmm::{Context, Device};
+use fastmm::{Context, Device, DeviceList, Team};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
-    /// cpu, cuda, cuda:N, or all (the CPU and GPU 0).
+    /// cpu, cuda, cuda:N, all (the CPU and GPU 0), or several GPUs as one
+    /// team: cuda:0,1,… or cuda:all (every product distributed over them).
     #[arg(long, default_value = "cpu")]
     device: String,
 }
 
 pub fn run(args: &SelftestArgs) -> Result<bool> {
+    let mut rows: Vec<Check> = Vec::new();
     let devices: Vec<Device> = match args.device.trim() {
         all if all.eq_ignore_ascii_case("all") => vec![Device::Cpu, Device::Cuda(0)],
-        text => vec![text.parse::<Device>()?],
+        text => match text.parse::<DeviceList>()? {
+            list if list.is_team() => {
+                let team = Team::open_list(&list).with_context(|| format!("cannot open {list}"))?;
+                println!("{}", team.describe());
+                rows.extend(fastmm::selftest::run_team(&team)?);
+                vec![]
+            }
+            _ => vec![text.parse::<Device>()?],
+        },
     };
-    let mut rows: Vec<Check> = Vec::new();
     for device in devices {
         let ctx = Context::open(device).with_context(|| format!("cannot open {device}"))?;
         println!("{}", ctx.describe());

@@ -198,6 +198,12 @@ impl Team {
         }
         #[cfg(feature = "cuda")]
         {
+            // NVLink multicast (NVLS) can put GPUs that other jobs share out
+            // of service, and broadcasts and reductions do not need it: off
+            // unless the caller chose (read by NCCL when it connects).
+            if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+                std::env::set_var("NCCL_NVLS_ENABLE", "0");
+            }
             let contexts = devices
                 .iter()
                 .map(|&d| Context::open(d))

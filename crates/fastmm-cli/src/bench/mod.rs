@@ -377,6 +377,7 @@ fn add_peers(sweep: &mut Sweep, peers: &str, devices: &mut Devices) -> Result<()
                 let cublas = Target {
                     algorithm: Algorithm::Cublas,
                     device,
+                    team: None,
                 };
                 match devices.get(device) {
                     Ok(_) if !sweep.targets.contains(&cublas) => sweep.targets.push(cublas),
@@ -547,6 +548,8 @@ fn openblas(
         levels: None,
         runs_as: None,
         extra_bytes: 0,
+        comm_words: None,
+        comm_bound_ratio: None,
     })
 }
 
