@@ -396,10 +396,13 @@ fn run_on_team<T: Element>(
     Ok(Record {
         algorithm: label,
         kernel: format!(
-            "distributed {pm}×{pn}×{pk} over {} devices; {} words received per device, {:.2}× the lower bound",
+            "distributed {pm}×{pn}×{pk} over {} devices; {} words received per device, {}",
             report.processors,
             report.words_per_processor,
-            report.bound_ratio()
+            match report.bound_ratio() {
+                r if r.is_finite() => format!("{r:.2}× the lower bound"),
+                _ => "the lower bound is 0 here".into(),
+            }
         ),
         device: team
             .devices()
@@ -431,7 +434,7 @@ fn run_on_team<T: Element>(
         runs_as: None,
         extra_bytes: 0,
         comm_words: Some(report.words_per_processor),
-        comm_bound_ratio: Some(report.bound_ratio()),
+        comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
     })
 }
 

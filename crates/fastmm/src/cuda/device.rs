@@ -211,6 +211,9 @@ impl Gpu {
         &self,
         f: impl FnOnce(&CudaBlas) -> Result<R, Error>,
     ) -> Result<R, Error> {
+        // cuBLAS runs on the thread's current context, which is another
+        // GPU's when one thread drives several (a team's products).
+        self.bind()?;
         let mut blas = self.blas.lock().expect("cuBLAS handle lock");
         if blas.is_none() {
             *blas = Some(
