@@ -35,7 +35,7 @@
 //! schedule on P processors with S words each, starting from a balanced
 //! layout, receives per processor at least
 //!
-//! Q* = min{ 2mnk/(P√S) + mn/P, 3·(mnk/P)^{2/3} } − (mn + mk + nk)/P
+//! Q* = min{ 2mnk/(P√S) + S, 3·(mnk/P)^{2/3} } − (mn + mk + nk)/P
 //!
 //! words (0 when negative), P being the workers of the plan's grid. The
 //! planner reports both, so every plan's distance from the bound is a
@@ -127,7 +127,7 @@ pub fn lower_bound(
     let (m, k, n, p) = (m as f64, k as f64, n as f64, processors.max(1) as f64);
     let unlimited = 3.0 * (m * n * k / p).powf(2.0 / 3.0);
     let limited = memory.map_or(f64::INFINITY, |s| {
-        2.0 * m * n * k / (p * (s as f64).sqrt()) + m * n / p
+        2.0 * m * n * k / (p * (s as f64).sqrt()) + s as f64
     });
     (unlimited.min(limited) - (m * n + m * k + n * k) / p).max(0.0)
 }
@@ -372,6 +372,13 @@ mod tests {
         assert!((ratio(8) - 1.0).abs() < 1e-6, "{}", ratio(8));
         assert!(ratio(4) <= 1.2, "{}", ratio(4));
         assert!(ratio(2) > 1.2 && ratio(2) < 1.3, "{}", ratio(2));
+        // Memory beyond (mnk/P)^{2/3} words does not lower the bound (a
+        // GPU's 35 Gwords once made it 0 for this shape).
+        let unlimited = lower_bound((n, n, n), 2, None);
+        for words in [1u128 << 30, 35 << 30, 1 << 40] {
+            assert_eq!(lower_bound((n, n, n), 2, Some(words)), unlimited);
+        }
+        assert!(lower_bound((n, n, n), 2, Some(1 << 20)) > unlimited);
         // Exact words on 4 processors, 2×2: each worker holds half of its
         // n/2 × n block of A and of its n × n/2 block of B, and receives
         // the other halves.
