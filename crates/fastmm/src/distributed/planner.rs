@@ -35,9 +35,10 @@
 //! schedule on P processors with S words each, starting from a balanced
 //! layout, receives per processor at least
 //!
-//! Q* = min{ 2mnk/(P√S) + S, 3·(mnk/P)^{2/3} } − (mn + mk + nk)/P
+//! Q* = 2mnk/(P√S') + S' − (mn + mk + nk)/P, S' = min{S, (mnk/P)^{2/3}}
 //!
-//! words (0 when negative), P being the workers of the plan's grid. The
+//! words (0 when negative; with unlimited memory, 3·(mnk/P)^{2/3} less the
+//! initial data), P being the workers of the plan's grid. The
 //! planner reports both, so every plan's distance from the bound is a
 //! number.
 
@@ -125,11 +126,14 @@ pub fn lower_bound(
     memory: Option<u128>,
 ) -> f64 {
     let (m, k, n, p) = (m as f64, k as f64, n as f64, processors.max(1) as f64);
-    let unlimited = 3.0 * (m * n * k / p).powf(2.0 / 3.0);
-    let limited = memory.map_or(f64::INFINITY, |s| {
-        2.0 * m * n * k / (p * (s as f64).sqrt()) + s as f64
-    });
-    (unlimited.min(limited) - (m * n + m * k + n * k) / p).max(0.0)
+    // The cube a processor would hold with unlimited memory; more memory
+    // than that does not help, less forces more traffic.
+    let cube = (m * n * k / p).powf(2.0 / 3.0);
+    let s = memory.map_or(cube, |s| (s as f64).min(cube));
+    if s <= 0.0 {
+        return 0.0;
+    }
+    (2.0 * m * n * k / (p * s.sqrt()) + s - (m * n + m * k + n * k) / p).max(0.0)
 }
 
 /// The most processors a grid may leave idle, as a fraction of the most
