@@ -11,7 +11,8 @@ use pyo3::PyErr;
 /// * shapes, views and option values: `ValueError`;
 /// * a type or algorithm the device does not run: `TypeError`;
 /// * memory: `MemoryError`;
-/// * a missing GPU or CUDA library, or a CUDA failure: `RuntimeError`;
+/// * a missing GPU or CUDA library, a CUDA failure or a failed device of a
+///   team: `RuntimeError`;
 /// * files: `OSError`;
 /// * an interrupt: `KeyboardInterrupt`.
 pub(crate) fn to_py(error: Error) -> PyErr {
@@ -28,7 +29,9 @@ pub(crate) fn to_py(error: Error) -> PyErr {
         | Error::Inexact { .. } => PyValueError::new_err(message),
         Error::Unsupported { .. } | Error::UnknownDType(_) => PyTypeError::new_err(message),
         Error::SizeOverflow { .. } | Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
-        Error::CudaUnavailable(_) | Error::Cuda(_) => PyRuntimeError::new_err(message),
+        Error::CudaUnavailable(_) | Error::Cuda(_) | Error::Processor { .. } => {
+            PyRuntimeError::new_err(message)
+        }
         Error::File { .. } => PyOSError::new_err(message),
         Error::Interrupted => PyKeyboardInterrupt::new_err(message),
     }
