@@ -70,17 +70,17 @@ pub mod system;
 mod tunables;
 pub mod tuning;
 
-// Kernels and backends. `distributed` holds the plain data of a
-// distributed product (the planner, the schedule) and the CPU standing in
-// for every processor; the CUDA backend runs the same schedules.
+// Kernels and backends.
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
-pub mod distributed;
 mod strassen;
 mod threads;
 
-// Services over the vocabulary.
+// Services over the vocabulary. `distributed` is the plain data of a
+// distributed product (the planner, the schedule), which the CPU and CUDA
+// backends run.
+pub mod distributed;
 pub mod interop;
 pub mod random;
 pub mod verify;

@@ -454,7 +454,7 @@ impl Team {
             (Backend::Simulated, Pieces::Host(pa), Pieces::Host(pb)) => {
                 let start = Instant::now();
                 let (c, _) =
-                    crate::distributed::host::run(&schedule, pa.clone(), pb.clone(), &opts)?;
+                    crate::cpu::distributed::run(&schedule, pa.clone(), pb.clone(), &opts)?;
                 (Pieces::Host(c), start.elapsed().as_secs_f64() * 1e3)
             }
             #[cfg(feature = "cuda")]

@@ -21,6 +21,7 @@ const LIBRARY: &[&[&str]] = &[
     // Dispatch and the public API.
     &["plan"],
     &["context"],
+    &["team"],
     &["info", "io", "selftest", "dev"],
 ];
 

@@ -1,6 +1,7 @@
 //! The CPU backend: the seeds' ladder ([`naive`], [`ikj`], [`tiled`],
 //! [`parallel`]), the BLIS-style [`packed`] GEMM, and the CPU backend of
-//! the fast algorithms ([`strassen`]).
+//! the fast algorithms ([`strassen`]), and a distributed schedule run
+//! with the CPU standing in for every processor ([`distributed`]).
 //!
 //! [`multiply`] hands each algorithm one contract: **C ← α·A·B + β·C** for
 //! views of matching shape with m, n, k ≥ 1 and α ≠ 0, where β = 0 never
@@ -9,6 +10,7 @@
 //! them. The simple algorithms apply β in a first pass and then accumulate
 //! C += α·A·B.
 
+pub(crate) mod distributed;
 pub(crate) mod ikj;
 pub(crate) mod naive;
 pub(crate) mod packed;

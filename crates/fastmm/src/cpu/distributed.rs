@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 
-use crate::cpu;
 use crate::distributed::schedule::{Op, Region, Schedule, Store};
 use crate::element::Element;
 use crate::error::Error;
@@ -53,7 +52,7 @@ fn view<'a, T: Element>(data: &'a [T], r: &Region) -> Result<MatRef<'a, T>, Erro
 /// Runs `schedule` on the host: `a` and `b` are each rank's pieces (the
 /// schedule's layouts); returns each rank's piece of C and the words each
 /// rank received. Local products run with `opts` on the CPU.
-pub fn run<T: Element>(
+pub(crate) fn run<T: Element>(
     schedule: &Schedule,
     a: Vec<Vec<T>>,
     b: Vec<Vec<T>>,
@@ -137,7 +136,7 @@ pub fn run<T: Element>(
                         1,
                     )?;
                     let beta = if *accumulate { T::ONE } else { T::ZERO };
-                    cpu::multiply(T::ONE, left, right, beta, dst, opts)
+                    super::multiply(T::ONE, left, right, beta, dst, opts)
                 })();
                 *workers.store_mut(*rank, c.store)? = out;
                 result?;
@@ -193,7 +192,7 @@ mod tests {
             let a = Matrix::<i64>::from_fn(m, k, |i, j| ((i * 31 + j * 17) % 23) as i64 - 11);
             let b = Matrix::<i64>::from_fn(k, n, |i, j| ((i * 13 + j * 7) % 19) as i64 - 9);
             let mut expected = Matrix::<i64>::zeros(m, n);
-            cpu::multiply(1, a.as_ref(), b.as_ref(), 0, expected.as_mut(), &opts).unwrap();
+            crate::cpu::multiply(1, a.as_ref(), b.as_ref(), 0, expected.as_mut(), &opts).unwrap();
             for p in 1..=9 {
                 let pl = plan((m, k, n), p, None).unwrap();
                 let s = build(&pl);
