@@ -298,10 +298,10 @@ impl Team {
         }
     }
 
-    /// The words of T each device can hold for a product (GPUs: the
+    /// The words of `elem` bytes each device can hold for a product (GPUs: the
     /// smallest free memory less the out-of-core reserve; simulated:
     /// unlimited).
-    fn memory_words<T: Element>(&self) -> Result<Option<u128>, Error> {
+    fn memory_words(&self, elem: usize) -> Result<Option<u128>, Error> {
         match &self.backend {
             Backend::Simulated => Ok(None),
             #[cfg(feature = "cuda")]
@@ -325,7 +325,11 @@ impl Team {
     /// # Errors
     /// [`Error::OutOfMemory`] when no grid's pieces fit the devices.
     pub fn plan<T: Element>(&self, shape: (usize, usize, usize)) -> Result<Plan, Error> {
-        planner::plan(shape, self.size(), self.memory_words::<T>()?)
+        planner::plan(
+            shape,
+            self.size(),
+            self.memory_words(std::mem::size_of::<T>())?,
+        )
     }
 
     fn schedule_of(plan: &Plan) -> Result<Arc<Schedule>, Error> {
