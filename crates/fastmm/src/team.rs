@@ -302,6 +302,7 @@ impl Team {
     /// smallest free memory less the out-of-core reserve; simulated:
     /// unlimited).
     fn memory_words(&self, elem: usize) -> Result<Option<u128>, Error> {
+        let _ = elem; // Only the GPUs' memory is counted in words.
         match &self.backend {
             Backend::Simulated => Ok(None),
             #[cfg(feature = "cuda")]
@@ -314,7 +315,7 @@ impl Team {
                             .saturating_sub(crate::cuda::tunables::CUDA_OUT_OF_CORE_RESERVE_BYTES),
                     );
                 }
-                Ok(Some(u128::from(least) / std::mem::size_of::<T>() as u128))
+                Ok(Some(u128::from(least) / elem as u128))
             }
         }
     }
