@@ -107,5 +107,5 @@ pub use options::{
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan};
 pub use system::GpuInfo;
-pub use team::{DistMatrix, Role, Team, TeamReport};
+pub use team::{DistMatrix, GpuShare, Role, Team, TeamReport};
 pub use verify::{verify, CheckMethod, Verdict};

@@ -84,6 +84,15 @@ pub struct TeamReport {
     /// The lower bound on the words per processor for this shape, grid
     /// and memory (see the planner).
     pub lower_bound: f64,
+    /// Host-resident products on GPUs: each GPU's part (empty for a
+    /// product of distributed matrices).
+    pub shares: Vec<GpuShare>,
+    /// Host-resident products: when B was on every GPU, ms from the start.
+    pub b_loaded_ms: Option<f64>,
+    /// Host-resident products: bytes copied to the GPUs.
+    pub upload_bytes: u64,
+    /// Host-resident products: bytes copied back.
+    pub download_bytes: u64,
 }
 
 impl TeamReport {
@@ -95,6 +104,20 @@ impl TeamReport {
             (q, b) => q as f64 / b,
         }
     }
+}
+
+/// One GPU's part of a host-resident product ([`Team::gemm`]); times in
+/// milliseconds from the product's start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct GpuShare {
+    /// Bands of C it computed (taken dynamically).
+    pub bands: usize,
+    /// When its first product was queued (its buffers allocated).
+    pub first_band_ms: f64,
+    /// Host time it spent staging bands of A and unstaging bands of C.
+    pub staging_ms: f64,
+    /// When its last band was in C.
+    pub finished_ms: f64,
 }
 
 /// A matrix spread over a team's devices in a plan's layout: each device
@@ -497,6 +520,10 @@ impl Team {
             words_per_processor: words.iter().copied().max().unwrap_or(0),
             total_words: words.iter().sum(),
             lower_bound: plan.lower_bound,
+            shares: Vec::new(),
+            b_loaded_ms: None,
+            upload_bytes: 0,
+            download_bytes: 0,
         };
         Ok((
             DistMatrix {
@@ -552,9 +579,15 @@ impl Team {
         Ok(())
     }
 
-    /// **C ← α·A·B + β·C** on host matrices, distributed over the team for
-    /// the product: A and B are spread in the plan's layout, multiplied,
-    /// and C gathered back (β = 0 never reads C).
+    /// **C ← α·A·B + β·C** on host matrices (β = 0 never reads C).
+    ///
+    /// On GPUs, the matrices stay in host memory and stream through every
+    /// GPU with the copies hidden behind the products: B resident on each
+    /// GPU, bands of A and C taken dynamically (a slower GPU takes fewer),
+    /// page-locked staging; where B does not fit a GPU, the rows are split
+    /// evenly and each GPU runs the single-GPU out-of-core product on its
+    /// share. On a simulated team, A and B are distributed in the plan's
+    /// layout, multiplied by the schedule and C collected.
     pub fn gemm<T: Element>(
         &self,
         alpha: T,
@@ -587,12 +620,21 @@ impl Team {
                 words_per_processor: 0,
                 total_words: 0,
                 lower_bound: 0.0,
+                shares: Vec::new(),
+                b_loaded_ms: None,
+                upload_bytes: 0,
+                download_bytes: 0,
             });
         }
         // The IEEE rule of the one-device products: a fast algorithm that
         // would meet NaN or ∞ runs its classical base.
         let resolved = self.contexts[0].resolve_for::<T>(opts, Self::block(&plan), true)?;
         let opts = self.contexts[0].ieee_safe(a, b, true, resolved)?;
+        opts.check_interrupt()?;
+        #[cfg(feature = "cuda")]
+        if let Backend::Gpus(fabric) = &self.backend {
+            return self.gemm_hosted(fabric, alpha, a, b, beta, c, &opts);
+        }
         let schedule = Self::schedule_of(&plan)?;
         let da = self.place(Arc::clone(&schedule), Role::A, a)?;
         let db = self.place(schedule, Role::B, b)?;
@@ -613,6 +655,114 @@ impl Team {
             }
         }
         Ok(report)
+    }
+
+    /// [`Team::gemm`] on GPUs: the host-resident pipeline, or the rows
+    /// split over single-GPU out-of-core products where B does not fit.
+    #[cfg(feature = "cuda")]
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_hosted<T: Element>(
+        &self,
+        fabric: &crate::cuda::distributed::Fabric,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        c: MatMut<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<TeamReport, Error> {
+        use crate::cuda::{hosted, out_of_core};
+        let gpus = fabric.gpus();
+        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        let need = hosted::device_bytes::<T>((m, k, n), gpus.len());
+        let mut fits = true;
+        for gpu in gpus {
+            fits &= u128::from(out_of_core::budget(gpu, opts)?) >= need;
+        }
+        let report = |ms: f64, shares: Vec<GpuShare>, b_loaded_ms, up: u64, down: u64| TeamReport {
+            grid: (gpus.len(), 1, 1),
+            processors: gpus.len(),
+            compute_ms: ms,
+            words_per_processor: 0,
+            total_words: 0,
+            lower_bound: 0.0,
+            shares,
+            b_loaded_ms,
+            upload_bytes: up,
+            download_bytes: down,
+        };
+        if fits {
+            let done = hosted::multiply(gpus, alpha, a, b, beta, c, opts)?;
+            let shares = done
+                .shares
+                .iter()
+                .map(|s| GpuShare {
+                    bands: s.bands,
+                    first_band_ms: s.first_band * 1e3,
+                    staging_ms: s.staging * 1e3,
+                    finished_ms: s.finished * 1e3,
+                })
+                .collect();
+            return Ok(report(
+                done.seconds * 1e3,
+                shares,
+                Some(done.b_loaded * 1e3),
+                done.upload_bytes,
+                done.download_bytes,
+            ));
+        }
+        // Each GPU its even share of the rows, streamed through it.
+        let start = Instant::now();
+        let mut shares = Vec::with_capacity(gpus.len());
+        let mut rest = c;
+        for g in 0..gpus.len() {
+            let rows = planner::part(m, gpus.len(), g);
+            let (head, tail) = rest.try_split_at_row(rows.len())?;
+            shares.push((rows, head));
+            rest = tail;
+        }
+        let results: Vec<Result<out_of_core::Report, Error>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = shares
+                .into_iter()
+                .zip(gpus)
+                .map(|((rows, c), gpu)| {
+                    scope.spawn(move || {
+                        if rows.is_empty() {
+                            return Ok(None);
+                        }
+                        let a = a.submatrix(rows.start, 0, rows.len(), k);
+                        out_of_core::multiply(gpu, alpha, a, b, beta, c, opts)
+                            .map(Some)
+                            .map_err(|e| Error::Processor {
+                                processor: format!("cuda:{}", gpu.info().ordinal),
+                                reason: e.to_string(),
+                            })
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Cuda("a GPU worker panicked".into())))
+                })
+                .filter_map(Result::transpose)
+                .collect()
+        });
+        let (mut up, mut down) = (0, 0);
+        for r in results {
+            let r = r?;
+            up += r.upload_bytes;
+            down += r.download_bytes;
+        }
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let whole = GpuShare {
+            bands: 1,
+            first_band_ms: 0.0,
+            staging_ms: 0.0,
+            finished_ms: ms,
+        };
+        Ok(report(ms, vec![whole; gpus.len()], None, up, down))
     }
 
     /// A·B of host matrices on the team, as a new matrix.

@@ -91,13 +91,23 @@ pub(crate) struct PinnedStaging {
 unsafe impl Send for PinnedStaging {}
 
 impl PinnedStaging {
-    /// `bytes` (at least 1) of page-locked memory.
+    /// `bytes` (at least 1) of page-locked memory, for copies of `gpu`.
     pub fn alloc(gpu: &Gpu, bytes: usize) -> Result<PinnedStaging, Error> {
+        Self::alloc_flags(gpu, bytes, 0)
+    }
+
+    /// `bytes` (at least 1) of page-locked memory that every GPU's context
+    /// copies from at full speed (`CU_MEMHOSTALLOC_PORTABLE`).
+    pub fn alloc_portable(gpu: &Gpu, bytes: usize) -> Result<PinnedStaging, Error> {
+        Self::alloc_flags(gpu, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
+    }
+
+    fn alloc_flags(gpu: &Gpu, bytes: usize, flags: u32) -> Result<PinnedStaging, Error> {
         gpu.bind()?;
         let mut ptr = std::ptr::null_mut();
-        // SAFETY: an out-pointer to a local; flags 0 is plain page-locked
-        // memory.
-        unsafe { sys::cuMemHostAlloc(&mut ptr, bytes.max(1), 0) }
+        // SAFETY: an out-pointer to a local; the flags are cuMemHostAlloc's
+        // (0: plain page-locked memory).
+        unsafe { sys::cuMemHostAlloc(&mut ptr, bytes.max(1), flags) }
             .result()
             .map_err(|e| {
                 cuda_err(

@@ -15,6 +15,7 @@ pub(crate) mod device;
 pub(crate) mod distributed;
 pub(crate) mod fused;
 pub(crate) mod gemm;
+pub(crate) mod hosted;
 pub(crate) mod memory;
 pub(crate) mod out_of_core;
 pub(crate) mod product;

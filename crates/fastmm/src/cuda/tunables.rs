@@ -212,3 +212,17 @@ pub(crate) const CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP: f64 = 1000.0;
 /// How often that wait polls the GPUs' events and the communicators'
 /// asynchronous errors.
 pub(crate) const CUDA_DISTRIBUTED_POLL: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// A host-resident product over several GPUs cuts the rows of A and C in
+/// bands of at most this many rows (4096 rows of a 65536-wide f32 matrix
+/// are 1 GiB: a product of 0.7 s on one GPU, against 0.1–0.2 s of host
+/// staging for its A and C bands, so the staging hides behind it).
+pub(crate) const CUDA_HOSTED_BAND_ROWS: usize = 4096;
+
+/// ... and in at least this many bands per GPU, so that a faster GPU can
+/// take more of them.
+pub(crate) const CUDA_HOSTED_BANDS_PER_GPU: usize = 4;
+
+/// B goes to the GPUs in row chunks of about this many bytes: a GPU's
+/// first band multiplies chunk by chunk as they arrive.
+pub(crate) const CUDA_HOSTED_B_CHUNK_BYTES: usize = 512 << 20;

@@ -172,7 +172,7 @@ fn band_rows<T>(cols: usize) -> usize {
 }
 
 /// `view` into `out`, row-major.
-fn gather<T: Element>(view: MatRef<'_, T>, out: &mut [T]) {
+pub(crate) fn gather<T: Element>(view: MatRef<'_, T>, out: &mut [T]) {
     let cols = view.cols();
     let band = band_rows::<T>(cols);
     out.par_chunks_mut(band * cols)
@@ -193,7 +193,7 @@ fn gather<T: Element>(view: MatRef<'_, T>, out: &mut [T]) {
 }
 
 /// `dst` ← `src` (row-major) when β = 0, else β·`dst` + `src`.
-fn scatter<T: Element>(src: &[T], dst: MatMut<'_, T>, beta: T) {
+pub(crate) fn scatter<T: Element>(src: &[T], dst: MatMut<'_, T>, beta: T) {
     let cols = dst.cols();
     let band = band_rows::<T>(cols);
     let mut bands = Vec::with_capacity(dst.rows().div_ceil(band));
