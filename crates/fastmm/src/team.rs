@@ -692,7 +692,7 @@ impl Team {
             download_bytes: down,
         };
         if fits {
-            let done = hosted::multiply(gpus, alpha, a, b, beta, c, opts)?;
+            let done = hosted::multiply(gpus, fabric.staging(), alpha, a, b, beta, c, opts)?;
             let shares = done
                 .shares
                 .iter()

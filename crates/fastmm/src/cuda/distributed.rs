@@ -93,6 +93,7 @@ pub(crate) struct Fabric {
     gpus: Vec<Arc<Gpu>>,
     comm_streams: Vec<Arc<CudaStream>>,
     communicators: Mutex<HashMap<Vec<usize>, Communicator>>,
+    staging: crate::cuda::hosted::StagingPools,
 }
 
 /// What a distributed run did.
@@ -123,6 +124,7 @@ impl Fabric {
             })
             .collect::<Result<_, _>>()?;
         Ok(Fabric {
+            staging: crate::cuda::hosted::StagingPools::new(gpus.len()),
             gpus,
             comm_streams,
             communicators: Mutex::new(HashMap::new()),
@@ -132,6 +134,11 @@ impl Fabric {
     /// The GPUs, by rank.
     pub fn gpus(&self) -> &[Arc<Gpu>] {
         &self.gpus
+    }
+
+    /// The page-locked staging that host-resident products keep.
+    pub fn staging(&self) -> &crate::cuda::hosted::StagingPools {
+        &self.staging
     }
 
     fn name(&self, rank: usize) -> String {

@@ -29,7 +29,7 @@ use crate::cuda::out_of_core::pipeline::{gather, scatter};
 use crate::cuda::tunables::{
     CUDA_DISTRIBUTED_POLL, CUDA_DISTRIBUTED_WAIT_BASE_SECONDS,
     CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP, CUDA_HOSTED_BANDS_PER_GPU, CUDA_HOSTED_BAND_ROWS,
-    CUDA_HOSTED_B_CHUNK_BYTES,
+    CUDA_HOSTED_B_CHUNK_BYTES, CUDA_HOSTED_STAGING_BUFFERS, CUDA_HOSTED_STAGING_BYTES,
 };
 use crate::element::Element;
 use crate::error::Error;
@@ -180,6 +180,7 @@ unsafe fn download(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
     gpus: &[Arc<Gpu>],
+    pools: &StagingPools,
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -232,7 +233,16 @@ pub(crate) fn multiply<T: Element>(
             let (b_dev, upload_streams, chunks, stop) = (&b_dev, &upload_streams, &chunks, &stop);
             let b_loaded = &b_loaded;
             scope.spawn(move || {
-                let result = load_b(gpus, b, b_dev, upload_streams, chunks, senders, deadline);
+                let result = load_b(
+                    gpus,
+                    b,
+                    b_dev,
+                    upload_streams,
+                    chunks,
+                    senders,
+                    &pools.portable,
+                    deadline,
+                );
                 match &result {
                     Ok(()) => {
                         *b_loaded.lock().expect("timing lock") = start.elapsed().as_secs_f64()
@@ -246,7 +256,8 @@ pub(crate) fn multiply<T: Element>(
             .iter()
             .zip(receivers)
             .zip(&b_dev)
-            .map(|((gpu, inbox), b_dev)| {
+            .zip(&pools.per_gpu)
+            .map(|(((gpu, inbox), b_dev), pool)| {
                 let (bands, next, stop, chunks) = (&bands, &next, &stop, &chunks);
                 scope.spawn(move || {
                     let work = Worker {
@@ -260,6 +271,7 @@ pub(crate) fn multiply<T: Element>(
                         opts,
                         deadline,
                         start,
+                        pool,
                     };
                     let result = work.run(bands, next, stop, inbox, chunks);
                     if result.is_err() {
@@ -305,8 +317,96 @@ pub(crate) fn multiply<T: Element>(
     })
 }
 
-/// The loader: B, chunk by chunk, into staging and onto every GPU; each
-/// GPU's worker gets one event per chunk.
+/// Page-locked staging buffers kept between products (pinning memory
+/// costs about a second per few GiB, more than a product's copies): one
+/// pool per GPU, and one of portable buffers that every GPU copies from.
+pub(crate) struct StagingPools {
+    per_gpu: Vec<Mutex<Vec<PinnedStaging>>>,
+    portable: Mutex<Vec<PinnedStaging>>,
+}
+
+impl StagingPools {
+    /// Empty pools for `gpus` GPUs.
+    pub fn new(gpus: usize) -> StagingPools {
+        StagingPools {
+            per_gpu: (0..gpus).map(|_| Mutex::new(Vec::new())).collect(),
+            portable: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// A ring of page-locked buffers, each reused once the copy that last
+/// used it has completed.
+struct Ring<'p> {
+    buffers: Vec<PinnedStaging>,
+    busy: Vec<Option<Arc<CudaEvent>>>,
+    next: usize,
+    home: &'p Mutex<Vec<PinnedStaging>>,
+}
+
+impl<'p> Ring<'p> {
+    /// [`CUDA_HOSTED_STAGING_BUFFERS`] buffers of at least `bytes`, from
+    /// `home` where it has them.
+    fn take(
+        home: &'p Mutex<Vec<PinnedStaging>>,
+        bytes: usize,
+        alloc: impl Fn(usize) -> Result<PinnedStaging, Error>,
+    ) -> Result<Ring<'p>, Error> {
+        let mut kept = home.lock().expect("staging pool lock");
+        let mut buffers = Vec::with_capacity(CUDA_HOSTED_STAGING_BUFFERS);
+        while buffers.len() < CUDA_HOSTED_STAGING_BUFFERS {
+            match kept.iter().position(|b| b.bytes() >= bytes) {
+                Some(i) => buffers.push(kept.swap_remove(i)),
+                None => buffers.push(alloc(bytes)?),
+            }
+        }
+        Ok(Ring {
+            busy: vec![None; buffers.len()],
+            buffers,
+            next: 0,
+            home,
+        })
+    }
+
+    /// The next buffer, once its last copy has completed.
+    fn next(&mut self, deadline: Instant, gpu: &Gpu) -> Result<usize, Error> {
+        let i = self.next;
+        self.next = (i + 1) % self.buffers.len();
+        if let Some(event) = self.busy[i].take() {
+            wait_bounded(&event, deadline, gpu)?;
+        }
+        Ok(i)
+    }
+
+    /// Waits for every copy.
+    fn settle(&mut self, deadline: Instant, gpu: &Gpu) -> Result<(), Error> {
+        for event in self.busy.iter_mut().filter_map(Option::take) {
+            wait_bounded(&event, deadline, gpu)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Ring<'_> {
+    fn drop(&mut self) {
+        // Buffers whose copies may still run are not reused (freeing one
+        // waits for them); the others go back to the pool.
+        if self.busy.iter().all(Option::is_none) {
+            if let Ok(mut kept) = self.home.lock() {
+                kept.append(&mut self.buffers);
+            }
+        }
+    }
+}
+
+/// Rows of a `cols`-wide matrix of T per staging piece.
+fn piece_rows<T>(cols: usize) -> usize {
+    (CUDA_HOSTED_STAGING_BYTES / (cols.max(1) * std::mem::size_of::<T>())).max(1)
+}
+
+/// The loader: B, piece by piece, into staging and onto every GPU; each
+/// GPU's worker gets one event per chunk of `chunks`.
+#[allow(clippy::too_many_arguments)]
 fn load_b<T: Element>(
     gpus: &[Arc<Gpu>],
     b: MatRef<'_, T>,
@@ -314,52 +414,60 @@ fn load_b<T: Element>(
     streams: &[Arc<CudaStream>],
     chunks: &[(usize, usize)],
     senders: Vec<Sender<Arc<CudaEvent>>>,
+    pool: &Mutex<Vec<PinnedStaging>>,
     deadline: Instant,
 ) -> Result<(), Error> {
     let n = b.cols();
     let elem = std::mem::size_of::<T>();
-    let most = chunks.iter().map(|c| c.1).max().unwrap_or(1) * n * elem;
-    // Two buffers: one fills while the other uploads.
-    let mut staging = [
-        PinnedStaging::alloc_portable(&gpus[0], most)?,
-        PinnedStaging::alloc_portable(&gpus[0], most)?,
-    ];
-    let mut in_flight: [Vec<(usize, Arc<CudaEvent>)>; 2] = [Vec::new(), Vec::new()];
-    for (index, &(row, count)) in chunks.iter().enumerate() {
-        let slot = index % 2;
-        for (g, event) in in_flight[slot].drain(..) {
-            wait_bounded(&event, deadline, &gpus[g])?;
+    let rows = piece_rows::<T>(n);
+    let mut ring = Ring::take(pool, rows * n * elem, |bytes| {
+        PinnedStaging::alloc_portable(&gpus[0], bytes)
+    })?;
+    // Per buffer, the uploads of every GPU from it (the ring waits for the
+    // last one recorded; each GPU's stream runs its uploads in order, so
+    // waiting for each GPU's means waiting for them all).
+    let mut uploads: Vec<Vec<(usize, Arc<CudaEvent>)>> = vec![Vec::new(); ring.buffers.len()];
+    for &(first, count) in chunks {
+        for row in (first..first + count).step_by(rows) {
+            let take = rows.min(first + count - row);
+            let i = ring.next(deadline, &gpus[0])?;
+            for (g, event) in uploads[i].drain(..) {
+                wait_bounded(&event, deadline, &gpus[g])?;
+            }
+            let len = take * n;
+            // SAFETY: every copy from this buffer has completed (waited
+            // above), and it holds at least `len` elements.
+            gather(b.submatrix(row, 0, take, n), unsafe {
+                ring.buffers[i].as_mut_slice::<T>(len)
+            });
+            for (g, gpu) in gpus.iter().enumerate() {
+                // SAFETY: the buffer is page-locked and portable, holding
+                // `len` elements; these rows of B's device copy are written
+                // by this copy only.
+                unsafe {
+                    upload(
+                        gpu,
+                        &streams[g],
+                        ring.buffers[i].ptr(),
+                        b_dev[g].ptr + (row * n * elem) as u64,
+                        len * elem,
+                    )?
+                };
+                uploads[i].push((g, record(&streams[g], gpu)?));
+            }
         }
-        let len = count * n;
-        // SAFETY: the buffer's earlier uploads have completed (waited
-        // above), and it holds `most` ≥ len elements.
-        let host = unsafe { staging[slot].as_mut_slice::<T>(len) };
-        gather(b.submatrix(row, 0, count, n), host);
-        for (g, gpu) in gpus.iter().enumerate() {
-            // SAFETY: the staging buffer is page-locked (portable: every
-            // context may copy from it) with `len` elements, and the chunk's
-            // rows of B's device copy are written by this copy only.
-            unsafe {
-                upload(
-                    gpu,
-                    &streams[g],
-                    staging[slot].ptr(),
-                    b_dev[g].ptr + (row * n * elem) as u64,
-                    len * elem,
-                )?
-            };
-            let event = record(&streams[g], gpu)?;
-            in_flight[slot].push((g, Arc::clone(&event)));
+        for (g, stream) in streams.iter().enumerate() {
             // A worker that stopped has dropped its inbox; the others go on.
-            let _ = senders[g].send(event);
+            let _ = senders[g].send(record(stream, &gpus[g])?);
         }
     }
-    for slot in &mut in_flight {
-        for (g, event) in slot.drain(..) {
+    for (i, list) in uploads.iter_mut().enumerate() {
+        for (g, event) in list.drain(..) {
             wait_bounded(&event, deadline, &gpus[g])?;
         }
+        ring.busy[i] = None;
     }
-    Ok(())
+    ring.settle(deadline, &gpus[0])
 }
 
 /// One GPU's share of a host-resident product.
@@ -374,17 +482,19 @@ struct Worker<'a, T: Element> {
     opts: &'a GemmOptions,
     deadline: Instant,
     start: Instant,
+    pool: &'a Mutex<Vec<PinnedStaging>>,
 }
 
-/// A band in flight on a GPU slot.
-struct InFlight<'c, T: Element> {
+/// A band whose product is queued, for the drainer.
+struct Finished<'c, T: Element> {
     c: MatMut<'c, T>,
-    downloaded: Arc<CudaEvent>,
     slot: usize,
+    product: Arc<CudaEvent>,
 }
 
 impl<T: Element> Worker<'_, T> {
-    /// Takes bands until none are left; returns how many it computed.
+    /// Takes bands until none are left, with a drainer thread copying
+    /// finished bands into C.
     fn run<'c>(
         &self,
         bands: &[Mutex<Option<MatMut<'c, T>>>],
@@ -394,43 +504,78 @@ impl<T: Element> Worker<'_, T> {
         chunks: &[(usize, usize)],
     ) -> Result<Share, Error> {
         let gpu = self.gpu;
-        let mut share = Share::default();
         let k = self.a.cols();
         let (rows, n, elem) = (self.rows, self.n, std::mem::size_of::<T>());
-        let a_dev = [
-            RawDeviceMemory::alloc(gpu, rows * k * elem).map_err(|e| named(gpu, e))?,
-            RawDeviceMemory::alloc(gpu, rows * k * elem).map_err(|e| named(gpu, e))?,
-        ];
-        let c_dev = [
-            RawDeviceMemory::alloc(gpu, rows * n * elem).map_err(|e| named(gpu, e))?,
-            RawDeviceMemory::alloc(gpu, rows * n * elem).map_err(|e| named(gpu, e))?,
-        ];
-        let mut a_host = [
-            PinnedStaging::alloc(gpu, rows * k * elem)?,
-            PinnedStaging::alloc(gpu, rows * k * elem)?,
-        ];
-        let mut c_host = [
-            PinnedStaging::alloc(gpu, rows * n * elem)?,
-            PinnedStaging::alloc(gpu, rows * n * elem)?,
-        ];
-        let up = gpu
-            .stream
-            .fork()
-            .map_err(|e| fault(gpu, "cannot create a stream", e))?;
-        let down = gpu
-            .stream
-            .fork()
-            .map_err(|e| fault(gpu, "cannot create a stream", e))?;
-        // Per slot: the upload that last filled it, the product that last
-        // read its A and wrote its C.
-        let mut uploaded: [Option<Arc<CudaEvent>>; 2] = [None, None];
+        let device = |bytes: usize| RawDeviceMemory::alloc(gpu, bytes).map_err(|e| named(gpu, e));
+        let a_dev = [device(rows * k * elem)?, device(rows * k * elem)?];
+        let c_dev = [device(rows * n * elem)?, device(rows * n * elem)?];
+        let stream = || {
+            gpu.stream
+                .fork()
+                .map_err(|e| fault(gpu, "cannot create a stream", e))
+        };
+        let (up, down) = (stream()?, stream()?);
+        let (to_drain, drain_inbox) = channel::<Finished<'c, T>>();
+        let (freed, freed_inbox) = channel::<Arc<CudaEvent>>();
+        let c_ptrs = [c_dev[0].ptr, c_dev[1].ptr];
+        std::thread::scope(|scope| {
+            let drainer = scope.spawn(|| {
+                let result = self.drain(drain_inbox, freed, &down, c_ptrs);
+                if result.is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                result
+            });
+            let issued = self.issue(
+                (bands, next, stop),
+                (inbox, chunks),
+                (&a_dev, &c_dev),
+                &up,
+                to_drain,
+                freed_inbox,
+            );
+            let drained = drainer
+                .join()
+                .unwrap_or_else(|_| Err(Error::Cuda("a drainer panicked".into())));
+            let (mut share, staging) = match (issued, drained) {
+                (Err(e), _) if e != Error::Interrupted => return Err(e),
+                (_, Err(e)) => return Err(e),
+                (Err(e), Ok(_)) => return Err(e),
+                (Ok(share), Ok(staging)) => (share, staging),
+            };
+            gpu.synchronize().map_err(|e| named(gpu, e))?;
+            share.staging += staging;
+            share.finished = self.start.elapsed().as_secs_f64();
+            Ok(share)
+        })
+    }
+
+    /// The issuing side: stages each band of A it takes, queues its upload
+    /// and product, and hands the band to the drainer.
+    #[allow(clippy::type_complexity)]
+    fn issue<'c>(
+        &self,
+        (bands, next, stop): (&[Mutex<Option<MatMut<'c, T>>>], &AtomicUsize, &AtomicBool),
+        (inbox, chunks): (Receiver<Arc<CudaEvent>>, &[(usize, usize)]),
+        (a_dev, c_dev): (&[RawDeviceMemory; 2], &[RawDeviceMemory; 2]),
+        up: &CudaStream,
+        to_drain: Sender<Finished<'c, T>>,
+        freed: Receiver<Arc<CudaEvent>>,
+    ) -> Result<Share, Error> {
+        let gpu = self.gpu;
+        let k = self.a.cols();
+        let (rows, n, elem) = (self.rows, self.n, std::mem::size_of::<T>());
+        let mut share = Share::default();
+        let per_piece = piece_rows::<T>(k);
+        let mut ring = Ring::take(self.pool, per_piece * k * elem, |bytes| {
+            PinnedStaging::alloc(gpu, bytes)
+        })?;
+        // Per slot, the product that last read its A.
         let mut multiplied: [Option<Arc<CudaEvent>>; 2] = [None, None];
-        let mut previous: Option<InFlight<'c, T>> = None;
         let mut count = 0;
         let mut b_ready = false;
         // Temporaries of fast algorithms, each kept until its product ran.
         let mut backends: Vec<(Arc<CudaEvent>, Vec<_>)> = Vec::new();
-        let mut issued = Vec::new();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Err(Error::Interrupted);
@@ -445,34 +590,42 @@ impl<T: Element> Worker<'_, T> {
             self.opts.check_interrupt()?;
             let slot = count % 2;
             let band_rows = c.rows();
-            let a_band = self.a.submatrix(index * rows, 0, band_rows, k);
-            if let Some(event) = uploaded[slot].take() {
-                wait_bounded(&event, self.deadline, gpu)?;
+            if let Some(event) = &multiplied[slot] {
+                wait_on(up, event, gpu)?;
             }
             let staging = Instant::now();
-            // SAFETY: the slot's last upload has completed (waited above).
-            gather(a_band, unsafe {
-                a_host[slot].as_mut_slice::<T>(band_rows * k)
-            });
-            share.staging += staging.elapsed().as_secs_f64();
-            if let Some(event) = &multiplied[slot] {
-                wait_on(&up, event, gpu)?;
+            for row in (0..band_rows).step_by(per_piece) {
+                let take = per_piece.min(band_rows - row);
+                let i = ring.next(self.deadline, gpu)?;
+                // SAFETY: the buffer's last upload has completed (`next`
+                // waited for it), and it holds per_piece·k elements.
+                gather(
+                    self.a.submatrix(index * rows + row, 0, take, k),
+                    unsafe { ring.buffers[i].as_mut_slice::<T>(take * k) },
+                );
+                // SAFETY: page-locked staging of take·k elements into the
+                // slot's A rows, which the product that last read them has
+                // finished with (the stream waited above).
+                unsafe {
+                    upload(
+                        gpu,
+                        up,
+                        ring.buffers[i].ptr(),
+                        a_dev[slot].ptr + (row * k * elem) as u64,
+                        take * k * elem,
+                    )?
+                };
+                ring.busy[i] = Some(record(up, gpu)?);
             }
-            // SAFETY: page-locked staging of band_rows·k elements to the
-            // slot's device buffer of that size, which the product that read
-            // it last has finished with (the stream waits above).
-            unsafe {
-                upload(
-                    gpu,
-                    &up,
-                    a_host[slot].ptr(),
-                    a_dev[slot].ptr,
-                    band_rows * k * elem,
-                )?
-            };
-            let up_done = record(&up, gpu)?;
-            uploaded[slot] = Some(Arc::clone(&up_done));
-            wait_on(&gpu.stream, &up_done, gpu)?;
+            share.staging += staging.elapsed().as_secs_f64();
+            let uploaded = record(up, gpu)?;
+            wait_on(&gpu.stream, &uploaded, gpu)?;
+            if count >= 2 {
+                // The drainer has queued the download of the band that last
+                // held this slot's C.
+                let event = freed.recv().map_err(|_| Error::Interrupted)?;
+                wait_on(&gpu.stream, &event, gpu)?;
+            }
             let a_op = Operand {
                 ptr: a_dev[slot].ptr,
                 ld: k,
@@ -481,117 +634,135 @@ impl<T: Element> Worker<'_, T> {
                 ptr: c_dev[slot].ptr,
                 ld: n,
             };
-            if !b_ready {
-                // The first band: chunk by chunk, as B arrives.
-                for (i, &(row, depth)) in chunks.iter().enumerate() {
+            let b_at = |row: usize| Operand {
+                ptr: self.b_dev + (row * n * elem) as u64,
+                ld: n,
+            };
+            let mut issued = Vec::new();
+            let parts: Vec<(usize, usize)> = if b_ready {
+                vec![(0, k)]
+            } else {
+                chunks.to_vec()
+            };
+            for (i, &(row, depth)) in parts.iter().enumerate() {
+                if !b_ready {
+                    // The first band: chunk by chunk, as B arrives.
                     let event = inbox.recv().map_err(|_| Error::Interrupted)?;
                     wait_on(&gpu.stream, &event, gpu)?;
-                    let accumulate = if i == 0 { T::ZERO } else { T::ONE };
-                    issued.extend(
-                        crate::cuda::product::issue_resident(
-                            gpu,
-                            self.alpha,
-                            (
-                                a_op.at::<T>(0, row),
-                                Operand {
-                                    ptr: self.b_dev + (row * n * elem) as u64,
-                                    ld: n,
-                                },
-                            ),
-                            accumulate,
-                            c_op,
-                            (band_rows, depth, n),
-                            self.opts,
-                        )
-                        .map_err(|e| named(gpu, e))?,
-                    );
                 }
-                b_ready = true;
-            } else {
+                let beta = if i == 0 { T::ZERO } else { T::ONE };
                 issued.extend(
                     crate::cuda::product::issue_resident(
                         gpu,
                         self.alpha,
-                        (
-                            a_op,
-                            Operand {
-                                ptr: self.b_dev,
-                                ld: n,
-                            },
-                        ),
-                        T::ZERO,
+                        (a_op.at::<T>(0, row), b_at(row)),
+                        beta,
                         c_op,
-                        (band_rows, k, n),
+                        (band_rows, depth, n),
                         self.opts,
                     )
                     .map_err(|e| named(gpu, e))?,
                 );
+                if count == 0 && i == 0 {
+                    share.first_band = self.start.elapsed().as_secs_f64();
+                }
             }
-            if count == 0 {
-                share.first_band = self.start.elapsed().as_secs_f64();
-            }
-            let product_done = record(&gpu.stream, gpu)?;
-            multiplied[slot] = Some(Arc::clone(&product_done));
-            wait_on(&down, &product_done, gpu)?;
-            // SAFETY: the slot's C buffer holds band_rows·n elements written
-            // by the product waited for above; its staging buffer was last
-            // read by the host when the band two back was unstaged.
-            unsafe {
-                download(
-                    gpu,
-                    &down,
-                    c_dev[slot].ptr,
-                    c_host[slot].ptr(),
-                    band_rows * n * elem,
-                )?
-            };
-            let downloaded = record(&down, gpu)?;
-            // While the GPU works on this band, the previous one lands in C.
-            if let Some(done) = previous.take() {
-                share.staging += self.unstage(done, &mut c_host)?;
-            }
-            previous = Some(InFlight {
-                c,
-                downloaded,
-                slot,
-            });
+            b_ready = true;
+            let product = record(&gpu.stream, gpu)?;
+            multiplied[slot] = Some(Arc::clone(&product));
+            to_drain
+                .send(Finished { c, slot, product: Arc::clone(&product) })
+                .map_err(|_| Error::Interrupted)?;
             count += 1;
             backends.retain(|(event, _)| !event.is_complete());
             if !issued.is_empty() {
-                backends.push((product_done, std::mem::take(&mut issued)));
+                backends.push((product, issued));
             }
         }
-        if let Some(done) = previous.take() {
-            share.staging += self.unstage(done, &mut c_host)?;
-        }
+        drop(to_drain);
         if !b_ready {
-            // No band reached this GPU: drain its share of B's events so
-            // the loader is not left with a full channel (it never blocks,
-            // but its uploads must finish before B's memory is freed).
+            // No band reached this GPU: B's uploads must still finish
+            // before its memory is freed; the loader waits for them.
             while inbox.recv().is_ok() {}
         }
+        ring.settle(self.deadline, gpu)?;
         gpu.synchronize().map_err(|e| named(gpu, e))?;
         drop(backends);
         share.bands = count;
-        share.finished = self.start.elapsed().as_secs_f64();
         Ok(share)
     }
 
-    /// Waits for a band's download and copies it into C (with β); returns
-    /// the seconds the copy took.
-    fn unstage(
+    /// The draining side: each finished band, piece by piece, down into
+    /// staging and from there into C (β applied); tells the issuer when a
+    /// slot's last download is queued. Returns its host copy seconds.
+    fn drain(
         &self,
-        done: InFlight<'_, T>,
-        c_host: &mut [PinnedStaging; 2],
+        inbox: Receiver<Finished<'_, T>>,
+        freed: Sender<Arc<CudaEvent>>,
+        down: &CudaStream,
+        c_dev: [u64; 2],
     ) -> Result<f64, Error> {
-        wait_bounded(&done.downloaded, self.deadline, self.gpu)?;
-        let start = Instant::now();
-        let len = done.c.rows() * done.c.cols();
-        // SAFETY: the download into this buffer has completed (waited
-        // above) and the next one into it is queued only after this
-        // returns.
-        let src = unsafe { c_host[done.slot].as_mut_slice::<T>(len) };
-        scatter(src, done.c, self.beta);
-        Ok(start.elapsed().as_secs_f64())
+        let gpu = self.gpu;
+        let (n, elem) = (self.n, std::mem::size_of::<T>());
+        let per_piece = piece_rows::<T>(n);
+        let mut ring = Ring::take(self.pool, per_piece * n * elem, |bytes| {
+            PinnedStaging::alloc(gpu, bytes)
+        })?;
+        let mut seconds = 0.0;
+        // Pieces downloaded and not yet in C, in order.
+        let mut pending: std::collections::VecDeque<(usize, Arc<CudaEvent>, MatMut<'_, T>)> =
+            std::collections::VecDeque::new();
+        let mut land = |pending: &mut std::collections::VecDeque<(usize, Arc<CudaEvent>, MatMut<'_, T>)>,
+                        ring: &mut Ring<'_>|
+         -> Result<(), Error> {
+            if let Some((i, event, dst)) = pending.pop_front() {
+                wait_bounded(&event, self.deadline, gpu)?;
+                let start = Instant::now();
+                let len = dst.rows() * dst.cols();
+                // SAFETY: the download into this buffer has completed
+                // (waited above); the ring reuses it only after this.
+                scatter(unsafe { ring.buffers[i].as_mut_slice::<T>(len) }, dst, self.beta);
+                seconds += start.elapsed().as_secs_f64();
+                ring.busy[i] = None;
+            }
+            Ok(())
+        };
+        for band in inbox {
+            wait_on(down, &band.product, gpu)?;
+            let mut rest = band.c;
+            let mut row = 0;
+            while rest.rows() > 0 {
+                let take = per_piece.min(rest.rows());
+                let (piece, tail) = rest.split_at_row(take);
+                rest = tail;
+                if pending.len() == ring.buffers.len() {
+                    land(&mut pending, &mut ring)?;
+                }
+                let i = ring.next;
+                ring.next = (i + 1) % ring.buffers.len();
+                // SAFETY: the buffer holds per_piece·n elements and no copy
+                // uses it (its piece landed in C above); the slot's C rows
+                // were written by the product the stream waited for.
+                unsafe {
+                    download(
+                        gpu,
+                        down,
+                        c_dev[band.slot] + (row * n * elem) as u64,
+                        ring.buffers[i].ptr(),
+                        take * n * elem,
+                    )?
+                };
+                let event = record(down, gpu)?;
+                ring.busy[i] = Some(Arc::clone(&event));
+                pending.push_back((i, event, piece));
+                row += take;
+            }
+            // The slot's C may be overwritten once these downloads ran.
+            let _ = freed.send(record(down, gpu)?);
+        }
+        while !pending.is_empty() {
+            land(&mut pending, &mut ring)?;
+        }
+        Ok(seconds)
     }
 }

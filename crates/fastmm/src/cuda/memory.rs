@@ -118,6 +118,11 @@ impl PinnedStaging {
         Ok(PinnedStaging { ptr, bytes })
     }
 
+    /// Its size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Its address.
     pub fn ptr(&self) -> *mut std::ffi::c_void {
         self.ptr

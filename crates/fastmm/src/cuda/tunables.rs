@@ -226,3 +226,13 @@ pub(crate) const CUDA_HOSTED_BANDS_PER_GPU: usize = 4;
 /// B goes to the GPUs in row chunks of about this many bytes: a GPU's
 /// first band multiplies chunk by chunk as they arrive.
 pub(crate) const CUDA_HOSTED_B_CHUNK_BYTES: usize = 512 << 20;
+
+/// Host staging of a host-resident product over several GPUs moves pieces
+/// of about this many bytes through rings of page-locked buffers...
+pub(crate) const CUDA_HOSTED_STAGING_BYTES: usize = 64 << 20;
+
+/// ... of this many buffers each (one ring per GPU for A, one for C, one
+/// shared ring for B), kept by the team between products: pinning memory
+/// costs more than copying it (whole-band buffers, 5 GiB pinned per
+/// product at n = 32768, took 3 s before the first product on 2 H200s).
+pub(crate) const CUDA_HOSTED_STAGING_BUFFERS: usize = 4;
