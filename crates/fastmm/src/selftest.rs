@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Algorithm, DeviceKind, GemmOptions, GpuMemory, Variant};
 use crate::random::{random_matrix, seeded_rng, SeededRng};
-use crate::team::Team;
+use crate::team::{Role, Team};
 use crate::verify::verify_with_growth;
 
 /// (m, k, n): empty-adjacent, tiny, primes, rectangles, 32 ± 1 around the
@@ -130,22 +130,30 @@ pub fn run_team(team: &Team) -> Result<Vec<Check>, Error> {
         }
     }
     let mut words = Check::new(format!(
-        "words received = the plan's, on {} processors",
+        "distributed operands: exact, words = the plan's, on {} processors",
         team.size()
     ));
     let opts = GemmOptions::new(Algorithm::all_on(kind).next().unwrap_or_default());
-    for &(m, k, n) in &shapes {
+    for &(m, k, n) in shapes.iter().filter(|&&(m, k, n)| m * k * n > 0) {
         let a = small_int_matrix::<i32>(m, k, 1);
         let b = small_int_matrix::<i32>(k, n, 2);
-        let outcome = team
-            .matmul(a.as_ref(), b.as_ref(), &opts)
-            .and_then(|(_, report)| Ok((report, team.plan::<i32>((m, k, n))?)));
+        // Operands distributed in the plan's layout (a GPU team's products
+        // of host matrices stream instead, moving no words between GPUs).
+        let outcome = team.plan::<i32>((m, k, n)).and_then(|plan| {
+            let da = team.distribute(&plan, Role::A, a.as_ref())?;
+            let db = team.distribute(&plan, Role::B, b.as_ref())?;
+            let (dc, report) = team.multiply(&da, &db, &opts)?;
+            let exact = team.collect(&dc)? == crate::context::matmul(&a, &b)?;
+            Ok((report, plan, exact))
+        });
         match outcome {
-            Ok((report, _)) if m * k * n == 0 && report.total_words == 0 => words.passed += 1,
-            Ok((report, plan)) if report.words_per_processor == plan.words_per_processor => {
+            Ok((_, _, false)) => words
+                .failures
+                .push(format!("{m}×{k}×{n}: the distributed product differs")),
+            Ok((report, plan, true)) if report.words_per_processor == plan.words_per_processor => {
                 words.passed += 1
             }
-            Ok((report, plan)) => words.failures.push(format!(
+            Ok((report, plan, _)) => words.failures.push(format!(
                 "{m}×{k}×{n}: {} words, the plan {}",
                 report.words_per_processor, plan.words_per_processor
             )),
