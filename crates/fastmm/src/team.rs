@@ -565,8 +565,13 @@ impl Team {
             };
             let width = piece.cols.len();
             for (i, row) in piece.rows.clone().enumerate() {
-                for (j, col) in piece.cols.clone().enumerate() {
-                    let v = data[i * width + j];
+                let src = &data[i * width..][..width];
+                // A contiguous row of C takes the piece's row in one copy.
+                if let (true, Some(dst)) = (beta == T::ZERO, out.row_mut(row)) {
+                    dst[piece.cols.clone()].copy_from_slice(src);
+                    continue;
+                }
+                for (&v, col) in src.iter().zip(piece.cols.clone()) {
                     let old = if beta == T::ZERO {
                         T::ZERO
                     } else {

@@ -14,6 +14,7 @@
 //! Waits are bounded (see [`CUDA_DISTRIBUTED_WAIT_BASE_SECONDS`]); a
 //! failing worker stops the others, and every error names its GPU.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -224,7 +225,8 @@ pub(crate) fn multiply<T: Element>(
                 .map_err(|e| fault(gpu, "cannot create a stream", e))
         })
         .collect::<Result<_, _>>()?;
-    let (senders, receivers): (Vec<Sender<Arc<CudaEvent>>>, Vec<Receiver<Arc<CudaEvent>>>) =
+    // One channel per GPU: the loader's event for each chunk of B.
+    let (senders, receivers): (Vec<Sender<Chunk>>, Vec<Receiver<Chunk>>) =
         gpus.iter().map(|_| channel()).unzip();
 
     let b_loaded = Mutex::new(0.0);
@@ -485,6 +487,13 @@ struct Worker<'a, T: Element> {
     pool: &'a Mutex<Vec<PinnedStaging>>,
 }
 
+/// The event of a chunk of B on one GPU.
+type Chunk = Arc<CudaEvent>;
+
+/// Pieces of C downloaded into a ring's buffers and not yet in C, in
+/// order: (buffer, its download, where it goes).
+type Landing<'c, T> = VecDeque<(usize, Arc<CudaEvent>, MatMut<'c, T>)>;
+
 /// A band whose product is queued, for the drainer.
 struct Finished<'c, T: Element> {
     c: MatMut<'c, T>,
@@ -599,10 +608,9 @@ impl<T: Element> Worker<'_, T> {
                 let i = ring.next(self.deadline, gpu)?;
                 // SAFETY: the buffer's last upload has completed (`next`
                 // waited for it), and it holds per_piece·k elements.
-                gather(
-                    self.a.submatrix(index * rows + row, 0, take, k),
-                    unsafe { ring.buffers[i].as_mut_slice::<T>(take * k) },
-                );
+                gather(self.a.submatrix(index * rows + row, 0, take, k), unsafe {
+                    ring.buffers[i].as_mut_slice::<T>(take * k)
+                });
                 // SAFETY: page-locked staging of take·k elements into the
                 // slot's A rows, which the product that last read them has
                 // finished with (the stream waited above).
@@ -671,7 +679,11 @@ impl<T: Element> Worker<'_, T> {
             let product = record(&gpu.stream, gpu)?;
             multiplied[slot] = Some(Arc::clone(&product));
             to_drain
-                .send(Finished { c, slot, product: Arc::clone(&product) })
+                .send(Finished {
+                    c,
+                    slot,
+                    product: Arc::clone(&product),
+                })
                 .map_err(|_| Error::Interrupted)?;
             count += 1;
             backends.retain(|(event, _)| !event.is_complete());
@@ -710,18 +722,19 @@ impl<T: Element> Worker<'_, T> {
         })?;
         let mut seconds = 0.0;
         // Pieces downloaded and not yet in C, in order.
-        let mut pending: std::collections::VecDeque<(usize, Arc<CudaEvent>, MatMut<'_, T>)> =
-            std::collections::VecDeque::new();
-        let mut land = |pending: &mut std::collections::VecDeque<(usize, Arc<CudaEvent>, MatMut<'_, T>)>,
-                        ring: &mut Ring<'_>|
-         -> Result<(), Error> {
+        let mut pending: Landing<'_, T> = VecDeque::new();
+        let mut land = |pending: &mut Landing<'_, T>, ring: &mut Ring<'_>| -> Result<(), Error> {
             if let Some((i, event, dst)) = pending.pop_front() {
                 wait_bounded(&event, self.deadline, gpu)?;
                 let start = Instant::now();
                 let len = dst.rows() * dst.cols();
                 // SAFETY: the download into this buffer has completed
                 // (waited above); the ring reuses it only after this.
-                scatter(unsafe { ring.buffers[i].as_mut_slice::<T>(len) }, dst, self.beta);
+                scatter(
+                    unsafe { ring.buffers[i].as_mut_slice::<T>(len) },
+                    dst,
+                    self.beta,
+                );
                 seconds += start.elapsed().as_secs_f64();
                 ring.busy[i] = None;
             }
