@@ -14,7 +14,7 @@ use fastmm::io::{
     ReadOptions,
 };
 use fastmm::system::format_bytes;
-use fastmm::{Algorithm, Context, DType, DeviceKind, Element, GemmOptions, Matrix};
+use fastmm::{Algorithm, Context, DType, DeviceKind, Element, GemmOptions, Matrix, Team};
 
 use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
 
@@ -78,6 +78,22 @@ pub struct MultiplyArgs {
 }
 
 impl MultiplyArgs {
+    /// The team of GPUs the product runs on, when `--device` or `--algo`
+    /// names several, and its options.
+    fn team(&self) -> Result<Option<(Team, GemmOptions)>> {
+        let target = Target::parse(self.algo.trim(), self.options.placement()?)?;
+        let Some(spec) = target.team else {
+            return Ok(None);
+        };
+        let list = spec.list();
+        let team = Team::open_list(&list).with_context(|| format!("cannot open {list}"))?;
+        let opts = GemmOptions {
+            algorithm: target.algorithm,
+            ..self.options.options()?
+        };
+        Ok(Some((team, opts)))
+    }
+
     /// The product's device and options, as given.
     fn product(&self) -> Result<(Context, GemmOptions)> {
         let target = Target::parse(self.algo.trim(), self.options.placement()?)?;
@@ -169,7 +185,11 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         Some(text) => parse_bytes(text)?,
         None => fastmm::system::available_memory_bytes().unwrap_or(u64::MAX),
     };
-    if args.mappable() {
+    let team = args.team()?;
+    if team.is_some() && args.options.out_of_core {
+        bail!("--out-of-core streams through one device; on several GPUs, C = A·B of files in memory streams through all of them without it");
+    }
+    if args.mappable() && team.is_none() {
         if let Some(outcome) = out_of_core(args, input_dtype, budget)? {
             return Ok(outcome);
         }
@@ -236,13 +256,30 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
             args.b.display()
         );
     }
-    let (ctx, opts) = args.product()?;
+    let engine = match team {
+        Some((team, opts)) => (Engine::Team(team), opts),
+        None => {
+            let (ctx, opts) = args.product()?;
+            (Engine::One(ctx), opts)
+        }
+    };
+    let (engine, opts) = (&engine.0, engine.1);
     let (c, multiply_ms, verdict, algorithm) = match (&a, &b) {
-        (AnyMatrix::F32(a), AnyMatrix::F32(b)) => multiply(&ctx, a, b, &opts, args.check)?,
-        (AnyMatrix::F64(a), AnyMatrix::F64(b)) => multiply(&ctx, a, b, &opts, args.check)?,
-        (AnyMatrix::I32(a), AnyMatrix::I32(b)) => multiply(&ctx, a, b, &opts, args.check)?,
-        (AnyMatrix::I64(a), AnyMatrix::I64(b)) => multiply(&ctx, a, b, &opts, args.check)?,
+        (AnyMatrix::F32(a), AnyMatrix::F32(b)) => multiply(engine, a, b, &opts, args.check)?,
+        (AnyMatrix::F64(a), AnyMatrix::F64(b)) => multiply(engine, a, b, &opts, args.check)?,
+        (AnyMatrix::I32(a), AnyMatrix::I32(b)) => multiply(engine, a, b, &opts, args.check)?,
+        (AnyMatrix::I64(a), AnyMatrix::I64(b)) => multiply(engine, a, b, &opts, args.check)?,
         _ => unreachable!("both operands were converted to {dtype}"),
+    };
+    let ctx = engine.context();
+    let on = match engine {
+        Engine::One(ctx) => ctx.device().to_string(),
+        Engine::Team(team) => team
+            .devices()
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     };
     if let Some((ok, line)) = &verdict {
         if !ok {
@@ -281,7 +318,7 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         args.a.display(),
         args.b.display(),
         algorithm,
-        ctx.device(),
+        on,
         flops / (multiply_ms * 1e6),
         // One product, timed from the host: on a GPU it includes the
         // copies and, in a fresh process, compiling or loading kernels.
@@ -318,10 +355,26 @@ fn resolved(
 /// A verification's verdict and its one-line report.
 type Verdict = Option<(bool, String)>;
 
+/// Where a product runs: one device, or a team of GPUs.
+enum Engine {
+    One(Context),
+    Team(Team),
+}
+
+impl Engine {
+    /// The context that plans (a team's first device's).
+    fn context(&self) -> &Context {
+        match self {
+            Engine::One(ctx) => ctx,
+            Engine::Team(team) => team.context(0),
+        }
+    }
+}
+
 /// C = A·B timed, and its verification when asked: (C, ms, verdict, the
 /// algorithm that ran).
 fn multiply<T: Element>(
-    ctx: &Context,
+    engine: &Engine,
     a: &Matrix<T>,
     b: &Matrix<T>,
     opts: &GemmOptions,
@@ -330,6 +383,7 @@ fn multiply<T: Element>(
 where
     AnyMatrix: From<Matrix<T>>,
 {
+    let ctx = engine.context();
     let plan = ctx.plan_for::<T>(a.as_ref(), b.as_ref(), true, opts)?;
     let asked = resolved(ctx, opts, T::DTYPE, (a.rows(), a.cols(), b.cols()))?;
     if plan.algorithm != asked {
@@ -340,9 +394,11 @@ where
     }
     let growth = plan.error_growth;
     let start = Instant::now();
-    let c = ctx
-        .matmul(a.as_ref(), b.as_ref(), opts)
-        .context("the product failed")?;
+    let c = match engine {
+        Engine::One(ctx) => ctx.matmul(a.as_ref(), b.as_ref(), opts),
+        Engine::Team(team) => team.matmul(a.as_ref(), b.as_ref(), opts).map(|(c, _)| c),
+    }
+    .context("the product failed")?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let verdict = if check {
         let v = fastmm::verify::verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
