@@ -446,6 +446,44 @@ fn without_a_gpu_cuda_is_a_clear_error_and_auto_stays_on_the_cpu() {
         .all(|r| r["device"] == "cpu"));
 }
 
+/// Device lists: a duplicate or malformed ordinal is a usage error naming
+/// it, on every command that takes one; without a driver, a team is the
+/// same clear error as one GPU.
+#[test]
+fn device_lists_are_checked_before_anything_runs() {
+    for args in [
+        &["run", "--size", "8", "--device", "cuda:0,0"][..],
+        &["selftest", "--device", "cuda:1,x"][..],
+        &["bench", "--sizes", "8", "--device", "cuda:2,2"][..],
+        &["run", "--size", "8", "--algo", "cublas@cuda:0,0"][..],
+    ] {
+        let out = fastmm(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let text = stderr(&out);
+        assert!(
+            text.contains("twice")
+                || text.contains("not a GPU ordinal")
+                || text.contains("names no algorithm")
+                || text.contains("unknown"),
+            "{args:?}: {text}"
+        );
+    }
+    if !gpu_present() {
+        for args in [
+            &["run", "--size", "8", "--device", "cuda:all"][..],
+            &["selftest", "--device", "cuda:0,1"][..],
+        ] {
+            let out = fastmm(args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            assert!(
+                stderr(&out).contains("libcuda"),
+                "{args:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}
+
 #[test]
 fn info_reports_the_cpu_kernels_blocks_and_auto_rules() {
     let out = fastmm(&["info", "--json"]);
