@@ -624,7 +624,8 @@ fn on_gpu<T: Element>(
     })
 }
 
-fn check_shapes<T: Element>(
+/// A·B's shapes: A's columns are B's rows and C is m×n.
+pub(crate) fn check_shapes<T: Element>(
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     c_shape: (usize, usize),

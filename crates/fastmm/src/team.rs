@@ -602,18 +602,7 @@ impl Team {
         mut c: MatMut<'_, T>,
         opts: &GemmOptions,
     ) -> Result<TeamReport, Error> {
-        if a.cols() != b.rows() {
-            return Err(Error::DimensionMismatch {
-                a: a.shape(),
-                b: b.shape(),
-            });
-        }
-        if c.shape() != (a.rows(), b.cols()) {
-            return Err(Error::OutputShape {
-                expected: (a.rows(), b.cols()),
-                got: c.shape(),
-            });
-        }
+        crate::context::check_shapes(a, b, c.shape())?;
         let shape = (a.rows(), a.cols(), b.cols());
         let plan = self.plan::<T>(shape)?;
         if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 || alpha == T::ZERO {
