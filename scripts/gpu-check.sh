@@ -7,12 +7,16 @@
 #                                  # checks, a mapped multiply against numpy
 #   scripts/gpu-check.sh results   # cuda-fast, cuBLAS, Strassen/Winograd
 #   scripts/gpu-check.sh ooc       # out of core within budgets below the data
+#   scripts/gpu-check.sh multi     # every GPU: selftest --device cuda:all, n = 32768
+#                                  # device- and host-resident, cuBLASXt beside
+#   scripts/gpu-check.sh multi-big # every GPU at n = 65536 (no one-GPU baseline:
+#                                  # its pageable copies alone take minutes)
 #
 # BIN (default target/release/fastmm) is the binary built on the
 # development machine; FASTMM_KERNEL_CACHE may point at PTX compiled there
 # (`cargo run --release -p fastmm --features dev --example kernel_cache`).
 set -uo pipefail
-part=${1:?usage: gpu-check.sh check|results|ooc}
+part=${1:?usage: gpu-check.sh check|results|ooc|multi|multi-big}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FASTMM_TUNING=off NCCL_NVLS_ENABLE=0
 OUT=${OUT:-gpu-check}
@@ -96,8 +100,31 @@ ooc)
   record ooc-32768-f32-6G --algo cublas,winograd -s 32768 --max-gpu-memory 6G --warmup 0 -r 3
   record ooc-32768-f32-2G --algo cublas -s 32768 --max-gpu-memory 2G --warmup 0 -r 3
   ;;
+multi|multi-big)
+  # NCCL from the image's pip package, which installs only libnccl.so.2.
+  nccl=$(python3 -c 'import glob, site; print(next(f for d in site.getsitepackages() for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2")))')
+  mkdir -p "$OUT/nccl" && ln -sf "$nccl" "$OUT/nccl/libnccl.so"
+  export LD_LIBRARY_PATH=$OUT/nccl:$LD_LIBRARY_PATH
+  gpus=$(nvidia-smi -L | wc -l)
+  nvcc -O2 -o "$OUT/cublasxt_sgemm" crates/fastmm-peers/cuda/cublasxt_sgemm.c -lcublas || status=1
+  xt() { # n, reps: cuBLASXt with pinning on over every GPU
+    timeout 240 "$OUT/cublasxt_sgemm" "$1" "$2" 1 $(seq 0 $((gpus - 1))) > "$OUT/cublasxt-$1.txt" 2>&1 || status=1
+    tail -n 1 "$OUT/cublasxt-$1.txt"
+  }
+  if [ "$part" = multi ]; then
+    step selftest-all 420 selftest --device cuda:all
+    grep -E "FAIL|selftest:" "$OUT/selftest-all.log" | tail -n 20
+    timeout 400 "$bin" run --device cuda:all --json --algo cublas@cuda:0,cublas -s 32768 --warmup 0 -r 3 \
+      > "$OUT/multi-32768-f32.json" 2>> "$OUT/errors.txt" || status=1
+    xt 32768 3
+  else
+    timeout 400 "$bin" run --device cuda:all --json --algo cublas -s 65536 --warmup 0 -r 2 \
+      > "$OUT/multi-65536-f32.json" 2>> "$OUT/errors.txt" || status=1
+    xt 65536 2
+  fi
+  ;;
 *)
-  echo "unknown part $part (check, results or ooc)" >&2
+  echo "unknown part $part (check, results, ooc, multi or multi-big)" >&2
   exit 2
   ;;
 esac
