@@ -50,7 +50,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::{numpy_name, operand};
-use crate::options::{context, options};
+use crate::options::{context, options, runner};
 use crate::product::{Request, Shapes};
 
 /// The product's request from the Python arguments.
@@ -65,7 +65,7 @@ fn request<'py>(
     let opts = options(algo, threads)?;
     let a = operand(a, "a")?;
     let b = operand(b, "b")?;
-    let ctx = context(py, device)?;
+    let ctx = runner(py, device)?;
     Ok(Request { ctx, opts, a, b })
 }
 
@@ -81,8 +81,9 @@ fn request<'py>(
 ///
 /// algo: "auto" (the fastest by the measured rules), or any of
 ///   fastmm.ALGORITHMS.
-/// device: "cpu", "cuda" or "cuda:N"; default: the CPU for host arrays,
-///   their GPU for GPU arrays.
+/// device: "cpu", "cuda" or "cuda:N"; or several GPUs, "cuda:0,1" or
+///   "cuda:all", over which host arrays stream together; default: the CPU
+///   for host arrays, their GPU for GPU arrays.
 /// threads: CPU threads, at most the hardware's (default: all).
 /// out: an array of the result's type and shape to write, returned.
 ///
@@ -116,7 +117,9 @@ fn matmul<'py>(
 /// time, see the library's `Context::gemm_timed`), upload_ms and
 /// download_ms (the host copies; None for host products and GPU arrays),
 /// end_to_end_ms, host_copies (whether host arrays went to a GPU and back)
-/// and, for products streamed out of core, streamed.
+/// and, for products streamed out of core, streamed. On several GPUs
+/// (device="cuda:all"), compute_ms is the whole streamed product, copies
+/// included, and streamed's products_fraction is None.
 #[pyfunction]
 #[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None))]
 fn matmul_timed<'py>(
@@ -131,7 +134,10 @@ fn matmul_timed<'py>(
     let text = serde_json::to_string(&timing).map_err(|e| value_error(e.to_string()))?;
     let dict = from_json(py, &text)?;
     dict.set_item("end_to_end_ms", timing.end_to_end_ms())?;
-    dict.set_item("host_copies", timing.upload_ms.is_some())?;
+    dict.set_item(
+        "host_copies",
+        timing.upload_ms.is_some() || timing.streamed.is_some(),
+    )?;
     Ok((result, dict))
 }
 
@@ -288,7 +294,8 @@ fn plan<'py>(
         (None, None) => DType::F64,
     };
     let shapes = Shapes::of(&a_shape, &b_shape)?;
-    let ctx = context(py, device)?;
+    let runner = runner(py, device)?;
+    let ctx = runner.context();
     let mnk = (shapes.m, shapes.k, shapes.n);
     let plan = py
         .detach(|| for_dtype!(dtype, T => ctx.plan::<T>(mnk, true, &opts)))

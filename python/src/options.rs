@@ -4,7 +4,12 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use fastmm::{Algorithm, Context, Device, GemmOptions};
+use std::sync::Arc;
+
+use fastmm::{
+    Algorithm, Context, Device, DeviceList, Element, Error, GemmOptions, MatMut, MatRef, Streamed,
+    Team, Timing,
+};
 use pyo3::prelude::*;
 
 use crate::errors::{to_py, value_error};
@@ -29,6 +34,83 @@ pub(crate) fn context(py: Python<'_>, device: &str) -> PyResult<Context> {
     }
     let ctx = py.detach(|| Context::open(device)).map_err(to_py)?;
     Ok(lock().entry(device).or_insert(ctx).clone())
+}
+
+/// Where a product of host arrays runs: one device, or several GPUs as a
+/// team (`"cuda:0,1"`, `"cuda:all"`).
+#[derive(Clone)]
+pub(crate) enum Runner {
+    One(Context),
+    Team(Arc<Team>),
+}
+
+impl Runner {
+    /// The context that plans (a team's first GPU's).
+    pub(crate) fn context(&self) -> &Context {
+        match self {
+            Runner::One(ctx) => ctx,
+            Runner::Team(team) => team.context(0),
+        }
+    }
+
+    /// C ← α·A·B + β·C, with where the time went when `timed` (a team's
+    /// time is its host-resident product's, copies included).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gemm<T: Element>(
+        &self,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        c: MatMut<'_, T>,
+        opts: &GemmOptions,
+        timed: bool,
+    ) -> Result<Timing, Error> {
+        match self {
+            Runner::One(ctx) if timed => ctx.gemm_timed(alpha, a, b, beta, c, opts),
+            Runner::One(ctx) => ctx
+                .gemm(alpha, a, b, beta, c, opts)
+                .map(|()| Timing::default()),
+            // The whole streamed product, copies included; how much of it
+            // the GPUs spent in products a team does not measure.
+            Runner::Team(team) => team.gemm(alpha, a, b, beta, c, opts).map(|report| Timing {
+                compute_ms: report.compute_ms,
+                streamed: Some(Streamed {
+                    upload_bytes: report.upload_bytes,
+                    download_bytes: report.download_bytes,
+                    products_fraction: f64::NAN,
+                    staging_seconds: (
+                        report.shares.iter().map(|s| s.staging_ms).sum::<f64>() / 1e3,
+                        0.0,
+                    ),
+                }),
+                ..Timing::default()
+            }),
+        }
+    }
+}
+
+/// The device or team named `device`, opened once per process and kept.
+pub(crate) fn runner(py: Python<'_>, device: &str) -> PyResult<Runner> {
+    let list: DeviceList = device.parse().map_err(to_py)?;
+    if !list.is_team() {
+        return context(py, device).map(Runner::One);
+    }
+    static OPENED: OnceLock<Mutex<HashMap<String, Arc<Team>>>> = OnceLock::new();
+    let opened = OPENED.get_or_init(Default::default);
+    let lock = || {
+        opened
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    let key = list.to_string();
+    if let Some(team) = lock().get(&key) {
+        return Ok(Runner::Team(Arc::clone(team)));
+    }
+    let team = py.detach(|| Team::open_list(&list)).map_err(to_py)?;
+    Ok(Runner::Team(Arc::clone(
+        lock().entry(key).or_insert_with(|| Arc::new(team)),
+    )))
 }
 
 /// The options of `algo` and `threads`, checked: at least one thread, and

@@ -2,13 +2,14 @@
 //! broadcast batches), the output written whole or not at all, and the
 //! library's product on each matrix of the batch.
 
-use fastmm::{Context, DType, Element, Error, GemmOptions, MatMut, MatRef, Timing, Verdict};
+use fastmm::{DType, Element, Error, GemmOptions, MatMut, MatRef, Timing, Verdict};
 use numpy::{IxDyn, PyArray, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyTuple};
 
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::{contiguous, converted, is_writeable, numpy_name, Layout, Operand};
+use crate::options::Runner;
 use crate::release::released;
 use crate::tunables::{LONG_PRODUCT_MNK, MEMORY_CHECK_BYTES};
 
@@ -249,7 +250,7 @@ fn jobs(a: &Layout, b: &Layout, c: &Layout, s: &Shapes) -> Vec<Job> {
 /// Runs every job: C ← α·A·B + β·C; timed (the sum of the jobs'
 /// timings, see `Context::gemm_timed`) when `timed`.
 fn run_jobs<T: Element>(
-    ctx: &Context,
+    ctx: &Runner,
     opts: &GemmOptions,
     (alpha, beta): (T, T),
     jobs: &[Job],
@@ -262,11 +263,10 @@ fn run_jobs<T: Element>(
         // only read, and each output matrix is written by this job alone
         // and overlaps no input (see `Job`).
         let (a, b, c) = unsafe { (job.a.read::<T>(), job.b.read::<T>(), job.c.write::<T>()) };
+        let t = ctx.gemm(alpha, a, b, beta, c, opts, timed)?;
         if !timed {
-            ctx.gemm(alpha, a, b, beta, c, opts)?;
             continue;
         }
-        let t = ctx.gemm_timed(alpha, a, b, beta, c, opts)?;
         let add = |x: Option<f64>, y: Option<f64>| match (x, y) {
             (None, None) => None,
             _ => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
@@ -368,7 +368,7 @@ fn prepared<'py>(op: Operand<'py>, dtype: DType) -> PyResult<Bound<'py, PyUntype
 
 /// The product as asked: the operands, the product's device and options.
 pub(crate) struct Request<'py> {
-    pub(crate) ctx: Context,
+    pub(crate) ctx: Runner,
     pub(crate) opts: GemmOptions,
     pub(crate) a: Operand<'py>,
     pub(crate) b: Operand<'py>,

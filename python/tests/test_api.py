@@ -117,6 +117,21 @@ def test_missing_gpu_is_a_runtime_error(rng):
         fastmm.matmul(a, a, device="cuda:7")
 
 
+def test_device_lists_are_checked(rng):
+    a = random((4, 4), np.float32, rng)
+    for bad in ["cuda:0,0", "cuda:1,x", "gpu:all"]:
+        with pytest.raises(ValueError, match="device"):
+            fastmm.matmul(a, a, device=bad)
+
+
+@pytest.mark.skipif(gpu_count() > 0, reason="this machine has a GPU")
+def test_a_team_without_gpus_is_a_runtime_error(rng):
+    a = random((4, 4), np.float32, rng)
+    for team in ["cuda:all", "cuda:0,1"]:
+        with pytest.raises(RuntimeError, match="CUDA"):
+            fastmm.matmul(a, a, device=team)
+
+
 def test_plan_and_info(rng):
     p = fastmm.plan((4096, 4096), (4096, 4096), algo="winograd", dtype="float64")
     assert p["algorithm"] == "winograd" and p["shape"] == (4096, 4096, 4096)

@@ -87,3 +87,26 @@ def test_cupy_arrays_in_place():
     assert t.device.type == "cuda"
     again = torch.from_dlpack(fastmm.matmul(t.T.contiguous(), t))
     torch.testing.assert_close(again, t.T @ t)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="fewer than 2 GPUs")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_host_arrays_over_every_gpu(dtype):
+    rng = np.random.default_rng(1)
+    for m, k, n in [(1, 1, 1), (37, 53, 29), (1025, 700, 513), (3, 9000, 2)]:
+        if np.issubdtype(dtype, np.integer):
+            a = rng.integers(-9, 10, (m, k)).astype(dtype)
+            b = rng.integers(-9, 10, (k, n)).astype(dtype)
+        else:
+            a = rng.standard_normal((m, k)).astype(dtype)
+            b = rng.standard_normal((k, n)).astype(dtype)
+        algo = "cuda-fast" if np.issubdtype(dtype, np.integer) else "cublas"
+        c = fastmm.matmul(a, b, device="cuda:all", algo=algo)
+        if np.issubdtype(dtype, np.integer):
+            np.testing.assert_array_equal(c, a @ b)
+        else:
+            tol = 1e-3 if dtype == np.float32 else 1e-10
+            np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=tol, atol=tol * np.sqrt(k))
+    c, timing = fastmm.matmul_timed(a, b, device="cuda:0,1", algo=algo)
+    assert timing["compute_ms"] > 0 and timing["host_copies"]
+    assert timing["streamed"]["upload_bytes"] > 0 and timing["streamed"]["products_fraction"] is None
