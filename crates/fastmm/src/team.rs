@@ -82,7 +82,8 @@ pub struct TeamReport {
     /// Words all devices received.
     pub total_words: u128,
     /// The lower bound on the words per processor for this shape, grid
-    /// and memory (see the planner).
+    /// and memory (see the planner); 0 for Strassen's levels across the
+    /// processors, whose bound this report does not compute.
     pub lower_bound: f64,
     /// Host-resident products on GPUs: each GPU's part (empty for a
     /// product of distributed matrices).
@@ -592,7 +593,11 @@ impl Team {
     /// page-locked staging; where B does not fit a GPU, the rows are split
     /// evenly and each GPU runs the single-GPU out-of-core product on its
     /// share. On a simulated team, A and B are distributed in the plan's
-    /// layout, multiplied by the schedule and C collected.
+    /// layout, multiplied by the schedule and C collected; Strassen and
+    /// Winograd there run their levels across the processors (CAPS's
+    /// depth-first steps: rows spread cyclically, the sums local, the
+    /// classical products below distributed) where the recursion's blocks
+    /// align with the processor count, else on each block.
     pub fn gemm<T: Element>(
         &self,
         alpha: T,
@@ -628,6 +633,45 @@ impl Team {
         #[cfg(feature = "cuda")]
         if let Backend::Gpus(fabric) = &self.backend {
             return self.gemm_hosted(fabric, alpha, a, b, beta, c, &opts);
+        }
+        if opts.algorithm.is_fast() && self.size() > 1 {
+            // Strassen's levels across the processors (CAPS), the classical
+            // products below distributed; where the recursion's blocks do
+            // not align with the processors, the classical distribution
+            // with the fast algorithm on each block instead.
+            let base = GemmOptions {
+                algorithm: crate::cpu::strassen::base(&opts),
+                ..opts
+            };
+            let start = Instant::now();
+            match crate::cpu::distributed::caps::multiply(
+                self.size(),
+                alpha,
+                a,
+                b,
+                beta,
+                c.rb_mut(),
+                &opts,
+                &base,
+            ) {
+                Ok(words) => {
+                    return Ok(TeamReport {
+                        grid: (self.size(), 1, 1),
+                        processors: self.size(),
+                        compute_ms: start.elapsed().as_secs_f64() * 1e3,
+                        words_per_processor: words.iter().copied().max().unwrap_or(0),
+                        total_words: words.iter().sum(),
+                        lower_bound: 0.0,
+                        shares: Vec::new(),
+                        b_loaded_ms: None,
+                        upload_bytes: 0,
+                        download_bytes: 0,
+                    })
+                }
+                Err(Error::Unsupported { algorithm, .. })
+                    if algorithm == "strassen across processors" => {}
+                Err(e) => return Err(e),
+            }
         }
         let schedule = Self::schedule_of(&plan)?;
         let da = self.place(Arc::clone(&schedule), Role::A, a)?;
@@ -852,6 +896,33 @@ mod tests {
         for row in &rows {
             assert!(row.ok(), "{}: {:?}", row.what, row.failures);
             assert!(row.passed > 0, "{}", row.what);
+        }
+    }
+
+    /// Strassen and Winograd run their levels across the processors where
+    /// the blocks align (a 1D grid, the classical products' gathers
+    /// counted), and on each block where they do not; both within the
+    /// fast algorithms' error bound.
+    #[test]
+    fn fast_algorithms_across_a_simulated_team() {
+        for algorithm in [Algorithm::Strassen, Algorithm::Winograd] {
+            let opts = GemmOptions::new(algorithm).threshold(16);
+            for (p, n, across) in [(2, 64, true), (4, 128, true), (3, 50, false)] {
+                let team = Team::simulated(p).unwrap();
+                let a = Matrix::<f64>::from_fn(n, n, |i, j| ((i * 3 + j) % 7) as f64 - 3.0);
+                let b = Matrix::<f64>::from_fn(n, n, |i, j| ((i + 5 * j) % 9) as f64 - 4.0);
+                let (c, report) = team.matmul(a.as_ref(), b.as_ref(), &opts).unwrap();
+                assert_eq!(
+                    c,
+                    crate::context::matmul(&a, &b).unwrap(),
+                    "{algorithm} on {p}"
+                );
+                assert_eq!(
+                    report.grid == (p, 1, 1) && report.lower_bound == 0.0,
+                    across
+                );
+                assert!(report.words_per_processor > 0);
+            }
         }
     }
 

@@ -211,3 +211,254 @@ mod tests {
         }
     }
 }
+
+/// Strassen and Winograd across P processors, with the CPU standing in for
+/// each: the one recursion engine over a backend whose every matrix (A, B,
+/// C and the temporaries) is spread by rows cyclically — global row r on
+/// processor r mod P, at its local row r div P. A block whose first row
+/// and height are multiples of P is then the same local rows of every
+/// processor, so the levels' sums are local (CAPS's depth-first steps,
+/// Ballard et al., SPAA 2012), and only the classical products below
+/// communicate: each processor gathers the product's block of B and
+/// multiplies its rows of A by it.
+pub(crate) mod caps {
+    use std::collections::HashMap;
+
+    use crate::element::Element;
+    use crate::error::Error;
+    use crate::matrix::{MatMut, MatRef};
+    use crate::options::{GemmOptions, Variant};
+    use crate::strassen::backend::{Backend, Block, Store};
+    use crate::strassen::{engine, Scheme};
+
+    /// A store of one processor: its rows, row-major, and their stride.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+    enum Key {
+        A,
+        B,
+        C,
+        Temp(usize),
+    }
+
+    /// The processors' stores, the words each received, and the options
+    /// of the classical products.
+    struct Cyclic<'o, T> {
+        parts: usize,
+        stores: Vec<HashMap<Key, Vec<T>>>,
+        ld: [usize; 3],
+        words: Vec<u128>,
+        opts: &'o GemmOptions,
+    }
+
+    fn unaligned(block: &Block, parts: usize) -> Error {
+        Error::Unsupported {
+            algorithm: "strassen across processors",
+            what: format!(
+                "a block at row {} of {} rows on {parts} processors (rows must be whole multiples of the processor count)",
+                block.row, block.rows
+            ),
+        }
+    }
+
+    impl<T: Element> Cyclic<'_, T> {
+        /// (store, first element, local rows, row stride) of `block` on
+        /// every processor.
+        fn local(&self, block: &Block) -> Result<(Key, usize, usize, usize), Error> {
+            let p = self.parts;
+            if block.row % p != 0 || block.rows % p != 0 {
+                return Err(unaligned(block, p));
+            }
+            let (key, ld) = match block.store {
+                Store::A => (Key::A, self.ld[0]),
+                Store::B => (Key::B, self.ld[1]),
+                Store::C => (Key::C, self.ld[2]),
+                Store::Temp { id, ld } => (Key::Temp(id), ld),
+            };
+            Ok((key, block.row / p * ld + block.col, block.rows / p, ld))
+        }
+
+        /// Processor `q`'s rows of `block`, row-major.
+        fn read(&self, q: usize, block: &Block) -> Result<Vec<T>, Error> {
+            let (key, at, rows, ld) = self.local(block)?;
+            let data = &self.stores[q][&key];
+            Ok((0..rows)
+                .flat_map(|i| data[at + i * ld..][..block.cols].iter().copied())
+                .collect())
+        }
+    }
+
+    impl<T: Element> Backend<T> for Cyclic<'_, T> {
+        fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
+            for stores in &mut self.stores {
+                for (id, &capacity) in capacities.iter().enumerate() {
+                    // A temporary of R·ld elements, R a multiple of P (its
+                    // blocks are aligned, or refused before any access),
+                    // holds R/P local rows.
+                    stores.insert(Key::Temp(id), vec![T::ZERO; capacity.div_ceil(self.parts)]);
+                }
+            }
+            Ok(())
+        }
+
+        fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
+            let p = self.parts;
+            // Every processor's rows of B's block, in global row order.
+            let pieces: Vec<Vec<T>> = (0..p).map(|q| self.read(q, &b)).collect::<Result<_, _>>()?;
+            let mut whole = vec![T::ZERO; b.rows * b.cols];
+            for r in 0..b.rows {
+                let local = &pieces[r % p][(r / p) * b.cols..][..b.cols];
+                whole[r * b.cols..][..b.cols].copy_from_slice(local);
+            }
+            let right = MatRef::from_slice(&whole, b.rows, b.cols)?;
+            let (a_key, a_at, rows, a_ld) = self.local(&a)?;
+            let (c_key, c_at, _, c_ld) = self.local(&c)?;
+            for q in 0..p {
+                self.words[q] += ((b.rows - b.rows / p) * b.cols) as u128;
+                let left_data = self.stores[q][&a_key].clone();
+                let left = MatRef::from_slice_strided(&left_data[a_at..], rows, a.cols, a_ld, 1)?;
+                let out = self.stores[q].get_mut(&c_key).expect("allocated");
+                let dst = MatMut::from_slice_strided(&mut out[c_at..], rows, c.cols, c_ld, 1)?;
+                crate::cpu::multiply(alpha, left, right, beta, dst, self.opts)?;
+            }
+            Ok(())
+        }
+
+        fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
+            for q in 0..self.parts {
+                let sources: Vec<(T, Vec<T>)> = terms
+                    .iter()
+                    .map(|(w, block)| Ok((*w, self.read(q, block)?)))
+                    .collect::<Result<_, Error>>()?;
+                let (key, at, rows, ld) = self.local(&dst)?;
+                let out = self.stores[q].get_mut(&key).expect("allocated");
+                for i in 0..rows {
+                    for j in 0..dst.cols {
+                        let x = &mut out[at + i * ld + j];
+                        let mut v = if keep == T::ZERO {
+                            T::ZERO
+                        } else {
+                            keep.mul(*x)
+                        };
+                        for (w, src) in &sources {
+                            v = v.add(w.mul(src[i * dst.cols + j]));
+                        }
+                        *x = v;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Rows r ≡ q (mod P) of `m`, row-major.
+    fn rows_of<T: Element>(m: MatRef<'_, T>, q: usize, p: usize) -> Vec<T> {
+        (q..m.rows())
+            .step_by(p)
+            .flat_map(|i| (0..m.cols()).map(move |j| m.get(i, j)))
+            .collect()
+    }
+
+    /// C ← α·A·B + β·C with `opts.algorithm` (Strassen or Winograd) across
+    /// `parts` simulated processors, the classical products below running
+    /// `base`; returns the words each received. m, k, n ≥ 1, and every
+    /// block the recursion names must be aligned to `parts` rows (m and k
+    /// multiples of parts·2^levels): otherwise [`Error::Unsupported`]
+    /// before C is touched.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn multiply<T: Element>(
+        parts: usize,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        mut c: MatMut<'_, T>,
+        opts: &GemmOptions,
+        base: &GemmOptions,
+    ) -> Result<Vec<u128>, Error> {
+        let scheme = Scheme::of(opts.algorithm).ok_or_else(|| Error::Unsupported {
+            algorithm: opts.algorithm.name(),
+            what: "a fast recursion across processors (Strassen or Winograd only)".into(),
+        })?;
+        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        let plan = crate::strassen::plan(
+            scheme,
+            Variant::Temporaries,
+            super::super::strassen::crossover(opts, T::DTYPE),
+            T::DTYPE,
+            opts,
+            0,
+        );
+        let mut backend = Cyclic {
+            parts,
+            stores: (0..parts)
+                .map(|q| {
+                    HashMap::from([
+                        (Key::A, rows_of(a, q, parts)),
+                        (Key::B, rows_of(b, q, parts)),
+                        (Key::C, rows_of(c.rb(), q, parts)),
+                    ])
+                })
+                .collect(),
+            ld: [k, n, n],
+            words: vec![0; parts],
+            opts: base,
+        };
+        engine::run(&mut backend, plan, alpha, beta, (m, k, n))?;
+        for q in 0..parts {
+            let local = &backend.stores[q][&Key::C];
+            for (l, i) in (q..m).step_by(parts).enumerate() {
+                for j in 0..n {
+                    c.set(i, j, local[l * n + j]);
+                }
+            }
+        }
+        Ok(backend.words)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::matrix::Matrix;
+        use crate::options::Algorithm;
+
+        /// Aligned shapes: exact integers, the classical product's words
+        /// times (7/4)^levels; unaligned ones refused with C untouched.
+        #[test]
+        fn strassen_across_simulated_processors() {
+            let base = GemmOptions::new(Algorithm::Naive);
+            for algorithm in [Algorithm::Strassen, Algorithm::Winograd] {
+                let opts = GemmOptions::new(algorithm).threshold(8);
+                for (parts, (m, k, n)) in [(2, (32, 32, 32)), (4, (64, 32, 17)), (3, (48, 24, 24))]
+                {
+                    let a = Matrix::<i64>::from_fn(m, k, |i, j| ((i * 7 + j * 3) % 11) as i64 - 5);
+                    let b = Matrix::<i64>::from_fn(k, n, |i, j| ((i * 5 + j) % 13) as i64 - 6);
+                    let mut expected = Matrix::<i64>::filled(m, n, 3);
+                    crate::cpu::multiply(2, a.as_ref(), b.as_ref(), -1, expected.as_mut(), &base)
+                        .unwrap();
+                    let mut c = Matrix::<i64>::filled(m, n, 3);
+                    let words = multiply(
+                        parts,
+                        2,
+                        a.as_ref(),
+                        b.as_ref(),
+                        -1,
+                        c.as_mut(),
+                        &opts,
+                        &base,
+                    )
+                    .unwrap();
+                    assert_eq!(c, expected, "{algorithm} {m}×{k}×{n} on {parts}");
+                    assert!(words.iter().all(|&w| w == words[0] && w > 0), "{words:?}");
+                }
+                let a = Matrix::<i64>::filled(30, 30, 1);
+                let mut c = Matrix::<i64>::filled(30, 30, 7);
+                let refused = multiply(4, 1, a.as_ref(), a.as_ref(), 0, c.as_mut(), &opts, &base);
+                assert!(
+                    matches!(refused, Err(Error::Unsupported { .. })),
+                    "{refused:?}"
+                );
+                assert_eq!(c, Matrix::filled(30, 30, 7));
+            }
+        }
+    }
+}

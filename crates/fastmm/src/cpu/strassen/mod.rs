@@ -69,7 +69,7 @@ fn start_4_byte(forced: Option<CpuKernel>) -> usize {
 
 /// The classical product under the recursion: `packed` unless the options
 /// name another CPU algorithm.
-fn base(opts: &GemmOptions) -> Algorithm {
+pub(crate) fn base(opts: &GemmOptions) -> Algorithm {
     opts.base.unwrap_or(Algorithm::Packed)
 }
 
