@@ -668,8 +668,10 @@ impl Team {
                         download_bytes: 0,
                     })
                 }
-                Err(Error::Unsupported { algorithm, .. })
-                    if algorithm == "strassen across processors" => {}
+                Err(Error::Unsupported {
+                    algorithm: "strassen across processors",
+                    ..
+                }) => {}
                 Err(e) => return Err(e),
             }
         }

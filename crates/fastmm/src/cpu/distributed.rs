@@ -265,7 +265,7 @@ pub(crate) mod caps {
         /// every processor.
         fn local(&self, block: &Block) -> Result<(Key, usize, usize, usize), Error> {
             let p = self.parts;
-            if block.row % p != 0 || block.rows % p != 0 {
+            if !block.row.is_multiple_of(p) || !block.rows.is_multiple_of(p) {
                 return Err(unaligned(block, p));
             }
             let (key, ld) = match block.store {
