@@ -325,8 +325,8 @@ impl Team {
     /// The words of `elem` bytes each device can hold for a product (GPUs: the
     /// smallest free memory less the out-of-core reserve; simulated:
     /// unlimited).
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     fn memory_words(&self, elem: usize) -> Result<Option<u128>, Error> {
-        let _ = elem; // Only the GPUs' memory is counted in words.
         match &self.backend {
             Backend::Simulated => Ok(None),
             #[cfg(feature = "cuda")]
