@@ -94,6 +94,9 @@ pub(crate) struct Fabric {
     comm_streams: Vec<Arc<CudaStream>>,
     communicators: Mutex<HashMap<Vec<usize>, Communicator>>,
     staging: crate::cuda::hosted::StagingPools,
+    // One distributed product at a time: two would interleave their
+    // collectives on the same communicators in different orders.
+    running: Mutex<()>,
 }
 
 /// What a distributed run did.
@@ -115,6 +118,9 @@ fn nccl_type(dtype: DType) -> nccl_sys::ncclDataType_t {
 impl Fabric {
     /// A fabric over `gpus` (distinct devices, checked by the caller).
     pub fn new(gpus: Vec<Arc<Gpu>>) -> Result<Fabric, Error> {
+        if gpus.is_empty() {
+            return Err(Error::InvalidOption("a team needs at least one GPU".into()));
+        }
         let comm_streams = gpus
             .iter()
             .map(|gpu| {
@@ -124,10 +130,11 @@ impl Fabric {
             })
             .collect::<Result<_, _>>()?;
         Ok(Fabric {
-            staging: crate::cuda::hosted::StagingPools::new(gpus.len()),
+            staging: crate::cuda::hosted::StagingPools::new(&gpus),
             gpus,
             comm_streams,
             communicators: Mutex::new(HashMap::new()),
+            running: Mutex::new(()),
         })
     }
 
@@ -203,6 +210,10 @@ impl Fabric {
                 schedule.plan.processors
             )));
         }
+        let _running = self
+            .running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.connect(schedule)?;
         let elem = std::mem::size_of::<T>();
         // Every store but the given A and B, allocated before anything runs.

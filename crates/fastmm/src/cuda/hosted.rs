@@ -325,15 +325,26 @@ pub(crate) fn multiply<T: Element>(
 pub(crate) struct StagingPools {
     per_gpu: Vec<Mutex<Vec<PinnedStaging>>>,
     portable: Mutex<Vec<PinnedStaging>>,
+    // Bound when the pools drop, so that the buffers' frees have a context.
+    gpu: Arc<Gpu>,
 }
 
 impl StagingPools {
-    /// Empty pools for `gpus` GPUs.
-    pub fn new(gpus: usize) -> StagingPools {
+    /// Empty pools for `gpus` (at least one).
+    pub fn new(gpus: &[Arc<Gpu>]) -> StagingPools {
         StagingPools {
-            per_gpu: (0..gpus).map(|_| Mutex::new(Vec::new())).collect(),
+            per_gpu: gpus.iter().map(|_| Mutex::new(Vec::new())).collect(),
             portable: Mutex::new(Vec::new()),
+            gpu: Arc::clone(&gpus[0]),
         }
+    }
+}
+
+impl Drop for StagingPools {
+    fn drop(&mut self) {
+        // cuMemFreeHost needs a current context; a failure to bind leaves
+        // the buffers to the process's exit (drop cannot report it).
+        let _ = self.gpu.bind();
     }
 }
 
