@@ -81,6 +81,7 @@ mod threads;
 // distributed product (the planner, the schedule), which the CPU and CUDA
 // backends run.
 pub mod distributed;
+pub mod emulation;
 pub mod interop;
 pub mod random;
 pub mod verify;

@@ -13,7 +13,14 @@ const LIBRARY: &[&[&str]] = &[
     &["error", "tunables"],
     &["element", "partial", "system"],
     &["matrix", "options"],
-    &["tuning", "threads", "random", "interop", "distributed"],
+    &[
+        "tuning",
+        "threads",
+        "random",
+        "interop",
+        "distributed",
+        "emulation",
+    ],
     &["config", "verify"],
     // Kernels and backends.
     &["strassen"],
