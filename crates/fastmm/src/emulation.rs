@@ -67,9 +67,9 @@ fn inverse(a: u32, m: u32) -> u32 {
 }
 
 /// The integer x with |x| < M/2 (M the product of the first
-/// `residues.len()` moduli) and x ≡ r_l (mod m_l) for the l-th residue r_l, by Garner's
-/// mixed radix: x = v₀ + v₁·m₀ + v₂·m₀m₁ + …, each digit found modulo its
-/// own modulus, so no intermediate exceeds M.
+/// `residues.len()` moduli) and x ≡ r_l (mod m_l) for the l-th residue
+/// r_l, by Garner's mixed radix: x = v₀ + v₁·m₀ + v₂·m₀m₁ + …, each digit
+/// found modulo its own modulus, so no intermediate exceeds M.
 pub fn reconstruct(residues: &[i64]) -> i128 {
     let n = residues.len();
     let mut digits: Vec<u32> = Vec::with_capacity(n);
