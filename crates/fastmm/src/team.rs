@@ -774,7 +774,7 @@ impl Team {
                         out_of_core::multiply(gpu, alpha, a, b, beta, c, opts)
                             .map(Some)
                             .map_err(|e| Error::Processor {
-                                processor: format!("cuda:{}", gpu.info().ordinal),
+                                processor: gpu.label(),
                                 reason: e.to_string(),
                             })
                     })

@@ -117,6 +117,11 @@ impl Gpu {
         &self.info
     }
 
+    /// Its device name, as errors give it: "cuda:N".
+    pub fn label(&self) -> String {
+        format!("cuda:{}", self.info.ordinal)
+    }
+
     /// Free and total device memory in bytes, now.
     pub fn memory_info(&self) -> Result<(usize, usize), Error> {
         self.ctx

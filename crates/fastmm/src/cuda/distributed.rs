@@ -10,7 +10,7 @@
 //! The reductions of a 3-D grid wait for the products.
 //!
 //! **Faults.** The host waits for the GPUs with a deadline (see
-//! [`CUDA_DISTRIBUTED_WAIT_BASE_SECONDS`]), polling the events and every
+//! [`distributed_patience`]), polling the events and every
 //! communicator's asynchronous error; a failure or a timeout aborts the
 //! communicators (NCCL's way to release GPUs stuck in a collective) and
 //! reports the GPU, never hangs.
@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -31,10 +31,7 @@ use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::gemm::Operand;
 use crate::cuda::memory::RawDeviceMemory;
-use crate::cuda::tunables::{
-    CUDA_DISTRIBUTED_POLL, CUDA_DISTRIBUTED_WAIT_BASE_SECONDS,
-    CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP,
-};
+use crate::cuda::tunables::{distributed_patience, CUDA_DISTRIBUTED_POLL};
 use crate::distributed::schedule::{Op, Region, Schedule, Store};
 use crate::element::{DType, Element};
 use crate::error::Error;
@@ -149,7 +146,7 @@ impl Fabric {
     }
 
     fn name(&self, rank: usize) -> String {
-        format!("cuda:{}", self.gpus[rank].info().ordinal)
+        self.gpus[rank].label()
     }
 
     /// Makes the communicator of every group `schedule` uses.
@@ -421,13 +418,7 @@ impl Fabric {
     /// Waits for every GPU's two streams, up to the deadline, watching the
     /// communicators for asynchronous errors.
     fn wait_all(&self, schedule: &Schedule, start: Instant) -> Result<(), Error> {
-        let (m, k, n) = schedule.plan.shape;
-        let busiest = 2.0 * (m as f64) * (k as f64) * (n as f64)
-            / schedule.plan.grid.processors().max(1) as f64;
-        let limit = Duration::from_secs_f64(
-            CUDA_DISTRIBUTED_WAIT_BASE_SECONDS
-                + CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP * busiest / 1e15,
-        );
+        let limit = distributed_patience(schedule.plan.shape, schedule.plan.grid.processors());
         let mut pending: Vec<(usize, CudaEvent)> = Vec::new();
         for rank in 0..self.gpus.len() {
             for stream in [&self.gpus[rank].stream, &self.comm_streams[rank]] {

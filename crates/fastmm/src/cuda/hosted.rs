@@ -11,14 +11,14 @@
 //! (β applied there) and stages the next. A GPU's first band multiplies
 //! chunk by chunk as B arrives, so no GPU waits for all of B.
 //!
-//! Waits are bounded (see [`CUDA_DISTRIBUTED_WAIT_BASE_SECONDS`]); a
+//! Waits are bounded (see [`distributed_patience`]); a
 //! failing worker stops the others, and every error names its GPU.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -28,8 +28,7 @@ use crate::cuda::gemm::Operand;
 use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
 use crate::cuda::out_of_core::pipeline::{gather, scatter};
 use crate::cuda::tunables::{
-    CUDA_DISTRIBUTED_POLL, CUDA_DISTRIBUTED_WAIT_BASE_SECONDS,
-    CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP, CUDA_HOSTED_BANDS_PER_GPU, CUDA_HOSTED_BAND_ROWS,
+    distributed_patience, CUDA_DISTRIBUTED_POLL, CUDA_HOSTED_BANDS_PER_GPU, CUDA_HOSTED_BAND_ROWS,
     CUDA_HOSTED_B_CHUNK_BYTES, CUDA_HOSTED_STAGING_BUFFERS, CUDA_HOSTED_STAGING_BYTES,
 };
 use crate::element::Element;
@@ -80,15 +79,6 @@ pub(crate) fn device_bytes<T: Element>((m, k, n): (usize, usize, usize), gpus: u
     (k * n + 2 * rows * (k + n)) * std::mem::size_of::<T>() as u128
 }
 
-/// How long a wait may take before the product is abandoned.
-fn patience((m, k, n): (usize, usize, usize), gpus: usize) -> Duration {
-    let per_gpu = 2.0 * m as f64 * k as f64 * n as f64 / gpus as f64;
-    Duration::from_secs_f64(
-        CUDA_DISTRIBUTED_WAIT_BASE_SECONDS
-            + CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP * per_gpu / 1e15,
-    )
-}
-
 /// Waits for `event` until `deadline`, polling; `gpu` names the device.
 fn wait_bounded(event: &CudaEvent, deadline: Instant, gpu: &Gpu) -> Result<(), Error> {
     loop {
@@ -99,7 +89,7 @@ fn wait_bounded(event: &CudaEvent, deadline: Instant, gpu: &Gpu) -> Result<(), E
         }
         if Instant::now() > deadline {
             return Err(Error::Processor {
-                processor: format!("cuda:{}", gpu.info().ordinal),
+                processor: gpu.label(),
                 reason: "did not finish in time; the product was abandoned".into(),
             });
         }
@@ -109,7 +99,7 @@ fn wait_bounded(event: &CudaEvent, deadline: Instant, gpu: &Gpu) -> Result<(), E
 
 fn fault(gpu: &Gpu, what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Processor {
-        processor: format!("cuda:{}", gpu.info().ordinal),
+        processor: gpu.label(),
         reason: format!("{what}: {e:?}"),
     }
 }
@@ -118,7 +108,7 @@ fn named(gpu: &Gpu, e: Error) -> Error {
     match e {
         Error::Processor { .. } | Error::Interrupted => e,
         other => Error::Processor {
-            processor: format!("cuda:{}", gpu.info().ordinal),
+            processor: gpu.label(),
             reason: other.to_string(),
         },
     }
@@ -191,7 +181,7 @@ pub(crate) fn multiply<T: Element>(
 ) -> Result<Report, Error> {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let start = Instant::now();
-    let deadline = start + patience((m, k, n), gpus.len());
+    let deadline = start + distributed_patience((m, k, n), gpus.len());
     let elem = std::mem::size_of::<T>();
     let rows = band_rows(m, gpus.len());
     let chunk_rows = (CUDA_HOSTED_B_CHUNK_BYTES / (n * elem)).clamp(1, k);

@@ -209,6 +209,19 @@ pub(crate) const CUDA_DISTRIBUTED_WAIT_BASE_SECONDS: f64 = 120.0;
 /// is a GPU running at 1 TFLOPS, far below any the product runs on.
 pub(crate) const CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP: f64 = 1000.0;
 
+/// How long a product over several GPUs may wait for them: the base and
+/// the allowance per operation above, for (m, k, n) shared by `gpus`.
+pub(crate) fn distributed_patience(
+    (m, k, n): (usize, usize, usize),
+    gpus: usize,
+) -> std::time::Duration {
+    let per_gpu = 2.0 * m as f64 * k as f64 * n as f64 / gpus.max(1) as f64;
+    std::time::Duration::from_secs_f64(
+        CUDA_DISTRIBUTED_WAIT_BASE_SECONDS
+            + CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP * per_gpu / 1e15,
+    )
+}
+
 /// How often that wait polls the GPUs' events and the communicators'
 /// asynchronous errors.
 pub(crate) const CUDA_DISTRIBUTED_POLL: std::time::Duration = std::time::Duration::from_micros(200);
