@@ -97,13 +97,10 @@ pub struct TeamReport {
 }
 
 impl TeamReport {
-    /// words_per_processor / lower_bound (1 when both are 0).
+    /// words_per_processor / lower_bound (1 when both are 0, ∞ when only
+    /// the bound is).
     pub fn bound_ratio(&self) -> f64 {
-        match (self.words_per_processor, self.lower_bound) {
-            (0, _) => 1.0,
-            (_, b) if b <= 0.0 => f64::INFINITY,
-            (q, b) => q as f64 / b,
-        }
+        planner::bound_ratio(self.words_per_processor, self.lower_bound)
     }
 }
 

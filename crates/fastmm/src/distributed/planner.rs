@@ -104,11 +104,16 @@ impl Plan {
     /// words_per_processor / lower_bound (1 when both are 0; ∞ when only
     /// the bound is).
     pub fn bound_ratio(&self) -> f64 {
-        match (self.words_per_processor, self.lower_bound) {
-            (0, _) => 1.0,
-            (_, b) if b <= 0.0 => f64::INFINITY,
-            (q, b) => q as f64 / b,
-        }
+        bound_ratio(self.words_per_processor, self.lower_bound)
+    }
+}
+
+/// `words` / `bound`: 1 when both are 0, ∞ when only the bound is.
+pub fn bound_ratio(words: u128, bound: f64) -> f64 {
+    match (words, bound) {
+        (0, _) => 1.0,
+        (_, b) if b <= 0.0 => f64::INFINITY,
+        (q, b) => q as f64 / b,
     }
 }
 
