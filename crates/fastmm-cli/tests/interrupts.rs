@@ -2,6 +2,7 @@
 //! core), `bench --out` and `tune`: each exits with 130, leaves no
 //! temporary file, and leaves the earlier outputs as they were.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -137,12 +138,12 @@ fn a_twice_interrupted_bench_and_an_interrupted_tune_keep_earlier_files() {
     let out_dir = dir.join("out");
     std::fs::create_dir_all(&out_dir).unwrap();
     std::fs::write(out_dir.join("results.csv"), "an earlier sweep").unwrap();
-    let child = spawn(
+    let mut child = spawn(
         &dir,
         &[
             "bench",
             "--sizes",
-            "32..4096x2",
+            "1024..4096x2",
             "--algo",
             "naive",
             "--reps",
@@ -153,9 +154,23 @@ fn a_twice_interrupted_bench_and_an_interrupted_tune_keep_earlier_files() {
     );
     std::thread::sleep(Duration::from_millis(300));
     // The first signal asks for a clean stop after the current point; a
-    // second, before that point ends, quits at once.
+    // second, before that point ends, quits at once. The second is sent
+    // only once the first has been handled: two signals sent back to back
+    // can merge into one while the first is still pending, and then the
+    // bench would rightly stop cleanly and write its results.
     signal(&child, "TERM");
-    signal(&child, "TERM");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let mut seen = String::new();
+    let mut buf = [0u8; 256];
+    while !seen.contains("finishing this point") {
+        match stderr.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    if seen.contains("finishing this point") {
+        signal(&child, "TERM");
+    }
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     assert_eq!(names(&out_dir), ["results.csv"]);
