@@ -292,3 +292,16 @@ pub const FREIVALDS_INT_VECTORS: usize = 20;
 /// Safety factor on the first-order rounding bound γ_k ≈ k·u used to accept
 /// a float result (see `verify`).
 pub const FLOAT_TOLERANCE_FACTOR: f64 = 2.0;
+
+/// Emulated products: the most elements of C, as a fraction m·n/this,
+/// whose accuracy the chosen bits cannot certify and that are recomputed
+/// by the native product one by one; past it the whole product runs
+/// natively. Each such element costs k native multiply-adds, so 1/256 of
+/// C costs at most 1/256 of the native product.
+pub const EMULATION_FIXUP_FRACTION: usize = 256;
+
+/// Emulated products: the depth of one INT8 product. Each of its INT32
+/// sums adds at most this many products of symmetric residues (|r| ≤ 128),
+/// so |sum| ≤ 2¹⁶·2¹⁴ = 2³⁰ < 2³¹; deeper products are split along k and
+/// their sums added modulo each modulus.
+pub const EMULATION_K_CHUNK: usize = 1 << 16;

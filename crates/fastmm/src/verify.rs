@@ -10,7 +10,8 @@
 //!   form of Higham's bound for classical summation,
 //!   |c_ij − (AB)_ij| ≤ γ·(|A||B|)_ij with γ = f·g·(k+1)·u, where u is the
 //!   unit roundoff, f = [`FLOAT_TOLERANCE_FACTOR`] and g an algorithm's growth
-//!   factor (1 for classical algorithms). A componentwise test catches one
+//!   factor (1 for classical algorithms), plus f·g·(k+1)·η for the absolute
+//!   errors of gradual underflow (η the spacing of the subnormals). A componentwise test catches one
 //!   wrong element, which a norm-wise test of a large matrix would not.
 //!   - For m·n·k ≤ [`FULL_CHECK_MAX_MNK`] every element is checked against a
 //!     reference computed in f64.
@@ -128,6 +129,10 @@ pub fn verify_with_growth<T: Element>(
         } else {
             0.0
         },
+        underflow: FLOAT_TOLERANCE_FACTOR
+            * growth
+            * (a.cols() as f64 + 1.0)
+            * subnormal_spacing(T::DTYPE),
         largest: largest_finite(T::DTYPE),
     };
     Ok(match (T::DTYPE.is_integer(), full) {
@@ -139,11 +144,17 @@ pub fn verify_with_growth<T: Element>(
 }
 
 /// A float element's allowed error: γ·(|A||B|)_ij, but at least `floor`
-/// (the norm-wise allowance of fast algorithms; 0 for classical ones).
+/// (the norm-wise allowance of fast algorithms; 0 for classical ones),
+/// plus `underflow`.
 #[derive(Clone, Copy)]
 struct Bound {
     gamma: f64,
     floor: f64,
+    /// f·g·(k+1)·η with η the spacing of T's subnormals: in the gradual
+    /// underflow range each operation's error is absolute, up to η/2
+    /// (Higham, §2.1), which no multiple of (|A||B|)_ij covers, in the
+    /// product or in the f64 reference.
+    underflow: f64,
     /// The largest finite value of the element type: a reference beyond
     /// it overflows to ±∞.
     largest: f64,
@@ -151,7 +162,7 @@ struct Bound {
 
 impl Bound {
     fn of(self, magnitude: f64) -> f64 {
-        (self.gamma * magnitude).max(self.floor)
+        (self.gamma * magnitude).max(self.floor) + self.underflow
     }
 }
 
@@ -162,6 +173,16 @@ fn max_finite_abs<T: Element>(m: MatRef<'_, T>) -> f64 {
         .map(|x| x.to_f64().abs())
         .filter(|x| x.is_finite())
         .fold(0.0, f64::max)
+}
+
+/// The spacing of a float type's subnormal numbers (0 for integers).
+fn subnormal_spacing(dtype: crate::element::DType) -> f64 {
+    use crate::element::DType;
+    match dtype {
+        DType::F32 => f64::from(f32::from_bits(1)),
+        DType::F64 => f64::from_bits(1),
+        DType::I32 | DType::I64 => 0.0,
+    }
 }
 
 /// The largest finite value of a float type (∞ for integers, which do
@@ -363,7 +384,8 @@ fn float_randomized<T: Element>(
         let sums = cx.iter().zip(&abx).zip(&magnitudes).zip(&skip_row);
         for (((got, want), &size), &skip) in sums {
             if !skip {
-                let allowed = (bound.gamma * size).max(bound.floor * x_norm);
+                let allowed =
+                    (bound.gamma * size).max(bound.floor * x_norm) + bound.underflow * x_norm;
                 tally.bound_only((got - want).abs(), allowed);
             }
         }

@@ -1,0 +1,363 @@
+//! The emulated product on the CPU, step by step as the GPU takes it:
+//! the reference twin and test oracle of the GPU kernels, and the CPU's
+//! own `emulated` algorithm (slow: its INT8 products are scalar loops).
+
+use rayon::prelude::*;
+
+use super::certify::{bits_needed, route, tau, Route};
+use super::moduli::{symmetric_residue, Garner, MODULI};
+use super::scaling::{col_stats, ldexp, magnitude, row_stats, scaled, VectorStats};
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatMut, MatRef};
+use crate::tunables::EMULATION_K_CHUNK;
+
+/// An INT8 product with INT32 sums, as the tensor cores compute it: rows
+/// of `a` (m×k) against rows of `bt` (n×k), both k-contiguous; each sum
+/// over at most [`EMULATION_K_CHUNK`] of k, the chunks added in i64.
+fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i64> {
+    let mut out = vec![0i64; m * n];
+    out.par_chunks_mut(n.max(1))
+        .enumerate()
+        .for_each(|(i, row)| {
+            let ai = &a[i * k..][..k];
+            for (j, c) in row.iter_mut().enumerate() {
+                let bj = &bt[j * k..][..k];
+                let mut total = 0i64;
+                for (pa, pb) in ai
+                    .chunks(EMULATION_K_CHUNK)
+                    .zip(bj.chunks(EMULATION_K_CHUNK))
+                {
+                    let sum = pa
+                        .iter()
+                        .zip(pb)
+                        .fold(0i32, |s, (&x, &y)| s + i32::from(x) * i32::from(y));
+                    total += i64::from(sum);
+                }
+                *c = total;
+            }
+        });
+    out
+}
+
+/// What an emulated product did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Emulation {
+    /// The route taken: emulated (bits, moduli, fix-ups) or native.
+    pub route: Route,
+    /// The fewest bits any element needed (0 for an empty product).
+    pub least_bits: u32,
+}
+
+/// C ← α·A·B + β·C by Ozaki scheme II, as the GPU computes it: scaling,
+/// the certificate's magnitude product and histogram, the route, INT8
+/// residue products, Garner's reconstruction, the scaling back, and the
+/// native recomputation of uncertified elements (or of everything, where
+/// the route says so). β = 0 never reads C.
+///
+/// # Errors
+/// Mismatched shapes; integer element types.
+pub fn gemm_reference<T: Element>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    mut c: MatMut<'_, T>,
+) -> Result<Emulation, Error> {
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    if b.rows() != k {
+        return Err(Error::DimensionMismatch {
+            a: a.shape(),
+            b: b.shape(),
+        });
+    }
+    if c.shape() != (m, n) {
+        return Err(Error::OutputShape {
+            expected: (m, n),
+            got: c.shape(),
+        });
+    }
+    if T::DTYPE.is_integer() {
+        return Err(Error::Unsupported {
+            algorithm: "emulated",
+            what: format!("{} (integers are exact natively)", T::DTYPE),
+        });
+    }
+    let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+    let store = |c: &mut MatMut<'_, T>, i: usize, j: usize, product: f64| {
+        let value = if beta == 0.0 {
+            alpha * product
+        } else {
+            alpha * product + beta * c.get(i, j).to_f64()
+        };
+        c.set(i, j, T::from_f64(value));
+    };
+    let native = |i: usize, j: usize| -> f64 {
+        (0..k)
+            .map(|p| a.get(i, p).to_f64() * b.get(p, j).to_f64())
+            .sum()
+    };
+    if m == 0 || n == 0 {
+        return Ok(Emulation {
+            route: Route::Emulated {
+                bits: 1,
+                moduli: 1,
+                fixups: 0,
+            },
+            least_bits: 0,
+        });
+    }
+
+    // 1. Statistics of rows and columns; 2. the magnitude product.
+    let rows = row_stats(a);
+    let cols = col_stats(b);
+    let mag_a: Vec<i8> = (0..m * k)
+        .map(|x| magnitude(a.get(x / k, x % k).to_f64(), &rows[x / k]))
+        .collect();
+    let mag_bt: Vec<i8> = (0..n * k)
+        .map(|x| magnitude(b.get(x % k, x / k).to_f64(), &cols[x / k]))
+        .collect();
+    let g = int8_product(&mag_a, &mag_bt, m, n, k);
+
+    // 3. Every element's need, counted.
+    let t = tau(k, T::DTYPE.unit_roundoff());
+    let need: Vec<u8> = (0..m * n)
+        .map(|x| bits_needed(&rows[x / n], &cols[x % n], g[x] as f64, k, t))
+        .collect();
+    let mut histogram = [0u64; 256];
+    for &v in &need {
+        histogram[v as usize] += 1;
+    }
+    let least_bits = need.iter().copied().min().unwrap_or(0) as u32;
+    let route = route(&histogram, m, k, n);
+    let (bits, moduli) = match route {
+        Route::Emulated { bits, moduli, .. } => (bits, moduli),
+        Route::Native { .. } => {
+            for i in 0..m {
+                for j in 0..n {
+                    store(&mut c, i, j, native(i, j));
+                }
+            }
+            return Ok(Emulation { route, least_bits });
+        }
+    };
+
+    // 4. Scaled integers (exact in an f64, |x′| ≤ 2^bits ≤ 2^62).
+    let int_a: Vec<i64> = (0..m * k)
+        .map(|x| scaled(a.get(x / k, x % k).to_f64(), &rows[x / k], bits) as i64)
+        .collect();
+    let int_bt: Vec<i64> = (0..n * k)
+        .map(|x| scaled(b.get(x % k, x / k).to_f64(), &cols[x / k], bits) as i64)
+        .collect();
+
+    // 5. One INT8 product per modulus.
+    let products: Vec<Vec<i64>> = MODULI[..moduli]
+        .iter()
+        .map(|&md| {
+            let ra: Vec<i8> = int_a
+                .iter()
+                .map(|&x| symmetric_residue(x.into(), md))
+                .collect();
+            let rb: Vec<i8> = int_bt
+                .iter()
+                .map(|&x| symmetric_residue(x.into(), md))
+                .collect();
+            int8_product(&ra, &rb, m, n, k)
+        })
+        .collect();
+
+    // 6. Reconstruction and scaling back; uncertified elements natively.
+    let garner = Garner::new(moduli);
+    let mut residues = vec![0i64; moduli];
+    for (i, row) in rows.iter().enumerate() {
+        for (j, col) in cols.iter().enumerate() {
+            let x = i * n + j;
+            if need[x] as u32 > bits {
+                store(&mut c, i, j, native(i, j));
+                continue;
+            }
+            for (l, r) in residues.iter_mut().enumerate() {
+                *r = products[l][x];
+            }
+            let exact = garner.reconstruct(&residues);
+            store(&mut c, i, j, unscale(exact, row, col, bits));
+        }
+    }
+    Ok(Emulation { route, least_bits })
+}
+
+/// x·2^{E_i+F_j+2−2b}: the exact integer product scaled back, rounded
+/// once to f64 (then once more where the result is subnormal).
+pub fn unscale(x: i128, row: &VectorStats, col: &VectorStats, bits: u32) -> f64 {
+    ldexp(x as f64, row.exponent + col.exponent + 2 - 2 * bits as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Matrix;
+    use crate::verify::verify;
+    use rand::{Rng, SeedableRng};
+
+    fn check<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Emulation {
+        let mut c = Matrix::<T>::filled(a.rows(), b.cols(), T::from_f64(f64::NAN));
+        let e = gemm_reference(
+            T::from_f64(1.0),
+            a.as_ref(),
+            b.as_ref(),
+            T::from_f64(0.0),
+            c.as_mut(),
+        )
+        .unwrap();
+        let v = verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap();
+        assert!(
+            v.ok,
+            "{}×{}×{} {:?}: bound ratio {}",
+            a.rows(),
+            a.cols(),
+            b.cols(),
+            e,
+            v.bound_ratio
+        );
+        e
+    }
+
+    /// Random data of every shape of the matrix, f32 and f64, within the
+    /// native bound; integers held in floats come back exactly.
+    #[test]
+    fn random_products_are_within_the_native_bound() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        for (m, k, n) in [
+            (1, 1, 1),
+            (2, 3, 5),
+            (7, 1, 3),
+            (5, 17, 8),
+            (9, 31, 2),
+            (33, 64, 17),
+            (16, 127, 16),
+        ] {
+            let a = Matrix::<f64>::from_fn(m, k, |_, _| rng.random_range(-1.0..1.0));
+            let b = Matrix::<f64>::from_fn(k, n, |_, _| rng.random_range(-1.0..1.0));
+            let e = check(&a, &b);
+            assert!(
+                matches!(e.route, Route::Emulated { fixups: 0, .. }),
+                "{e:?}"
+            );
+            let a32 = Matrix::<f32>::from_fn(m, k, |i, j| a.get(i, j) as f32);
+            let b32 = Matrix::<f32>::from_fn(k, n, |i, j| b.get(i, j) as f32);
+            let e32 = check(&a32, &b32);
+            match (e.route, e32.route) {
+                (Route::Emulated { moduli: m64, .. }, Route::Emulated { moduli: m32, .. }) => {
+                    assert!(m32 < m64, "f32 {m32} moduli, f64 {m64}")
+                }
+                r => panic!("{r:?}"),
+            }
+            let ai = Matrix::<f64>::from_fn(m, k, |_, _| rng.random_range(-100i32..100) as f64);
+            let bi = Matrix::<f64>::from_fn(k, n, |_, _| rng.random_range(-100i32..100) as f64);
+            let mut c = Matrix::<f64>::zeros(m, n);
+            gemm_reference(1.0, ai.as_ref(), bi.as_ref(), 0.0, c.as_mut()).unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    let exact: f64 = (0..k).map(|p| ai.get(i, p) * bi.get(p, j)).sum();
+                    assert_eq!(c.get(i, j), exact);
+                }
+            }
+        }
+    }
+
+    /// Wide exponent ranges (1e−30 to 1e30 within every row and column),
+    /// zero rows and columns, subnormals, NaN and ∞: every element within
+    /// the bound or IEEE's answer, through more bits, fix-ups or the
+    /// native route.
+    #[test]
+    fn hard_inputs_stay_within_the_bound() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        let (m, k, n) = (24, 40, 20);
+        let wide = |rng: &mut rand_pcg::Pcg64| {
+            let e: f64 = rng.random_range(-30.0..30.0);
+            let s = if rng.random_bool(0.5) { 1.0 } else { -1.0 };
+            s * 10f64.powf(e)
+        };
+        let a = Matrix::<f64>::from_fn(m, k, |_, _| wide(&mut rng));
+        let b = Matrix::<f64>::from_fn(k, n, |_, _| wide(&mut rng));
+        check(&a, &b);
+        let a32 = Matrix::<f32>::from_fn(m, k, |i, j| a.get(i, j) as f32);
+        let b32 = Matrix::<f32>::from_fn(k, n, |i, j| b.get(i, j) as f32);
+        check(&a32, &b32);
+
+        // Zero rows and columns, subnormals, and one NaN, one ∞.
+        let mut a = Matrix::<f64>::from_fn(m, k, |_, _| rng.random_range(-1.0..1.0));
+        let mut b = Matrix::<f64>::from_fn(k, n, |_, _| rng.random_range(-1.0..1.0));
+        for p in 0..k {
+            a.set(3, p, 0.0);
+            b.set(p, 4, 0.0);
+            a.set(5, p, rng.random_range(-1.0..1.0) * 1e-310);
+            b.set(p, 6, rng.random_range(-1.0..1.0) * 1e-300);
+        }
+        a.set(7, 2, f64::NAN);
+        b.set(9, 8, f64::INFINITY);
+        let e = check(&a, &b);
+        // The NaN's row and the ∞'s column: 20 + 24 − 1 elements natively,
+        // more than 24·20/256 allow, so the whole product runs natively.
+        assert!(matches!(e.route, Route::Native { .. }), "{e:?}");
+        a.set(7, 2, 0.5);
+        b.set(9, 8, 0.5);
+        let e = check(&a, &b);
+        assert!(matches!(e.route, Route::Emulated { .. }), "{e:?}");
+
+        // Magnitudes that cancel: a row's large entries meet a column's
+        // small ones, so the row/column scaling loses the products that
+        // matter; the certificate sees it and takes more bits.
+        let mut a = Matrix::<f64>::from_fn(4, 8, |_, p| if p < 4 { 1e20 } else { 1.0 });
+        let b = Matrix::<f64>::from_fn(8, 4, |p, _| if p < 4 { 1e-20 } else { 1.0 });
+        check(&a, &b);
+        a.set(0, 0, 1e300);
+        check(&a, &b);
+    }
+
+    /// α, β and a strided, transposed C, against the product of the
+    /// parts.
+    #[test]
+    fn alpha_beta_and_views() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(9);
+        let a = Matrix::<f64>::from_fn(6, 9, |_, _| rng.random_range(-1.0..1.0));
+        let b = Matrix::<f64>::from_fn(9, 5, |_, _| rng.random_range(-1.0..1.0));
+        let c0 = Matrix::<f64>::from_fn(5, 6, |_, _| rng.random_range(-1.0..1.0));
+        let mut c = c0.clone();
+        gemm_reference(2.0, a.as_ref(), b.as_ref(), -0.5, c.as_mut().t()).unwrap();
+        let mut p = Matrix::<f64>::zeros(6, 5);
+        gemm_reference(1.0, a.as_ref(), b.as_ref(), 0.0, p.as_mut()).unwrap();
+        for i in 0..6 {
+            for j in 0..5 {
+                let want = 2.0 * p.get(i, j) - 0.5 * c0.get(j, i);
+                assert!((c.get(j, i) - want).abs() <= 1e-14, "({i}, {j})");
+            }
+        }
+        let mut empty = Matrix::<f64>::zeros(0, 5);
+        gemm_reference(
+            1.0,
+            Matrix::<f64>::zeros(0, 9).as_ref(),
+            b.as_ref(),
+            0.0,
+            empty.as_mut(),
+        )
+        .unwrap();
+        // k = 0: C = β·C.
+        let mut c = Matrix::<f64>::filled(2, 2, 4.0);
+        gemm_reference(
+            1.0,
+            Matrix::<f64>::zeros(2, 0).as_ref(),
+            Matrix::<f64>::zeros(0, 2).as_ref(),
+            0.5,
+            c.as_mut(),
+        )
+        .unwrap();
+        assert_eq!(c.as_slice(), &[2.0; 4]);
+        let i = Matrix::<i32>::zeros(2, 2);
+        let mut ci = Matrix::<i32>::zeros(2, 2);
+        assert!(matches!(
+            gemm_reference(1, i.as_ref(), i.as_ref(), 0, ci.as_mut()),
+            Err(Error::Unsupported { .. })
+        ));
+    }
+}
