@@ -276,6 +276,7 @@ fn run_jobs<T: Element>(
             upload_ms: add(total.upload_ms, t.upload_ms),
             download_ms: add(total.download_ms, t.download_ms),
             streamed: t.streamed.or(total.streamed),
+            emulation: fastmm::emulation::Tally::merged(total.emulation, t.emulation),
         };
     }
     Ok(total)

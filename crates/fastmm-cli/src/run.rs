@@ -304,6 +304,12 @@ fn run_typed<T: Element>(
             ),
             None => plan.label(),
         };
+        // The emulated product's route: its moduli and bits, and where
+        // accuracy sent elements or the whole product to the native path.
+        let kernel = match &runs[runs.len() / 2].emulation {
+            Some(tally) => format!("{kernel}; {}", tally.label()),
+            None => kernel,
+        };
         records.push(Record {
             algorithm: label,
             kernel,

@@ -59,6 +59,9 @@ pub struct Timing {
     pub download_ms: Option<f64>,
     /// GPU out of core: how it streamed.
     pub streamed: Option<Streamed>,
+    /// The `emulated` algorithm: the route its pieces took (moduli, bits,
+    /// elements or pieces computed natively).
+    pub emulation: Option<crate::emulation::Tally>,
 }
 
 impl Timing {
@@ -409,9 +412,17 @@ impl Context {
             return on_gpu(gpu, alpha, a, b, beta, c, &opts, timed);
         }
         let _ = timed;
-        cpu::multiply(alpha, a, b, beta, c, &opts)?;
+        let emulation = if opts.algorithm == Algorithm::Emulated {
+            let mut tally = crate::emulation::Tally::default();
+            tally.add(crate::emulation::gemm_reference(alpha, a, b, beta, c)?.route);
+            Some(tally)
+        } else {
+            cpu::multiply(alpha, a, b, beta, c, &opts)?;
+            None
+        };
         Ok(Timing {
             compute_ms: elapsed_ms(start),
+            emulation,
             ..Timing::default()
         })
     }
@@ -613,6 +624,7 @@ fn on_gpu<T: Element>(
                 products_fraction: report.products_seconds / report.seconds,
                 staging_seconds: report.staging_seconds,
             }),
+            emulation: None,
         });
     }
     let times = product::multiply(gpu, alpha, a, b, beta, c, opts, timed)?;
@@ -621,6 +633,7 @@ fn on_gpu<T: Element>(
         upload_ms: Some(times.upload_ms),
         download_ms: Some(times.download_ms),
         streamed: None,
+        emulation: times.emulation,
     })
 }
 

@@ -252,6 +252,11 @@ pub enum Algorithm {
     CudaFast,
     /// cuBLAS sgemm/dgemm.
     Cublas,
+    /// f32/f64 products from exact integer ones (Ozaki scheme II): INT8
+    /// products of residues, certified per element against the classical
+    /// bound, uncertified elements recomputed natively. On a GPU the INT8
+    /// tensor cores; on the CPU the reference twin (slow).
+    Emulated,
 }
 
 /// What the algorithm table knows about an algorithm.
@@ -383,6 +388,15 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
         on_cpu: false,
         on_cuda: true,
     },
+    AlgorithmInfo {
+        algorithm: Algorithm::Emulated,
+        name: "emulated",
+        summary: "f32/f64 from exact INT8 residue products (Ozaki scheme II), certified within the classical bound; INT8 tensor cores on a GPU, the slow reference twin on the CPU",
+        uses_tile: false,
+        uses_threads: false,
+        on_cpu: true,
+        on_cuda: true,
+    },
 ];
 
 /// Names the algorithms had when the device was part of the name, and the
@@ -456,6 +470,21 @@ impl Algorithm {
     /// Every algorithm but `auto` that runs on devices of `kind`.
     pub fn all_on(kind: DeviceKind) -> impl Iterator<Item = Algorithm> {
         Algorithm::all().filter(move |a| a.runs_on(kind))
+    }
+
+    /// Whether it multiplies elements of `dtype`: cuBLAS and `emulated`
+    /// take floats only (integers are exact natively).
+    pub fn supports(self, dtype: crate::element::DType) -> bool {
+        !(dtype.is_integer() && matches!(self, Algorithm::Cublas | Algorithm::Emulated))
+    }
+
+    /// Every algorithm but `auto` that runs on devices of `kind` and
+    /// multiplies elements of `dtype`.
+    pub fn all_for(
+        kind: DeviceKind,
+        dtype: crate::element::DType,
+    ) -> impl Iterator<Item = Algorithm> {
+        Algorithm::all_on(kind).filter(move |a| a.supports(dtype))
     }
 
     /// Comma-separated list of the names, for messages.

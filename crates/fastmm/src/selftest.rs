@@ -86,6 +86,10 @@ pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
             }
         }
     }
+    if Algorithm::Emulated.runs_on(kind) {
+        rows.push(emulation_checks::<f32>(ctx));
+        rows.push(emulation_checks::<f64>(ctx));
+    }
     #[cfg(feature = "cuda")]
     if kind == DeviceKind::Cuda {
         rows.extend(gpu::schedule_checks(ctx)?);
@@ -362,6 +366,117 @@ fn check_shape<T: Element>(
         )),
         Err(e) => row.failures.push(format!("{label} NaN/∞ inputs: {e}")),
     }
+}
+
+/// Entry (i, j) of A (true) or B of a hard input.
+type EntryFn = dyn Fn(usize, usize, bool, &mut SeededRng) -> f64;
+
+/// Shapes of the emulated algorithm's hard inputs: odd, prime, and deep
+/// enough for thousands of terms per sum.
+const EMULATION_SHAPES: &[(usize, usize, usize)] =
+    &[(1, 1, 1), (33, 64, 17), (97, 89, 101), (130, 2049, 129)];
+
+/// The emulated algorithm on inputs that defeat a plain row/column
+/// scaling, each verified within the classical bound and its route
+/// reported: entries from 1e−30 to 1e30 within every row and column,
+/// zero rows and columns, subnormals, a row's large entries meeting a
+/// column's small ones, and one NaN and one ∞.
+fn emulation_checks<T: Element>(ctx: &Context) -> Check {
+    let mut row = Check::new(format!("emulated hard inputs {}", T::DTYPE));
+    let mut rng = seeded_rng(41);
+    let opts = GemmOptions::new(Algorithm::Emulated);
+    // f32's range: subnormals from 1e−40, the wide entries to 1e±30.
+    let tiny = if T::DTYPE == DType::F32 {
+        1e-40
+    } else {
+        1e-310
+    };
+    for &(m, k, n) in EMULATION_SHAPES {
+        let cases: [(&str, Box<EntryFn>); 5] = [
+            (
+                "1e±30",
+                Box::new(|_, _, _, rng: &mut SeededRng| {
+                    let e: f64 = rand::Rng::random_range(rng, -30.0..30.0);
+                    let sign = if rand::Rng::random_bool(rng, 0.5) {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                    sign * 10f64.powf(e)
+                }),
+            ),
+            (
+                "zero rows and columns",
+                Box::new(|i, j, is_a, rng: &mut SeededRng| {
+                    let zero = if is_a { i % 3 == 1 } else { j % 4 == 2 };
+                    if zero {
+                        0.0
+                    } else {
+                        rand::Rng::random_range(rng, -1.0..1.0)
+                    }
+                }),
+            ),
+            (
+                "subnormals",
+                Box::new(move |i, _, is_a, rng: &mut SeededRng| {
+                    let x: f64 = rand::Rng::random_range(rng, -1.0..1.0);
+                    if is_a && i % 2 == 0 {
+                        x * tiny
+                    } else {
+                        x
+                    }
+                }),
+            ),
+            (
+                "large meets small",
+                Box::new(|i, j, is_a, rng: &mut SeededRng| {
+                    let x: f64 = rand::Rng::random_range(rng, 0.5..1.0);
+                    // A's first columns are 1e20 times its others; B's
+                    // first rows 1e−20 times its others.
+                    match (is_a, if is_a { j } else { i } < 4) {
+                        (true, true) => x * 1e20,
+                        (false, true) => x * 1e-20,
+                        _ => x,
+                    }
+                }),
+            ),
+            (
+                "NaN and ∞",
+                Box::new(|_, _, _, rng: &mut SeededRng| rand::Rng::random_range(rng, -1.0..1.0)),
+            ),
+        ];
+        for (name, entry) in cases.iter() {
+            let label = format!("{m}×{k}×{n} {name}");
+            let mut a = Matrix::<T>::from_fn(m, k, |i, j| T::from_f64(entry(i, j, true, &mut rng)));
+            let mut b =
+                Matrix::<T>::from_fn(k, n, |i, j| T::from_f64(entry(i, j, false, &mut rng)));
+            if *name == "NaN and ∞" {
+                a.set(m / 2, k / 2, T::from_f64(f64::NAN));
+                b.set(k - 1, 0, T::from_f64(f64::INFINITY));
+            }
+            let mut c = Matrix::filled(m, n, T::poison());
+            let outcome = ctx
+                .gemm_timed(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
+                .and_then(|timing| {
+                    let verdict = crate::verify::verify(a.as_ref(), b.as_ref(), c.as_ref())?;
+                    Ok((timing, verdict))
+                });
+            match outcome {
+                Ok((timing, verdict)) if verdict.ok && timing.emulation.is_some() => {
+                    row.passed += 1
+                }
+                Ok((timing, verdict)) => row.failures.push(format!(
+                    "{label}: {:.2}× its bound, route {}",
+                    verdict.bound_ratio,
+                    timing
+                        .emulation
+                        .map_or("not reported".into(), |t| t.label())
+                )),
+                Err(e) => row.failures.push(format!("{label}: {e}")),
+            }
+        }
+    }
+    row
 }
 
 /// Every shape of `shapes` with `opts` in `ctx`; `None` for a type the

@@ -5,8 +5,8 @@ use fastmm::info::supports;
 use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
 use fastmm::verify::{verify, verify_with_growth};
 use fastmm::{
-    gemm, matmul_with, Algorithm, Context, CpuKernel, DeviceKind, Element, Error, GemmOptions,
-    MatMut, MatRef, Matrix, SumStores, Variant,
+    gemm, matmul_with, Algorithm, Context, CpuKernel, DType, DeviceKind, Element, Error,
+    GemmOptions, MatMut, MatRef, Matrix, SumStores, Variant,
 };
 use proptest::prelude::*;
 
@@ -68,7 +68,7 @@ fn check_shape<T: Element>(m: usize, k: usize, n: usize, seed: u64) {
     let exact = T::DTYPE
         .is_integer()
         .then(|| reference_exact(a.as_ref(), b.as_ref()));
-    for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
+    for algorithm in Algorithm::all_for(DeviceKind::Cpu, T::DTYPE) {
         for opts in option_sets(algorithm) {
             let mut c = Matrix::filled(m, n, T::poison());
             gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts).unwrap();
@@ -138,7 +138,7 @@ fn alpha_and_beta_follow_blas() {
     let b: Matrix<i64> = random_matrix(k, n, &mut rng);
     let c0: Matrix<i64> = random_matrix(m, n, &mut rng);
     let ab = reference_exact(a.as_ref(), b.as_ref());
-    for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
+    for algorithm in Algorithm::all_for(DeviceKind::Cpu, DType::I64) {
         for (alpha, beta) in [(1, 0), (3, 2), (-2, 1), (0, 5), (0, 0)] {
             let mut c = c0.clone();
             gemm(
@@ -210,7 +210,7 @@ fn strided_and_transposed_views() {
         .collect();
     let a_view = a_t.as_ref().t();
     let b_view = MatRef::from_slice_strided(&b_colmajor, k, n, 1, k).unwrap();
-    for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
+    for algorithm in Algorithm::all_for(DeviceKind::Cpu, DType::I32) {
         let opts = GemmOptions::new(algorithm).tile(8).threads(2);
 
         // Column-major C: the boundary turns it into Cᵀ = BᵀAᵀ.
@@ -455,7 +455,7 @@ proptest! {
         let a = if a_transposed { a_store.as_ref().t() } else { a_store.as_ref() };
         let b = if b_transposed { b_store.as_ref().t() } else { b_store.as_ref() };
         let want = reference_exact(a, b);
-        for algorithm in Algorithm::all_on(DeviceKind::Cpu) {
+        for algorithm in Algorithm::all_for(DeviceKind::Cpu, DType::I64) {
             let opts = GemmOptions::new(algorithm).tile(tile).threads(threads);
             let got = matmul_with(a, b, &opts).unwrap();
             prop_assert_eq!(&got, &want, "{}", algorithm);

@@ -82,6 +82,11 @@ pub(crate) fn multiply<T: Element>(
         Algorithm::Strassen | Algorithm::Winograd => {
             strassen::multiply(alpha, a, b, beta, c, opts)?
         }
+        // The reference twin (a fast algorithm's leaves may run it; the
+        // boundary runs it itself to report its route).
+        Algorithm::Emulated => {
+            crate::emulation::gemm_reference(alpha, a, b, beta, c)?;
+        }
         other => {
             return Err(Error::Unsupported {
                 algorithm: other.name(),

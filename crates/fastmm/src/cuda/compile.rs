@@ -52,12 +52,16 @@ pub enum KernelSource {
     /// while staging and its result added into several blocks of C, for a
     /// group of products in one launch (tile = TM, as for `Fast`).
     Fused,
+    /// `emulated.cu`: the emulated product's statistics, splitting,
+    /// certificate, CRT accumulation and fix-ups
+    /// ([`KernelSource::EMULATED_ENTRIES`]; tile unused, 0).
+    Emulated,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
     #[cfg(any(test, feature = "dev"))]
-    pub const ALL: [KernelSource; 11] = [
+    pub const ALL: [KernelSource; 12] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -69,6 +73,17 @@ impl KernelSource {
         KernelSource::FastMbar,
         KernelSource::FastMma,
         KernelSource::Fused,
+        KernelSource::Emulated,
+    ];
+
+    /// The entry points of `emulated.cu`.
+    pub const EMULATED_ENTRIES: [&'static str; 6] = [
+        "emu_stats_rows",
+        "emu_stats_cols",
+        "emu_split",
+        "emu_need",
+        "emu_accumulate",
+        "emu_fixup",
     ];
 
     /// The second entry point of `fast_stream.cu`: adds the pieces of the
@@ -93,6 +108,7 @@ impl KernelSource {
         match self {
             KernelSource::Convert => dtype == DType::F32,
             KernelSource::FastMma | KernelSource::FastMbar => dtype == DType::F64,
+            KernelSource::Emulated => !dtype.is_integer(),
             _ => true,
         }
     }
@@ -113,6 +129,7 @@ impl KernelSource {
                 vec![CUDA_COMBINE_ROWS_PER_BLOCK]
             }
             KernelSource::Convert => vec![0, 1],
+            KernelSource::Emulated => vec![0],
             KernelSource::FastMma => vec![CUDA_MMA_STAGES],
             KernelSource::FastMbar => vec![MBAR_MICRO_TILE.0],
             _ => simt_micro_tiles(dtype).to_vec(),
@@ -126,7 +143,10 @@ impl KernelSource {
         let hopper_only = |s: KernelSource| {
             matches!(
                 s,
-                KernelSource::FastMma | KernelSource::Convert | KernelSource::FastMbar
+                KernelSource::FastMma
+                    | KernelSource::Convert
+                    | KernelSource::FastMbar
+                    | KernelSource::Emulated
             )
         };
         let mut keys = Vec::new();
@@ -179,6 +199,7 @@ impl KernelSource {
                 include_str!("kernels/simt_tile.cuh"),
                 include_str!("kernels/fused.cu")
             ),
+            KernelSource::Emulated => include_str!("kernels/emulated.cu"),
         }
     }
 
@@ -195,6 +216,7 @@ impl KernelSource {
             KernelSource::FastStream => "gemm_fast_stream",
             KernelSource::FastMma => "gemm_fast_mma",
             KernelSource::Fused => "gemm_fused",
+            KernelSource::Emulated => "emu_accumulate",
         }
     }
 
@@ -211,6 +233,7 @@ impl KernelSource {
             | KernelSource::FastMbar
             | KernelSource::Fused => "TM",
             KernelSource::FastMma => "STAGES",
+            KernelSource::Emulated => "EMU_TILE",
         }
     }
 }
@@ -261,6 +284,10 @@ fn defines(key: KernelKey, arch: &str) -> Result<Vec<String>, Error> {
     }
     if key.source.is_simt() || key.source == KernelSource::FastMma {
         defines.push(format!("-DRASTER_GROUP={}", CUDA_RASTER_GROUP));
+    }
+    if key.source == KernelSource::Emulated {
+        // Horner's rule of the CRT runs in 128-bit integers.
+        defines.push("--device-int128".to_string());
     }
     if key.source == KernelSource::FastRing {
         defines.push(format!("-DSTAGES={}", ring_stages(arch)?));
@@ -459,6 +486,7 @@ mod tests {
                     &[crate::cuda::tunables::CUDA_COMBINE_ROWS_PER_BLOCK]
                 }
                 KernelSource::Convert => &[0, 1],
+                KernelSource::Emulated => &[0],
                 // Every TM of some type; each type builds its own.
                 source if source.is_simt() => &[4, 8, 16],
                 KernelSource::FastMma => &[2, 3],
@@ -490,6 +518,14 @@ mod tests {
                             text.contains(&format!(".entry {}", source.entry())),
                             "{source:?} {dtype} tile {tile} {arch}: no entry point in the PTX"
                         );
+                        if source == KernelSource::Emulated {
+                            for entry in KernelSource::EMULATED_ENTRIES {
+                                assert!(
+                                    text.contains(&format!(".entry {entry}")),
+                                    "{dtype}: no {entry} in the PTX"
+                                );
+                            }
+                        }
                         if source == KernelSource::FastStream {
                             assert!(
                                 text.contains(&format!(

@@ -3,7 +3,8 @@
 //! ([`compile`]), the memory kinds of the seeds ([`memory`]), the classical
 //! products ([`gemm`]), a product of host matrices in one piece
 //! ([`product`]) or streamed in tiles ([`out_of_core`]), and the GPU backend
-//! of Strassen/Winograd ([`strassen`], [`fused`]). Its constants are in
+//! of Strassen/Winograd ([`strassen`], [`fused`]), and the `emulated`
+//! algorithm's INT8 pipeline ([`emulated`]). Its constants are in
 //! [`tunables`].
 //!
 //! Built with the `cuda` feature (on by default): cudarc loads libcuda,
@@ -13,6 +14,7 @@
 pub(crate) mod compile;
 pub(crate) mod device;
 pub(crate) mod distributed;
+pub(crate) mod emulated;
 pub(crate) mod fused;
 pub(crate) mod gemm;
 pub(crate) mod hosted;

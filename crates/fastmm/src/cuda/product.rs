@@ -32,6 +32,8 @@ pub(crate) struct GpuTimes {
     pub kernel_ms: f64,
     /// Device → host copy of C, host clock.
     pub download_ms: f64,
+    /// The `emulated` algorithm: the routes of the last timed launch.
+    pub emulation: Option<crate::emulation::Tally>,
 }
 
 /// C ← α·A·B + β·C with a GPU algorithm on host matrices: uploads A and B
@@ -102,6 +104,8 @@ pub(crate) fn multiply<T: Element>(
         None => None,
     };
     let mut launch_once = || -> Result<(), Error> {
+        // Each launch reports its own routes.
+        let _ = classical.take_emulation_tally();
         match &mut fast {
             Some((plan, backend)) => {
                 crate::strassen::engine::run(backend, *plan, alpha, beta, (m, k, n)).map(|_| ())
@@ -144,6 +148,7 @@ pub(crate) fn multiply<T: Element>(
         .collect::<Result<Vec<f64>, Error>>()?;
     kernel_times.sort_by(f64::total_cmp);
     let kernel_ms = kernel_times[kernel_times.len() / 2];
+    let emulation = classical.take_emulation_tally();
     drop(fast);
     drop(halves);
 
@@ -155,6 +160,7 @@ pub(crate) fn multiply<T: Element>(
         upload_ms,
         kernel_ms,
         download_ms,
+        emulation,
     })
 }
 

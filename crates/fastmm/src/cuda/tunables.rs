@@ -249,3 +249,9 @@ pub(crate) const CUDA_HOSTED_STAGING_BYTES: usize = 64 << 20;
 /// costs more than copying it (whole-band buffers, 5 GiB pinned per
 /// product at n = 32768, took 3 s before the first product on 2 H200s).
 pub(crate) const CUDA_HOSTED_STAGING_BUFFERS: usize = 4;
+
+/// The share of the GPU's free memory an emulated product's temporaries
+/// (residue planes, INT32 products, the certificate's needs) may take; the
+/// rest is headroom for cuBLAS's workspace and the pool's rounding. Rows
+/// of C are processed in blocks that fit.
+pub(crate) const CUDA_EMULATION_MEMORY_FRACTION: f64 = 0.8;

@@ -41,7 +41,7 @@ pub const UNCERTIFIED: u8 = u8::MAX;
 pub const MAX_BITS: u32 = 62;
 
 /// A safety factor on the norms, which are sums rounded in f64.
-const NORM_SLACK: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
+pub const NORM_SLACK: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
 
 /// τ = (k+1)·u: the classical product's bound per unit of (|A||B|)_ij.
 pub fn tau(k: usize, unit_roundoff: f64) -> f64 {

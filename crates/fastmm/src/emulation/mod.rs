@@ -20,6 +20,8 @@
 //!    the exact integer Σ_p a′_ip·b′_pj (|·| < M/2 with M = Π m_l), which
 //!    is rounded once and scaled back by 2^{E_i+F_j+2−2b}.
 
+use serde::Serialize;
+
 pub mod certify;
 pub mod moduli;
 pub mod reference;
@@ -28,3 +30,75 @@ pub mod scaling;
 pub use certify::Route;
 pub use moduli::{moduli_for, modulus, symmetric_residue, Garner, MODULI};
 pub use reference::{gemm_reference, Emulation};
+
+/// What the emulated products of one call did, summed over its pieces
+/// (out-of-core tiles, a fast algorithm's leaves): the route of each, so
+/// that a front end reports where accuracy forced more moduli, native
+/// elements or the native product.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Pieces emulated.
+    pub emulated: u32,
+    /// Pieces that ran natively, their accuracy not certifiable.
+    pub native: u32,
+    /// The most moduli (INT8 products) an emulated piece used.
+    pub moduli: usize,
+    /// The most bits per scaled entry an emulated piece used.
+    pub bits: u32,
+    /// Elements recomputed natively inside emulated pieces.
+    pub fixups: u64,
+}
+
+impl Tally {
+    /// Counts one piece's route.
+    pub fn add(&mut self, route: Route) {
+        match route {
+            Route::Emulated {
+                bits,
+                moduli,
+                fixups,
+            } => {
+                self.emulated += 1;
+                self.moduli = self.moduli.max(moduli);
+                self.bits = self.bits.max(bits);
+                self.fixups += fixups;
+            }
+            Route::Native { .. } => self.native += 1,
+        }
+    }
+
+    /// Two calls' tallies together (None where neither emulated).
+    pub fn merged(a: Option<Tally>, b: Option<Tally>) -> Option<Tally> {
+        match (a, b) {
+            (Some(x), Some(y)) => Some(Tally {
+                emulated: x.emulated + y.emulated,
+                native: x.native + y.native,
+                moduli: x.moduli.max(y.moduli),
+                bits: x.bits.max(y.bits),
+                fixups: x.fixups + y.fixups,
+            }),
+            (x, y) => x.or(y),
+        }
+    }
+
+    /// One line for a report: "13 moduli, 42 bits", with the native
+    /// elements or pieces where there were any.
+    pub fn label(&self) -> String {
+        let pieces = self.emulated + self.native;
+        if self.emulated == 0 {
+            return if pieces == 0 {
+                "nothing to emulate".into()
+            } else {
+                "native: accuracy not certifiable by emulation".into()
+            };
+        }
+        let mut s = format!("{} moduli, {} bits", self.moduli, self.bits);
+        if self.fixups > 0 {
+            s += &format!(", {} elements native", self.fixups);
+        }
+        if self.native > 0 {
+            s += &format!(", {} of {pieces} pieces native", self.native);
+        }
+        s
+    }
+}

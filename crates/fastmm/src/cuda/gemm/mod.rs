@@ -121,6 +121,8 @@ pub(crate) enum ClassicalGemm {
     },
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
     Cublas(GpuPrecision),
+    /// Ozaki scheme II on the INT8 tensor cores (f32 and f64).
+    Emulated(std::sync::Arc<crate::cuda::emulated::EmulatedGemm>),
 }
 
 /// A kernel of `kernels/`: each block computes a `block` = (rows, columns)
@@ -247,8 +249,11 @@ impl ClassicalGemm {
                     combine,
                 })
             }
+            Algorithm::Emulated => Ok(ClassicalGemm::Emulated(std::sync::Arc::new(
+                crate::cuda::emulated::EmulatedGemm::resolve::<T>(gpu)?,
+            ))),
             other => Err(Error::InvalidOption(format!(
-                "{other} is not a classical GPU algorithm (cublas, cuda-fast, cuda-tiled or cuda-naive)"
+                "{other} is not a classical GPU algorithm (cublas, cuda-fast, cuda-tiled, cuda-naive or emulated)"
             ))),
         }
     }
@@ -292,6 +297,16 @@ impl ClassicalGemm {
             ClassicalGemm::Cublas(precision) => {
                 cublas::gemm(gpu, *precision, dims, alpha, a, b, beta, c)
             }
+            ClassicalGemm::Emulated(emulated) => emulated.run(gpu, (m, k, n), alpha, a, b, beta, c),
+        }
+    }
+
+    /// The emulated product's routes since the last call (None for the
+    /// other products).
+    pub fn take_emulation_tally(&self) -> Option<crate::emulation::Tally> {
+        match self {
+            ClassicalGemm::Emulated(emulated) => Some(emulated.take_tally()),
+            _ => None,
         }
     }
 }

@@ -1,0 +1,591 @@
+//! The `emulated` algorithm on a GPU: Ozaki scheme II with its accuracy
+//! certificate ([`crate::emulation`], whose CPU code is the twin of every
+//! step here), the INT8 products on the tensor cores through cuBLAS
+//! (`cublasGemmEx`, INT8 in, INT32 out, both operands k-contiguous: the
+//! "TN" layout of the integer tensor-core kernels) and the memory-bound
+//! steps in `kernels/emulated.cu`.
+//!
+//! One product of depth k ≤ [`EMULATION_K_CHUNK`] runs in two phases:
+//!
+//! 1. **Certificate.** Statistics of A's rows and B's columns; the 7-bit
+//!    magnitudes of B, then per block of rows of A its magnitudes, their
+//!    INT8 product G and each element's need (bits), counted in a
+//!    histogram that the host reads to choose the route
+//!    ([`crate::emulation::certify::route`]).
+//! 2. **Product.** Natively (cuBLAS) where the route says so; else the N
+//!    residue planes of B, then per block of rows of A its residue planes,
+//!    N INT8 products and the CRT accumulation into C; the few uncertified
+//!    elements are then recomputed natively from a list.
+//!
+//! Deeper products run in slices of k added with β = 1, so that every
+//! INT32 sum stays exact. Row blocks are as tall as the GPU's free memory
+//! allows.
+
+use std::sync::Mutex;
+
+use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+
+use crate::cuda::compile::{KernelKey, KernelSource};
+use crate::cuda::cuda_err;
+use crate::cuda::device::Gpu;
+use crate::cuda::gemm::{cublas, to_i32, Operand};
+use crate::cuda::tunables::CUDA_EMULATION_MEMORY_FRACTION;
+use crate::element::Element;
+use crate::emulation::certify::{route, tau, Route, NORM_SLACK};
+use crate::emulation::Tally;
+use crate::error::Error;
+use crate::options::GpuPrecision;
+use crate::tunables::EMULATION_K_CHUNK;
+
+/// Rows and k-contiguous widths are padded to this many elements: cuBLAS's
+/// integer kernels want leading dimensions that are multiples of 4, and 16
+/// keeps every INT8 row 16-byte aligned.
+const PAD: usize = 16;
+
+/// The most rows one launch covers (a grid's y extent).
+const MAX_GRID_Y: usize = 65535;
+
+/// `emulated.cu`'s kernels for one element type, and what its products
+/// did since the tally was last taken.
+pub(crate) struct EmulatedGemm {
+    stats_rows: CudaFunction,
+    stats_cols: CudaFunction,
+    split: CudaFunction,
+    need: CudaFunction,
+    accumulate: CudaFunction,
+    fixup: CudaFunction,
+    tally: Mutex<Tally>,
+}
+
+/// Where the statistics of a set of vectors live on the GPU.
+struct Stats {
+    exps: CudaSlice<i32>,
+    norms: CudaSlice<f64>,
+    states: CudaSlice<i32>,
+}
+
+fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+    gpu: &Gpu,
+    len: usize,
+    what: &str,
+) -> Result<CudaSlice<V>, Error> {
+    gpu.stream
+        .alloc_zeros::<V>(len.max(1))
+        .map_err(|e| cuda_err(&format!("cannot allocate the emulated product's {what}"), e))
+}
+
+fn ptr<V>(gpu: &Gpu, s: &CudaSlice<V>) -> CUdeviceptr {
+    s.device_ptr(&gpu.stream).0
+}
+
+fn launch_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+    move |e| cuda_err(&format!("emulated product: {what} launch failed"), e)
+}
+
+/// C (rows×np INT32, ld np) = A (rows×kp INT8) · Bᵀ (B n×kp INT8), both
+/// k-contiguous: column-major that is Cᵀ = op_T(B)·A.
+fn int8_product(
+    gpu: &Gpu,
+    (rows, n, kp, np): (usize, usize, usize, usize),
+    a: CUdeviceptr,
+    bt: CUdeviceptr,
+    c: CUdeviceptr,
+) -> Result<(), Error> {
+    use cudarc::cublas::sys::{
+        cublasComputeType_t as Compute, cublasGemmAlgo_t, cudaDataType as Data,
+    };
+    let (one, zero) = (1i32, 0i32);
+    let (ni, ri, ki, ldc) = (
+        to_i32("n", n)?,
+        to_i32("rows", rows)?,
+        to_i32("k", kp)?,
+        to_i32("ldc", np)?,
+    );
+    gpu.with_blas(|blas| {
+        // SAFETY: `bt` holds n rows of kp INT8 (column-major kp×n, ld kp),
+        // `a` rows rows of kp INT8 (column-major kp×rows), `c` room for
+        // rows rows of np INT32 (column-major np×rows ⊇ n×rows); α and β
+        // are host i32 scalars of the compute type that outlive the call.
+        unsafe {
+            cudarc::cublas::result::gemm_ex(
+                *blas.handle(),
+                CUBLAS_OP_T,
+                CUBLAS_OP_N,
+                ni,
+                ri,
+                ki,
+                (&one as *const i32).cast(),
+                bt as *const std::ffi::c_void,
+                Data::CUDA_R_8I,
+                ki,
+                a as *const std::ffi::c_void,
+                Data::CUDA_R_8I,
+                ki,
+                (&zero as *const i32).cast(),
+                c as *mut std::ffi::c_void,
+                Data::CUDA_R_32I,
+                ldc,
+                Compute::CUBLAS_COMPUTE_32I,
+                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| cuda_err("cublasGemmEx (INT8) failed", e))
+    })
+}
+
+impl EmulatedGemm {
+    /// The kernels for T (f32 or f64), compiled or fetched.
+    pub fn resolve<T: Element>(gpu: &Gpu) -> Result<EmulatedGemm, Error> {
+        crate::plan::emulated_supported::<T>()?;
+        let key = KernelKey {
+            source: KernelSource::Emulated,
+            dtype: T::DTYPE,
+            tile: 0,
+        };
+        let [stats_rows, stats_cols, split, need, accumulate, fixup] =
+            KernelSource::EMULATED_ENTRIES;
+        Ok(EmulatedGemm {
+            stats_rows: gpu.entry_function(key, stats_rows)?,
+            stats_cols: gpu.entry_function(key, stats_cols)?,
+            split: gpu.entry_function(key, split)?,
+            need: gpu.entry_function(key, need)?,
+            accumulate: gpu.entry_function(key, accumulate)?,
+            fixup: gpu.entry_function(key, fixup)?,
+            tally: Mutex::new(Tally::default()),
+        })
+    }
+
+    /// What the products did since the last call, and a fresh count.
+    pub fn take_tally(&self) -> Tally {
+        std::mem::take(&mut *self.tally.lock().expect("tally lock"))
+    }
+
+    /// c ← α·a·b + β·c (β = 0 never reads c), on the GPU's stream; waits
+    /// for the certificate's histogram midway.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run<T: Element>(
+        &self,
+        gpu: &Gpu,
+        (m, k, n): (usize, usize, usize),
+        alpha: T,
+        a: Operand,
+        b: Operand,
+        beta: T,
+        c: Operand,
+    ) -> Result<(), Error> {
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        let mut beta = beta;
+        let mut p0 = 0;
+        loop {
+            let depth = (k - p0).min(EMULATION_K_CHUNK);
+            let slice_a = Operand {
+                ptr: a.ptr + (p0 * std::mem::size_of::<T>()) as CUdeviceptr,
+                ld: a.ld,
+            };
+            let slice_b = b.at::<T>(p0, 0);
+            let route = self.run_slice(gpu, (m, depth, n), alpha, slice_a, slice_b, beta, c)?;
+            self.tally.lock().expect("tally lock").add(route);
+            p0 += depth;
+            beta = T::ONE;
+            if p0 >= k {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Statistics of `count` vectors of `len` entries: rows of x (ld) when
+    /// `rows`, else columns.
+    fn stats(
+        &self,
+        gpu: &Gpu,
+        (count, len): (usize, usize),
+        x: Operand,
+        rows: bool,
+    ) -> Result<Stats, Error> {
+        let stats = Stats {
+            exps: alloc(gpu, count, "exponents")?,
+            norms: alloc(gpu, count, "norms")?,
+            states: alloc(gpu, count, "states")?,
+        };
+        let (ci, li, ld) = (to_i32("count", count)?, to_i32("len", len)?, x.ld as i64);
+        let (e, nr, s) = (
+            ptr(gpu, &stats.exps),
+            ptr(gpu, &stats.norms),
+            ptr(gpu, &stats.states),
+        );
+        let (function, config) = if rows {
+            (
+                &self.stats_rows,
+                LaunchConfig {
+                    grid_dim: (count as u32, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                },
+            )
+        } else {
+            (
+                &self.stats_cols,
+                LaunchConfig {
+                    grid_dim: (count.div_ceil(32) as u32, 1, 1),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: 0,
+                },
+            )
+        };
+        let mut launch = gpu.stream.launch_builder(function);
+        launch
+            .arg(&ci)
+            .arg(&li)
+            .arg(&x.ptr)
+            .arg(&ld)
+            .arg(&e)
+            .arg(&nr)
+            .arg(&s);
+        // SAFETY: (int, int, const ELEM*, long long, int*, double*, int*):
+        // x addresses count vectors of len entries with this ld, and the
+        // outputs hold count entries each.
+        unsafe { launch.launch(config) }.map_err(launch_err("statistics"))?;
+        Ok(stats)
+    }
+
+    /// `count` vectors of `len` entries (rows of x when `rows`, else
+    /// columns) into k-contiguous INT8 planes of width kp at `out`, plane
+    /// after plane `plane` bytes apart: magnitudes (bits = 0) or `nmod`
+    /// residue planes.
+    #[allow(clippy::too_many_arguments)]
+    fn split(
+        &self,
+        gpu: &Gpu,
+        (count, len, kp): (usize, usize, usize),
+        x: Operand,
+        rows: bool,
+        (exps, states): (CUdeviceptr, CUdeviceptr),
+        (bits, nmod): (u32, usize),
+        out: CUdeviceptr,
+        plane: usize,
+    ) -> Result<(), Error> {
+        let (ci, li, kpi) = (
+            to_i32("count", count)?,
+            to_i32("len", len)?,
+            to_i32("kp", kp)?,
+        );
+        let (ld, rows_i, bits_i, nmod_i, plane_i) = (
+            x.ld as i64,
+            i32::from(rows),
+            bits as i32,
+            nmod as i32,
+            plane as i64,
+        );
+        let config = LaunchConfig {
+            grid_dim: ((kp / 32).max(1) as u32, count.div_ceil(32) as u32, 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = gpu.stream.launch_builder(&self.split);
+        launch
+            .arg(&ci)
+            .arg(&li)
+            .arg(&kpi)
+            .arg(&x.ptr)
+            .arg(&ld)
+            .arg(&rows_i)
+            .arg(&exps)
+            .arg(&states)
+            .arg(&bits_i)
+            .arg(&nmod_i)
+            .arg(&out)
+            .arg(&plane_i);
+        // SAFETY: (int, int, int, const ELEM*, long long, int, const int*,
+        // const int*, int, int, signed char*, long long): x addresses count
+        // vectors of len entries; exps and states hold count entries; out
+        // holds max(nmod, 1) planes of count×kp bytes, `plane` apart; kp
+        // is a multiple of 32, so the grid covers every column.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_err("split"))
+    }
+
+    /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route.
+    #[allow(clippy::too_many_arguments)]
+    fn run_slice<T: Element>(
+        &self,
+        gpu: &Gpu,
+        (m, k, n): (usize, usize, usize),
+        alpha: T,
+        a: Operand,
+        b: Operand,
+        beta: T,
+        c: Operand,
+    ) -> Result<Route, Error> {
+        let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
+        let np = n.div_ceil(PAD) * PAD;
+        let rows = self.stats(gpu, (m, k), a, true)?;
+        let cols = self.stats(gpu, (n, k), b, false)?;
+        let (row_e, row_s, col_e, col_s) = (
+            ptr(gpu, &rows.exps),
+            ptr(gpu, &rows.states),
+            ptr(gpu, &cols.exps),
+            ptr(gpu, &cols.states),
+        );
+        let budget = {
+            let (free, _) = gpu.memory_info()?;
+            (free as f64 * CUDA_EMULATION_MEMORY_FRACTION) as usize
+        };
+        let too_big = |what: &str, needed: usize| Error::OutOfMemory {
+            what: format!("the emulated product's {what}"),
+            needed: crate::system::format_bytes(needed as u128),
+            available: crate::system::format_bytes(budget as u128),
+        };
+
+        // Phase 1: the certificate.
+        let need: CudaSlice<u8> = alloc(gpu, m * n, "needs")?;
+        let histogram: CudaSlice<u64> = alloc(gpu, 256, "histogram")?;
+        {
+            let mag_b: CudaSlice<i8> = alloc(gpu, n * kp, "magnitudes of B")?;
+            self.split(
+                gpu,
+                (n, k, kp),
+                b,
+                false,
+                (col_e, col_s),
+                (0, 1),
+                ptr(gpu, &mag_b),
+                n * kp,
+            )?;
+            let fixed = m * n + n * kp;
+            let per_row = kp + 4 * np;
+            let block = budget.saturating_sub(fixed) / per_row;
+            if block == 0 {
+                return Err(too_big("certificate", fixed + per_row));
+            }
+            let block = block.min(m).min(MAX_GRID_Y);
+            let mag_a: CudaSlice<i8> = alloc(gpu, block * kp, "magnitudes of A")?;
+            let g: CudaSlice<i32> = alloc(gpu, block * np, "magnitude product")?;
+            let t = tau(k, T::DTYPE.unit_roundoff());
+            let mut i0 = 0;
+            while i0 < m {
+                let r = block.min(m - i0);
+                self.split(
+                    gpu,
+                    (r, k, kp),
+                    a.at::<T>(i0, 0),
+                    true,
+                    (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
+                    (0, 1),
+                    ptr(gpu, &mag_a),
+                    r * kp,
+                )?;
+                int8_product(
+                    gpu,
+                    (r, n, kp, np),
+                    ptr(gpu, &mag_a),
+                    ptr(gpu, &mag_b),
+                    ptr(gpu, &g),
+                )?;
+                let (i0i, ni, ki, ldg) = (i0 as i32, n as i32, k as i32, np as i64);
+                let config = LaunchConfig {
+                    grid_dim: (n.div_ceil(256) as u32, r as u32, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let (gp, rn, cn, np_, hp) = (
+                    ptr(gpu, &g),
+                    ptr(gpu, &rows.norms),
+                    ptr(gpu, &cols.norms),
+                    ptr(gpu, &need),
+                    ptr(gpu, &histogram),
+                );
+                let mut launch = gpu.stream.launch_builder(&self.need);
+                launch
+                    .arg(&i0i)
+                    .arg(&ni)
+                    .arg(&ki)
+                    .arg(&gp)
+                    .arg(&ldg)
+                    .arg(&row_s)
+                    .arg(&rn)
+                    .arg(&col_s)
+                    .arg(&cn)
+                    .arg(&t)
+                    .arg(&NORM_SLACK)
+                    .arg(&np_)
+                    .arg(&hp);
+                // SAFETY: (int, int, int, const int*, long long, const int*,
+                // const double*, const int*, const double*, double, double,
+                // unsigned char*, unsigned long long*): g holds r rows of
+                // np INT32; the statistics cover rows i0.. and every
+                // column; need holds m·n bytes; histogram 256 counters.
+                unsafe { launch.launch(config) }.map_err(launch_err("certificate"))?;
+                i0 += r;
+            }
+        }
+        let mut counts = vec![0u64; 256];
+        gpu.stream
+            .memcpy_dtoh(&histogram, &mut counts[..])
+            .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
+        gpu.synchronize()?;
+        let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
+        let chosen = route(&histogram_host, m, k, n);
+        let (bits, nmod, fixups) = match chosen {
+            Route::Native { .. } => {
+                cublas::gemm(
+                    gpu,
+                    GpuPrecision::Fp32,
+                    (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?),
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    c,
+                )?;
+                return Ok(chosen);
+            }
+            Route::Emulated {
+                bits,
+                moduli,
+                fixups,
+            } => (bits, moduli, fixups),
+        };
+
+        // Phase 2: residues, INT8 products, CRT.
+        let res_b: CudaSlice<i8> = alloc(gpu, nmod * n * kp, "residues of B")?;
+        self.split(
+            gpu,
+            (n, k, kp),
+            b,
+            false,
+            (col_e, col_s),
+            (bits, nmod),
+            ptr(gpu, &res_b),
+            n * kp,
+        )?;
+        let fixed = m * n + nmod * n * kp;
+        let per_row = nmod * (kp + 4 * np);
+        let block = budget.saturating_sub(fixed) / per_row;
+        if block == 0 {
+            return Err(too_big("residues", fixed + per_row));
+        }
+        let block = block.min(m).min(MAX_GRID_Y);
+        let res_a: CudaSlice<i8> = alloc(gpu, nmod * block * kp, "residues of A")?;
+        let planes: CudaSlice<i32> = alloc(gpu, nmod * block * np, "INT32 products")?;
+        let fix_count: CudaSlice<u32> = alloc(gpu, 1, "fix-up count")?;
+        let cap = usize::try_from(fixups).unwrap_or(usize::MAX).max(1);
+        let fix_list: CudaSlice<u64> = alloc(gpu, cap, "fix-up list")?;
+        let (alpha64, beta64) = (alpha.to_f64(), beta.to_f64());
+        let mut i0 = 0;
+        while i0 < m {
+            let r = block.min(m - i0);
+            self.split(
+                gpu,
+                (r, k, kp),
+                a.at::<T>(i0, 0),
+                true,
+                (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
+                (bits, nmod),
+                ptr(gpu, &res_a),
+                block * kp,
+            )?;
+            for l in 0..nmod {
+                int8_product(
+                    gpu,
+                    (r, n, kp, np),
+                    ptr(gpu, &res_a) + (l * block * kp) as u64,
+                    ptr(gpu, &res_b) + (l * n * kp) as u64,
+                    ptr(gpu, &planes) + (4 * l * block * np) as u64,
+                )?;
+            }
+            let (i0i, ni, nmodi, bitsi, capi) = (
+                i0 as i32,
+                n as i32,
+                nmod as i32,
+                bits as i32,
+                u32::try_from(cap).unwrap_or(u32::MAX),
+            );
+            let (plane, ldp, ldc) = ((block * np) as i64, np as i64, c.ld as i64);
+            let (pp, needp, fc, fl) = (
+                ptr(gpu, &planes),
+                ptr(gpu, &need),
+                ptr(gpu, &fix_count),
+                ptr(gpu, &fix_list),
+            );
+            let config = LaunchConfig {
+                grid_dim: (n.div_ceil(256) as u32, r as u32, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut launch = gpu.stream.launch_builder(&self.accumulate);
+            launch
+                .arg(&i0i)
+                .arg(&ni)
+                .arg(&pp)
+                .arg(&plane)
+                .arg(&ldp)
+                .arg(&nmodi)
+                .arg(&bitsi)
+                .arg(&needp)
+                .arg(&row_e)
+                .arg(&col_e)
+                .arg(&alpha64)
+                .arg(&beta64)
+                .arg(&c.ptr)
+                .arg(&ldc)
+                .arg(&fc)
+                .arg(&fl)
+                .arg(&capi);
+            // SAFETY: (int, int, const int*, long long, long long, int,
+            // int, const unsigned char*, const int*, const int*, double,
+            // double, ELEM*, long long, unsigned int*, unsigned long long*,
+            // unsigned int): planes holds nmod planes of r rows of np INT32
+            // `plane` apart; need, the exponents and C cover rows i0..i0+r
+            // and n columns; the list holds `cap` entries.
+            unsafe { launch.launch(config) }.map_err(launch_err("accumulation"))?;
+            i0 += r;
+        }
+        let mut listed = [0u32];
+        gpu.stream
+            .memcpy_dtoh(&fix_count, &mut listed[..])
+            .map_err(|e| cuda_err("cannot read the fix-up count", e))?;
+        gpu.synchronize()?;
+        let listed = listed[0] as usize;
+        if listed as u64 != fixups {
+            return Err(Error::Cuda(format!(
+                "emulated product: {listed} elements listed for native recomputation, the certificate counted {fixups}"
+            )));
+        }
+        if listed > 0 {
+            let (count, ni, ki) = (listed as u32, n as i32, k as i32);
+            let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, c.ld as i64);
+            let fl = ptr(gpu, &fix_list);
+            let config = LaunchConfig {
+                grid_dim: (listed.div_ceil(8) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut launch = gpu.stream.launch_builder(&self.fixup);
+            launch
+                .arg(&fl)
+                .arg(&count)
+                .arg(&ni)
+                .arg(&ki)
+                .arg(&a.ptr)
+                .arg(&lda)
+                .arg(&b.ptr)
+                .arg(&ldb)
+                .arg(&alpha64)
+                .arg(&beta64)
+                .arg(&c.ptr)
+                .arg(&ldc);
+            // SAFETY: (const unsigned long long*, unsigned int, int, int,
+            // const ELEM*, long long, const ELEM*, long long, double,
+            // double, ELEM*, long long): the list holds `count` element
+            // indices i·n + j of C; a, b and c are the product's operands.
+            unsafe { launch.launch(config) }.map_err(launch_err("fix-up"))?;
+        }
+        // The temporaries are freed in stream order as they drop.
+        Ok(chosen)
+    }
+}

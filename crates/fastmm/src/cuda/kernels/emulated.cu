@@ -1,0 +1,376 @@
+// The memory-bound steps of the emulated product (Ozaki scheme II) around
+// its INT8 tensor-core products; the reference twin of every step is
+// fastmm::emulation (Rust), whose doc comments state the arithmetic.
+//
+//   emu_stats_rows / emu_stats_cols  E = floor(log2 max|x|), the 1-norm in
+//                                    units of 2^E, and the vector's state
+//                                    (0 zero, 1 scales, 2 NaN or inf)
+//   emu_split        rows of A or columns of B, k-contiguous (transposed
+//                    through shared memory for B): 7-bit magnitudes
+//                    (bits = 0) or the residues of rint(x*2^(bits-1-E))
+//                    modulo the first nmod moduli, one INT8 plane each
+//   emu_need         each element's fewest certified bits from the
+//                    magnitude product, and their histogram
+//   emu_accumulate   Garner's balanced digits from the INT32 products,
+//                    Horner's rule in 128-bit integers, one rounding, the
+//                    scaling back, C = alpha*x + beta*C; uncertified
+//                    elements go to the fix-up list
+//   emu_fixup        the listed elements natively (f64 sums), one warp each
+//
+// ELEM is float or double (-DELEM). Arithmetic whose result the Rust twin
+// must reproduce bit for bit uses the _rn intrinsics, which are never
+// contracted into fused multiply-adds.
+
+#define EMU_UNCERTIFIED 255
+#define EMU_MAX_BITS 62
+#define EMU_MAG_BITS 7
+
+// Modulus l, a constant wherever l is (loops over l are unrolled), so
+// that % compiles to multiplications.
+__device__ __forceinline__ int emu_modulus(int l)
+{
+    switch (l) {
+    case 0: return 256;
+    case 1: return 255;
+    case 2: return 253;
+    case 3: return 251;
+    case 4: return 247;
+    case 5: return 241;
+    case 6: return 239;
+    case 7: return 233;
+    case 8: return 229;
+    case 9: return 227;
+    case 10: return 223;
+    case 11: return 217;
+    case 12: return 211;
+    case 13: return 199;
+    case 14: return 197;
+    default: return 193;
+    }
+}
+
+// Garner's tables: EMU_WEIGHT[l][j] = (m_0 * ... * m_{j-1}) mod m_l for
+// j < l, EMU_INVERSE[l] = (m_0 * ... * m_{l-1})^-1 mod m_l.
+__constant__ int EMU_WEIGHT[16][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 5, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 9, 72, 185, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 15, 210, 110, 136, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 17, 33, 223, 47, 137, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 23, 40, 101, 187, 55, 207, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 27, 15, 131, 134, 122, 90, 213, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 29, 131, 1, 24, 26, 137, 55, 103, 0, 0, 0, 0, 0, 0, 0},
+    {1, 33, 164, 14, 169, 42, 87, 54, 94, 118, 0, 0, 0, 0, 0, 0},
+    {1, 39, 180, 187, 65, 214, 145, 152, 45, 106, 192, 0, 0, 0, 0, 0},
+    {1, 45, 81, 26, 196, 93, 47, 50, 45, 177, 89, 13, 0, 0, 0, 0},
+    {1, 57, 8, 34, 176, 90, 198, 159, 33, 194, 59, 23, 16, 0, 0, 0},
+    {1, 59, 73, 148, 112, 84, 150, 193, 53, 120, 54, 25, 106, 105, 0, 0},
+    {1, 63, 46, 58, 83, 43, 134, 181, 99, 90, 165, 125, 105, 153, 146, 0},
+};
+__constant__ int EMU_INVERSE[16] = {
+    1, 1, 211, 182, 246, 184, 41, 115, 161, 54, 163, 149, 46, 142, 91, 116,
+};
+
+// x mod m in [-floor(m/2), ceil(m/2) - 1].
+__device__ __forceinline__ int emu_balanced(int x, int m)
+{
+    int r = x % m;
+    if (r < 0) r += m;
+    return r >= m - m / 2 ? r - m : r;
+}
+
+__device__ __forceinline__ int emu_balanced64(long long x, int m)
+{
+    int r = (int)(x % m);
+    if (r < 0) r += m;
+    return r >= m - m / 2 ? r - m : r;
+}
+
+// |x| <= DBL_MAX, false for NaN and inf.
+__device__ __forceinline__ bool emu_finite(double x)
+{
+    return fabs(x) <= 1.7976931348623157e308;
+}
+
+// Block-wide reductions over blockDim.x * blockDim.y threads (a multiple
+// of 32, at most 1024): every thread gets the result.
+__device__ double emu_block_max(double v, double* scratch)
+{
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;
+    const int warps = blockDim.x * blockDim.y / 32;
+    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    __syncthreads();
+    if (t % 32 == 0) scratch[t / 32] = v;
+    __syncthreads();
+    double r = scratch[0];
+    for (int w = 1; w < warps; ++w) r = fmax(r, scratch[w]);
+    return r;
+}
+
+__device__ double emu_block_sum(double v, double* scratch)
+{
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;
+    const int warps = blockDim.x * blockDim.y / 32;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if (t % 32 == 0) scratch[t / 32] = v;
+    __syncthreads();
+    double r = 0.0;
+    for (int w = 0; w < warps; ++w) r += scratch[w];
+    return r;
+}
+
+// Statistics of `count` rows of `len` entries, row v at x + v*ld; one
+// block per row.
+extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __restrict__ x,
+                                          long long ld, int* __restrict__ exps,
+                                          double* __restrict__ norms, int* __restrict__ states)
+{
+    __shared__ double scratch[32];
+    const int v = blockIdx.x;
+    if (v >= count) return;
+    const ELEM* row = x + (long long)v * ld;
+    double top = 0.0, bad = 0.0;
+    for (int p = threadIdx.x; p < len; p += blockDim.x) {
+        const double a = fabs((double)row[p]);
+        if (emu_finite(a)) top = fmax(top, a);
+        else bad = 1.0;
+    }
+    bad = emu_block_max(bad, scratch);
+    top = emu_block_max(top, scratch);
+    const int state = bad != 0.0 ? 2 : (top == 0.0 ? 0 : 1);
+    const int e = state == 1 ? ilogb(top) : 0;
+    double sum = 0.0;
+    if (state == 1)
+        for (int p = threadIdx.x; p < len; p += blockDim.x) sum += ldexp(fabs((double)row[p]), -e);
+    sum = emu_block_sum(sum, scratch);
+    if (threadIdx.x == 0) {
+        exps[v] = e;
+        norms[v] = state == 1 ? sum : 0.0;
+        states[v] = state;
+    }
+}
+
+// Statistics of `count` columns of `len` entries, entry p of column v at
+// x[p*ld + v]; blocks of 32 columns x 8 lanes down them.
+extern "C" __global__ void emu_stats_cols(int count, int len, const ELEM* __restrict__ x,
+                                          long long ld, int* __restrict__ exps,
+                                          double* __restrict__ norms, int* __restrict__ states)
+{
+    __shared__ double part[8][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int v = blockIdx.x * 32 + tx;
+    double top = 0.0, bad = 0.0;
+    if (v < count)
+        for (int p = ty; p < len; p += 8) {
+            const double a = fabs((double)x[(long long)p * ld + v]);
+            if (emu_finite(a)) top = fmax(top, a);
+            else bad = 1.0;
+        }
+    part[ty][tx] = bad;
+    __syncthreads();
+    bad = part[0][tx];
+    for (int r = 1; r < 8; ++r) bad = fmax(bad, part[r][tx]);
+    __syncthreads();
+    part[ty][tx] = top;
+    __syncthreads();
+    top = part[0][tx];
+    for (int r = 1; r < 8; ++r) top = fmax(top, part[r][tx]);
+    const int state = bad != 0.0 ? 2 : (top == 0.0 ? 0 : 1);
+    const int e = state == 1 ? ilogb(top) : 0;
+    double sum = 0.0;
+    if (v < count && state == 1)
+        for (int p = ty; p < len; p += 8) sum += ldexp(fabs((double)x[(long long)p * ld + v]), -e);
+    __syncthreads();
+    part[ty][tx] = sum;
+    __syncthreads();
+    if (ty == 0 && v < count) {
+        double s = part[0][tx];
+        for (int r = 1; r < 8; ++r) s += part[r][tx];
+        exps[v] = e;
+        norms[v] = state == 1 ? s : 0.0;
+        states[v] = state;
+    }
+}
+
+// Vectors v0.. of `len` entries into k-contiguous INT8 planes:
+// out[l*plane + v*kp + p] for p < kp (zero past len). Entry (v, p) is at
+// x[v*ld + p] when `rows`, else at x[p*ld + v] (columns of B, transposed
+// here through a 32x32 tile). bits = 0: one plane of magnitudes
+// floor(|x|*2^(6-E)); else nmod planes of residues of rint(x*2^(bits-1-E)).
+// Block 32x8; grid (kp/32, ceil(count/32)).
+extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __restrict__ x,
+                                     long long ld, int rows, const int* __restrict__ exps,
+                                     const int* __restrict__ states, int bits, int nmod,
+                                     signed char* __restrict__ out, long long plane)
+{
+    __shared__ double tile[32][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int v0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
+    for (int r = 0; r < 32; r += 8) {
+        double value = 0.0;
+        if (rows) {
+            const int v = v0 + ty + r, p = p0 + tx;
+            if (v < count && p < len) value = (double)x[(long long)v * ld + p];
+            tile[ty + r][tx] = value;
+        } else {
+            const int v = v0 + tx, p = p0 + ty + r;
+            if (v < count && p < len) value = (double)x[(long long)p * ld + v];
+            tile[tx][ty + r] = value;
+        }
+    }
+    __syncthreads();
+    for (int r = 0; r < 32; r += 8) {
+        const int v = v0 + ty + r, p = p0 + tx;
+        if (v >= count || p >= kp) continue;
+        const double value = tile[ty + r][tx];
+        const bool scales = p < len && states[v] == 1;
+        const long long at = (long long)v * kp + p;
+        if (bits == 0) {
+            out[at] = scales ? (signed char)floor(ldexp(fabs(value), EMU_MAG_BITS - 1 - exps[v])) : 0;
+            continue;
+        }
+        const long long xi = scales ? (long long)rint(ldexp(value, bits - 1 - exps[v])) : 0;
+#pragma unroll
+        for (int l = 0; l < 16; ++l)
+            if (l < nmod) out[l * plane + at] = (signed char)emu_balanced64(xi, emu_modulus(l));
+    }
+}
+
+// The fewest bits that certify an element (fastmm::emulation::certify::
+// bits_needed, operation for operation).
+__device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, double k,
+                               double tau, double slack)
+{
+    if (rs == 2 || cs == 2) return EMU_UNCERTIFIED;
+    if (rs == 0 || cs == 0) return 0;
+    if (g <= 0.0) return EMU_UNCERTIFIED;
+    const double p = __dmul_rn(__dadd_rn(rn, cn), slack);
+    const double allowed = __dmul_rn(tau, ldexp(g, -2 * (EMU_MAG_BITS - 1)));
+    const double guess = ceil(log2(__ddiv_rn(p, allowed)));
+    int b = emu_finite(guess) ? (int)fmin(fmax(guess, 1.0), (double)EMU_MAX_BITS) : EMU_MAX_BITS;
+    while (b > 1 && __dadd_rn(ldexp(p, -(b - 1)), ldexp(k, -2 * (b - 1))) <= allowed) --b;
+    while (b <= EMU_MAX_BITS && !(__dadd_rn(ldexp(p, -b), ldexp(k, -2 * b)) <= allowed)) ++b;
+    return b > EMU_MAX_BITS ? EMU_UNCERTIFIED : b;
+}
+
+// Rows i0..i0+rows of the need of every element, from the magnitude
+// product g (rows x n, ld ldg), and their histogram (256 bins, added to).
+// Block 256 threads; grid (ceil(n/256), rows).
+extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict__ g, long long ldg,
+                                    const int* __restrict__ row_states,
+                                    const double* __restrict__ row_norms,
+                                    const int* __restrict__ col_states,
+                                    const double* __restrict__ col_norms, double tau, double slack,
+                                    unsigned char* __restrict__ need,
+                                    unsigned long long* __restrict__ histogram)
+{
+    __shared__ unsigned int bins[256];
+    for (int t = threadIdx.x; t < 256; t += blockDim.x) bins[t] = 0;
+    __syncthreads();
+    const int r = blockIdx.y, i = i0 + r;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) {
+        const int b = emu_bits_needed(row_states[i], row_norms[i], col_states[j], col_norms[j],
+                                      (double)g[(long long)r * ldg + j], (double)k, tau, slack);
+        need[(long long)i * n + j] = (unsigned char)b;
+        atomicAdd(&bins[b], 1u);
+    }
+    __syncthreads();
+    for (int t = threadIdx.x; t < 256; t += blockDim.x)
+        if (bins[t] != 0) atomicAdd(&histogram[t], (unsigned long long)bins[t]);
+}
+
+// A 128-bit integer rounded once to the nearest double (ties to even):
+// the top 64 bits with the rest folded into a sticky bit round exactly
+// as the whole, since 64 - 53 >= 2 guard bits remain.
+__device__ double emu_i128_to_double(__int128 x)
+{
+    const bool negative = x < 0;
+    const unsigned __int128 u = negative ? (unsigned __int128)0 - (unsigned __int128)x : (unsigned __int128)x;
+    const unsigned long long hi = (unsigned long long)(u >> 64);
+    double r;
+    if (hi == 0) {
+        r = __ull2double_rn((unsigned long long)u);
+    } else {
+        const int s = 64 - __clzll((long long)hi);
+        unsigned long long top = (unsigned long long)(u >> s);
+        if ((u & (((unsigned __int128)1 << s) - 1)) != 0) top |= 1ull;
+        r = ldexp(__ull2double_rn(top), s);
+    }
+    return negative ? -r : r;
+}
+
+// Rows i0..i0+rows of C from the nmod INT32 products (plane l at
+// planes + l*plane, rows x n with ld ldp): C = alpha*x*2^(E_i+F_j+2-2b) +
+// beta*C (beta = 0 never reads C). Elements whose need exceeds `bits` are
+// appended to the fix-up list instead. Block 256; grid (ceil(n/256), rows).
+extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__ planes,
+                                          long long plane, long long ldp, int nmod, int bits,
+                                          const unsigned char* __restrict__ need,
+                                          const int* __restrict__ row_exps,
+                                          const int* __restrict__ col_exps, double alpha,
+                                          double beta, ELEM* __restrict__ c, long long ldc,
+                                          unsigned int* __restrict__ fix_count,
+                                          unsigned long long* __restrict__ fix_list,
+                                          unsigned int fix_cap)
+{
+    const int r = blockIdx.y, i = i0 + r;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const long long e = (long long)i * n + j;
+    if ((int)need[e] > bits) {
+        const unsigned int slot = atomicAdd(fix_count, 1u);
+        if (slot < fix_cap) fix_list[slot] = (unsigned long long)e;
+        return;
+    }
+    const long long at = (long long)r * ldp + j;
+    int d[16];
+#pragma unroll
+    for (int l = 0; l < 16; ++l) {
+        d[l] = 0;
+        if (l < nmod) {
+            const int m = emu_modulus(l);
+            const int residue = emu_balanced(planes[l * plane + at], m);
+            int s = 0;
+#pragma unroll
+            for (int q = 0; q < l; ++q) s += d[q] * EMU_WEIGHT[l][q];
+            d[l] = emu_balanced(emu_balanced(residue - s, m) * EMU_INVERSE[l], m);
+        }
+    }
+    __int128 x = 0;
+#pragma unroll
+    for (int l = 15; l >= 0; --l)
+        if (l < nmod) x = x * emu_modulus(l) + d[l];
+    const double product = ldexp(emu_i128_to_double(x), row_exps[i] + col_exps[j] + 2 - 2 * bits);
+    double value = __dmul_rn(alpha, product);
+    ELEM* out = c + (long long)i * ldc + j;
+    if (beta != 0.0) value = __dadd_rn(value, __dmul_rn(beta, (double)*out));
+    *out = (ELEM)value;
+}
+
+// The listed elements of C natively: alpha * sum_p a_ip b_pj (in f64) +
+// beta*C, one warp per element. Block 256; grid ceil(count/8).
+extern "C" __global__ void emu_fixup(const unsigned long long* __restrict__ list,
+                                     unsigned int count, int n, int k,
+                                     const ELEM* __restrict__ a, long long lda,
+                                     const ELEM* __restrict__ b, long long ldb, double alpha,
+                                     double beta, ELEM* __restrict__ c, long long ldc)
+{
+    const unsigned int w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (w >= count) return;
+    const unsigned long long e = list[w];
+    const long long i = (long long)(e / (unsigned long long)n), j = (long long)(e % (unsigned long long)n);
+    double s = 0.0;
+    for (int p = lane; p < k; p += 32) s += (double)a[i * lda + p] * (double)b[(long long)p * ldb + j];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) {
+        ELEM* out = c + i * ldc + j;
+        double value = alpha * s;
+        if (beta != 0.0) value += beta * (double)*out;
+        *out = (ELEM)value;
+    }
+}
