@@ -153,6 +153,28 @@ def test_matmul_timed(rng):
     assert timing["upload_ms"] is None and timing["host_copies"] is False
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_emulated(dtype, rng):
+    # The reference twin on the CPU: within the bound, its route reported.
+    a, b = random((37, 211), dtype, rng), random((211, 19), dtype, rng)
+    c, timing = fastmm.matmul_timed(a, b, algo="emulated")
+    assert fastmm.verify(a, b, c)["ok"]
+    assert_product(c, a, b, growth=2.0)
+    route = timing["emulation"]
+    assert route["emulated"] == 1 and route["native"] == 0
+    assert route["moduli"] >= 2 and route["bits"] >= 1
+    # Entries from 1e-30 to 1e30: no row/column scaling certifies them, so
+    # the product runs natively, and says so.
+    wide = lambda shape: (rng.choice([-1, 1], shape) * 10.0 ** rng.uniform(-30, 30, shape)).astype(dtype)
+    a, b = wide((20, 30)), wide((30, 10))
+    c, timing = fastmm.matmul_timed(a, b, algo="emulated")
+    assert fastmm.verify(a, b, c)["ok"]
+    assert timing["emulation"]["emulated"] + timing["emulation"]["native"] == 1
+    with pytest.raises(TypeError, match="does not support"):
+        ai = random((3, 3), np.int32, rng)
+        fastmm.matmul(ai, ai, algo="emulated")
+
+
 def test_verify(rng):
     a, b = random((60, 50), np.float64, rng), random((50, 40), np.float64, rng)
     c = fastmm.matmul(a, b)

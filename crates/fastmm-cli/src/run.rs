@@ -166,7 +166,16 @@ pub(crate) fn measure(args: &RunArgs, devices: &mut Devices) -> Result<(Problem,
     let dtypes = parse_dtypes(&args.dtype)?;
     let base_opts = args.options.options()?;
     let mut records = Vec::new();
+    let mut skipped = Vec::new();
     for dtype in dtypes {
+        // An algorithm that does not take this type (cuBLAS and emulated
+        // take floats) is left out of its rows, with a note.
+        let (targets, unsupported): (Vec<Target>, Vec<Target>) =
+            targets.iter().partition(|t| t.algorithm.supports(dtype));
+        skipped.extend(unsupported.iter().map(|t| format!("{} {dtype}", t.label())));
+        if targets.is_empty() {
+            continue;
+        }
         check_memory(&problem, dtype)?;
         let typed = match dtype {
             DType::F32 => run_typed::<f32>(args, &problem, &targets, base_opts, devices),
@@ -175,6 +184,16 @@ pub(crate) fn measure(args: &RunArgs, devices: &mut Devices) -> Result<(Problem,
             DType::I64 => run_typed::<i64>(args, &problem, &targets, base_opts, devices),
         };
         records.extend(typed?);
+    }
+    if !skipped.is_empty() {
+        let note = format!(
+            "{} (cublas and emulated multiply floats; integers are exact natively)",
+            skipped.join(", ")
+        );
+        if records.is_empty() {
+            bail!("nothing to run: {note}");
+        }
+        eprintln!("note: skipped {note}");
     }
     Ok((problem, records))
 }

@@ -32,7 +32,8 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
     let records: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
     let records = records.as_array().expect("a JSON array");
-    assert_eq!(records.len(), 7 * 4);
+    // emulated multiplies floats only.
+    assert_eq!(records.len(), 8 * 2 + 7 * 2);
     for field in [
         "algorithm",
         "device",
@@ -61,11 +62,13 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
             .filter(|r| r["dtype"] == dtype)
             .map(|r| r["algorithm"].as_str().unwrap())
             .collect();
-        assert_eq!(
-            algos,
-            ["naive", "ikj", "tiled", "parallel", "packed", "strassen", "winograd"],
-            "{dtype}"
-        );
+        let mut want = vec![
+            "naive", "ikj", "tiled", "parallel", "packed", "strassen", "winograd",
+        ];
+        if dtype.starts_with('f') {
+            want.push("emulated");
+        }
+        assert_eq!(algos, want, "{dtype}");
     }
     let parallel = records
         .iter()
@@ -1298,4 +1301,43 @@ fn multiply_out_of_core_blocks_c_within_the_budget() {
         .collect();
     assert!(scratch.is_empty(), "{scratch:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `emulated` runs on the CPU (its reference twin) for floats, reports its
+/// route in the kernel column, and refuses integers with a one-line error.
+#[test]
+fn emulated_reports_its_route_and_refuses_integers() {
+    let out = fastmm(&[
+        "run", "-m", "37", "-k", "211", "-n", "19", "--algo", "emulated", "--dtype", "f32,f64",
+        "--json", "--reps", "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 2);
+    for r in records {
+        assert_eq!(r["ok"], true);
+        let kernel = r["kernel"].as_str().unwrap();
+        assert!(
+            kernel.contains("moduli") && kernel.contains("bits"),
+            "{kernel}"
+        );
+    }
+    let out = fastmm(&["run", "-s", "8", "--algo", "emulated", "--dtype", "i64"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("integers are exact natively"),
+        "{}",
+        stderr(&out)
+    );
+    // Mixed with integers, those rows are left out with a note.
+    let out = fastmm(&[
+        "run", "-s", "8", "--algo", "emulated", "--dtype", "f64,i32", "--reps", "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("note: skipped emulated i32"),
+        "{}",
+        stderr(&out)
+    );
 }

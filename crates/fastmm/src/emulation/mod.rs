@@ -29,7 +29,7 @@ pub mod scaling;
 
 pub use certify::Route;
 pub use moduli::{moduli_for, modulus, symmetric_residue, Garner, MODULI};
-pub use reference::{gemm_reference, Emulation};
+pub use reference::gemm_reference;
 
 /// What the emulated products of one call did, summed over its pieces
 /// (out-of-core tiles, a fast algorithm's leaves): the route of each, so

@@ -7,53 +7,40 @@ use rayon::prelude::*;
 use super::certify::{bits_needed, route, tau, Route};
 use super::moduli::{symmetric_residue, Garner, MODULI};
 use super::scaling::{col_stats, ldexp, magnitude, row_stats, scaled, VectorStats};
+use super::Tally;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::tunables::EMULATION_K_CHUNK;
 
 /// An INT8 product with INT32 sums, as the tensor cores compute it: rows
-/// of `a` (m×k) against rows of `bt` (n×k), both k-contiguous; each sum
-/// over at most [`EMULATION_K_CHUNK`] of k, the chunks added in i64.
-fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i64> {
-    let mut out = vec![0i64; m * n];
+/// of `a` (m×k) against rows of `bt` (n×k), both k-contiguous, k at most
+/// [`EMULATION_K_CHUNK`] so that no sum overflows.
+fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i32> {
+    debug_assert!(k <= EMULATION_K_CHUNK);
+    let mut out = vec![0i32; m * n];
     out.par_chunks_mut(n.max(1))
         .enumerate()
         .for_each(|(i, row)| {
             let ai = &a[i * k..][..k];
             for (j, c) in row.iter_mut().enumerate() {
                 let bj = &bt[j * k..][..k];
-                let mut total = 0i64;
-                for (pa, pb) in ai
-                    .chunks(EMULATION_K_CHUNK)
-                    .zip(bj.chunks(EMULATION_K_CHUNK))
-                {
-                    let sum = pa
-                        .iter()
-                        .zip(pb)
-                        .fold(0i32, |s, (&x, &y)| s + i32::from(x) * i32::from(y));
-                    total += i64::from(sum);
-                }
-                *c = total;
+                *c = ai
+                    .iter()
+                    .zip(bj)
+                    .fold(0i32, |s, (&x, &y)| s + i32::from(x) * i32::from(y));
             }
         });
     out
-}
-
-/// What an emulated product did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Emulation {
-    /// The route taken: emulated (bits, moduli, fix-ups) or native.
-    pub route: Route,
-    /// The fewest bits any element needed (0 for an empty product).
-    pub least_bits: u32,
 }
 
 /// C ← α·A·B + β·C by Ozaki scheme II, as the GPU computes it: scaling,
 /// the certificate's magnitude product and histogram, the route, INT8
 /// residue products, Garner's reconstruction, the scaling back, and the
 /// native recomputation of uncertified elements (or of everything, where
-/// the route says so). β = 0 never reads C.
+/// the route says so). β = 0 never reads C. Depths beyond
+/// [`EMULATION_K_CHUNK`] run in slices of k added with β = 1, as on the
+/// GPU. Returns the routes taken.
 ///
 /// # Errors
 /// Mismatched shapes; integer element types.
@@ -63,7 +50,7 @@ pub fn gemm_reference<T: Element>(
     b: MatRef<'_, T>,
     beta: T,
     mut c: MatMut<'_, T>,
-) -> Result<Emulation, Error> {
+) -> Result<Tally, Error> {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     if b.rows() != k {
         return Err(Error::DimensionMismatch {
@@ -83,6 +70,33 @@ pub fn gemm_reference<T: Element>(
             what: format!("{} (integers are exact natively)", T::DTYPE),
         });
     }
+    let mut tally = Tally::default();
+    if m == 0 || n == 0 {
+        return Ok(tally);
+    }
+    let mut beta = beta;
+    let mut p0 = 0;
+    loop {
+        let depth = (k - p0).min(EMULATION_K_CHUNK);
+        let (sa, sb) = (a.submatrix(0, p0, m, depth), b.submatrix(p0, 0, depth, n));
+        tally.add(slice(alpha, sa, sb, beta, c.rb_mut()));
+        p0 += depth;
+        beta = T::ONE;
+        if p0 >= k {
+            return Ok(tally);
+        }
+    }
+}
+
+/// One slice of depth at most [`EMULATION_K_CHUNK`]; its route.
+fn slice<T: Element>(
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    mut c: MatMut<'_, T>,
+) -> Route {
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
     let store = |c: &mut MatMut<'_, T>, i: usize, j: usize, product: f64| {
         let value = if beta == 0.0 {
@@ -97,17 +111,6 @@ pub fn gemm_reference<T: Element>(
             .map(|p| a.get(i, p).to_f64() * b.get(p, j).to_f64())
             .sum()
     };
-    if m == 0 || n == 0 {
-        return Ok(Emulation {
-            route: Route::Emulated {
-                bits: 1,
-                moduli: 1,
-                fixups: 0,
-            },
-            least_bits: 0,
-        });
-    }
-
     // 1. Statistics of rows and columns; 2. the magnitude product.
     let rows = row_stats(a);
     let cols = col_stats(b);
@@ -128,7 +131,6 @@ pub fn gemm_reference<T: Element>(
     for &v in &need {
         histogram[v as usize] += 1;
     }
-    let least_bits = need.iter().copied().min().unwrap_or(0) as u32;
     let route = route(&histogram, m, k, n);
     let (bits, moduli) = match route {
         Route::Emulated { bits, moduli, .. } => (bits, moduli),
@@ -138,7 +140,7 @@ pub fn gemm_reference<T: Element>(
                     store(&mut c, i, j, native(i, j));
                 }
             }
-            return Ok(Emulation { route, least_bits });
+            return route;
         }
     };
 
@@ -151,7 +153,7 @@ pub fn gemm_reference<T: Element>(
         .collect();
 
     // 5. One INT8 product per modulus.
-    let products: Vec<Vec<i64>> = MODULI[..moduli]
+    let products: Vec<Vec<i32>> = MODULI[..moduli]
         .iter()
         .map(|&md| {
             let ra: Vec<i8> = int_a
@@ -177,13 +179,13 @@ pub fn gemm_reference<T: Element>(
                 continue;
             }
             for (l, r) in residues.iter_mut().enumerate() {
-                *r = products[l][x];
+                *r = i64::from(products[l][x]);
             }
             let exact = garner.reconstruct(&residues);
             store(&mut c, i, j, unscale(exact, row, col, bits));
         }
     }
-    Ok(Emulation { route, least_bits })
+    route
 }
 
 /// x·2^{E_i+F_j+2−2b}: the exact integer product scaled back, rounded
@@ -199,7 +201,7 @@ mod tests {
     use crate::verify::verify;
     use rand::{Rng, SeedableRng};
 
-    fn check<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Emulation {
+    fn check<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Tally {
         let mut c = Matrix::<T>::filled(a.rows(), b.cols(), T::from_f64(f64::NAN));
         let e = gemm_reference(
             T::from_f64(1.0),
@@ -239,19 +241,14 @@ mod tests {
             let a = Matrix::<f64>::from_fn(m, k, |_, _| rng.random_range(-1.0..1.0));
             let b = Matrix::<f64>::from_fn(k, n, |_, _| rng.random_range(-1.0..1.0));
             let e = check(&a, &b);
-            assert!(
-                matches!(e.route, Route::Emulated { fixups: 0, .. }),
-                "{e:?}"
-            );
+            assert!(e.emulated == 1 && e.fixups == 0, "{e:?}");
             let a32 = Matrix::<f32>::from_fn(m, k, |i, j| a.get(i, j) as f32);
             let b32 = Matrix::<f32>::from_fn(k, n, |i, j| b.get(i, j) as f32);
             let e32 = check(&a32, &b32);
-            match (e.route, e32.route) {
-                (Route::Emulated { moduli: m64, .. }, Route::Emulated { moduli: m32, .. }) => {
-                    assert!(m32 < m64, "f32 {m32} moduli, f64 {m64}")
-                }
-                r => panic!("{r:?}"),
-            }
+            assert!(
+                e32.emulated == 1 && e32.moduli < e.moduli,
+                "f32 {e32:?}, f64 {e:?}"
+            );
             let ai = Matrix::<f64>::from_fn(m, k, |_, _| rng.random_range(-100i32..100) as f64);
             let bi = Matrix::<f64>::from_fn(k, n, |_, _| rng.random_range(-100i32..100) as f64);
             let mut c = Matrix::<f64>::zeros(m, n);
@@ -299,11 +296,11 @@ mod tests {
         let e = check(&a, &b);
         // The NaN's row and the ∞'s column: 20 + 24 − 1 elements natively,
         // more than 24·20/256 allow, so the whole product runs natively.
-        assert!(matches!(e.route, Route::Native { .. }), "{e:?}");
+        assert_eq!((e.emulated, e.native), (0, 1), "{e:?}");
         a.set(7, 2, 0.5);
         b.set(9, 8, 0.5);
         let e = check(&a, &b);
-        assert!(matches!(e.route, Route::Emulated { .. }), "{e:?}");
+        assert_eq!((e.emulated, e.native), (1, 0), "{e:?}");
 
         // Magnitudes that cancel: a row's large entries meet a column's
         // small ones, so the row/column scaling loses the products that
@@ -313,6 +310,18 @@ mod tests {
         check(&a, &b);
         a.set(0, 0, 1e300);
         check(&a, &b);
+    }
+
+    /// A depth beyond one INT8 product's runs in slices added with β = 1,
+    /// each certified: two routes, the product within the bound.
+    #[test]
+    fn deep_products_run_in_slices() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(13);
+        let k = EMULATION_K_CHUNK + 4465;
+        let a = Matrix::<f32>::from_fn(2, k, |_, _| rng.random_range(-1.0..1.0));
+        let b = Matrix::<f32>::from_fn(k, 3, |_, _| rng.random_range(-1.0..1.0));
+        let t = check(&a, &b);
+        assert_eq!((t.emulated, t.native), (2, 0), "{t:?}");
     }
 
     /// α, β and a strided, transposed C, against the product of the
