@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use fastmm::random::{random_matrix, seeded_rng};
+use fastmm::random::{seeded_rng, try_random_matrix_wide};
 use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::verify::verify_with_growth;
 use fastmm::{DType, Element, GemmOptions, Matrix, Role, Team, Timing};
@@ -50,6 +50,12 @@ pub struct RunArgs {
     /// Seed of the random matrices: the same seed gives the same A and B.
     #[arg(long, default_value_t = 42)]
     pub(crate) seed: u64,
+    /// Floats of A and B span this many decades each way: ±10^u with u
+    /// uniform in [−D, D) (0: uniform in [−1, 1), the default). Entries of
+    /// one row then differ by up to 10^(2D): the hard inputs of scaled
+    /// products such as emulated's.
+    #[arg(long, value_name = "D", default_value_t = 0.0)]
+    pub(crate) decades: f64,
     /// Print one JSON array of records on stdout instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
@@ -101,6 +107,8 @@ pub struct Record {
     pub check: &'static str,
     pub ok: bool,
     pub seed: u64,
+    /// The decades A's and B's floats span each way (0: uniform in [−1, 1)).
+    pub decades: f64,
     /// GPU algorithms: median host→device copy time.
     pub upload_ms: Option<f64>,
     /// GPU algorithms: median device→host copy time.
@@ -237,8 +245,8 @@ fn run_typed<T: Element>(
 ) -> Result<Vec<Record>> {
     let shape = (p.m, p.k, p.n);
     let mut rng = seeded_rng(args.seed);
-    let a: Matrix<T> = random_matrix(p.m, p.k, &mut rng);
-    let b: Matrix<T> = random_matrix(p.k, p.n, &mut rng);
+    let a: Matrix<T> = try_random_matrix_wide(p.m, p.k, args.decades, &mut rng)?;
+    let b: Matrix<T> = try_random_matrix_wide(p.k, p.n, args.decades, &mut rng)?;
     let printable = args.print && [p.m, p.k, p.n].iter().all(|&d| d <= PRINT_MAX_DIM);
     if printable {
         show(args, &format!("A ({})", T::DTYPE), &a);
@@ -350,6 +358,7 @@ fn run_typed<T: Element>(
             check: verdict.method.name(),
             ok: verdict.ok,
             seed: args.seed,
+            decades: args.decades,
             upload_ms,
             download_ms,
             end_to_end_gflops: end_to_end_ms.map(|ms| flops / (ms * 1e6)),
@@ -493,6 +502,7 @@ fn run_on_team<T: Element>(
         check: verdict.method.name(),
         ok: verdict.ok,
         seed: args.seed,
+        decades: args.decades,
         upload_ms: None,
         download_ms: None,
         end_to_end_gflops: hosted_ms.map(|ms| flops / (ms * 1e6)),

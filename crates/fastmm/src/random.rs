@@ -69,3 +69,27 @@ pub fn try_random_matrix_full_range<T: Element>(
         try_random_matrix(rows, cols, rng)
     }
 }
+
+/// Like [`random_matrix`], but floats span `decades` decades each way:
+/// ±10^u with u uniform in [−decades, decades) and a random sign, so that
+/// entries of one row or column differ by up to 10^(2·decades); integers
+/// as [`random_matrix`]. The hard inputs of scaled products (the
+/// `emulated` algorithm's certificate).
+pub fn try_random_matrix_wide<T: Element>(
+    rows: usize,
+    cols: usize,
+    decades: f64,
+    rng: &mut impl Rng,
+) -> Result<Matrix<T>, Error> {
+    if T::DTYPE.is_integer() || decades <= 0.0 {
+        return try_random_matrix(rows, cols, rng);
+    }
+    Matrix::try_from_fn(rows, cols, |_, _| {
+        let magnitude = 10f64.powf(rng.random_range(-decades..decades));
+        T::from_f64(if rng.random_bool(0.5) {
+            magnitude
+        } else {
+            -magnitude
+        })
+    })
+}

@@ -29,7 +29,8 @@
 //! * **NaN and ±∞** follow IEEE arithmetic, as in numpy: where the f64
 //!   reference is NaN, C must hold NaN; where it is ±∞, the same infinity;
 //!   where it is finite but beyond T's range, the infinity of its sign
-//!   (overflow). When A or B holds non-finite values, Freivalds' test
+//!   (overflow); where terms of the sum exceed T's range ((|A||B|)_ij
+//!   does), any infinity or NaN, as T's own arithmetic may give. When A or B holds non-finite values, Freivalds' test
 //!   covers the block of C whose rows of A and columns of B are finite
 //!   (the others are left out of its sums); the rows and columns of C
 //!   that meet a non-finite input are checked element by element, up to
@@ -219,14 +220,18 @@ impl Tally {
     /// Records one computed value against its exact value and its bound;
     /// non-finite values by IEEE rules (see the module's notes), outside
     /// the norms.
-    fn compare(&mut self, got: f64, exact: f64, bound: f64, largest: f64) {
+    fn compare(&mut self, got: f64, exact: f64, (bound, magnitude): (f64, f64), largest: f64) {
         // Beyond T's range even after rounding: C must hold ±∞.
         let overflows = exact.is_finite() && exact.abs() - bound > largest;
         if !exact.is_finite() || !got.is_finite() || overflows {
             let may_overflow = exact.is_finite() && exact.abs() + bound > largest;
+            // Terms or partial sums beyond T's range: T's own arithmetic
+            // may meet +∞ and −∞ and give NaN, or ±∞ of either sign.
+            let terms_overflow = exact.is_finite() && magnitude > largest;
             let ieee = (exact.is_nan() && got.is_nan())
                 || got == exact
-                || (may_overflow && got == exact.signum() * f64::INFINITY);
+                || (may_overflow && got == exact.signum() * f64::INFINITY)
+                || (terms_overflow && !got.is_finite());
             self.worst_ratio = self.worst_ratio.max(if ieee { 0.0 } else { f64::INFINITY });
             return;
         }
@@ -285,7 +290,12 @@ fn exact_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) 
         }
         for (j, &exact) in row.iter().enumerate() {
             let expected = T::wrap_from_i128(exact);
-            tally.compare(c.get(i, j).sub(expected).to_f64(), 0.0, 0.0, f64::INFINITY);
+            tally.compare(
+                c.get(i, j).sub(expected).to_f64(),
+                0.0,
+                (0.0, 0.0),
+                f64::INFINITY,
+            );
             tally.ref2 += square(expected.to_f64());
         }
     }
@@ -303,7 +313,7 @@ fn exact_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_
         let abx = mat_vec(a, &mat_vec(b, &x, T::ZERO, wrapping), T::ZERO, wrapping);
         let cx = mat_vec(c, &x, T::ZERO, wrapping);
         for (&got, &want) in cx.iter().zip(&abx) {
-            tally.compare(got.sub(want).to_f64(), 0.0, 0.0, f64::INFINITY);
+            tally.compare(got.sub(want).to_f64(), 0.0, (0.0, 0.0), f64::INFINITY);
             tally.ref2 += square(want.to_f64());
         }
     }
@@ -425,7 +435,7 @@ fn compare_row<T: Element>(
         tally.compare(
             c.get(i, j).to_f64(),
             exact,
-            bound.of(magnitude),
+            (bound.of(magnitude), magnitude),
             bound.largest,
         );
     }

@@ -329,6 +329,21 @@ fn verification_rejects_a_single_wrong_element() {
     assert!(!verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
 }
 
+/// Terms beyond f32's range: f32 arithmetic may meet +∞ and −∞ on the way
+/// to a sum that is finite in f64, and give NaN; the verifier accepts any
+/// non-finite value there, and still a finite one only within the bound.
+#[test]
+fn verification_accepts_what_overflowing_terms_give() {
+    let a = Matrix::<f32>::from_vec(1, 2, vec![1e30, 1e30]).unwrap();
+    let b = Matrix::<f32>::from_vec(2, 2, vec![1e30, 1.0, -1e30, 2.0]).unwrap();
+    let c = matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::new(Algorithm::Naive)).unwrap();
+    assert!(c.get(0, 0).is_nan());
+    assert!(verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap().ok);
+    let mut wrong = c.clone();
+    wrong.set(0, 1, f32::INFINITY);
+    assert!(!verify(a.as_ref(), b.as_ref(), wrong.as_ref()).unwrap().ok);
+}
+
 /// The IEEE class of a value: NaN, the infinity of a sign, or finite.
 fn ieee_class(x: f64) -> i8 {
     match x {

@@ -542,6 +542,7 @@ fn openblas(
         check: "peer",
         ok: true,
         seed: 42,
+        decades: 0.0,
         upload_ms: None,
         download_ms: None,
         end_to_end_gflops: None,
