@@ -11,12 +11,15 @@
 #                                  # device- and host-resident, cuBLASXt beside
 #   scripts/gpu-check.sh multi-big # every GPU at n = 65536 (no one-GPU baseline:
 #                                  # its pageable copies alone take minutes)
+#   scripts/gpu-check.sh emulated  # the INT8 rate (cuBLAS layouts, cublasLt, torch),
+#                                  # emulated against cuBLAS at 16384, 8192 and
+#                                  # 8192×1024×8192, wide exponent ranges, power
 #
 # BIN (default target/release/fastmm) is the binary built on the
 # development machine; FASTMM_KERNEL_CACHE may point at PTX compiled there
 # (`cargo run --release -p fastmm --features dev --example kernel_cache`).
 set -uo pipefail
-part=${1:?usage: gpu-check.sh check|results|ooc|multi|multi-big}
+part=${1:?usage: gpu-check.sh check|results|ooc|multi|multi-big|emulated}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FASTMM_TUNING=off NCCL_NVLS_ENABLE=0
 OUT=${OUT:-gpu-check}
@@ -123,8 +126,43 @@ multi|multi-big)
     xt 65536 2
   fi
   ;;
+emulated)
+  # The INT8 rate cuBLAS reaches in each layout, and torch's _int_mm.
+  nvcc -O2 -o "$OUT/int8_gemm" crates/fastmm-peers/cuda/int8_gemm.c -lcublas -lcublasLt || status=1
+  for shape in "16384 16384 16384" "8192 8192 8192" "8192 1024 8192"; do
+    timeout 120 "$OUT/int8_gemm" $shape 10 | tee -a "$OUT/int8-rate.txt" || status=1
+  done
+  timeout 120 python3 - <<'PY' | tee -a "$OUT/int8-rate.txt"
+import torch
+n = 16384
+a = torch.randint(-128, 127, (n, n), dtype=torch.int8, device="cuda")
+b = torch.randint(-128, 127, (n, n), dtype=torch.int8, device="cuda")
+for name, bb in [("row-major B", b), ("column-major B", b.t().contiguous().t())]:
+    torch._int_mm(a, bb)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        start.record(); torch._int_mm(a, bb); end.record(); torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    ms = sorted(times)[5]
+    print(f"torch _int_mm {name} n={n} median_ms={ms:.3f} tops={2 * n**3 / ms / 1e9:.1f}")
+PY
+  # Power, where nvidia-smi reads it, beside the timed products.
+  nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm --format=csv -lms 200 > "$OUT/power.csv" 2>&1 &
+  smi=$!
+  record emulated-16384-f64 --algo cublas,emulated -s 16384 -d f64 --reps 10
+  record emulated-16384-f32 --algo cublas,emulated -s 16384 -d f32 --reps 10
+  record emulated-8192 --algo cublas,emulated -s 8192 -d f32,f64 --reps 10
+  record emulated-8192x1024x8192 --algo cublas,emulated -m 8192 -k 1024 -n 8192 -d f32,f64 --reps 10
+  # Entries from 1e-30 to 1e30 (f64), and 1e-15 to 1e15 in f32, whose
+  # products would overflow beyond that.
+  record emulated-wide-16384-f64 --algo cublas,emulated -s 16384 -d f64 --decades 30 --reps 3
+  record emulated-wide-16384-f32 --algo cublas,emulated -s 16384 -d f32 --decades 15 --reps 3
+  kill $smi 2>/dev/null
+  ;;
 *)
-  echo "unknown part $part (check, results, ooc, multi or multi-big)" >&2
+  echo "unknown part $part (check, results, ooc, multi, multi-big or emulated)" >&2
   exit 2
   ;;
 esac
