@@ -23,7 +23,7 @@
 //!
 //! **The choice.** Each element's fewest bits are counted in a histogram;
 //! the product takes the fewest bits b that certify all but at most
-//! m·n/[`EMULATION_FIXUP_FRACTION`] elements, and those few are recomputed
+//! m·n/256 (`EMULATION_FIXUP_FRACTION`) elements, and those few are recomputed
 //! natively. Where no b that the moduli allow does that (entries whose
 //! magnitudes cancel across rows and columns, NaN or ∞ in many rows), the
 //! whole product runs natively. N moduli are then the fewest with

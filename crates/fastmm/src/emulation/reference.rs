@@ -39,7 +39,7 @@ fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i32> {
 /// residue products, Garner's reconstruction, the scaling back, and the
 /// native recomputation of uncertified elements (or of everything, where
 /// the route says so). β = 0 never reads C. Depths beyond
-/// [`EMULATION_K_CHUNK`] run in slices of k added with β = 1, as on the
+/// 2¹⁶ (`EMULATION_K_CHUNK`) run in slices of k added with β = 1, as on the
 /// GPU. Returns the routes taken.
 ///
 /// # Errors
