@@ -146,18 +146,6 @@ pub(crate) fn error_growth(fast: Option<&FastPlan>, opts: &GemmOptions) -> f64 {
     levels * precision.error_growth()
 }
 
-/// The `emulated` algorithm takes f32 and f64 (integers are exact
-/// natively).
-pub(crate) fn emulated_supported<T: Element>() -> Result<(), Error> {
-    if T::DTYPE.is_integer() {
-        return Err(Error::Unsupported {
-            algorithm: "emulated",
-            what: format!("{} (integers are exact natively)", T::DTYPE),
-        });
-    }
-    Ok(())
-}
-
 /// The plan of an m×k×n product of T on the CPU; `opts.algorithm` is
 /// resolved and runs on the CPU.
 pub(crate) fn on_cpu<T: Element>(
@@ -202,7 +190,7 @@ pub(crate) fn on_cpu<T: Element>(
             }
         }
         (None, Algorithm::Emulated) => {
-            emulated_supported::<T>()?;
+            crate::emulation::check_type::<T>()?;
             "Ozaki scheme II reference: INT8 residue products in scalar loops".to_string()
         }
         (None, _) => "scalar".to_string(),
@@ -390,7 +378,7 @@ mod gpu {
                 format!("cuBLAS dgemm {} {memory}", gpu.arch())
             }
             Algorithm::Emulated => {
-                emulated_supported::<T>()?;
+                crate::emulation::check_type::<T>()?;
                 format!(
                     "Ozaki scheme II: INT8 tensor cores (cuBLAS) + CRT kernels {} {memory}",
                     gpu.arch()

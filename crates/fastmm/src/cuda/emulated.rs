@@ -138,7 +138,7 @@ fn int8_product(
 impl EmulatedGemm {
     /// The kernels for T (f32 or f64), compiled or fetched.
     pub fn resolve<T: Element>(gpu: &Gpu) -> Result<EmulatedGemm, Error> {
-        crate::plan::emulated_supported::<T>()?;
+        crate::emulation::check_type::<T>()?;
         let key = KernelKey {
             source: KernelSource::Emulated,
             dtype: T::DTYPE,

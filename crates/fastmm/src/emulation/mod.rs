@@ -31,6 +31,21 @@ pub use certify::Route;
 pub use moduli::{moduli_for, modulus, symmetric_residue, Garner, MODULI};
 pub use reference::gemm_reference;
 
+/// The `emulated` algorithm takes f32 and f64: integers are exact
+/// natively.
+///
+/// # Errors
+/// [`Error::Unsupported`] for integer types.
+pub fn check_type<T: crate::element::Element>() -> Result<(), crate::error::Error> {
+    if T::DTYPE.is_integer() {
+        return Err(crate::error::Error::Unsupported {
+            algorithm: "emulated",
+            what: format!("{} (integers are exact natively)", T::DTYPE),
+        });
+    }
+    Ok(())
+}
+
 /// What the emulated products of one call did, summed over its pieces
 /// (out-of-core tiles, a fast algorithm's leaves): the route of each, so
 /// that a front end reports where accuracy forced more moduli, native

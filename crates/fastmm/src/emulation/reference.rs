@@ -64,12 +64,7 @@ pub fn gemm_reference<T: Element>(
             got: c.shape(),
         });
     }
-    if T::DTYPE.is_integer() {
-        return Err(Error::Unsupported {
-            algorithm: "emulated",
-            what: format!("{} (integers are exact natively)", T::DTYPE),
-        });
-    }
+    super::check_type::<T>()?;
     let mut tally = Tally::default();
     if m == 0 || n == 0 {
         return Ok(tally);
