@@ -35,7 +35,7 @@ pub use reference::gemm_reference;
 /// natively.
 ///
 /// # Errors
-/// [`Error::Unsupported`] for integer types.
+/// [`crate::Error::Unsupported`] for integer types.
 pub fn check_type<T: crate::element::Element>() -> Result<(), crate::error::Error> {
     if T::DTYPE.is_integer() {
         return Err(crate::error::Error::Unsupported {
