@@ -556,7 +556,7 @@ mod tests {
         assert!(err.contains("packed does not run on cuda:0"), "{err}");
         let all = Target::parse_list("all", auto).unwrap();
         assert!(all.iter().all(|t| t.device == Device::Cpu));
-        assert_eq!(Target::parse_list("all", on_gpu).unwrap().len(), 6);
+        assert_eq!(Target::parse_list("all", on_gpu).unwrap().len(), 7);
     }
 
     #[test]
