@@ -92,6 +92,8 @@ pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
     }
     #[cfg(feature = "cuda")]
     if kind == DeviceKind::Cuda {
+        rows.push(gpu::emulation_twin_checks::<f32>(ctx));
+        rows.push(gpu::emulation_twin_checks::<f64>(ctx));
         rows.extend(gpu::schedule_checks(ctx)?);
         rows.extend(gpu::out_of_core_checks(ctx));
     }
@@ -683,6 +685,73 @@ mod gpu {
     /// β = −3; for cuBLAS and cuda-fast, and for Strassen and Winograd per
     /// tile (recursing from 16). Then the planner itself through the
     /// context, with a budget of a third of A, B and C.
+    /// The GPU's emulated product against its CPU twin: where both took
+    /// the same route with no native fix-ups, every step is exact or
+    /// rounded the same way, so C must agree bit for bit; where the routes
+    /// differ (a need at a threshold, the norms summed in another order),
+    /// both must be within the bound.
+    pub(super) fn emulation_twin_checks<T: Element>(ctx: &Context) -> Check {
+        let mut row = Check::new(format!("emulated GPU = CPU twin {}", T::DTYPE));
+        let mut rng = seeded_rng(43);
+        let opts = GemmOptions::new(Algorithm::Emulated);
+        for &(m, k, n) in EMULATION_SHAPES.iter().chain(&[(264, 2056, 264), (1, 70000, 3)]) {
+            let label = format!("{m}×{k}×{n}");
+            let a: Matrix<T> = random_matrix(m, k, &mut rng);
+            let b: Matrix<T> = random_matrix(k, n, &mut rng);
+            let mut gpu_c = Matrix::filled(m, n, T::poison());
+            let mut cpu_c = Matrix::filled(m, n, T::poison());
+            let outcome = ctx
+                .gemm_timed(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, gpu_c.as_mut(), &opts)
+                .and_then(|timing| {
+                    let twin = crate::emulation::gemm_reference(
+                        T::ONE,
+                        a.as_ref(),
+                        b.as_ref(),
+                        T::ZERO,
+                        cpu_c.as_mut(),
+                    )?;
+                    Ok((timing.emulation, twin))
+                });
+            match outcome {
+                Ok((Some(gpu), cpu)) if gpu == cpu && gpu.fixups == 0 => {
+                    let differ = (0..m * n).find(|&x| {
+                        gpu_c.get(x / n, x % n).to_f64().to_bits()
+                            != cpu_c.get(x / n, x % n).to_f64().to_bits()
+                    });
+                    match differ {
+                        None => row.passed += 1,
+                        Some(x) => row.failures.push(format!(
+                            "{label} ({}): C({}, {}) = {:e} on the GPU, {:e} in the twin",
+                            gpu.label(),
+                            x / n,
+                            x % n,
+                            gpu_c.get(x / n, x % n).to_f64(),
+                            cpu_c.get(x / n, x % n).to_f64()
+                        )),
+                    }
+                }
+                Ok((gpu, cpu)) => {
+                    let both = crate::verify::verify(a.as_ref(), b.as_ref(), gpu_c.as_ref())
+                        .and_then(|g| {
+                            crate::verify::verify(a.as_ref(), b.as_ref(), cpu_c.as_ref())
+                                .map(|c| g.ok && c.ok)
+                        });
+                    match (gpu, both) {
+                        (Some(_), Ok(true)) => row.passed += 1,
+                        (gpu, Ok(_)) => row.failures.push(format!(
+                            "{label}: routes {} (GPU) and {} (twin), not both within the bound",
+                            gpu.map_or("not reported".into(), |t| t.label()),
+                            cpu.label()
+                        )),
+                        (_, Err(e)) => row.failures.push(format!("{label}: {e}")),
+                    }
+                }
+                Err(e) => row.failures.push(format!("{label}: {e}")),
+            }
+        }
+        row
+    }
+
     pub(super) fn out_of_core_checks(ctx: &Context) -> Vec<Check> {
         let mut rows = Vec::new();
         for algorithm in [Algorithm::Strassen, Algorithm::Winograd] {
