@@ -35,10 +35,9 @@ cargo clippy -p fastmm --all-targets --release --no-default-features -- -D warni
 cargo clippy -p fastmm --all-targets --release --features dev -- -D warnings
 cargo clippy -p fastmm --all-targets --release --no-default-features --features ndarray,nalgebra,faer -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-cargo test --workspace --release
-# The interop conversions, without CUDA (as a library user opts out).
-cargo test -p fastmm --release --no-default-features --features ndarray,nalgebra,faer --test interop
-cargo test -p fastmm --release --no-default-features --features ndarray,nalgebra,faer --doc interop
+# With the interop features, so that their conversions and doc examples
+# run in the same build (the build without CUDA is clippy's third set).
+cargo test --workspace --release --features fastmm/ndarray,fastmm/nalgebra,fastmm/faer
 # The Python package, installed as the README says into a virtualenv of
 # its own, then its pytest suite (numpy, hypothesis) against numpy itself.
 venv=target/python-venv

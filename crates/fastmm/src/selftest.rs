@@ -694,14 +694,24 @@ mod gpu {
         let mut row = Check::new(format!("emulated GPU = CPU twin {}", T::DTYPE));
         let mut rng = seeded_rng(43);
         let opts = GemmOptions::new(Algorithm::Emulated);
-        for &(m, k, n) in EMULATION_SHAPES.iter().chain(&[(264, 2056, 264), (1, 70000, 3)]) {
+        for &(m, k, n) in EMULATION_SHAPES
+            .iter()
+            .chain(&[(264, 2056, 264), (1, 70000, 3)])
+        {
             let label = format!("{m}×{k}×{n}");
             let a: Matrix<T> = random_matrix(m, k, &mut rng);
             let b: Matrix<T> = random_matrix(k, n, &mut rng);
             let mut gpu_c = Matrix::filled(m, n, T::poison());
             let mut cpu_c = Matrix::filled(m, n, T::poison());
             let outcome = ctx
-                .gemm_timed(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, gpu_c.as_mut(), &opts)
+                .gemm_timed(
+                    T::ONE,
+                    a.as_ref(),
+                    b.as_ref(),
+                    T::ZERO,
+                    gpu_c.as_mut(),
+                    &opts,
+                )
                 .and_then(|timing| {
                     let twin = crate::emulation::gemm_reference(
                         T::ONE,

@@ -456,27 +456,48 @@ mod tests {
         false
     }
 
-    /// Every kernel in every variant for Hopper, and the SIMT kernels for
-    /// Turing too: fast.cu stages B with cp.async from sm_80 and through
-    /// registers before, fast_ring.cu copies synchronously before sm_80
-    /// (in a two-stage ring); both paths must build. One test per
-    /// architecture, so that the two compile in parallel.
+    /// Every kernel in every variant for Hopper, and fast.cu and
+    /// fast_ring.cu for Turing too: fast.cu stages B with cp.async from
+    /// sm_80 and through registers before, fast_ring.cu copies
+    /// synchronously before sm_80 (in a two-stage ring); both paths must
+    /// build.
     #[test]
-    fn every_kernel_compiles_for_sm90() {
-        every_kernel_compiles_for("sm_90");
+    fn the_plain_simt_kernels_compile_for_sm90() {
+        every_kernel_compiles_for("sm_90", |s| {
+            matches!(s, KernelSource::Fast | KernelSource::FastRing)
+        });
     }
 
     #[test]
-    fn the_simt_kernels_compile_for_sm75() {
-        every_kernel_compiles_for("sm_75");
+    fn the_stream_k_kernels_compile_for_sm90() {
+        every_kernel_compiles_for("sm_90", |s| s == KernelSource::FastStream);
     }
 
-    fn every_kernel_compiles_for(arch: &'static str) {
+    #[test]
+    fn the_fused_kernels_compile_for_sm90() {
+        every_kernel_compiles_for("sm_90", |s| s == KernelSource::Fused);
+    }
+
+    #[test]
+    fn the_other_kernels_compile_for_sm90() {
+        every_kernel_compiles_for("sm_90", |s| !s.is_simt());
+    }
+
+    #[test]
+    fn the_architecture_dependent_kernels_compile_for_sm75() {
+        every_kernel_compiles_for("sm_75", |s| {
+            matches!(s, KernelSource::Fast | KernelSource::FastRing)
+        });
+    }
+
+    /// The sources `chosen` picks, for `arch`: five tests, so that they
+    /// compile in parallel (every source is in one of the sm_90 tests).
+    fn every_kernel_compiles_for(arch: &'static str, chosen: fn(KernelSource) -> bool) {
         if !nvrtc_or_skip() {
             return;
         }
         for source in KernelSource::ALL {
-            if arch != "sm_90" && !source.is_simt() {
+            if !chosen(source) {
                 continue;
             }
             let tiles: &[usize] = match source {
