@@ -30,9 +30,9 @@ export FASTMM_REQUIRE_NUMPY=1
 export FASTMM_TUNING=off
 
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --release -- -D warnings
+# The default features with the developer tools (feature dev) in one pass.
+cargo clippy --workspace --all-targets --release --features fastmm/dev -- -D warnings
 cargo clippy -p fastmm --all-targets --release --no-default-features -- -D warnings
-cargo clippy -p fastmm --all-targets --release --features dev -- -D warnings
 cargo clippy -p fastmm --all-targets --release --no-default-features --features ndarray,nalgebra,faer -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # With the interop features, so that their conversions and doc examples
