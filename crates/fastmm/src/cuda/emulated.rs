@@ -84,6 +84,16 @@ fn launch_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Err
     move |e| cuda_err(&format!("emulated product: {what} launch failed"), e)
 }
 
+/// One thread per element of `rows` rows of C, 256 per block: the launch
+/// of `emu_need` and `emu_accumulate`.
+fn per_element((rows, n): (usize, usize)) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(256) as u32, rows as u32, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// C (rows×np INT32, ld np) = A (rows×kp INT8) · Bᵀ (B n×kp INT8), both
 /// k-contiguous: column-major that is Cᵀ = op_T(B)·A.
 fn int8_product(
@@ -387,11 +397,7 @@ impl EmulatedGemm {
                     ptr(gpu, &g),
                 )?;
                 let (i0i, ni, ki, ldg) = (i0 as i32, n as i32, k as i32, np as i64);
-                let config = LaunchConfig {
-                    grid_dim: (n.div_ceil(256) as u32, r as u32, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                };
+                let config = per_element((r, n));
                 let (gp, rn, cn, np_, hp) = (
                     ptr(gpu, &g),
                     ptr(gpu, &rows.norms),
@@ -512,11 +518,7 @@ impl EmulatedGemm {
                 ptr(gpu, &fix_count),
                 ptr(gpu, &fix_list),
             );
-            let config = LaunchConfig {
-                grid_dim: (n.div_ceil(256) as u32, r as u32, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
+            let config = per_element((r, n));
             let mut launch = gpu.stream.launch_builder(&self.accumulate);
             launch
                 .arg(&i0i)
