@@ -6,7 +6,7 @@
 use anyhow::{Context as _, Result};
 use clap::Args;
 use fastmm::selftest::Check;
-use fastmm::{Context, Device, DeviceList, Team};
+use fastmm::{Algorithm, Context, Device, DeviceList, Team};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
@@ -14,6 +14,11 @@ pub struct SelftestArgs {
     /// team: cuda:0,1,… or cuda:all (every product distributed over them).
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// Only these algorithms (comma list, e.g. `emulated,cublas`); the
+    /// checks of no one algorithm (round trips, schedules, out of core)
+    /// run only without it.
+    #[arg(long)]
+    algo: Option<String>,
 }
 
 pub fn run(args: &SelftestArgs) -> Result<bool> {
@@ -22,6 +27,9 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
         all if all.eq_ignore_ascii_case("all") => vec![Device::Cpu, Device::Cuda(0)],
         text => match text.parse::<DeviceList>()? {
             list if list.is_team() => {
+                if args.algo.is_some() {
+                    anyhow::bail!("--algo selects algorithms on one device; a team runs every one");
+                }
                 let team = Team::open_list(&list).with_context(|| format!("cannot open {list}"))?;
                 println!("{}", team.describe());
                 rows.extend(fastmm::selftest::run_team(&team)?);
@@ -33,7 +41,11 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
     for device in devices {
         let ctx = Context::open(device).with_context(|| format!("cannot open {device}"))?;
         println!("{}", ctx.describe());
-        rows.extend(fastmm::selftest::run(&ctx)?);
+        let only = match &args.algo {
+            Some(list) => Some(Algorithm::parse_list(list, device.kind())?),
+            None => None,
+        };
+        rows.extend(fastmm::selftest::run_selected(&ctx, only.as_deref())?);
     }
     println!("{:<52} {:>6} {:>6}  verdict", "check", "passed", "failed");
     for row in &rows {

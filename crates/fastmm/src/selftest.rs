@@ -69,31 +69,47 @@ impl Check {
 
 /// Runs the self-test of `ctx`'s device.
 pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
+    run_selected(ctx, None)
+}
+
+/// Runs the self-test of `ctx`'s device for the algorithms in `only`
+/// (every algorithm of the device when `None`). The checks that belong to
+/// no one algorithm (round trips, schedules, out of core) run only in the
+/// whole self-test; the hard inputs of `emulated` run when it is selected.
+pub fn run_selected(ctx: &Context, only: Option<&[Algorithm]>) -> Result<Vec<Check>, Error> {
     let kind = ctx.device().kind();
+    let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
+    let whole = only.is_none();
     let mut rows = Vec::new();
     let memories: Vec<Option<GpuMemory>> = match kind {
         DeviceKind::Cpu => vec![None],
         DeviceKind::Cuda => {
             #[cfg(feature = "cuda")]
-            rows.extend(gpu::round_trips(ctx.gpu()?));
+            if whole {
+                rows.extend(gpu::round_trips(ctx.gpu()?));
+            }
             GpuMemory::ALL.iter().copied().map(Some).collect()
         }
     };
-    for algorithm in Algorithm::all_on(kind) {
+    for algorithm in Algorithm::all_on(kind).filter(|&a| selected(a)) {
         for (label, opts) in option_sets(algorithm, kind, &memories) {
             for &dtype in &DType::ALL {
                 rows.extend(check_dtype(ctx, dtype, &label, &opts, SHAPES));
             }
         }
     }
-    if Algorithm::Emulated.runs_on(kind) {
+    let emulated = Algorithm::Emulated.runs_on(kind) && selected(Algorithm::Emulated);
+    if emulated {
         rows.push(emulation_checks::<f32>(ctx));
         rows.push(emulation_checks::<f64>(ctx));
     }
     #[cfg(feature = "cuda")]
-    if kind == DeviceKind::Cuda {
+    if kind == DeviceKind::Cuda && emulated {
         rows.push(gpu::emulation_twin_checks::<f32>(ctx));
         rows.push(gpu::emulation_twin_checks::<f64>(ctx));
+    }
+    #[cfg(feature = "cuda")]
+    if kind == DeviceKind::Cuda && whole {
         rows.extend(gpu::schedule_checks(ctx)?);
         rows.extend(gpu::out_of_core_checks(ctx));
     }
