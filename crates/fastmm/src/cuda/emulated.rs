@@ -25,7 +25,10 @@ use std::sync::Mutex;
 
 use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{
+    CudaEvent, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
+};
 
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
@@ -34,7 +37,7 @@ use crate::cuda::gemm::{cublas, to_i32, Operand};
 use crate::cuda::tunables::CUDA_EMULATION_MEMORY_FRACTION;
 use crate::element::Element;
 use crate::emulation::certify::{route, tau, Route, NORM_SLACK};
-use crate::emulation::Tally;
+use crate::emulation::{Phase, Tally};
 use crate::error::Error;
 use crate::options::GpuPrecision;
 use crate::tunables::EMULATION_K_CHUNK;
@@ -74,6 +77,61 @@ fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     gpu.stream
         .alloc_zeros::<V>(len.max(1))
         .map_err(|e| cuda_err(&format!("cannot allocate the emulated product's {what}"), e))
+}
+
+/// Room for `len` values that the kernels or cuBLAS write in full before
+/// anything reads them (so no memset: at n = 16384 the INT32 planes alone
+/// are gigabytes).
+fn alloc_written<V: cudarc::driver::DeviceRepr>(
+    gpu: &Gpu,
+    len: usize,
+    what: &str,
+) -> Result<CudaSlice<V>, Error> {
+    // SAFETY: every caller's buffer is written in full (the split writes
+    // every column of its planes, padding included; cuBLAS every element
+    // of C it is given; the need kernel every element) before any read.
+    unsafe { gpu.stream.alloc::<V>(len.max(1)) }
+        .map_err(|e| cuda_err(&format!("cannot allocate the emulated product's {what}"), e))
+}
+
+/// Events at the boundaries of the phases on the GPU's stream: the time
+/// from one mark to the next is the earlier mark's phase.
+struct Clock {
+    marks: Vec<(Phase, CudaEvent)>,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock { marks: Vec::new() }
+    }
+
+    /// Starts `phase` at this point of the stream.
+    fn mark(&mut self, gpu: &Gpu, phase: Phase) -> Result<(), Error> {
+        let event = gpu
+            .stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| cuda_err("cannot record an event", e))?;
+        self.marks.push((phase, event));
+        Ok(())
+    }
+
+    /// Ends the last phase and waits for it; each phase's time in µs.
+    fn finish(mut self, gpu: &Gpu) -> Result<[u64; Phase::COUNT], Error> {
+        self.mark(gpu, Phase::Accumulate)?;
+        let (_, last) = self.marks.last().expect("a mark was just recorded");
+        last.synchronize()
+            .map_err(|e| cuda_err("cannot wait for the emulated product", e))?;
+        let mut us = [0u64; Phase::COUNT];
+        for pair in self.marks.windows(2) {
+            let ms = pair[0]
+                .1
+                .elapsed_ms(&pair[1].1)
+                .map_err(|e| cuda_err("cannot read the event timer", e))?;
+            let slot = Phase::ALL.iter().position(|&p| p == pair[0].0).unwrap_or(0);
+            us[slot] += (f64::from(ms) * 1e3).round() as u64;
+        }
+        Ok(us)
+    }
 }
 
 fn ptr<V>(gpu: &Gpu, s: &CudaSlice<V>) -> CUdeviceptr {
@@ -197,8 +255,9 @@ impl EmulatedGemm {
                 ld: a.ld,
             };
             let slice_b = b.at::<T>(p0, 0);
-            let route = self.run_slice(gpu, (m, depth, n), alpha, slice_a, slice_b, beta, c)?;
-            self.tally.lock().expect("tally lock").add(route);
+            let (route, phase_us) =
+                self.run_slice(gpu, (m, depth, n), alpha, slice_a, slice_b, beta, c)?;
+            self.tally.lock().expect("tally lock").add(route, phase_us);
             p0 += depth;
             beta = T::ONE;
             if p0 >= k {
@@ -319,7 +378,8 @@ impl EmulatedGemm {
             .map_err(launch_err("split"))
     }
 
-    /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route.
+    /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route and the
+    /// GPU time of its phases (zero on the native route).
     #[allow(clippy::too_many_arguments)]
     fn run_slice<T: Element>(
         &self,
@@ -330,7 +390,9 @@ impl EmulatedGemm {
         b: Operand,
         beta: T,
         c: Operand,
-    ) -> Result<Route, Error> {
+    ) -> Result<(Route, [u64; Phase::COUNT]), Error> {
+        let mut clock = Clock::new();
+        clock.mark(gpu, Phase::Certificate)?;
         let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
         let np = n.div_ceil(PAD) * PAD;
         let rows = self.stats(gpu, (m, k), a, true)?;
@@ -352,10 +414,10 @@ impl EmulatedGemm {
         };
 
         // Phase 1: the certificate.
-        let need: CudaSlice<u8> = alloc(gpu, m * n, "needs")?;
+        let need: CudaSlice<u8> = alloc_written(gpu, m * n, "needs")?;
         let histogram: CudaSlice<u64> = alloc(gpu, 256, "histogram")?;
         {
-            let mag_b: CudaSlice<i8> = alloc(gpu, n * kp, "magnitudes of B")?;
+            let mag_b: CudaSlice<i8> = alloc_written(gpu, n * kp, "magnitudes of B")?;
             self.split(
                 gpu,
                 (n, k, kp),
@@ -373,8 +435,8 @@ impl EmulatedGemm {
                 return Err(too_big("certificate", fixed + per_row));
             }
             let block = block.min(m).min(MAX_GRID_Y);
-            let mag_a: CudaSlice<i8> = alloc(gpu, block * kp, "magnitudes of A")?;
-            let g: CudaSlice<i32> = alloc(gpu, block * np, "magnitude product")?;
+            let mag_a: CudaSlice<i8> = alloc_written(gpu, block * kp, "magnitudes of A")?;
+            let g: CudaSlice<i32> = alloc_written(gpu, block * np, "magnitude product")?;
             let t = tau(k, T::DTYPE.unit_roundoff());
             let mut i0 = 0;
             while i0 < m {
@@ -448,7 +510,7 @@ impl EmulatedGemm {
                     beta,
                     c,
                 )?;
-                return Ok(chosen);
+                return Ok((chosen, [0; Phase::COUNT]));
             }
             Route::Emulated {
                 bits,
@@ -458,7 +520,8 @@ impl EmulatedGemm {
         };
 
         // Phase 2: residues, INT8 products, CRT.
-        let res_b: CudaSlice<i8> = alloc(gpu, nmod * n * kp, "residues of B")?;
+        clock.mark(gpu, Phase::Split)?;
+        let res_b: CudaSlice<i8> = alloc_written(gpu, nmod * n * kp, "residues of B")?;
         self.split(
             gpu,
             (n, k, kp),
@@ -476,8 +539,8 @@ impl EmulatedGemm {
             return Err(too_big("residues", fixed + per_row));
         }
         let block = block.min(m).min(MAX_GRID_Y);
-        let res_a: CudaSlice<i8> = alloc(gpu, nmod * block * kp, "residues of A")?;
-        let planes: CudaSlice<i32> = alloc(gpu, nmod * block * np, "INT32 products")?;
+        let res_a: CudaSlice<i8> = alloc_written(gpu, nmod * block * kp, "residues of A")?;
+        let planes: CudaSlice<i32> = alloc_written(gpu, nmod * block * np, "INT32 products")?;
         let fix_count: CudaSlice<u32> = alloc(gpu, 1, "fix-up count")?;
         let cap = usize::try_from(fixups).unwrap_or(usize::MAX).max(1);
         let fix_list: CudaSlice<u64> = alloc(gpu, cap, "fix-up list")?;
@@ -485,6 +548,7 @@ impl EmulatedGemm {
         let mut i0 = 0;
         while i0 < m {
             let r = block.min(m - i0);
+            clock.mark(gpu, Phase::Split)?;
             self.split(
                 gpu,
                 (r, k, kp),
@@ -495,6 +559,7 @@ impl EmulatedGemm {
                 ptr(gpu, &res_a),
                 block * kp,
             )?;
+            clock.mark(gpu, Phase::Products)?;
             for l in 0..nmod {
                 int8_product(
                     gpu,
@@ -519,6 +584,7 @@ impl EmulatedGemm {
                 ptr(gpu, &fix_list),
             );
             let config = per_element((r, n));
+            clock.mark(gpu, Phase::Accumulate)?;
             let mut launch = gpu.stream.launch_builder(&self.accumulate);
             launch
                 .arg(&i0i)
@@ -588,6 +654,6 @@ impl EmulatedGemm {
             unsafe { launch.launch(config) }.map_err(launch_err("fix-up"))?;
         }
         // The temporaries are freed in stream order as they drop.
-        Ok(chosen)
+        Ok((chosen, clock.finish(gpu)?))
     }
 }

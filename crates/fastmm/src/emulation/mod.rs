@@ -62,11 +62,53 @@ pub struct Tally {
     pub bits: u32,
     /// Elements recomputed natively inside emulated pieces.
     pub fixups: u64,
+    /// GPU time of the emulated pieces' steps, in microseconds, summed
+    /// over them: [`Phase::ALL`] order (all zero on the CPU, which does
+    /// not time them).
+    pub phase_us: [u64; Phase::COUNT],
+}
+
+/// A step of an emulated product whose GPU time is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Statistics, magnitudes, their INT8 product and each element's need.
+    Certificate,
+    /// Scaling and splitting into residue planes.
+    Split,
+    /// The INT8 products of the residues.
+    Products,
+    /// CRT accumulation, scaling back and the native fix-ups.
+    Accumulate,
+}
+
+impl Phase {
+    /// How many phases there are.
+    pub const COUNT: usize = 4;
+    /// Every phase, in the order of [`Tally::phase_us`].
+    pub const ALL: [Phase; Phase::COUNT] = [
+        Phase::Certificate,
+        Phase::Split,
+        Phase::Products,
+        Phase::Accumulate,
+    ];
+
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Certificate => "certificate",
+            Phase::Split => "split",
+            Phase::Products => "INT8 products",
+            Phase::Accumulate => "CRT",
+        }
+    }
 }
 
 impl Tally {
     /// Counts one piece's route.
-    pub fn add(&mut self, route: Route) {
+    pub fn add(&mut self, route: Route, phase_us: [u64; Phase::COUNT]) {
+        for (sum, t) in self.phase_us.iter_mut().zip(phase_us) {
+            *sum += t;
+        }
         match route {
             Route::Emulated {
                 bits,
@@ -91,6 +133,7 @@ impl Tally {
                 moduli: x.moduli.max(y.moduli),
                 bits: x.bits.max(y.bits),
                 fixups: x.fixups + y.fixups,
+                phase_us: std::array::from_fn(|i| x.phase_us[i] + y.phase_us[i]),
             }),
             (x, y) => x.or(y),
         }
@@ -113,6 +156,15 @@ impl Tally {
         }
         if self.native > 0 {
             s += &format!(", {} of {pieces} pieces native", self.native);
+        }
+        let total: u64 = self.phase_us.iter().sum();
+        if total > 0 {
+            let shares: Vec<String> = Phase::ALL
+                .iter()
+                .zip(self.phase_us)
+                .map(|(p, t)| format!("{} {:.0}%", p.name(), 100.0 * t as f64 / total as f64))
+                .collect();
+            s += &format!(" ({})", shares.join(", "));
         }
         s
     }

@@ -74,7 +74,10 @@ pub fn gemm_reference<T: Element>(
     loop {
         let depth = (k - p0).min(EMULATION_K_CHUNK);
         let (sa, sb) = (a.submatrix(0, p0, m, depth), b.submatrix(p0, 0, depth, n));
-        tally.add(slice(alpha, sa, sb, beta, c.rb_mut()));
+        tally.add(
+            slice(alpha, sa, sb, beta, c.rb_mut()),
+            [0; super::Phase::COUNT],
+        );
         p0 += depth;
         beta = T::ONE;
         if p0 >= k {
