@@ -34,7 +34,7 @@ use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::gemm::{cublas, to_i32, Operand};
-use crate::cuda::tunables::CUDA_EMULATION_MEMORY_FRACTION;
+use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
 use crate::emulation::certify::{route, tau, Route, NORM_SLACK};
 use crate::emulation::{Phase, Tally};
@@ -153,8 +153,33 @@ fn per_element((rows, n): (usize, usize)) -> LaunchConfig {
 }
 
 /// C (rows×np INT32, ld np) = A (rows×kp INT8) · Bᵀ (B n×kp INT8), both
-/// k-contiguous: column-major that is Cᵀ = op_T(B)·A.
+/// k-contiguous, in tiles of C at most [`CUDA_EMULATION_INT8_TILE`] on a
+/// side (cuBLAS picks faster kernels for them than for one large call).
 fn int8_product(
+    gpu: &Gpu,
+    (rows, n, kp, np): (usize, usize, usize, usize),
+    a: CUdeviceptr,
+    bt: CUdeviceptr,
+    c: CUdeviceptr,
+) -> Result<(), Error> {
+    let tile = CUDA_EMULATION_INT8_TILE;
+    for i0 in (0..rows).step_by(tile) {
+        for j0 in (0..n).step_by(tile) {
+            int8_tile(
+                gpu,
+                (tile.min(rows - i0), tile.min(n - j0), kp, np),
+                a + (i0 * kp) as u64,
+                bt + (j0 * kp) as u64,
+                c + (4 * (i0 * np + j0)) as u64,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// One tile of [`int8_product`]: C (rows×n of ld np) = A·Bᵀ. Column-major
+/// that is Cᵀ = op_T(B)·A.
+fn int8_tile(
     gpu: &Gpu,
     (rows, n, kp, np): (usize, usize, usize, usize),
     a: CUdeviceptr,
@@ -174,8 +199,8 @@ fn int8_product(
     gpu.with_blas(|blas| {
         // SAFETY: `bt` holds n rows of kp INT8 (column-major kp×n, ld kp),
         // `a` rows rows of kp INT8 (column-major kp×rows), `c` room for
-        // rows rows of np INT32 (column-major np×rows ⊇ n×rows); α and β
-        // are host i32 scalars of the compute type that outlive the call.
+        // rows rows of ld np INT32 (column-major np×rows ⊇ n×rows); α and
+        // β are host i32 scalars of the compute type that outlive the call.
         unsafe {
             cudarc::cublas::result::gemm_ex(
                 *blas.handle(),

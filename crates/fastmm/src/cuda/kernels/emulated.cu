@@ -12,7 +12,9 @@
 //   emu_need         each element's fewest certified bits from the
 //                    magnitude product, and their histogram
 //   emu_accumulate   Garner's balanced digits from the INT32 products,
-//                    Horner's rule in 128-bit integers, one rounding, the
+//                    Horner's rule in 64- or 128-bit integers (by the
+//                    number of moduli, each count its own unrolled
+//                    code), one rounding, the
 //                    scaling back, C = alpha*x + beta*C; uncertified
 //                    elements go to the fix-up list
 //   emu_fixup        the listed elements natively (f64 sums), one warp each
@@ -81,11 +83,59 @@ __device__ __forceinline__ int emu_balanced(int x, int m)
     return r >= m - m / 2 ? r - m : r;
 }
 
-__device__ __forceinline__ int emu_balanced64(long long x, int m)
+// The balanced residues of x (|x| <= 2^62) modulo the first N moduli,
+// plane l at out[l * plane]. x = hi*2^32 + lo, reduced piecewise in
+// 32-bit integers (every m is a constant once the loop is unrolled, so
+// each % is a multiply and shift: a 64-bit % costs several times that).
+template <int N>
+__device__ __forceinline__ void emu_residues(long long x, signed char* out, long long plane)
 {
-    int r = (int)(x % m);
-    if (r < 0) r += m;
-    return r >= m - m / 2 ? r - m : r;
+    const int hi = (int)(x >> 32);
+    const unsigned int lo = (unsigned int)(x & 0xffffffffll);
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const int m = emu_modulus(l);
+        const int wrap = (int)(4294967296ll % m);
+        const int r = (hi % m) * wrap + (int)(lo % (unsigned int)m);
+        out[l * plane] = (signed char)emu_balanced(r, m);
+    }
+}
+
+__device__ double emu_i128_to_double(__int128 x);
+
+// Garner's balanced mixed-radix digits of the residues p[l * plane]
+// (l < N), and the integer they stand for by Horner's rule: in 64 bits
+// while M/2 < 2^63 (N <= 8), else in 128; rounded once to a double.
+template <typename Acc> __device__ __forceinline__ double emu_round(Acc x);
+template <> __device__ __forceinline__ double emu_round<long long>(long long x)
+{
+    return __ll2double_rn(x);
+}
+template <> __device__ __forceinline__ double emu_round<__int128>(__int128 x)
+{
+    return emu_i128_to_double(x);
+}
+template <bool Small> struct EmuAcc { typedef __int128 type; };
+template <> struct EmuAcc<true> { typedef long long type; };
+
+template <int N>
+__device__ __forceinline__ double emu_crt(const int* __restrict__ p, long long plane)
+{
+    int d[N];
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const int m = emu_modulus(l);
+        const int residue = emu_balanced(p[l * plane], m);
+        int s = 0;
+#pragma unroll
+        for (int q = 0; q < l; ++q) s += d[q] * EMU_WEIGHT[l][q];
+        d[l] = emu_balanced(emu_balanced(residue - s, m) * EMU_INVERSE[l], m);
+    }
+    typedef typename EmuAcc<(N <= 8)>::type Acc;
+    Acc x = 0;
+#pragma unroll
+    for (int l = N - 1; l >= 0; --l) x = x * emu_modulus(l) + d[l];
+    return emu_round<Acc>(x);
 }
 
 // |x| <= DBL_MAX, false for NaN and inf.
@@ -233,9 +283,25 @@ extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __r
             continue;
         }
         const long long xi = scales ? (long long)rint(ldexp(value, bits - 1 - exps[v])) : 0;
-#pragma unroll
-        for (int l = 0; l < 16; ++l)
-            if (l < nmod) out[l * plane + at] = (signed char)emu_balanced64(xi, emu_modulus(l));
+        signed char* o = out + at;
+        switch (nmod) {
+        case 1: emu_residues<1>(xi, o, plane); break;
+        case 2: emu_residues<2>(xi, o, plane); break;
+        case 3: emu_residues<3>(xi, o, plane); break;
+        case 4: emu_residues<4>(xi, o, plane); break;
+        case 5: emu_residues<5>(xi, o, plane); break;
+        case 6: emu_residues<6>(xi, o, plane); break;
+        case 7: emu_residues<7>(xi, o, plane); break;
+        case 8: emu_residues<8>(xi, o, plane); break;
+        case 9: emu_residues<9>(xi, o, plane); break;
+        case 10: emu_residues<10>(xi, o, plane); break;
+        case 11: emu_residues<11>(xi, o, plane); break;
+        case 12: emu_residues<12>(xi, o, plane); break;
+        case 13: emu_residues<13>(xi, o, plane); break;
+        case 14: emu_residues<14>(xi, o, plane); break;
+        case 15: emu_residues<15>(xi, o, plane); break;
+        default: emu_residues<16>(xi, o, plane); break;
+        }
     }
 }
 
@@ -326,25 +392,27 @@ extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__
         if (slot < fix_cap) fix_list[slot] = (unsigned long long)e;
         return;
     }
-    const long long at = (long long)r * ldp + j;
-    int d[16];
-#pragma unroll
-    for (int l = 0; l < 16; ++l) {
-        d[l] = 0;
-        if (l < nmod) {
-            const int m = emu_modulus(l);
-            const int residue = emu_balanced(planes[l * plane + at], m);
-            int s = 0;
-#pragma unroll
-            for (int q = 0; q < l; ++q) s += d[q] * EMU_WEIGHT[l][q];
-            d[l] = emu_balanced(emu_balanced(residue - s, m) * EMU_INVERSE[l], m);
-        }
+    const int* p = planes + (long long)r * ldp + j;
+    double rounded;
+    switch (nmod) {
+    case 1: rounded = emu_crt<1>(p, plane); break;
+    case 2: rounded = emu_crt<2>(p, plane); break;
+    case 3: rounded = emu_crt<3>(p, plane); break;
+    case 4: rounded = emu_crt<4>(p, plane); break;
+    case 5: rounded = emu_crt<5>(p, plane); break;
+    case 6: rounded = emu_crt<6>(p, plane); break;
+    case 7: rounded = emu_crt<7>(p, plane); break;
+    case 8: rounded = emu_crt<8>(p, plane); break;
+    case 9: rounded = emu_crt<9>(p, plane); break;
+    case 10: rounded = emu_crt<10>(p, plane); break;
+    case 11: rounded = emu_crt<11>(p, plane); break;
+    case 12: rounded = emu_crt<12>(p, plane); break;
+    case 13: rounded = emu_crt<13>(p, plane); break;
+    case 14: rounded = emu_crt<14>(p, plane); break;
+    case 15: rounded = emu_crt<15>(p, plane); break;
+    default: rounded = emu_crt<16>(p, plane); break;
     }
-    __int128 x = 0;
-#pragma unroll
-    for (int l = 15; l >= 0; --l)
-        if (l < nmod) x = x * emu_modulus(l) + d[l];
-    const double product = ldexp(emu_i128_to_double(x), row_exps[i] + col_exps[j] + 2 - 2 * bits);
+    const double product = ldexp(rounded, row_exps[i] + col_exps[j] + 2 - 2 * bits);
     double value = __dmul_rn(alpha, product);
     ELEM* out = c + (long long)i * ldc + j;
     if (beta != 0.0) value = __dadd_rn(value, __dmul_rn(beta, (double)*out));
