@@ -125,17 +125,51 @@ __device__ __forceinline__ double emu_crt(const int* __restrict__ p, long long p
 #pragma unroll
     for (int l = 0; l < N; ++l) {
         const int m = emu_modulus(l);
-        const int residue = emu_balanced(p[l * plane], m);
         int s = 0;
 #pragma unroll
         for (int q = 0; q < l; ++q) s += d[q] * EMU_WEIGHT[l][q];
-        d[l] = emu_balanced(emu_balanced(residue - s, m) * EMU_INVERSE[l], m);
+        // Reduced lazily: |p % m - s| < 2^20 and times the inverse < 2^28,
+        // so one balanced reduction at the end gives the same digit.
+        d[l] = emu_balanced((p[l * plane] % m - s) * EMU_INVERSE[l], m);
     }
     typedef typename EmuAcc<(N <= 8)>::type Acc;
     Acc x = 0;
 #pragma unroll
     for (int l = N - 1; l >= 0; --l) x = x * emu_modulus(l) + d[l];
     return emu_round<Acc>(x);
+}
+
+// x * 2^e, the same double as ldexp(x, e) (the exact product, rounded once
+// where it is subnormal), by one multiplication where 2^e is a normal
+// double: ldexp's general code costs more than the rest of a split.
+__device__ __forceinline__ double emu_scale(double x, int e)
+{
+    if (e >= -1022 && e <= 1023) return x * __longlong_as_double((long long)(e + 1023) << 52);
+    return ldexp(x, e);
+}
+
+// The balanced residues of an integer-valued double x (|x| < 2^53) modulo
+// the first N moduli, plane l at out[l * plane]: q = rint(x/m) may be off
+// by one through the rounding of x*(1/m), but x - q*m is exact (one fma
+// of integers below 2^53), and steps of m bring it into
+// [-floor(m/2), ceil(m/2) - 1].
+template <int N>
+__device__ __forceinline__ void emu_residues_f64(double x, signed char* out, long long plane)
+{
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const int m = emu_modulus(l);
+        const double md = (double)m;
+        const double hi = (double)(m - m / 2 - 1), lo = (double)(-(m / 2));
+        double r = fma(-rint(x * (1.0 / md)), md, x);
+        // |r| < 1.5m: the balanced residue plus at most one m either way
+        // (m = 256 can land one further up), so two steps each way.
+        if (r > hi) r -= md;
+        if (r > hi) r -= md;
+        if (r < lo) r += md;
+        if (r < lo) r += md;
+        out[l * plane] = (signed char)(int)r;
+    }
 }
 
 // |x| <= DBL_MAX, false for NaN and inf.
@@ -194,7 +228,7 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
     const int e = state == 1 ? ilogb(top) : 0;
     double sum = 0.0;
     if (state == 1)
-        for (int p = threadIdx.x; p < len; p += blockDim.x) sum += ldexp(fabs((double)row[p]), -e);
+        for (int p = threadIdx.x; p < len; p += blockDim.x) sum += emu_scale(fabs((double)row[p]), -e);
     sum = emu_block_sum(sum, scratch);
     if (threadIdx.x == 0) {
         exps[v] = e;
@@ -232,7 +266,7 @@ extern "C" __global__ void emu_stats_cols(int count, int len, const ELEM* __rest
     const int e = state == 1 ? ilogb(top) : 0;
     double sum = 0.0;
     if (v < count && state == 1)
-        for (int p = ty; p < len; p += 8) sum += ldexp(fabs((double)x[(long long)p * ld + v]), -e);
+        for (int p = ty; p < len; p += 8) sum += emu_scale(fabs((double)x[(long long)p * ld + v]), -e);
     __syncthreads();
     part[ty][tx] = sum;
     __syncthreads();
@@ -279,11 +313,33 @@ extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __r
         const bool scales = p < len && states[v] == 1;
         const long long at = (long long)v * kp + p;
         if (bits == 0) {
-            out[at] = scales ? (signed char)floor(ldexp(fabs(value), EMU_MAG_BITS - 1 - exps[v])) : 0;
+            out[at] = scales ? (signed char)floor(emu_scale(fabs(value), EMU_MAG_BITS - 1 - exps[v])) : 0;
             continue;
         }
-        const long long xi = scales ? (long long)rint(ldexp(value, bits - 1 - exps[v])) : 0;
+        const double xd = scales ? rint(emu_scale(value, bits - 1 - exps[v])) : 0.0;
         signed char* o = out + at;
+        if (bits <= 52) {
+            switch (nmod) {
+            case 1: emu_residues_f64<1>(xd, o, plane); break;
+            case 2: emu_residues_f64<2>(xd, o, plane); break;
+            case 3: emu_residues_f64<3>(xd, o, plane); break;
+            case 4: emu_residues_f64<4>(xd, o, plane); break;
+            case 5: emu_residues_f64<5>(xd, o, plane); break;
+            case 6: emu_residues_f64<6>(xd, o, plane); break;
+            case 7: emu_residues_f64<7>(xd, o, plane); break;
+            case 8: emu_residues_f64<8>(xd, o, plane); break;
+            case 9: emu_residues_f64<9>(xd, o, plane); break;
+            case 10: emu_residues_f64<10>(xd, o, plane); break;
+            case 11: emu_residues_f64<11>(xd, o, plane); break;
+            case 12: emu_residues_f64<12>(xd, o, plane); break;
+            case 13: emu_residues_f64<13>(xd, o, plane); break;
+            case 14: emu_residues_f64<14>(xd, o, plane); break;
+            case 15: emu_residues_f64<15>(xd, o, plane); break;
+            default: emu_residues_f64<16>(xd, o, plane); break;
+            }
+            continue;
+        }
+        const long long xi = (long long)xd;
         switch (nmod) {
         case 1: emu_residues<1>(xi, o, plane); break;
         case 2: emu_residues<2>(xi, o, plane); break;
@@ -412,7 +468,7 @@ extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__
     case 15: rounded = emu_crt<15>(p, plane); break;
     default: rounded = emu_crt<16>(p, plane); break;
     }
-    const double product = ldexp(rounded, row_exps[i] + col_exps[j] + 2 - 2 * bits);
+    const double product = emu_scale(rounded, row_exps[i] + col_exps[j] + 2 - 2 * bits);
     double value = __dmul_rn(alpha, product);
     ELEM* out = c + (long long)i * ldc + j;
     if (beta != 0.0) value = __dadd_rn(value, __dmul_rn(beta, (double)*out));
