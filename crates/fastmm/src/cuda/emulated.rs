@@ -36,7 +36,9 @@ use crate::cuda::device::Gpu;
 use crate::cuda::gemm::{cublas, to_i32, Operand};
 use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
-use crate::emulation::certify::{route, tau, Route, NORM_SLACK};
+use crate::emulation::certify::{
+    certificate_depth, route, tau, wants_full_depth, Route, NORM_SLACK,
+};
 use crate::emulation::{Phase, Tally};
 use crate::error::Error;
 use crate::options::GpuPrecision;
@@ -162,14 +164,30 @@ fn int8_product(
     bt: CUdeviceptr,
     c: CUdeviceptr,
 ) -> Result<(), Error> {
+    int8_product_part(gpu, (rows, n, kp, np), (0, kp), false, a, bt, c)
+}
+
+/// As [`int8_product`] over columns p0..p1 of the depth only, added to C
+/// where `accumulate` (p0 and p1 multiples of 4).
+#[allow(clippy::too_many_arguments)]
+fn int8_product_part(
+    gpu: &Gpu,
+    (rows, n, kp, np): (usize, usize, usize, usize),
+    (p0, p1): (usize, usize),
+    accumulate: bool,
+    a: CUdeviceptr,
+    bt: CUdeviceptr,
+    c: CUdeviceptr,
+) -> Result<(), Error> {
     let tile = CUDA_EMULATION_INT8_TILE;
     for i0 in (0..rows).step_by(tile) {
         for j0 in (0..n).step_by(tile) {
             int8_tile(
                 gpu,
-                (tile.min(rows - i0), tile.min(n - j0), kp, np),
-                a + (i0 * kp) as u64,
-                bt + (j0 * kp) as u64,
+                (tile.min(rows - i0), tile.min(n - j0), p1 - p0, np),
+                (kp, accumulate),
+                a + (i0 * kp + p0) as u64,
+                bt + (j0 * kp + p0) as u64,
                 c + (4 * (i0 * np + j0)) as u64,
             )?;
         }
@@ -177,11 +195,13 @@ fn int8_product(
     Ok(())
 }
 
-/// One tile of [`int8_product`]: C (rows×n of ld np) = A·Bᵀ. Column-major
-/// that is Cᵀ = op_T(B)·A.
+/// One tile of [`int8_product_part`]: C (rows×n of ld np) = A·Bᵀ (+ C
+/// where `accumulate`) over depth `depth`, A and Bᵀ rows `ld` apart.
+/// Column-major that is Cᵀ = op_T(B)·A.
 fn int8_tile(
     gpu: &Gpu,
-    (rows, n, kp, np): (usize, usize, usize, usize),
+    (rows, n, depth, np): (usize, usize, usize, usize),
+    (ld, accumulate): (usize, bool),
     a: CUdeviceptr,
     bt: CUdeviceptr,
     c: CUdeviceptr,
@@ -189,18 +209,20 @@ fn int8_tile(
     use cudarc::cublas::sys::{
         cublasComputeType_t as Compute, cublasGemmAlgo_t, cudaDataType as Data,
     };
-    let (one, zero) = (1i32, 0i32);
-    let (ni, ri, ki, ldc) = (
+    let (one, beta) = (1i32, i32::from(accumulate));
+    let (ni, ri, ki, ldk, ldc) = (
         to_i32("n", n)?,
         to_i32("rows", rows)?,
-        to_i32("k", kp)?,
+        to_i32("k", depth)?,
+        to_i32("ld", ld)?,
         to_i32("ldc", np)?,
     );
     gpu.with_blas(|blas| {
-        // SAFETY: `bt` holds n rows of kp INT8 (column-major kp×n, ld kp),
-        // `a` rows rows of kp INT8 (column-major kp×rows), `c` room for
-        // rows rows of ld np INT32 (column-major np×rows ⊇ n×rows); α and
-        // β are host i32 scalars of the compute type that outlive the call.
+        // SAFETY: `bt` holds n rows of `depth` INT8 `ld` apart
+        // (column-major depth×n, ld ≥ depth), `a` rows rows likewise, `c`
+        // room for rows rows of ld np INT32 (column-major np×rows ⊇
+        // n×rows, read only where accumulating); α and β are host i32
+        // scalars of the compute type that outlive the call.
         unsafe {
             cudarc::cublas::result::gemm_ex(
                 *blas.handle(),
@@ -212,11 +234,11 @@ fn int8_tile(
                 (&one as *const i32).cast(),
                 bt as *const std::ffi::c_void,
                 Data::CUDA_R_8I,
-                ki,
+                ldk,
                 a as *const std::ffi::c_void,
                 Data::CUDA_R_8I,
-                ki,
-                (&zero as *const i32).cast(),
+                ldk,
+                (&beta as *const i32).cast(),
                 c as *mut std::ffi::c_void,
                 Data::CUDA_R_32I,
                 ldc,
@@ -438,10 +460,11 @@ impl EmulatedGemm {
             available: crate::system::format_bytes(budget as u128),
         };
 
-        // Phase 1: the certificate.
+        // Phase 1: the certificate, from the first part of the depth and
+        // then, where that could pay, the whole.
         let need: CudaSlice<u8> = alloc_written(gpu, m * n, "needs")?;
-        let histogram: CudaSlice<u64> = alloc(gpu, 256, "histogram")?;
-        {
+        let mut histogram: CudaSlice<u64> = alloc(gpu, 256, "histogram")?;
+        let chosen = {
             let mag_b: CudaSlice<i8> = alloc_written(gpu, n * kp, "magnitudes of B")?;
             self.split(
                 gpu,
@@ -463,66 +486,88 @@ impl EmulatedGemm {
             let mag_a: CudaSlice<i8> = alloc_written(gpu, block * kp, "magnitudes of A")?;
             let g: CudaSlice<i32> = alloc_written(gpu, block * np, "magnitude product")?;
             let t = tau(k, T::DTYPE.unit_roundoff());
-            let mut i0 = 0;
-            while i0 < m {
-                let r = block.min(m - i0);
-                self.split(
-                    gpu,
-                    (r, k, kp),
-                    a.at::<T>(i0, 0),
-                    true,
-                    (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
-                    (0, 1),
-                    ptr(gpu, &mag_a),
-                    r * kp,
-                )?;
-                int8_product(
-                    gpu,
-                    (r, n, kp, np),
-                    ptr(gpu, &mag_a),
-                    ptr(gpu, &mag_b),
-                    ptr(gpu, &g),
-                )?;
-                let (i0i, ni, ki, ldg) = (i0 as i32, n as i32, k as i32, np as i64);
-                let config = per_element((r, n));
-                let (gp, rn, cn, np_, hp) = (
-                    ptr(gpu, &g),
-                    ptr(gpu, &rows.norms),
-                    ptr(gpu, &cols.norms),
-                    ptr(gpu, &need),
-                    ptr(gpu, &histogram),
-                );
-                let mut launch = gpu.stream.launch_builder(&self.need);
-                launch
-                    .arg(&i0i)
-                    .arg(&ni)
-                    .arg(&ki)
-                    .arg(&gp)
-                    .arg(&ldg)
-                    .arg(&row_s)
-                    .arg(&rn)
-                    .arg(&col_s)
-                    .arg(&cn)
-                    .arg(&t)
-                    .arg(&NORM_SLACK)
-                    .arg(&np_)
-                    .arg(&hp);
-                // SAFETY: (int, int, int, const int*, long long, const int*,
-                // const double*, const int*, const double*, double, double,
-                // unsigned char*, unsigned long long*): g holds r rows of
-                // np INT32; the statistics cover rows i0.. and every
-                // column; need holds m·n bytes; histogram 256 counters.
-                unsafe { launch.launch(config) }.map_err(launch_err("certificate"))?;
-                i0 += r;
+            // The padding beyond k is zeros: a first depth of k is kp.
+            let first = match certificate_depth(k) {
+                d if d < k => d,
+                _ => kp,
+            };
+            // (depth done, depth wanted): one block of rows keeps its G and
+            // adds the rest; several start again over the whole depth.
+            let mut span = (0, first);
+            loop {
+                let mut i0 = 0;
+                while i0 < m {
+                    let r = block.min(m - i0);
+                    if span.0 == 0 {
+                        self.split(
+                            gpu,
+                            (r, k, kp),
+                            a.at::<T>(i0, 0),
+                            true,
+                            (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
+                            (0, 1),
+                            ptr(gpu, &mag_a),
+                            r * kp,
+                        )?;
+                    }
+                    int8_product_part(
+                        gpu,
+                        (r, n, kp, np),
+                        span,
+                        span.0 > 0,
+                        ptr(gpu, &mag_a),
+                        ptr(gpu, &mag_b),
+                        ptr(gpu, &g),
+                    )?;
+                    let (i0i, ni, ki, ldg) = (i0 as i32, n as i32, k as i32, np as i64);
+                    let config = per_element((r, n));
+                    let (gp, rn, cn, np_, hp) = (
+                        ptr(gpu, &g),
+                        ptr(gpu, &rows.norms),
+                        ptr(gpu, &cols.norms),
+                        ptr(gpu, &need),
+                        ptr(gpu, &histogram),
+                    );
+                    let mut launch = gpu.stream.launch_builder(&self.need);
+                    launch
+                        .arg(&i0i)
+                        .arg(&ni)
+                        .arg(&ki)
+                        .arg(&gp)
+                        .arg(&ldg)
+                        .arg(&row_s)
+                        .arg(&rn)
+                        .arg(&col_s)
+                        .arg(&cn)
+                        .arg(&t)
+                        .arg(&NORM_SLACK)
+                        .arg(&np_)
+                        .arg(&hp);
+                    // SAFETY: (int, int, int, const int*, long long, const
+                    // int*, const double*, const int*, const double*,
+                    // double, double, unsigned char*, unsigned long long*):
+                    // g holds r rows of np INT32; the statistics cover rows
+                    // i0.. and every column; need holds m·n bytes;
+                    // histogram 256 counters.
+                    unsafe { launch.launch(config) }.map_err(launch_err("certificate"))?;
+                    i0 += r;
+                }
+                let mut counts = vec![0u64; 256];
+                gpu.stream
+                    .memcpy_dtoh(&histogram, &mut counts[..])
+                    .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
+                gpu.synchronize()?;
+                let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
+                let found = route(&histogram_host, m, k, n);
+                if span.1 == kp || !wants_full_depth(found, k) {
+                    break found;
+                }
+                gpu.stream
+                    .memset_zeros(&mut histogram)
+                    .map_err(|e| cuda_err("cannot clear the certificate's histogram", e))?;
+                span = if block >= m { (span.1, kp) } else { (0, kp) };
             }
-        }
-        let mut counts = vec![0u64; 256];
-        gpu.stream
-            .memcpy_dtoh(&histogram, &mut counts[..])
-            .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
-        gpu.synchronize()?;
-        let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
-        let chosen = route(&histogram_host, m, k, n);
+        };
         let (bits, nmod, fixups) = match chosen {
             Route::Native { .. } => {
                 cublas::gemm(

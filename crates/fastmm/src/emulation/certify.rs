@@ -21,6 +21,9 @@
 //! adds at most 3u·|C|; with it the error stays within the verifier's
 //! 2·(k+1)·u·(|A||B|)_ij for every k ≥ 1.
 //!
+//! G may sum only the first part of the depth ([`certificate_depth`]):
+//! every term is nonnegative, so a partial sum is still a lower bound.
+//!
 //! **The choice.** Each element's fewest bits are counted in a histogram;
 //! the product takes the fewest bits b that certify all but at most
 //! m·n/256 (`EMULATION_FIXUP_FRACTION`) elements, and those few are recomputed
@@ -31,7 +34,7 @@
 
 use super::moduli::{moduli_for, modulus, MODULI};
 use super::scaling::{ldexp, VectorStats, MAGNITUDE_BITS};
-use crate::tunables::EMULATION_FIXUP_FRACTION;
+use crate::tunables::{EMULATION_CERTIFICATE_SAMPLE, EMULATION_FIXUP_FRACTION};
 
 /// The need of an element that no number of bits certifies (a NaN or ∞ in
 /// its row of A or column of B, or a magnitude lower bound of 0).
@@ -112,6 +115,27 @@ fn product_bound(k: usize, b: u32) -> Option<u128> {
 /// The moduli of a product of depth k at b bits.
 pub fn moduli_for_bits(k: usize, b: u32) -> Option<usize> {
     product_bound(k, b).and_then(|bound| moduli_for(bound).ok())
+}
+
+/// The depth of the certificate's first magnitude product: ⌈k/s⌉ rounded
+/// up to a multiple of 32 (s = [`EMULATION_CERTIFICATE_SAMPLE`]), or k
+/// where that is not less.
+pub fn certificate_depth(k: usize) -> usize {
+    let depth = k.div_ceil(EMULATION_CERTIFICATE_SAMPLE).div_ceil(32) * 32;
+    depth.min(k)
+}
+
+/// Whether the certificate should add the rest of the depth to a route
+/// found from the first [`certificate_depth`]: where it went native, or
+/// where its bits less log₂ s would need fewer moduli.
+pub fn wants_full_depth(route: Route, k: usize) -> bool {
+    match route {
+        Route::Native { .. } => true,
+        Route::Emulated { bits, moduli, .. } => {
+            let saved = EMULATION_CERTIFICATE_SAMPLE.ilog2();
+            bits > saved && moduli_for_bits(k, bits - saved).is_some_and(|fewer| fewer < moduli)
+        }
+    }
 }
 
 /// How a product is computed, decided from the histogram of its
@@ -227,6 +251,33 @@ mod tests {
         // f32 at k = 16384 with 13 bits: 6 moduli; f64 at 42 bits: 13.
         assert_eq!(moduli_for_bits(16384, 13), Some(6));
         assert_eq!(moduli_for_bits(16384, 42), Some(13));
+    }
+
+    #[test]
+    fn the_first_certificate_depth_is_a_quarter_in_whole_32s() {
+        for (k, depth) in [(1, 1), (31, 31), (32, 32), (100, 32), (129, 64), (16384, 4096)] {
+            assert_eq!(certificate_depth(k), depth, "k = {k}");
+        }
+    }
+
+    #[test]
+    fn the_whole_depth_runs_only_where_two_bits_could_save_a_modulus() {
+        let k = 16384;
+        let native = Route::Native { uncertified: 9 };
+        assert!(wants_full_depth(native, k));
+        // f64 at n = 16384: 43 bits and 41 bits both take 13 moduli.
+        let at = |bits| Route::Emulated {
+            bits,
+            moduli: moduli_for_bits(k, bits).unwrap(),
+            fixups: 0,
+        };
+        assert_eq!(moduli_for_bits(k, 43), moduli_for_bits(k, 41));
+        assert!(!wants_full_depth(at(43), k));
+        // f32: 14 bits take 6 moduli, 12 bits 5.
+        assert_eq!(moduli_for_bits(k, 14), Some(6));
+        assert_eq!(moduli_for_bits(k, 12), Some(5));
+        assert!(wants_full_depth(at(14), k));
+        assert!(!wants_full_depth(at(2), k));
     }
 
     #[test]

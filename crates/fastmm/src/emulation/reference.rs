@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::certify::{bits_needed, route, tau, Route};
+use super::certify::{bits_needed, certificate_depth, route, tau, wants_full_depth, Route};
 use super::moduli::{symmetric_residue, Garner, MODULI};
 use super::scaling::{col_stats, ldexp, magnitude, row_stats, scaled, VectorStats};
 use super::Tally;
@@ -17,14 +17,19 @@ use crate::tunables::EMULATION_K_CHUNK;
 /// of `a` (m×k) against rows of `bt` (n×k), both k-contiguous, k at most
 /// [`EMULATION_K_CHUNK`] so that no sum overflows.
 fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i32> {
-    debug_assert!(k <= EMULATION_K_CHUNK);
+    int8_product_to(a, bt, (m, n, k), k)
+}
+
+/// As [`int8_product`] over the first `depth` ≤ k of the depth only.
+fn int8_product_to(a: &[i8], bt: &[i8], (m, n, k): (usize, usize, usize), depth: usize) -> Vec<i32> {
+    debug_assert!(k <= EMULATION_K_CHUNK && depth <= k);
     let mut out = vec![0i32; m * n];
     out.par_chunks_mut(n.max(1))
         .enumerate()
         .for_each(|(i, row)| {
-            let ai = &a[i * k..][..k];
+            let ai = &a[i * k..][..depth];
             for (j, c) in row.iter_mut().enumerate() {
-                let bj = &bt[j * k..][..k];
+                let bj = &bt[j * k..][..depth];
                 *c = ai
                     .iter()
                     .zip(bj)
@@ -118,18 +123,25 @@ fn slice<T: Element>(
     let mag_bt: Vec<i8> = (0..n * k)
         .map(|x| magnitude(b.get(x % k, x / k).to_f64(), &cols[x / k]))
         .collect();
-    let g = int8_product(&mag_a, &mag_bt, m, n, k);
-
-    // 3. Every element's need, counted.
+    // 3. Every element's need, counted: from the first part of the depth,
+    // then the whole where that could pay.
     let t = tau(k, T::DTYPE.unit_roundoff());
-    let need: Vec<u8> = (0..m * n)
-        .map(|x| bits_needed(&rows[x / n], &cols[x % n], g[x] as f64, k, t))
-        .collect();
-    let mut histogram = [0u64; 256];
-    for &v in &need {
-        histogram[v as usize] += 1;
+    let certify = |depth: usize| {
+        let g = int8_product_to(&mag_a, &mag_bt, (m, n, k), depth);
+        let need: Vec<u8> = (0..m * n)
+            .map(|x| bits_needed(&rows[x / n], &cols[x % n], g[x] as f64, k, t))
+            .collect();
+        let mut histogram = [0u64; 256];
+        for &v in &need {
+            histogram[v as usize] += 1;
+        }
+        (need, route(&histogram, m, k, n))
+    };
+    let first = certificate_depth(k);
+    let (mut need, mut route) = certify(first);
+    if first < k && wants_full_depth(route, k) {
+        (need, route) = certify(k);
     }
-    let route = route(&histogram, m, k, n);
     let (bits, moduli) = match route {
         Route::Emulated { bits, moduli, .. } => (bits, moduli),
         Route::Native { .. } => {
