@@ -487,7 +487,7 @@ impl EmulatedGemm {
             let g: CudaSlice<i32> = alloc_written(gpu, block * np, "magnitude product")?;
             let t = tau(k, T::DTYPE.unit_roundoff());
             // The padding beyond k is zeros: a first depth of k is kp.
-            let first = match certificate_depth(k) {
+            let first = match certificate_depth(k, T::DTYPE.unit_roundoff()) {
                 d if d < k => d,
                 _ => kp,
             };

@@ -118,9 +118,27 @@ pub fn moduli_for_bits(k: usize, b: u32) -> Option<usize> {
 }
 
 /// The depth of the certificate's first magnitude product: ⌈k/s⌉ rounded
-/// up to a multiple of 32 (s = [`EMULATION_CERTIFICATE_SAMPLE`]), or k
-/// where that is not less.
-pub fn certificate_depth(k: usize) -> usize {
+/// up to a multiple of 32 (s = [`EMULATION_CERTIFICATE_SAMPLE`]) where
+/// the log₂ s bits that a partial G costs would typically not cost a
+/// modulus, else k.
+///
+/// Typically: every element needs at least b₀ = ⌈log₂ 1/τ⌉ bits (G·2⁻¹²
+/// ≤ 2·min(ν^A_i, ν^B_j) in the bound), and evenly spread magnitudes of
+/// mixed signs about two more, so the whole depth is kept where
+/// b₀ + 2 + log₂ s bits take more moduli than b₀ + 2.
+pub fn certificate_depth(k: usize, unit_roundoff: f64) -> usize {
+    let saved = EMULATION_CERTIFICATE_SAMPLE.ilog2();
+    let typical = (1.0 / tau(k, unit_roundoff)).log2().ceil().max(0.0) as u32 + 2;
+    let pays = match (
+        moduli_for_bits(k, typical),
+        moduli_for_bits(k, typical + saved),
+    ) {
+        (Some(full), Some(sampled)) => sampled == full,
+        _ => false,
+    };
+    if !pays {
+        return k;
+    }
     let depth = k.div_ceil(EMULATION_CERTIFICATE_SAMPLE).div_ceil(32) * 32;
     depth.min(k)
 }
@@ -254,10 +272,15 @@ mod tests {
     }
 
     #[test]
-    fn the_first_certificate_depth_is_a_quarter_in_whole_32s() {
+    fn the_first_certificate_depth_is_a_quarter_in_whole_32s_where_it_pays() {
+        let u64_ = f64::EPSILON / 2.0;
         for (k, depth) in [(1, 1), (31, 31), (32, 32), (100, 32), (129, 64), (16384, 4096)] {
-            assert_eq!(certificate_depth(k), depth, "k = {k}");
+            assert_eq!(certificate_depth(k, u64_), depth, "k = {k}");
         }
+        // f32 at k = 16384: typically 12 bits (5 moduli); 14 would take 6.
+        let u32_ = f64::from(f32::EPSILON) / 2.0;
+        assert_eq!(certificate_depth(16384, u32_), 16384);
+        assert_eq!(certificate_depth(8192, u32_), 2048);
     }
 
     #[test]

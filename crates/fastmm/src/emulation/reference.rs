@@ -137,7 +137,7 @@ fn slice<T: Element>(
         }
         (need, route(&histogram, m, k, n))
     };
-    let first = certificate_depth(k);
+    let first = certificate_depth(k, T::DTYPE.unit_roundoff());
     let (mut need, mut route) = certify(first);
     if first < k && wants_full_depth(route, k) {
         (need, route) = certify(k);
