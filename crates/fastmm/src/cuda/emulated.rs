@@ -26,9 +26,7 @@ use std::sync::Mutex;
 use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{
-    CudaEvent, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;

@@ -274,7 +274,14 @@ mod tests {
     #[test]
     fn the_first_certificate_depth_is_a_quarter_in_whole_32s_where_it_pays() {
         let u64_ = f64::EPSILON / 2.0;
-        for (k, depth) in [(1, 1), (31, 31), (32, 32), (100, 32), (129, 64), (16384, 4096)] {
+        for (k, depth) in [
+            (1, 1),
+            (31, 31),
+            (32, 32),
+            (100, 32),
+            (129, 64),
+            (16384, 4096),
+        ] {
             assert_eq!(certificate_depth(k, u64_), depth, "k = {k}");
         }
         // f32 at k = 16384: typically 12 bits (5 moduli); 14 would take 6.

@@ -21,7 +21,12 @@ fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i32> {
 }
 
 /// As [`int8_product`] over the first `depth` ≤ k of the depth only.
-fn int8_product_to(a: &[i8], bt: &[i8], (m, n, k): (usize, usize, usize), depth: usize) -> Vec<i32> {
+fn int8_product_to(
+    a: &[i8],
+    bt: &[i8],
+    (m, n, k): (usize, usize, usize),
+    depth: usize,
+) -> Vec<i32> {
     debug_assert!(k <= EMULATION_K_CHUNK && depth <= k);
     let mut out = vec![0i32; m * n];
     out.par_chunks_mut(n.max(1))
