@@ -79,6 +79,7 @@ pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
 pub fn run_selected(ctx: &Context, only: Option<&[Algorithm]>) -> Result<Vec<Check>, Error> {
     let kind = ctx.device().kind();
     let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
+    #[cfg(feature = "cuda")]
     let whole = only.is_none();
     let mut rows = Vec::new();
     let memories: Vec<Option<GpuMemory>> = match kind {
