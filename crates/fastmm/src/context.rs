@@ -258,7 +258,9 @@ impl Context {
     }
 
     /// `opts` resolved ([`Context::resolve`]), and `auto` decided for
-    /// this shape: Winograd where its measured crossover gives it a level
+    /// this shape: on a GPU the emulated product for floats past its
+    /// measured crossover ([`crate::emulation::auto_emulates`]); else
+    /// Winograd where its measured crossover gives it a level
     /// (the rule under which it is the faster: see `STRASSEN_AUTO_*` and
     /// the tuning file), else the device's classical product. Winograd's
     /// error may exceed the classical bound by the plan's `error_growth`,
@@ -270,7 +272,18 @@ impl Context {
         beta_is_zero: bool,
     ) -> Result<GemmOptions, Error> {
         let resolved = self.resolve::<T>(opts)?;
-        if opts.algorithm != Algorithm::Auto || m.min(k).min(n) < AUTO_FAST_MIN_DIM {
+        if opts.algorithm != Algorithm::Auto {
+            return Ok(resolved);
+        }
+        if self.device.kind() == DeviceKind::Cuda
+            && crate::emulation::auto_emulates(T::DTYPE, (m, k, n))
+        {
+            return Ok(GemmOptions {
+                algorithm: Algorithm::Emulated,
+                ..resolved
+            });
+        }
+        if m.min(k).min(n) < AUTO_FAST_MIN_DIM {
             return Ok(resolved);
         }
         let fast = GemmOptions {

@@ -314,3 +314,13 @@ pub const EMULATION_K_CHUNK: usize = 1 << 16;
 /// route went native ([`crate::emulation::certify::wants_full_depth`]). At
 /// n = 16384 in f64 that saves three quarters of one of 14 INT8 products.
 pub const EMULATION_CERTIFICATE_SAMPLE: usize = 4;
+
+/// `auto` on a GPU picks `emulated` for f32 where m, k and n are all at
+/// least this: on the lent H100 it ran 2.40× cuBLAS sgemm at 8192³ and
+/// 3.23× at 16384³, but 0.91× at 8192×1024×8192, where its fixed costs
+/// (statistics, certificate, the INT32 planes read back) dominate.
+pub const EMULATION_AUTO_MIN_DIM_F32: usize = 8192;
+
+/// As [`EMULATION_AUTO_MIN_DIM_F32`] for f64: 1.44× cuBLAS dgemm at 16384³,
+/// but only 1.09× at 8192³ (within the noise of a shared machine).
+pub const EMULATION_AUTO_MIN_DIM_F64: usize = 16384;

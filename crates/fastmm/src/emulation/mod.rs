@@ -46,6 +46,21 @@ pub fn check_type<T: crate::element::Element>() -> Result<(), crate::error::Erro
     Ok(())
 }
 
+/// Whether `auto` on a GPU takes the emulated product for this type and
+/// shape: floats whose every dimension reaches the measured crossover
+/// (`EMULATION_AUTO_MIN_DIM_*`). Its accuracy is certified per product,
+/// so the rule only has to be about speed.
+pub fn auto_emulates(dtype: crate::element::DType, (m, k, n): (usize, usize, usize)) -> bool {
+    use crate::element::DType;
+    use crate::tunables::{EMULATION_AUTO_MIN_DIM_F32, EMULATION_AUTO_MIN_DIM_F64};
+    let least = match dtype {
+        DType::F32 => EMULATION_AUTO_MIN_DIM_F32,
+        DType::F64 => EMULATION_AUTO_MIN_DIM_F64,
+        DType::I32 | DType::I64 => return false,
+    };
+    m.min(k).min(n) >= least
+}
+
 /// What the emulated products of one call did, summed over its pieces
 /// (out-of-core tiles, a fast algorithm's leaves): the route of each, so
 /// that a front end reports where accuracy forced more moduli, native
@@ -167,5 +182,21 @@ impl Tally {
             s += &format!(" ({})", shares.join(", "));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod auto_tests {
+    use super::auto_emulates;
+    use crate::element::DType;
+
+    #[test]
+    fn auto_emulates_floats_past_the_measured_crossover_only() {
+        assert!(auto_emulates(DType::F32, (8192, 8192, 8192)));
+        assert!(!auto_emulates(DType::F32, (8192, 1024, 8192)));
+        assert!(!auto_emulates(DType::F64, (8192, 8192, 8192)));
+        assert!(auto_emulates(DType::F64, (16384, 16384, 20000)));
+        assert!(!auto_emulates(DType::I32, (16384, 16384, 16384)));
+        assert!(!auto_emulates(DType::I64, (16384, 16384, 16384)));
     }
 }
