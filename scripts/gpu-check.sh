@@ -130,7 +130,7 @@ emulated)
   # The INT8 rate cuBLAS reaches in each layout, and torch's _int_mm.
   nvcc -O2 -o "$OUT/int8_gemm" crates/fastmm-peers/cuda/int8_gemm.c -lcublas -lcublasLt || status=1
   for shape in "16384 16384 16384" "8192 8192 8192" "8192 1024 8192"; do
-    timeout 120 "$OUT/int8_gemm" $shape 10 | tee -a "$OUT/int8-rate.txt" || status=1
+    timeout 120 "$OUT/int8_gemm" $shape 10 random 12 | tee -a "$OUT/int8-rate.txt" || status=1
   done
   timeout 120 python3 - <<'PY' | tee -a "$OUT/int8-rate.txt"
 import torch

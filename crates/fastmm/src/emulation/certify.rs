@@ -118,7 +118,7 @@ pub fn moduli_for_bits(k: usize, b: u32) -> Option<usize> {
 }
 
 /// The depth of the certificate's first magnitude product: ⌈k/s⌉ rounded
-/// up to a multiple of 32 (s = [`EMULATION_CERTIFICATE_SAMPLE`]) where
+/// up to a multiple of 32 (s = `EMULATION_CERTIFICATE_SAMPLE`) where
 /// the log₂ s bits that a partial G costs would typically not cost a
 /// modulus, else k.
 ///
