@@ -8,7 +8,7 @@ use clap::Args;
 use fastmm::random::{seeded_rng, try_random_matrix_wide};
 use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::verify::verify_with_growth;
-use fastmm::{DType, Element, GemmOptions, Matrix, Role, Team, Timing};
+use fastmm::{DType, Element, GemmOptions, Matrix, Role, Team, TeamReport, Timing};
 use serde::Serialize;
 
 use crate::common::{
@@ -66,6 +66,10 @@ pub struct RunArgs {
     /// verification catches it (testing aid).
     #[arg(long, hide = true)]
     pub(crate) corrupt: bool,
+    /// Report on stderr when the inputs are ready and as each target
+    /// finishes (for long runs).
+    #[arg(long)]
+    pub(crate) progress: bool,
 }
 
 /// `run`'s arguments parsed from a command line (without the program and
@@ -135,6 +139,13 @@ pub(crate) struct Problem {
     m: usize,
     k: usize,
     n: usize,
+}
+
+impl Problem {
+    /// 2·m·k·n.
+    fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.k as f64 * self.n as f64
+    }
 }
 
 pub fn run(args: &RunArgs) -> Result<Outcome> {
@@ -244,9 +255,22 @@ fn run_typed<T: Element>(
     devices: &mut Devices,
 ) -> Result<Vec<Record>> {
     let shape = (p.m, p.k, p.n);
+    let started = std::time::Instant::now();
+    let progress = |what: &str| {
+        if args.progress {
+            eprintln!("[{:7.1} s] {what}", started.elapsed().as_secs_f64());
+        }
+    };
     let mut rng = seeded_rng(args.seed);
     let a: Matrix<T> = try_random_matrix_wide(p.m, p.k, args.decades, &mut rng)?;
     let b: Matrix<T> = try_random_matrix_wide(p.k, p.n, args.decades, &mut rng)?;
+    progress(&format!(
+        "inputs {}×{}×{} {} ready",
+        p.m,
+        p.k,
+        p.n,
+        T::DTYPE
+    ));
     let printable = args.print && [p.m, p.k, p.n].iter().all(|&d| d <= PRINT_MAX_DIM);
     if printable {
         show(args, &format!("A ({})", T::DTYPE), &a);
@@ -256,6 +280,18 @@ fn run_typed<T: Element>(
     let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
     let mut records: Vec<Record> = Vec::with_capacity(targets.len());
     for target in targets {
+        if let Some(last) = records.last() {
+            progress(&format!(
+                "{}: median {:.3} ms, {}",
+                last.algorithm,
+                last.median_ms,
+                if last.ok {
+                    "verified"
+                } else {
+                    "FAILED verification"
+                }
+            ));
+        }
         let label = target.label();
         if let Some(team) = target.team {
             let team = devices.team(team)?;
@@ -369,12 +405,20 @@ fn run_typed<T: Element>(
             comm_bound_ratio: None,
         });
     }
+    if let Some(last) = records.last() {
+        progress(&format!(
+            "{}: median {:.3} ms",
+            last.algorithm, last.median_ms
+        ));
+    }
     Ok(records)
 }
 
 /// One target on a team: A and B distributed once in the plan's layout,
 /// the distributed product timed (communication included, distributing
-/// and collecting not), C collected and verified.
+/// and collecting not), C collected and verified. Strassen and Winograd
+/// run their levels across the devices where they apply (`Team::gemm`
+/// reports it), timed the same way.
 fn run_on_team<T: Element>(
     args: &RunArgs,
     p: &Problem,
@@ -390,6 +434,59 @@ fn run_on_team<T: Element>(
         algorithm: target.algorithm,
         ..base_opts
     };
+    // Each device's product is at most the whole one: the one-device plan's
+    // allowance bounds theirs (and the levels across devices are levels of
+    // the same recursion).
+    let growth = team
+        .context(0)
+        .plan::<T>(shape, true, &opts)
+        .map_or(1.0, |plan| plan.error_growth);
+    let hosted = |c: &mut Matrix<T>| -> Result<(TeamReport, f64)> {
+        c.as_mut_slice().fill(T::poison());
+        let start = std::time::Instant::now();
+        let report = team
+            .gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
+            .with_context(|| format!("{label} on host matrices failed"))?;
+        Ok((report, start.elapsed().as_secs_f64() * 1e3))
+    };
+    let mut c = Matrix::try_filled(p.m, p.n, T::poison())?;
+    if target.algorithm.is_fast() {
+        let (first, first_ms) = hosted(&mut c)?;
+        if first.levels_across > 0 {
+            let mut runs = vec![(first, first_ms)];
+            if args.warmup > 0 {
+                runs.clear();
+                for _ in 1..args.warmup {
+                    hosted(&mut c)?;
+                }
+            }
+            while runs.len() < args.reps {
+                runs.push(hosted(&mut c)?);
+            }
+            corrupt_if_asked(args, &mut c);
+            let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
+            let report = runs
+                .last()
+                .map(|r| r.0.clone())
+                .context("no repetition ran")?;
+            let mut walls: Vec<f64> = runs.iter().map(|r| r.1).collect();
+            walls.sort_by(f64::total_cmp);
+            let times: Vec<f64> = runs.iter().map(|r| r.0.compute_ms).collect();
+            let kernel = format!(
+                "{} across {} devices (CAPS): {} levels, rows in chunks, sums local; {} words received per device",
+                target.algorithm, report.processors, report.levels_across, report.words_per_processor
+            );
+            let record =
+                team_record::<T>(args, p, team, label, times, verdict, kernel, speedup_base);
+            return Ok(Record {
+                end_to_end_gflops: Some(p.flops() / (median(&walls) * 1e6)),
+                levels: Some(report.levels_across),
+                comm_words: Some(report.words_per_processor),
+                comm_bound_ratio: None,
+                ..record
+            });
+        }
+    }
     let plan = team
         .plan::<T>(shape)
         .with_context(|| format!("{label} {}", T::DTYPE))?;
@@ -410,75 +507,91 @@ fn run_on_team<T: Element>(
         last = Some(c);
     }
     let report = runs.last().cloned().context("no repetition ran")?;
-    let mut times: Vec<f64> = runs.iter().map(|r| r.compute_ms).collect();
-    times.sort_by(f64::total_cmp);
-    let median_ms = median(&times);
-    let mut c = team.collect(&last.context("no repetition ran")?)?;
-    if args.corrupt {
-        let wrong = c.get(0, 0).add(T::ONE);
-        c.set(0, 0, wrong);
-    }
-    // Each device's product is at most the whole one: the one-device plan's
-    // allowance bounds theirs.
-    let growth = team
-        .context(0)
-        .plan::<T>(shape, true, &opts)
-        .map_or(1.0, |plan| plan.error_growth);
+    let times: Vec<f64> = runs.iter().map(|r| r.compute_ms).collect();
+    c = team.collect(&last.context("no repetition ran")?)?;
+    corrupt_if_asked(args, &mut c);
     let mut verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
     drop((da, db));
     // The same product of host matrices (`Team::gemm`): on GPUs streamed
     // through all of them, copies included; its result verified too.
-    let mut hosted = Vec::with_capacity(args.reps);
+    let mut walls = Vec::with_capacity(args.reps);
     let mut shares = Vec::new();
     let mut b_loaded_ms = None;
     for _ in 0..args.reps {
-        c.as_mut_slice().fill(T::poison());
-        let start = std::time::Instant::now();
-        let r = team
-            .gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
-            .with_context(|| format!("{label} on host matrices failed"))?;
-        hosted.push(start.elapsed().as_secs_f64() * 1e3);
+        let (r, ms) = hosted(&mut c)?;
+        walls.push(ms);
         shares = r.shares;
         b_loaded_ms = r.b_loaded_ms;
     }
-    hosted.sort_by(f64::total_cmp);
-    let hosted_ms = (!hosted.is_empty()).then(|| median(&hosted));
+    walls.sort_by(f64::total_cmp);
+    let hosted_ms = (!walls.is_empty()).then(|| median(&walls));
     if hosted_ms.is_some() {
         let second = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
         if !second.ok || second.bound_ratio > verdict.bound_ratio {
             verdict = second;
         }
     }
-    let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
     let (pm, pn, pk) = report.grid;
+    let kernel = format!(
+        "distributed {pm}×{pn}×{pk} over {} devices; {} words received per device, {}{}",
+        report.processors,
+        report.words_per_processor,
+        match report.bound_ratio() {
+            r if r.is_finite() => format!("{r:.2}× the lower bound"),
+            _ => "the lower bound is 0 here".into(),
+        },
+        match shares.len() {
+            0 => String::new(),
+            _ => format!(
+                "; host-resident (e2e){}: per device bands/first product/staging/done ms {}",
+                b_loaded_ms.map_or(String::new(), |ms| format!(
+                    ", B on every GPU at {ms:.0} ms"
+                )),
+                shares
+                    .iter()
+                    .map(|s| format!(
+                        "{}/{:.0}/{:.0}/{:.0}",
+                        s.bands, s.first_band_ms, s.staging_ms, s.finished_ms
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    );
+    let record = team_record::<T>(args, p, team, label, times, verdict, kernel, speedup_base);
     Ok(Record {
+        end_to_end_gflops: hosted_ms.map(|ms| p.flops() / (ms * 1e6)),
+        comm_words: Some(report.words_per_processor),
+        comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
+        ..record
+    })
+}
+
+/// `--corrupt`: one wrong element, to show that verification catches it.
+fn corrupt_if_asked<T: Element>(args: &RunArgs, c: &mut Matrix<T>) {
+    if args.corrupt && c.rows() > 0 && c.cols() > 0 {
+        let wrong = c.get(0, 0).add(T::ONE);
+        c.set(0, 0, wrong);
+    }
+}
+
+/// A team's row: the median of `times` (ms) and the verdict.
+#[allow(clippy::too_many_arguments)]
+fn team_record<T: Element>(
+    args: &RunArgs,
+    p: &Problem,
+    team: &Team,
+    label: String,
+    mut times: Vec<f64>,
+    verdict: fastmm::verify::Verdict,
+    kernel: String,
+    speedup_base: Option<f64>,
+) -> Record {
+    times.sort_by(f64::total_cmp);
+    let median_ms = median(&times);
+    Record {
         algorithm: label,
-        kernel: format!(
-            "distributed {pm}×{pn}×{pk} over {} devices; {} words received per device, {}{}",
-            report.processors,
-            report.words_per_processor,
-            match report.bound_ratio() {
-                r if r.is_finite() => format!("{r:.2}× the lower bound"),
-                _ => "the lower bound is 0 here".into(),
-            },
-            match shares.len() {
-                0 => String::new(),
-                _ => format!(
-                    "; host-resident (e2e){}: per device bands/first product/staging/done ms {}",
-                    b_loaded_ms.map_or(String::new(), |ms| format!(
-                        ", B on every GPU at {ms:.0} ms"
-                    )),
-                    shares
-                        .iter()
-                        .map(|s| format!(
-                            "{}/{:.0}/{:.0}/{:.0}",
-                            s.bands, s.first_band_ms, s.staging_ms, s.finished_ms
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
-        ),
+        kernel,
         device: team
             .devices()
             .iter()
@@ -491,11 +604,11 @@ fn run_on_team<T: Element>(
         n: p.n,
         threads: 1,
         tile: None,
-        reps: args.reps,
+        reps: times.len(),
         median_ms,
-        min_ms: times[0],
-        max_ms: times[times.len() - 1],
-        gflops: flops / (median_ms * 1e6),
+        min_ms: times.first().copied().unwrap_or(f64::NAN),
+        max_ms: times.last().copied().unwrap_or(f64::NAN),
+        gflops: p.flops() / (median_ms * 1e6),
         speedup: speedup_base.map_or(1.0, |base| base / median_ms),
         rel_error: verdict.rel_error,
         bound_ratio: verdict.bound_ratio,
@@ -505,13 +618,13 @@ fn run_on_team<T: Element>(
         decades: args.decades,
         upload_ms: None,
         download_ms: None,
-        end_to_end_gflops: hosted_ms.map(|ms| flops / (ms * 1e6)),
+        end_to_end_gflops: None,
         levels: None,
         runs_as: None,
         extra_bytes: 0,
-        comm_words: Some(report.words_per_processor),
-        comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
-    })
+        comm_words: None,
+        comm_bound_ratio: None,
+    }
 }
 
 /// Prints a small matrix; to stderr under `--json`, so stdout stays valid JSON.

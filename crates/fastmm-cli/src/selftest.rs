@@ -15,8 +15,8 @@ pub struct SelftestArgs {
     #[arg(long, default_value = "cpu")]
     device: String,
     /// Only these algorithms (comma list, e.g. `emulated,cublas`); the
-    /// checks of no one algorithm (round trips, schedules, out of core)
-    /// run only without it.
+    /// checks of no one algorithm (round trips, schedules, out of core, a
+    /// team's distributed operands) run only without it.
     #[arg(long)]
     algo: Option<String>,
 }
@@ -27,12 +27,13 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
         all if all.eq_ignore_ascii_case("all") => vec![Device::Cpu, Device::Cuda(0)],
         text => match text.parse::<DeviceList>()? {
             list if list.is_team() => {
-                if args.algo.is_some() {
-                    anyhow::bail!("--algo selects algorithms on one device; a team runs every one");
-                }
                 let team = Team::open_list(&list).with_context(|| format!("cannot open {list}"))?;
                 println!("{}", team.describe());
-                rows.extend(fastmm::selftest::run_team(&team)?);
+                let only = match &args.algo {
+                    Some(list) => Some(Algorithm::parse_list(list, team.devices()[0].kind())?),
+                    None => None,
+                };
+                rows.extend(fastmm::selftest::run_team_selected(&team, only.as_deref())?);
                 vec![]
             }
             _ => vec![text.parse::<Device>()?],

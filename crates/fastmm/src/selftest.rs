@@ -118,14 +118,19 @@ pub fn run_selected(ctx: &Context, only: Option<&[Algorithm]>) -> Result<Vec<Che
 }
 
 /// Shapes a team checks beside [`SHAPES`]: empty ones (the boundary's),
-/// and ones large enough that every grid of up to 8 processors cuts each
-/// dimension.
+/// ones large enough that every grid of up to 8 processors cuts each
+/// dimension, and ones whose Strassen levels run across 2, 3 or 4
+/// processors (m and k multiples of 12·2²; a peeled column or a shorter
+/// m makes leaves gather blocks of B spanning several chunks per
+/// processor).
 pub const TEAM_SHAPES: &[(usize, usize, usize)] = &[
     (0, 3, 4),
     (3, 0, 4),
     (4, 3, 0),
     (257, 129, 300),
     (300, 500, 250),
+    (96, 48, 50),
+    (48, 96, 40),
 ];
 
 /// The self-test of a [`Team`]: every algorithm of its devices' kind over
@@ -134,10 +139,17 @@ pub const TEAM_SHAPES: &[(usize, usize, usize)] = &[
 /// error bound or exact equality, α and β), and the words each product
 /// moved equal to its plan's.
 pub fn run_team(team: &Team) -> Result<Vec<Check>, Error> {
+    run_team_selected(team, None)
+}
+
+/// [`run_team`] for the algorithms of `only` (all when `None`); the
+/// distributed operands' check runs with the whole self-test only.
+pub fn run_team_selected(team: &Team, only: Option<&[Algorithm]>) -> Result<Vec<Check>, Error> {
     let kind = team.devices()[0].kind();
     let shapes: Vec<_> = SHAPES.iter().chain(TEAM_SHAPES).copied().collect();
     let mut rows = Vec::new();
-    for algorithm in Algorithm::all_on(kind) {
+    let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
+    for algorithm in Algorithm::all_on(kind).filter(|&a| selected(a)) {
         let opts = GemmOptions {
             threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
             ..GemmOptions::new(algorithm)
@@ -151,6 +163,9 @@ pub fn run_team(team: &Team) -> Result<Vec<Check>, Error> {
             };
             rows.extend(row);
         }
+    }
+    if only.is_some() {
+        return Ok(rows);
     }
     let mut words = Check::new(format!(
         "distributed operands: exact, words = the plan's, on {} processors",

@@ -94,6 +94,9 @@ pub struct TeamReport {
     pub upload_bytes: u64,
     /// Host-resident products: bytes copied back.
     pub download_bytes: u64,
+    /// Strassen or Winograd levels run across the devices (CAPS's
+    /// depth-first steps); 0 for the classical distribution.
+    pub levels_across: usize,
 }
 
 impl TeamReport {
@@ -522,6 +525,7 @@ impl Team {
             b_loaded_ms: None,
             upload_bytes: 0,
             download_bytes: 0,
+            levels_across: 0,
         };
         Ok((
             DistMatrix {
@@ -620,6 +624,7 @@ impl Team {
                 b_loaded_ms: None,
                 upload_bytes: 0,
                 download_bytes: 0,
+                levels_across: 0,
             });
         }
         // The IEEE rule of the one-device products: a fast algorithm that
@@ -629,6 +634,24 @@ impl Team {
         opts.check_interrupt()?;
         #[cfg(feature = "cuda")]
         if let Backend::Gpus(fabric) = &self.backend {
+            // Strassen's levels across the GPUs where the blocks align
+            // and everything fits them; else the host-resident pipeline.
+            let across = crate::cuda::caps::multiply(fabric, alpha, a, b, beta, c.rb_mut(), &opts)?;
+            if let Some(done) = across {
+                return Ok(TeamReport {
+                    grid: (self.size(), 1, 1),
+                    processors: self.size(),
+                    compute_ms: done.seconds * 1e3,
+                    words_per_processor: done.words.iter().copied().max().unwrap_or(0),
+                    total_words: done.words.iter().sum(),
+                    lower_bound: 0.0,
+                    shares: Vec::new(),
+                    b_loaded_ms: None,
+                    upload_bytes: done.upload_bytes,
+                    download_bytes: done.download_bytes,
+                    levels_across: done.levels,
+                });
+            }
             return self.gemm_hosted(fabric, alpha, a, b, beta, c, &opts);
         }
         if opts.algorithm.is_fast() && self.size() > 1 {
@@ -651,7 +674,7 @@ impl Team {
                 &opts,
                 &base,
             ) {
-                Ok(words) => {
+                Ok((words, levels)) => {
                     return Ok(TeamReport {
                         grid: (self.size(), 1, 1),
                         processors: self.size(),
@@ -663,6 +686,7 @@ impl Team {
                         b_loaded_ms: None,
                         upload_bytes: 0,
                         download_bytes: 0,
+                        levels_across: levels,
                     })
                 }
                 Err(Error::Unsupported {
@@ -727,6 +751,7 @@ impl Team {
             b_loaded_ms,
             upload_bytes: up,
             download_bytes: down,
+            levels_across: 0,
         };
         if fits {
             let done = hosted::multiply(gpus, fabric.staging(), alpha, a, b, beta, c, opts)?;

@@ -214,9 +214,9 @@ mod tests {
 
 /// Strassen and Winograd across P processors, with the CPU standing in for
 /// each: the one recursion engine over a backend whose every matrix (A, B,
-/// C and the temporaries) is spread by rows cyclically — global row r on
-/// processor r mod P, at its local row r div P. A block whose first row
-/// and height are multiples of P is then the same local rows of every
+/// C and the temporaries) is spread by rows in chunks, as on a team of
+/// GPUs ([`crate::distributed::rows`]). A block whose first row and height
+/// are multiples of chunk·P is then the same local rows of every
 /// processor, so the levels' sums are local (CAPS's depth-first steps,
 /// Ballard et al., SPAA 2012), and only the classical products below
 /// communicate: each processor gathers the product's block of B and
@@ -224,6 +224,7 @@ mod tests {
 pub(crate) mod caps {
     use std::collections::HashMap;
 
+    use crate::distributed::rows::{self, RowChunks};
     use crate::element::Element;
     use crate::error::Error;
     use crate::matrix::{MatMut, MatRef};
@@ -243,20 +244,17 @@ pub(crate) mod caps {
     /// The processors' stores, the words each received, and the options
     /// of the classical products.
     struct Cyclic<'o, T> {
-        parts: usize,
+        layout: RowChunks,
         stores: Vec<HashMap<Key, Vec<T>>>,
         ld: [usize; 3],
         words: Vec<u128>,
         opts: &'o GemmOptions,
     }
 
-    fn unaligned(block: &Block, parts: usize) -> Error {
+    fn unaligned(what: String) -> Error {
         Error::Unsupported {
             algorithm: "strassen across processors",
-            what: format!(
-                "a block at row {} of {} rows on {parts} processors (rows must be whole multiples of the processor count)",
-                block.row, block.rows
-            ),
+            what,
         }
     }
 
@@ -264,9 +262,12 @@ pub(crate) mod caps {
         /// (store, first element, local rows, row stride) of `block` on
         /// every processor.
         fn local(&self, block: &Block) -> Result<(Key, usize, usize, usize), Error> {
-            let p = self.parts;
-            if !block.row.is_multiple_of(p) || !block.rows.is_multiple_of(p) {
-                return Err(unaligned(block, p));
+            let (p, whole) = (self.layout.parts, self.layout.parts * self.layout.chunk);
+            if !block.row.is_multiple_of(whole) || !block.rows.is_multiple_of(whole) {
+                return Err(unaligned(format!(
+                    "a block at row {} of {} rows, chunks of {whole} rows",
+                    block.row, block.rows
+                )));
             }
             let (key, ld) = match block.store {
                 Store::A => (Key::A, self.ld[0]),
@@ -294,20 +295,24 @@ pub(crate) mod caps {
                     // A temporary of R·ld elements, R a multiple of P (its
                     // blocks are aligned, or refused before any access),
                     // holds R/P local rows.
-                    stores.insert(Key::Temp(id), vec![T::ZERO; capacity.div_ceil(self.parts)]);
+                    stores.insert(
+                        Key::Temp(id),
+                        vec![T::ZERO; capacity.div_ceil(self.layout.parts)],
+                    );
                 }
             }
             Ok(())
         }
 
         fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
-            let p = self.parts;
-            // Every processor's rows of B's block, in global row order.
-            let pieces: Vec<Vec<T>> = (0..p).map(|q| self.read(q, &b)).collect::<Result<_, _>>()?;
+            let p = self.layout.parts;
+            // B's block gathered in global row order.
+            let (b_key, _, _, b_ld) = self.local(&b)?;
             let mut whole = vec![T::ZERO; b.rows * b.cols];
             for r in 0..b.rows {
-                let local = &pieces[r % p][(r / p) * b.cols..][..b.cols];
-                whole[r * b.cols..][..b.cols].copy_from_slice(local);
+                let (q, local) = self.layout.place(b.row + r);
+                let src = &self.stores[q][&b_key][local * b_ld + b.col..][..b.cols];
+                whole[r * b.cols..][..b.cols].copy_from_slice(src);
             }
             let right = MatRef::from_slice(&whole, b.rows, b.cols)?;
             let (a_key, a_at, rows, a_ld) = self.local(&a)?;
@@ -324,7 +329,7 @@ pub(crate) mod caps {
         }
 
         fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
-            for q in 0..self.parts {
+            for q in 0..self.layout.parts {
                 let sources: Vec<(T, Vec<T>)> = terms
                     .iter()
                     .map(|(w, block)| Ok((*w, self.read(q, block)?)))
@@ -350,20 +355,21 @@ pub(crate) mod caps {
         }
     }
 
-    /// Rows r ≡ q (mod P) of `m`, row-major.
-    fn rows_of<T: Element>(m: MatRef<'_, T>, q: usize, p: usize) -> Vec<T> {
-        (q..m.rows())
-            .step_by(p)
+    /// Processor q's rows of `m` in `layout`, row-major.
+    fn rows_of<T: Element>(m: MatRef<'_, T>, q: usize, layout: &RowChunks) -> Vec<T> {
+        layout
+            .chunks_of(m.rows(), q)
+            .flat_map(|(first, _, rows)| first..first + rows)
             .flat_map(|i| (0..m.cols()).map(move |j| m.get(i, j)))
             .collect()
     }
 
     /// C ← α·A·B + β·C with `opts.algorithm` (Strassen or Winograd) across
     /// `parts` simulated processors, the classical products below running
-    /// `base`; returns the words each received. m, k, n ≥ 1, and every
-    /// block the recursion names must be aligned to `parts` rows (m and k
-    /// multiples of parts·2^levels): otherwise [`Error::Unsupported`]
-    /// before C is touched.
+    /// `base`; returns the words each received and the levels run. m, k,
+    /// n ≥ 1, and some row chunking must align every block the recursion
+    /// names ([`rows::recursion`]; m and k multiples of parts·2^levels at
+    /// least): otherwise [`Error::Unsupported`] before C is touched.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn multiply<T: Element>(
         parts: usize,
@@ -374,7 +380,7 @@ pub(crate) mod caps {
         mut c: MatMut<'_, T>,
         opts: &GemmOptions,
         base: &GemmOptions,
-    ) -> Result<Vec<u128>, Error> {
+    ) -> Result<(Vec<u128>, usize), Error> {
         let scheme = Scheme::of(opts.algorithm).ok_or_else(|| Error::Unsupported {
             algorithm: opts.algorithm.name(),
             what: "a fast recursion across processors (Strassen or Winograd only)".into(),
@@ -388,14 +394,21 @@ pub(crate) mod caps {
             opts,
             0,
         );
+        let layout = rows::recursion::<T>(plan, parts, beta == T::ZERO, (m, k, n))
+            .ok_or_else(|| {
+                unaligned(format!(
+                    "{m}×{k}×{n} on {parts} processors: no row chunking aligns every block of the recursion (m and k must be multiples of {parts}·2^levels, with no odd size peeled)"
+                ))
+            })?
+            .layout;
         let mut backend = Cyclic {
-            parts,
+            layout,
             stores: (0..parts)
                 .map(|q| {
                     HashMap::from([
-                        (Key::A, rows_of(a, q, parts)),
-                        (Key::B, rows_of(b, q, parts)),
-                        (Key::C, rows_of(c.rb(), q, parts)),
+                        (Key::A, rows_of(a, q, &layout)),
+                        (Key::B, rows_of(b, q, &layout)),
+                        (Key::C, rows_of(c.rb(), q, &layout)),
                     ])
                 })
                 .collect(),
@@ -403,16 +416,18 @@ pub(crate) mod caps {
             words: vec![0; parts],
             opts: base,
         };
-        engine::run(&mut backend, plan, alpha, beta, (m, k, n))?;
+        let report = engine::run(&mut backend, plan, alpha, beta, (m, k, n))?;
         for q in 0..parts {
             let local = &backend.stores[q][&Key::C];
-            for (l, i) in (q..m).step_by(parts).enumerate() {
-                for j in 0..n {
-                    c.set(i, j, local[l * n + j]);
+            for (first, at, rows) in layout.chunks_of(m, q) {
+                for i in 0..rows {
+                    for j in 0..n {
+                        c.set(first + i, j, local[(at + i) * n + j]);
+                    }
                 }
             }
         }
-        Ok(backend.words)
+        Ok((backend.words, report.levels))
     }
 
     #[cfg(test)]
@@ -436,7 +451,7 @@ pub(crate) mod caps {
                     crate::cpu::multiply(2, a.as_ref(), b.as_ref(), -1, expected.as_mut(), &base)
                         .unwrap();
                     let mut c = Matrix::<i64>::filled(m, n, 3);
-                    let words = multiply(
+                    let (words, levels) = multiply(
                         parts,
                         2,
                         a.as_ref(),
@@ -449,6 +464,7 @@ pub(crate) mod caps {
                     .unwrap();
                     assert_eq!(c, expected, "{algorithm} {m}×{k}×{n} on {parts}");
                     assert!(words.iter().all(|&w| w == words[0] && w > 0), "{words:?}");
+                    assert!(levels >= 1);
                 }
                 let a = Matrix::<i64>::filled(30, 30, 1);
                 let mut c = Matrix::<i64>::filled(30, 30, 7);

@@ -151,35 +151,102 @@ impl Fabric {
 
     /// Makes the communicator of every group `schedule` uses.
     fn connect(&self, schedule: &Schedule) -> Result<(), Error> {
-        let mut comms = self.communicators.lock().expect("communicator lock");
         for op in schedule.in_order() {
-            let group = match op {
-                Op::Broadcast { group, .. } | Op::Reduce { group, .. } => group,
-                Op::Gemm { .. } => continue,
-            };
-            if group.len() < 2 || comms.contains_key(group) {
-                continue;
+            match op {
+                Op::Broadcast { group, .. } | Op::Reduce { group, .. } => {
+                    self.connect_group(group)?
+                }
+                Op::Gemm { .. } => {}
             }
-            nccl_available()?;
-            let ordinals: Vec<i32> = group
-                .iter()
-                .map(|&r| self.gpus[r].info().ordinal as i32)
-                .collect();
-            let mut handles = vec![std::ptr::null_mut(); group.len()];
-            // SAFETY: one out-slot per device of `ordinals`, which are
-            // distinct GPUs of this host.
-            unsafe {
-                nccl::comm_init_all(handles.as_mut_ptr(), group.len() as i32, ordinals.as_ptr())
-            }
-            .map_err(|e| nccl_err(&format!("cannot connect GPUs {ordinals:?}"), e))?;
-            comms.insert(group.clone(), Communicator { handles });
         }
         Ok(())
     }
 
+    /// Makes the communicator of `group` (ranks), unless it exists or the
+    /// group has fewer than two members.
+    pub(crate) fn connect_group(&self, group: &[usize]) -> Result<(), Error> {
+        let mut comms = self.communicators.lock().expect("communicator lock");
+        if group.len() < 2 || comms.contains_key(group) {
+            return Ok(());
+        }
+        nccl_available()?;
+        let ordinals: Vec<i32> = group
+            .iter()
+            .map(|&r| self.gpus[r].info().ordinal as i32)
+            .collect();
+        let mut handles = vec![std::ptr::null_mut(); group.len()];
+        // SAFETY: one out-slot per device of `ordinals`, which are
+        // distinct GPUs of this host.
+        unsafe { nccl::comm_init_all(handles.as_mut_ptr(), group.len() as i32, ordinals.as_ptr()) }
+            .map_err(|e| nccl_err(&format!("cannot connect GPUs {ordinals:?}"), e))?;
+        comms.insert(group.to_vec(), Communicator { handles });
+        Ok(())
+    }
+
+    /// Holds the fabric for one distributed product (two would interleave
+    /// their collectives on the same communicators in different orders).
+    pub(crate) fn exclusive(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Rank `rank`'s communication stream.
+    pub(crate) fn comm_stream(&self, rank: usize) -> &CudaStream {
+        &self.comm_streams[rank]
+    }
+
+    /// Queues, on every rank's communication stream, the in-place
+    /// all-gather of `count` elements of T per rank over all the ranks:
+    /// rank r's `buffers[r]` holds its own part at element r·count and
+    /// receives every other part at its place.
+    ///
+    /// # Safety
+    /// `buffers[r]` addresses ranks·count elements of T on GPU r that
+    /// nothing else uses until the communication streams have passed the
+    /// gather.
+    pub(crate) unsafe fn all_gather_in_place<T: Element>(
+        &self,
+        buffers: &[u64],
+        count: usize,
+    ) -> Result<(), Error> {
+        let group: Vec<usize> = (0..self.gpus.len()).collect();
+        self.connect_group(&group)?;
+        let comms = self.communicators.lock().expect("communicator lock");
+        let comm = &comms[&group];
+        let elem = std::mem::size_of::<T>() as u64;
+        nccl::group_start().map_err(|e| nccl_err("cannot start a group", e))?;
+        let mut outcome = Ok(());
+        for (rank, &buffer) in buffers.iter().enumerate() {
+            let stream = self.comm_streams[rank].cu_stream() as nccl_sys::cudaStream_t;
+            let own = buffer + rank as u64 * count as u64 * elem;
+            // SAFETY: the caller's contract: ranks·count elements at
+            // `buffer`, own part at element rank·count (NCCL's in-place
+            // form).
+            let queued = unsafe {
+                nccl::all_gather(
+                    own as *const std::ffi::c_void,
+                    buffer as *mut std::ffi::c_void,
+                    count,
+                    nccl_type(T::DTYPE),
+                    comm.handles[rank],
+                    stream,
+                )
+            };
+            if let Err(e) = queued {
+                outcome = Err(nccl_err(
+                    &format!("cannot queue an all-gather on {}", self.name(rank)),
+                    e,
+                ));
+            }
+        }
+        let ended = nccl::group_end().map_err(|e| nccl_err("a group of collectives failed", e));
+        outcome.and(ended.map(|_| ()))
+    }
+
     /// Aborts and forgets every communicator (after a failure, a
     /// communicator may be stuck in a collective).
-    fn abort_all(&self) {
+    pub(crate) fn abort_all(&self) {
         let mut comms = self.communicators.lock().expect("communicator lock");
         for (_, comm) in comms.drain() {
             comm.abort();
@@ -207,10 +274,7 @@ impl Fabric {
                 schedule.plan.processors
             )));
         }
-        let _running = self
-            .running
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _running = self.exclusive();
         self.connect(schedule)?;
         let elem = std::mem::size_of::<T>();
         // Every store but the given A and B, allocated before anything runs.
@@ -242,7 +306,8 @@ impl Fabric {
         let start = Instant::now();
         let issued = self.issue::<T>(schedule, &at, opts);
         let waited = issued.and_then(|backends| {
-            let done = self.wait_all(schedule, start);
+            let limit = distributed_patience(schedule.plan.shape, procs);
+            let done = self.wait_all(limit, start);
             drop(backends);
             done
         });
@@ -322,7 +387,12 @@ impl Fabric {
     }
 
     /// Makes `later` wait for what `earlier` has queued so far, on `rank`.
-    fn order(&self, rank: usize, earlier: &CudaStream, later: &CudaStream) -> Result<(), Error> {
+    pub(crate) fn order(
+        &self,
+        rank: usize,
+        earlier: &CudaStream,
+        later: &CudaStream,
+    ) -> Result<(), Error> {
         let event = earlier
             .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
             .map_err(|e| self.fault(rank, "cannot record an event", e))?;
@@ -415,10 +485,9 @@ impl Fabric {
         outcome.and(ended.map(|_| ()))
     }
 
-    /// Waits for every GPU's two streams, up to the deadline, watching the
-    /// communicators for asynchronous errors.
-    fn wait_all(&self, schedule: &Schedule, start: Instant) -> Result<(), Error> {
-        let limit = distributed_patience(schedule.plan.shape, schedule.plan.grid.processors());
+    /// Waits for every GPU's two streams until `limit` after `start`,
+    /// watching the communicators for asynchronous errors.
+    pub(crate) fn wait_all(&self, limit: std::time::Duration, start: Instant) -> Result<(), Error> {
         let mut pending: Vec<(usize, CudaEvent)> = Vec::new();
         for rank in 0..self.gpus.len() {
             for stream in [&self.gpus[rank].stream, &self.comm_streams[rank]] {

@@ -261,7 +261,7 @@ impl<'g, T: Element> CudaBackend<'g, T> {
     }
 
     /// Address and leading dimension of a block.
-    fn operand(&self, block: Block) -> Operand {
+    pub(crate) fn operand(&self, block: Block) -> Operand {
         let store = match block.store {
             Store::A => self.a,
             Store::B => self.b,

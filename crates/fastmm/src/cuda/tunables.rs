@@ -198,6 +198,18 @@ pub(crate) fn ring_stages() -> Result<usize, Error> {
 /// across synchronisations (see `device::keep_pool_memory`): all of it.
 pub(crate) const CUDA_POOL_RELEASE_THRESHOLD: u64 = u64::MAX;
 
+/// Strassen and Winograd across a team's GPUs recurse while m, k and n
+/// are all at least this (an explicit `--threshold` replaces it): a leaf
+/// of 8192 gives each of 4 GPUs a 2048×8192×8192 product, which cuBLAS
+/// runs at full rate, and an all-gather of 8192² elements that NVLink
+/// moves in well under a tenth of that product's time.
+pub(crate) const CUDA_CAPS_THRESHOLD: usize = 8192;
+
+/// ...and apply a first level only from this size (the single GPU's
+/// Strassen gains 1.18× at 8192, so a team's first level, whose leaves
+/// split over the GPUs, needs twice that).
+pub(crate) const CUDA_CAPS_START: usize = 16384;
+
 /// A distributed product's wait for its GPUs gives up after this many
 /// seconds plus [`CUDA_DISTRIBUTED_WAIT_SECONDS_PER_PFLOP`] per 10¹⁵
 /// operations of the busiest GPU (then the communicators are aborted and

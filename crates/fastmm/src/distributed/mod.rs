@@ -6,4 +6,5 @@
 //! `cuda::distributed` (GPUs through NCCL).
 
 pub mod planner;
+pub(crate) mod rows;
 pub mod schedule;
