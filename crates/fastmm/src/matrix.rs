@@ -201,7 +201,19 @@ impl<T: Element> Matrix<T> {
 
     /// Like [`Matrix::from_view`], with overflow reported as an error.
     pub fn try_from_view(view: MatRef<'_, T>) -> Result<Self, Error> {
-        Self::try_from_fn(view.rows(), view.cols(), |i, j| {
+        let (rows, cols) = view.shape();
+        if rows > 0 && view.row(0).is_some() {
+            // Contiguous rows: one copy each.
+            let len = rows
+                .checked_mul(cols)
+                .ok_or(Error::SizeOverflow { rows, cols })?;
+            let mut data = Vec::with_capacity(len);
+            for i in 0..rows {
+                data.extend_from_slice(view.row(i).expect("columns are contiguous"));
+            }
+            return Ok(Matrix { data, rows, cols });
+        }
+        Self::try_from_fn(rows, cols, |i, j| {
             // SAFETY: try_from_fn calls with i < rows and j < cols.
             unsafe { view.get_unchecked(i, j) }
         })

@@ -204,8 +204,37 @@ fn non_finite_rows<T: Element>(m: MatRef<'_, T>) -> Vec<usize> {
         return Vec::new();
     }
     (0..m.rows())
+        .into_par_iter()
         .filter(|&i| (0..m.cols()).any(|j| !m.get(i, j).to_f64().is_finite()))
         .collect()
+}
+
+/// The indices of the columns of `m` that hold a NaN or an infinity, read
+/// along the dimension `m` is stored in.
+fn non_finite_cols<T: Element>(m: MatRef<'_, T>) -> Vec<usize> {
+    if T::DTYPE.is_integer() || m.col_stride() != 1 {
+        return non_finite_rows(m.t());
+    }
+    let cols = m.cols();
+    let flags = (0..m.rows())
+        .into_par_iter()
+        .fold(
+            || vec![false; cols],
+            |mut bad, i| {
+                for (j, flag) in bad.iter_mut().enumerate() {
+                    *flag |= !m.get(i, j).to_f64().is_finite();
+                }
+                bad
+            },
+        )
+        .reduce(
+            || vec![false; cols],
+            |mut x, y| {
+                x.iter_mut().zip(y).for_each(|(a, b)| *a |= b);
+                x
+            },
+        );
+    (0..cols).filter(|&j| flags[j]).collect()
 }
 
 /// Running sums of a float comparison.
@@ -330,7 +359,7 @@ fn float_full<T: Element>(
     // number of threads.
     let rows: Vec<Tally> = (0..a.rows())
         .into_par_iter()
-        .map(|i| compare_row(a, b, c, i, bound))
+        .map(|i| compare_lines(a, b, c, &[i], bound))
         .collect();
     rows.into_iter()
         .fold(Tally::default(), Tally::merge)
@@ -344,54 +373,44 @@ fn float_randomized<T: Element>(
     bound: Bound,
 ) -> Verdict {
     let mut rng = seeded_rng(0x5eed_f00d);
-    let mut tally = Tally::default();
     // Rows of A and columns of B that hold NaN or ±∞: Freivalds' sums
     // leave them out, and the lines of C they meet are checked here.
     let bad_rows = non_finite_rows(a);
-    let bad_cols = non_finite_rows(b.t());
+    let bad_cols = non_finite_cols(b);
     let mut rows = sampled_lines(a.rows(), &mut rng);
     rows.extend(sampled_subset(&bad_rows, &mut rng));
     let mut cols = sampled_lines(b.cols(), &mut rng);
     cols.extend(sampled_subset(&bad_cols, &mut rng));
-    for i in rows {
-        tally = tally.merge(compare_row(a, b, c, i, bound));
-    }
+    let mut tally = compare_lines(a, b, c, &rows, bound);
     // Columns of C are rows of Cᵀ = BᵀAᵀ.
-    for j in cols {
-        tally = tally.merge(compare_row(b.t(), a.t(), c.t(), j, bound));
-    }
-    let finite = bad_rows.is_empty() && bad_cols.is_empty();
+    tally = tally.merge(compare_lines(b.t(), a.t(), c.t(), &cols, bound));
     // With non-finite inputs x is 0 on the bad columns, and a term of 0
     // is skipped rather than multiplied, so that ∞·0 = NaN never enters.
-    let signed = |acc: f64, m: T, v: f64| {
-        if finite || v != 0.0 {
-            acc + m.to_f64() * v
-        } else {
-            acc
-        }
-    };
-    let magnitude = |acc: f64, m: T, v: f64| {
-        if finite || v != 0.0 {
-            acc + m.to_f64().abs() * v
-        } else {
-            acc
-        }
-    };
+    let skip_zeros = !(bad_rows.is_empty() && bad_cols.is_empty());
+    let xs: Vec<Vec<f64>> = (0..FREIVALDS_FLOAT_VECTORS)
+        .map(|_| {
+            let mut x: Vec<f64> = (0..b.cols()).map(|_| rng.random_range(-1.0..1.0)).collect();
+            for &j in &bad_cols {
+                x[j] = 0.0;
+            }
+            x
+        })
+        .collect();
+    let x_abs: Vec<Vec<f64>> = xs
+        .iter()
+        .map(|x| x.iter().map(|v| v.abs()).collect())
+        .collect();
+    // Every vector through B in one pass, then through A in one, then C·x.
+    let (bx, b_sizes) = mat_vecs(b, &slices(&xs), &slices(&x_abs), skip_zeros);
+    let (abx, sizes) = mat_vecs(a, &slices(&bx), &slices(&b_sizes), skip_zeros);
+    let (cx, _) = mat_vecs(c, &slices(&xs), &[], skip_zeros);
     let mut skip_row = vec![false; a.rows()];
     for &i in &bad_rows {
         skip_row[i] = true;
     }
-    for _ in 0..FREIVALDS_FLOAT_VECTORS {
-        let mut x: Vec<f64> = (0..b.cols()).map(|_| rng.random_range(-1.0..1.0)).collect();
-        for &j in &bad_cols {
-            x[j] = 0.0;
-        }
-        let x_abs: Vec<f64> = x.iter().map(|v| v.abs()).collect();
-        let abx = mat_vec(a, &mat_vec(b, &x, 0.0, signed), 0.0, signed);
-        let magnitudes = mat_vec(a, &mat_vec(b, &x_abs, 0.0, magnitude), 0.0, magnitude);
-        let x_norm: f64 = x_abs.iter().sum();
-        let cx = mat_vec(c, &x, 0.0, signed);
-        let sums = cx.iter().zip(&abx).zip(&magnitudes).zip(&skip_row);
+    for (f, got) in cx.iter().enumerate() {
+        let x_norm: f64 = x_abs[f].iter().sum();
+        let sums = got.iter().zip(&abx[f]).zip(&sizes[f]).zip(&skip_row);
         for (((got, want), &size), &skip) in sums {
             if !skip {
                 let allowed =
@@ -414,30 +433,36 @@ fn sampled_subset(lines: &[usize], rng: &mut impl Rng) -> Vec<usize> {
         .collect()
 }
 
-/// Compares row i of C with row i of A·B computed in f64, each element
-/// against γ·(|A||B|)_ij: the row is Bᵀ·x and its magnitudes Bᵀ·|x| for x
-/// = row i of A, so B is read along whichever dimension it is stored.
-fn compare_row<T: Element>(
+/// Compares rows `lines` of C with the same rows of A·B computed in f64,
+/// each element against γ·(|A||B|)_ij: row i is Bᵀ·x and its magnitudes
+/// |B|ᵀ·|x| for x = row i of A, all of them in one pass over B, read
+/// along whichever dimension it is stored.
+fn compare_lines<T: Element>(
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     c: MatRef<'_, T>,
-    i: usize,
+    lines: &[usize],
     bound: Bound,
 ) -> Tally {
-    let x: Vec<f64> = (0..a.cols()).map(|p| a.get(i, p).to_f64()).collect();
-    let x_abs: Vec<f64> = x.iter().map(|v| v.abs()).collect();
-    let exact = mat_vec(b.t(), &x, 0.0, |acc, m: T, v| acc + m.to_f64() * v);
-    let magnitude = mat_vec(b.t(), &x_abs, 0.0, |acc, m: T, v| {
-        acc + m.to_f64().abs() * v
-    });
+    let xs: Vec<Vec<f64>> = lines
+        .iter()
+        .map(|&i| (0..a.cols()).map(|p| a.get(i, p).to_f64()).collect())
+        .collect();
+    let x_abs: Vec<Vec<f64>> = xs
+        .iter()
+        .map(|x| x.iter().map(|v| v.abs()).collect())
+        .collect();
+    let (exact, magnitude) = mat_vecs(b.t(), &slices(&xs), &slices(&x_abs), false);
     let mut tally = Tally::default();
-    for (j, (&exact, &magnitude)) in exact.iter().zip(&magnitude).enumerate() {
-        tally.compare(
-            c.get(i, j).to_f64(),
-            exact,
-            (bound.of(magnitude), magnitude),
-            bound.largest,
-        );
+    for (l, &i) in lines.iter().enumerate() {
+        for (j, (&exact, &magnitude)) in exact[l].iter().zip(&magnitude[l]).enumerate() {
+            tally.compare(
+                c.get(i, j).to_f64(),
+                exact,
+                (bound.of(magnitude), magnitude),
+                bound.largest,
+            );
+        }
     }
     tally
 }
@@ -511,6 +536,88 @@ fn mat_vec<T: Element, V: Copy + Send + Sync>(
             .for_each(|(chunk, out)| block(chunk * VERIFY_ROWS_PER_TASK, out));
     }
     y
+}
+
+/// The vectors as slices.
+fn slices(vectors: &[Vec<f64>]) -> Vec<&[f64]> {
+    vectors.iter().map(Vec::as_slice).collect()
+}
+
+/// M·x for every x of `signed` and |M|·x for every x of `magnitude`, in
+/// one pass over M, in f64, each y_i summed over j in order. With
+/// `skip_zeros`, a term whose x is 0 is left out rather than multiplied,
+/// so that ∞·0 = NaN never enters. M is walked as in [`mat_vec`]: rows four
+/// at a time, or column by column over blocks of rows when its columns are
+/// the contiguous ones; blocks of [`VERIFY_ROWS_PER_TASK`] rows run in
+/// parallel on large matrices.
+fn mat_vecs<T: Element>(
+    m: MatRef<'_, T>,
+    signed: &[&[f64]],
+    magnitude: &[&[f64]],
+    skip_zeros: bool,
+) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let (s, v) = (signed.len(), signed.len() + magnitude.len());
+    if v == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    // The vectors interleaved, x_j of every probe side by side: the inner
+    // loop reads them contiguously.
+    let mut xt = vec![0.0; m.cols() * v];
+    for (p, x) in signed.iter().chain(magnitude).enumerate() {
+        for (j, &xj) in x.iter().enumerate() {
+            xt[j * v + p] = xj;
+        }
+    }
+    let add = |acc: &mut [f64], mij: f64, j: usize| {
+        let x = &xt[j * v..][..v];
+        if skip_zeros && !mij.is_finite() {
+            for (p, (y, &xj)) in acc.iter_mut().zip(x).enumerate() {
+                if xj != 0.0 {
+                    *y += if p < s { mij } else { mij.abs() } * xj;
+                }
+            }
+            return;
+        }
+        let (ys, ym) = acc.split_at_mut(s);
+        for (y, &xj) in ys.iter_mut().zip(&x[..s]) {
+            *y += mij * xj;
+        }
+        let size = mij.abs();
+        for (y, &xj) in ym.iter_mut().zip(&x[s..]) {
+            *y += size * xj;
+        }
+    };
+    let by_columns = m.col_stride() != 1 && m.row_stride() == 1;
+    // out: the block's rows × probes, row-major.
+    let block = |first: usize, out: &mut [f64]| {
+        if by_columns {
+            for j in 0..m.cols() {
+                for (r, acc) in out.chunks_exact_mut(v).enumerate() {
+                    add(acc, m.get(first + r, j).to_f64(), j);
+                }
+            }
+        } else {
+            // Four rows at a time: independent chains of additions.
+            for (q, accs) in out.chunks_mut(4 * v).enumerate() {
+                let row = first + 4 * q;
+                for j in 0..m.cols() {
+                    for (r, acc) in accs.chunks_exact_mut(v).enumerate() {
+                        add(acc, m.get(row + r, j).to_f64(), j);
+                    }
+                }
+            }
+        }
+    };
+    let mut y = vec![0.0; m.rows() * v];
+    if m.rows() * m.cols() < VERIFY_PARALLEL_MIN_ELEMENTS {
+        block(0, &mut y);
+    } else {
+        y.par_chunks_mut(VERIFY_ROWS_PER_TASK * v)
+            .enumerate()
+            .for_each(|(chunk, out)| block(chunk * VERIFY_ROWS_PER_TASK, out));
+    }
+    let column = |p: usize| -> Vec<f64> { y.iter().skip(p).step_by(v).copied().collect() };
+    ((0..s).map(column).collect(), (s..v).map(column).collect())
 }
 
 fn square(x: f64) -> f64 {

@@ -215,7 +215,7 @@ mod tests {
 /// Strassen and Winograd across P processors, with the CPU standing in for
 /// each: the one recursion engine over a backend whose every matrix (A, B,
 /// C and the temporaries) is spread by rows in chunks, as on a team of
-/// GPUs ([`crate::distributed::rows`]). A block whose first row and height
+/// GPUs ([`crate::strassen::across`]). A block whose first row and height
 /// are multiples of chunk·P is then the same local rows of every
 /// processor, so the levels' sums are local (CAPS's depth-first steps,
 /// Ballard et al., SPAA 2012), and only the classical products below
@@ -224,11 +224,11 @@ mod tests {
 pub(crate) mod caps {
     use std::collections::HashMap;
 
-    use crate::distributed::rows::{self, RowChunks};
     use crate::element::Element;
     use crate::error::Error;
     use crate::matrix::{MatMut, MatRef};
     use crate::options::{GemmOptions, Variant};
+    use crate::strassen::across::{self, RowChunks};
     use crate::strassen::backend::{Backend, Block, Store};
     use crate::strassen::{engine, Scheme};
 
@@ -262,7 +262,7 @@ pub(crate) mod caps {
         /// (store, first element, local rows, row stride) of `block` on
         /// every processor.
         fn local(&self, block: &Block) -> Result<(Key, usize, usize, usize), Error> {
-            let (p, whole) = (self.layout.parts, self.layout.parts * self.layout.chunk);
+            let whole = self.layout.parts * self.layout.chunk;
             if !block.row.is_multiple_of(whole) || !block.rows.is_multiple_of(whole) {
                 return Err(unaligned(format!(
                     "a block at row {} of {} rows, chunks of {whole} rows",
@@ -275,7 +275,8 @@ pub(crate) mod caps {
                 Store::C => (Key::C, self.ld[2]),
                 Store::Temp { id, ld } => (Key::Temp(id), ld),
             };
-            Ok((key, block.row / p * ld + block.col, block.rows / p, ld))
+            let local = self.layout.local(*block);
+            Ok((key, local.row * ld + local.col, local.rows, ld))
         }
 
         /// Processor `q`'s rows of `block`, row-major.
@@ -357,18 +358,20 @@ pub(crate) mod caps {
 
     /// Processor q's rows of `m` in `layout`, row-major.
     fn rows_of<T: Element>(m: MatRef<'_, T>, q: usize, layout: &RowChunks) -> Vec<T> {
-        layout
-            .chunks_of(m.rows(), q)
-            .flat_map(|(first, _, rows)| first..first + rows)
-            .flat_map(|i| (0..m.cols()).map(move |j| m.get(i, j)))
-            .collect()
+        let mut local = Vec::with_capacity(layout.local_rows(m.rows(), q) * m.cols());
+        for (first, _, rows) in layout.chunks_of(m.rows(), q) {
+            for i in first..first + rows {
+                local.extend((0..m.cols()).map(|j| m.get(i, j)));
+            }
+        }
+        local
     }
 
     /// C ← α·A·B + β·C with `opts.algorithm` (Strassen or Winograd) across
     /// `parts` simulated processors, the classical products below running
     /// `base`; returns the words each received and the levels run. m, k,
     /// n ≥ 1, and some row chunking must align every block the recursion
-    /// names ([`rows::recursion`]; m and k multiples of parts·2^levels at
+    /// names ([`across::recursion`]; m and k multiples of parts·2^levels at
     /// least): otherwise [`Error::Unsupported`] before C is touched.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn multiply<T: Element>(
@@ -394,7 +397,7 @@ pub(crate) mod caps {
             opts,
             0,
         );
-        let layout = rows::recursion::<T>(plan, parts, beta == T::ZERO, (m, k, n))
+        let layout = across::recursion::<T>(plan, parts, beta == T::ZERO, (m, k, n))
             .ok_or_else(|| {
                 unaligned(format!(
                     "{m}×{k}×{n} on {parts} processors: no row chunking aligns every block of the recursion (m and k must be multiples of {parts}·2^levels, with no odd size peeled)"

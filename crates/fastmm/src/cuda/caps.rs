@@ -26,11 +26,11 @@ use crate::cuda::gemm::{ClassicalGemm, Operand};
 use crate::cuda::memory::{copy_to_device, copy_to_host, RawDeviceMemory};
 use crate::cuda::strassen::CudaBackend;
 use crate::cuda::tunables::{distributed_patience, CUDA_CAPS_START, CUDA_CAPS_THRESHOLD};
-use crate::distributed::rows::{self, Recursion, RowChunks};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::{GemmOptions, Variant};
+use crate::strassen::across::{self, Recursion, RowChunks};
 use crate::strassen::backend::{Backend, Block, Combination, Store};
 use crate::strassen::{engine, Crossover, Scheme};
 
@@ -98,7 +98,7 @@ pub(crate) fn multiply<T: Element>(
     };
     for variant in variants {
         let plan = crate::strassen::plan(scheme, variant, crossover(opts), T::DTYPE, opts, 0);
-        let Some(recursion) = rows::recursion::<T>(plan, parts, beta == T::ZERO, shape) else {
+        let Some(recursion) = across::recursion::<T>(plan, parts, beta == T::ZERO, shape) else {
             return Ok(None);
         };
         let need = bytes_per_gpu::<T>(&recursion, shape);

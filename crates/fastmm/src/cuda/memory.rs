@@ -260,9 +260,16 @@ impl<T: Element> HostBuffer<T> {
     pub fn stage(gpu: &Gpu, view: MatRef<'_, T>, pinned: bool) -> Result<HostBuffer<T>, Error> {
         let mut buffer = HostBuffer::new(gpu, view.rows() * view.cols(), pinned)?;
         let out = buffer.as_mut_slice()?;
+        let cols = view.cols();
         for i in 0..view.rows() {
-            for j in 0..view.cols() {
-                out[i * view.cols() + j] = view.get(i, j);
+            let dst = &mut out[i * cols..][..cols];
+            match view.row(i) {
+                Some(row) => dst.copy_from_slice(row),
+                None => {
+                    for (j, x) in dst.iter_mut().enumerate() {
+                        *x = view.get(i, j);
+                    }
+                }
             }
         }
         Ok(buffer)
@@ -291,8 +298,14 @@ impl<T: Element> HostBuffer<T> {
         let data = self.as_slice()?;
         let cols = out.cols();
         for i in 0..out.rows() {
-            for j in 0..cols {
-                out.set(i, j, data[i * cols + j]);
+            let src = &data[i * cols..][..cols];
+            match out.row_mut(i) {
+                Some(row) => row.copy_from_slice(src),
+                None => {
+                    for (j, &x) in src.iter().enumerate() {
+                        out.set(i, j, x);
+                    }
+                }
             }
         }
         Ok(())

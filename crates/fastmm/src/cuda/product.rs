@@ -13,7 +13,7 @@ use crate::cuda::gemm::cublas::to_half;
 use crate::cuda::gemm::{ClassicalGemm, Operand};
 use crate::cuda::memory::{DeviceMatrix, HostBuffer};
 use crate::cuda::strassen::CudaBackend;
-use crate::cuda::tunables::CUDA_TIMED_LAUNCHES;
+use crate::cuda::tunables::{CUDA_TIMED_LAUNCHES, CUDA_TIMED_LONG_LAUNCH_MS};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
@@ -40,7 +40,8 @@ pub(crate) struct GpuTimes {
 /// (and C if β ≠ 0) into `opts.gpu_memory`, runs, and copies C back.
 /// β = 0 never reads C. Shapes are checked by the caller (the boundary);
 /// `opts.algorithm` is resolved (not `auto`). With β = 0 and `timed`, the
-/// product runs once untimed and then [`CUDA_TIMED_LAUNCHES`] times (see
+/// product runs once untimed and then [`CUDA_TIMED_LAUNCHES`] times, or
+/// once when the untimed run took [`CUDA_TIMED_LONG_LAUNCH_MS`] (see
 /// [`GpuTimes::kernel_ms`]); else once.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
@@ -117,18 +118,30 @@ pub(crate) fn multiply<T: Element>(
     // and caches (and, for the fast algorithms, to allocate their
     // temporaries) and then CUDA_TIMED_LAUNCHES times back to back: kernel
     // time is the median of those, free of the idle gaps the copies leave.
-    // With β ≠ 0 each run changes C, so exactly one runs.
-    let timed_launches = if beta_is_zero && timed {
-        launch_once()?;
-        CUDA_TIMED_LAUNCHES
-    } else {
-        1
-    };
+    // A warm-up as long as CUDA_TIMED_LONG_LAUNCH_MS has settled the clocks
+    // itself, and one more launch is timed. With β ≠ 0 each run changes C,
+    // so exactly one runs.
     let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let record = || {
         gpu.stream
             .record_event(timing)
             .map_err(|e| cuda_err("cannot record an event", e))
+    };
+    let timed_launches = if beta_is_zero && timed {
+        let begin = record()?;
+        launch_once()?;
+        let end = record()?;
+        gpu.synchronize()?;
+        let warm_ms = begin
+            .elapsed_ms(&end)
+            .map_err(|e| cuda_err("cannot read the event timer", e))?;
+        if f64::from(warm_ms) >= CUDA_TIMED_LONG_LAUNCH_MS {
+            1
+        } else {
+            CUDA_TIMED_LAUNCHES
+        }
+    } else {
+        1
     };
     let mut events = Vec::with_capacity(timed_launches);
     for _ in 0..timed_launches {

@@ -18,6 +18,11 @@ pub(crate) const CUDA_NAIVE_BLOCK: usize = 16;
 /// cuBLAS at 1024 at half of torch's back-to-back figure on the H100.
 pub(crate) const CUDA_TIMED_LAUNCHES: usize = 5;
 
+/// ...unless the untimed launch took at least this long: its clocks have
+/// settled, and one timed launch follows. cuBLAS at 65536 runs 10.6 s per
+/// launch on an H200, so six launches per repetition were a minute.
+pub(crate) const CUDA_TIMED_LONG_LAUNCH_MS: f64 = 500.0;
+
 /// Rows per 32-wide thread block of the GPU linear-combination kernel
 /// (32×8 = 256 threads, each one element: coalesced along rows).
 pub(crate) const CUDA_COMBINE_ROWS_PER_BLOCK: usize = 8;

@@ -6,5 +6,4 @@
 //! `cuda::distributed` (GPUs through NCCL).
 
 pub mod planner;
-pub(crate) mod rows;
 pub mod schedule;

@@ -12,6 +12,8 @@
 //! * [`engine`] runs them over any [`backend::Backend`]: splitting elongated
 //!   products, peeling odd dimensions, sizing the workspace in a dry run
 //!   and allocating it once per product.
+//! * [`across`] lays the recursion's matrices out by rows over several
+//!   processors, so that its levels run across them (CAPS).
 //! * The backends live with their devices: `crate::cpu::strassen` (with
 //!   `packed` as its classical product) and `crate::cuda::strassen`. Each
 //!   decides its own crossovers and default variant; the recursion is the
@@ -40,6 +42,7 @@
 //! error, bounded by [`Scheme::error_growth`]; the measured growth (docs/results.md)
 //! sets [`crate::tunables::STRASSEN_AUTO_MAX_LEVELS_F32`] and `_F64`.
 
+pub(crate) mod across;
 pub(crate) mod backend;
 pub(crate) mod engine;
 pub(crate) mod schedule;
