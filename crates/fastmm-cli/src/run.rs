@@ -281,16 +281,7 @@ fn run_typed<T: Element>(
     let mut records: Vec<Record> = Vec::with_capacity(targets.len());
     for target in targets {
         if let Some(last) = records.last() {
-            progress(&format!(
-                "{}: median {:.3} ms, {}",
-                last.algorithm,
-                last.median_ms,
-                if last.ok {
-                    "verified"
-                } else {
-                    "FAILED verification"
-                }
-            ));
+            progress(&finished(last));
         }
         let label = target.label();
         if let Some(team) = target.team {
@@ -406,12 +397,26 @@ fn run_typed<T: Element>(
         });
     }
     if let Some(last) = records.last() {
-        progress(&format!(
-            "{}: median {:.3} ms",
-            last.algorithm, last.median_ms
-        ));
+        progress(&finished(last));
     }
     Ok(records)
+}
+
+/// A finished target, for `--progress`.
+fn finished(r: &Record) -> String {
+    format!(
+        "{}: median {:.3} ms ({:.1} GFLOP/s){}, {}",
+        r.algorithm,
+        r.median_ms,
+        r.gflops,
+        r.end_to_end_gflops
+            .map_or(String::new(), |g| format!(", e2e {g:.1} GFLOP/s")),
+        if r.ok {
+            "verified"
+        } else {
+            "FAILED verification"
+        }
+    )
 }
 
 /// One target on a team: A and B distributed once in the plan's layout,
