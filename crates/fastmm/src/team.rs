@@ -931,7 +931,12 @@ mod tests {
     fn fast_algorithms_across_a_simulated_team() {
         for algorithm in [Algorithm::Strassen, Algorithm::Winograd] {
             let opts = GemmOptions::new(algorithm).threshold(16);
-            for (p, n, across) in [(2, 64, true), (4, 128, true), (3, 50, false)] {
+            for (p, n, across) in [
+                (2, 64, true),
+                (4, 128, true),
+                (8, 128, true),
+                (3, 50, false),
+            ] {
                 let team = Team::simulated(p).unwrap();
                 let a = Matrix::<f64>::from_fn(n, n, |i, j| ((i * 3 + j) % 7) as f64 - 3.0);
                 let b = Matrix::<f64>::from_fn(n, n, |i, j| ((i + 5 * j) % 9) as f64 - 4.0);
@@ -945,9 +950,38 @@ mod tests {
                     report.grid == (p, 1, 1) && report.lower_bound == 0.0,
                     across
                 );
+                assert_eq!(report.levels_across > 0, across, "{algorithm} on {p}");
                 assert!(report.words_per_processor > 0);
             }
         }
+    }
+
+    /// Eight processors (the scaling issue's G = 8, simulated): a cube
+    /// takes the 2×2×2 grid, its product is exact and moves the plan's
+    /// words, within 1.2× of the lower bound.
+    #[test]
+    fn eight_processors_take_a_cube_grid() {
+        let team = Team::simulated(8).unwrap();
+        let n = 96;
+        let plan = team.plan::<i64>((n, n, n)).unwrap();
+        assert_eq!(
+            (plan.grid.pm, plan.grid.pn, plan.grid.pk),
+            (2, 2, 2),
+            "{plan:?}"
+        );
+        let a = Matrix::<i64>::from_fn(n, n, |i, j| ((i * 7 + j) % 13) as i64 - 6);
+        let b = Matrix::<i64>::from_fn(n, n, |i, j| ((i + 3 * j) % 11) as i64 - 5);
+        let da = team.distribute(&plan, Role::A, a.as_ref()).unwrap();
+        let db = team.distribute(&plan, Role::B, b.as_ref()).unwrap();
+        let (dc, report) = team
+            .multiply(&da, &db, &GemmOptions::new(Algorithm::Naive))
+            .unwrap();
+        assert_eq!(
+            team.collect(&dc).unwrap(),
+            crate::context::matmul(&a, &b).unwrap()
+        );
+        assert_eq!(report.words_per_processor, plan.words_per_processor);
+        assert!(report.bound_ratio() <= 1.2, "{}", report.bound_ratio());
     }
 
     #[test]
