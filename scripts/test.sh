@@ -25,19 +25,31 @@ if ! python3 -c "import numpy" >/dev/null 2>&1; then
   export PYTHONPATH="$PWD/$numpy_dir${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export FASTMM_REQUIRE_NUMPY=1
+# Open MPI and libclang (rsmpi's bindings) for the `mpi` feature, which
+# the lints and tests below build: Debian's packages, installed if absent.
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1 \
+  || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+  $sudo apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q openmpi-bin libopenmpi-dev libclang-dev
+fi
+# Open MPI refuses to start as root (CI containers) unless told.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # A tuning file left by `fastmm tune` on this machine must not change what
 # the tests see; the tuning tests point FASTMM_TUNING at their own files.
 export FASTMM_TUNING=off
 
 cargo fmt --all -- --check
 # The default features with the developer tools (feature dev) in one pass.
-cargo clippy --workspace --all-targets --release --features fastmm/dev -- -D warnings
+cargo clippy --workspace --all-targets --release --features fastmm/dev,fastmm-cli/mpi -- -D warnings
 cargo clippy -p fastmm --all-targets --release --no-default-features -- -D warnings
 cargo clippy -p fastmm --all-targets --release --no-default-features --features ndarray,nalgebra,faer -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --features fastmm-cli/mpi
 # With the interop features, so that their conversions and doc examples
-# run in the same build (the build without CUDA is clippy's third set).
-cargo test --workspace --release --features fastmm/ndarray,fastmm/nalgebra,fastmm/faer
+# run in the same build (the build without CUDA is clippy's third set),
+# and MPI, whose tests run `mpirun` (tests/mpi.rs).
+cargo test --workspace --release --features fastmm/ndarray,fastmm/nalgebra,fastmm/faer,fastmm-cli/mpi
 # The Python package, installed as the README says into a virtualenv of
 # its own, then its pytest suite (numpy, hypothesis) against numpy itself.
 venv=target/python-venv

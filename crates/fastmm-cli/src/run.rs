@@ -70,6 +70,13 @@ pub struct RunArgs {
     /// finishes (for long runs).
     #[arg(long)]
     pub(crate) progress: bool,
+    /// Under `mpirun -np P`: each product distributed over the P ranks in
+    /// the planner's layout (every rank makes the same inputs and keeps
+    /// its pieces; the algorithm is each rank's local product), C
+    /// collected and verified on rank 0, which prints. Needs a build with
+    /// the `mpi` feature.
+    #[arg(long)]
+    pub(crate) distributed: bool,
 }
 
 /// `run`'s arguments parsed from a command line (without the program and
@@ -149,6 +156,9 @@ impl Problem {
 }
 
 pub fn run(args: &RunArgs) -> Result<Outcome> {
+    if args.distributed {
+        return run_distributed(args);
+    }
     let mut devices = Devices::default();
     let (problem, records) = measure(args, &mut devices)?;
     if args.json {
@@ -164,10 +174,108 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     })
 }
 
-/// Runs, times and verifies every algorithm × dtype that `args` names, on
-/// one problem, opening the devices they run on in `devices`: the records
-/// `run` prints (and `bench` and `tune` collect).
-pub(crate) fn measure(args: &RunArgs, devices: &mut Devices) -> Result<(Problem, Vec<Record>)> {
+#[cfg(not(feature = "mpi"))]
+fn run_distributed(_: &RunArgs) -> Result<Outcome> {
+    bail!("--distributed runs under MPI: build with `cargo build --release --features mpi` (see the README's cluster section)")
+}
+
+/// `run --distributed`: every target and type across the MPI job's ranks;
+/// rank 0 verifies and prints, the others stay quiet.
+#[cfg(feature = "mpi")]
+fn run_distributed(args: &RunArgs) -> Result<Outcome> {
+    let cluster = fastmm::Cluster::init()?;
+    let problem = problem_of(args)?;
+    let targets = args.options.targets(&args.algo)?;
+    let base_opts = args.options.options()?;
+    let mut records = Vec::new();
+    for dtype in parse_dtypes(&args.dtype)? {
+        for target in targets.iter().filter(|t| t.algorithm.supports(dtype)) {
+            let record = match dtype {
+                DType::F32 => run_on_cluster::<f32>(args, &problem, target, &cluster, base_opts),
+                DType::F64 => run_on_cluster::<f64>(args, &problem, target, &cluster, base_opts),
+                DType::I32 => run_on_cluster::<i32>(args, &problem, target, &cluster, base_opts),
+                DType::I64 => run_on_cluster::<i64>(args, &problem, target, &cluster, base_opts),
+            }?;
+            records.extend(record);
+        }
+    }
+    if cluster.rank() != 0 {
+        return Ok(Outcome::AllCorrect);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&records)?);
+    } else {
+        print_table(args, &problem, &records, &Devices::default());
+    }
+    let failures = records.iter().filter(|r| !r.ok).count();
+    Ok(if failures == 0 {
+        Outcome::AllCorrect
+    } else {
+        Outcome::Failures(failures)
+    })
+}
+
+/// One target across the ranks: the same inputs on every rank (the seed),
+/// the product timed from all ranks ready to the last done; rank 0's
+/// record (`None` on the others).
+#[cfg(feature = "mpi")]
+fn run_on_cluster<T: Element>(
+    args: &RunArgs,
+    p: &Problem,
+    target: &Target,
+    cluster: &fastmm::Cluster,
+    base_opts: GemmOptions,
+) -> Result<Option<Record>> {
+    let mut rng = seeded_rng(args.seed);
+    let a: Matrix<T> = try_random_matrix_wide(p.m, p.k, args.decades, &mut rng)?;
+    let b: Matrix<T> = try_random_matrix_wide(p.k, p.n, args.decades, &mut rng)?;
+    let opts = GemmOptions {
+        algorithm: target.algorithm,
+        ..base_opts
+    };
+    let label = format!("{}@mpi", target.algorithm);
+    for _ in 0..args.warmup {
+        cluster.matmul(a.as_ref(), b.as_ref(), &opts)?;
+    }
+    let mut times = Vec::with_capacity(args.reps);
+    let mut last = None;
+    for _ in 0..args.reps {
+        let (c, report) = cluster
+            .matmul(a.as_ref(), b.as_ref(), &opts)
+            .with_context(|| format!("{label} failed"))?;
+        times.push(report.compute_ms);
+        last = Some((c, report));
+    }
+    let (c, report) = last.context("no repetition ran")?;
+    let Some(mut c) = c else {
+        return Ok(None);
+    };
+    corrupt_if_asked(args, &mut c);
+    let growth = fastmm::Context::cpu()
+        .plan::<T>((p.m, p.k, p.n), true, &opts)
+        .map_or(1.0, |plan| plan.error_growth);
+    let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
+    let (pm, pn, pk) = report.grid;
+    let kernel = format!(
+        "distributed {pm}×{pn}×{pk} over {} ranks; {} words received per rank, {}",
+        report.processors,
+        report.words_per_processor,
+        match report.bound_ratio() {
+            r if r.is_finite() => format!("{r:.2}× the lower bound"),
+            _ => "the lower bound is 0 here".into(),
+        }
+    );
+    let device = format!("mpi:{}", report.processors);
+    let record = team_record::<T>(args, p, device, label, times, verdict, kernel, None);
+    Ok(Some(Record {
+        comm_words: Some(report.words_per_processor),
+        comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
+        ..record
+    }))
+}
+
+/// The problem `args` names, checked.
+fn problem_of(args: &RunArgs) -> Result<Problem> {
     let problem = Problem {
         m: args.m.unwrap_or(args.size),
         k: args.k.unwrap_or(args.size),
@@ -181,6 +289,14 @@ pub(crate) fn measure(args: &RunArgs, devices: &mut Devices) -> Result<(Problem,
     if args.reps == 0 {
         bail!("--reps must be at least 1");
     }
+    Ok(problem)
+}
+
+/// Runs, times and verifies every algorithm × dtype that `args` names, on
+/// one problem, opening the devices they run on in `devices`: the records
+/// `run` prints (and `bench` and `tune` collect).
+pub(crate) fn measure(args: &RunArgs, devices: &mut Devices) -> Result<(Problem, Vec<Record>)> {
+    let problem = problem_of(args)?;
     let targets = args.options.targets(&args.algo)?;
     let dtypes = parse_dtypes(&args.dtype)?;
     let base_opts = args.options.options()?;
@@ -481,8 +597,16 @@ fn run_on_team<T: Element>(
                 "{} across {} devices (CAPS): {} levels, rows in chunks, sums local; {} words received per device",
                 target.algorithm, report.processors, report.levels_across, report.words_per_processor
             );
-            let record =
-                team_record::<T>(args, p, team, label, times, verdict, kernel, speedup_base);
+            let record = team_record::<T>(
+                args,
+                p,
+                team_devices(team),
+                label,
+                times,
+                verdict,
+                kernel,
+                speedup_base,
+            );
             return Ok(Record {
                 end_to_end_gflops: Some(p.flops() / (median(&walls) * 1e6)),
                 levels: Some(report.levels_across),
@@ -563,13 +687,31 @@ fn run_on_team<T: Element>(
             ),
         }
     );
-    let record = team_record::<T>(args, p, team, label, times, verdict, kernel, speedup_base);
+    let record = team_record::<T>(
+        args,
+        p,
+        team_devices(team),
+        label,
+        times,
+        verdict,
+        kernel,
+        speedup_base,
+    );
     Ok(Record {
         end_to_end_gflops: hosted_ms.map(|ms| p.flops() / (ms * 1e6)),
         comm_words: Some(report.words_per_processor),
         comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
         ..record
     })
+}
+
+/// A team's devices, comma-separated.
+fn team_devices(team: &Team) -> String {
+    team.devices()
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `--corrupt`: one wrong element, to show that verification catches it.
@@ -585,7 +727,7 @@ fn corrupt_if_asked<T: Element>(args: &RunArgs, c: &mut Matrix<T>) {
 fn team_record<T: Element>(
     args: &RunArgs,
     p: &Problem,
-    team: &Team,
+    device: String,
     label: String,
     mut times: Vec<f64>,
     verdict: fastmm::verify::Verdict,
@@ -597,12 +739,7 @@ fn team_record<T: Element>(
     Record {
         algorithm: label,
         kernel,
-        device: team
-            .devices()
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
+        device,
         dtype: T::DTYPE.name(),
         m: p.m,
         k: p.k,

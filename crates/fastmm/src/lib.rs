@@ -87,6 +87,8 @@ pub mod random;
 pub mod verify;
 
 // Dispatch and the public API.
+#[cfg(feature = "mpi")]
+mod cluster;
 mod context;
 #[cfg(feature = "dev")]
 pub mod dev;
@@ -96,6 +98,8 @@ mod plan;
 pub mod selftest;
 mod team;
 
+#[cfg(feature = "mpi")]
+pub use cluster::{Cluster, ClusterReport};
 #[cfg(feature = "cuda")]
 pub use context::GpuBuffer;
 pub use context::{gemm, matmul, matmul_with, Context, Streamed, Timing};

@@ -28,7 +28,7 @@ const LIBRARY: &[&[&str]] = &[
     // Dispatch and the public API.
     &["plan"],
     &["context"],
-    &["team"],
+    &["team", "cluster"],
     &["info", "io", "selftest", "dev"],
 ];
 

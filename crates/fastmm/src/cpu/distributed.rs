@@ -12,36 +12,81 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::GemmOptions;
 
-/// Every worker's stores.
-struct Workers<T> {
-    stores: Vec<HashMap<Store, Vec<T>>>,
-}
+/// One worker's stores (a rank of an MPI job holds one, the simulated
+/// processors one each).
+pub(crate) struct Stores<T>(pub HashMap<Store, Vec<T>>);
 
-impl<T: Element> Workers<T> {
-    fn store(&self, rank: usize, store: Store) -> &[T] {
-        self.stores[rank].get(&store).map_or(&[], |v| v.as_slice())
+impl<T: Element> Stores<T> {
+    /// Its given pieces of A and B and room for the rest of `rank`'s
+    /// stores (poisoned), as `schedule` sizes them.
+    pub fn new(schedule: &Schedule, rank: usize, a: Vec<T>, b: Vec<T>) -> Result<Self, Error> {
+        let mut stores = HashMap::new();
+        for (store, given) in [(Store::A, a), (Store::B, b)] {
+            if given.len() != schedule.size(rank, store) {
+                return Err(Error::InvalidOption(format!(
+                    "rank {rank}'s piece of {store:?} has {} elements, its layout {}",
+                    given.len(),
+                    schedule.size(rank, store)
+                )));
+            }
+            stores.insert(store, given);
+        }
+        for store in [Store::C, Store::GatherA, Store::GatherB, Store::Partial] {
+            stores.insert(store, vec![T::poison(); schedule.size(rank, store)]);
+        }
+        Ok(Stores(stores))
     }
 
-    fn store_mut(&mut self, rank: usize, store: Store) -> Result<&mut Vec<T>, Error> {
-        self.stores[rank]
+    fn store(&self, store: Store) -> &[T] {
+        self.0.get(&store).map_or(&[], |v| v.as_slice())
+    }
+
+    fn store_mut(&mut self, store: Store) -> Result<&mut Vec<T>, Error> {
+        self.0
             .get_mut(&store)
-            .ok_or_else(|| Error::InvalidOption(format!("rank {rank} has no {store:?} store")))
+            .ok_or_else(|| Error::InvalidOption(format!("no {store:?} store")))
     }
 
-    /// The elements of a contiguous region, in order.
-    fn read(&self, rank: usize, r: &Region) -> Vec<T> {
-        let data = self.store(rank, r.store);
+    /// The elements of a region, in row-major order.
+    pub fn read(&self, r: &Region) -> Vec<T> {
+        let data = self.store(r.store);
         (0..r.rows)
             .flat_map(|i| data[r.offset + i * r.ld..][..r.cols].iter().copied())
             .collect()
     }
 
-    fn write(&mut self, rank: usize, r: &Region, values: &[T]) -> Result<(), Error> {
-        let data = self.store_mut(rank, r.store)?;
+    /// Writes a region's elements, given in row-major order.
+    pub fn write(&mut self, r: &Region, values: &[T]) -> Result<(), Error> {
+        let data = self.store_mut(r.store)?;
         for i in 0..r.rows {
             data[r.offset + i * r.ld..][..r.cols].copy_from_slice(&values[i * r.cols..][..r.cols]);
         }
         Ok(())
+    }
+
+    /// c ← a·b (+ c when accumulating), on the CPU with `opts`.
+    pub fn gemm(
+        &mut self,
+        (a, b, c): (&Region, &Region, &Region),
+        accumulate: bool,
+        opts: &GemmOptions,
+    ) -> Result<(), Error> {
+        let mut out = std::mem::take(self.store_mut(c.store)?);
+        let result = (|| {
+            let left = view(self.store(a.store), a)?;
+            let right = view(self.store(b.store), b)?;
+            let end = c.end();
+            let dst = MatMut::from_slice_strided(&mut out[c.offset..end], c.rows, c.cols, c.ld, 1)?;
+            let beta = if accumulate { T::ONE } else { T::ZERO };
+            super::multiply(T::ONE, left, right, beta, dst, opts)
+        })();
+        *self.store_mut(c.store)? = out;
+        result
+    }
+
+    /// Takes its piece of C.
+    pub fn take_c(&mut self) -> Vec<T> {
+        self.0.remove(&Store::C).unwrap_or_default()
     }
 }
 
@@ -66,24 +111,9 @@ pub(crate) fn run<T: Element>(
             b.len()
         )));
     }
-    let mut workers = Workers {
-        stores: (0..procs).map(|_| HashMap::new()).collect(),
-    };
+    let mut workers = Vec::with_capacity(procs);
     for (rank, (a, b)) in a.into_iter().zip(b).enumerate() {
-        for (store, given) in [(Store::A, a), (Store::B, b)] {
-            if given.len() != schedule.size(rank, store) {
-                return Err(Error::InvalidOption(format!(
-                    "rank {rank}'s piece of {store:?} has {} elements, its layout {}",
-                    given.len(),
-                    schedule.size(rank, store)
-                )));
-            }
-            workers.stores[rank].insert(store, given);
-        }
-        for store in [Store::C, Store::GatherA, Store::GatherB, Store::Partial] {
-            let len = schedule.size(rank, store);
-            workers.stores[rank].insert(store, vec![T::poison(); len]);
-        }
+        workers.push(Stores::new(schedule, rank, a, b)?);
     }
     let mut words = vec![0u128; procs];
     for op in schedule.in_order() {
@@ -97,9 +127,9 @@ pub(crate) fn run<T: Element>(
                 src,
                 dst,
             } => {
-                let values = workers.read(*root, src);
+                let values = workers[*root].read(src);
                 for &r in group.iter().filter(|&&r| r != *root) {
-                    workers.write(r, dst, &values)?;
+                    workers[r].write(dst, &values)?;
                 }
             }
             Op::Reduce {
@@ -108,13 +138,13 @@ pub(crate) fn run<T: Element>(
                 src,
                 dst,
             } => {
-                let mut sum = workers.read(group[0], src);
+                let mut sum = workers[group[0]].read(src);
                 for &r in &group[1..] {
-                    for (s, v) in sum.iter_mut().zip(workers.read(r, src)) {
+                    for (s, v) in sum.iter_mut().zip(workers[r].read(src)) {
                         *s = s.add(v);
                     }
                 }
-                workers.write(*root, dst, &sum)?;
+                workers[*root].write(dst, &sum)?;
             }
             Op::Gemm {
                 rank,
@@ -122,32 +152,10 @@ pub(crate) fn run<T: Element>(
                 b,
                 c,
                 accumulate,
-            } => {
-                let mut out = std::mem::take(workers.store_mut(*rank, c.store)?);
-                let result = (|| {
-                    let left = view(workers.store(*rank, a.store), a)?;
-                    let right = view(workers.store(*rank, b.store), b)?;
-                    let end = c.end();
-                    let dst = MatMut::from_slice_strided(
-                        &mut out[c.offset..end],
-                        c.rows,
-                        c.cols,
-                        c.ld,
-                        1,
-                    )?;
-                    let beta = if *accumulate { T::ONE } else { T::ZERO };
-                    super::multiply(T::ONE, left, right, beta, dst, opts)
-                })();
-                *workers.store_mut(*rank, c.store)? = out;
-                result?;
-            }
+            } => workers[*rank].gemm((a, b, c), *accumulate, opts)?,
         }
     }
-    let c = workers
-        .stores
-        .iter_mut()
-        .map(|s| s.remove(&Store::C).unwrap_or_default())
-        .collect();
+    let c = workers.iter_mut().map(Stores::take_c).collect();
     Ok((c, words))
 }
 

@@ -1,0 +1,373 @@
+//! Products across the ranks of an MPI job (feature `mpi`): the same
+//! decomposition planner ([`crate::distributed::planner`]) and schedule
+//! ([`crate::distributed::schedule`]) as a team of GPUs, with ranks as the
+//! processors. Each rank holds only its pieces and its buffers; a
+//! schedule's broadcast or reduction is an MPI collective on the
+//! communicator of its group (made once per product), and its local
+//! products run on the rank's CPU.
+//!
+//! Every rank must call the same functions with the same arguments, in
+//! the same order, as MPI requires of collectives.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), fastmm::Error> {
+//! use fastmm::{Algorithm, Cluster, GemmOptions, Matrix};
+//! let cluster = Cluster::init()?; // under `mpirun -np P`
+//! let a = Matrix::<f64>::from_fn(300, 200, |i, j| (i + j) as f64);
+//! let b = Matrix::<f64>::from_fn(200, 100, |i, j| (i * j % 7) as f64);
+//! let (c, report) = cluster.matmul(a.as_ref(), b.as_ref(), &GemmOptions::new(Algorithm::Packed))?;
+//! if let Some(c) = c {
+//!     // rank 0 holds C
+//!     assert_eq!(c, fastmm::matmul(&a, &b)?);
+//!     println!("{} words received by the busiest rank", report.words_per_processor);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use mpi::collective::SystemOperation;
+use mpi::datatype::Equivalence;
+use mpi::environment::Universe;
+use mpi::topology::{Color, Communicator, SimpleCommunicator};
+use mpi::traits::{CommunicatorCollectives, Destination, Root, Source};
+use serde::Serialize;
+
+use crate::cpu::distributed::Stores;
+use crate::distributed::planner::{self, Plan};
+use crate::distributed::schedule::{self, Op, Schedule};
+use crate::element::{DType, Element};
+use crate::error::Error;
+use crate::matrix::{MatRef, Matrix};
+use crate::options::GemmOptions;
+
+/// The ranks of an MPI job, as one value.
+pub struct Cluster {
+    world: SimpleCommunicator,
+    // Finalises MPI when the cluster is dropped (after `world`).
+    _universe: Universe,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cluster(rank {} of {})", self.rank(), self.size())
+    }
+}
+
+/// What a product across the ranks did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterReport {
+    /// The grid, pm×pn×pk.
+    pub grid: (usize, usize, usize),
+    /// Ranks.
+    pub processors: usize,
+    /// Milliseconds from the start (all ranks ready) to the last rank
+    /// done, communication included; distributing and collecting not.
+    pub compute_ms: f64,
+    /// Words the busiest rank received in the product's collectives.
+    pub words_per_processor: u128,
+    /// Words all ranks received.
+    pub total_words: u128,
+    /// The lower bound on the words per processor for this shape and
+    /// rank count (see the planner).
+    pub lower_bound: f64,
+}
+
+impl ClusterReport {
+    /// words_per_processor / lower_bound.
+    pub fn bound_ratio(&self) -> f64 {
+        planner::bound_ratio(self.words_per_processor, self.lower_bound)
+    }
+}
+
+impl Cluster {
+    /// Joins the MPI job (`MPI_Init`); a process started without
+    /// `mpirun` is a job of one rank.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] when MPI was initialised already in this
+    /// process.
+    pub fn init() -> Result<Cluster, Error> {
+        let universe = mpi::initialize().ok_or_else(|| {
+            Error::InvalidOption("MPI is already initialised in this process".into())
+        })?;
+        Ok(Cluster {
+            world: universe.world(),
+            _universe: universe,
+        })
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.world.rank() as usize
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> usize {
+        self.world.size() as usize
+    }
+
+    /// The decomposition of an (m, k, n) product over the ranks.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when no grid's pieces fit.
+    pub fn plan(&self, shape: (usize, usize, usize)) -> Result<Plan, Error> {
+        planner::plan(shape, self.size(), None)
+    }
+
+    /// C = A·B with A and B given whole on every rank (each takes only
+    /// its pieces); C comes back whole on rank 0 (`None` elsewhere).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for operands that do not chain; the
+    /// local products' errors.
+    pub fn matmul<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<(Option<Matrix<T>>, ClusterReport), Error> {
+        if a.cols() != b.rows() {
+            return Err(Error::DimensionMismatch {
+                a: a.shape(),
+                b: b.shape(),
+            });
+        }
+        let shape = (a.rows(), a.cols(), b.cols());
+        let (m, _, n) = shape;
+        if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 {
+            let report = ClusterReport {
+                grid: (1, 1, 1),
+                processors: self.size(),
+                compute_ms: 0.0,
+                words_per_processor: 0,
+                total_words: 0,
+                lower_bound: 0.0,
+            };
+            let c = (self.rank() == 0).then(|| Matrix::zeros(m, n));
+            return Ok((c, report));
+        }
+        let plan = self.plan(shape)?;
+        let schedule = schedule::build(&plan);
+        let me = self.rank();
+        let piece = |m: MatRef<'_, T>, p: &schedule::Piece| -> Result<Vec<T>, Error> {
+            let view = m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len());
+            Matrix::try_from_view(view).map(Matrix::into_vec)
+        };
+        let mut stores = Stores::new(
+            &schedule,
+            me,
+            piece(a, &schedule.a.pieces[me])?,
+            piece(b, &schedule.b.pieces[me])?,
+        )?;
+        let comms = self.communicators(&schedule);
+        self.world.barrier();
+        let start = Instant::now();
+        let mut words: u128 = 0;
+        for op in schedule.in_order() {
+            words += op
+                .received()
+                .into_iter()
+                .filter(|&(rank, _)| rank == me)
+                .map(|(_, w)| w)
+                .sum::<u128>();
+            match op {
+                Op::Broadcast {
+                    group,
+                    root,
+                    src,
+                    dst,
+                } => {
+                    let Some(comm) = comms.get(group) else {
+                        continue;
+                    };
+                    let root_index = index_in(group, *root);
+                    let mut values = if me == *root {
+                        stores.read(src)
+                    } else {
+                        vec![T::ZERO; dst.elements()]
+                    };
+                    comm.process_at_rank(root_index)
+                        .broadcast_into(as_bytes_mut(&mut values));
+                    if me != *root {
+                        stores.write(dst, &values)?;
+                    }
+                }
+                Op::Reduce {
+                    group,
+                    root,
+                    src,
+                    dst,
+                } => {
+                    let Some(comm) = comms.get(group) else {
+                        continue;
+                    };
+                    let target = comm.process_at_rank(index_in(group, *root));
+                    let mine = stores.read(src);
+                    if me == *root {
+                        let mut sum = vec![T::ZERO; mine.len()];
+                        reduce_sum(&target, &mine, Some(&mut sum));
+                        stores.write(dst, &sum)?;
+                    } else {
+                        reduce_sum(&target, &mine, None);
+                    }
+                }
+                Op::Gemm {
+                    rank,
+                    a,
+                    b,
+                    c,
+                    accumulate,
+                } if *rank == me => stores.gemm((a, b, c), *accumulate, opts)?,
+                Op::Gemm { .. } => {}
+            }
+        }
+        let mine_ms = start.elapsed().as_secs_f64() * 1e3;
+        let mut compute_ms = 0.0;
+        self.world
+            .all_reduce_into(&mine_ms, &mut compute_ms, SystemOperation::max());
+        let mut most: u64 = 0;
+        let mut total: u64 = 0;
+        let words = words as u64;
+        self.world
+            .all_reduce_into(&words, &mut most, SystemOperation::max());
+        self.world
+            .all_reduce_into(&words, &mut total, SystemOperation::sum());
+        let c = self.collect(&schedule, stores.take_c())?;
+        Ok((
+            c,
+            ClusterReport {
+                grid: (plan.grid.pm, plan.grid.pn, plan.grid.pk),
+                processors: self.size(),
+                compute_ms,
+                words_per_processor: u128::from(most),
+                total_words: u128::from(total),
+                lower_bound: plan.lower_bound,
+            },
+        ))
+    }
+
+    /// The communicator of every group of two or more ranks that
+    /// `schedule` uses and this rank belongs to. Every rank walks the
+    /// same groups in the same order (each split is collective).
+    fn communicators(&self, schedule: &Schedule) -> HashMap<Vec<usize>, SimpleCommunicator> {
+        let mut groups: Vec<&Vec<usize>> = Vec::new();
+        for op in schedule.in_order() {
+            if let Op::Broadcast { group, .. } | Op::Reduce { group, .. } = op {
+                if group.len() > 1 && !groups.contains(&group) {
+                    groups.push(group);
+                }
+            }
+        }
+        let me = self.rank();
+        let mut comms = HashMap::new();
+        for group in groups {
+            let member = group.contains(&me);
+            let color = if member {
+                Color::with_value(0)
+            } else {
+                Color::undefined()
+            };
+            // Ranks keep their order in the group: key = index in it.
+            let key = group.iter().position(|&r| r == me).unwrap_or(0) as i32;
+            if let Some(comm) = self.world.split_by_color_with_key(color, key) {
+                comms.insert(group.clone(), comm);
+            }
+        }
+        comms
+    }
+
+    /// C whole on rank 0, from every rank's piece.
+    fn collect<T: Element>(
+        &self,
+        schedule: &Schedule,
+        mine: Vec<T>,
+    ) -> Result<Option<Matrix<T>>, Error> {
+        let layout = &schedule.c;
+        let me = self.rank();
+        if me != 0 {
+            if !mine.is_empty() {
+                self.world.process_at_rank(0).send(as_bytes(&mine));
+            }
+            return Ok(None);
+        }
+        let mut c = Matrix::try_zeros(layout.rows, layout.cols)?;
+        for (rank, piece) in layout.pieces.iter().enumerate() {
+            if piece.elements() == 0 {
+                continue;
+            }
+            let data = if rank == 0 {
+                mine.clone()
+            } else {
+                let mut data = vec![T::ZERO; piece.elements()];
+                self.world
+                    .process_at_rank(rank as i32)
+                    .receive_into(as_bytes_mut(&mut data));
+                data
+            };
+            let width = piece.cols.len();
+            for (i, row) in piece.rows.clone().enumerate() {
+                for (j, col) in piece.cols.clone().enumerate() {
+                    c.set(row, col, data[i * width + j]);
+                }
+            }
+        }
+        Ok(Some(c))
+    }
+}
+
+fn index_in(group: &[usize], rank: usize) -> i32 {
+    group
+        .iter()
+        .position(|&r| r == rank)
+        .expect("root in group") as i32
+}
+
+/// The bytes of a slice of elements (what a broadcast or a message moves).
+fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: T is f32, f64, i32 or i64: plain bytes, no padding; the
+    // slice covers size_of_val(data) initialised bytes.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), std::mem::size_of_val(data)) }
+}
+
+fn as_bytes_mut<T: Element>(data: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`; every bit pattern is a valid f32, f64,
+    // i32 or i64, so the bytes may be written freely.
+    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast(), std::mem::size_of_val(data)) }
+}
+
+/// The slice as its concrete element type U (T's own type).
+fn typed<T: Element, U>(data: &[T]) -> &[U] {
+    debug_assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<U>());
+    // SAFETY: the callers pass U = the type T::DTYPE names, which is T.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), data.len()) }
+}
+
+fn typed_mut<T: Element, U>(data: &mut [T]) -> &mut [U] {
+    debug_assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<U>());
+    // SAFETY: as in `typed`.
+    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast(), data.len()) }
+}
+
+/// MPI_Reduce with MPI_SUM at `root`, in T's own MPI type (integer sums
+/// wrap as the ring's do); `into` is the root's result.
+fn reduce_sum<'a, T: Element>(
+    root: &mpi::topology::Process<'a>,
+    mine: &[T],
+    into: Option<&mut [T]>,
+) {
+    fn go<U: Equivalence>(root: &mpi::topology::Process<'_>, mine: &[U], into: Option<&mut [U]>) {
+        match into {
+            Some(sum) => root.reduce_into_root(mine, sum, SystemOperation::sum()),
+            None => root.reduce_into(mine, SystemOperation::sum()),
+        }
+    }
+    match T::DTYPE {
+        DType::F32 => go::<f32>(root, typed(mine), into.map(typed_mut)),
+        DType::F64 => go::<f64>(root, typed(mine), into.map(typed_mut)),
+        DType::I32 => go::<i32>(root, typed(mine), into.map(typed_mut)),
+        DType::I64 => go::<i64>(root, typed(mine), into.map(typed_mut)),
+    }
+}
