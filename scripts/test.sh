@@ -43,9 +43,13 @@ export FASTMM_TUNING=off
 cargo fmt --all -- --check
 # The default features with the developer tools (feature dev) in one pass.
 cargo clippy --workspace --all-targets --release --features fastmm/dev,fastmm-cli/mpi -- -D warnings
-cargo clippy -p fastmm --all-targets --release --no-default-features -- -D warnings
+# Without CUDA: the library alone bare, then every target with the
+# interop features (the test targets need checking once).
+cargo clippy -p fastmm --release --no-default-features -- -D warnings
 cargo clippy -p fastmm --all-targets --release --no-default-features --features ndarray,nalgebra,faer -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --features fastmm-cli/mpi
+# The first lint pass's profile and features, so that the dependencies
+# checked there serve the docs too.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --release --features fastmm/dev,fastmm-cli/mpi
 # With the interop features, so that their conversions and doc examples
 # run in the same build (the build without CUDA is clippy's third set),
 # and MPI, whose tests run `mpirun` (tests/mpi.rs).

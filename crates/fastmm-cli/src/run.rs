@@ -260,10 +260,7 @@ fn run_on_cluster<T: Element>(
         "distributed {pm}×{pn}×{pk} over {} ranks; {} words received per rank, {}",
         report.processors,
         report.words_per_processor,
-        match report.bound_ratio() {
-            r if r.is_finite() => format!("{r:.2}× the lower bound"),
-            _ => "the lower bound is 0 here".into(),
-        }
+        bound_text(report.bound_ratio())
     );
     let device = format!("mpi:{}", report.processors);
     let record = team_record::<T>(args, p, device, label, times, verdict, kernel, None);
@@ -665,10 +662,7 @@ fn run_on_team<T: Element>(
         "distributed {pm}×{pn}×{pk} over {} devices; {} words received per device, {}{}",
         report.processors,
         report.words_per_processor,
-        match report.bound_ratio() {
-            r if r.is_finite() => format!("{r:.2}× the lower bound"),
-            _ => "the lower bound is 0 here".into(),
-        },
+        bound_text(report.bound_ratio()),
         match shares.len() {
             0 => String::new(),
             _ => format!(
@@ -703,6 +697,15 @@ fn run_on_team<T: Element>(
         comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
         ..record
     })
+}
+
+/// Words over their lower bound, for the kernel column.
+fn bound_text(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{ratio:.2}× the lower bound")
+    } else {
+        "the lower bound is 0 here".into()
+    }
 }
 
 /// A team's devices, comma-separated.
