@@ -180,10 +180,27 @@ fn run_distributed(_: &RunArgs) -> Result<Outcome> {
 }
 
 /// `run --distributed`: every target and type across the MPI job's ranks;
-/// rank 0 verifies and prints, the others stay quiet.
+/// rank 0 verifies and prints, the others stay quiet. A rank that fails
+/// names itself and aborts the job: the other ranks, which may be waiting
+/// in a collective for it, end too instead of hanging.
 #[cfg(feature = "mpi")]
 fn run_distributed(args: &RunArgs) -> Result<Outcome> {
     let cluster = fastmm::Cluster::init()?;
+    match run_ranks(args, &cluster) {
+        Ok(outcome) => Ok(outcome),
+        Err(e) => {
+            eprintln!(
+                "fastmm: rank {} of {} failed: {e:#}",
+                cluster.rank(),
+                cluster.size()
+            );
+            cluster.abort(1)
+        }
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn run_ranks(args: &RunArgs, cluster: &fastmm::Cluster) -> Result<Outcome> {
     let problem = problem_of(args)?;
     let targets = args.options.targets(&args.algo)?;
     let base_opts = args.options.options()?;
@@ -191,10 +208,10 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
     for dtype in parse_dtypes(&args.dtype)? {
         for target in targets.iter().filter(|t| t.algorithm.supports(dtype)) {
             let record = match dtype {
-                DType::F32 => run_on_cluster::<f32>(args, &problem, target, &cluster, base_opts),
-                DType::F64 => run_on_cluster::<f64>(args, &problem, target, &cluster, base_opts),
-                DType::I32 => run_on_cluster::<i32>(args, &problem, target, &cluster, base_opts),
-                DType::I64 => run_on_cluster::<i64>(args, &problem, target, &cluster, base_opts),
+                DType::F32 => run_on_cluster::<f32>(args, &problem, target, cluster, base_opts),
+                DType::F64 => run_on_cluster::<f64>(args, &problem, target, cluster, base_opts),
+                DType::I32 => run_on_cluster::<i32>(args, &problem, target, cluster, base_opts),
+                DType::I64 => run_on_cluster::<i64>(args, &problem, target, cluster, base_opts),
             }?;
             records.extend(record);
         }

@@ -1,7 +1,8 @@
 //! `run --distributed` under `mpirun` (feature `mpi`): the shape matrix
 //! over 1 to 4 ranks (oversubscribed on a small machine), every type,
 //! integers exact and floats within the bound, each rank's words equal
-//! to the plan's; a wrong result makes the job fail.
+//! to the plan's; a wrong result makes the job fail; a rank killed
+//! mid-product ends the job within 30 s, named.
 #![cfg(feature = "mpi")]
 
 use std::process::{Command, Output};
@@ -132,4 +133,105 @@ fn a_wrong_result_fails_the_job() {
         ],
     );
     assert!(!out.status.success());
+}
+
+/// The process of `rank` among the ranks that `mpirun` (process `job`)
+/// started (Open MPI puts each rank's number in its environment).
+fn pid_of_rank(job: u32, rank: usize) -> Option<u32> {
+    let want = format!("OMPI_COMM_WORLD_RANK={rank}");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        // /proc/PID/stat: "pid (comm) state ppid …".
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let parent = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse::<u32>().ok());
+        if parent != Some(job) {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if environ.split(|&b| b == 0).any(|var| var == want.as_bytes()) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_within_30_seconds_naming_it() {
+    use std::time::{Duration, Instant};
+    let job = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--oversubscribe", "-np", "4"])
+        .arg(env!("CARGO_BIN_EXE_fastmm"))
+        // Long enough to be killed mid-product: minutes of naive products.
+        .args([
+            "run",
+            "--distributed",
+            "-s",
+            "1200",
+            "--algo",
+            "naive",
+            "-d",
+            "f64",
+            "--reps",
+            "200",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mpirun runs (Debian: openmpi-bin)");
+    // Whatever happens below, the job does not outlive the test.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut job = Reap(job);
+    let found = Instant::now();
+    let victim = loop {
+        if let Some(pid) = pid_of_rank(job.0.id(), 2) {
+            break pid;
+        }
+        assert!(
+            found.elapsed() < Duration::from_secs(30),
+            "rank 2 never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Into its products (the inputs take a moment to make).
+    std::thread::sleep(Duration::from_secs(2));
+    let killed = Instant::now();
+    let status = Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let exit = loop {
+        if let Some(exit) = job.0.try_wait().expect("the job can be waited for") {
+            break exit;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "the other ranks still ran 30 s after rank 2 was killed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(!exit.success());
+    let mut stderr = String::new();
+    use std::io::Read;
+    job.0
+        .stderr
+        .take()
+        .expect("stderr piped")
+        .read_to_string(&mut stderr)
+        .expect("stderr reads");
+    assert!(stderr.contains("rank 2"), "{stderr}");
 }

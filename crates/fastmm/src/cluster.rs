@@ -109,6 +109,13 @@ impl Cluster {
         self.world.size() as usize
     }
 
+    /// Ends every rank of the job (`MPI_Abort`) with `code`: what a rank
+    /// that failed calls, so that the others, perhaps waiting for it in a
+    /// collective, do not hang.
+    pub fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+
     /// The decomposition of an (m, k, n) product over the ranks.
     ///
     /// # Errors
