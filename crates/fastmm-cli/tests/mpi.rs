@@ -1,8 +1,9 @@
 //! `run --distributed` under `mpirun` (feature `mpi`): the shape matrix
-//! over 1 to 4 ranks (oversubscribed on a small machine), every type,
-//! integers exact and floats within the bound, each rank's words equal
-//! to the plan's; a wrong result makes the job fail; a rank killed
-//! mid-product ends the job within 30 s, named.
+//! on 3 ranks and a cube on 1, 2, 4 and 8 (oversubscribed on a small
+//! machine), every type, integers exact and floats within the bound, the
+//! words within 1.2× of the lower bound from 4 ranks; a wrong result
+//! makes the job fail; a rank killed mid-product ends the job within
+//! 30 s, named.
 #![cfg(feature = "mpi")]
 
 use std::process::{Command, Output};
