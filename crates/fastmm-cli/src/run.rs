@@ -201,6 +201,9 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
 
 #[cfg(feature = "mpi")]
 fn run_ranks(args: &RunArgs, cluster: &fastmm::Cluster) -> Result<Outcome> {
+    // Every rank makes its inputs from the same arguments (the seed too).
+    let line: Vec<String> = std::env::args().skip(1).collect();
+    cluster.check_same("arguments", &line)?;
     let problem = problem_of(args)?;
     let targets = args.options.targets(&args.algo)?;
     let base_opts = args.options.options()?;

@@ -2,8 +2,8 @@
 //! on 3 ranks and a cube on 1, 2, 4 and 8 (oversubscribed on a small
 //! machine), every type, integers exact and floats within the bound, the
 //! words within 1.2× of the lower bound from 4 ranks; a wrong result
-//! makes the job fail; a rank killed mid-product ends the job within
-//! 30 s, named.
+//! makes the job fail; ranks given different arguments are refused by
+//! name; a rank killed mid-product ends the job within 30 s, named.
 #![cfg(feature = "mpi")]
 
 use std::process::{Command, Output};
@@ -235,4 +235,33 @@ fn a_killed_rank_ends_the_job_within_30_seconds_naming_it() {
         .read_to_string(&mut stderr)
         .expect("stderr reads");
     assert!(stderr.contains("rank 2"), "{stderr}");
+}
+
+#[test]
+fn ranks_given_different_arguments_are_refused_naming_them() {
+    // Two app contexts of one job: rank 2 gets another seed.
+    let bin = env!("CARGO_BIN_EXE_fastmm");
+    let common = [
+        "run",
+        "--distributed",
+        "-s",
+        "32",
+        "--algo",
+        "packed",
+        "--reps",
+        "1",
+    ];
+    let out = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--oversubscribe", "-np", "2", bin])
+        .args(common)
+        .args([":", "-np", "1", bin])
+        .args(common)
+        .args(["--seed", "7"])
+        .output()
+        .expect("mpirun runs (Debian: openmpi-bin)");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rank(s) 2 differ from rank 0"), "{stderr}");
 }

@@ -143,6 +143,16 @@ impl Cluster {
             });
         }
         let shape = (a.rows(), a.cols(), b.cols());
+        let chosen = (
+            opts.algorithm,
+            opts.threshold,
+            opts.depth,
+            opts.variant,
+            opts.base,
+            opts.threads,
+        );
+        let product = (shape, T::DTYPE.name(), format!("{chosen:?}"));
+        self.check_same("products (shape, type or options)", &product)?;
         let (m, _, n) = shape;
         if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 {
             let report = ClusterReport {
@@ -254,6 +264,36 @@ impl Cluster {
                 lower_bound: plan.lower_bound,
             },
         ))
+    }
+
+    /// Checks, collectively, that every rank holds the same `value` (its
+    /// hash: SipHash with fixed keys, the same on every rank); `what`
+    /// names it in the error. Every rank sees every rank's hash, so all
+    /// return the same result and none is left waiting in a later
+    /// collective.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the ranks that differ from rank 0.
+    pub fn check_same<H: std::hash::Hash>(&self, what: &str, value: &H) -> Result<(), Error> {
+        use std::hash::Hasher;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        value.hash(&mut hasher);
+        let mine = hasher.finish();
+        let mut all = vec![0u64; self.size()];
+        self.world.all_gather_into(&mine, &mut all[..]);
+        let differ: Vec<String> = all
+            .iter()
+            .enumerate()
+            .filter(|&(_, &h)| h != all[0])
+            .map(|(rank, _)| rank.to_string())
+            .collect();
+        if differ.is_empty() {
+            return Ok(());
+        }
+        Err(Error::InvalidOption(format!(
+            "the ranks were given different {what}: rank(s) {} differ from rank 0",
+            differ.join(", ")
+        )))
     }
 
     /// The communicator of every group of two or more ranks that
