@@ -253,6 +253,14 @@ pub(crate) const CUDA_HOSTED_BAND_ROWS: usize = 4096;
 /// take more of them.
 pub(crate) const CUDA_HOSTED_BANDS_PER_GPU: usize = 4;
 
+/// The first and the last band each GPU takes are this many times
+/// shorter than the others: the first product waits only for a short
+/// band of A to be staged, and the product's tail (the last band's C
+/// copied out through host staging) is short too. At n = 65536 on 4 H200s
+/// the full first band started its product 175 ms in, and the last band's
+/// copy-out took about 0.1 s after the GPUs were done.
+pub(crate) const CUDA_HOSTED_EDGE_BAND_DIVISOR: usize = 4;
+
 /// B goes to the GPUs in row chunks of about this many bytes: a GPU's
 /// first band multiplies chunk by chunk as they arrive.
 pub(crate) const CUDA_HOSTED_B_CHUNK_BYTES: usize = 512 << 20;
