@@ -77,6 +77,12 @@ pub struct RunArgs {
     /// the `mpi` feature.
     #[arg(long)]
     pub(crate) distributed: bool,
+    /// With --distributed: memory each rank may use for its pieces and
+    /// buffers (e.g. 512M, 4G); the planner takes the fewest words among
+    /// the grids that fit, and refuses a product none fits. Default: 90%
+    /// of each node's available memory over its ranks.
+    #[arg(long, value_name = "BYTES", requires = "distributed")]
+    pub(crate) memory_per_rank: Option<String>,
 }
 
 /// `run`'s arguments parsed from a command line (without the program and
@@ -185,7 +191,15 @@ fn run_distributed(_: &RunArgs) -> Result<Outcome> {
 /// in a collective for it, end too instead of hanging.
 #[cfg(feature = "mpi")]
 fn run_distributed(args: &RunArgs) -> Result<Outcome> {
-    let cluster = fastmm::Cluster::init()?;
+    let memory = args
+        .memory_per_rank
+        .as_deref()
+        .map(crate::common::parse_bytes)
+        .transpose()?;
+    let mut cluster = fastmm::Cluster::init()?;
+    if let Some(bytes) = memory {
+        cluster = cluster.with_memory_per_rank(bytes);
+    }
     match run_ranks(args, &cluster) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {

@@ -3,7 +3,8 @@
 //! machine), every type, integers exact and floats within the bound, the
 //! words within 1.2× of the lower bound from 4 ranks; a wrong result
 //! makes the job fail; ranks given different arguments are refused by
-//! name; a rank killed mid-product ends the job within 30 s, named.
+//! name; a rank killed mid-product ends the job within 30 s, named; the
+//! grid fits the memory per rank, and a product no grid fits is refused.
 #![cfg(feature = "mpi")]
 
 use std::process::{Command, Output};
@@ -264,4 +265,59 @@ fn ranks_given_different_arguments_are_refused_naming_them() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rank(s) 2 differ from rank 0"), "{stderr}");
+}
+
+#[test]
+fn the_grid_fits_the_memory_per_rank_and_a_product_none_fits_is_refused() {
+    // 8×24×32 f64 on 4 ranks. Ample memory: 1×2×2 (112 words received,
+    // 528 held per rank). 500 words (4000 bytes): 1×4×1, the fewest words
+    // (144) among the grids that fit (it holds 496). 400 words: none fits
+    // (496 at best).
+    let run = |memory: Option<&str>| {
+        let mut args = vec![
+            "run",
+            "--distributed",
+            "-m",
+            "8",
+            "-k",
+            "24",
+            "-n",
+            "32",
+            "--algo",
+            "packed",
+            "-d",
+            "f64",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ];
+        if let Some(bytes) = memory {
+            args.extend(["--memory-per-rank", bytes]);
+        }
+        mpirun(4, &args)
+    };
+    let grid_and_words = |memory: Option<&str>| {
+        let records = records(&run(memory));
+        let r = &records[0];
+        assert_eq!(r["ok"], true, "{r}");
+        let kernel = r["kernel"].as_str().expect("a kernel column").to_string();
+        (kernel, r["comm_words"].as_u64().expect("words"))
+    };
+    let (ample, words) = grid_and_words(None);
+    assert!(ample.starts_with("distributed 1×2×2 "), "{ample}");
+    assert_eq!(words, 112);
+    let (tight, words) = grid_and_words(Some("4000"));
+    assert!(tight.starts_with("distributed 1×4×1 "), "{tight}");
+    assert_eq!(words, 144);
+
+    let out = run(Some("3200"));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rank 0 of 4 failed"), "{stderr}");
+    assert!(
+        stderr.contains("8×24×32 product on 4 processors needs 496 words"),
+        "{stderr}"
+    );
 }

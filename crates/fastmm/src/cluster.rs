@@ -42,10 +42,14 @@ use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatRef, Matrix};
 use crate::options::GemmOptions;
+use crate::tunables::CLUSTER_MEMORY_FRACTION;
 
 /// The ranks of an MPI job, as one value.
 pub struct Cluster {
     world: SimpleCommunicator,
+    // Bytes each rank may use for its pieces; `None`: what its node has
+    // available, shared by the node's ranks.
+    memory_per_rank: Option<u64>,
     // Finalises MPI when the cluster is dropped (after `world`).
     _universe: Universe,
 }
@@ -95,8 +99,36 @@ impl Cluster {
         })?;
         Ok(Cluster {
             world: universe.world(),
+            memory_per_rank: None,
             _universe: universe,
         })
+    }
+
+    /// The same cluster, each rank allowed `bytes` for its pieces and
+    /// buffers (rather than its node's available memory over the node's
+    /// ranks). Every rank must give the same value.
+    pub fn with_memory_per_rank(mut self, bytes: u64) -> Cluster {
+        self.memory_per_rank = Some(bytes);
+        self
+    }
+
+    /// Words of T every rank may hold, collectively: the least over the
+    /// ranks of their allowance ([`Cluster::with_memory_per_rank`], or
+    /// [`CLUSTER_MEMORY_FRACTION`] of the node's available memory over
+    /// the node's ranks); `None` where no rank's OS says. The least, so
+    /// that every rank plans the same grid.
+    fn memory_words<T: Element>(&self) -> Option<u128> {
+        let mine = self.memory_per_rank.unwrap_or_else(|| {
+            let node = self.world.split_shared(self.world.rank());
+            crate::system::available_memory_bytes().map_or(u64::MAX, |bytes| {
+                let (num, den) = CLUSTER_MEMORY_FRACTION;
+                (bytes / den * num) / node.size().max(1) as u64
+            })
+        });
+        let mut least = u64::MAX;
+        self.world
+            .all_reduce_into(&mine, &mut least, SystemOperation::min());
+        (least != u64::MAX).then(|| u128::from(least) / std::mem::size_of::<T>() as u128)
     }
 
     /// This process's rank.
@@ -116,12 +148,17 @@ impl Cluster {
         self.world.abort(code)
     }
 
-    /// The decomposition of an (m, k, n) product over the ranks.
+    /// The decomposition of an (m, k, n) product of T over the ranks: the
+    /// grid with the fewest words received per rank among those whose
+    /// pieces and buffers fit every rank's memory (so a 3-D grid, which
+    /// replicates C's partial sums, only where memory allows).
+    /// Collective: every rank must call it.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`] when no grid's pieces fit.
-    pub fn plan(&self, shape: (usize, usize, usize)) -> Result<Plan, Error> {
-        planner::plan(shape, self.size(), None)
+    /// [`Error::OutOfMemory`] when no grid's pieces fit, on every rank,
+    /// before anything is allocated.
+    pub fn plan<T: Element>(&self, shape: (usize, usize, usize)) -> Result<Plan, Error> {
+        planner::plan(shape, self.size(), self.memory_words::<T>())
     }
 
     /// C = A·B with A and B given whole on every rank (each takes only
@@ -166,7 +203,7 @@ impl Cluster {
             let c = (self.rank() == 0).then(|| Matrix::zeros(m, n));
             return Ok((c, report));
         }
-        let plan = self.plan(shape)?;
+        let plan = self.plan::<T>(shape)?;
         let schedule = schedule::build(&plan);
         let me = self.rank();
         let piece = |m: MatRef<'_, T>, p: &schedule::Piece| -> Result<Vec<T>, Error> {

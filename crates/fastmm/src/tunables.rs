@@ -324,3 +324,8 @@ pub const EMULATION_AUTO_MIN_DIM_F32: usize = 8192;
 /// As [`EMULATION_AUTO_MIN_DIM_F32`] for f64: 1.44× cuBLAS dgemm at 16384³,
 /// but only 1.09× at 8192³ (within the noise of a shared machine).
 pub const EMULATION_AUTO_MIN_DIM_F64: usize = 16384;
+
+/// The share (numerator, denominator) of a node's available memory that
+/// its MPI ranks plan to use for their pieces and buffers, leaving the
+/// rest to the OS and to other allocations made while the product runs.
+pub const CLUSTER_MEMORY_FRACTION: (u64, u64) = (9, 10);

@@ -219,8 +219,10 @@ pub fn plan(
     }
     let (m, k, n) = shape;
     let mut best: Option<(Grid, u128, u128)> = None;
+    let mut least_held = u128::MAX;
     for grid in candidate_grids(shape, processors) {
         let (words, held) = cost(shape, grid);
+        least_held = least_held.min(held);
         if memory.is_some_and(|s| held > s) {
             continue;
         }
@@ -233,14 +235,9 @@ pub fn plan(
         }
     }
     let Some((grid, words, held)) = best else {
-        let (rows, cols, depth) = (m as u128, n as u128, k as u128);
-        let whole = rows * depth + depth * cols + rows * cols;
         return Err(Error::OutOfMemory {
             what: format!("a {m}×{k}×{n} product on {processors} processors"),
-            needed: format!(
-                "{} words on each of them at best",
-                whole.div_ceil(processors as u128)
-            ),
+            needed: format!("{least_held} words on each of them at best"),
             available: format!("{} words each", memory.unwrap_or(0)),
         });
     };
