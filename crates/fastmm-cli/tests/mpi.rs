@@ -4,7 +4,9 @@
 //! words within 1.2× of the lower bound from 4 ranks; a wrong result
 //! makes the job fail; ranks given different arguments are refused by
 //! name; a rank killed mid-product ends the job within 30 s, named; the
-//! grid fits the memory per rank, and a product no grid fits is refused.
+//! grid fits the memory per rank, and a product no grid fits is refused;
+//! `multiply --distributed` writes C whole from every rank's blocks (f64
+//! and exact i64, k = 0 too), and a failed job leaves no file.
 #![cfg(feature = "mpi")]
 
 use std::process::{Command, Output};
@@ -320,4 +322,105 @@ fn the_grid_fits_the_memory_per_rank_and_a_product_none_fits_is_refused() {
         stderr.contains("8×24×32 product on 4 processors needs 496 words"),
         "{stderr}"
     );
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("fastmm-mpi-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+fn leftovers(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("the scratch directory lists")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|name| name.contains("partial"))
+        .collect()
+}
+
+#[test]
+fn files_multiplied_across_ranks_land_whole_and_a_failure_leaves_no_file() {
+    use fastmm::io::{read_matrix, write_matrix, AnyMatrix, ReadOptions};
+    use fastmm::Matrix;
+    let dir = scratch("files");
+    let path = |name: &str| dir.join(name);
+    let run = |ranks: usize, a: &str, b: &str, c: &str| {
+        let (a, b, c) = (path(a), path(b), path(c));
+        let args = [
+            "multiply",
+            a.to_str().expect("UTF-8 path"),
+            b.to_str().expect("UTF-8 path"),
+            "-o",
+            c.to_str().expect("UTF-8 path"),
+            "--distributed",
+            "--algo",
+            "packed",
+        ];
+        mpirun(ranks, &args)
+    };
+    for (ranks, (m, k, n)) in [
+        (3, (37, 23, 41)),
+        (4, (1, 1, 1)),
+        (3, (5, 64, 3)),
+        (2, (3, 0, 4)),
+    ] {
+        let af = Matrix::<f64>::from_fn(m, k, |i, j| ((i * 7 + j * 3) % 11) as f64 / 8.0 - 0.6);
+        let bf = Matrix::<f64>::from_fn(k, n, |i, j| ((i * 5 + j) % 13) as f64 / 4.0 - 1.5);
+        let ai = Matrix::<i64>::from_fn(m, k, |i, j| (i as i64 * 31 - j as i64 * 17) % 97);
+        let bi = Matrix::<i64>::from_fn(k, n, |i, j| (i as i64 * 13 + j as i64 * 7) % 89 - 40);
+        write_matrix(&path("af.npy"), &AnyMatrix::F64(af.clone())).expect("A written");
+        write_matrix(&path("bf.npy"), &AnyMatrix::F64(bf.clone())).expect("B written");
+        write_matrix(&path("ai.npy"), &AnyMatrix::I64(ai.clone())).expect("A written");
+        write_matrix(&path("bi.npy"), &AnyMatrix::I64(bi.clone())).expect("B written");
+
+        let out = run(ranks, "af.npy", "bf.npy", "cf.npy");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let AnyMatrix::F64(c) = read_matrix(&path("cf.npy"), &ReadOptions::new()).expect("C reads")
+        else {
+            panic!("C is f64");
+        };
+        let want = fastmm::matmul(&af, &bf).expect("the local product");
+        assert_eq!(c.shape(), (m, n));
+        for (x, y) in c.as_slice().iter().zip(want.as_slice()) {
+            assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{x} against {y}");
+        }
+
+        let out = run(ranks, "ai.npy", "bi.npy", "ci.npy");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c = read_matrix(&path("ci.npy"), &ReadOptions::new()).expect("C reads");
+        let want = fastmm::matmul(&ai, &bi).expect("the local product");
+        assert_eq!(c, AnyMatrix::I64(want), "{m}×{k}×{n} i64 on {ranks} ranks");
+        assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+    }
+
+    // B does not chain with A: the job fails, the old C stays as it was,
+    // and no temporary file is left.
+    let bad = Matrix::<f64>::from_fn(24, 41, |i, j| (i + j) as f64);
+    let good = Matrix::<f64>::from_fn(37, 23, |i, j| (i * j) as f64);
+    write_matrix(&path("a.npy"), &AnyMatrix::F64(good)).expect("A written");
+    write_matrix(&path("bad.npy"), &AnyMatrix::F64(bad)).expect("B written");
+    std::fs::write(path("old.npy"), b"the previous C").expect("an old C");
+    let out = run(3, "a.npy", "bad.npy", "old.npy");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("A has 23 columns but B has 24 rows"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(path("old.npy")).expect("the old C"),
+        b"the previous C"
+    );
+    assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -99,7 +99,7 @@ pub mod selftest;
 mod team;
 
 #[cfg(feature = "mpi")]
-pub use cluster::{Cluster, ClusterReport};
+pub use cluster::{Cluster, ClusterFileReport, ClusterReport};
 #[cfg(feature = "cuda")]
 pub use context::GpuBuffer;
 pub use context::{gemm, matmul, matmul_with, Context, Streamed, Timing};

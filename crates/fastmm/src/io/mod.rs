@@ -38,7 +38,7 @@
 //! value except the rounding of an explicit f64 → f32 request.
 
 mod mtx;
-mod npy;
+pub(crate) mod npy;
 pub mod out_of_core;
 mod raw;
 pub use raw::LittleEndian;

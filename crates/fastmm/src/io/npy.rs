@@ -178,7 +178,7 @@ pub(super) fn write(m: &AnyMatrix, ndim: usize) -> Result<Vec<u8>, String> {
 /// The preamble and header of a C-order, little-endian .npy file of a
 /// rows×cols matrix of `dtype` (format 1.0, padded to 64 bytes), for
 /// writers that stream the data after it.
-pub(super) fn header_bytes(dtype: crate::element::DType, rows: usize, cols: usize) -> Vec<u8> {
+pub(crate) fn header_bytes(dtype: crate::element::DType, rows: usize, cols: usize) -> Vec<u8> {
     let descr = match dtype {
         crate::element::DType::F32 => "<f4",
         crate::element::DType::F64 => "<f8",

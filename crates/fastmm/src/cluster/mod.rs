@@ -25,7 +25,11 @@
 //! # }
 //! ```
 
+mod files;
+
 use std::collections::HashMap;
+
+pub use files::ClusterFileReport;
 use std::time::Instant;
 
 use mpi::collective::SystemOperation;
@@ -203,6 +207,21 @@ impl Cluster {
             let c = (self.rank() == 0).then(|| Matrix::zeros(m, n));
             return Ok((c, report));
         }
+        let (schedule, mine, report) = self.product(a, b, opts)?;
+        let c = self.collect(&schedule, mine)?;
+        Ok((c, report))
+    }
+
+    /// The distributed product of (m, k, n) ≥ 1 operands given whole on
+    /// every rank: the schedule, this rank's piece of C (row-major, its
+    /// piece of `schedule.c`) and the report.
+    fn product<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<(Schedule, Vec<T>, ClusterReport), Error> {
+        let shape = (a.rows(), a.cols(), b.cols());
         let plan = self.plan::<T>(shape)?;
         let schedule = schedule::build(&plan);
         let me = self.rank();
@@ -289,9 +308,10 @@ impl Cluster {
             .all_reduce_into(&words, &mut most, SystemOperation::max());
         self.world
             .all_reduce_into(&words, &mut total, SystemOperation::sum());
-        let c = self.collect(&schedule, stores.take_c())?;
+        let mine = stores.take_c();
         Ok((
-            c,
+            schedule,
+            mine,
             ClusterReport {
                 grid: (plan.grid.pm, plan.grid.pn, plan.grid.pk),
                 processors: self.size(),

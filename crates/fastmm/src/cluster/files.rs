@@ -1,0 +1,284 @@
+//! Products of matrix files across the ranks: every rank maps A and B
+//! (.npy or raw, on a file system they all see) and reads only its
+//! pieces; C is one .npy (or raw) file, created at its full size under a
+//! temporary name by rank 0, into which every rank writes its own blocks
+//! at their offsets. Rank 0 checks the whole C against A and B and renames
+//! it into place only after every rank has reported its part written: a
+//! failure anywhere leaves no file under the final name (and the old file,
+//! if there was one, untouched).
+//!
+//! Every step that can fail on one rank only (opening a file, writing a
+//! block) ends in [`Cluster::agree`], so that all ranks take the same
+//! branch and none waits in a collective for a rank that gave up.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+
+use super::{as_bytes, Cluster, ClusterReport};
+use crate::element::{DType, Element};
+use crate::error::Error;
+use crate::io::out_of_core::MappedMatrix;
+use crate::io::{file_error, npy, Format};
+use crate::matrix::MatRef;
+use crate::options::GemmOptions;
+use crate::partial::PartialFile;
+
+/// What a product of files across the ranks did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterFileReport {
+    /// The product's report (grid, time, words).
+    pub product: ClusterReport,
+    /// (m, k, n).
+    pub shape: (usize, usize, usize),
+    /// The element type of A, B and C.
+    pub dtype: DType,
+    /// Rank 0's check of C against A and B: its error against the bound
+    /// (at most 1 passes; 0 for exact integers).
+    pub bound_ratio: f64,
+    /// The check's relative error.
+    pub rel_error: f64,
+}
+
+impl Cluster {
+    /// C = A·B from files: `a` and `b` are .npy files (or raw files of
+    /// the `raw` shapes and type, both) that every rank can read, of one
+    /// element type; C is written to `c` (.npy unless its extension says
+    /// raw) in that type. Each rank maps the inputs, copies out only its
+    /// pieces, and writes its blocks of C into the file that rank 0 made
+    /// at its full size; rank 0 checks C (the randomized check of
+    /// [`crate::verify`]) and renames it into place once every rank has
+    /// written its part. Collective: every rank calls it with the same
+    /// arguments.
+    ///
+    /// # Errors
+    /// Every rank returns an error (the failing rank its own, the others
+    /// one naming it) when a rank cannot read an input, the operands do
+    /// not chain or differ in type, a block cannot be written, or C fails
+    /// the check; no file is then left under `c`'s name.
+    pub fn multiply_files(
+        &self,
+        a: &Path,
+        b: &Path,
+        c: &Path,
+        raw: Option<[((usize, usize), DType); 2]>,
+        opts: &GemmOptions,
+    ) -> Result<ClusterFileReport, Error> {
+        self.check_same(
+            "file products (paths or options)",
+            &(a, b, c, format!("{raw:?}"), format!("{opts:?}")),
+        )?;
+        let opened = (|| {
+            let a_map = MappedMatrix::open(a, raw.map(|r| r[0]))?;
+            let b_map = MappedMatrix::open(b, raw.map(|r| r[1]))?;
+            if a_map.cols != b_map.rows {
+                return Err(Error::DimensionMismatch {
+                    a: (a_map.rows, a_map.cols),
+                    b: (b_map.rows, b_map.cols),
+                });
+            }
+            if a_map.dtype != b_map.dtype {
+                return Err(file_error(
+                    b,
+                    &format!(
+                        "holds {} elements and {} holds {}: a product across ranks takes one type",
+                        b_map.dtype,
+                        a.display(),
+                        a_map.dtype
+                    ),
+                ));
+            }
+            Ok((a_map, b_map))
+        })();
+        let (a_map, b_map) = self.agree("read its inputs", opened)?;
+        let shape = (a_map.rows, a_map.cols, b_map.cols);
+        self.check_same("inputs (shapes or types)", &(shape, a_map.dtype.name()))?;
+        match a_map.dtype {
+            DType::F32 => self.files_of::<f32>(&a_map, &b_map, c, opts),
+            DType::F64 => self.files_of::<f64>(&a_map, &b_map, c, opts),
+            DType::I32 => self.files_of::<i32>(&a_map, &b_map, c, opts),
+            DType::I64 => self.files_of::<i64>(&a_map, &b_map, c, opts),
+        }
+    }
+
+    fn files_of<T: Element>(
+        &self,
+        a_map: &MappedMatrix,
+        b_map: &MappedMatrix,
+        c_path: &Path,
+        opts: &GemmOptions,
+    ) -> Result<ClusterFileReport, Error> {
+        let views = (|| Ok((a_map.view::<T>()?, b_map.view::<T>()?)))();
+        let (a, b) = self.agree("map its inputs", views)?;
+        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        let header = match Format::of_path(c_path)? {
+            Format::Npy => npy::header_bytes(T::DTYPE, m, n),
+            Format::Raw => Vec::new(),
+            other => {
+                return Err(file_error(
+                    c_path,
+                    &format!("a product across ranks writes .npy or raw files, not {other:?}"),
+                ))
+            }
+        };
+        let elem = std::mem::size_of::<T>();
+        let total = header.len() as u128 + (m as u128) * (n as u128) * elem as u128;
+
+        // Rank 0 makes C at its full size under a temporary name.
+        let mut partial = None;
+        let made = if self.rank() == 0 {
+            let file = PartialFile::keeping_extension(c_path);
+            let result = create_sized(file.path(), &header, total)
+                .map_err(|e| file_error(c_path, &format!("cannot create: {e}")));
+            partial = Some(file);
+            result
+        } else {
+            Ok(())
+        };
+        self.agree("create C", made)?;
+        let temporary = self.share_path(partial.as_ref().map(|p| p.path()))?;
+
+        // The product, then every rank's blocks into the file.
+        let report = if m == 0 || n == 0 || k == 0 {
+            // C is zeros: the file was created so (set_len fills zeros).
+            ClusterReport {
+                grid: (1, 1, 1),
+                processors: self.size(),
+                compute_ms: 0.0,
+                words_per_processor: 0,
+                total_words: 0,
+                lower_bound: 0.0,
+            }
+        } else {
+            let (schedule, mine, report) = self.product(a, b, opts)?;
+            let piece = &schedule.c.pieces[self.rank()];
+            let written = write_blocks(&temporary, header.len() as u64, n, piece, &mine)
+                .map_err(|e| file_error(c_path, &format!("cannot write its blocks: {e}")));
+            self.agree("write its blocks of C", written)?;
+            report
+        };
+
+        // Rank 0 checks the whole C, then renames it into place.
+        let checked = match &partial {
+            Some(file) => check(file.path(), c_path, a, b, opts),
+            None => Ok((0.0, 0.0)),
+        };
+        let (bound_ratio, rel_error) = self.agree("check C", checked)?;
+        let renamed = match partial {
+            Some(file) => file.commit(),
+            None => Ok(()),
+        };
+        self.agree("rename C into place", renamed)?;
+        let mut scores = [bound_ratio, rel_error];
+        self.world
+            .process_at_rank(0)
+            .broadcast_into(&mut scores[..]);
+        Ok(ClusterFileReport {
+            product: report,
+            shape: (m, k, n),
+            dtype: T::DTYPE,
+            bound_ratio: scores[0],
+            rel_error: scores[1],
+        })
+    }
+
+    /// Every rank's `result` made one answer: `Ok` on every rank when all
+    /// succeeded, else an error on every rank (a failed rank's own; the
+    /// others name the ranks that could not `what`).
+    pub(super) fn agree<X>(&self, what: &str, result: Result<X, Error>) -> Result<X, Error> {
+        let mine = u8::from(result.is_err());
+        let mut all = vec![0u8; self.size()];
+        self.world.all_gather_into(&mine, &mut all[..]);
+        let failed: Vec<String> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, &f)| f != 0)
+            .map(|(r, _)| r.to_string())
+            .collect();
+        match result {
+            Err(e) => Err(e),
+            Ok(_) if !failed.is_empty() => Err(Error::Processor {
+                processor: format!("rank(s) {}", failed.join(", ")),
+                reason: format!("could not {what}"),
+            }),
+            Ok(x) => Ok(x),
+        }
+    }
+
+    /// Rank 0's `path`, on every rank.
+    fn share_path(&self, path: Option<&Path>) -> Result<PathBuf, Error> {
+        let mut bytes = path.map_or(Vec::new(), |p| p.as_os_str().as_encoded_bytes().to_vec());
+        let mut len = bytes.len() as u64;
+        let root = self.world.process_at_rank(0);
+        root.broadcast_into(&mut len);
+        bytes.resize(len as usize, 0);
+        root.broadcast_into(&mut bytes[..]);
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::InvalidOption("the output's temporary name is not UTF-8".into()))?;
+        Ok(PathBuf::from(text))
+    }
+}
+
+/// Creates `path` holding `header` and zeros up to `total` bytes.
+fn create_sized(path: &Path, header: &[u8], total: u128) -> std::io::Result<()> {
+    let total = u64::try_from(total)
+        .map_err(|_| std::io::Error::other("C is larger than a file can be"))?;
+    let mut file = File::create(path)?;
+    file.write_all(header)?;
+    file.set_len(total)?;
+    file.sync_all()
+}
+
+/// Writes this rank's piece of C (row-major `data`, the piece's rows and
+/// columns of an n-column C) into the file at `path`, whose data starts
+/// at byte `start`, row by row, and flushes it to the disk.
+fn write_blocks<T: Element>(
+    path: &Path,
+    start: u64,
+    n: usize,
+    piece: &crate::distributed::schedule::Piece,
+    data: &[T],
+) -> std::io::Result<()> {
+    if piece.elements() == 0 {
+        return Ok(());
+    }
+    let file = OpenOptions::new().write(true).open(path)?;
+    let elem = std::mem::size_of::<T>() as u64;
+    let width = piece.cols.len();
+    for (i, row) in piece.rows.clone().enumerate() {
+        let at = start + (row as u64 * n as u64 + piece.cols.start as u64) * elem;
+        file.write_all_at(as_bytes(&data[i * width..(i + 1) * width]), at)?;
+    }
+    file.sync_data()
+}
+
+/// Rank 0's check of the written C (mapped from `path`) against A and B:
+/// (bound ratio, relative error), or an error when it fails.
+fn check<T: Element>(
+    path: &Path,
+    c_path: &Path,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    opts: &GemmOptions,
+) -> Result<(f64, f64), Error> {
+    let raw = (Format::of_path(c_path)? == Format::Raw).then_some(((a.rows(), b.cols()), T::DTYPE));
+    let c_map = MappedMatrix::open(path, raw)?;
+    let c = c_map.view::<T>()?;
+    let growth = crate::Context::cpu()
+        .plan::<T>((a.rows(), a.cols(), b.cols()), true, opts)
+        .map_or(1.0, |plan| plan.error_growth);
+    let verdict = crate::verify::verify_with_growth(a, b, c, growth)?;
+    if !verdict.ok {
+        return Err(file_error(
+            c_path,
+            &format!(
+                "C failed its check ({:.3e} of the bound); it was not written",
+                verdict.bound_ratio
+            ),
+        ));
+    }
+    Ok((verdict.bound_ratio, verdict.rel_error))
+}
