@@ -328,4 +328,11 @@ pub const EMULATION_AUTO_MIN_DIM_F64: usize = 16384;
 /// The share (numerator, denominator) of a node's available memory that
 /// its MPI ranks plan to use for their pieces and buffers, leaving the
 /// rest to the OS and to other allocations made while the product runs.
+#[cfg(feature = "mpi")]
 pub const CLUSTER_MEMORY_FRACTION: (u64, u64) = (9, 10);
+
+/// While a rank multiplies one step's blocks, its main thread tests the
+/// next step's non-blocking broadcasts this often (Open MPI moves a large
+/// message only while its ranks call into it).
+#[cfg(feature = "mpi")]
+pub const CLUSTER_PROGRESS_POLL: std::time::Duration = std::time::Duration::from_millis(1);

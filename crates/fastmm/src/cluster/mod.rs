@@ -37,16 +37,22 @@ use mpi::datatype::Equivalence;
 use mpi::environment::Universe;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Destination, Root, Source};
+use mpi::Threading;
 use serde::Serialize;
 
 use crate::cpu::distributed::Stores;
 use crate::distributed::planner::{self, Plan};
-use crate::distributed::schedule::{self, Op, Schedule};
+use crate::distributed::schedule::{self, Op, Region, Schedule};
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatRef, Matrix};
 use crate::options::GemmOptions;
-use crate::tunables::CLUSTER_MEMORY_FRACTION;
+use crate::tunables::{CLUSTER_MEMORY_FRACTION, CLUSTER_PROGRESS_POLL};
+
+/// One broadcast of a step on this rank: its group's communicator, the
+/// root's index in it, where a received piece goes (`None` at the root)
+/// and the buffer.
+type Outgoing<'c, T> = (&'c SimpleCommunicator, i32, Option<Region>, Vec<T>);
 
 /// The ranks of an MPI job, as one value.
 pub struct Cluster {
@@ -98,9 +104,19 @@ impl Cluster {
     /// [`Error::InvalidOption`] when MPI was initialised already in this
     /// process.
     pub fn init() -> Result<Cluster, Error> {
-        let universe = mpi::initialize().ok_or_else(|| {
-            Error::InvalidOption("MPI is already initialised in this process".into())
-        })?;
+        // Funnelled: a product's local multiplications run on helper
+        // threads while the main thread drives the broadcasts; only the
+        // main thread calls MPI.
+        let (universe, threading) = mpi::initialize_with_threading(Threading::Funneled)
+            .ok_or_else(|| {
+                Error::InvalidOption("MPI is already initialised in this process".into())
+            })?;
+        if threading < Threading::Funneled {
+            return Err(Error::Unsupported {
+                algorithm: "a product across MPI ranks",
+                what: format!("an MPI without funnelled threads ({threading:?})"),
+            });
+        }
         Ok(Cluster {
             world: universe.world(),
             memory_per_rank: None,
@@ -236,65 +252,74 @@ impl Cluster {
             piece(b, &schedule.b.pieces[me])?,
         )?;
         let comms = self.communicators(&schedule);
+        let words: u128 = schedule
+            .in_order()
+            .flat_map(Op::received)
+            .filter(|&(rank, _)| rank == me)
+            .map(|(_, w)| w)
+            .sum();
         self.world.barrier();
         let start = Instant::now();
-        let mut words: u128 = 0;
-        for op in schedule.in_order() {
-            words += op
-                .received()
-                .into_iter()
-                .filter(|&(rank, _)| rank == me)
-                .map(|(_, w)| w)
-                .sum::<u128>();
-            match op {
-                Op::Broadcast {
-                    group,
-                    root,
-                    src,
-                    dst,
-                } => {
-                    let Some(comm) = comms.get(group) else {
-                        continue;
-                    };
-                    let root_index = index_in(group, *root);
-                    let mut values = if me == *root {
-                        stores.read(src)
-                    } else {
-                        vec![T::ZERO; dst.elements()]
-                    };
-                    comm.process_at_rank(root_index)
-                        .broadcast_into(as_bytes_mut(&mut values));
-                    if me != *root {
-                        stores.write(dst, &values)?;
+        // Step s + 1's broadcasts run while step s multiplies: the
+        // schedule lands every broadcast in its own part of a gather
+        // buffer, which no earlier step's product reads.
+        let mut arrived = Vec::new();
+        if let Some(first) = schedule.steps.first() {
+            let mut buffers = self.outgoing(&first.comm, &comms, &stores);
+            self.broadcast_while(&mut buffers, || Ok(()))?;
+            arrived = buffers;
+        }
+        for (s, step) in schedule.steps.iter().enumerate() {
+            for (_, _, dst, values) in arrived.drain(..) {
+                if let Some(dst) = dst {
+                    stores.write(&dst, &values)?;
+                }
+            }
+            let mut buffers = match schedule.steps.get(s + 1) {
+                Some(next) => self.outgoing(&next.comm, &comms, &stores),
+                None => Vec::new(),
+            };
+            let stores = &mut stores;
+            self.broadcast_while(&mut buffers, move || {
+                for op in &step.compute {
+                    if let Op::Gemm {
+                        rank,
+                        a,
+                        b,
+                        c,
+                        accumulate,
+                    } = op
+                    {
+                        if *rank == me {
+                            stores.gemm((a, b, c), *accumulate, opts)?;
+                        }
                     }
                 }
-                Op::Reduce {
-                    group,
-                    root,
-                    src,
-                    dst,
-                } => {
-                    let Some(comm) = comms.get(group) else {
-                        continue;
-                    };
-                    let target = comm.process_at_rank(index_in(group, *root));
-                    let mine = stores.read(src);
-                    if me == *root {
-                        let mut sum = vec![T::ZERO; mine.len()];
-                        reduce_sum(&target, &mine, Some(&mut sum));
-                        stores.write(dst, &sum)?;
-                    } else {
-                        reduce_sum(&target, &mine, None);
-                    }
-                }
-                Op::Gemm {
-                    rank,
-                    a,
-                    b,
-                    c,
-                    accumulate,
-                } if *rank == me => stores.gemm((a, b, c), *accumulate, opts)?,
-                Op::Gemm { .. } => {}
+                Ok(())
+            })?;
+            arrived = buffers;
+        }
+        for op in &schedule.finish {
+            let Op::Reduce {
+                group,
+                root,
+                src,
+                dst,
+            } = op
+            else {
+                continue;
+            };
+            let Some(comm) = comms.get(group) else {
+                continue;
+            };
+            let target = comm.process_at_rank(index_in(group, *root));
+            let mine = stores.read(src);
+            if me == *root {
+                let mut sum = vec![T::ZERO; mine.len()];
+                reduce_sum(&target, &mine, Some(&mut sum));
+                stores.write(dst, &sum)?;
+            } else {
+                reduce_sum(&target, &mine, None);
             }
         }
         let mine_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -321,6 +346,80 @@ impl Cluster {
                 lower_bound: plan.lower_bound,
             },
         ))
+    }
+
+    /// This rank's part of a step's broadcasts: for each group it belongs
+    /// to, (communicator, root's index in it, where a received piece goes
+    /// — `None` at the root —, the buffer: the root's piece, or room for
+    /// it).
+    fn outgoing<'c, T: Element>(
+        &self,
+        ops: &[Op],
+        comms: &'c HashMap<Vec<usize>, SimpleCommunicator>,
+        stores: &Stores<T>,
+    ) -> Vec<Outgoing<'c, T>> {
+        let me = self.rank();
+        ops.iter()
+            .filter_map(|op| match op {
+                Op::Broadcast {
+                    group,
+                    root,
+                    src,
+                    dst,
+                } => comms.get(group).map(|comm| {
+                    let root_index = index_in(group, *root);
+                    if me == *root {
+                        (comm, root_index, None, stores.read(src))
+                    } else {
+                        (comm, root_index, Some(*dst), vec![T::ZERO; dst.elements()])
+                    }
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Runs `work` on a helper thread while this thread starts the
+    /// broadcasts of `buffers` (non-blocking) and drives them: Open MPI
+    /// moves a large message only while its ranks call into MPI, so this
+    /// thread tests the requests every [`CLUSTER_PROGRESS_POLL`] until
+    /// the work is done, then waits for what is left. Only this thread
+    /// calls MPI (the job runs at `MPI_THREAD_FUNNELED`).
+    fn broadcast_while<T: Element>(
+        &self,
+        buffers: &mut [Outgoing<'_, T>],
+        work: impl FnOnce() -> Result<(), Error> + Send,
+    ) -> Result<(), Error> {
+        if buffers.is_empty() {
+            return work();
+        }
+        mpi::request::scope(|scope| {
+            let mut pending: Vec<_> = buffers
+                .iter_mut()
+                .map(|(comm, root, _, values)| {
+                    comm.process_at_rank(*root)
+                        .immediate_broadcast_into(scope, as_bytes_mut(values))
+                })
+                .collect();
+            let queue = &mut pending;
+            let done = std::thread::scope(|threads| {
+                let worker = threads.spawn(work);
+                while !worker.is_finished() {
+                    *queue = std::mem::take(queue)
+                        .into_iter()
+                        .filter_map(|request| request.test().err())
+                        .collect();
+                    std::thread::sleep(CLUSTER_PROGRESS_POLL);
+                }
+                worker.join().unwrap_or_else(|_| {
+                    Err(Error::InvalidOption("a local product panicked".into()))
+                })
+            });
+            for request in pending {
+                request.wait();
+            }
+            done
+        })
     }
 
     /// Checks, collectively, that every rank holds the same `value` (its
