@@ -50,7 +50,7 @@ impl Cluster {
     /// raw) in that type. Each rank maps the inputs, copies out only its
     /// pieces, and writes its blocks of C into the file that rank 0 made
     /// at its full size; rank 0 checks C (the randomized check of
-    /// [`crate::verify`]) and renames it into place once every rank has
+    /// [`crate::verify::verify_with_growth`]) and renames it into place once every rank has
     /// written its part. Collective: every rank calls it with the same
     /// arguments.
     ///
