@@ -49,10 +49,10 @@ impl Cluster {
     /// element type; C is written to `c` (.npy unless its extension says
     /// raw) in that type. Each rank maps the inputs, copies out only its
     /// pieces, and writes its blocks of C into the file that rank 0 made
-    /// at its full size; rank 0 checks C (the randomized check of
-    /// [`crate::verify::verify_with_growth`]) and renames it into place once every rank has
-    /// written its part. Collective: every rank calls it with the same
-    /// arguments.
+    /// at its full size; rank 0 checks C
+    /// ([`crate::verify::verify_with_growth`]) and renames it into place
+    /// once every rank has written its part. Collective: every rank calls
+    /// it with the same arguments.
     ///
     /// # Errors
     /// Every rank returns an error (the failing rank its own, the others
@@ -144,14 +144,7 @@ impl Cluster {
         // The product, then every rank's blocks into the file.
         let report = if m == 0 || n == 0 || k == 0 {
             // C is zeros: the file was created so (set_len fills zeros).
-            ClusterReport {
-                grid: (1, 1, 1),
-                processors: self.size(),
-                compute_ms: 0.0,
-                words_per_processor: 0,
-                total_words: 0,
-                lower_bound: 0.0,
-            }
+            ClusterReport::empty(self.size())
         } else {
             let (schedule, mine, report) = self.product(a, b, opts)?;
             let piece = &schedule.c.pieces[self.rank()];

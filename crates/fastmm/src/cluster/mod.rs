@@ -90,6 +90,19 @@ pub struct ClusterReport {
 }
 
 impl ClusterReport {
+    /// The report of a product with an empty dimension on `processors`
+    /// ranks: nothing moved, nothing multiplied.
+    fn empty(processors: usize) -> ClusterReport {
+        ClusterReport {
+            grid: (1, 1, 1),
+            processors,
+            compute_ms: 0.0,
+            words_per_processor: 0,
+            total_words: 0,
+            lower_bound: 0.0,
+        }
+    }
+
     /// words_per_processor / lower_bound.
     pub fn bound_ratio(&self) -> f64 {
         planner::bound_ratio(self.words_per_processor, self.lower_bound)
@@ -212,14 +225,7 @@ impl Cluster {
         self.check_same("products (shape, type or options)", &product)?;
         let (m, _, n) = shape;
         if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 {
-            let report = ClusterReport {
-                grid: (1, 1, 1),
-                processors: self.size(),
-                compute_ms: 0.0,
-                words_per_processor: 0,
-                total_words: 0,
-                lower_bound: 0.0,
-            };
+            let report = ClusterReport::empty(self.size());
             let c = (self.rank() == 0).then(|| Matrix::zeros(m, n));
             return Ok((c, report));
         }
