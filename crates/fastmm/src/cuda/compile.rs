@@ -473,9 +473,16 @@ mod tests {
         every_kernel_compiles_for("sm_90", |s| s == KernelSource::FastStream);
     }
 
+    // The fused kernels take longest (a minute on 2 cores): one test per
+    // pair of types, so that they compile on two cores at once.
     #[test]
-    fn the_fused_kernels_compile_for_sm90() {
-        every_kernel_compiles_for("sm_90", |s| s == KernelSource::Fused);
+    fn the_fused_float_kernels_compile_for_sm90() {
+        every_kernel_compiles_for_types("sm_90", |s| s == KernelSource::Fused, |d| !d.is_integer());
+    }
+
+    #[test]
+    fn the_fused_integer_kernels_compile_for_sm90() {
+        every_kernel_compiles_for_types("sm_90", |s| s == KernelSource::Fused, DType::is_integer);
     }
 
     #[test]
@@ -490,9 +497,19 @@ mod tests {
         });
     }
 
-    /// The sources `chosen` picks, for `arch`: five tests, so that they
-    /// compile in parallel (every source is in one of the sm_90 tests).
+    /// The sources `chosen` picks, for `arch`: several tests, so that
+    /// they compile in parallel (every source is in one of the sm_90
+    /// tests).
     fn every_kernel_compiles_for(arch: &'static str, chosen: fn(KernelSource) -> bool) {
+        every_kernel_compiles_for_types(arch, chosen, |_| true);
+    }
+
+    /// As [`every_kernel_compiles_for`], for the types `types` picks.
+    fn every_kernel_compiles_for_types(
+        arch: &'static str,
+        chosen: fn(KernelSource) -> bool,
+        types: fn(DType) -> bool,
+    ) {
         if !nvrtc_or_skip() {
             return;
         }
@@ -514,7 +531,10 @@ mod tests {
                 KernelSource::FastMbar => &[crate::cuda::tunables::MBAR_MICRO_TILE.0],
                 _ => unreachable!("every SIMT source is matched above"),
             };
-            for dtype in DType::ALL.into_iter().filter(|&d| source.supports(d)) {
+            for dtype in DType::ALL
+                .into_iter()
+                .filter(|&d| source.supports(d) && types(d))
+            {
                 // Every variant the library builds is among those compiled here.
                 for built in source.tiles(dtype) {
                     assert!(tiles.contains(&built), "{source:?} {dtype} tile {built}");
