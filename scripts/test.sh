@@ -36,6 +36,12 @@ if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1 \
 fi
 # Open MPI refuses to start as root (CI containers) unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The release profile compiles each crate as one codegen unit (the
+# fastest code, for benchmarks); the tests need optimised code, not the
+# last percent, and 16 units let the compiler use every core: the
+# fresh-clone test command had reached 10 minutes. Every step below uses
+# the same profile.
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 # A tuning file left by `fastmm tune` on this machine must not change what
 # the tests see; the tuning tests point FASTMM_TUNING at their own files.
 export FASTMM_TUNING=off
