@@ -69,7 +69,7 @@ impl Cluster {
     ) -> Result<ClusterFileReport, Error> {
         self.check_same(
             "file products (paths or options)",
-            &(a, b, c, format!("{raw:?}"), format!("{opts:?}")),
+            &(a, b, c, format!("{raw:?}"), super::chosen(opts)),
         )?;
         let opened = (|| {
             let a_map = MappedMatrix::open(a, raw.map(|r| r[0]))?;

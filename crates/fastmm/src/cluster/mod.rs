@@ -213,15 +213,7 @@ impl Cluster {
             });
         }
         let shape = (a.rows(), a.cols(), b.cols());
-        let chosen = (
-            opts.algorithm,
-            opts.threshold,
-            opts.depth,
-            opts.variant,
-            opts.base,
-            opts.threads,
-        );
-        let product = (shape, T::DTYPE.name(), format!("{chosen:?}"));
+        let product = (shape, T::DTYPE.name(), chosen(opts));
         self.check_same("products (shape, type or options)", &product)?;
         let (m, _, n) = shape;
         if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 {
@@ -525,6 +517,22 @@ impl Cluster {
         }
         Ok(Some(c))
     }
+}
+
+/// The choices in `opts` that every rank must share, as text (the whole
+/// options also hold per-process state, such as an interrupt).
+fn chosen(opts: &GemmOptions) -> String {
+    format!(
+        "{:?}",
+        (
+            opts.algorithm,
+            opts.threshold,
+            opts.depth,
+            opts.variant,
+            opts.base,
+            opts.threads,
+        )
+    )
 }
 
 fn index_in(group: &[usize], rank: usize) -> i32 {
