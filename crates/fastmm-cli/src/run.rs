@@ -704,15 +704,15 @@ fn run_on_team<T: Element>(
         match shares.len() {
             0 => String::new(),
             _ => format!(
-                "; host-resident (e2e){}: per device bands/first product/staging/done ms {}",
+                "; host-resident (e2e){}: per device bands/first product/staging/products/done ms {}",
                 b_loaded_ms.map_or(String::new(), |ms| format!(
                     ", B on every GPU at {ms:.0} ms"
                 )),
                 shares
                     .iter()
                     .map(|s| format!(
-                        "{}/{:.0}/{:.0}/{:.0}",
-                        s.bands, s.first_band_ms, s.staging_ms, s.finished_ms
+                        "{}/{:.0}/{:.0}/{:.0}/{:.0}",
+                        s.bands, s.first_band_ms, s.staging_ms, s.products_ms, s.finished_ms
                     ))
                     .collect::<Vec<_>>()
                     .join(", ")

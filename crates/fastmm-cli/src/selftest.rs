@@ -21,6 +21,38 @@ pub struct SelftestArgs {
     algo: Option<String>,
 }
 
+/// A printer of the table's rows, each as its check completes (a GPU's
+/// self-test takes minutes), with the seconds it took.
+fn row_printer() -> impl FnMut(&Check) {
+    let mut last = std::time::Instant::now();
+    move |row| {
+        print_row(row, last.elapsed().as_secs_f64());
+        last = std::time::Instant::now();
+    }
+}
+
+fn print_row(row: &Check, seconds: f64) {
+    use std::io::Write as _;
+    println!(
+        "{:<52} {:>6} {:>6}  {:<7} {seconds:>7.1}",
+        row.what,
+        row.passed,
+        row.failures.len(),
+        if row.ok() { "ok" } else { "FAIL" }
+    );
+    for failure in &row.failures {
+        println!("    {failure}");
+    }
+    let _ = std::io::stdout().flush();
+}
+
+fn print_header() {
+    println!(
+        "{:<52} {:>6} {:>6}  {:<7} {:>7}",
+        "check", "passed", "failed", "verdict", "seconds"
+    );
+}
+
 pub fn run(args: &SelftestArgs) -> Result<bool> {
     let mut rows: Vec<Check> = Vec::new();
     let devices: Vec<Device> = match args.device.trim() {
@@ -33,7 +65,12 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
                     Some(list) => Some(Algorithm::parse_list(list, team.devices()[0].kind())?),
                     None => None,
                 };
-                rows.extend(fastmm::selftest::run_team_selected(&team, only.as_deref())?);
+                print_header();
+                rows.extend(fastmm::selftest::run_team_reporting(
+                    &team,
+                    only.as_deref(),
+                    &mut row_printer(),
+                )?);
                 vec![]
             }
             _ => vec![text.parse::<Device>()?],
@@ -46,20 +83,12 @@ pub fn run(args: &SelftestArgs) -> Result<bool> {
             Some(list) => Some(Algorithm::parse_list(list, device.kind())?),
             None => None,
         };
-        rows.extend(fastmm::selftest::run_selected(&ctx, only.as_deref())?);
-    }
-    println!("{:<52} {:>6} {:>6}  verdict", "check", "passed", "failed");
-    for row in &rows {
-        println!(
-            "{:<52} {:>6} {:>6}  {}",
-            row.what,
-            row.passed,
-            row.failures.len(),
-            if row.ok() { "ok" } else { "FAIL" }
-        );
-        for failure in &row.failures {
-            println!("    {failure}");
-        }
+        print_header();
+        rows.extend(fastmm::selftest::run_reporting(
+            &ctx,
+            only.as_deref(),
+            &mut row_printer(),
+        )?);
     }
     let all_ok = rows.iter().all(Check::ok);
     println!(

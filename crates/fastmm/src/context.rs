@@ -92,6 +92,10 @@ pub struct Context {
     device: Device,
     #[cfg(feature = "cuda")]
     gpu: Option<Arc<crate::cuda::device::Gpu>>,
+    /// Page-locked staging that out-of-core products keep between calls
+    /// (pinning costs more than the copies it serves).
+    #[cfg(feature = "cuda")]
+    staging: Option<Arc<crate::cuda::hosted::StagingPools>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -107,6 +111,8 @@ impl Context {
             device: Device::Cpu,
             #[cfg(feature = "cuda")]
             gpu: None,
+            #[cfg(feature = "cuda")]
+            staging: None,
         }
     }
 
@@ -123,10 +129,16 @@ impl Context {
         match device {
             Device::Cpu => Ok(Context::cpu()),
             #[cfg(feature = "cuda")]
-            Device::Cuda(ordinal) => Ok(Context {
-                device,
-                gpu: Some(Arc::new(crate::cuda::device::Gpu::open(ordinal)?)),
-            }),
+            Device::Cuda(ordinal) => {
+                let gpu = Arc::new(crate::cuda::device::Gpu::open(ordinal)?);
+                Ok(Context {
+                    device,
+                    staging: Some(Arc::new(crate::cuda::hosted::StagingPools::new(
+                        std::slice::from_ref(&gpu),
+                    ))),
+                    gpu: Some(gpu),
+                })
+            }
             #[cfg(not(feature = "cuda"))]
             Device::Cuda(_) => Err(Error::CudaUnavailable(
                 "fastmm was built without the `cuda` feature".into(),
@@ -184,6 +196,28 @@ impl Context {
     #[cfg(feature = "cuda")]
     pub(crate) fn gpu_arc(&self) -> Option<Arc<crate::cuda::device::Gpu>> {
         self.gpu.clone()
+    }
+
+    /// The opened GPU with the staging its out-of-core products keep, or
+    /// an error naming the device that is not one.
+    #[cfg(feature = "cuda")]
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn gpu_and_staging(
+        &self,
+    ) -> Result<
+        (
+            &Arc<crate::cuda::device::Gpu>,
+            &crate::cuda::hosted::StagingPools,
+        ),
+        Error,
+    > {
+        match (&self.gpu, &self.staging) {
+            (Some(gpu), Some(pools)) => Ok((gpu, pools)),
+            _ => Err(Error::InvalidOption(format!(
+                "{} is not a CUDA device",
+                self.device
+            ))),
+        }
     }
 
     /// The opened GPU, or an error naming the device that is not one.
@@ -421,8 +455,8 @@ impl Context {
             (a, b, c)
         };
         #[cfg(feature = "cuda")]
-        if let Some(gpu) = &self.gpu {
-            return on_gpu(gpu, alpha, a, b, beta, c, &opts, timed);
+        if let (Some(gpu), Some(pools)) = (&self.gpu, &self.staging) {
+            return on_gpu((gpu, pools), alpha, a, b, beta, c, &opts, timed);
         }
         let _ = timed;
         let emulation = if opts.algorithm == Algorithm::Emulated {
@@ -612,7 +646,10 @@ impl Context {
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
 fn on_gpu<T: Element>(
-    gpu: &crate::cuda::device::Gpu,
+    (gpu, pools): (
+        &Arc<crate::cuda::device::Gpu>,
+        &crate::cuda::hosted::StagingPools,
+    ),
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -624,7 +661,7 @@ fn on_gpu<T: Element>(
     use crate::cuda::{out_of_core, product};
     let shape = (a.rows(), a.cols(), b.cols());
     if out_of_core::needed::<T>(gpu, shape, opts)? {
-        let report = out_of_core::multiply(gpu, alpha, a, b, beta, c, opts)?;
+        let report = out_of_core::multiply(gpu, pools, alpha, a, b, beta, c, opts)?;
         return Ok(Timing {
             compute_ms: report.seconds * 1e3,
             upload_ms: None,

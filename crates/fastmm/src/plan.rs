@@ -257,18 +257,19 @@ mod gpu {
         }
         let streamed = out_of_core::needed::<T>(gpu, (m, k, n), opts)?;
         let (out_of_core, tile_opts, tile_shape) = if streamed {
-            let (plan, budget, tile_opts) = out_of_core::plan_for::<T>(gpu, (m, k, n), opts)?;
+            let (route, budget, tile_opts) = out_of_core::plan_for::<T>(gpu, (m, k, n), opts)?;
+            let tile = route.product_shape((m, k, n));
             (
                 Some(OutOfCorePlan {
                     budget_bytes: budget,
-                    description: plan.describe(),
-                    tile: (plan.tile_rows, plan.depth, plan.tile_cols),
+                    description: route.describe::<T>((m, k, n)),
+                    tile,
                 }),
                 GemmOptions {
                     gpu_out_of_core: false,
                     ..tile_opts
                 },
-                (plan.tile_rows, plan.depth, plan.tile_cols),
+                tile,
             )
         } else {
             (None, *opts, (m, k, n))

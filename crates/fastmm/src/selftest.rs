@@ -72,16 +72,52 @@ pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
     run_selected(ctx, None)
 }
 
+/// Checks as they complete: kept, and each shown to a caller's callback
+/// (a self-test on a GPU takes minutes).
+struct Rows<'f> {
+    rows: Vec<Check>,
+    each: &'f mut dyn FnMut(&Check),
+}
+
+impl<'f> Rows<'f> {
+    fn new(each: &'f mut dyn FnMut(&Check)) -> Rows<'f> {
+        Rows {
+            rows: Vec::new(),
+            each,
+        }
+    }
+
+    fn push(&mut self, row: Check) {
+        (self.each)(&row);
+        self.rows.push(row);
+    }
+
+    fn extend(&mut self, rows: impl IntoIterator<Item = Check>) {
+        for row in rows {
+            self.push(row);
+        }
+    }
+}
+
 /// Runs the self-test of `ctx`'s device for the algorithms in `only`
 /// (every algorithm of the device when `None`). The checks that belong to
 /// no one algorithm (round trips, schedules, out of core) run only in the
 /// whole self-test; the hard inputs of `emulated` run when it is selected.
 pub fn run_selected(ctx: &Context, only: Option<&[Algorithm]>) -> Result<Vec<Check>, Error> {
+    run_reporting(ctx, only, &mut |_| {})
+}
+
+/// [`run_selected`], calling `each` with every check as it completes.
+pub fn run_reporting(
+    ctx: &Context,
+    only: Option<&[Algorithm]>,
+    each: &mut dyn FnMut(&Check),
+) -> Result<Vec<Check>, Error> {
     let kind = ctx.device().kind();
     let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
     #[cfg(feature = "cuda")]
     let whole = only.is_none();
-    let mut rows = Vec::new();
+    let mut rows = Rows::new(each);
     let memories: Vec<Option<GpuMemory>> = match kind {
         DeviceKind::Cpu => vec![None],
         DeviceKind::Cuda => {
@@ -114,7 +150,7 @@ pub fn run_selected(ctx: &Context, only: Option<&[Algorithm]>) -> Result<Vec<Che
         rows.extend(gpu::schedule_checks(ctx)?);
         rows.extend(gpu::out_of_core_checks(ctx));
     }
-    Ok(rows)
+    Ok(rows.rows)
 }
 
 /// Shapes a team checks beside [`SHAPES`]: empty ones (the boundary's),
@@ -145,9 +181,18 @@ pub fn run_team(team: &Team) -> Result<Vec<Check>, Error> {
 /// [`run_team`] for the algorithms of `only` (all when `None`); the
 /// distributed operands' check runs with the whole self-test only.
 pub fn run_team_selected(team: &Team, only: Option<&[Algorithm]>) -> Result<Vec<Check>, Error> {
+    run_team_reporting(team, only, &mut |_| {})
+}
+
+/// [`run_team_selected`], calling `each` with every check as it completes.
+pub fn run_team_reporting(
+    team: &Team,
+    only: Option<&[Algorithm]>,
+    each: &mut dyn FnMut(&Check),
+) -> Result<Vec<Check>, Error> {
     let kind = team.devices()[0].kind();
     let shapes: Vec<_> = SHAPES.iter().chain(TEAM_SHAPES).copied().collect();
-    let mut rows = Vec::new();
+    let mut rows = Rows::new(each);
     let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
     for algorithm in Algorithm::all_on(kind).filter(|&a| selected(a)) {
         let opts = GemmOptions {
@@ -165,7 +210,7 @@ pub fn run_team_selected(team: &Team, only: Option<&[Algorithm]>) -> Result<Vec<
         }
     }
     if only.is_some() {
-        return Ok(rows);
+        return Ok(rows.rows);
     }
     let mut words = Check::new(format!(
         "distributed operands: exact, words = the plan's, on {} processors",
@@ -199,7 +244,7 @@ pub fn run_team_selected(team: &Team, only: Option<&[Algorithm]>) -> Result<Vec<
         }
     }
     rows.push(words);
-    Ok(rows)
+    Ok(rows.rows)
 }
 
 fn check_team<T: Element>(
@@ -553,9 +598,10 @@ mod gpu {
     use crate::cuda::device::Gpu;
     use crate::cuda::gemm::fast::{contiguous_rows_aligned, simt_micro_tiles, FastConfig};
     use crate::cuda::gemm::schedule::FastSchedule;
+    use crate::cuda::hosted::Bands;
     use crate::cuda::memory::round_trip;
     use crate::cuda::out_of_core::plan::Slots;
-    use crate::cuda::out_of_core::{multiply_planned, Plan, Resident};
+    use crate::cuda::out_of_core::{multiply_in_bands, multiply_planned, Plan, Resident};
     use crate::options::{CudaKernel, GpuPrecision};
 
     /// The extra option sets of a classical GPU algorithm: pinned staging,
@@ -906,6 +952,28 @@ mod gpu {
                         // applies it before it reaches these schedules.
                         let opts = ctx.ieee_safe(a, b, beta == T::ZERO, tile_opts)?;
                         multiply_planned(gpu, plan, alpha, a, b, beta, c, &opts).map(|_| ())
+                    },
+                );
+            }
+            if crate::strassen::Scheme::of(opts.algorithm).is_none() {
+                // The bands route: B resident, loaded in chunks of a third
+                // of k (the first band staged and multiplied chunk by
+                // chunk, its A in 2-D copies), bands of a third of m.
+                let (shared, pools) = ctx.gpu_and_staging().ok()?;
+                let cut = Bands {
+                    rows: m.div_ceil(3),
+                    chunk_rows: k.div_ceil(3),
+                };
+                check_shape::<T>(
+                    &mut row,
+                    (m, k, n),
+                    "bands of a third, B in chunks of a third",
+                    growth,
+                    &mut rng,
+                    |alpha, a, b, beta, c| {
+                        let opts = ctx.ieee_safe(a, b, beta == T::ZERO, *opts)?;
+                        multiply_in_bands(shared, pools, cut, alpha, a, b, beta, c, &opts)
+                            .map(|_| ())
                     },
                 );
             }

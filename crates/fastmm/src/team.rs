@@ -117,6 +117,9 @@ pub struct GpuShare {
     pub first_band_ms: f64,
     /// Host time it spent staging bands of A and unstaging bands of C.
     pub staging_ms: f64,
+    /// GPU time of its products (CUDA events): the rest of `finished_ms`
+    /// is what the copies and the start did not hide.
+    pub products_ms: f64,
     /// When its last band was in C.
     pub finished_ms: f64,
 }
@@ -735,11 +738,11 @@ impl Team {
         use crate::cuda::{hosted, out_of_core};
         let gpus = fabric.gpus();
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
-        let need = hosted::device_bytes::<T>((m, k, n), gpus.len());
-        let mut fits = true;
+        let mut budget = u64::MAX;
         for gpu in gpus {
-            fits &= u128::from(out_of_core::budget(gpu, opts)?) >= need;
+            budget = budget.min(out_of_core::budget(gpu, opts)?);
         }
+        let cut = hosted::Bands::within::<T>((m, k, n), gpus.len(), budget);
         let report = |ms: f64, shares: Vec<GpuShare>, b_loaded_ms, up: u64, down: u64| TeamReport {
             grid: (gpus.len(), 1, 1),
             processors: gpus.len(),
@@ -753,15 +756,16 @@ impl Team {
             download_bytes: down,
             levels_across: 0,
         };
-        if fits {
-            let done = hosted::multiply(gpus, fabric.staging(), alpha, a, b, beta, c, opts)?;
+        if let Some(cut) = cut {
+            let done = hosted::multiply(gpus, fabric.staging(), cut, alpha, a, b, beta, c, opts)?;
             let shares = done
                 .shares
                 .iter()
                 .map(|s| GpuShare {
                     bands: s.bands,
                     first_band_ms: s.first_band * 1e3,
-                    staging_ms: s.staging * 1e3,
+                    staging_ms: (s.gather + s.scatter) * 1e3,
+                    products_ms: s.products * 1e3,
                     finished_ms: s.finished * 1e3,
                 })
                 .collect();
@@ -793,7 +797,11 @@ impl Team {
                             return Ok(None);
                         }
                         let a = a.submatrix(rows.start, 0, rows.len(), k);
-                        out_of_core::multiply(gpu, alpha, a, b, beta, c, opts)
+                        // Staging pinned for this product only: these
+                        // products stream in tiles (B does not fit), which
+                        // pin their own.
+                        let pools = hosted::StagingPools::new(std::slice::from_ref(gpu));
+                        out_of_core::multiply(gpu, &pools, alpha, a, b, beta, c, opts)
                             .map(Some)
                             .map_err(|e| Error::Processor {
                                 processor: gpu.label(),
@@ -822,6 +830,7 @@ impl Team {
             bands: 1,
             first_band_ms: 0.0,
             staging_ms: 0.0,
+            products_ms: 0.0,
             finished_ms: ms,
         };
         Ok(report(ms, vec![whole; gpus.len()], None, up, down))

@@ -27,17 +27,18 @@ use cudarc::driver::{CudaEvent, CudaStream};
 
 use crate::cuda::device::Gpu;
 use crate::cuda::gemm::Operand;
+use crate::cuda::host_copy::{gather, scatter};
 use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
-use crate::cuda::out_of_core::pipeline::{gather, scatter};
 use crate::cuda::tunables::{
     distributed_patience, CUDA_DISTRIBUTED_POLL, CUDA_HOSTED_BANDS_PER_GPU, CUDA_HOSTED_BAND_ROWS,
-    CUDA_HOSTED_B_CHUNK_BYTES, CUDA_HOSTED_EDGE_BAND_DIVISOR, CUDA_HOSTED_STAGING_BUFFERS,
-    CUDA_HOSTED_STAGING_BYTES,
+    CUDA_HOSTED_B_CHUNK_BYTES, CUDA_HOSTED_EDGE_BAND_DIVISOR, CUDA_HOSTED_MIN_BAND_ROWS,
+    CUDA_HOSTED_STAGING_BUFFERS, CUDA_HOSTED_STAGING_BYTES, CUDA_OUT_OF_CORE_ALIGN,
 };
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::GemmOptions;
+use crate::system::format_bytes;
 
 /// One GPU's part of a host-resident product, times in seconds from the
 /// product's start.
@@ -47,8 +48,13 @@ pub(crate) struct Share {
     pub bands: usize,
     /// When its first band's product was queued (its buffers allocated).
     pub first_band: f64,
-    /// Host seconds it spent staging A and unstaging C.
-    pub staging: f64,
+    /// Host seconds it spent copying A into staging.
+    pub gather: f64,
+    /// Host seconds it spent copying staging into C.
+    pub scatter: f64,
+    /// Seconds its products took on the GPU (CUDA events), the time the
+    /// copies and the start did not hide being the rest.
+    pub products: f64,
     /// When its last band landed in C.
     pub finished: f64,
 }
@@ -68,22 +74,85 @@ pub(crate) struct Report {
     pub download_bytes: u64,
 }
 
-/// The rows of a band: at most [`CUDA_HOSTED_BAND_ROWS`], and small enough
-/// that every GPU gets [`CUDA_HOSTED_BANDS_PER_GPU`] of them.
+/// How a host-resident product is cut: bands of at most `rows` rows of A
+/// and C, which the GPUs take in turn, and B loaded in chunks of
+/// `chunk_rows` rows, by which each GPU's first band multiplies as B
+/// arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bands {
+    /// Rows of a full band.
+    pub rows: usize,
+    /// Rows of B per chunk.
+    pub chunk_rows: usize,
+}
+
+impl Bands {
+    /// The cut of an m×k×n product of T over `gpus` GPUs that may each
+    /// use `budget` bytes: bands of [`band_rows`], or fewer rows (a
+    /// multiple of [`CUDA_OUT_OF_CORE_ALIGN`]) where B and two bands each
+    /// of A and C would not fit; `None` where not even bands of
+    /// [`CUDA_HOSTED_MIN_BAND_ROWS`] rows (or the preferred ones, if fewer)
+    /// fit.
+    pub fn within<T: Element>(
+        (m, k, n): (usize, usize, usize),
+        gpus: usize,
+        budget: u64,
+    ) -> Option<Bands> {
+        let preferred = band_rows(m, gpus);
+        let words = u128::from(budget) / std::mem::size_of::<T>() as u128;
+        let (k128, n128) = (k as u128, n as u128);
+        let room = words.checked_sub(k128 * n128)? / (2 * (k128 + n128));
+        let rows = if room >= preferred as u128 {
+            preferred
+        } else {
+            let room = room as usize;
+            if room >= CUDA_OUT_OF_CORE_ALIGN {
+                room - room % CUDA_OUT_OF_CORE_ALIGN
+            } else {
+                room
+            }
+        };
+        let chunk_bytes = n.max(1) * std::mem::size_of::<T>();
+        (rows >= preferred.min(CUDA_HOSTED_MIN_BAND_ROWS)).then(|| Bands {
+            rows,
+            chunk_rows: (CUDA_HOSTED_B_CHUNK_BYTES / chunk_bytes).clamp(1, k.max(1)),
+        })
+    }
+
+    /// Device bytes a GPU needs: B, and two bands each of A and C.
+    pub fn device_bytes<T: Element>(&self, (_, k, n): (usize, usize, usize)) -> u128 {
+        let (rows, k, n) = (self.rows as u128, k as u128, n as u128);
+        (k * n + 2 * rows * (k + n)) * std::mem::size_of::<T>() as u128
+    }
+
+    /// A line for reports.
+    pub fn describe<T: Element>(&self, (m, k, n): (usize, usize, usize)) -> String {
+        format!(
+            "B resident; bands of {} of A's and C's {m} rows through 2 buffers each; B loaded in chunks of {} rows; GPU buffers {}",
+            self.rows.min(m),
+            self.chunk_rows.min(k),
+            format_bytes(self.device_bytes::<T>((m, k, n)))
+        )
+    }
+}
+
+/// The preferred rows of a band: at most [`CUDA_HOSTED_BAND_ROWS`], and
+/// few enough that every GPU gets [`CUDA_HOSTED_BANDS_PER_GPU`] of them.
 fn band_rows(m: usize, gpus: usize) -> usize {
     m.div_ceil(gpus * CUDA_HOSTED_BANDS_PER_GPU)
         .clamp(1, CUDA_HOSTED_BAND_ROWS)
 }
 
 /// The bands of m rows over `gpus` GPUs, in the order they are taken:
-/// contiguous, covering 0..m once, none longer than [`band_rows`]. Where m
-/// allows, the first and the last `gpus` bands are
-/// [`CUDA_HOSTED_EDGE_BAND_DIVISOR`] times shorter than the ones between,
-/// and those are a multiple of `gpus` in number (GPUs of one speed then
-/// take as many each: one band more on half of them cost 15% at n = 32768
-/// on 4 H200s).
-fn bands(m: usize, gpus: usize) -> Vec<std::ops::Range<usize>> {
-    let full = band_rows(m, gpus);
+/// contiguous, covering 0..m once, none longer than `full`. Where m
+/// allows, the last `gpus` bands are [`CUDA_HOSTED_EDGE_BAND_DIVISOR`]
+/// times shorter than the ones before, so that the GPUs finish together,
+/// and those before are a multiple of `gpus` in number (GPUs of one speed
+/// then take as many each: one band more on half of them cost 15% at
+/// n = 32768 on 4 H200s). The first bands are full: a GPU's first band
+/// multiplies chunk by chunk as B arrives, and the longer it is, the more
+/// of B's loading its products hide.
+fn bands(m: usize, gpus: usize, full: usize) -> Vec<std::ops::Range<usize>> {
     let edge = full / CUDA_HOSTED_EDGE_BAND_DIVISOR;
     let even = |from: usize, to: usize, rows: usize| {
         let len = to - from;
@@ -93,21 +162,11 @@ fn bands(m: usize, gpus: usize) -> Vec<std::ops::Range<usize>> {
             from + part.start..from + part.end
         })
     };
-    if edge == 0 || m < 2 * gpus * edge + gpus * full {
+    if edge == 0 || m < gpus * edge + gpus * full {
         return even(0, m, full).collect();
     }
-    let (head, tail) = (gpus * edge, m - gpus * edge);
-    even(0, head, edge)
-        .chain(even(head, tail, full))
-        .chain(even(tail, m, edge))
-        .collect()
-}
-
-/// Device bytes a GPU needs: B, and two bands each of A and C.
-pub(crate) fn device_bytes<T: Element>((m, k, n): (usize, usize, usize), gpus: usize) -> u128 {
-    let rows = band_rows(m, gpus) as u128;
-    let (k, n) = (k as u128, n as u128);
-    (k * n + 2 * rows * (k + n)) * std::mem::size_of::<T>() as u128
+    let tail = m - gpus * edge;
+    even(0, tail, full).chain(even(tail, m, edge)).collect()
 }
 
 /// Waits for `event` until `deadline`, polling; `gpu` names the device.
@@ -196,13 +255,59 @@ unsafe fn download(
         .map_err(|e| fault(gpu, "a download failed", e))
 }
 
-/// C ← α·A·B + β·C over `gpus`, with m, k, n ≥ 1 and options resolved
-/// to a GPU algorithm (the boundary's). Each GPU must hold
-/// [`device_bytes`].
+/// Queues a copy of `rows` rows of `width` bytes from page-locked host
+/// memory at `(src, src_pitch)` to device memory at `(dst, dst_pitch)`.
+///
+/// # Safety
+/// As [`upload`], for every row of both sides.
+unsafe fn upload_2d(
+    gpu: &Gpu,
+    stream: &CudaStream,
+    (src, src_pitch): (*const std::ffi::c_void, usize),
+    (dst, dst_pitch): (u64, usize),
+    (width, rows): (usize, usize),
+) -> Result<(), Error> {
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        srcHost: src,
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_pitch,
+        WidthInBytes: width,
+        Height: rows,
+    };
+    gpu.bind()?;
+    // SAFETY: the caller's contract covers both ends; the descriptor is
+    // read during the call only.
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }
+        .result()
+        .map_err(|e| fault(gpu, "an upload failed", e))
+}
+
+/// An event with timing, for the products' GPU time.
+fn record_timed(stream: &CudaStream, gpu: &Gpu) -> Result<CudaEvent, Error> {
+    stream
+        .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(|e| fault(gpu, "cannot record an event", e))
+}
+
+/// C ← α·A·B + β·C over `gpus` cut as `cut` says, with m, k, n ≥ 1 and
+/// options resolved to a GPU algorithm (the boundary's). Each GPU must
+/// hold [`Bands::device_bytes`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
     gpus: &[Arc<Gpu>],
     pools: &StagingPools,
+    cut: Bands,
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -214,8 +319,7 @@ pub(crate) fn multiply<T: Element>(
     let start = Instant::now();
     let deadline = start + distributed_patience((m, k, n), gpus.len());
     let elem = std::mem::size_of::<T>();
-    let rows = band_rows(m, gpus.len());
-    let chunk_rows = (CUDA_HOSTED_B_CHUNK_BYTES / (n * elem)).clamp(1, k);
+    let (rows, chunk_rows) = (cut.rows.clamp(1, m), cut.chunk_rows.clamp(1, k));
     let chunks: Vec<(usize, usize)> = (0..k)
         .step_by(chunk_rows)
         .map(|r| (r, chunk_rows.min(k - r)))
@@ -225,7 +329,7 @@ pub(crate) fn multiply<T: Element>(
     // worker reaches it.
     let mut taken: Vec<Mutex<Option<Band<'_, T>>>> = Vec::new();
     let mut rest = c;
-    for range in bands(m, gpus.len()) {
+    for range in bands(m, gpus.len(), rows) {
         let (head, tail) = rest.split_at_row(range.len());
         taken.push(Mutex::new(Some((range.start, head))));
         rest = tail;
@@ -589,14 +693,75 @@ impl<T: Element> Worker<'_, T> {
                 (Ok(share), Ok(staging)) => (share, staging),
             };
             gpu.synchronize().map_err(|e| named(gpu, e))?;
-            share.staging += staging;
+            share.scatter += staging;
             share.finished = self.start.elapsed().as_secs_f64();
             Ok(share)
         })
     }
 
+    /// Stages rows `first..first + rows` and columns `col..col + depth` of
+    /// A, piece by piece through the ring, and queues their uploads on
+    /// `up` into the same place of a band slot of k columns at `dst`
+    /// (a 2-D copy when `depth` < k). Returns the host seconds gathering.
+    #[allow(clippy::too_many_arguments)]
+    fn stage(
+        &self,
+        ring: &mut Ring<'_>,
+        up: &CudaStream,
+        dst: u64,
+        (first, rows): (usize, usize),
+        (col, depth): (usize, usize),
+    ) -> Result<f64, Error> {
+        let gpu = self.gpu;
+        let (k, elem) = (self.a.cols(), std::mem::size_of::<T>());
+        let capacity = ring
+            .buffers
+            .iter()
+            .map(PinnedStaging::bytes)
+            .min()
+            .unwrap_or(0);
+        let per_piece = (capacity / (depth * elem)).max(1);
+        let mut seconds = 0.0;
+        for row in (0..rows).step_by(per_piece) {
+            let take = per_piece.min(rows - row);
+            let i = ring.next(self.deadline, gpu)?;
+            let started = Instant::now();
+            // SAFETY: the buffer's last upload has completed (`next` waited
+            // for it), and it holds `capacity` ≥ take·depth elements' bytes.
+            gather(self.a.submatrix(first + row, col, take, depth), unsafe {
+                ring.buffers[i].as_mut_slice::<T>(take * depth)
+            });
+            seconds += started.elapsed().as_secs_f64();
+            let at = dst + ((row * k + col) * elem) as u64;
+            // SAFETY: page-locked staging of take·depth elements, row-major,
+            // into rows row..row + take and columns col..col + depth of the
+            // slot (k columns, `Bands::device_bytes`), which the product
+            // that last read them has finished with (the caller's stream
+            // wait).
+            unsafe {
+                if depth == k {
+                    upload(gpu, up, ring.buffers[i].ptr(), at, take * k * elem)?
+                } else {
+                    upload_2d(
+                        gpu,
+                        up,
+                        (ring.buffers[i].ptr(), depth * elem),
+                        (at, k * elem),
+                        (depth * elem, take),
+                    )?
+                }
+            };
+            ring.busy[i] = Some(record(up, gpu)?);
+        }
+        Ok(seconds)
+    }
+
     /// The issuing side: stages each band of A it takes, queues its upload
-    /// and product, and hands the band to the drainer.
+    /// and product, and hands the band to the drainer. A GPU's first band
+    /// goes chunk by chunk of B's rows: the columns of A that meet a chunk
+    /// are staged and multiplied as soon as that chunk of B is on the GPU,
+    /// so the product starts after one chunk rather than after the band
+    /// and all of B.
     #[allow(clippy::type_complexity)]
     fn issue<'c>(
         &self,
@@ -621,6 +786,8 @@ impl<T: Element> Worker<'_, T> {
         let mut b_ready = false;
         // Temporaries of fast algorithms, each kept until its product ran.
         let mut backends: Vec<(Arc<CudaEvent>, Vec<_>)> = Vec::new();
+        // Each product's start and end on the GPU.
+        let mut timings: Vec<(CudaEvent, CudaEvent)> = Vec::new();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Err(Error::Interrupted);
@@ -637,38 +804,6 @@ impl<T: Element> Worker<'_, T> {
             let band_rows = c.rows();
             if let Some(event) = &multiplied[slot] {
                 wait_on(up, event, gpu)?;
-            }
-            let staging = Instant::now();
-            for row in (0..band_rows).step_by(per_piece) {
-                let take = per_piece.min(band_rows - row);
-                let i = ring.next(self.deadline, gpu)?;
-                // SAFETY: the buffer's last upload has completed (`next`
-                // waited for it), and it holds per_piece·k elements.
-                gather(self.a.submatrix(first_row + row, 0, take, k), unsafe {
-                    ring.buffers[i].as_mut_slice::<T>(take * k)
-                });
-                // SAFETY: page-locked staging of take·k elements into the
-                // slot's A rows, which the product that last read them has
-                // finished with (the stream waited above).
-                unsafe {
-                    upload(
-                        gpu,
-                        up,
-                        ring.buffers[i].ptr(),
-                        a_dev[slot].ptr + (row * k * elem) as u64,
-                        take * k * elem,
-                    )?
-                };
-                ring.busy[i] = Some(record(up, gpu)?);
-            }
-            share.staging += staging.elapsed().as_secs_f64();
-            let uploaded = record(up, gpu)?;
-            wait_on(&gpu.stream, &uploaded, gpu)?;
-            if count >= 2 {
-                // The drainer has queued the download of the band that last
-                // held this slot's C.
-                let event = freed.recv().map_err(|_| Error::Interrupted)?;
-                wait_on(&gpu.stream, &event, gpu)?;
             }
             let a_op = Operand {
                 ptr: a_dev[slot].ptr,
@@ -689,12 +824,27 @@ impl<T: Element> Worker<'_, T> {
                 chunks.to_vec()
             };
             for (i, &(row, depth)) in parts.iter().enumerate() {
+                share.gather += self.stage(
+                    &mut ring,
+                    up,
+                    a_dev[slot].ptr,
+                    (first_row, band_rows),
+                    (row, depth),
+                )?;
+                let uploaded = record(up, gpu)?;
+                wait_on(&gpu.stream, &uploaded, gpu)?;
+                if i == 0 && count >= 2 {
+                    // The drainer has queued the download of the band that
+                    // last held this slot's C.
+                    let event = freed.recv().map_err(|_| Error::Interrupted)?;
+                    wait_on(&gpu.stream, &event, gpu)?;
+                }
                 if !b_ready {
-                    // The first band: chunk by chunk, as B arrives.
                     let event = inbox.recv().map_err(|_| Error::Interrupted)?;
                     wait_on(&gpu.stream, &event, gpu)?;
                 }
                 let beta = if i == 0 { T::ZERO } else { T::ONE };
+                let started = record_timed(&gpu.stream, gpu)?;
                 issued.extend(
                     crate::cuda::product::issue_resident(
                         gpu,
@@ -707,6 +857,7 @@ impl<T: Element> Worker<'_, T> {
                     )
                     .map_err(|e| named(gpu, e))?,
                 );
+                timings.push((started, record_timed(&gpu.stream, gpu)?));
                 if count == 0 && i == 0 {
                     share.first_band = self.start.elapsed().as_secs_f64();
                 }
@@ -736,6 +887,13 @@ impl<T: Element> Worker<'_, T> {
         ring.settle(self.deadline, gpu)?;
         gpu.synchronize().map_err(|e| named(gpu, e))?;
         drop(backends);
+        for (started, ended) in &timings {
+            share.products += f64::from(
+                started
+                    .elapsed_ms(ended)
+                    .map_err(|e| fault(gpu, "cannot read the event timer", e))?,
+            ) / 1e3;
+        }
         share.bands = count;
         Ok(share)
     }
@@ -821,13 +979,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bands_cover_the_rows_once_in_order_and_are_short_at_both_ends() {
+    fn bands_cover_the_rows_once_in_order_and_are_short_at_the_end() {
         for gpus in 1..=8 {
             for m in [
                 1, 2, 3, 7, 100, 1023, 4096, 5000, 32768, 65535, 65536, 200_003,
             ] {
-                let list = bands(m, gpus);
                 let full = band_rows(m, gpus);
+                let list = bands(m, gpus, full);
                 assert_eq!(list.first().map(|r| r.start), Some(0), "m {m} G {gpus}");
                 assert_eq!(list.last().map(|r| r.end), Some(m), "m {m} G {gpus}");
                 for pair in list.windows(2) {
@@ -838,20 +996,60 @@ mod tests {
                     assert_eq!(list.len() % gpus, 0, "m {m} G {gpus}: {} bands", list.len());
                 }
                 let edge = full / CUDA_HOSTED_EDGE_BAND_DIVISOR;
-                if edge > 0 && m >= 2 * gpus * edge + gpus * full {
-                    let ends = list[..gpus].iter().chain(&list[list.len() - gpus..]);
-                    for r in ends {
+                if edge > 0 && m >= gpus * edge + gpus * full {
+                    for r in &list[list.len() - gpus..] {
                         assert!(r.len() <= edge, "m {m} G {gpus}: edge band {r:?}");
                     }
-                    assert!(list.len() >= 3 * gpus);
+                    // The first bands are full (or as near as an even cut
+                    // of the rows before the edge allows).
+                    for r in &list[..gpus] {
+                        assert!(r.len() > edge, "m {m} G {gpus}: first band {r:?}");
+                    }
+                    assert!(list.len() >= 2 * gpus);
                 }
             }
         }
-        // 65536 rows on 4 GPUs: 4 bands of 1024, 16 of 3584, 4 of 1024.
-        let lens: Vec<usize> = bands(65536, 4).iter().map(|r| r.len()).collect();
-        let mut want = vec![1024; 4];
-        want.extend([3584; 16]);
+        // 65536 rows on 4 GPUs: 16 bands of 3840, 4 of 1024.
+        let lens: Vec<usize> = bands(65536, 4, 4096).iter().map(|r| r.len()).collect();
+        let mut want = vec![3840; 16];
         want.extend([1024; 4]);
         assert_eq!(lens, want);
+        // A smaller cut: 32768 rows on one GPU in bands of 3968.
+        let list = bands(32768, 1, 3968);
+        assert!(list.iter().all(|r| r.len() <= 3968));
+        assert_eq!(list.last().map(|r| r.len()), Some(992));
+    }
+
+    #[test]
+    fn bands_within_a_budget_fit_it_or_are_refused() {
+        let gib = 1u64 << 30;
+        // n = 32768 f32 on one GPU: 6 GiB holds B (4 GiB) and two bands
+        // of 4096 rows of A and C exactly; a little less gets 3968 rows.
+        let shape = (32768, 32768, 32768);
+        let cut = Bands::within::<f32>(shape, 1, 6 * gib).expect("fits");
+        assert_eq!(cut.rows, 4096);
+        assert_eq!(cut.device_bytes::<f32>(shape), u128::from(6 * gib));
+        let cut = Bands::within::<f32>(shape, 1, 6 * gib - 1).expect("fits");
+        assert_eq!(cut.rows, 3968);
+        assert!(cut.device_bytes::<f32>(shape) <= u128::from(6 * gib - 1));
+        // B's chunks: 512 MiB of 32768 f32 columns are 4096 rows.
+        assert_eq!(cut.chunk_rows, 4096);
+        // B alone does not fit 4 GiB; bands below the minimum are refused.
+        assert_eq!(Bands::within::<f32>(shape, 1, 4 * gib), None);
+        let least = (4 * gib) + 2 * 1024 * 65536 * 4;
+        assert_eq!(
+            Bands::within::<f32>(shape, 1, least).map(|c| c.rows),
+            Some(1024)
+        );
+        assert_eq!(Bands::within::<f32>(shape, 1, least - 1), None);
+        // Small products take their preferred bands whenever they fit.
+        for (m, k, n) in [(1, 1, 1), (7, 3, 5), (1100, 900, 1300)] {
+            let preferred = band_rows(m, 2);
+            let need = (k * n + 2 * preferred * (k + n)) * 8;
+            let cut = Bands::within::<f64>((m, k, n), 2, need as u64).expect("fits");
+            assert_eq!(cut.rows, preferred);
+            assert!(cut.chunk_rows >= 1 && cut.chunk_rows <= k);
+            assert_eq!(Bands::within::<f64>((m, k, n), 2, need as u64 - 1), None);
+        }
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod distributed;
 pub(crate) mod emulated;
 pub(crate) mod fused;
 pub(crate) mod gemm;
+pub(crate) mod host_copy;
 pub(crate) mod hosted;
 pub(crate) mod memory;
 pub(crate) mod out_of_core;

@@ -253,13 +253,19 @@ pub(crate) const CUDA_HOSTED_BAND_ROWS: usize = 4096;
 /// take more of them.
 pub(crate) const CUDA_HOSTED_BANDS_PER_GPU: usize = 4;
 
-/// The first and the last band each GPU takes are this many times
-/// shorter than the others: the first product waits only for a short
-/// band of A to be staged, and the product's tail (the last band's C
-/// copied out through host staging) is short too. At n = 65536 on 4 H200s
-/// the full first band started its product 175 ms in, and the last band's
-/// copy-out took about 0.1 s after the GPUs were done.
+/// The last band each GPU takes is this many times shorter than the
+/// others, so that the product's tail (the last band's C copied out
+/// through host staging) is short and the GPUs finish together: at
+/// n = 65536 on 4 H200s the last full band's copy-out took about 0.1 s
+/// after the GPUs were done. (The first bands are full: they multiply
+/// chunk by chunk as B and their A arrive.)
 pub(crate) const CUDA_HOSTED_EDGE_BAND_DIVISOR: usize = 4;
+
+/// Bands of fewer rows than this (where the budget allows no more) run
+/// slower than the tiled out-of-core plan: a band's product has to hide
+/// its share of B's loading, which takes a band of about
+/// 2·(FLOP/s)/(host bytes/s) rows (3600 at 53 TFLOPS and 29 GB/s).
+pub(crate) const CUDA_HOSTED_MIN_BAND_ROWS: usize = 1024;
 
 /// B goes to the GPUs in row chunks of about this many bytes: a GPU's
 /// first band multiplies chunk by chunk as they arrive.

@@ -7,6 +7,11 @@
 //! ([`pipeline`]). A, B and C stay where the caller has them — in memory,
 //! or mapped from files — and are never copied whole.
 //!
+//! Where B fits with room for two bands each of A and C, a classical
+//! product takes the host-resident pipeline of [`hosted`] on a team of
+//! one instead: B crosses once, in chunks that the first band multiplies
+//! as they arrive, and A and C cross once each ([`Route`]).
+//!
 //! Each tile's product C_ij ← α·A_i·B_j is any GPU algorithm: a classical
 //! one (cuBLAS, `cuda-fast`, `cuda-tiled`, `cuda-naive`) or Strassen or
 //! Winograd over one, whose temporaries for the largest tile come off the
@@ -16,12 +21,14 @@
 pub(crate) mod pipeline;
 pub(crate) mod plan;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) use plan::{Plan, Resident};
 
 use crate::cuda::device::Gpu;
 use crate::cuda::gemm::{ClassicalGemm, Operand};
+use crate::cuda::hosted::{self, Bands, StagingPools};
 use crate::cuda::strassen::CudaBackend;
 use crate::cuda::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TILE};
 use crate::element::Element;
@@ -163,15 +170,51 @@ fn workspace_bytes<T: Element>(
     (elements * std::mem::size_of::<T>()) as u64
 }
 
-/// The plan `multiply` would follow for an m×k×n product of T, the budget
-/// it was made in, and the options each tile runs with. A fast
-/// algorithm's temporaries for the largest tile come off the budget first.
+/// How an out-of-core product on one GPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// B resident, bands of A and C through two buffers each: the
+    /// host-resident pipeline on a team of one. Classical algorithms,
+    /// where B and two bands fit.
+    Bands(Bands),
+    /// Tiles of C, panels of A and B ([`Plan`]).
+    Tiles(Plan),
+}
+
+impl Route {
+    /// A line for reports.
+    pub fn describe<T: Element>(&self, shape: (usize, usize, usize)) -> String {
+        match self {
+            Route::Bands(cut) => cut.describe::<T>(shape),
+            Route::Tiles(plan) => plan.describe(),
+        }
+    }
+
+    /// (rows, depth, columns) of its largest product.
+    pub fn product_shape(&self, (m, k, n): (usize, usize, usize)) -> (usize, usize, usize) {
+        match self {
+            Route::Bands(cut) => (cut.rows.min(m), k, n),
+            Route::Tiles(plan) => (plan.tile_rows, plan.depth, plan.tile_cols),
+        }
+    }
+}
+
+/// The route `multiply` would follow for an m×k×n product of T, the
+/// budget it was made in, and the options each product runs with. A fast
+/// algorithm's temporaries for the largest tile come off the budget
+/// first.
 pub(crate) fn plan_for<T: Element>(
     gpu: &Gpu,
     shape: (usize, usize, usize),
     opts: &GemmOptions,
-) -> Result<(Plan, u64, GemmOptions), Error> {
+) -> Result<(Route, u64, GemmOptions), Error> {
     let budget = budget(gpu, opts)?;
+    let classical = Scheme::of(opts.algorithm).is_none() && opts.algorithm != Algorithm::Emulated;
+    if classical {
+        if let Some(cut) = Bands::within::<T>(shape, 1, budget) {
+            return Ok((Route::Bands(cut), budget, *opts));
+        }
+    }
     let tile_opts = tile_options::<T>(gpu, shape, budget, opts);
     let temporaries = match Scheme::of(opts.algorithm) {
         Some(scheme) => {
@@ -199,7 +242,7 @@ pub(crate) fn plan_for<T: Element>(
         budget - temporaries,
         CUDA_OUT_OF_CORE_TILE,
     )?;
-    Ok((plan, budget, tile_opts))
+    Ok((Route::Tiles(plan), budget, tile_opts))
 }
 
 /// The product each tile runs: a classical GPU algorithm, or Strassen or
@@ -263,11 +306,14 @@ impl<'g, T: Element> TileProduct<'g, T> {
     }
 }
 
-/// C ← α·A·B + β·C on the GPU in tiles, within the [`budget`], for host
-/// matrices of any size (β = 0 never reads C). The caller checks shapes;
-/// m, k and n are at least 1.
+/// C ← α·A·B + β·C on the GPU within the [`budget`], for host matrices
+/// of any size (β = 0 never reads C), by the [`Route`] of [`plan_for`];
+/// `pools` keeps the page-locked staging of the bands route between
+/// products. The caller checks shapes; m, k and n are at least 1.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
-    gpu: &Gpu,
+    gpu: &Arc<Gpu>,
+    pools: &StagingPools,
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -275,8 +321,58 @@ pub(crate) fn multiply<T: Element>(
     c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
-    let (plan, _, tile_opts) = plan_for::<T>(gpu, (a.rows(), a.cols(), b.cols()), opts)?;
-    multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts)
+    let shape = (a.rows(), a.cols(), b.cols());
+    match plan_for::<T>(gpu, shape, opts)? {
+        (Route::Tiles(plan), _, tile_opts) => {
+            multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts)
+        }
+        (Route::Bands(cut), _, opts) => {
+            multiply_in_bands(gpu, pools, cut, alpha, a, b, beta, c, &opts)
+        }
+    }
+}
+
+/// [`multiply`] by the bands route with a given cut: for tests with small
+/// bands and chunks.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn multiply_in_bands<T: Element>(
+    gpu: &Arc<Gpu>,
+    pools: &StagingPools,
+    cut: Bands,
+    alpha: T,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    beta: T,
+    c: MatMut<'_, T>,
+    opts: &GemmOptions,
+) -> Result<Report, Error> {
+    check_options(opts)?;
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    if b.rows() != k || c.shape() != (m, n) {
+        return Err(Error::DimensionMismatch {
+            a: a.shape(),
+            b: b.shape(),
+        });
+    }
+    let done = hosted::multiply(
+        std::slice::from_ref(gpu),
+        pools,
+        cut,
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+        opts,
+    )?;
+    let share = done.shares.first().copied().unwrap_or_default();
+    Ok(Report {
+        upload_bytes: done.upload_bytes,
+        download_bytes: done.download_bytes,
+        seconds: done.seconds,
+        products_seconds: share.products,
+        staging_seconds: (share.gather, share.scatter),
+    })
 }
 
 /// [`multiply`] by a given plan (checked against the operands): for
