@@ -292,8 +292,8 @@ impl Context {
     }
 
     /// `opts` resolved ([`Context::resolve`]), and `auto` decided for
-    /// this shape: on a GPU the emulated product for floats past its
-    /// measured crossover ([`crate::emulation::auto_emulates`]); else
+    /// this shape: on a GPU the emulated product past its measured
+    /// crossovers ([`crate::emulation::auto_emulates`]); else
     /// Winograd where its measured crossover gives it a level
     /// (the rule under which it is the faster: see `STRASSEN_AUTO_*` and
     /// the tuning file), else the device's classical product. Winograd's

@@ -255,7 +255,9 @@ pub enum Algorithm {
     /// f32/f64 products from exact integer ones (Ozaki scheme II): INT8
     /// products of residues, certified per element against the classical
     /// bound, uncertified elements recomputed natively. On a GPU the INT8
-    /// tensor cores; on the CPU the reference twin (slow).
+    /// tensor cores; on the CPU the reference twin (slow). i32 and i64:
+    /// exact (wrapping) products of their balanced byte digits, the same
+    /// INT8 products.
     Emulated,
 }
 
@@ -391,7 +393,7 @@ pub const ALGORITHMS: &[AlgorithmInfo] = &[
     AlgorithmInfo {
         algorithm: Algorithm::Emulated,
         name: "emulated",
-        summary: "f32/f64 from exact INT8 residue products (Ozaki scheme II), certified within the classical bound; INT8 tensor cores on a GPU, the slow reference twin on the CPU",
+        summary: "f32/f64 from exact INT8 residue products (Ozaki scheme II), certified within the classical bound; i32/i64 exact from INT8 products of their bytes; INT8 tensor cores on a GPU, the slow reference twin on the CPU",
         uses_tile: false,
         uses_threads: false,
         on_cpu: true,
@@ -472,10 +474,10 @@ impl Algorithm {
         Algorithm::all().filter(move |a| a.runs_on(kind))
     }
 
-    /// Whether it multiplies elements of `dtype`: cuBLAS and `emulated`
-    /// take floats only (integers are exact natively).
+    /// Whether it multiplies elements of `dtype`: cuBLAS takes floats only
+    /// (it has no integer GEMM).
     pub fn supports(self, dtype: crate::element::DType) -> bool {
-        !(dtype.is_integer() && matches!(self, Algorithm::Cublas | Algorithm::Emulated))
+        !(dtype.is_integer() && self == Algorithm::Cublas)
     }
 
     /// Every algorithm but `auto` that runs on devices of `kind` and

@@ -189,8 +189,14 @@ pub(crate) fn on_cpu<T: Element>(
                 }
             }
         }
+        (None, Algorithm::Emulated) if T::DTYPE.is_integer() => {
+            let digits = std::mem::size_of::<T>();
+            format!(
+                "byte planes reference: {digits} balanced digits, {} INT8 products in scalar loops",
+                crate::emulation::bytes::products_per_slice(digits)
+            )
+        }
         (None, Algorithm::Emulated) => {
-            crate::emulation::check_type::<T>()?;
             "Ozaki scheme II reference: INT8 residue products in scalar loops".to_string()
         }
         (None, _) => "scalar".to_string(),
@@ -378,8 +384,15 @@ mod gpu {
             Algorithm::Cublas if T::DTYPE == DType::F64 => {
                 format!("cuBLAS dgemm {} {memory}", gpu.arch())
             }
+            Algorithm::Emulated if T::DTYPE.is_integer() => {
+                let digits = std::mem::size_of::<T>();
+                format!(
+                    "byte planes: {digits} balanced digits, {} INT8 tensor-core products (cuBLAS) + combine kernel {} {memory}",
+                    crate::emulation::bytes::products_per_slice(digits),
+                    gpu.arch()
+                )
+            }
             Algorithm::Emulated => {
-                crate::emulation::check_type::<T>()?;
                 format!(
                     "Ozaki scheme II: INT8 tensor cores (cuBLAS) + CRT kernels {} {memory}",
                     gpu.arch()

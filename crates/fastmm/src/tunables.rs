@@ -325,6 +325,22 @@ pub const EMULATION_AUTO_MIN_DIM_F32: usize = 8192;
 /// but only 1.09× at 8192³ (within the noise of a shared machine).
 pub const EMULATION_AUTO_MIN_DIM_F64: usize = 16384;
 
+/// `auto` on a GPU picks `emulated` (INT8 products of byte planes) for
+/// i32 where m and n are at least this (and k at least
+/// [`EMULATION_AUTO_MIN_K_INT`]): on the lent H200 it ran 1.35×
+/// `cuda-fast` at 1024³, 1.79× at 2048³, 2.04× at 8192×1024×8192 and
+/// 5.21× at 16384³.
+pub const EMULATION_AUTO_MIN_DIM_I32: usize = 1024;
+
+/// As [`EMULATION_AUTO_MIN_DIM_I32`] for i64: 0.99× `cuda-fast` at 1024³
+/// (36 INT8 products against its 64-bit multiply-adds), 2.40× at 2048³,
+/// 2.38× at 8192×1024×8192 and 5.65× at 16384³.
+pub const EMULATION_AUTO_MIN_DIM_I64: usize = 2048;
+
+/// The least k at which `auto` gives integers to `emulated`: the
+/// shallowest measured depth at which it won (1024).
+pub const EMULATION_AUTO_MIN_K_INT: usize = 1024;
+
 /// The share (numerator, denominator) of a node's available memory that
 /// its MPI ranks plan to use for their pieces and buffers, leaving the
 /// rest to the OS and to other allocations made while the product runs.

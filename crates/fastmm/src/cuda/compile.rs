@@ -56,12 +56,15 @@ pub enum KernelSource {
     /// certificate, CRT accumulation and fix-ups
     /// ([`KernelSource::EMULATED_ENTRIES`]; tile unused, 0).
     Emulated,
+    /// `bytes.cu`: the integer `emulated` product's byte planes and their
+    /// combination ([`KernelSource::BYTES_ENTRIES`]; tile unused, 0).
+    Bytes,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
     #[cfg(any(test, feature = "dev"))]
-    pub const ALL: [KernelSource; 12] = [
+    pub const ALL: [KernelSource; 13] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -74,6 +77,7 @@ impl KernelSource {
         KernelSource::FastMma,
         KernelSource::Fused,
         KernelSource::Emulated,
+        KernelSource::Bytes,
     ];
 
     /// The entry points of `emulated.cu`.
@@ -85,6 +89,9 @@ impl KernelSource {
         "emu_accumulate",
         "emu_fixup",
     ];
+
+    /// The entry points of `bytes.cu`.
+    pub const BYTES_ENTRIES: [&'static str; 2] = ["bytes_split", "bytes_combine"];
 
     /// The second entry point of `fast_stream.cu`: adds the pieces of the
     /// tiles that stream-K split.
@@ -109,6 +116,7 @@ impl KernelSource {
             KernelSource::Convert => dtype == DType::F32,
             KernelSource::FastMma | KernelSource::FastMbar => dtype == DType::F64,
             KernelSource::Emulated => !dtype.is_integer(),
+            KernelSource::Bytes => dtype.is_integer(),
             _ => true,
         }
     }
@@ -129,7 +137,7 @@ impl KernelSource {
                 vec![CUDA_COMBINE_ROWS_PER_BLOCK]
             }
             KernelSource::Convert => vec![0, 1],
-            KernelSource::Emulated => vec![0],
+            KernelSource::Emulated | KernelSource::Bytes => vec![0],
             KernelSource::FastMma => vec![CUDA_MMA_STAGES],
             KernelSource::FastMbar => vec![MBAR_MICRO_TILE.0],
             _ => simt_micro_tiles(dtype).to_vec(),
@@ -200,6 +208,7 @@ impl KernelSource {
                 include_str!("kernels/fused.cu")
             ),
             KernelSource::Emulated => include_str!("kernels/emulated.cu"),
+            KernelSource::Bytes => include_str!("kernels/bytes.cu"),
         }
     }
 
@@ -217,6 +226,7 @@ impl KernelSource {
             KernelSource::FastMma => "gemm_fast_mma",
             KernelSource::Fused => "gemm_fused",
             KernelSource::Emulated => "emu_accumulate",
+            KernelSource::Bytes => "bytes_combine",
         }
     }
 
@@ -234,6 +244,7 @@ impl KernelSource {
             | KernelSource::Fused => "TM",
             KernelSource::FastMma => "STAGES",
             KernelSource::Emulated => "EMU_TILE",
+            KernelSource::Bytes => "BYTES_TILE",
         }
     }
 }
@@ -524,7 +535,7 @@ mod tests {
                     &[crate::cuda::tunables::CUDA_COMBINE_ROWS_PER_BLOCK]
                 }
                 KernelSource::Convert => &[0, 1],
-                KernelSource::Emulated => &[0],
+                KernelSource::Emulated | KernelSource::Bytes => &[0],
                 // Every TM of some type; each type builds its own.
                 source if source.is_simt() => &[4, 8, 16],
                 KernelSource::FastMma => &[2, 3],
@@ -561,6 +572,14 @@ mod tests {
                         );
                         if source == KernelSource::Emulated {
                             for entry in KernelSource::EMULATED_ENTRIES {
+                                assert!(
+                                    text.contains(&format!(".entry {entry}")),
+                                    "{dtype}: no {entry} in the PTX"
+                                );
+                            }
+                        }
+                        if source == KernelSource::Bytes {
+                            for entry in KernelSource::BYTES_ENTRIES {
                                 assert!(
                                     text.contains(&format!(".entry {entry}")),
                                     "{dtype}: no {entry} in the PTX"

@@ -48,7 +48,7 @@ use crate::tunables::EMULATION_K_CHUNK;
 const PAD: usize = 16;
 
 /// The most rows one launch covers (a grid's y extent).
-const MAX_GRID_Y: usize = 65535;
+pub(crate) const MAX_GRID_Y: usize = 65535;
 
 /// `emulated.cu`'s kernels for one element type, and what its products
 /// did since the tally was last taken.
@@ -82,7 +82,7 @@ fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
 /// Room for `len` values that the kernels or cuBLAS write in full before
 /// anything reads them (so no memset: at n = 16384 the INT32 planes alone
 /// are gigabytes).
-fn alloc_written<V: cudarc::driver::DeviceRepr>(
+pub(crate) fn alloc_written<V: cudarc::driver::DeviceRepr>(
     gpu: &Gpu,
     len: usize,
     what: &str,
@@ -96,17 +96,17 @@ fn alloc_written<V: cudarc::driver::DeviceRepr>(
 
 /// Events at the boundaries of the phases on the GPU's stream: the time
 /// from one mark to the next is the earlier mark's phase.
-struct Clock {
+pub(crate) struct Clock {
     marks: Vec<(Phase, CudaEvent)>,
 }
 
 impl Clock {
-    fn new() -> Clock {
+    pub(crate) fn new() -> Clock {
         Clock { marks: Vec::new() }
     }
 
     /// Starts `phase` at this point of the stream.
-    fn mark(&mut self, gpu: &Gpu, phase: Phase) -> Result<(), Error> {
+    pub(crate) fn mark(&mut self, gpu: &Gpu, phase: Phase) -> Result<(), Error> {
         let event = gpu
             .stream
             .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
@@ -116,7 +116,7 @@ impl Clock {
     }
 
     /// Ends the last phase and waits for it; each phase's time in µs.
-    fn finish(mut self, gpu: &Gpu) -> Result<[u64; Phase::COUNT], Error> {
+    pub(crate) fn finish(mut self, gpu: &Gpu) -> Result<[u64; Phase::COUNT], Error> {
         self.mark(gpu, Phase::Accumulate)?;
         let (_, last) = self.marks.last().expect("a mark was just recorded");
         last.synchronize()
@@ -134,11 +134,11 @@ impl Clock {
     }
 }
 
-fn ptr<V>(gpu: &Gpu, s: &CudaSlice<V>) -> CUdeviceptr {
+pub(crate) fn ptr<V>(gpu: &Gpu, s: &CudaSlice<V>) -> CUdeviceptr {
     s.device_ptr(&gpu.stream).0
 }
 
-fn launch_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+pub(crate) fn launch_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
     move |e| cuda_err(&format!("emulated product: {what} launch failed"), e)
 }
 
@@ -168,7 +168,7 @@ fn int8_product(
 /// As [`int8_product`] over columns p0..p1 of the depth only, added to C
 /// where `accumulate` (p0 and p1 multiples of 4).
 #[allow(clippy::too_many_arguments)]
-fn int8_product_part(
+pub(crate) fn int8_product_part(
     gpu: &Gpu,
     (rows, n, kp, np): (usize, usize, usize, usize),
     (p0, p1): (usize, usize),
@@ -251,7 +251,7 @@ fn int8_tile(
 impl EmulatedGemm {
     /// The kernels for T (f32 or f64), compiled or fetched.
     pub fn resolve<T: Element>(gpu: &Gpu) -> Result<EmulatedGemm, Error> {
-        crate::emulation::check_type::<T>()?;
+        crate::emulation::check_float::<T>()?;
         let key = KernelKey {
             source: KernelSource::Emulated,
             dtype: T::DTYPE,

@@ -11,6 +11,7 @@
 //! libnvrtc and libcublas at run time, so the binary builds and runs on
 //! machines without CUDA and reports what is missing when a GPU is asked for.
 
+pub(crate) mod bytes;
 pub(crate) mod caps;
 pub(crate) mod compile;
 pub(crate) mod device;

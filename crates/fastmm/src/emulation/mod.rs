@@ -19,9 +19,13 @@
 //! 4. **Reconstruction**: Garner's mixed radix with balanced digits gives
 //!    the exact integer Σ_p a′_ip·b′_pj (|·| < M/2 with M = Π m_l), which
 //!    is rounded once and scaled back by 2^{E_i+F_j+2−2b}.
+//!
+//! Integers (i32, i64) need no scaling or certificate: their wrapping
+//! products are exact sums of INT8 products of their bytes ([`bytes`]).
 
 use serde::Serialize;
 
+pub mod bytes;
 pub mod certify;
 pub mod moduli;
 pub mod reference;
@@ -31,16 +35,16 @@ pub use certify::Route;
 pub use moduli::{moduli_for, modulus, symmetric_residue, Garner, MODULI};
 pub use reference::gemm_reference;
 
-/// The `emulated` algorithm takes f32 and f64: integers are exact
-/// natively.
+/// Ozaki scheme II takes f32 and f64; the `emulated` algorithm gives
+/// integers to the byte planes of [`bytes`].
 ///
 /// # Errors
 /// [`crate::Error::Unsupported`] for integer types.
-pub fn check_type<T: crate::element::Element>() -> Result<(), crate::error::Error> {
+pub fn check_float<T: crate::element::Element>() -> Result<(), crate::error::Error> {
     if T::DTYPE.is_integer() {
         return Err(crate::error::Error::Unsupported {
-            algorithm: "emulated",
-            what: format!("{} (integers are exact natively)", T::DTYPE),
+            algorithm: "emulated (Ozaki scheme II)",
+            what: format!("{} (integers take the byte planes)", T::DTYPE),
         });
     }
     Ok(())
@@ -48,17 +52,22 @@ pub fn check_type<T: crate::element::Element>() -> Result<(), crate::error::Erro
 
 /// Whether `auto` on a GPU takes the emulated product for this type and
 /// shape: floats whose every dimension reaches the measured crossover
-/// (`EMULATION_AUTO_MIN_DIM_*`). Its accuracy is certified per product,
-/// so the rule only has to be about speed.
+/// (`EMULATION_AUTO_MIN_DIM_*`), integers whose m and n reach theirs and
+/// whose k reaches [`crate::tunables::EMULATION_AUTO_MIN_K_INT`]. Floats'
+/// accuracy is certified per product and integers are exact, so the rule
+/// only has to be about speed.
 pub fn auto_emulates(dtype: crate::element::DType, (m, k, n): (usize, usize, usize)) -> bool {
     use crate::element::DType;
-    use crate::tunables::{EMULATION_AUTO_MIN_DIM_F32, EMULATION_AUTO_MIN_DIM_F64};
-    let least = match dtype {
-        DType::F32 => EMULATION_AUTO_MIN_DIM_F32,
-        DType::F64 => EMULATION_AUTO_MIN_DIM_F64,
-        DType::I32 | DType::I64 => return false,
+    use crate::tunables::{
+        EMULATION_AUTO_MIN_DIM_F32, EMULATION_AUTO_MIN_DIM_F64, EMULATION_AUTO_MIN_DIM_I32,
+        EMULATION_AUTO_MIN_DIM_I64, EMULATION_AUTO_MIN_K_INT,
     };
-    m.min(k).min(n) >= least
+    match dtype {
+        DType::F32 => m.min(k).min(n) >= EMULATION_AUTO_MIN_DIM_F32,
+        DType::F64 => m.min(k).min(n) >= EMULATION_AUTO_MIN_DIM_F64,
+        DType::I32 => m.min(n) >= EMULATION_AUTO_MIN_DIM_I32 && k >= EMULATION_AUTO_MIN_K_INT,
+        DType::I64 => m.min(n) >= EMULATION_AUTO_MIN_DIM_I64 && k >= EMULATION_AUTO_MIN_K_INT,
+    }
 }
 
 /// What the emulated products of one call did, summed over its pieces
@@ -191,12 +200,18 @@ mod auto_tests {
     use crate::element::DType;
 
     #[test]
-    fn auto_emulates_floats_past_the_measured_crossover_only() {
+    fn auto_emulates_past_the_measured_crossovers_only() {
         assert!(auto_emulates(DType::F32, (8192, 8192, 8192)));
         assert!(!auto_emulates(DType::F32, (8192, 1024, 8192)));
         assert!(!auto_emulates(DType::F64, (8192, 8192, 8192)));
         assert!(auto_emulates(DType::F64, (16384, 16384, 20000)));
-        assert!(!auto_emulates(DType::I32, (16384, 16384, 16384)));
-        assert!(!auto_emulates(DType::I64, (16384, 16384, 16384)));
+        // Integers: i32 from 1024 (1.35× cuda-fast on an H200), i64 from
+        // m, n ≥ 2048 (0.99× at 1024³, 2.38× at 8192×1024×8192).
+        assert!(auto_emulates(DType::I32, (1024, 1024, 1024)));
+        assert!(!auto_emulates(DType::I32, (1023, 4096, 4096)));
+        assert!(!auto_emulates(DType::I32, (4096, 512, 4096)));
+        assert!(auto_emulates(DType::I64, (8192, 1024, 8192)));
+        assert!(!auto_emulates(DType::I64, (1024, 1024, 1024)));
+        assert!(auto_emulates(DType::I64, (16384, 16384, 16384)));
     }
 }

@@ -74,7 +74,10 @@ pub fn gemm_reference<T: Element>(
             got: c.shape(),
         });
     }
-    super::check_type::<T>()?;
+    if T::DTYPE.is_integer() {
+        return super::bytes::gemm_bytes(alpha, a, b, beta, c);
+    }
+    super::check_float::<T>()?;
     let mut tally = Tally::default();
     if m == 0 || n == 0 {
         return Ok(tally);
@@ -377,11 +380,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.as_slice(), &[2.0; 4]);
-        let i = Matrix::<i32>::zeros(2, 2);
-        let mut ci = Matrix::<i32>::zeros(2, 2);
-        assert!(matches!(
-            gemm_reference(1, i.as_ref(), i.as_ref(), 0, ci.as_mut()),
-            Err(Error::Unsupported { .. })
-        ));
+        // Integers take the byte planes: exact, wrapping.
+        let i = Matrix::<i32>::from_fn(2, 2, |r, c| [[i32::MAX, 3], [-7, i32::MIN]][r][c]);
+        let mut ci = Matrix::<i32>::filled(2, 2, 5);
+        gemm_reference(1, i.as_ref(), i.as_ref(), 1, ci.as_mut()).unwrap();
+        let want = |r: usize, c: usize| {
+            (0..2)
+                .fold(0i32, |s, l| {
+                    s.wrapping_add(i.get(r, l).wrapping_mul(i.get(l, c)))
+                })
+                .wrapping_add(5)
+        };
+        for (r, c) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            assert_eq!(ci.get(r, c), want(r, c));
+        }
     }
 }

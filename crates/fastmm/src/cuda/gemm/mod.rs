@@ -123,6 +123,8 @@ pub(crate) enum ClassicalGemm {
     Cublas(GpuPrecision),
     /// Ozaki scheme II on the INT8 tensor cores (f32 and f64).
     Emulated(std::sync::Arc<crate::cuda::emulated::EmulatedGemm>),
+    /// `emulated` on i32 and i64: INT8 products of byte planes.
+    Bytes(std::sync::Arc<crate::cuda::bytes::BytesGemm>),
 }
 
 /// A kernel of `kernels/`: each block computes a `block` = (rows, columns)
@@ -249,6 +251,9 @@ impl ClassicalGemm {
                     combine,
                 })
             }
+            Algorithm::Emulated if T::DTYPE.is_integer() => Ok(ClassicalGemm::Bytes(
+                std::sync::Arc::new(crate::cuda::bytes::BytesGemm::resolve::<T>(gpu)?),
+            )),
             Algorithm::Emulated => Ok(ClassicalGemm::Emulated(std::sync::Arc::new(
                 crate::cuda::emulated::EmulatedGemm::resolve::<T>(gpu)?,
             ))),
@@ -298,6 +303,7 @@ impl ClassicalGemm {
                 cublas::gemm(gpu, *precision, dims, alpha, a, b, beta, c)
             }
             ClassicalGemm::Emulated(emulated) => emulated.run(gpu, (m, k, n), alpha, a, b, beta, c),
+            ClassicalGemm::Bytes(bytes) => bytes.run(gpu, (m, k, n), alpha, a, b, beta, c),
         }
     }
 
@@ -306,6 +312,7 @@ impl ClassicalGemm {
     pub fn take_emulation_tally(&self) -> Option<crate::emulation::Tally> {
         match self {
             ClassicalGemm::Emulated(emulated) => Some(emulated.take_tally()),
+            ClassicalGemm::Bytes(bytes) => Some(bytes.take_tally()),
             _ => None,
         }
     }
