@@ -53,7 +53,7 @@ pub fn check_float<T: crate::element::Element>() -> Result<(), crate::error::Err
 /// Whether `auto` on a GPU takes the emulated product for this type and
 /// shape: floats whose every dimension reaches the measured crossover
 /// (`EMULATION_AUTO_MIN_DIM_*`), integers whose m and n reach theirs and
-/// whose k reaches [`crate::tunables::EMULATION_AUTO_MIN_K_INT`]. Floats'
+/// whose k reaches `EMULATION_AUTO_MIN_K_INT`. Floats'
 /// accuracy is certified per product and integers are exact, so the rule
 /// only has to be about speed.
 pub fn auto_emulates(dtype: crate::element::DType, (m, k, n): (usize, usize, usize)) -> bool {
