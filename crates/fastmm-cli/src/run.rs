@@ -83,6 +83,11 @@ pub struct RunArgs {
     /// of each node's available memory over its ranks.
     #[arg(long, value_name = "BYTES", requires = "distributed")]
     pub(crate) memory_per_rank: Option<String>,
+    /// With --distributed: strassen and winograd run their levels across
+    /// the ranks (CAPS) where m and k are multiples of P·2^levels and the
+    /// temporaries fit, instead of in each rank's local product.
+    #[arg(long, requires = "distributed")]
+    pub(crate) strassen_across: bool,
 }
 
 /// `run`'s arguments parsed from a command line (without the program and
@@ -196,7 +201,7 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
         .as_deref()
         .map(crate::common::parse_bytes)
         .transpose()?;
-    let mut cluster = fastmm::Cluster::init()?;
+    let mut cluster = fastmm::Cluster::init()?.with_strassen_across(args.strassen_across);
     if let Some(bytes) = memory {
         cluster = cluster.with_memory_per_rank(bytes);
     }
@@ -285,17 +290,31 @@ fn run_on_cluster<T: Element>(
         return Ok(None);
     };
     corrupt_if_asked(args, &mut c);
+    // The local products' Strassen levels (a classical distribution), or
+    // those run across the ranks (CAPS).
     let growth = fastmm::Context::cpu()
         .plan::<T>((p.m, p.k, p.n), true, &opts)
-        .map_or(1.0, |plan| plan.error_growth);
+        .map_or(1.0, |plan| plan.error_growth)
+        .max(report.error_growth);
     let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
     let (pm, pn, pk) = report.grid;
-    let kernel = format!(
-        "distributed {pm}×{pn}×{pk} over {} ranks; {} words received per rank, {}",
-        report.processors,
-        report.words_per_processor,
-        bound_text(report.bound_ratio())
-    );
+    let kernel = if report.levels_across > 0 {
+        format!(
+            "{} across {} ranks (CAPS): {} levels, rows in chunks; {} words received per rank, {} of a classical product",
+            target.algorithm,
+            report.processors,
+            report.levels_across,
+            report.words_per_processor,
+            bound_text(report.bound_ratio())
+        )
+    } else {
+        format!(
+            "distributed {pm}×{pn}×{pk} over {} ranks; {} words received per rank, {}",
+            report.processors,
+            report.words_per_processor,
+            bound_text(report.bound_ratio())
+        )
+    };
     let device = format!("mpi:{}", report.processors);
     let record = team_record::<T>(args, p, device, label, times, verdict, kernel, None);
     Ok(Some(Record {

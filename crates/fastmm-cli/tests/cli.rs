@@ -32,8 +32,9 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
     let records: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
     let records = records.as_array().expect("a JSON array");
-    // emulated multiplies floats only.
-    assert_eq!(records.len(), 8 * 2 + 7 * 2);
+    // 8 CPU algorithms × 4 types (emulated takes integers through byte
+    // planes).
+    assert_eq!(records.len(), 8 * 4);
     for field in [
         "algorithm",
         "device",
@@ -62,12 +63,9 @@ fn json_has_a_verified_record_per_algorithm_and_dtype() {
             .filter(|r| r["dtype"] == dtype)
             .map(|r| r["algorithm"].as_str().unwrap())
             .collect();
-        let mut want = vec![
-            "naive", "ikj", "tiled", "parallel", "packed", "strassen", "winograd",
+        let want = vec![
+            "naive", "ikj", "tiled", "parallel", "packed", "strassen", "winograd", "emulated",
         ];
-        if dtype.starts_with('f') {
-            want.push("emulated");
-        }
         assert_eq!(algos, want, "{dtype}");
     }
     let parallel = records
@@ -1303,18 +1301,19 @@ fn multiply_out_of_core_blocks_c_within_the_budget() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `emulated` runs on the CPU (its reference twin) for floats, reports its
-/// route in the kernel column, and refuses integers with a one-line error.
+/// `emulated` runs on the CPU (its reference twins) for floats and
+/// integers and reports its route in the kernel column; integers are
+/// exact.
 #[test]
-fn emulated_reports_its_route_and_refuses_integers() {
+fn emulated_reports_its_route_for_floats_and_integers() {
     let out = fastmm(&[
-        "run", "-m", "37", "-k", "211", "-n", "19", "--algo", "emulated", "--dtype", "f32,f64",
+        "run", "-m", "37", "-k", "211", "-n", "19", "--algo", "emulated", "--dtype", "all",
         "--json", "--reps", "1",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let records = records.as_array().unwrap();
-    assert_eq!(records.len(), 2);
+    assert_eq!(records.len(), 4);
     for r in records {
         assert_eq!(r["ok"], true);
         let kernel = r["kernel"].as_str().unwrap();
@@ -1322,22 +1321,11 @@ fn emulated_reports_its_route_and_refuses_integers() {
             kernel.contains("moduli") && kernel.contains("bits"),
             "{kernel}"
         );
+        if r["dtype"] == "i32" || r["dtype"] == "i64" {
+            assert!(kernel.starts_with("byte planes"), "{kernel}");
+            assert_eq!(r["rel_error"], 0.0, "{r}");
+        } else {
+            assert!(kernel.starts_with("Ozaki"), "{kernel}");
+        }
     }
-    let out = fastmm(&["run", "-s", "8", "--algo", "emulated", "--dtype", "i64"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("integers are exact natively"),
-        "{}",
-        stderr(&out)
-    );
-    // Mixed with integers, those rows are left out with a note.
-    let out = fastmm(&[
-        "run", "-s", "8", "--algo", "emulated", "--dtype", "f64,i32", "--reps", "1",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("note: skipped emulated i32"),
-        "{}",
-        stderr(&out)
-    );
 }

@@ -6,7 +6,10 @@
 //! name; a rank killed mid-product ends the job within 30 s, named; the
 //! grid fits the memory per rank, and a product no grid fits is refused;
 //! `multiply --distributed` writes C whole from every rank's blocks (f64
-//! and exact i64, k = 0 too), and a failed job leaves no file.
+//! and exact i64, k = 0 too), and a failed job leaves no file; Strassen
+//! and Winograd across 2, 3 and 4 ranks (CAPS) where the shape aligns,
+//! exact for integers, within the per-level bound for floats, with the
+//! words CAPS moves, and the classical distribution where it does not.
 #![cfg(feature = "mpi")]
 
 use std::process::{Command, Output};
@@ -79,6 +82,104 @@ fn the_shape_matrix_on_three_ranks() {
             }
         }
     }
+}
+
+/// Strassen and Winograd across the ranks (`--strassen-across`): every
+/// type exact or within
+/// the bound grown by the levels run, the words (7/4)^L·k·n·(P−1)/P
+/// received by every rank; an unaligned shape takes the classical
+/// distribution (with Strassen locally).
+#[test]
+fn strassen_across_two_three_and_four_ranks() {
+    for (ranks, (m, k, n), threshold) in [
+        (2, (64, 64, 64), "16"),
+        (3, (96, 48, 40), "12"),
+        (4, (64, 32, 17), "8"),
+        (3, (97, 89, 101), "16"),
+    ] {
+        let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
+        let out = mpirun(
+            ranks,
+            &[
+                "run",
+                "--distributed",
+                "-m",
+                &ms,
+                "-k",
+                &ks,
+                "-n",
+                &ns,
+                "--algo",
+                "strassen,winograd",
+                "--strassen-across",
+                "--threshold",
+                threshold,
+                "--dtype",
+                "all",
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+                "--json",
+            ],
+        );
+        let records = records(&out);
+        assert_eq!(records.len(), 8, "2 algorithms × 4 types for {m}×{k}×{n}");
+        for r in &records {
+            assert_eq!(r["ok"], true, "{r}");
+            if r["dtype"] == "i32" || r["dtype"] == "i64" {
+                assert_eq!(r["rel_error"], 0.0, "{r}");
+            }
+            let kernel = r["kernel"].as_str().expect("a kernel column");
+            if m % 97 == 0 {
+                assert!(kernel.starts_with("distributed"), "{kernel}");
+                continue;
+            }
+            let levels: u32 = kernel
+                .split("(CAPS): ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|l| l.parse().ok())
+                .unwrap_or_else(|| panic!("no CAPS levels in {kernel}"));
+            assert!(levels >= 1, "{kernel}");
+            let p = ranks as f64;
+            let words = 1.75f64.powi(levels as i32) * (k * n) as f64 * (p - 1.0) / p;
+            let got = r["comm_words"].as_f64().expect("words reported");
+            if n % (1 << levels) == 0 {
+                assert_eq!(got, words, "{kernel}");
+            } else {
+                // An odd n peels a column at some level: its classical
+                // products gather their thin blocks of B too.
+                assert!(got > words, "{kernel}");
+            }
+        }
+    }
+    // Not asked for: the classical distribution, Strassen locally.
+    let out = mpirun(
+        2,
+        &[
+            "run",
+            "--distributed",
+            "-s",
+            "64",
+            "--algo",
+            "strassen",
+            "--threshold",
+            "16",
+            "--dtype",
+            "i64",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+    );
+    let records = records(&out);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["ok"], true);
+    let kernel = records[0]["kernel"].as_str().expect("a kernel column");
+    assert!(kernel.starts_with("distributed"), "{kernel}");
 }
 
 #[test]

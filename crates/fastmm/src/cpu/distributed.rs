@@ -230,33 +230,45 @@ mod tests {
 /// communicate: each processor gathers the product's block of B and
 /// multiplies its rows of A by it.
 pub(crate) mod caps {
-    use std::collections::HashMap;
-
+    use crate::cpu::strassen::backend::CpuBackend;
     use crate::element::Element;
     use crate::error::Error;
-    use crate::matrix::{MatMut, MatRef};
+    use crate::matrix::{MatMut, MatRef, Matrix};
     use crate::options::{GemmOptions, Variant};
     use crate::strassen::across::{self, RowChunks};
-    use crate::strassen::backend::{Backend, Block, Store};
+    use crate::strassen::backend::{Backend, Block};
     use crate::strassen::{engine, Scheme};
 
-    /// A store of one processor: its rows, row-major, and their stride.
-    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-    enum Key {
-        A,
-        B,
-        C,
-        Temp(usize),
+    /// How a process sees every processor's rows of a block of B: the
+    /// processors it holds give theirs, and it gets every processor's
+    /// back, by processor (an all-gather). One process standing in for
+    /// them all has them already ([`Local`]); an MPI rank exchanges them
+    /// with the others.
+    pub(crate) trait Exchange<T> {
+        /// Every processor's rows, given those of the processors held, in
+        /// the order [`Cyclic`] holds them.
+        fn all_gather(&mut self, mine: Vec<Vec<T>>) -> Result<Vec<Vec<T>>, Error>;
     }
 
-    /// The processors' stores, the words each received, and the options
-    /// of the classical products.
-    struct Cyclic<'o, T> {
+    /// The exchange of a process that holds every processor.
+    pub(crate) struct Local;
+
+    impl<T> Exchange<T> for Local {
+        fn all_gather(&mut self, mine: Vec<Vec<T>>) -> Result<Vec<Vec<T>>, Error> {
+            Ok(mine)
+        }
+    }
+
+    /// The processors this process holds, each its local rows of A, B, C
+    /// and the temporaries as a CPU Strassen backend (whose sums and
+    /// products run on local blocks), the words each received, and the
+    /// options of the classical products.
+    struct Cyclic<'a, T: Element, X> {
         layout: RowChunks,
-        stores: Vec<HashMap<Key, Vec<T>>>,
-        ld: [usize; 3],
+        locals: Vec<CpuBackend<'a, T>>,
         words: Vec<u128>,
-        opts: &'o GemmOptions,
+        base: GemmOptions,
+        exchange: X,
     }
 
     fn unaligned(what: String) -> Error {
@@ -266,10 +278,9 @@ pub(crate) mod caps {
         }
     }
 
-    impl<T: Element> Cyclic<'_, T> {
-        /// (store, first element, local rows, row stride) of `block` on
-        /// every processor.
-        fn local(&self, block: &Block) -> Result<(Key, usize, usize, usize), Error> {
+    impl<T: Element, X> Cyclic<'_, T, X> {
+        /// `block` in every processor's local rows, checked aligned.
+        fn local(&self, block: Block) -> Result<Block, Error> {
             let whole = self.layout.parts * self.layout.chunk;
             if !block.row.is_multiple_of(whole) || !block.rows.is_multiple_of(whole) {
                 return Err(unaligned(format!(
@@ -277,95 +288,70 @@ pub(crate) mod caps {
                     block.row, block.rows
                 )));
             }
-            let (key, ld) = match block.store {
-                Store::A => (Key::A, self.ld[0]),
-                Store::B => (Key::B, self.ld[1]),
-                Store::C => (Key::C, self.ld[2]),
-                Store::Temp { id, ld } => (Key::Temp(id), ld),
-            };
-            let local = self.layout.local(*block);
-            Ok((key, local.row * ld + local.col, local.rows, ld))
-        }
-
-        /// Processor `q`'s rows of `block`, row-major.
-        fn read(&self, q: usize, block: &Block) -> Result<Vec<T>, Error> {
-            let (key, at, rows, ld) = self.local(block)?;
-            let data = &self.stores[q][&key];
-            Ok((0..rows)
-                .flat_map(|i| data[at + i * ld..][..block.cols].iter().copied())
-                .collect())
+            Ok(self.layout.local(block))
         }
     }
 
-    impl<T: Element> Backend<T> for Cyclic<'_, T> {
+    impl<T: Element, X: Exchange<T>> Backend<T> for Cyclic<'_, T, X> {
         fn allocate(&mut self, capacities: &[usize]) -> Result<(), Error> {
-            for stores in &mut self.stores {
-                for (id, &capacity) in capacities.iter().enumerate() {
-                    // A temporary of R·ld elements, R a multiple of P (its
-                    // blocks are aligned, or refused before any access),
-                    // holds R/P local rows.
-                    stores.insert(
-                        Key::Temp(id),
-                        vec![T::ZERO; capacity.div_ceil(self.layout.parts)],
-                    );
-                }
+            // A temporary of R·ld elements, R a multiple of P (its blocks
+            // are aligned, or refused before any access), holds R/P local
+            // rows.
+            let local: Vec<usize> = capacities
+                .iter()
+                .map(|c| c.div_ceil(self.layout.parts))
+                .collect();
+            for backend in &mut self.locals {
+                backend.allocate(&local)?;
             }
             Ok(())
         }
 
         fn gemm(&mut self, alpha: T, a: Block, b: Block, beta: T, c: Block) -> Result<(), Error> {
             let p = self.layout.parts;
+            let (la, lb, lc) = (self.local(a)?, self.local(b)?, self.local(c)?);
             // B's block gathered in global row order.
-            let (b_key, _, _, b_ld) = self.local(&b)?;
-            let mut whole = vec![T::ZERO; b.rows * b.cols];
+            let mine = self
+                .locals
+                .iter_mut()
+                .map(|backend| {
+                    // SAFETY: only read here; nothing writes during the copy.
+                    let view = unsafe { backend.read(lb) };
+                    Matrix::try_from_view(view).map(Matrix::into_vec)
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            let parts = self.exchange.all_gather(mine)?;
+            let mut whole = Vec::with_capacity(b.rows * b.cols);
             for r in 0..b.rows {
                 let (q, local) = self.layout.place(b.row + r);
-                let src = &self.stores[q][&b_key][local * b_ld + b.col..][..b.cols];
-                whole[r * b.cols..][..b.cols].copy_from_slice(src);
+                whole.extend_from_slice(&parts[q][(local - lb.row) * b.cols..][..b.cols]);
             }
             let right = MatRef::from_slice(&whole, b.rows, b.cols)?;
-            let (a_key, a_at, rows, a_ld) = self.local(&a)?;
-            let (c_key, c_at, _, c_ld) = self.local(&c)?;
-            for q in 0..p {
-                self.words[q] += ((b.rows - b.rows / p) * b.cols) as u128;
-                let left_data = self.stores[q][&a_key].clone();
-                let left = MatRef::from_slice_strided(&left_data[a_at..], rows, a.cols, a_ld, 1)?;
-                let out = self.stores[q].get_mut(&c_key).expect("allocated");
-                let dst = MatMut::from_slice_strided(&mut out[c_at..], rows, c.cols, c_ld, 1)?;
-                crate::cpu::multiply(alpha, left, right, beta, dst, self.opts)?;
+            for (h, backend) in self.locals.iter_mut().enumerate() {
+                self.words[h] += ((b.rows - b.rows / p) * b.cols) as u128;
+                // SAFETY: the engine never lets a product's destination
+                // overlap its operands, and runs one step at a time.
+                let (left, dst) = unsafe { (backend.read(la), backend.write(lc)) };
+                crate::cpu::multiply(alpha, left, right, beta, dst, &self.base)?;
             }
             Ok(())
         }
 
         fn combine(&mut self, keep: T, dst: Block, terms: &[(T, Block)]) -> Result<(), Error> {
-            for q in 0..self.layout.parts {
-                let sources: Vec<(T, Vec<T>)> = terms
-                    .iter()
-                    .map(|(w, block)| Ok((*w, self.read(q, block)?)))
-                    .collect::<Result<_, Error>>()?;
-                let (key, at, rows, ld) = self.local(&dst)?;
-                let out = self.stores[q].get_mut(&key).expect("allocated");
-                for i in 0..rows {
-                    for j in 0..dst.cols {
-                        let x = &mut out[at + i * ld + j];
-                        let mut v = if keep == T::ZERO {
-                            T::ZERO
-                        } else {
-                            keep.mul(*x)
-                        };
-                        for (w, src) in &sources {
-                            v = v.add(w.mul(src[i * dst.cols + j]));
-                        }
-                        *x = v;
-                    }
-                }
+            let dst = self.local(dst)?;
+            let terms = terms
+                .iter()
+                .map(|&(w, t)| Ok((w, self.local(t)?)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            for backend in &mut self.locals {
+                backend.combine(keep, dst, &terms)?;
             }
             Ok(())
         }
     }
 
     /// Processor q's rows of `m` in `layout`, row-major.
-    fn rows_of<T: Element>(m: MatRef<'_, T>, q: usize, layout: &RowChunks) -> Vec<T> {
+    pub(crate) fn rows_of<T: Element>(m: MatRef<'_, T>, q: usize, layout: &RowChunks) -> Vec<T> {
         let mut local = Vec::with_capacity(layout.local_rows(m.rows(), q) * m.cols());
         for (first, _, rows) in layout.chunks_of(m.rows(), q) {
             for i in first..first + rows {
@@ -375,12 +361,97 @@ pub(crate) mod caps {
         local
     }
 
+    /// The recursion across `parts` processors for C ← α·A·B + β·C with
+    /// `opts.algorithm` (Strassen or Winograd): its plan, and the layout
+    /// that aligns every block it names with the levels and temporaries,
+    /// the same on every process.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a classical algorithm, or where no row
+    /// chunking aligns the recursion (m and k multiples of parts·2^levels
+    /// at least, no odd size peeled).
+    pub(crate) fn layout<T: Element>(
+        parts: usize,
+        (m, k, n): (usize, usize, usize),
+        beta_is_zero: bool,
+        opts: &GemmOptions,
+    ) -> Result<(engine::Plan, across::Recursion), Error> {
+        let scheme = Scheme::of(opts.algorithm).ok_or_else(|| Error::Unsupported {
+            algorithm: opts.algorithm.name(),
+            what: "a fast recursion across processors (Strassen or Winograd only)".into(),
+        })?;
+        let plan = crate::strassen::plan(
+            scheme,
+            Variant::Temporaries,
+            super::super::strassen::crossover(opts, T::DTYPE),
+            T::DTYPE,
+            opts,
+            0,
+        );
+        let recursion = across::recursion::<T>(plan, parts, beta_is_zero, (m, k, n))
+            .ok_or_else(|| {
+                unaligned(format!(
+                    "{m}×{k}×{n} on {parts} processors: no row chunking aligns every block of the recursion (m and k must be multiples of {parts}·2^levels, with no odd size peeled)"
+                ))
+            })?;
+        Ok((plan, recursion))
+    }
+
+    /// The recursion of [`layout`] run by the processors `held` (their
+    /// rows of A, B and C given in that order, row-major, as [`rows_of`]
+    /// makes them), the other processors' rows of B's blocks obtained
+    /// through `exchange`; the classical products below run `base`.
+    /// Returns the held processors' rows of C, the words each received,
+    /// and the levels run.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub(crate) fn run_held<T: Element, X: Exchange<T>>(
+        (plan, layout): (engine::Plan, RowChunks),
+        held: Vec<usize>,
+        mut rows: Vec<[Vec<T>; 3]>,
+        (m, k, n): (usize, usize, usize),
+        alpha: T,
+        beta: T,
+        base: &GemmOptions,
+        exchange: X,
+    ) -> Result<(Vec<Vec<T>>, Vec<u128>, usize), Error> {
+        let stores = base.sum_stores.unwrap_or_default();
+        let locals = held
+            .iter()
+            .zip(rows.iter_mut())
+            .map(|(&q, [a, b, c])| {
+                Ok(CpuBackend::new(
+                    MatRef::from_slice(a, layout.local_rows(m, q), k)?,
+                    MatRef::from_slice(b, layout.local_rows(k, q), n)?,
+                    MatMut::from_slice(c, layout.local_rows(m, q), n)?,
+                    *base,
+                    stores,
+                ))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let mut backend = Cyclic {
+            layout,
+            words: vec![0; locals.len()],
+            locals,
+            base: *base,
+            exchange,
+        };
+        let report = engine::run(&mut backend, plan, alpha, beta, (m, k, n))?;
+        let words = std::mem::take(&mut backend.words);
+        // The local backends borrow the rows: done with them.
+        drop(backend);
+        Ok((
+            rows.into_iter().map(|[_, _, c]| c).collect(),
+            words,
+            report.levels,
+        ))
+    }
+
     /// C ← α·A·B + β·C with `opts.algorithm` (Strassen or Winograd) across
     /// `parts` simulated processors, the classical products below running
     /// `base`; returns the words each received and the levels run. m, k,
     /// n ≥ 1, and some row chunking must align every block the recursion
-    /// names ([`across::recursion`]; m and k multiples of parts·2^levels at
-    /// least): otherwise [`Error::Unsupported`] before C is touched.
+    /// names ([`layout`]): otherwise [`Error::Unsupported`] before C is
+    /// touched.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn multiply<T: Element>(
         parts: usize,
@@ -392,44 +463,29 @@ pub(crate) mod caps {
         opts: &GemmOptions,
         base: &GemmOptions,
     ) -> Result<(Vec<u128>, usize), Error> {
-        let scheme = Scheme::of(opts.algorithm).ok_or_else(|| Error::Unsupported {
-            algorithm: opts.algorithm.name(),
-            what: "a fast recursion across processors (Strassen or Winograd only)".into(),
-        })?;
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
-        let plan = crate::strassen::plan(
-            scheme,
-            Variant::Temporaries,
-            super::super::strassen::crossover(opts, T::DTYPE),
-            T::DTYPE,
-            opts,
-            0,
-        );
-        let layout = across::recursion::<T>(plan, parts, beta == T::ZERO, (m, k, n))
-            .ok_or_else(|| {
-                unaligned(format!(
-                    "{m}×{k}×{n} on {parts} processors: no row chunking aligns every block of the recursion (m and k must be multiples of {parts}·2^levels, with no odd size peeled)"
-                ))
-            })?
-            .layout;
-        let mut backend = Cyclic {
-            layout,
-            stores: (0..parts)
-                .map(|q| {
-                    HashMap::from([
-                        (Key::A, rows_of(a, q, &layout)),
-                        (Key::B, rows_of(b, q, &layout)),
-                        (Key::C, rows_of(c.rb(), q, &layout)),
-                    ])
-                })
-                .collect(),
-            ld: [k, n, n],
-            words: vec![0; parts],
-            opts: base,
-        };
-        let report = engine::run(&mut backend, plan, alpha, beta, (m, k, n))?;
-        for q in 0..parts {
-            let local = &backend.stores[q][&Key::C];
+        let (plan, recursion) = layout::<T>(parts, (m, k, n), beta == T::ZERO, opts)?;
+        let layout = recursion.layout;
+        let rows = (0..parts)
+            .map(|q| {
+                [
+                    rows_of(a, q, &layout),
+                    rows_of(b, q, &layout),
+                    rows_of(c.rb(), q, &layout),
+                ]
+            })
+            .collect();
+        let (locals, words, levels) = run_held(
+            (plan, layout),
+            (0..parts).collect(),
+            rows,
+            (m, k, n),
+            alpha,
+            beta,
+            base,
+            Local,
+        )?;
+        for (q, local) in locals.iter().enumerate() {
             for (first, at, rows) in layout.chunks_of(m, q) {
                 for i in 0..rows {
                     for j in 0..n {
@@ -438,7 +494,7 @@ pub(crate) mod caps {
                 }
             }
         }
-        Ok((backend.words, report.levels))
+        Ok((words, levels))
     }
 
     #[cfg(test)]

@@ -123,7 +123,7 @@ impl<'a, T: Element> CpuBackend<'a, T> {
     ///
     /// # Safety
     /// Nothing writes the block while the view lives.
-    unsafe fn read(&mut self, block: Block) -> MatRef<'a, T> {
+    pub(crate) unsafe fn read(&mut self, block: Block) -> MatRef<'a, T> {
         let raw = self.raw(block);
         // SAFETY: the block lies inside A, B, C or a temporary (the engine
         // builds every block from the operands' shapes and the dry run's
@@ -144,7 +144,7 @@ impl<'a, T: Element> CpuBackend<'a, T> {
     /// # Safety
     /// Nothing else reads or writes the block while the view lives, and the
     /// block is of C or of a temporary.
-    unsafe fn write(&mut self, block: Block) -> MatMut<'a, T> {
+    pub(crate) unsafe fn write(&mut self, block: Block) -> MatMut<'a, T> {
         debug_assert!(!matches!(block.store, Store::A | Store::B));
         let raw = self.raw(block);
         // SAFETY: as in `read`; C's view was checked injective when it was

@@ -1,0 +1,164 @@
+//! Strassen and Winograd across the ranks: CAPS's depth-first steps
+//! (Ballard, Demmel, Holtz, Lipshitz, Schwartz, SPAA 2012) with the
+//! classical product below them — the recursion and its backend written
+//! once ([`crate::cpu::distributed::caps`]), each rank holding one
+//! processor's rows and exchanging the leaves' blocks of B by MPI
+//! all-gathers.
+//!
+//! Every matrix of the recursion is spread by rows in chunks over the
+//! ranks, so the levels' sums are local; each leaf product gathers its
+//! block of B on every rank and multiplies the rank's rows of A by it.
+//! Each rank runs 7^L products of (h/P)×h×h for leaves of height h, and
+//! receives (7/4)^L·k·n·(P−1)/P words over the L levels.
+//!
+//! Only depth-first steps are taken: a breadth-first step hands the 7
+//! products to 7 groups of ranks, which needs P to be a multiple of 7.
+
+use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+
+use super::{as_bytes, as_bytes_mut, Cluster, ClusterReport};
+use crate::cpu::distributed::caps::{self, Exchange};
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::{MatRef, Matrix};
+use crate::options::GemmOptions;
+use crate::strassen::Scheme;
+
+/// C on rank 0 (`None` elsewhere) and the report.
+type Product<T> = (Option<Matrix<T>>, ClusterReport);
+
+/// The all-gather of the rows of a leaf's block of B over every rank.
+struct AllGather<'w> {
+    world: &'w mpi::topology::SimpleCommunicator,
+}
+
+impl<T: Element> Exchange<T> for AllGather<'_> {
+    fn all_gather(&mut self, mine: Vec<Vec<T>>) -> Result<Vec<Vec<T>>, Error> {
+        let mine = mine.into_iter().next().unwrap_or_default();
+        let parts = self.world.size() as usize;
+        let len = mine.len();
+        let mut all = vec![T::ZERO; len * parts];
+        // Aligned blocks give every rank as many rows: equal counts.
+        self.world
+            .all_gather_into(as_bytes(&mine), as_bytes_mut(&mut all));
+        Ok(all
+            .chunks(len.max(1))
+            .take(parts)
+            .map(<[T]>::to_vec)
+            .collect())
+    }
+}
+
+impl Cluster {
+    /// C = A·B by Strassen or Winograd across the ranks, with A and B
+    /// given whole on every rank; `None`, touching nothing, where not
+    /// asked for ([`Cluster::with_strassen_across`]) or where the
+    /// recursion does not apply (a classical algorithm, no level, blocks
+    /// no row chunking aligns) or its rows and temporaries do not fit the
+    /// memory per rank. C comes back whole on rank 0.
+    pub(super) fn matmul_across<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<Option<Product<T>>, Error> {
+        let Some(scheme) = Scheme::of(opts.algorithm) else {
+            return Ok(None);
+        };
+        if !self.strassen_across {
+            return Ok(None);
+        }
+        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        let parts = self.size();
+        if parts < 2 {
+            return Ok(None);
+        }
+        let Ok((plan, recursion)) = caps::layout::<T>(parts, (m, k, n), true, opts) else {
+            return Ok(None);
+        };
+        if recursion.levels == 0 {
+            return Ok(None);
+        }
+        let layout = recursion.layout;
+        // Rows of A, B and C, the temporaries' share, and the largest
+        // gathered block of B with its parts.
+        let me = self.rank();
+        let local = |rows: usize, cols: usize| (layout.local_rows(rows, me) * cols) as u128;
+        let temporaries: u128 = recursion
+            .capacities
+            .iter()
+            .map(|&c| c.div_ceil(parts) as u128)
+            .sum();
+        let need = local(m, k)
+            + local(k, n)
+            + local(m, n)
+            + temporaries
+            + 2 * recursion.largest_gather as u128;
+        if self.memory_words::<T>().is_some_and(|words| need > words) {
+            return Ok(None);
+        }
+        let rows = vec![[
+            caps::rows_of(a, me, &layout),
+            caps::rows_of(b, me, &layout),
+            vec![T::ZERO; layout.local_rows(m, me) * n],
+        ]];
+        let base = GemmOptions {
+            algorithm: crate::options::Algorithm::Packed,
+            ..*opts
+        };
+        self.world.barrier();
+        let start = std::time::Instant::now();
+        let (mut c_rows, words, levels) = caps::run_held(
+            (plan, layout),
+            vec![me],
+            rows,
+            (m, k, n),
+            T::ONE,
+            T::ZERO,
+            &base,
+            AllGather { world: &self.world },
+        )?;
+        let mine_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (compute_ms, most, total) = self.timing_and_words(mine_ms, words[0] as u64);
+        let mine = c_rows.pop().unwrap_or_default();
+        let c = if me == 0 {
+            let mut c = Matrix::try_zeros(m, n)?;
+            for q in 0..parts {
+                let data = if q == 0 {
+                    mine.clone()
+                } else {
+                    let mut data = vec![T::ZERO; layout.local_rows(m, q) * n];
+                    self.world
+                        .process_at_rank(q as i32)
+                        .receive_into(as_bytes_mut(&mut data));
+                    data
+                };
+                for (first, at, height) in layout.chunks_of(m, q) {
+                    for i in 0..height {
+                        for j in 0..n {
+                            c.set(first + i, j, data[(at + i) * n + j]);
+                        }
+                    }
+                }
+            }
+            Some(c)
+        } else {
+            self.world.process_at_rank(0).send(as_bytes(&mine));
+            None
+        };
+        let classical = self.plan::<T>((m, k, n)).ok();
+        Ok(Some((
+            c,
+            ClusterReport {
+                grid: (parts, 1, 1),
+                processors: parts,
+                compute_ms,
+                words_per_processor: u128::from(most),
+                total_words: u128::from(total),
+                lower_bound: classical.map_or(0.0, |p| p.lower_bound),
+                levels_across: levels,
+                error_growth: scheme.error_growth(levels),
+            },
+        )))
+    }
+}
