@@ -419,6 +419,15 @@ impl Devices {
     }
 }
 
+/// A rank's failure, `fastmm: rank R of P failed: …`, on stderr in one
+/// write: the ranks of a job share the terminal or pipe, and a line
+/// written in pieces interleaves with theirs.
+pub fn rank_failed(rank: usize, size: usize, e: &dyn std::fmt::Display) {
+    use std::io::Write as _;
+    let line = format!("fastmm: rank {rank} of {size} failed: {e}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// Bytes from "4096", "512K", "64M", "8G" or "1T" (powers of 1024; a
 /// trailing "B" or "iB" is allowed).
 pub fn parse_bytes(text: &str) -> Result<u64> {

@@ -707,11 +707,7 @@ fn distributed(args: &MultiplyArgs) -> Result<Outcome> {
             Ok(Outcome::AllCorrect)
         }
         Err(e) => {
-            eprintln!(
-                "fastmm: rank {} of {} failed: {e}",
-                cluster.rank(),
-                cluster.size()
-            );
+            crate::common::rank_failed(cluster.rank(), cluster.size(), &e);
             cluster.abort(1)
         }
     }

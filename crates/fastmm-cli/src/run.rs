@@ -72,7 +72,8 @@ pub struct RunArgs {
     pub(crate) progress: bool,
     /// Under `mpirun -np P`: each product distributed over the P ranks in
     /// the planner's layout (every rank makes the same inputs and keeps
-    /// its pieces; the algorithm is each rank's local product), C
+    /// its pieces; the algorithm is each rank's local product, on its
+    /// node's GPU r mod G with `--device cuda` or a GPU algorithm), C
     /// collected and verified on rank 0, which prints. Needs a build with
     /// the `mpi` feature.
     #[arg(long)]
@@ -201,18 +202,25 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
         .as_deref()
         .map(crate::common::parse_bytes)
         .transpose()?;
-    let mut cluster = fastmm::Cluster::init()?.with_strassen_across(args.strassen_across);
+    // Every target on a GPU (`--device cuda`, or GPU algorithms): every
+    // rank's local products on its own GPU. Otherwise only the GPU
+    // algorithms' products go there.
+    let gpus = args
+        .options
+        .targets(&args.algo)?
+        .iter()
+        .all(|t| matches!(t.device, fastmm::Device::Cuda(_)));
+    let mut cluster = fastmm::Cluster::init()?
+        .with_strassen_across(args.strassen_across)
+        .with_local_gpus(gpus);
     if let Some(bytes) = memory {
         cluster = cluster.with_memory_per_rank(bytes);
     }
     match run_ranks(args, &cluster) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
-            eprintln!(
-                "fastmm: rank {} of {} failed: {e:#}",
-                cluster.rank(),
-                cluster.size()
-            );
+            let text = format!("{e:#}");
+            crate::common::rank_failed(cluster.rank(), cluster.size(), &text);
             cluster.abort(1)
         }
     }
@@ -309,8 +317,13 @@ fn run_on_cluster<T: Element>(
         )
     } else {
         format!(
-            "distributed {pm}×{pn}×{pk} over {} ranks; {} words received per rank, {}",
+            "distributed {pm}×{pn}×{pk} over {} ranks{}; {} words received per rank, {}",
             report.processors,
+            if report.local_gpus {
+                ", local products on each rank's GPU"
+            } else {
+                ""
+            },
             report.words_per_processor,
             bound_text(report.bound_ratio())
         )

@@ -9,7 +9,8 @@
 //! and exact i64, k = 0 too), and a failed job leaves no file; Strassen
 //! and Winograd across 2, 3 and 4 ranks (CAPS) where the shape aligns,
 //! exact for integers, within the per-level bound for floats, with the
-//! words CAPS moves, and the classical distribution where it does not.
+//! words CAPS moves, and the classical distribution where it does not;
+//! GPU local products refused by name on ranks without a GPU.
 #![cfg(feature = "mpi")]
 
 use std::process::{Command, Output};
@@ -423,6 +424,38 @@ fn the_grid_fits_the_memory_per_rank_and_a_product_none_fits_is_refused() {
         stderr.contains("8×24×32 product on 4 processors needs 496 words"),
         "{stderr}"
     );
+}
+
+/// A GPU algorithm's local products run on each rank's GPU; ranks
+/// without one (this machine) fail at once, each naming itself, rather
+/// than leaving the others waiting.
+#[test]
+fn gpu_local_products_on_ranks_without_gpus_fail_naming_the_ranks() {
+    let out = mpirun(
+        2,
+        &[
+            "run",
+            "--distributed",
+            "--algo",
+            "cublas",
+            "-s",
+            "8",
+            "--reps",
+            "1",
+        ],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.contains("CUDA") {
+        // A machine with a GPU would run it: nothing to check here.
+        return;
+    }
+    for rank in 0..2 {
+        assert!(
+            stderr.contains(&format!("rank {rank} of 2 failed")),
+            "{stderr}"
+        );
+    }
 }
 
 /// A fresh directory for one test's files.

@@ -158,6 +158,7 @@ impl Cluster {
                 lower_bound: classical.map_or(0.0, |p| p.lower_bound),
                 levels_across: levels,
                 error_growth: scheme.error_growth(levels),
+                local_gpus: false,
             },
         )))
     }

@@ -41,13 +41,14 @@ use mpi::traits::{CommunicatorCollectives, Destination, Root, Source};
 use mpi::Threading;
 use serde::Serialize;
 
+use crate::context::Context;
 use crate::cpu::distributed::Stores;
 use crate::distributed::planner::{self, Plan};
 use crate::distributed::schedule::{self, Op, Region, Schedule};
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatRef, Matrix};
-use crate::options::GemmOptions;
+use crate::options::{Device, DeviceKind, GemmOptions};
 use crate::tunables::{CLUSTER_MEMORY_FRACTION, CLUSTER_PROGRESS_POLL};
 
 /// One broadcast of a step on this rank: its group's communicator, the
@@ -64,6 +65,12 @@ pub struct Cluster {
     // Strassen and Winograd run their levels across the ranks (CAPS)
     // where the shape allows, rather than in each rank's local products.
     strassen_across: bool,
+    // Local products on the rank's GPU even for algorithms the CPU runs.
+    local_gpus: bool,
+    // The rank's index among the ranks of its node, which picks its GPU.
+    node_rank: usize,
+    // The rank's GPU, opened at its first GPU product.
+    gpu: std::sync::Mutex<Option<Context>>,
     // Finalises MPI when the cluster is dropped (after `world`).
     _universe: Universe,
 }
@@ -97,6 +104,8 @@ pub struct ClusterReport {
     /// The factor by which those levels may raise the classical error
     /// bound (1 for none).
     pub error_growth: f64,
+    /// Whether the local products ran on the ranks' GPUs.
+    pub local_gpus: bool,
 }
 
 impl ClusterReport {
@@ -112,6 +121,7 @@ impl ClusterReport {
             lower_bound: 0.0,
             levels_across: 0,
             error_growth: 1.0,
+            local_gpus: false,
         }
     }
 
@@ -142,10 +152,15 @@ impl Cluster {
                 what: format!("an MPI without funnelled threads ({threading:?})"),
             });
         }
+        let world = universe.world();
+        let node_rank = world.split_shared(world.rank()).rank() as usize;
         Ok(Cluster {
-            world: universe.world(),
+            world,
             memory_per_rank: None,
             strassen_across: false,
+            local_gpus: false,
+            node_rank,
+            gpu: std::sync::Mutex::new(None),
             _universe: universe,
         })
     }
@@ -168,6 +183,43 @@ impl Cluster {
     pub fn with_strassen_across(mut self, on: bool) -> Cluster {
         self.strassen_across = on;
         self
+    }
+
+    /// The same cluster, every local product on the rank's GPU (GPU
+    /// r mod G of its node for the node's r-th rank, G GPUs), whatever the
+    /// algorithm; without it only the GPU algorithms (`cublas`,
+    /// `cuda-fast`, …) run there. The pieces stay in host memory: each
+    /// step's product copies them in and C back (out of core where they
+    /// exceed the GPU). Every rank must give the same value.
+    pub fn with_local_gpus(mut self, on: bool) -> Cluster {
+        self.local_gpus = on;
+        self
+    }
+
+    /// The rank's GPU where `opts` runs its local products there (asked
+    /// for, or an algorithm the CPU does not run), opened once.
+    fn local_gpu(&self, opts: &GemmOptions) -> Result<Option<Context>, Error> {
+        if !self.local_gpus && opts.algorithm.runs_on(DeviceKind::Cpu) {
+            return Ok(None);
+        }
+        let mut slot = self.gpu.lock().expect("GPU lock");
+        if let Some(ctx) = slot.as_ref() {
+            return Ok(Some(ctx.clone()));
+        }
+        #[cfg(feature = "cuda")]
+        let count = crate::cuda::device::device_count()?;
+        #[cfg(not(feature = "cuda"))]
+        let count = 0;
+        if count == 0 {
+            return Err(Error::CudaUnavailable(format!(
+                "rank {} runs {} on its GPU, and its node has none",
+                self.rank(),
+                opts.algorithm
+            )));
+        }
+        let ctx = Context::open(Device::Cuda(self.node_rank % count))?;
+        *slot = Some(ctx.clone());
+        Ok(Some(ctx))
     }
 
     /// Words of T every rank may hold, collectively: the least over the
@@ -277,6 +329,8 @@ impl Cluster {
             piece(a, &schedule.a.pieces[me])?,
             piece(b, &schedule.b.pieces[me])?,
         )?;
+        let gpu = self.local_gpu(opts)?;
+        let gpu = &gpu;
         let comms = self.communicators(&schedule);
         let words: u128 = schedule
             .in_order()
@@ -316,8 +370,16 @@ impl Cluster {
                         accumulate,
                     } = op
                     {
-                        if *rank == me {
-                            stores.gemm((a, b, c), *accumulate, opts)?;
+                        if *rank != me {
+                            continue;
+                        }
+                        match &gpu {
+                            Some(ctx) => {
+                                stores.gemm_with((a, b, c), *accumulate, |a, b, beta, c| {
+                                    ctx.gemm(T::ONE, a, b, beta, c, opts)
+                                })?
+                            }
+                            None => stores.gemm((a, b, c), *accumulate, opts)?,
                         }
                     }
                 }
@@ -363,6 +425,7 @@ impl Cluster {
                 lower_bound: plan.lower_bound,
                 levels_across: 0,
                 error_growth: 1.0,
+                local_gpus: gpu.is_some(),
             },
         ))
     }

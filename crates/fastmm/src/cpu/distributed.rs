@@ -67,9 +67,22 @@ impl<T: Element> Stores<T> {
     /// c ← a·b (+ c when accumulating), on the CPU with `opts`.
     pub fn gemm(
         &mut self,
-        (a, b, c): (&Region, &Region, &Region),
+        regions: (&Region, &Region, &Region),
         accumulate: bool,
         opts: &GemmOptions,
+    ) -> Result<(), Error> {
+        self.gemm_with(regions, accumulate, |a, b, beta, c| {
+            super::multiply(T::ONE, a, b, beta, c, opts)
+        })
+    }
+
+    /// c ← a·b + β·c (β = 1 when accumulating, else 0) by `product`,
+    /// given the three regions' views: the CPU's product, or a GPU's.
+    pub fn gemm_with(
+        &mut self,
+        (a, b, c): (&Region, &Region, &Region),
+        accumulate: bool,
+        product: impl FnOnce(MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>) -> Result<(), Error>,
     ) -> Result<(), Error> {
         let mut out = std::mem::take(self.store_mut(c.store)?);
         let result = (|| {
@@ -78,7 +91,7 @@ impl<T: Element> Stores<T> {
             let end = c.end();
             let dst = MatMut::from_slice_strided(&mut out[c.offset..end], c.rows, c.cols, c.ld, 1)?;
             let beta = if accumulate { T::ONE } else { T::ZERO };
-            super::multiply(T::ONE, left, right, beta, dst, opts)
+            product(left, right, beta, dst)
         })();
         *self.store_mut(c.store)? = out;
         result
