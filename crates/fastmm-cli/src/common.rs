@@ -422,6 +422,7 @@ impl Devices {
 /// A rank's failure, `fastmm: rank R of P failed: …`, on stderr in one
 /// write: the ranks of a job share the terminal or pipe, and a line
 /// written in pieces interleaves with theirs.
+#[cfg(feature = "mpi")]
 pub fn rank_failed(rank: usize, size: usize, e: &dyn std::fmt::Display) {
     use std::io::Write as _;
     let line = format!("fastmm: rank {rank} of {size} failed: {e}\n");

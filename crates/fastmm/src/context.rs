@@ -411,7 +411,7 @@ impl Context {
         b: MatRef<'_, T>,
         opts: &GemmOptions,
     ) -> Result<Matrix<T>, Error> {
-        check_shapes(a, b, (a.rows(), b.cols()))?;
+        crate::matrix::check_product_shapes(a, b, (a.rows(), b.cols()))?;
         let mut c = Matrix::try_filled(a.rows(), b.cols(), T::ZERO)?;
         self.gemm(T::ONE, a, b, T::ZERO, c.as_mut(), opts)?;
         Ok(c)
@@ -429,7 +429,7 @@ impl Context {
         opts: &GemmOptions,
         timed: bool,
     ) -> Result<Timing, Error> {
-        check_shapes(a, b, c.shape())?;
+        crate::matrix::check_product_shapes(a, b, c.shape())?;
         let opts = self.resolve_for::<T>(opts, (a.rows(), a.cols(), b.cols()), beta == T::ZERO)?;
         opts.check_interrupt()?;
         // The clock only when asked: two reads cost a tenth of a 32³
@@ -683,28 +683,6 @@ fn on_gpu<T: Element>(
         streamed: None,
         emulation: times.emulation,
     })
-}
-
-/// A·B's shapes: A's columns are B's rows and C is m×n.
-pub(crate) fn check_shapes<T: Element>(
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    c_shape: (usize, usize),
-) -> Result<(), Error> {
-    if a.cols() != b.rows() {
-        return Err(Error::DimensionMismatch {
-            a: a.shape(),
-            b: b.shape(),
-        });
-    }
-    let expected = (a.rows(), b.cols());
-    if c_shape != expected {
-        return Err(Error::OutputShape {
-            expected,
-            got: c_shape,
-        });
-    }
-    Ok(())
 }
 
 /// General matrix multiply on the CPU: **C ← α·A·B + β·C** (see

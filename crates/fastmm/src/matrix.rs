@@ -937,6 +937,28 @@ impl<T: Element> fmt::Debug for MatMut<'_, T> {
     }
 }
 
+/// A·B's shapes: A's columns are B's rows and C is m×n.
+pub(crate) fn check_product_shapes<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c_shape: (usize, usize),
+) -> Result<(), Error> {
+    if a.cols() != b.rows() {
+        return Err(Error::DimensionMismatch {
+            a: a.shape(),
+            b: b.shape(),
+        });
+    }
+    let expected = (a.rows(), b.cols());
+    if c_shape != expected {
+        return Err(Error::OutputShape {
+            expected,
+            got: c_shape,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -611,7 +611,7 @@ impl Team {
         mut c: MatMut<'_, T>,
         opts: &GemmOptions,
     ) -> Result<TeamReport, Error> {
-        crate::context::check_shapes(a, b, c.shape())?;
+        crate::matrix::check_product_shapes(a, b, c.shape())?;
         let shape = (a.rows(), a.cols(), b.cols());
         let plan = self.plan::<T>(shape)?;
         if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 || alpha == T::ZERO {

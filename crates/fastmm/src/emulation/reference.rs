@@ -61,19 +61,8 @@ pub fn gemm_reference<T: Element>(
     beta: T,
     mut c: MatMut<'_, T>,
 ) -> Result<Tally, Error> {
+    crate::matrix::check_product_shapes(a, b, c.shape())?;
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    if b.rows() != k {
-        return Err(Error::DimensionMismatch {
-            a: a.shape(),
-            b: b.shape(),
-        });
-    }
-    if c.shape() != (m, n) {
-        return Err(Error::OutputShape {
-            expected: (m, n),
-            got: c.shape(),
-        });
-    }
     if T::DTYPE.is_integer() {
         return super::bytes::gemm_bytes(alpha, a, b, beta, c);
     }

@@ -347,13 +347,7 @@ pub(crate) fn multiply_in_bands<T: Element>(
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
     check_options(opts)?;
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    if b.rows() != k || c.shape() != (m, n) {
-        return Err(Error::DimensionMismatch {
-            a: a.shape(),
-            b: b.shape(),
-        });
-    }
+    crate::matrix::check_product_shapes(a, b, c.shape())?;
     let done = hosted::multiply(
         std::slice::from_ref(gpu),
         pools,
@@ -390,13 +384,8 @@ pub(crate) fn multiply_planned<T: Element>(
 ) -> Result<Report, Error> {
     let start = Instant::now();
     check_options(opts)?;
+    crate::matrix::check_product_shapes(a, b, c.shape())?;
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    if b.rows() != k || c.shape() != (m, n) {
-        return Err(Error::DimensionMismatch {
-            a: a.shape(),
-            b: b.shape(),
-        });
-    }
     plan.check((m, k, n), std::mem::size_of::<T>())?;
     let mut product = TileProduct::<T>::resolve(gpu, opts)?;
     let schedule = plan.schedule();
