@@ -703,7 +703,6 @@ impl<T: Element> Worker<'_, T> {
     /// A, piece by piece through the ring, and queues their uploads on
     /// `up` into the same place of a band slot of k columns at `dst`
     /// (a 2-D copy when `depth` < k). Returns the host seconds gathering.
-    #[allow(clippy::too_many_arguments)]
     fn stage(
         &self,
         ring: &mut Ring<'_>,

@@ -26,11 +26,6 @@ use crate::matrix::{MatMut, MatRef};
 
 use super::{Route, Tally};
 
-/// Digits (bytes) of an integer type of `bytes` bytes.
-pub fn digit_count(bytes: usize) -> usize {
-    bytes
-}
-
 /// INT8 products per slice for D digits: the pairs p + q < D.
 pub fn products_per_slice(digits: usize) -> usize {
     digits * (digits + 1) / 2
@@ -104,7 +99,8 @@ pub fn gemm_bytes<T: Element>(
             what: format!("{} (floats take Ozaki scheme II)", T::DTYPE),
         });
     }
-    let digits = digit_count(std::mem::size_of::<T>());
+    // One digit per byte.
+    let digits = std::mem::size_of::<T>();
     let mut tally = Tally::default();
     if m == 0 || n == 0 {
         return Ok(tally);
