@@ -319,10 +319,15 @@ fn run_on_cluster<T: Element>(
         format!(
             "distributed {pm}×{pn}×{pk} over {} ranks{}; {} words received per rank, {}",
             report.processors,
-            if report.local_gpus {
-                ", local products on each rank's GPU"
+            if report.pieces_on_gpus {
+                format!(
+                    ", pieces on each rank's GPU (NCCL between them; {:.1} ms to stage them, not timed)",
+                    report.staging_ms
+                )
+            } else if report.local_gpus {
+                ", pieces in host memory, local products on each rank's GPU".to_string()
             } else {
-                ""
+                String::new()
             },
             report.words_per_processor,
             bound_text(report.bound_ratio())

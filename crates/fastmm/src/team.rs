@@ -857,9 +857,7 @@ fn upload<T: Element>(
     if data.is_empty() {
         return Ok(None);
     }
-    let memory = crate::cuda::memory::RawDeviceMemory::alloc(gpu, std::mem::size_of_val(data))?;
-    // SAFETY: `memory` holds size_of_val(data) bytes on this GPU.
-    unsafe { crate::cuda::memory::copy_to_device(gpu, data, memory.ptr)? };
+    let memory = crate::cuda::memory::RawDeviceMemory::from_host(gpu, data)?;
     Ok(Some(GpuPiece {
         memory,
         gpu: Arc::clone(gpu),
@@ -868,10 +866,8 @@ fn upload<T: Element>(
 
 #[cfg(feature = "cuda")]
 fn download<T: Element>(piece: &GpuPiece, len: usize) -> Result<Vec<T>, Error> {
-    let mut out = vec![T::ZERO; len];
     // SAFETY: the piece holds `len` elements of T on its GPU.
-    unsafe { crate::cuda::memory::copy_to_host(&piece.gpu, piece.memory.ptr, &mut out)? };
-    Ok(out)
+    unsafe { piece.memory.to_host(&piece.gpu, len) }
 }
 
 #[cfg(test)]

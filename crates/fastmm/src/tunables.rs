@@ -352,3 +352,24 @@ pub const CLUSTER_MEMORY_FRACTION: (u64, u64) = (9, 10);
 /// message only while its ranks call into it).
 #[cfg(feature = "mpi")]
 pub const CLUSTER_PROGRESS_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The share (numerator, denominator) of a GPU's free memory that an MPI
+/// rank plans to keep its pieces and buffers in, when its products run on
+/// that GPU: the rest is room for the local products' workspaces and a
+/// fast algorithm's temporaries. Pieces that do not fit stay in host
+/// memory.
+#[cfg(feature = "mpi")]
+pub const CLUSTER_GPU_MEMORY_FRACTION: (u64, u64) = (8, 10);
+
+/// How long a rank waits for the other members of a group of GPUs to join
+/// its NCCL communicator (each joins after its own earlier groups; a
+/// member that never comes has failed).
+#[cfg(feature = "mpi")]
+pub const CLUSTER_GPU_JOIN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The most bytes one MPI message carries (a message's count is a C
+/// `int`): larger buffers go as consecutive messages of this size. 1 GiB:
+/// large enough that the cut costs nothing, a power of two so that it
+/// never splits an element.
+#[cfg(feature = "mpi")]
+pub const CLUSTER_MESSAGE_BYTES: usize = 1 << 30;

@@ -14,9 +14,9 @@
 //! Only depth-first steps are taken: a breadth-first step hands the 7
 //! products to 7 groups of ranks, which needs P to be a multiple of 7.
 
-use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+use mpi::traits::{Communicator, CommunicatorCollectives};
 
-use super::{as_bytes, as_bytes_mut, Cluster, ClusterReport};
+use super::{wire, Cluster, ClusterReport};
 use crate::cpu::distributed::caps::{self, Exchange};
 use crate::element::Element;
 use crate::error::Error;
@@ -39,8 +39,7 @@ impl<T: Element> Exchange<T> for AllGather<'_> {
         let len = mine.len();
         let mut all = vec![T::ZERO; len * parts];
         // Aligned blocks give every rank as many rows: equal counts.
-        self.world
-            .all_gather_into(as_bytes(&mine), as_bytes_mut(&mut all));
+        wire::all_gather(self.world, &mine, &mut all);
         Ok(all
             .chunks(len.max(1))
             .take(parts)
@@ -128,9 +127,7 @@ impl Cluster {
                     mine.clone()
                 } else {
                     let mut data = vec![T::ZERO; layout.local_rows(m, q) * n];
-                    self.world
-                        .process_at_rank(q as i32)
-                        .receive_into(as_bytes_mut(&mut data));
+                    wire::receive(&self.world.process_at_rank(q as i32), &mut data);
                     data
                 };
                 for (first, at, height) in layout.chunks_of(m, q) {
@@ -143,7 +140,7 @@ impl Cluster {
             }
             Some(c)
         } else {
-            self.world.process_at_rank(0).send(as_bytes(&mine));
+            wire::send(&self.world.process_at_rank(0), &mine);
             None
         };
         let classical = self.plan::<T>((m, k, n)).ok();
@@ -159,6 +156,8 @@ impl Cluster {
                 levels_across: levels,
                 error_growth: scheme.error_growth(levels),
                 local_gpus: false,
+                pieces_on_gpus: false,
+                staging_ms: 0.0,
             },
         )))
     }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
-use super::{as_bytes, Cluster, ClusterReport};
+use super::{wire::as_bytes, Cluster, ClusterReport};
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::io::out_of_core::MappedMatrix;

@@ -27,6 +27,9 @@
 
 mod caps;
 mod files;
+#[cfg(feature = "cuda")]
+mod gpus;
+mod wire;
 
 use std::collections::HashMap;
 
@@ -34,10 +37,9 @@ pub use files::ClusterFileReport;
 use std::time::Instant;
 
 use mpi::collective::SystemOperation;
-use mpi::datatype::Equivalence;
 use mpi::environment::Universe;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
-use mpi::traits::{CommunicatorCollectives, Destination, Root, Source};
+use mpi::traits::{CommunicatorCollectives, Root};
 use mpi::Threading;
 use serde::Serialize;
 
@@ -45,7 +47,7 @@ use crate::context::Context;
 use crate::cpu::distributed::Stores;
 use crate::distributed::planner::{self, Plan};
 use crate::distributed::schedule::{self, Op, Region, Schedule};
-use crate::element::{DType, Element};
+use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatRef, Matrix};
 use crate::options::{Device, DeviceKind, GemmOptions};
@@ -69,8 +71,14 @@ pub struct Cluster {
     local_gpus: bool,
     // The rank's index among the ranks of its node, which picks its GPU.
     node_rank: usize,
+    // Ranks on the rank's node.
+    node_size: usize,
     // The rank's GPU, opened at its first GPU product.
     gpu: std::sync::Mutex<Option<Context>>,
+    // The rank's GPU as a member of the job's NCCL groups, made at its
+    // first product with pieces on the GPUs; its groups are kept.
+    #[cfg(feature = "cuda")]
+    fabric: std::sync::Mutex<Option<std::sync::Arc<crate::cuda::distributed::Fabric>>>,
     // Finalises MPI when the cluster is dropped (after `world`).
     _universe: Universe,
 }
@@ -106,6 +114,14 @@ pub struct ClusterReport {
     pub error_growth: f64,
     /// Whether the local products ran on the ranks' GPUs.
     pub local_gpus: bool,
+    /// Whether the pieces lived on the ranks' GPUs, NCCL moving them
+    /// between the GPUs (rather than in host memory, MPI moving them and
+    /// each local product copying its blocks to the GPU and back).
+    pub pieces_on_gpus: bool,
+    /// Milliseconds the slowest rank took to copy its pieces of A and B
+    /// to its GPU and its piece of C back (not in `compute_ms`; 0 where
+    /// the pieces stay in host memory).
+    pub staging_ms: f64,
 }
 
 impl ClusterReport {
@@ -122,6 +138,8 @@ impl ClusterReport {
             levels_across: 0,
             error_growth: 1.0,
             local_gpus: false,
+            pieces_on_gpus: false,
+            staging_ms: 0.0,
         }
     }
 
@@ -153,14 +171,18 @@ impl Cluster {
             });
         }
         let world = universe.world();
-        let node_rank = world.split_shared(world.rank()).rank() as usize;
+        let node = world.split_shared(world.rank());
+        let (node_rank, node_size) = (node.rank() as usize, node.size() as usize);
         Ok(Cluster {
             world,
             memory_per_rank: None,
             strassen_across: false,
             local_gpus: false,
             node_rank,
+            node_size,
             gpu: std::sync::Mutex::new(None),
+            #[cfg(feature = "cuda")]
+            fabric: std::sync::Mutex::new(None),
             _universe: universe,
         })
     }
@@ -235,6 +257,12 @@ impl Cluster {
                 (bytes / den * num) / node.size().max(1) as u64
             })
         });
+        self.least_words::<T>(mine)
+    }
+
+    /// The least over the ranks of `mine` bytes, in words of T (`None`
+    /// where every rank gave `u64::MAX`: no limit known). Collective.
+    fn least_words<T: Element>(&self, mine: u64) -> Option<u128> {
         let mut least = u64::MAX;
         self.world
             .all_reduce_into(&mine, &mut least, SystemOperation::min());
@@ -316,28 +344,25 @@ impl Cluster {
         opts: &GemmOptions,
     ) -> Result<(Schedule, Vec<T>, ClusterReport), Error> {
         let shape = (a.rows(), a.cols(), b.cols());
+        let gpu = self.local_gpu(opts)?;
+        #[cfg(feature = "cuda")]
+        if let Some(ctx) = &gpu {
+            if let Some(done) = self.product_on_gpus(a, b, opts, ctx)? {
+                return Ok(done);
+            }
+        }
         let plan = self.plan::<T>(shape)?;
         let schedule = schedule::build(&plan);
         let me = self.rank();
-        let piece = |m: MatRef<'_, T>, p: &schedule::Piece| -> Result<Vec<T>, Error> {
-            let view = m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len());
-            Matrix::try_from_view(view).map(Matrix::into_vec)
-        };
         let mut stores = Stores::new(
             &schedule,
             me,
-            piece(a, &schedule.a.pieces[me])?,
-            piece(b, &schedule.b.pieces[me])?,
+            piece_of(a, &schedule.a.pieces[me])?,
+            piece_of(b, &schedule.b.pieces[me])?,
         )?;
-        let gpu = self.local_gpu(opts)?;
         let gpu = &gpu;
         let comms = self.communicators(&schedule);
-        let words: u128 = schedule
-            .in_order()
-            .flat_map(Op::received)
-            .filter(|&(rank, _)| rank == me)
-            .map(|(_, w)| w)
-            .sum();
+        let words = received_by(&schedule, me);
         self.world.barrier();
         let start = Instant::now();
         // Step s + 1's broadcasts run while step s multiplies: the
@@ -404,10 +429,10 @@ impl Cluster {
             let mine = stores.read(src);
             if me == *root {
                 let mut sum = vec![T::ZERO; mine.len()];
-                reduce_sum(&target, &mine, Some(&mut sum));
+                wire::reduce_sum(&target, &mine, Some(&mut sum));
                 stores.write(dst, &sum)?;
             } else {
-                reduce_sum(&target, &mine, None);
+                wire::reduce_sum(&target, &mine, None);
             }
         }
         let mine_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -426,6 +451,8 @@ impl Cluster {
                 levels_across: 0,
                 error_growth: 1.0,
                 local_gpus: gpu.is_some(),
+                pieces_on_gpus: false,
+                staging_ms: 0.0,
             },
         ))
     }
@@ -492,9 +519,10 @@ impl Cluster {
         mpi::request::scope(|scope| {
             let mut pending: Vec<_> = buffers
                 .iter_mut()
-                .map(|(comm, root, _, values)| {
-                    comm.process_at_rank(*root)
-                        .immediate_broadcast_into(scope, as_bytes_mut(values))
+                .flat_map(|(comm, root, _, values)| {
+                    let root = comm.process_at_rank(*root);
+                    wire::messages_mut(values)
+                        .map(move |part| root.immediate_broadcast_into(scope, part))
                 })
                 .collect();
             let queue = &mut pending;
@@ -587,9 +615,7 @@ impl Cluster {
         let layout = &schedule.c;
         let me = self.rank();
         if me != 0 {
-            if !mine.is_empty() {
-                self.world.process_at_rank(0).send(as_bytes(&mine));
-            }
+            wire::send(&self.world.process_at_rank(0), &mine);
             return Ok(None);
         }
         let mut c = Matrix::try_zeros(layout.rows, layout.cols)?;
@@ -601,9 +627,7 @@ impl Cluster {
                 mine.clone()
             } else {
                 let mut data = vec![T::ZERO; piece.elements()];
-                self.world
-                    .process_at_rank(rank as i32)
-                    .receive_into(as_bytes_mut(&mut data));
+                wire::receive(&self.world.process_at_rank(rank as i32), &mut data);
                 data
             };
             let width = piece.cols.len();
@@ -633,56 +657,25 @@ fn chosen(opts: &GemmOptions) -> String {
     )
 }
 
+/// Rank `rank`'s piece `p` of `m`, row-major.
+fn piece_of<T: Element>(m: MatRef<'_, T>, p: &schedule::Piece) -> Result<Vec<T>, Error> {
+    let view = m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len());
+    Matrix::try_from_view(view).map(Matrix::into_vec)
+}
+
+/// Words `rank` receives in `schedule`'s collectives.
+fn received_by(schedule: &Schedule, rank: usize) -> u128 {
+    schedule
+        .in_order()
+        .flat_map(Op::received)
+        .filter(|&(r, _)| r == rank)
+        .map(|(_, w)| w)
+        .sum()
+}
+
 fn index_in(group: &[usize], rank: usize) -> i32 {
     group
         .iter()
         .position(|&r| r == rank)
         .expect("root in group") as i32
-}
-
-/// The bytes of a slice of elements (what a broadcast or a message moves).
-fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
-    // SAFETY: T is f32, f64, i32 or i64: plain bytes, no padding; the
-    // slice covers size_of_val(data) initialised bytes.
-    unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), std::mem::size_of_val(data)) }
-}
-
-fn as_bytes_mut<T: Element>(data: &mut [T]) -> &mut [u8] {
-    // SAFETY: as in `as_bytes`; every bit pattern is a valid f32, f64,
-    // i32 or i64, so the bytes may be written freely.
-    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast(), std::mem::size_of_val(data)) }
-}
-
-/// The slice as its concrete element type U (T's own type).
-fn typed<T: Element, U>(data: &[T]) -> &[U] {
-    debug_assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<U>());
-    // SAFETY: the callers pass U = the type T::DTYPE names, which is T.
-    unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), data.len()) }
-}
-
-fn typed_mut<T: Element, U>(data: &mut [T]) -> &mut [U] {
-    debug_assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<U>());
-    // SAFETY: as in `typed`.
-    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast(), data.len()) }
-}
-
-/// MPI_Reduce with MPI_SUM at `root`, in T's own MPI type (integer sums
-/// wrap as the ring's do); `into` is the root's result.
-fn reduce_sum<'a, T: Element>(
-    root: &mpi::topology::Process<'a>,
-    mine: &[T],
-    into: Option<&mut [T]>,
-) {
-    fn go<U: Equivalence>(root: &mpi::topology::Process<'_>, mine: &[U], into: Option<&mut [U]>) {
-        match into {
-            Some(sum) => root.reduce_into_root(mine, sum, SystemOperation::sum()),
-            None => root.reduce_into(mine, SystemOperation::sum()),
-        }
-    }
-    match T::DTYPE {
-        DType::F32 => go::<f32>(root, typed(mine), into.map(typed_mut)),
-        DType::F64 => go::<f64>(root, typed(mine), into.map(typed_mut)),
-        DType::I32 => go::<i32>(root, typed(mine), into.map(typed_mut)),
-        DType::I64 => go::<i64>(root, typed(mine), into.map(typed_mut)),
-    }
 }

@@ -15,6 +15,14 @@
 //! communicators (NCCL's way to release GPUs stuck in a collective) and
 //! reports the GPU, never hangs.
 //!
+//! **Members.** A fabric holds the GPUs of one process, each standing for
+//! one processor (rank) of the schedule: every processor for a team of
+//! this host's GPUs, one for a process of an MPI job. A group whose
+//! members are all here connects itself (`ncclCommInitAll`); a group that
+//! spans processes is joined with an id its first member made and the
+//! caller carried to the others ([`Fabric::join`]), and the fabric runs
+//! only its own processors' operations.
+//!
 //! NCCL is loaded at run time, only when a group has more than one GPU, and
 //! NVLink multicast (NVLS) is not used: `Team` sets `NCCL_NVLS_ENABLE=0`
 //! unless the caller chose.
@@ -51,9 +59,10 @@ pub(crate) fn nccl_available() -> Result<(), Error> {
     ))
 }
 
-/// One NCCL communicator per member of a group of GPUs.
+/// One NCCL communicator per member of a group that this process holds,
+/// with the member's processor.
 struct Communicator {
-    handles: Vec<nccl_sys::ncclComm_t>,
+    handles: Vec<(usize, nccl_sys::ncclComm_t)>,
 }
 
 // SAFETY: NCCL communicators may be used from any thread, one call at a
@@ -61,10 +70,20 @@ struct Communicator {
 unsafe impl Send for Communicator {}
 
 impl Communicator {
+    /// Processor `rank`'s communicator (a member held here).
+    fn of(&self, rank: usize) -> nccl_sys::ncclComm_t {
+        self.handles
+            .iter()
+            .find(|&&(r, _)| r == rank)
+            .map(|&(_, h)| h)
+            .expect("a member held here")
+    }
+
     /// Aborts every member (releases GPUs stuck in a collective).
     fn abort(mut self) {
-        for comm in self.handles.drain(..) {
-            // SAFETY: a communicator made by comm_init_all, released once.
+        for (_, comm) in self.handles.drain(..) {
+            // SAFETY: a communicator made by comm_init_all or
+            // comm_init_rank, released once.
             let _ = unsafe { nccl::comm_abort(comm) };
         }
     }
@@ -72,8 +91,9 @@ impl Communicator {
 
 impl Drop for Communicator {
     fn drop(&mut self) {
-        for comm in self.handles.drain(..) {
-            // SAFETY: a communicator made by comm_init_all, released once;
+        for (_, comm) in self.handles.drain(..) {
+            // SAFETY: a communicator made by comm_init_all or
+            // comm_init_rank, released once;
             // a failure cannot be reported from drop.
             let _ = unsafe { nccl::comm_destroy(comm) };
         }
@@ -84,10 +104,15 @@ fn nccl_err(what: &str, e: nccl::NcclError) -> Error {
     Error::Cuda(format!("NCCL: {what}: {:?}", e.0))
 }
 
-/// The GPUs of a team, their communication streams and their NCCL
-/// communicators, made on first use for each group and kept.
+/// The GPUs of a process, the processors they stand for, their
+/// communication streams and their NCCL communicators, made on first use
+/// for each group and kept.
 pub(crate) struct Fabric {
     gpus: Vec<Arc<Gpu>>,
+    // The processor each GPU stands for (by slot: its index in `gpus`).
+    ranks: Vec<usize>,
+    // Processors in the schedules this fabric runs, here or elsewhere.
+    processors: usize,
     comm_streams: Vec<Arc<CudaStream>>,
     communicators: Mutex<HashMap<Vec<usize>, Communicator>>,
     staging: crate::cuda::hosted::StagingPools,
@@ -112,9 +137,33 @@ fn nccl_type(dtype: DType) -> nccl_sys::ncclDataType_t {
     }
 }
 
+/// An NCCL id: what a group's first member makes and the others join with.
+pub(crate) type GroupId = [u8; 128];
+
 impl Fabric {
-    /// A fabric over `gpus` (distinct devices, checked by the caller).
+    /// A fabric over `gpus` (distinct devices, checked by the caller), GPU
+    /// r standing for processor r.
     pub fn new(gpus: Vec<Arc<Gpu>>) -> Result<Fabric, Error> {
+        let processors = gpus.len();
+        Fabric::with_ranks(gpus, (0..processors).collect(), processors)
+    }
+
+    /// A fabric of one GPU standing for processor `rank` of `processors`,
+    /// the others in other processes: a process of an MPI job.
+    pub fn member(gpu: Arc<Gpu>, rank: usize, processors: usize) -> Result<Fabric, Error> {
+        if rank >= processors {
+            return Err(Error::InvalidOption(format!(
+                "processor {rank} of {processors}"
+            )));
+        }
+        Fabric::with_ranks(vec![gpu], vec![rank], processors)
+    }
+
+    fn with_ranks(
+        gpus: Vec<Arc<Gpu>>,
+        ranks: Vec<usize>,
+        processors: usize,
+    ) -> Result<Fabric, Error> {
         if gpus.is_empty() {
             return Err(Error::InvalidOption("a team needs at least one GPU".into()));
         }
@@ -129,6 +178,8 @@ impl Fabric {
         Ok(Fabric {
             staging: crate::cuda::hosted::StagingPools::new(&gpus),
             gpus,
+            ranks,
+            processors,
             comm_streams,
             communicators: Mutex::new(HashMap::new()),
             running: Mutex::new(()),
@@ -145,8 +196,19 @@ impl Fabric {
         &self.staging
     }
 
-    fn name(&self, rank: usize) -> String {
-        self.gpus[rank].label()
+    /// The GPU of `slot`, named with its processor where the others live
+    /// in other processes.
+    fn name(&self, slot: usize) -> String {
+        if self.gpus.len() == self.processors {
+            self.gpus[slot].label()
+        } else {
+            format!("{} of rank {}", self.gpus[slot].label(), self.ranks[slot])
+        }
+    }
+
+    /// The slot of the GPU standing for processor `rank`, if it is here.
+    fn slot(&self, rank: usize) -> Option<usize> {
+        self.ranks.iter().position(|&r| r == rank)
     }
 
     /// Makes the communicator of every group `schedule` uses.
@@ -162,23 +224,130 @@ impl Fabric {
         Ok(())
     }
 
-    /// Makes the communicator of `group` (ranks), unless it exists or the
-    /// group has fewer than two members.
+    /// The groups of `schedule`, in its order and once each, that this
+    /// fabric takes part in and has not connected: those a process of an
+    /// MPI job must [`Fabric::join`] before [`Fabric::run`]. Every
+    /// process that runs the same schedules sees the same list for the
+    /// groups it shares.
+    pub(crate) fn unconnected(&self, schedule: &Schedule) -> Vec<Vec<usize>> {
+        let comms = self.communicators.lock().expect("communicator lock");
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for op in schedule.in_order() {
+            if let Op::Broadcast { group, .. } | Op::Reduce { group, .. } = op {
+                let mine = group.iter().any(|&r| self.slot(r).is_some());
+                if group.len() > 1 && mine && !comms.contains_key(group) && !groups.contains(group)
+                {
+                    groups.push(group.clone());
+                }
+            }
+        }
+        groups
+    }
+
+    /// A fresh NCCL id, for the first member of a group that spans
+    /// processes to carry to the others.
+    pub(crate) fn new_group_id() -> Result<GroupId, Error> {
+        nccl_available()?;
+        let id = nccl::get_uniqueid().map_err(|e| nccl_err("cannot make a group's id", e))?;
+        Ok(id.internal.map(|c| c as u8))
+    }
+
+    /// Joins `group` (processors, one of them held here) with the `id`
+    /// that its first member made, waiting at most `limit` for the other
+    /// members (NCCL's join blocks until every member has called it; a
+    /// member that never comes is reported, not waited for).
+    pub(crate) fn join(
+        &self,
+        group: &[usize],
+        id: GroupId,
+        limit: std::time::Duration,
+    ) -> Result<(), Error> {
+        let mine: Vec<(usize, usize)> = group
+            .iter()
+            .enumerate()
+            .filter_map(|(index, &r)| self.slot(r).map(|slot| (index, slot)))
+            .collect();
+        let [(index, slot)] = mine[..] else {
+            return Err(Error::InvalidOption(format!(
+                "a group joined across processes holds one member here, not {}",
+                mine.len()
+            )));
+        };
+        nccl_available()?;
+        let gpu = Arc::clone(&self.gpus[slot]);
+        let members = group.len() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        // The join runs on a helper thread so that this one can stop
+        // waiting; a helper stuck in NCCL is left behind (the caller
+        // reports the failure and ends).
+        std::thread::spawn(move || {
+            let joined = gpu.bind().and_then(|()| {
+                let mut handle = std::ptr::null_mut();
+                let id = nccl_sys::ncclUniqueId {
+                    internal: id.map(|b| b as std::ffi::c_char),
+                };
+                // SAFETY: an out-pointer to a local; the id came from
+                // ncclGetUniqueId on the group's first member, and every
+                // member passes its own index once.
+                unsafe { nccl::comm_init_rank(&mut handle, members, id, index as i32) }
+                    .map_err(|e| nccl_err("cannot join a group across processes", e))?;
+                Ok(handle as usize)
+            });
+            let _ = tx.send(joined);
+        });
+        let handle = match rx.recv_timeout(limit) {
+            Ok(joined) => joined?,
+            Err(_) => {
+                return Err(Error::Processor {
+                    processor: self.name(slot),
+                    reason: format!(
+                        "the other members of group {group:?} did not join within {:.0} s",
+                        limit.as_secs_f64()
+                    ),
+                })
+            }
+        };
+        let mut comms = self.communicators.lock().expect("communicator lock");
+        comms.insert(
+            group.to_vec(),
+            Communicator {
+                handles: vec![(self.ranks[slot], handle as nccl_sys::ncclComm_t)],
+            },
+        );
+        Ok(())
+    }
+
+    /// Makes the communicator of `group` (processors), unless it exists,
+    /// the group has fewer than two members or none of them here.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a group with members in other
+    /// processes that was not joined ([`Fabric::join`]).
     pub(crate) fn connect_group(&self, group: &[usize]) -> Result<(), Error> {
         let mut comms = self.communicators.lock().expect("communicator lock");
         if group.len() < 2 || comms.contains_key(group) {
             return Ok(());
         }
+        let slots: Vec<Option<usize>> = group.iter().map(|&r| self.slot(r)).collect();
+        if slots.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let Some(slots) = slots.into_iter().collect::<Option<Vec<usize>>>() else {
+            return Err(Error::InvalidOption(format!(
+                "group {group:?} has members in other processes and was not joined"
+            )));
+        };
         nccl_available()?;
-        let ordinals: Vec<i32> = group
+        let ordinals: Vec<i32> = slots
             .iter()
-            .map(|&r| self.gpus[r].info().ordinal as i32)
+            .map(|&s| self.gpus[s].info().ordinal as i32)
             .collect();
         let mut handles = vec![std::ptr::null_mut(); group.len()];
         // SAFETY: one out-slot per device of `ordinals`, which are
         // distinct GPUs of this host.
         unsafe { nccl::comm_init_all(handles.as_mut_ptr(), group.len() as i32, ordinals.as_ptr()) }
             .map_err(|e| nccl_err(&format!("cannot connect GPUs {ordinals:?}"), e))?;
+        let handles = group.iter().copied().zip(handles).collect();
         comms.insert(group.to_vec(), Communicator { handles });
         Ok(())
     }
@@ -210,6 +379,11 @@ impl Fabric {
         buffers: &[u64],
         count: usize,
     ) -> Result<(), Error> {
+        if self.gpus.len() != self.processors {
+            return Err(Error::InvalidOption(
+                "an all-gather over a team whose processors are not all here".into(),
+            ));
+        }
         let group: Vec<usize> = (0..self.gpus.len()).collect();
         self.connect_group(&group)?;
         let comms = self.communicators.lock().expect("communicator lock");
@@ -229,7 +403,7 @@ impl Fabric {
                     buffer as *mut std::ffi::c_void,
                     count,
                     nccl_type(T::DTYPE),
-                    comm.handles[rank],
+                    comm.of(rank),
                     stream,
                 )
             };
@@ -253,13 +427,16 @@ impl Fabric {
         }
     }
 
-    /// Runs `schedule` with `a` and `b` each rank's pieces (device memory
-    /// of T, laid out as the schedule says); returns each rank's piece of C
-    /// (`None` for a rank that holds none).
+    /// Runs `schedule` with `a` and `b` the pieces of the processors held
+    /// here (by slot: device memory of T, laid out as the schedule says);
+    /// returns each slot's piece of C (`None` where it holds none). In a
+    /// process of an MPI job, every other process runs the same schedule
+    /// at the same time, its groups joined first ([`Fabric::join`]).
     ///
     /// # Safety
-    /// `a[r]` and `b[r]` hold at least the schedule's sizes of A and B on
-    /// GPU r, and nothing writes them until this returns.
+    /// `a[s]` and `b[s]` hold at least the schedule's sizes of A and B of
+    /// slot s's processor on its GPU, and nothing writes them until this
+    /// returns.
     pub unsafe fn run<T: Element>(
         &self,
         schedule: &Schedule,
@@ -267,26 +444,26 @@ impl Fabric {
         b: &[u64],
         opts: &GemmOptions,
     ) -> Result<(Vec<Option<RawDeviceMemory>>, Report), Error> {
-        let procs = self.gpus.len();
-        if schedule.plan.processors != procs || a.len() != procs || b.len() != procs {
+        let held = self.gpus.len();
+        if schedule.plan.processors != self.processors || a.len() != held || b.len() != held {
             return Err(Error::InvalidOption(format!(
-                "a schedule for {} processors on {procs} GPUs",
-                schedule.plan.processors
+                "a schedule for {} processors on a fabric of {} ({held} here)",
+                schedule.plan.processors, self.processors
             )));
         }
         let _running = self.exclusive();
         self.connect(schedule)?;
         let elem = std::mem::size_of::<T>();
         // Every store but the given A and B, allocated before anything runs.
-        let mut owned: Vec<HashMap<Store, RawDeviceMemory>> = Vec::with_capacity(procs);
-        for (rank, gpu) in self.gpus.iter().enumerate() {
+        let mut owned: Vec<HashMap<Store, RawDeviceMemory>> = Vec::with_capacity(held);
+        for (slot, gpu) in self.gpus.iter().enumerate() {
             let mut stores = HashMap::new();
             for store in [Store::C, Store::GatherA, Store::GatherB, Store::Partial] {
-                let len = schedule.size(rank, store);
+                let len = schedule.size(self.ranks[slot], store);
                 if len > 0 {
                     let memory =
                         RawDeviceMemory::alloc(gpu, len * elem).map_err(|e| Error::Processor {
-                            processor: self.name(rank),
+                            processor: self.name(slot),
                             reason: e.to_string(),
                         })?;
                     stores.insert(store, memory);
@@ -294,19 +471,19 @@ impl Fabric {
             }
             owned.push(stores);
         }
-        let base = |rank: usize, store: Store| -> u64 {
+        let base = |slot: usize, store: Store| -> u64 {
             match store {
-                Store::A => a[rank],
-                Store::B => b[rank],
-                _ => owned[rank].get(&store).map_or(0, |m| m.ptr),
+                Store::A => a[slot],
+                Store::B => b[slot],
+                _ => owned[slot].get(&store).map_or(0, |m| m.ptr),
             }
         };
-        let at = |rank: usize, r: &Region| base(rank, r.store) + (r.offset * elem) as u64;
+        let at = |slot: usize, r: &Region| base(slot, r.store) + (r.offset * elem) as u64;
 
         let start = Instant::now();
         let issued = self.issue::<T>(schedule, &at, opts);
         let waited = issued.and_then(|backends| {
-            let limit = distributed_patience(schedule.plan.shape, procs);
+            let limit = distributed_patience(schedule.plan.shape, self.processors);
             let done = self.wait_all(limit, start);
             drop(backends);
             done
@@ -323,8 +500,10 @@ impl Fabric {
         Ok((c, Report { seconds }))
     }
 
-    /// Queues every operation of `schedule`; returns what must live until
-    /// the GPUs are done (the fast algorithms' temporaries).
+    /// Queues every operation of `schedule` that a processor held here
+    /// takes part in (`at` finds a region of a slot's stores); returns
+    /// what must live until the GPUs are done (the fast algorithms'
+    /// temporaries).
     fn issue<'s, T: Element>(
         &'s self,
         schedule: &Schedule,
@@ -336,8 +515,8 @@ impl Fabric {
             if !step.comm.is_empty() {
                 self.collectives::<T>(&step.comm, at)?;
                 for op in &step.compute {
-                    if let Op::Gemm { rank, .. } = op {
-                        self.order(*rank, &self.comm_streams[*rank], &self.gpus[*rank].stream)?;
+                    if let Some(slot) = op_slot(self, op) {
+                        self.order(slot, &self.comm_streams[slot], &self.gpus[slot].stream)?;
                     }
                 }
             }
@@ -352,15 +531,18 @@ impl Fabric {
                 else {
                     continue;
                 };
+                let Some(slot) = self.slot(*rank) else {
+                    continue;
+                };
                 if c.rows == 0 || c.cols == 0 || a.cols == 0 {
                     continue;
                 }
                 let operand = |r: &Region| Operand {
-                    ptr: at(*rank, r),
+                    ptr: at(slot, r),
                     ld: r.ld,
                 };
                 let beta = if *accumulate { T::ONE } else { T::ZERO };
-                let gpu: &'s Gpu = &self.gpus[*rank];
+                let gpu: &'s Gpu = &self.gpus[slot];
                 let fast = crate::cuda::product::issue_resident(
                     gpu,
                     T::ONE,
@@ -371,44 +553,46 @@ impl Fabric {
                     opts,
                 )
                 .map_err(|e| Error::Processor {
-                    processor: self.name(*rank),
+                    processor: self.name(slot),
                     reason: e.to_string(),
                 })?;
                 backends.extend(fast);
             }
         }
         if !schedule.finish.is_empty() {
-            for rank in 0..self.gpus.len() {
-                self.order(rank, &self.gpus[rank].stream, &self.comm_streams[rank])?;
+            for slot in 0..self.gpus.len() {
+                self.order(slot, &self.gpus[slot].stream, &self.comm_streams[slot])?;
             }
             self.collectives::<T>(&schedule.finish, at)?;
         }
         Ok(backends)
     }
 
-    /// Makes `later` wait for what `earlier` has queued so far, on `rank`.
+    /// Makes `later` wait for what `earlier` has queued so far, on the GPU
+    /// of `slot`.
     pub(crate) fn order(
         &self,
-        rank: usize,
+        slot: usize,
         earlier: &CudaStream,
         later: &CudaStream,
     ) -> Result<(), Error> {
         let event = earlier
             .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
-            .map_err(|e| self.fault(rank, "cannot record an event", e))?;
+            .map_err(|e| self.fault(slot, "cannot record an event", e))?;
         later
             .wait(&event)
-            .map_err(|e| self.fault(rank, "cannot order two streams", e))
+            .map_err(|e| self.fault(slot, "cannot order two streams", e))
     }
 
-    fn fault(&self, rank: usize, what: &str, e: impl std::fmt::Debug) -> Error {
+    fn fault(&self, slot: usize, what: &str, e: impl std::fmt::Debug) -> Error {
         Error::Processor {
-            processor: self.name(rank),
+            processor: self.name(slot),
             reason: format!("{what}: {e:?}"),
         }
     }
 
-    /// Queues `ops` (broadcasts or reductions) as one NCCL group.
+    /// Queues the parts of `ops` (broadcasts or reductions) that the
+    /// processors held here play, as one NCCL group.
     fn collectives<T: Element>(
         &self,
         ops: &[Op],
@@ -425,7 +609,7 @@ impl Fabric {
                 }
                 Op::Gemm { .. } => continue,
             };
-            if group.len() < 2 {
+            if group.len() < 2 || group.iter().all(|&r| self.slot(r).is_none()) {
                 continue;
             }
             let comm = &comms[group];
@@ -433,8 +617,11 @@ impl Fabric {
                 .iter()
                 .position(|&r| r == root)
                 .expect("root in group") as i32;
-            for (member, &rank) in group.iter().enumerate() {
-                let stream = self.comm_streams[rank].cu_stream() as nccl_sys::cudaStream_t;
+            for &rank in group {
+                let Some(slot) = self.slot(rank) else {
+                    continue;
+                };
+                let stream = self.comm_streams[slot].cu_stream() as nccl_sys::cudaStream_t;
                 // SAFETY: the regions lie inside stores of this rank's GPU
                 // (the schedule's sizes, allocated by `run` or given under
                 // its contract), of `count` elements of T each.
@@ -442,31 +629,31 @@ impl Fabric {
                     match op {
                         Op::Broadcast { src, dst, .. } => {
                             let region = if rank == root { src } else { dst };
-                            let ptr = at(rank, region) as *mut std::ffi::c_void;
+                            let ptr = at(slot, region) as *mut std::ffi::c_void;
                             nccl::broadcast(
                                 ptr,
                                 ptr,
                                 dst.elements(),
                                 dtype,
                                 root_index,
-                                comm.handles[member],
+                                comm.of(rank),
                                 stream,
                             )
                         }
                         Op::Reduce { src, dst, .. } => {
                             let recv = if rank == root {
-                                at(rank, dst) as *mut std::ffi::c_void
+                                at(slot, dst) as *mut std::ffi::c_void
                             } else {
                                 std::ptr::null_mut()
                             };
                             nccl::reduce(
-                                at(rank, src) as *const std::ffi::c_void,
+                                at(slot, src) as *const std::ffi::c_void,
                                 recv,
                                 src.elements(),
                                 dtype,
                                 nccl_sys::ncclRedOp_t::ncclSum,
                                 root_index,
-                                comm.handles[member],
+                                comm.of(rank),
                                 stream,
                             )
                         }
@@ -475,7 +662,7 @@ impl Fabric {
                 };
                 if let Err(e) = queued {
                     outcome = Err(nccl_err(
-                        &format!("cannot queue a collective on {}", self.name(rank)),
+                        &format!("cannot queue a collective on {}", self.name(slot)),
                         e,
                     ));
                 }
@@ -489,21 +676,21 @@ impl Fabric {
     /// watching the communicators for asynchronous errors.
     pub(crate) fn wait_all(&self, limit: std::time::Duration, start: Instant) -> Result<(), Error> {
         let mut pending: Vec<(usize, CudaEvent)> = Vec::new();
-        for rank in 0..self.gpus.len() {
-            for stream in [&self.gpus[rank].stream, &self.comm_streams[rank]] {
+        for slot in 0..self.gpus.len() {
+            for stream in [&self.gpus[slot].stream, &self.comm_streams[slot]] {
                 let event = stream
                     .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                    .map_err(|e| self.fault(rank, "cannot record an event", e))?;
-                pending.push((rank, event));
+                    .map_err(|e| self.fault(slot, "cannot record an event", e))?;
+                pending.push((slot, event));
             }
         }
         loop {
             let mut still = Vec::new();
-            for (rank, event) in pending {
+            for (slot, event) in pending {
                 match event.try_is_complete() {
                     Ok(true) => {}
-                    Ok(false) => still.push((rank, event)),
-                    Err(e) => return Err(self.fault(rank, "a product or a transfer failed", e)),
+                    Ok(false) => still.push((slot, event)),
+                    Err(e) => return Err(self.fault(slot, "a product or a transfer failed", e)),
                 }
             }
             pending = still;
@@ -512,7 +699,7 @@ impl Fabric {
             }
             self.check_async_errors()?;
             if start.elapsed() > limit {
-                let mut late: Vec<String> = pending.iter().map(|(r, _)| self.name(*r)).collect();
+                let mut late: Vec<String> = pending.iter().map(|(s, _)| self.name(*s)).collect();
                 late.dedup();
                 return Err(Error::Processor {
                     processor: late.join(", "),
@@ -533,8 +720,8 @@ impl Fabric {
     /// The first asynchronous error a communicator reports.
     fn check_async_errors(&self) -> Result<(), Error> {
         let comms = self.communicators.lock().expect("communicator lock");
-        for (group, comm) in comms.iter() {
-            for (member, &handle) in comm.handles.iter().enumerate() {
+        for comm in comms.values() {
+            for &(rank, handle) in &comm.handles {
                 let mut state = nccl_sys::ncclResult_t::ncclSuccess;
                 // SAFETY: a live communicator and an out-pointer to a local.
                 let asked = unsafe { nccl_sys::ncclCommGetAsyncError(handle, &mut state) };
@@ -544,11 +731,20 @@ impl Fabric {
                         nccl_sys::ncclResult_t::ncclSuccess
                             | nccl_sys::ncclResult_t::ncclInProgress
                     ) {
-                        return Err(self.fault(group[member], "NCCL reported", result));
+                        let slot = self.slot(rank).expect("a member held here");
+                        return Err(self.fault(slot, "NCCL reported", result));
                     }
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// The slot of the processor whose product `op` is, if it is held here.
+fn op_slot(fabric: &Fabric, op: &Op) -> Option<usize> {
+    match op {
+        Op::Gemm { rank, .. } => fabric.slot(*rank),
+        _ => None,
     }
 }

@@ -1,0 +1,163 @@
+//! Products across ranks whose pieces live on their GPUs. Each rank copies
+//! its pieces of A and B to its GPU once; the schedule's broadcasts and
+//! reductions are NCCL collectives between the ranks' GPUs, run by the
+//! same executor as a team of one host's GPUs ([`Fabric`]) holding only
+//! this rank's GPU; its piece of C comes back once. MPI carries only each
+//! group's NCCL id, from its first member to the others.
+//!
+//! Where the pieces do not fit every rank's GPU, or a node has more ranks
+//! than GPUs (NCCL takes one GPU per member of a group), the ranks keep
+//! them in host memory (the caller's other path): every rank learns what
+//! every other found, so all make the same choice.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mpi::collective::SystemOperation;
+use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+
+use super::{piece_of, received_by, Cluster, ClusterReport};
+use crate::context::Context;
+use crate::cuda::distributed::Fabric;
+use crate::cuda::memory::RawDeviceMemory;
+use crate::distributed::planner;
+use crate::distributed::schedule::{self, Schedule};
+use crate::element::Element;
+use crate::error::Error;
+use crate::matrix::MatRef;
+use crate::options::GemmOptions;
+use crate::tunables::{CLUSTER_GPU_JOIN_PATIENCE, CLUSTER_GPU_MEMORY_FRACTION};
+
+impl Cluster {
+    /// The distributed product of (m, k, n) ≥ 1 operands given whole on
+    /// every rank, with this rank's pieces on `ctx`'s GPU: the schedule,
+    /// this rank's piece of C and the report; `None` where the pieces do
+    /// not fit every rank's GPU or two ranks of a node share one (the
+    /// same answer on every rank).
+    /// Collective.
+    pub(super) fn product_on_gpus<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        opts: &GemmOptions,
+        ctx: &Context,
+    ) -> Result<Option<(Schedule, Vec<T>, ClusterReport)>, Error> {
+        let shape = (a.rows(), a.cols(), b.cols());
+        let crowded_here = u8::from(self.node_size > crate::cuda::device::device_count()?);
+        let mut crowded = 0u8;
+        self.world
+            .all_reduce_into(&crowded_here, &mut crowded, SystemOperation::max());
+        if crowded > 0 {
+            return Ok(None);
+        }
+        let free = ctx.gpu_memory()?.map_or(0, |(free, _)| free as u64);
+        let (num, den) = CLUSTER_GPU_MEMORY_FRACTION;
+        let on_gpus = self.least_words::<T>(free / den * num);
+        let in_host = self.memory_words::<T>();
+        let memory = match (on_gpus, in_host) {
+            (Some(g), Some(h)) => Some(g.min(h)),
+            (g, h) => g.or(h),
+        };
+        let plan = match planner::plan(shape, self.size(), memory) {
+            Ok(plan) => plan,
+            Err(Error::OutOfMemory { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let schedule = schedule::build(&plan);
+        let me = self.rank();
+        let gpu = ctx
+            .gpu_arc()
+            .ok_or_else(|| Error::CudaUnavailable("a rank's GPU context holds no GPU".into()))?;
+        let fabric = self.fabric(&gpu)?;
+        self.join_groups(&fabric, &schedule)?;
+
+        let staged = Instant::now();
+        let da = RawDeviceMemory::from_host(&gpu, &piece_of(a, &schedule.a.pieces[me])?)?;
+        let db = RawDeviceMemory::from_host(&gpu, &piece_of(b, &schedule.b.pieces[me])?)?;
+        let mut staging = staged.elapsed();
+        let words = received_by(&schedule, me);
+        self.world.barrier();
+        let start = Instant::now();
+        // SAFETY: `da` and `db` hold this rank's pieces of A and B (the
+        // schedule's sizes, row-major as it lays them out) on the
+        // fabric's one GPU, and nothing writes them until `run` returns.
+        let ran = unsafe { fabric.run::<T>(&schedule, &[da.ptr], &[db.ptr], opts) };
+        let (mut c, _) = ran?;
+        let mine_ms = start.elapsed().as_secs_f64() * 1e3;
+
+        let back = Instant::now();
+        let len = schedule.c.pieces[me].elements();
+        let mine = match c.pop().flatten() {
+            // SAFETY: the executor's C store of this rank holds its piece
+            // of C, `len` elements, and the run is over.
+            Some(dc) => unsafe { dc.to_host::<T>(&gpu, len)? },
+            None => Vec::new(),
+        };
+        staging += back.elapsed();
+        let (compute_ms, most, total) = self.timing_and_words(mine_ms, words as u64);
+        let staging_mine = staging.as_secs_f64() * 1e3;
+        let mut staging_ms = 0.0;
+        self.world
+            .all_reduce_into(&staging_mine, &mut staging_ms, SystemOperation::max());
+        Ok(Some((
+            schedule,
+            mine,
+            ClusterReport {
+                grid: (plan.grid.pm, plan.grid.pn, plan.grid.pk),
+                processors: self.size(),
+                compute_ms,
+                words_per_processor: u128::from(most),
+                total_words: u128::from(total),
+                lower_bound: plan.lower_bound,
+                levels_across: 0,
+                error_growth: 1.0,
+                local_gpus: true,
+                pieces_on_gpus: true,
+                staging_ms,
+            },
+        )))
+    }
+
+    /// This rank's GPU as a member of the job's groups, made once.
+    fn fabric(&self, gpu: &Arc<crate::cuda::device::Gpu>) -> Result<Arc<Fabric>, Error> {
+        let mut slot = self.fabric.lock().expect("fabric lock");
+        if let Some(fabric) = slot.as_ref() {
+            return Ok(Arc::clone(fabric));
+        }
+        // NVLink multicast (NVLS) can put GPUs that other jobs share out of
+        // service, and broadcasts and reductions do not need it: off
+        // unless the caller chose (read by NCCL when a group connects).
+        if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+            std::env::set_var("NCCL_NVLS_ENABLE", "0");
+        }
+        let fabric = Arc::new(Fabric::member(Arc::clone(gpu), self.rank(), self.size())?);
+        *slot = Some(Arc::clone(&fabric));
+        Ok(fabric)
+    }
+
+    /// Joins every group of `schedule` that this rank's GPU takes part in
+    /// and has not joined: the group's first member makes an NCCL id, an
+    /// MPI broadcast in the group's communicator carries it to the others,
+    /// and each joins. Collective (the communicators are split on every
+    /// rank); every rank walks its groups in the schedule's order, so two
+    /// groups never wait on each other.
+    fn join_groups(&self, fabric: &Fabric, schedule: &Schedule) -> Result<(), Error> {
+        let comms = self.communicators(schedule);
+        for group in fabric.unconnected(schedule) {
+            let comm = comms.get(&group).ok_or_else(|| {
+                Error::InvalidOption(format!(
+                    "rank {} has no communicator for {group:?}",
+                    self.rank()
+                ))
+            })?;
+            let mut id = if comm.rank() == 0 {
+                Fabric::new_group_id()?
+            } else {
+                [0u8; 128]
+            };
+            comm.process_at_rank(0).broadcast_into(&mut id[..]);
+            fabric.join(&group, id, CLUSTER_GPU_JOIN_PATIENCE)?;
+        }
+        Ok(())
+    }
+}
