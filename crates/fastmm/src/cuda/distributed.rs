@@ -444,6 +444,25 @@ impl Fabric {
         b: &[u64],
         opts: &GemmOptions,
     ) -> Result<(Vec<Option<RawDeviceMemory>>, Report), Error> {
+        // SAFETY: the caller's contract is `run_after`'s.
+        unsafe { self.run_after::<T>(schedule, a, b, opts, &mut || Ok(())) }
+    }
+
+    /// [`Fabric::run`], calling `ready` once the stores are allocated and
+    /// before the first operation is queued: where a process of an MPI
+    /// job waits for the others, so that the report's seconds start with
+    /// every process ready.
+    ///
+    /// # Safety
+    /// As [`Fabric::run`].
+    pub unsafe fn run_after<T: Element>(
+        &self,
+        schedule: &Schedule,
+        a: &[u64],
+        b: &[u64],
+        opts: &GemmOptions,
+        ready: &mut dyn FnMut() -> Result<(), Error>,
+    ) -> Result<(Vec<Option<RawDeviceMemory>>, Report), Error> {
         let held = self.gpus.len();
         if schedule.plan.processors != self.processors || a.len() != held || b.len() != held {
             return Err(Error::InvalidOption(format!(
@@ -480,6 +499,7 @@ impl Fabric {
         };
         let at = |slot: usize, r: &Region| base(slot, r.store) + (r.offset * elem) as u64;
 
+        ready()?;
         let start = Instant::now();
         let issued = self.issue::<T>(schedule, &at, opts);
         let waited = issued.and_then(|backends| {
