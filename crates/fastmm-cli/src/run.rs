@@ -306,7 +306,15 @@ fn run_on_cluster<T: Element>(
         .max(report.error_growth);
     let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
     let (pm, pn, pk) = report.grid;
-    let kernel = if report.levels_across > 0 {
+    let kernel = if report.breadth_first {
+        format!(
+            "{} across {} ranks (CAPS): 1 breadth-first level (a product per rank), then the local algorithm; {} words received per rank, {} of a classical product",
+            target.algorithm,
+            report.processors,
+            report.words_per_processor,
+            bound_text(report.bound_ratio())
+        )
+    } else if report.levels_across > 0 {
         format!(
             "{} across {} ranks (CAPS): {} levels, rows in chunks; {} words received per rank, {} of a classical product",
             target.algorithm,

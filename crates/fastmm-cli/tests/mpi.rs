@@ -267,6 +267,104 @@ fn pid_of_rank(job: u32, rank: usize) -> Option<u32> {
     None
 }
 
+/// Words the busiest of 7 ranks receives in a breadth-first step on
+/// (m, k, n): rank r gathers S_r (m/2 × k/2) and T_r (k/2 × n/2) less its
+/// own rows, and its rows of the six other Q's (m/2 × n/2 each).
+fn breadth_first_words((m, k, n): (usize, usize, usize)) -> f64 {
+    let part = |len: usize, r: usize| len * (r + 1) / 7 - len * r / 7;
+    let (h, d, w) = (m / 2, k / 2, n / 2);
+    (0..7)
+        .map(|r| h * d - part(h, r) * d + d * w - part(d, r) * w + 6 * part(h, r) * w)
+        .max()
+        .unwrap_or(0) as f64
+}
+
+#[test]
+fn breadth_first_on_seven_ranks_where_memory_allows() {
+    for (m, k, n) in [(64, 32, 18), (98, 44, 202), (2, 2, 2), (97, 44, 20)] {
+        let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
+        let out = mpirun(
+            7,
+            &[
+                "run",
+                "--distributed",
+                "-m",
+                &ms,
+                "-k",
+                &ks,
+                "-n",
+                &ns,
+                "--algo",
+                "strassen,winograd",
+                "--strassen-across",
+                "--threshold",
+                "8",
+                "--dtype",
+                "all",
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+                "--json",
+            ],
+        );
+        let records = records(&out);
+        assert_eq!(records.len(), 8, "2 algorithms × 4 types for {m}×{k}×{n}");
+        for r in &records {
+            assert_eq!(r["ok"], true, "{r}");
+            if r["dtype"] == "i32" || r["dtype"] == "i64" {
+                assert_eq!(r["rel_error"], 0.0, "{r}");
+            }
+            let kernel = r["kernel"].as_str().expect("a kernel column");
+            if m % 2 == 1 {
+                // An odd size splits no quadrants.
+                assert!(!kernel.contains("breadth-first"), "{kernel}");
+                continue;
+            }
+            assert!(kernel.contains("1 breadth-first level"), "{kernel}");
+            let got = r["comm_words"].as_f64().expect("words reported");
+            assert_eq!(got, breadth_first_words((m, k, n)), "{kernel}");
+        }
+    }
+    // 112³ f64: the step needs 18816 words (150528 bytes) per rank; with
+    // less, depth-first steps run instead.
+    for (memory, breadth) in [("150K", true), ("146K", false)] {
+        let out = mpirun(
+            7,
+            &[
+                "run",
+                "--distributed",
+                "-s",
+                "112",
+                "--algo",
+                "strassen",
+                "--strassen-across",
+                "--threshold",
+                "16",
+                "--dtype",
+                "f64",
+                "--memory-per-rank",
+                memory,
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+                "--json",
+            ],
+        );
+        let records = records(&out);
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0]["ok"], true, "{}", records[0]);
+        let kernel = records[0]["kernel"].as_str().expect("a kernel column");
+        assert_eq!(
+            kernel.contains("breadth-first"),
+            breadth,
+            "{memory}: {kernel}"
+        );
+        assert!(kernel.contains("(CAPS)"), "{memory}: {kernel}");
+    }
+}
+
 #[test]
 fn a_killed_rank_ends_the_job_within_30_seconds_naming_it() {
     use std::time::{Duration, Instant};

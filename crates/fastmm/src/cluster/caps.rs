@@ -11,8 +11,10 @@
 //! Each rank runs 7^L products of (h/P)×h×h for leaves of height h, and
 //! receives (7/4)^L·k·n·(P−1)/P words over the L levels.
 //!
-//! Only depth-first steps are taken: a breadth-first step hands the 7
-//! products to 7 groups of ranks, which needs P to be a multiple of 7.
+//! On exactly 7 ranks, a breadth-first step ([`super::breadth`]) runs
+//! instead where the sizes are even and its larger share fits the memory
+//! per rank: CAPS's choice between the two steps by memory. Breadth-first
+//! steps on 7·q ranks (groups of q per product) are not built.
 
 use mpi::traits::{Communicator, CommunicatorCollectives};
 
@@ -71,6 +73,13 @@ impl Cluster {
         let parts = self.size();
         if parts < 2 {
             return Ok(None);
+        }
+        // Breadth-first where the ranks and memory allow (it moves fewer
+        // words), else depth-first steps.
+        if parts == super::breadth::BREADTH_RANKS {
+            if let Some(done) = self.matmul_breadth_first(scheme, a, b, opts)? {
+                return Ok(Some(done));
+            }
         }
         let Ok((plan, recursion)) = caps::layout::<T>(parts, (m, k, n), true, opts) else {
             return Ok(None);
@@ -154,6 +163,7 @@ impl Cluster {
                 total_words: u128::from(total),
                 lower_bound: classical.map_or(0.0, |p| p.lower_bound),
                 levels_across: levels,
+                breadth_first: false,
                 error_growth: scheme.error_growth(levels),
                 local_gpus: false,
                 pieces_on_gpus: false,

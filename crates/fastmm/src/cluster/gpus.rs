@@ -115,6 +115,7 @@ impl Cluster {
                 total_words: u128::from(total),
                 lower_bound: plan.lower_bound,
                 levels_across: 0,
+                breadth_first: false,
                 error_growth: 1.0,
                 local_gpus: true,
                 pieces_on_gpus: true,

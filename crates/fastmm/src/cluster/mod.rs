@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod breadth;
 mod caps;
 mod files;
 #[cfg(feature = "cuda")]
@@ -109,6 +110,9 @@ pub struct ClusterReport {
     /// Strassen or Winograd levels run across the ranks (CAPS), 0 for
     /// a classical distribution.
     pub levels_across: usize,
+    /// Whether those levels were a breadth-first step (the seven
+    /// products on seven ranks at once) rather than depth-first steps.
+    pub breadth_first: bool,
     /// The factor by which those levels may raise the classical error
     /// bound (1 for none).
     pub error_growth: f64,
@@ -136,6 +140,7 @@ impl ClusterReport {
             total_words: 0,
             lower_bound: 0.0,
             levels_across: 0,
+            breadth_first: false,
             error_growth: 1.0,
             local_gpus: false,
             pieces_on_gpus: false,
@@ -196,8 +201,10 @@ impl Cluster {
     }
 
     /// The same cluster, Strassen and Winograd run across the ranks
-    /// (CAPS's depth-first steps) where m and k align and the rows and
-    /// temporaries fit, rather than as each rank's local product under
+    /// (CAPS: on exactly 7 ranks a breadth-first step where the sizes
+    /// are even and its share fits, else depth-first steps where m and k
+    /// align and the rows and temporaries fit), rather than as each
+    /// rank's local product under
     /// the classical distribution (the default: on two ranks sharing a
     /// 2-core machine, 4096³ f64 took 930 ms with one level across
     /// against 697 ms, the levels' sums competing for one memory bus).
@@ -449,6 +456,7 @@ impl Cluster {
                 total_words: u128::from(total),
                 lower_bound: plan.lower_bound,
                 levels_across: 0,
+                breadth_first: false,
                 error_growth: 1.0,
                 local_gpus: gpu.is_some(),
                 pieces_on_gpus: false,

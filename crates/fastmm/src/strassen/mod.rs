@@ -88,7 +88,9 @@ impl Scheme {
         }
     }
 
-    fn products(self) -> &'static [schedule::Product; 7] {
+    /// The scheme's seven products, each in the primitive's form (sums
+    /// of quadrants of A and B, and the quadrants of C it adds to).
+    pub(crate) fn products(self) -> &'static [schedule::Product; 7] {
         match self {
             Scheme::Strassen => &schedule::STRASSEN_PRODUCTS,
             Scheme::Winograd => &schedule::WINOGRAD_PRODUCTS,
