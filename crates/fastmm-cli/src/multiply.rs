@@ -693,13 +693,15 @@ fn distributed(args: &MultiplyArgs) -> Result<Outcome> {
                 let (pm, pn, pk) = report.product.grid;
                 eprintln!(
                     "fastmm: C = A·B ({m}×{k} · {k}×{n}, {}) across {} ranks in a {pm}×{pn}×{pk} grid: \
-                     product {:.1} ms, {} words received per rank, {:.1} s with the files; \
+                     product {:.1} ms, {} words received per rank, {:.1} s with the files \
+                     (each rank mapped at most {} bytes of the inputs for its pieces); \
                      checked ({:.2e} of the bound); wrote {}",
                     report.dtype,
                     report.product.processors,
                     report.product.compute_ms,
                     report.product.words_per_processor,
                     start.elapsed().as_secs_f64(),
+                    report.mapped_bytes_per_rank,
                     report.bound_ratio,
                     args.output.display()
                 );

@@ -594,6 +594,7 @@ fn files_multiplied_across_ranks_land_whole_and_a_failure_leaves_no_file() {
     };
     for (ranks, (m, k, n)) in [
         (3, (37, 23, 41)),
+        (4, (90, 30, 70)),
         (4, (1, 1, 1)),
         (3, (5, 64, 3)),
         (2, (3, 0, 4)),
@@ -608,11 +609,26 @@ fn files_multiplied_across_ranks_land_whole_and_a_failure_leaves_no_file() {
         write_matrix(&path("bi.npy"), &AnyMatrix::I64(bi.clone())).expect("B written");
 
         let out = run(ranks, "af.npy", "bf.npy", "cf.npy");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        // Each rank maps only the rows of A and B that hold its pieces:
+        // fewer than all where the grid splits A's rows (pm > 1) or B's
+        // (pm or pk > 1); a split of columns alone maps every row.
+        let after = |marker: &str, end: char| -> Option<String> {
+            let rest = stderr.split(marker).nth(1)?;
+            Some(rest.split(end).next()?.to_string())
+        };
+        let mapped: u64 = after("mapped at most ", ' ')
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("no mapped bytes in {stderr}"));
+        let inputs = ((m * k + k * n) * 8) as u64;
+        assert!(mapped <= inputs, "{mapped} of {inputs} bytes: {stderr}");
+        if let Some(grid) = after("in a ", ' ') {
+            let g: Vec<usize> = grid.split('×').filter_map(|x| x.parse().ok()).collect();
+            if g.len() == 3 && (g[0] > 1 || g[2] > 1) {
+                assert!(mapped < inputs, "{mapped} of {inputs} bytes: {stderr}");
+            }
+        }
         let AnyMatrix::F64(c) = read_matrix(&path("cf.npy"), &ReadOptions::new()).expect("C reads")
         else {
             panic!("C is f64");

@@ -1,6 +1,7 @@
-//! Products of matrix files across the ranks: every rank maps A and B
-//! (.npy or raw, on a file system they all see) and reads only its
-//! pieces; C is one .npy (or raw) file, created at its full size under a
+//! Products of matrix files across the ranks: every rank reads the
+//! headers of A and B (.npy or raw, on a file system they all see) and
+//! maps only the lines of the files that hold its pieces (rows of a
+//! row-major file, columns of a Fortran-order one); C is one .npy (or raw) file, created at its full size under a
 //! temporary name by rank 0, into which every rank writes its own blocks
 //! at their offsets. Rank 0 checks the whole C against A and B and renames
 //! it into place only after every rank has reported its part written: a
@@ -18,12 +19,13 @@ use std::path::{Path, PathBuf};
 
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
-use super::{wire::as_bytes, Cluster, ClusterReport};
+use super::{wire::as_bytes, Cluster, ClusterReport, Operand};
+use crate::distributed::schedule::Piece;
 use crate::element::{DType, Element};
 use crate::error::Error;
-use crate::io::out_of_core::MappedMatrix;
+use crate::io::out_of_core::{MappedMatrix, MatrixFile};
 use crate::io::{file_error, npy, Format};
-use crate::matrix::MatRef;
+use crate::matrix::{MatRef, Matrix};
 use crate::options::GemmOptions;
 use crate::partial::PartialFile;
 
@@ -41,14 +43,18 @@ pub struct ClusterFileReport {
     pub bound_ratio: f64,
     /// The check's relative error.
     pub rel_error: f64,
+    /// The most bytes of the inputs a rank mapped for its pieces: the
+    /// lines of A and B that hold them (rank 0 maps A and B whole again
+    /// afterwards, to check C).
+    pub mapped_bytes_per_rank: u64,
 }
 
 impl Cluster {
     /// C = A·B from files: `a` and `b` are .npy files (or raw files of
     /// the `raw` shapes and type, both) that every rank can read, of one
     /// element type; C is written to `c` (.npy unless its extension says
-    /// raw) in that type. Each rank maps the inputs, copies out only its
-    /// pieces, and writes its blocks of C into the file that rank 0 made
+    /// raw) in that type. Each rank maps only the lines of the inputs that
+    /// hold its pieces, copies the pieces out, and writes its blocks of C into the file that rank 0 made
     /// at its full size; rank 0 checks C
     /// ([`crate::verify::verify_with_growth`]) and renames it into place
     /// once every rank has written its part. Collective: every rank calls
@@ -72,48 +78,56 @@ impl Cluster {
             &(a, b, c, format!("{raw:?}"), super::chosen(opts)),
         )?;
         let opened = (|| {
-            let a_map = MappedMatrix::open(a, raw.map(|r| r[0]))?;
-            let b_map = MappedMatrix::open(b, raw.map(|r| r[1]))?;
-            if a_map.cols != b_map.rows {
+            let a_file = MatrixFile::open(a, raw.map(|r| r[0]))?;
+            let b_file = MatrixFile::open(b, raw.map(|r| r[1]))?;
+            if a_file.cols != b_file.rows {
                 return Err(Error::DimensionMismatch {
-                    a: (a_map.rows, a_map.cols),
-                    b: (b_map.rows, b_map.cols),
+                    a: (a_file.rows, a_file.cols),
+                    b: (b_file.rows, b_file.cols),
                 });
             }
-            if a_map.dtype != b_map.dtype {
+            if a_file.dtype != b_file.dtype {
                 return Err(file_error(
                     b,
                     &format!(
                         "holds {} elements and {} holds {}: a product across ranks takes one type",
-                        b_map.dtype,
+                        b_file.dtype,
                         a.display(),
-                        a_map.dtype
+                        a_file.dtype
                     ),
                 ));
             }
-            Ok((a_map, b_map))
+            Ok((a_file, b_file))
         })();
-        let (a_map, b_map) = self.agree("read its inputs", opened)?;
-        let shape = (a_map.rows, a_map.cols, b_map.cols);
-        self.check_same("inputs (shapes or types)", &(shape, a_map.dtype.name()))?;
-        match a_map.dtype {
-            DType::F32 => self.files_of::<f32>(&a_map, &b_map, c, opts),
-            DType::F64 => self.files_of::<f64>(&a_map, &b_map, c, opts),
-            DType::I32 => self.files_of::<i32>(&a_map, &b_map, c, opts),
-            DType::I64 => self.files_of::<i64>(&a_map, &b_map, c, opts),
+        let (a_file, b_file) = self.agree("read its inputs", opened)?;
+        let shape = (a_file.rows, a_file.cols, b_file.cols);
+        self.check_same("inputs (shapes or types)", &(shape, a_file.dtype.name()))?;
+        let files = [(a, &a_file), (b, &b_file)];
+        match a_file.dtype {
+            DType::F32 => self.files_of::<f32>(files, raw, c, opts),
+            DType::F64 => self.files_of::<f64>(files, raw, c, opts),
+            DType::I32 => self.files_of::<i32>(files, raw, c, opts),
+            DType::I64 => self.files_of::<i64>(files, raw, c, opts),
         }
     }
 
     fn files_of<T: Element>(
         &self,
-        a_map: &MappedMatrix,
-        b_map: &MappedMatrix,
+        [(a_path, a_file), (b_path, b_file)]: [(&Path, &MatrixFile); 2],
+        raw: Option<[((usize, usize), DType); 2]>,
         c_path: &Path,
         opts: &GemmOptions,
     ) -> Result<ClusterFileReport, Error> {
-        let views = (|| Ok((a_map.view::<T>()?, b_map.view::<T>()?)))();
-        let (a, b) = self.agree("map its inputs", views)?;
-        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        // Each file's type, byte order and alignment, checked on one line.
+        let mappable = (|| {
+            for file in [a_file, b_file] {
+                let line = file.map_part(0..file.rows.min(1), 0..file.cols.min(1))?;
+                line.view::<T>()?;
+            }
+            Ok(())
+        })();
+        self.agree("map its inputs", mappable)?;
+        let (m, k, n) = (a_file.rows, a_file.cols, b_file.cols);
         let header = match Format::of_path(c_path)? {
             Format::Npy => npy::header_bytes(T::DTYPE, m, n),
             Format::Raw => Vec::new(),
@@ -142,11 +156,29 @@ impl Cluster {
         let temporary = self.share_path(partial.as_ref().map(|p| p.path()))?;
 
         // The product, then every rank's blocks into the file.
+        let mut mapped_most = 0u64;
         let report = if m == 0 || n == 0 || k == 0 {
             // C is zeros: the file was created so (set_len fills zeros).
             ClusterReport::empty(self.size())
         } else {
-            let (schedule, mine, report) = self.product(a, b, opts)?;
+            // Each rank maps only the lines of the files that hold its
+            // pieces, as the product asks for them.
+            let mapped = std::cell::Cell::new(0u64);
+            let source = |operand: Operand, p: &Piece| -> Result<Vec<T>, Error> {
+                let file = match operand {
+                    Operand::A => a_file,
+                    Operand::B => b_file,
+                };
+                let part = file.map_part(p.rows.clone(), p.cols.clone())?;
+                mapped.set(mapped.get() + part.mapped_bytes() as u64);
+                Matrix::try_from_view(part.view::<T>()?).map(Matrix::into_vec)
+            };
+            let (schedule, mine, report) = self.product((m, k, n), &source, opts)?;
+            self.world.all_reduce_into(
+                &mapped.get(),
+                &mut mapped_most,
+                mpi::collective::SystemOperation::max(),
+            );
             let piece = &schedule.c.pieces[self.rank()];
             let written = write_blocks(&temporary, header.len() as u64, n, piece, &mine)
                 .map_err(|e| file_error(c_path, &format!("cannot write its blocks: {e}")));
@@ -156,7 +188,11 @@ impl Cluster {
 
         // Rank 0 checks the whole C, then renames it into place.
         let checked = match &partial {
-            Some(file) => check(file.path(), c_path, a, b, opts),
+            Some(file) => (|| {
+                let a = MappedMatrix::open(a_path, raw.map(|r| r[0]))?;
+                let b = MappedMatrix::open(b_path, raw.map(|r| r[1]))?;
+                check(file.path(), c_path, a.view::<T>()?, b.view::<T>()?, opts)
+            })(),
             None => Ok((0.0, 0.0)),
         };
         let (bound_ratio, rel_error) = self.agree("check C", checked)?;
@@ -175,6 +211,7 @@ impl Cluster {
             dtype: T::DTYPE,
             bound_ratio: scores[0],
             rel_error: scores[1],
+            mapped_bytes_per_rank: mapped_most,
         })
     }
 

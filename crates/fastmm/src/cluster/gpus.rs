@@ -16,7 +16,7 @@ use std::time::Instant;
 use mpi::collective::SystemOperation;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
-use super::{piece_of, received_by, Cluster, ClusterReport};
+use super::{received_by, Cluster, ClusterReport, Operand, Source};
 use crate::context::Context;
 use crate::cuda::distributed::Fabric;
 use crate::cuda::memory::RawDeviceMemory;
@@ -24,25 +24,23 @@ use crate::distributed::planner;
 use crate::distributed::schedule::{self, Schedule};
 use crate::element::Element;
 use crate::error::Error;
-use crate::matrix::MatRef;
 use crate::options::GemmOptions;
 use crate::tunables::{CLUSTER_GPU_JOIN_PATIENCE, CLUSTER_GPU_MEMORY_FRACTION};
 
 impl Cluster {
-    /// The distributed product of (m, k, n) ≥ 1 operands given whole on
-    /// every rank, with this rank's pieces on `ctx`'s GPU: the schedule,
+    /// The distributed product of (m, k, n) ≥ 1 operands, this rank's
+    /// pieces of which `source` gives, with them on `ctx`'s GPU: the schedule,
     /// this rank's piece of C and the report; `None` where the pieces do
     /// not fit every rank's GPU or two ranks of a node share one (the
     /// same answer on every rank).
     /// Collective.
     pub(super) fn product_on_gpus<T: Element>(
         &self,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
+        shape: (usize, usize, usize),
+        source: &Source<'_, T>,
         opts: &GemmOptions,
         ctx: &Context,
     ) -> Result<Option<(Schedule, Vec<T>, ClusterReport)>, Error> {
-        let shape = (a.rows(), a.cols(), b.cols());
         let crowded_here = u8::from(self.node_size > crate::cuda::device::device_count()?);
         let mut crowded = 0u8;
         self.world
@@ -72,8 +70,8 @@ impl Cluster {
         self.join_groups(&fabric, &schedule)?;
 
         let staged = Instant::now();
-        let da = RawDeviceMemory::from_host(&gpu, &piece_of(a, &schedule.a.pieces[me])?)?;
-        let db = RawDeviceMemory::from_host(&gpu, &piece_of(b, &schedule.b.pieces[me])?)?;
+        let da = RawDeviceMemory::from_host(&gpu, &source(Operand::A, &schedule.a.pieces[me])?)?;
+        let db = RawDeviceMemory::from_host(&gpu, &source(Operand::B, &schedule.b.pieces[me])?)?;
         let mut staging = staged.elapsed();
         let words = received_by(&schedule, me);
         // Timed from every rank's stores allocated (the barrier) to this

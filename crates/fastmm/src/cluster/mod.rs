@@ -336,25 +336,28 @@ impl Cluster {
         if let Some(done) = self.matmul_across(a, b, opts)? {
             return Ok(done);
         }
-        let (schedule, mine, report) = self.product(a, b, opts)?;
+        let source = |operand: Operand, p: &schedule::Piece| match operand {
+            Operand::A => piece_of(a, p),
+            Operand::B => piece_of(b, p),
+        };
+        let (schedule, mine, report) = self.product(shape, &source, opts)?;
         let c = self.collect(&schedule, mine)?;
         Ok((c, report))
     }
 
-    /// The distributed product of (m, k, n) ≥ 1 operands given whole on
-    /// every rank: the schedule, this rank's piece of C (row-major, its
-    /// piece of `schedule.c`) and the report.
+    /// The distributed product of (m, k, n) ≥ 1 operands, this rank's
+    /// pieces of which `source` gives: the schedule, this rank's piece of
+    /// C (row-major, its piece of `schedule.c`) and the report.
     fn product<T: Element>(
         &self,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
+        shape: (usize, usize, usize),
+        source: &Source<'_, T>,
         opts: &GemmOptions,
     ) -> Result<(Schedule, Vec<T>, ClusterReport), Error> {
-        let shape = (a.rows(), a.cols(), b.cols());
         let gpu = self.local_gpu(opts)?;
         #[cfg(feature = "cuda")]
         if let Some(ctx) = &gpu {
-            if let Some(done) = self.product_on_gpus(a, b, opts, ctx)? {
+            if let Some(done) = self.product_on_gpus(shape, source, opts, ctx)? {
                 return Ok(done);
             }
         }
@@ -364,8 +367,8 @@ impl Cluster {
         let mut stores = Stores::new(
             &schedule,
             me,
-            piece_of(a, &schedule.a.pieces[me])?,
-            piece_of(b, &schedule.b.pieces[me])?,
+            source(Operand::A, &schedule.a.pieces[me])?,
+            source(Operand::B, &schedule.b.pieces[me])?,
         )?;
         let gpu = &gpu;
         let comms = self.communicators(&schedule);
@@ -665,7 +668,18 @@ fn chosen(opts: &GemmOptions) -> String {
     )
 }
 
-/// Rank `rank`'s piece `p` of `m`, row-major.
+/// An operand of a product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operand {
+    A,
+    B,
+}
+
+/// Where this rank's pieces of A and B come from: the piece of an
+/// operand, row-major (from matrices given whole, or mapped from files).
+type Source<'s, T> = dyn Fn(Operand, &schedule::Piece) -> Result<Vec<T>, Error> + 's;
+
+/// Piece `p` of `m`, row-major.
 fn piece_of<T: Element>(m: MatRef<'_, T>, p: &schedule::Piece) -> Result<Vec<T>, Error> {
     let view = m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len());
     Matrix::try_from_view(view).map(Matrix::into_vec)

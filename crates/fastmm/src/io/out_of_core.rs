@@ -13,6 +13,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::ops::Range;
 use std::path::Path;
 use std::time::Instant;
 
@@ -42,25 +43,54 @@ pub struct MappedMatrix {
     offset: usize,
 }
 
-impl MappedMatrix {
-    /// Maps a .npy file, or a raw file of the given shape and type.
-    pub fn open(path: &Path, raw: Option<((usize, usize), DType)>) -> Result<MappedMatrix, Error> {
+/// A .npy or raw matrix file's layout, from its header alone: nothing of
+/// its data is mapped until asked for, whole ([`MatrixFile::map`]) or a
+/// rectangle's lines ([`MatrixFile::map_part`]).
+pub struct MatrixFile {
+    file: File,
+    path: std::path::PathBuf,
+    /// Element type of the data.
+    pub dtype: DType,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Stored column by column (a Fortran-order .npy).
+    pub column_major: bool,
+    /// The array's dimensions in its file (see [`MappedMatrix::ndim`]).
+    pub ndim: usize,
+    little_endian: bool,
+    offset: usize,
+}
+
+/// The most bytes of a .npy file mapped to read its header: far above
+/// the 64 KiB a version-1 header may take.
+const NPY_HEADER_MAP_BYTES: u64 = 1 << 20;
+
+impl MatrixFile {
+    /// Reads the layout of a .npy file, or checks a raw file against the
+    /// given shape and type.
+    pub fn open(path: &Path, raw: Option<((usize, usize), DType)>) -> Result<MatrixFile, Error> {
         let err = |reason: &str| file_error(path, reason);
         let file = File::open(path).map_err(|e| err(&format!("cannot open: {e}")))?;
         let len = file
             .metadata()
             .map_err(|e| err(&format!("cannot read its size: {e}")))?
             .len();
-        // SAFETY: the map is read-only and private to this process; fastmm
-        // never writes its inputs. As for any mapped file, another process
-        // truncating it while mapped would fault; that is documented for
-        // `fastmm multiply`.
-        let map =
-            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err(&format!("cannot map: {e}")))?;
         let (dtype, rows, cols, column_major, little_endian, offset, ndim) =
             match Format::of_path(path)? {
                 Format::Npy => {
-                    let l = npy::layout(&map, len).map_err(|e| err(&e))?;
+                    // SAFETY: a read-only, private map of the file's first
+                    // bytes (those its header can take); fastmm never writes
+                    // its inputs, and another process truncating one while
+                    // mapped would fault, as documented for `fastmm multiply`.
+                    let head = unsafe {
+                        memmap2::MmapOptions::new()
+                            .len(len.min(NPY_HEADER_MAP_BYTES) as usize)
+                            .map(&file)
+                    }
+                    .map_err(|e| err(&format!("cannot map: {e}")))?;
+                    let l = npy::layout(&head, len).map_err(|e| err(&e))?;
                     (
                         l.dtype,
                         l.rows,
@@ -89,8 +119,9 @@ impl MappedMatrix {
                     ))
                 }
             };
-        Ok(MappedMatrix {
-            map,
+        Ok(MatrixFile {
+            file,
+            path: path.to_path_buf(),
             dtype,
             rows,
             cols,
@@ -101,41 +132,189 @@ impl MappedMatrix {
         })
     }
 
+    /// The whole file, mapped.
+    pub fn map(self) -> Result<MappedMatrix, Error> {
+        // SAFETY: read-only and private, as in `open`.
+        let map = unsafe { memmap2::Mmap::map(&self.file) }
+            .map_err(|e| file_error(&self.path, &format!("cannot map: {e}")))?;
+        Ok(MappedMatrix {
+            map,
+            dtype: self.dtype,
+            rows: self.rows,
+            cols: self.cols,
+            column_major: self.column_major,
+            ndim: self.ndim,
+            little_endian: self.little_endian,
+            offset: self.offset,
+        })
+    }
+
+    /// Only the lines (rows of a row-major file, columns of a
+    /// column-major one) that hold the rectangle `rows` × `cols`, mapped:
+    /// what a rank of an MPI job reads of an input for its piece. An
+    /// empty rectangle maps nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a rectangle outside the matrix;
+    /// [`Error::File`] when the map fails.
+    pub fn map_part(&self, rows: Range<usize>, cols: Range<usize>) -> Result<MappedPart, Error> {
+        if rows.end > self.rows
+            || cols.end > self.cols
+            || rows.start > rows.end
+            || cols.start > cols.end
+        {
+            return Err(Error::InvalidOption(format!(
+                "rows {rows:?} and columns {cols:?} of a {}×{} matrix",
+                self.rows, self.cols
+            )));
+        }
+        let (lines, line_len) = if self.column_major {
+            (cols.clone(), self.rows)
+        } else {
+            (rows.clone(), self.cols)
+        };
+        let elem = self.dtype.size_bytes();
+        let map = if rows.is_empty() || cols.is_empty() {
+            None
+        } else {
+            let start = self.offset as u64 + (lines.start * line_len * elem) as u64;
+            let len = lines.len() * line_len * elem;
+            // SAFETY: read-only and private, as in `open`; the range lies
+            // inside the file (the header's shape was checked against its
+            // length).
+            let map = unsafe {
+                memmap2::MmapOptions::new()
+                    .offset(start)
+                    .len(len)
+                    .map(&self.file)
+            }
+            .map_err(|e| file_error(&self.path, &format!("cannot map bytes from {start}: {e}")))?;
+            Some(map)
+        };
+        Ok(MappedPart {
+            map,
+            dtype: self.dtype,
+            little_endian: self.little_endian,
+            rows: rows.len(),
+            cols: cols.len(),
+            column_major: self.column_major,
+            line_len,
+            first: if self.column_major {
+                rows.start
+            } else {
+                cols.start
+            },
+            file_offset: self.offset + lines.start * line_len * elem,
+        })
+    }
+}
+
+/// A rectangle of a matrix file, mapped by its lines ([`MatrixFile::map_part`]).
+pub struct MappedPart {
+    map: Option<memmap2::Mmap>,
+    dtype: DType,
+    little_endian: bool,
+    rows: usize,
+    cols: usize,
+    column_major: bool,
+    // Elements per line, and the rectangle's first element in its line.
+    line_len: usize,
+    first: usize,
+    file_offset: usize,
+}
+
+impl MappedPart {
+    /// Bytes mapped.
+    pub fn mapped_bytes(&self) -> usize {
+        self.map.as_ref().map_or(0, |m| m.len())
+    }
+
+    /// A view of the rectangle as T, without copying (the conditions of
+    /// [`MappedMatrix::view`]).
+    pub fn view<T: Element>(&self) -> Result<MatRef<'_, T>, Error> {
+        let Some(map) = &self.map else {
+            return MatRef::from_slice(&[], self.rows, self.cols);
+        };
+        let lines = if self.column_major {
+            self.cols
+        } else {
+            self.rows
+        };
+        let data: &[T] = typed_data(
+            map,
+            self.dtype,
+            self.little_endian,
+            self.file_offset,
+            lines * self.line_len,
+        )?;
+        let data = &data[self.first..];
+        if self.column_major {
+            MatRef::from_slice_strided(data, self.rows, self.cols, 1, self.line_len)
+        } else {
+            MatRef::from_slice_strided(data, self.rows, self.cols, self.line_len, 1)
+        }
+    }
+}
+
+/// `len` elements of T at the start of `bytes` (data at byte `at` of its
+/// file, for the messages): the type must be T's, stored little-endian
+/// and aligned for T; else [`Error::Unsupported`] saying which.
+fn typed_data<T: Element>(
+    bytes: &[u8],
+    dtype: DType,
+    little_endian: bool,
+    at: usize,
+    len: usize,
+) -> Result<&[T], Error> {
+    let refused = |what: String| Error::Unsupported {
+        algorithm: "an out-of-core product",
+        what,
+    };
+    if dtype != T::DTYPE {
+        return Err(refused(format!(
+            "{dtype} data in a {} product (both operands must have the product's type)",
+            T::DTYPE
+        )));
+    }
+    if !little_endian {
+        return Err(refused(
+            "big-endian data (it maps little-endian data only)".into(),
+        ));
+    }
+    if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
+        return Err(refused(format!(
+            "data at byte {at}, not aligned for {}",
+            T::DTYPE
+        )));
+    }
+    if bytes.len() < len * std::mem::size_of::<T>() {
+        return Err(Error::OutOfBounds(format!(
+            "{len} elements at byte {at} run past the mapped data"
+        )));
+    }
+    // SAFETY: the slice lies inside `bytes` (checked above), is aligned for
+    // T (checked above), and every bit pattern is a valid f32, f64, i32 or
+    // i64 (Element is sealed to those).
+    Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), len) })
+}
+
+impl MappedMatrix {
+    /// Maps a .npy file, or a raw file of the given shape and type.
+    pub fn open(path: &Path, raw: Option<((usize, usize), DType)>) -> Result<MappedMatrix, Error> {
+        MatrixFile::open(path, raw)?.map()
+    }
+
     /// A view of the mapped data as T, without copying: the type must be
     /// T's, stored little-endian and aligned for T; else
     /// [`Error::Unsupported`] saying which.
     pub fn view<T: Element>(&self) -> Result<MatRef<'_, T>, Error> {
-        let refused = |what: String| Error::Unsupported {
-            algorithm: "an out-of-core product",
-            what,
-        };
-        if self.dtype != T::DTYPE {
-            return Err(refused(format!(
-                "{} data in a {} product (both operands must have the product's type)",
-                self.dtype,
-                T::DTYPE
-            )));
-        }
-        if !self.little_endian {
-            return Err(refused(
-                "big-endian data (it maps little-endian data only)".into(),
-            ));
-        }
-        let bytes = &self.map[self.offset..];
-        if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
-            return Err(refused(format!(
-                "data at byte {}, not aligned for {}",
-                self.offset,
-                T::DTYPE
-            )));
-        }
-        let len = self.rows * self.cols;
-        // SAFETY: the slice lies inside the map (its length was checked
-        // against the file: offset + rows·cols·size bytes), is aligned for
-        // T (checked above), and every bit pattern is a valid f32, f64,
-        // i32 or i64 (Element is sealed to those). The map is read-only and
-        // lives as long as the returned view borrows `self`.
-        let data: &[T] = unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), len) };
+        let data: &[T] = typed_data(
+            &self.map[self.offset..],
+            self.dtype,
+            self.little_endian,
+            self.offset,
+            self.rows * self.cols,
+        )?;
         let (row_stride, col_stride) = if self.column_major {
             (1, self.rows)
         } else {

@@ -540,3 +540,57 @@ fn a_mapped_output_is_renamed_when_kept_and_removed_otherwise() {
         assert_eq!(leftovers, 0);
     }
 }
+
+/// Every rectangle of a C-order and of a Fortran-order file, mapped by its
+/// lines alone, reads as the same rectangle of the whole matrix, and maps
+/// only the lines that hold it.
+#[test]
+fn parts_of_files_map_only_their_lines() {
+    use super::out_of_core::MatrixFile;
+    let dir = dir();
+    let (rows, cols) = (7usize, 5usize);
+    let value = |i: usize, j: usize| (i * 10 + j) as i64;
+    for fortran in [false, true] {
+        let header = format!(
+            "{{'descr': '<i8', 'fortran_order': {}, 'shape': ({rows}, {cols}), }}",
+            if fortran { "True" } else { "False" }
+        );
+        let mut data = Vec::new();
+        let (outer, inner) = if fortran { (cols, rows) } else { (rows, cols) };
+        for o in 0..outer {
+            for i in 0..inner {
+                let v = if fortran { value(i, o) } else { value(o, i) };
+                data.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let path = dir.join(format!("parts-{fortran}.npy"));
+        std::fs::write(&path, npy_bytes(&header, &data)).unwrap();
+        let file = MatrixFile::open(&path, None).unwrap();
+        assert_eq!(
+            (file.rows, file.cols, file.column_major),
+            (rows, cols, fortran)
+        );
+        for r in [0..0, 0..1, 2..5, 6..7, 0..7] {
+            for c in [0..0, 1..2, 0..5, 3..5] {
+                let part = file.map_part(r.clone(), c.clone()).unwrap();
+                let view = part.view::<i64>().unwrap();
+                assert_eq!(view.shape(), (r.len(), c.len()));
+                for (i, row) in r.clone().enumerate() {
+                    for (j, col) in c.clone().enumerate() {
+                        assert_eq!(view.get(i, j), value(row, col), "{fortran} {r:?} {c:?}");
+                    }
+                }
+                let lines = if fortran { c.len() } else { r.len() };
+                let want = if r.is_empty() || c.is_empty() {
+                    0
+                } else {
+                    lines * inner * 8
+                };
+                assert_eq!(part.mapped_bytes(), want, "{fortran} {r:?} {c:?}");
+            }
+        }
+        assert!(file.map_part(0..8, 0..1).is_err());
+        assert!(file.map_part(0..1, 4..6).is_err());
+        assert!(file.map_part(0..1, 0..1).unwrap().view::<f64>().is_err());
+    }
+}
