@@ -424,21 +424,22 @@ impl Team {
                 got: m.shape(),
             });
         }
-        let host: Vec<Vec<T>> = layout
-            .pieces
-            .iter()
-            .map(|p| {
-                let view = m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len());
-                Matrix::try_from_view(view).map(Matrix::into_vec)
-            })
-            .collect::<Result<_, _>>()?;
+        let view_of = |p: &crate::distributed::schedule::Piece| {
+            m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len())
+        };
         let pieces = match &self.backend {
-            Backend::Simulated => Pieces::Host(host),
+            Backend::Simulated => Pieces::Host(
+                layout
+                    .pieces
+                    .iter()
+                    .map(|p| Matrix::try_from_view(view_of(p)).map(Matrix::into_vec))
+                    .collect::<Result<_, _>>()?,
+            ),
             #[cfg(feature = "cuda")]
             Backend::Gpus(fabric) => {
-                let mut placed = Vec::with_capacity(host.len());
-                for (gpu, data) in fabric.gpus().iter().zip(&host) {
-                    placed.push(upload(gpu, data)?);
+                let mut placed = Vec::with_capacity(layout.pieces.len());
+                for (gpu, p) in fabric.gpus().iter().zip(&layout.pieces) {
+                    placed.push(upload(gpu, view_of(p))?);
                 }
                 Pieces::Gpu(placed)
             }
@@ -852,12 +853,12 @@ impl Team {
 #[cfg(feature = "cuda")]
 fn upload<T: Element>(
     gpu: &Arc<crate::cuda::device::Gpu>,
-    data: &[T],
+    view: MatRef<'_, T>,
 ) -> Result<Option<GpuPiece>, Error> {
-    if data.is_empty() {
+    if view.rows() == 0 || view.cols() == 0 {
         return Ok(None);
     }
-    let memory = crate::cuda::memory::RawDeviceMemory::from_host(gpu, data)?;
+    let memory = crate::cuda::transfer::upload_view(gpu, view)?;
     Ok(Some(GpuPiece {
         memory,
         gpu: Arc::clone(gpu),
@@ -867,7 +868,7 @@ fn upload<T: Element>(
 #[cfg(feature = "cuda")]
 fn download<T: Element>(piece: &GpuPiece, len: usize) -> Result<Vec<T>, Error> {
     // SAFETY: the piece holds `len` elements of T on its GPU.
-    unsafe { piece.memory.to_host(&piece.gpu, len) }
+    unsafe { crate::cuda::transfer::download_vec(&piece.gpu, &piece.memory, len) }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::io::out_of_core::{MappedMatrix, MatrixFile};
 use crate::io::{file_error, npy, Format};
-use crate::matrix::{MatRef, Matrix};
+use crate::matrix::MatRef;
 use crate::options::GemmOptions;
 use crate::partial::PartialFile;
 
@@ -164,15 +164,18 @@ impl Cluster {
             // Each rank maps only the lines of the files that hold its
             // pieces, as the product asks for them.
             let mapped = std::cell::Cell::new(0u64);
-            let source = |operand: Operand, p: &Piece| -> Result<Vec<T>, Error> {
-                let file = match operand {
-                    Operand::A => a_file,
-                    Operand::B => b_file,
+            let source =
+                |operand: Operand,
+                 p: &Piece,
+                 take: &mut dyn FnMut(MatRef<'_, T>) -> Result<(), Error>| {
+                    let file = match operand {
+                        Operand::A => a_file,
+                        Operand::B => b_file,
+                    };
+                    let part = file.map_part(p.rows.clone(), p.cols.clone())?;
+                    mapped.set(mapped.get() + part.mapped_bytes() as u64);
+                    take(part.view::<T>()?)
                 };
-                let part = file.map_part(p.rows.clone(), p.cols.clone())?;
-                mapped.set(mapped.get() + part.mapped_bytes() as u64);
-                Matrix::try_from_view(part.view::<T>()?).map(Matrix::into_vec)
-            };
             let (schedule, mine, report) = self.product((m, k, n), &source, opts)?;
             self.world.all_reduce_into(
                 &mapped.get(),

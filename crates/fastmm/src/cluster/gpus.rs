@@ -19,7 +19,7 @@ use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 use super::{received_by, Cluster, ClusterReport, Operand, Source};
 use crate::context::Context;
 use crate::cuda::distributed::Fabric;
-use crate::cuda::memory::RawDeviceMemory;
+use crate::cuda::transfer;
 use crate::distributed::planner;
 use crate::distributed::schedule::{self, Schedule};
 use crate::element::Element;
@@ -70,8 +70,16 @@ impl Cluster {
         self.join_groups(&fabric, &schedule)?;
 
         let staged = Instant::now();
-        let da = RawDeviceMemory::from_host(&gpu, &source(Operand::A, &schedule.a.pieces[me])?)?;
-        let db = RawDeviceMemory::from_host(&gpu, &source(Operand::B, &schedule.b.pieces[me])?)?;
+        let upload = |operand: Operand, piece: &schedule::Piece| {
+            let mut memory = None;
+            source(operand, piece, &mut |view| {
+                memory = Some(transfer::upload_view(&gpu, view)?);
+                Ok(())
+            })?;
+            memory.ok_or_else(|| Error::InvalidOption("a piece's source gave nothing".into()))
+        };
+        let da = upload(Operand::A, &schedule.a.pieces[me])?;
+        let db = upload(Operand::B, &schedule.b.pieces[me])?;
         let mut staging = staged.elapsed();
         let words = received_by(&schedule, me);
         // Timed from every rank's stores allocated (the barrier) to this
@@ -93,7 +101,7 @@ impl Cluster {
         let mine = match c.pop().flatten() {
             // SAFETY: the executor's C store of this rank holds its piece
             // of C, `len` elements, and the run is over.
-            Some(dc) => unsafe { dc.to_host::<T>(&gpu, len)? },
+            Some(dc) => unsafe { transfer::download_vec::<T>(&gpu, &dc, len)? },
             None => Vec::new(),
         };
         staging += back.elapsed();

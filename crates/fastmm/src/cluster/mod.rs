@@ -336,10 +336,16 @@ impl Cluster {
         if let Some(done) = self.matmul_across(a, b, opts)? {
             return Ok(done);
         }
-        let source = |operand: Operand, p: &schedule::Piece| match operand {
-            Operand::A => piece_of(a, p),
-            Operand::B => piece_of(b, p),
-        };
+        let source =
+            |operand: Operand,
+             p: &schedule::Piece,
+             take: &mut dyn FnMut(MatRef<'_, T>) -> Result<(), Error>| {
+                let m = match operand {
+                    Operand::A => a,
+                    Operand::B => b,
+                };
+                take(m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len()))
+            };
         let (schedule, mine, report) = self.product(shape, &source, opts)?;
         let c = self.collect(&schedule, mine)?;
         Ok((c, report))
@@ -367,8 +373,8 @@ impl Cluster {
         let mut stores = Stores::new(
             &schedule,
             me,
-            source(Operand::A, &schedule.a.pieces[me])?,
-            source(Operand::B, &schedule.b.pieces[me])?,
+            piece_vec(source, Operand::A, &schedule.a.pieces[me])?,
+            piece_vec(source, Operand::B, &schedule.b.pieces[me])?,
         )?;
         let gpu = &gpu;
         let comms = self.communicators(&schedule);
@@ -675,14 +681,28 @@ enum Operand {
     B,
 }
 
-/// Where this rank's pieces of A and B come from: the piece of an
-/// operand, row-major (from matrices given whole, or mapped from files).
-type Source<'s, T> = dyn Fn(Operand, &schedule::Piece) -> Result<Vec<T>, Error> + 's;
+/// Where this rank's pieces of A and B come from: hands the piece of an
+/// operand, as a view, to a consumer (from matrices given whole, or from
+/// the lines of files mapped for it).
+type Source<'s, T> = dyn Fn(
+        Operand,
+        &schedule::Piece,
+        &mut dyn FnMut(MatRef<'_, T>) -> Result<(), Error>,
+    ) -> Result<(), Error>
+    + 's;
 
-/// Piece `p` of `m`, row-major.
-fn piece_of<T: Element>(m: MatRef<'_, T>, p: &schedule::Piece) -> Result<Vec<T>, Error> {
-    let view = m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len());
-    Matrix::try_from_view(view).map(Matrix::into_vec)
+/// The piece of `operand` that `source` gives, row-major.
+fn piece_vec<T: Element>(
+    source: &Source<'_, T>,
+    operand: Operand,
+    p: &schedule::Piece,
+) -> Result<Vec<T>, Error> {
+    let mut out = Vec::new();
+    source(operand, p, &mut |view| {
+        out = Matrix::try_from_view(view)?.into_vec();
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// Words `rank` receives in `schedule`'s collectives.

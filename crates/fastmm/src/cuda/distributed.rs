@@ -138,6 +138,7 @@ fn nccl_type(dtype: DType) -> nccl_sys::ncclDataType_t {
 }
 
 /// An NCCL id: what a group's first member makes and the others join with.
+#[cfg(feature = "mpi")]
 pub(crate) type GroupId = [u8; 128];
 
 impl Fabric {
@@ -150,6 +151,7 @@ impl Fabric {
 
     /// A fabric of one GPU standing for processor `rank` of `processors`,
     /// the others in other processes: a process of an MPI job.
+    #[cfg(feature = "mpi")]
     pub fn member(gpu: Arc<Gpu>, rank: usize, processors: usize) -> Result<Fabric, Error> {
         if rank >= processors {
             return Err(Error::InvalidOption(format!(
@@ -229,6 +231,7 @@ impl Fabric {
     /// MPI job must [`Fabric::join`] before [`Fabric::run`]. Every
     /// process that runs the same schedules sees the same list for the
     /// groups it shares.
+    #[cfg(feature = "mpi")]
     pub(crate) fn unconnected(&self, schedule: &Schedule) -> Vec<Vec<usize>> {
         let comms = self.communicators.lock().expect("communicator lock");
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -246,6 +249,7 @@ impl Fabric {
 
     /// A fresh NCCL id, for the first member of a group that spans
     /// processes to carry to the others.
+    #[cfg(feature = "mpi")]
     pub(crate) fn new_group_id() -> Result<GroupId, Error> {
         nccl_available()?;
         let id = nccl::get_uniqueid().map_err(|e| nccl_err("cannot make a group's id", e))?;
@@ -256,6 +260,7 @@ impl Fabric {
     /// that its first member made, waiting at most `limit` for the other
     /// members (NCCL's join blocks until every member has called it; a
     /// member that never comes is reported, not waited for).
+    #[cfg(feature = "mpi")]
     pub(crate) fn join(
         &self,
         group: &[usize],

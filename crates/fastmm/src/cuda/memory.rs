@@ -31,37 +31,6 @@ impl RawDeviceMemory {
             .map_err(|e| cuda_err(&format!("cannot allocate {bytes} bytes on the GPU"), e))?;
         Ok(RawDeviceMemory { ptr })
     }
-
-    /// A copy of `data` on `gpu` (room for one byte where it is empty).
-    pub fn from_host<T: Element>(gpu: &Gpu, data: &[T]) -> Result<RawDeviceMemory, Error> {
-        let memory = RawDeviceMemory::alloc(gpu, std::mem::size_of_val(data))?;
-        if !data.is_empty() {
-            // SAFETY: `memory` holds size_of_val(data) bytes on this GPU,
-            // used by nothing else yet.
-            unsafe { copy_to_device(gpu, data, memory.ptr)? };
-        }
-        Ok(memory)
-    }
-
-    /// The first `len` elements of T, copied to the host.
-    ///
-    /// # Safety
-    /// The memory is on `gpu` and holds at least `len` elements of T, not
-    /// written meanwhile.
-    pub unsafe fn to_host<T: Element>(&self, gpu: &Gpu, len: usize) -> Result<Vec<T>, Error> {
-        let mut out = Vec::new();
-        out.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
-            what: "a piece copied back from the GPU".into(),
-            needed: format!("{} bytes", len * std::mem::size_of::<T>()),
-            available: "less in host memory".into(),
-        })?;
-        out.resize(len, T::ZERO);
-        if len > 0 {
-            // SAFETY: the caller's contract covers the source.
-            unsafe { copy_to_host(gpu, self.ptr, &mut out)? };
-        }
-        Ok(out)
-    }
 }
 
 impl Drop for RawDeviceMemory {

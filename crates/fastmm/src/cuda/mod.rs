@@ -25,6 +25,7 @@ pub(crate) mod memory;
 pub(crate) mod out_of_core;
 pub(crate) mod product;
 pub(crate) mod strassen;
+pub(crate) mod transfer;
 pub(crate) mod tunables;
 
 /// A failed CUDA driver, cuBLAS or NVRTC call, as the library's typed error.

@@ -293,3 +293,9 @@ pub(crate) const CUDA_EMULATION_MEMORY_FRACTION: f64 = 0.8;
 /// heuristic ran 16384³ at 773 TOPS as one call and at 1483 TOPS as four
 /// 8192 × 16384 × 8192 calls (8192³ as one call: 1367).
 pub(crate) const CUDA_EMULATION_INT8_TILE: usize = 8192;
+
+/// Bytes per band of a whole matrix staged to or from the GPU through two
+/// page-locked buffers ([`crate::cuda::transfer`]): large enough that each
+/// copy runs at the link's speed, small enough that gathering one band
+/// while the other copies keeps both busy.
+pub(crate) const CUDA_TRANSFER_BAND_BYTES: usize = 64 << 20;
