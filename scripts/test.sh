@@ -42,6 +42,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # fresh-clone test command had reached 10 minutes. Every step below uses
 # the same profile.
 export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+# Nor line tables (the profile's debug info, for profiling benchmarks):
+# emitting and linking them is build time the tests do not use.
+export CARGO_PROFILE_RELEASE_DEBUG=false
 # A tuning file left by `fastmm tune` on this machine must not change what
 # the tests see; the tuning tests point FASTMM_TUNING at their own files.
 export FASTMM_TUNING=off

@@ -191,7 +191,7 @@ pub fn run_team_reporting(
     each: &mut dyn FnMut(&Check),
 ) -> Result<Vec<Check>, Error> {
     let kind = team.devices()[0].kind();
-    let shapes: Vec<_> = SHAPES.iter().chain(TEAM_SHAPES).copied().collect();
+    let shapes = team_shapes();
     let mut rows = Rows::new(each);
     let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
     for algorithm in Algorithm::all_on(kind).filter(|&a| selected(a)) {
@@ -212,6 +212,19 @@ pub fn run_team_reporting(
     if only.is_some() {
         return Ok(rows.rows);
     }
+    rows.push(check_team_words(team, &shapes));
+    Ok(rows.rows)
+}
+
+/// The shapes of the team self-test.
+pub(crate) fn team_shapes() -> Vec<(usize, usize, usize)> {
+    SHAPES.iter().chain(TEAM_SHAPES).copied().collect()
+}
+
+/// The distributed operands' check: every shape's exact integer product
+/// through the plan's layout, the words moved equal to the plan's.
+pub(crate) fn check_team_words(team: &Team, shapes: &[(usize, usize, usize)]) -> Check {
+    let kind = team.devices()[0].kind();
     let mut words = Check::new(format!(
         "distributed operands: exact, words = the plan's, on {} processors",
         team.size()
@@ -243,8 +256,7 @@ pub fn run_team_reporting(
             Err(e) => words.failures.push(format!("{m}×{k}×{n}: {e}")),
         }
     }
-    rows.push(words);
-    Ok(rows.rows)
+    words
 }
 
 fn check_team<T: Element>(
