@@ -308,9 +308,13 @@ fn run_on_cluster<T: Element>(
     let (pm, pn, pk) = report.grid;
     let kernel = if report.breadth_first {
         format!(
-            "{} across {} ranks (CAPS): 1 breadth-first level (a product per rank), then the local algorithm; {} words received per rank, {} of a classical product",
+            "{} across {} ranks (CAPS): 1 breadth-first level ({}), then the local algorithm; {} words received per rank, {} of a classical product",
             target.algorithm,
             report.processors,
+            match report.processors / 7 {
+                1 => "a product per rank".to_string(),
+                q => format!("a product per group of {q} ranks, classical within it"),
+            },
             report.words_per_processor,
             bound_text(report.bound_ratio())
         )

@@ -280,7 +280,7 @@ fn breadth_first_words((m, k, n): (usize, usize, usize)) -> f64 {
 }
 
 #[test]
-fn breadth_first_on_seven_ranks_where_memory_allows() {
+fn breadth_first_on_seven_and_fourteen_ranks_where_memory_allows() {
     for (m, k, n) in [(64, 32, 18), (98, 44, 202), (2, 2, 2), (97, 44, 20)] {
         let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
         let out = mpirun(
@@ -324,6 +324,57 @@ fn breadth_first_on_seven_ranks_where_memory_allows() {
             assert!(kernel.contains("1 breadth-first level"), "{kernel}");
             let got = r["comm_words"].as_f64().expect("words reported");
             assert_eq!(got, breadth_first_words((m, k, n)), "{kernel}");
+        }
+    }
+    // 14 ranks: a group of 2 per product, classical within it. Every
+    // rank receives S_g and T_g but its own rows, its group product's
+    // words and its rows of the Q's it did not make.
+    for (m, k, n) in [(56usize, 28usize, 30usize), (26, 18, 46)] {
+        let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
+        let out = mpirun(
+            14,
+            &[
+                "run",
+                "--distributed",
+                "-m",
+                &ms,
+                "-k",
+                &ks,
+                "-n",
+                &ns,
+                "--algo",
+                "strassen,winograd",
+                "--strassen-across",
+                "--threshold",
+                "8",
+                "--dtype",
+                "all",
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+                "--json",
+            ],
+        );
+        let records = records(&out);
+        assert_eq!(records.len(), 8, "2 algorithms × 4 types for {m}×{k}×{n}");
+        let (h, d, w) = (m / 2, k / 2, n / 2);
+        for r in &records {
+            assert_eq!(r["ok"], true, "{r}");
+            if r["dtype"] == "i32" || r["dtype"] == "i64" {
+                assert_eq!(r["rel_error"], 0.0, "{r}");
+            }
+            let kernel = r["kernel"].as_str().expect("a kernel column");
+            assert!(
+                kernel.contains("a product per group of 2 ranks"),
+                "{kernel}"
+            );
+            let got = r["comm_words"].as_f64().expect("words reported");
+            // At least S_g and T_g less the busiest rank's own rows, at
+            // most them whole, a group product's and all of its Q rows.
+            let least = ((h * d + d * w) - (h.div_ceil(14) * d + d.div_ceil(14) * w)) as f64;
+            let most = (2 * (h * d + d * w) + h * w + 7 * h.div_ceil(14) * w) as f64;
+            assert!(got >= least && got <= most, "{got} words: {kernel}");
         }
     }
     // 112³ f64: the step needs 18816 words (150528 bytes) per rank; with

@@ -76,7 +76,7 @@ impl Cluster {
         }
         // Breadth-first where the ranks and memory allow (it moves fewer
         // words), else depth-first steps.
-        if parts == super::breadth::BREADTH_RANKS {
+        if parts.is_multiple_of(super::breadth::BREADTH_RANKS) {
             if let Some(done) = self.matmul_breadth_first(scheme, a, b, opts)? {
                 return Ok(Some(done));
             }

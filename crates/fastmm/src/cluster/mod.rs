@@ -80,8 +80,9 @@ pub struct Cluster {
     // first product with pieces on the GPUs; its groups are kept.
     #[cfg(feature = "cuda")]
     fabric: std::sync::Mutex<Option<std::sync::Arc<crate::cuda::distributed::Fabric>>>,
-    // Finalises MPI when the cluster is dropped (after `world`).
-    _universe: Universe,
+    // Finalises MPI when the cluster is dropped (after `world`); `None`
+    // for a cluster over a subgroup of the job's ranks.
+    _universe: Option<Universe>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -188,8 +189,29 @@ impl Cluster {
             gpu: std::sync::Mutex::new(None),
             #[cfg(feature = "cuda")]
             fabric: std::sync::Mutex::new(None),
-            _universe: universe,
+            _universe: Some(universe),
         })
+    }
+
+    /// The ranks of `comm` (a subgroup of this cluster's, made by a
+    /// collective split) as a cluster of their own, with the same memory,
+    /// GPUs and node layout; its products are classical (no levels
+    /// across).
+    fn subgroup(&self, comm: SimpleCommunicator) -> Cluster {
+        let gpu = self.gpu.lock().expect("GPU lock").clone();
+        Cluster {
+            world: comm,
+            memory_per_rank: self.memory_per_rank,
+            strassen_across: false,
+            local_gpus: self.local_gpus,
+            // The job's node layout: each rank keeps its GPU.
+            node_rank: self.node_rank,
+            node_size: self.node_size,
+            gpu: std::sync::Mutex::new(gpu),
+            #[cfg(feature = "cuda")]
+            fabric: std::sync::Mutex::new(None),
+            _universe: None,
+        }
     }
 
     /// The same cluster, each rank allowed `bytes` for its pieces and
