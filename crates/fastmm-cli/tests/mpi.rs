@@ -98,33 +98,7 @@ fn strassen_across_two_three_and_four_ranks() {
         (4, (64, 32, 17), "8"),
         (3, (97, 89, 101), "16"),
     ] {
-        let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
-        let out = mpirun(
-            ranks,
-            &[
-                "run",
-                "--distributed",
-                "-m",
-                &ms,
-                "-k",
-                &ks,
-                "-n",
-                &ns,
-                "--algo",
-                "strassen,winograd",
-                "--strassen-across",
-                "--threshold",
-                threshold,
-                "--dtype",
-                "all",
-                "--reps",
-                "1",
-                "--warmup",
-                "0",
-                "--json",
-            ],
-        );
-        let records = records(&out);
+        let records = across_records(ranks, (m, k, n), threshold);
         assert_eq!(records.len(), 8, "2 algorithms × 4 types for {m}×{k}×{n}");
         for r in &records {
             assert_eq!(r["ok"], true, "{r}");
@@ -267,6 +241,42 @@ fn pid_of_rank(job: u32, rank: usize) -> Option<u32> {
     None
 }
 
+/// The JSON records of `run --distributed --algo strassen,winograd
+/// --strassen-across` on `ranks` ranks, every type, once each.
+fn across_records(
+    ranks: usize,
+    (m, k, n): (usize, usize, usize),
+    threshold: &str,
+) -> Vec<serde_json::Value> {
+    let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
+    let out = mpirun(
+        ranks,
+        &[
+            "run",
+            "--distributed",
+            "-m",
+            &ms,
+            "-k",
+            &ks,
+            "-n",
+            &ns,
+            "--algo",
+            "strassen,winograd",
+            "--strassen-across",
+            "--threshold",
+            threshold,
+            "--dtype",
+            "all",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+    );
+    records(&out)
+}
+
 /// Words the busiest of 7 ranks receives in a breadth-first step on
 /// (m, k, n): rank r gathers S_r (m/2 × k/2) and T_r (k/2 × n/2) less its
 /// own rows, and its rows of the six other Q's (m/2 × n/2 each).
@@ -282,33 +292,7 @@ fn breadth_first_words((m, k, n): (usize, usize, usize)) -> f64 {
 #[test]
 fn breadth_first_on_seven_and_fourteen_ranks_where_memory_allows() {
     for (m, k, n) in [(64, 32, 18), (98, 44, 202), (2, 2, 2), (97, 44, 20)] {
-        let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
-        let out = mpirun(
-            7,
-            &[
-                "run",
-                "--distributed",
-                "-m",
-                &ms,
-                "-k",
-                &ks,
-                "-n",
-                &ns,
-                "--algo",
-                "strassen,winograd",
-                "--strassen-across",
-                "--threshold",
-                "8",
-                "--dtype",
-                "all",
-                "--reps",
-                "1",
-                "--warmup",
-                "0",
-                "--json",
-            ],
-        );
-        let records = records(&out);
+        let records = across_records(7, (m, k, n), "8");
         assert_eq!(records.len(), 8, "2 algorithms × 4 types for {m}×{k}×{n}");
         for r in &records {
             assert_eq!(r["ok"], true, "{r}");
@@ -330,33 +314,7 @@ fn breadth_first_on_seven_and_fourteen_ranks_where_memory_allows() {
     // rank receives S_g and T_g but its own rows, its group product's
     // words and its rows of the Q's it did not make.
     for (m, k, n) in [(56usize, 28usize, 30usize), (26, 18, 46)] {
-        let (ms, ks, ns) = (m.to_string(), k.to_string(), n.to_string());
-        let out = mpirun(
-            14,
-            &[
-                "run",
-                "--distributed",
-                "-m",
-                &ms,
-                "-k",
-                &ks,
-                "-n",
-                &ns,
-                "--algo",
-                "strassen,winograd",
-                "--strassen-across",
-                "--threshold",
-                "8",
-                "--dtype",
-                "all",
-                "--reps",
-                "1",
-                "--warmup",
-                "0",
-                "--json",
-            ],
-        );
-        let records = records(&out);
+        let records = across_records(14, (m, k, n), "8");
         assert_eq!(records.len(), 8, "2 algorithms × 4 types for {m}×{k}×{n}");
         let (h, d, w) = (m / 2, k / 2, n / 2);
         for r in &records {

@@ -27,10 +27,9 @@ use std::ops::Range;
 use mpi::topology::Color;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
-use super::{received_by, wire, Cluster, ClusterReport, Operand};
+use super::{received_by, whole_source, wire, Cluster, ClusterReport};
 use crate::context::Context;
 use crate::distributed::planner::part;
-use crate::distributed::schedule;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef, Matrix};
@@ -203,17 +202,8 @@ impl Cluster {
                 MatRef::from_slice(&s_group, h, d)?,
                 MatRef::from_slice(&t_group, d, w)?,
             );
-            let source =
-                |operand: Operand,
-                 p: &schedule::Piece,
-                 take: &mut dyn FnMut(MatRef<'_, T>) -> Result<(), Error>| {
-                    let m = match operand {
-                        Operand::A => s_view,
-                        Operand::B => t_view,
-                    };
-                    take(m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len()))
-                };
-            let (schedule, mine, _) = sub.product((h, d, w), &source, opts)?;
+            let source = whole_source(s_view, t_view);
+            let (schedule, mine, _) = sub.product((h, d, w), &*source, opts)?;
             words += received_by(&schedule, member);
             sub.collect(&schedule, mine)?.map(Matrix::into_vec)
         };
@@ -256,7 +246,7 @@ impl Cluster {
             }
         }
         let mine_ms = start.elapsed().as_secs_f64() * 1e3;
-        let (compute_ms, most, total) = self.timing_and_words(mine_ms, words as u64);
+        let timing = self.timing_and_words(mine_ms, words as u64);
 
         let c = if me == 0 {
             let mut c = Matrix::try_zeros(m, n)?;
@@ -283,21 +273,14 @@ impl Cluster {
             None
         };
         let classical = self.plan::<T>((m, k, n)).ok();
+        let bound = classical.map_or(0.0, |p| p.lower_bound);
         Ok(Some((
             c,
             ClusterReport {
-                grid: (parts, 1, 1),
-                processors: parts,
-                compute_ms,
-                words_per_processor: u128::from(most),
-                total_words: u128::from(total),
-                lower_bound: classical.map_or(0.0, |p| p.lower_bound),
                 levels_across: 1,
                 breadth_first: true,
                 error_growth: scheme.error_growth(1) * local_growth,
-                local_gpus: false,
-                pieces_on_gpus: false,
-                staging_ms: 0.0,
+                ..ClusterReport::measured((parts, 1, 1), parts, timing, bound)
             },
         )))
     }

@@ -127,7 +127,7 @@ impl Cluster {
             AllGather { world: &self.world },
         )?;
         let mine_ms = start.elapsed().as_secs_f64() * 1e3;
-        let (compute_ms, most, total) = self.timing_and_words(mine_ms, words[0] as u64);
+        let timing = self.timing_and_words(mine_ms, words[0] as u64);
         let mine = c_rows.pop().unwrap_or_default();
         let c = if me == 0 {
             let mut c = Matrix::try_zeros(m, n)?;
@@ -153,21 +153,14 @@ impl Cluster {
             None
         };
         let classical = self.plan::<T>((m, k, n)).ok();
+        let bound = classical.map_or(0.0, |p| p.lower_bound);
         Ok(Some((
             c,
             ClusterReport {
-                grid: (parts, 1, 1),
-                processors: parts,
-                compute_ms,
-                words_per_processor: u128::from(most),
-                total_words: u128::from(total),
-                lower_bound: classical.map_or(0.0, |p| p.lower_bound),
                 levels_across: levels,
                 breadth_first: false,
                 error_growth: scheme.error_growth(levels),
-                local_gpus: false,
-                pieces_on_gpus: false,
-                staging_ms: 0.0,
+                ..ClusterReport::measured((parts, 1, 1), parts, timing, bound)
             },
         )))
     }

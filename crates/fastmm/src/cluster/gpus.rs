@@ -105,27 +105,20 @@ impl Cluster {
             None => Vec::new(),
         };
         staging += back.elapsed();
-        let (compute_ms, most, total) = self.timing_and_words(mine_ms, words as u64);
+        let timing = self.timing_and_words(mine_ms, words as u64);
         let staging_mine = staging.as_secs_f64() * 1e3;
         let mut staging_ms = 0.0;
         self.world
             .all_reduce_into(&staging_mine, &mut staging_ms, SystemOperation::max());
+        let grid = (plan.grid.pm, plan.grid.pn, plan.grid.pk);
         Ok(Some((
             schedule,
             mine,
             ClusterReport {
-                grid: (plan.grid.pm, plan.grid.pn, plan.grid.pk),
-                processors: self.size(),
-                compute_ms,
-                words_per_processor: u128::from(most),
-                total_words: u128::from(total),
-                lower_bound: plan.lower_bound,
-                levels_across: 0,
-                breadth_first: false,
-                error_growth: 1.0,
                 local_gpus: true,
                 pieces_on_gpus: true,
                 staging_ms,
+                ..ClusterReport::measured(grid, self.size(), timing, plan.lower_bound)
             },
         )))
     }

@@ -133,13 +133,26 @@ impl ClusterReport {
     /// The report of a product with an empty dimension on `processors`
     /// ranks: nothing moved, nothing multiplied.
     fn empty(processors: usize) -> ClusterReport {
+        ClusterReport::measured((1, 1, 1), processors, (0.0, 0, 0), 0.0)
+    }
+
+    /// The report of a classical product on `processors` ranks in
+    /// `grid`, from its timing and words (slowest rank's milliseconds,
+    /// most and total words received) and the plan's lower bound; nothing
+    /// across, no GPU.
+    fn measured(
+        grid: (usize, usize, usize),
+        processors: usize,
+        (compute_ms, most, total): (f64, u64, u64),
+        lower_bound: f64,
+    ) -> ClusterReport {
         ClusterReport {
-            grid: (1, 1, 1),
+            grid,
             processors,
-            compute_ms: 0.0,
-            words_per_processor: 0,
-            total_words: 0,
-            lower_bound: 0.0,
+            compute_ms,
+            words_per_processor: u128::from(most),
+            total_words: u128::from(total),
+            lower_bound,
             levels_across: 0,
             breadth_first: false,
             error_growth: 1.0,
@@ -358,17 +371,8 @@ impl Cluster {
         if let Some(done) = self.matmul_across(a, b, opts)? {
             return Ok(done);
         }
-        let source =
-            |operand: Operand,
-             p: &schedule::Piece,
-             take: &mut dyn FnMut(MatRef<'_, T>) -> Result<(), Error>| {
-                let m = match operand {
-                    Operand::A => a,
-                    Operand::B => b,
-                };
-                take(m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len()))
-            };
-        let (schedule, mine, report) = self.product(shape, &source, opts)?;
+        let source = whole_source(a, b);
+        let (schedule, mine, report) = self.product(shape, &*source, opts)?;
         let c = self.collect(&schedule, mine)?;
         Ok((c, report))
     }
@@ -474,24 +478,15 @@ impl Cluster {
             }
         }
         let mine_ms = start.elapsed().as_secs_f64() * 1e3;
-        let (compute_ms, most, total) = self.timing_and_words(mine_ms, words as u64);
+        let timing = self.timing_and_words(mine_ms, words as u64);
         let mine = stores.take_c();
+        let grid = (plan.grid.pm, plan.grid.pn, plan.grid.pk);
         Ok((
             schedule,
             mine,
             ClusterReport {
-                grid: (plan.grid.pm, plan.grid.pn, plan.grid.pk),
-                processors: self.size(),
-                compute_ms,
-                words_per_processor: u128::from(most),
-                total_words: u128::from(total),
-                lower_bound: plan.lower_bound,
-                levels_across: 0,
-                breadth_first: false,
-                error_growth: 1.0,
                 local_gpus: gpu.is_some(),
-                pieces_on_gpus: false,
-                staging_ms: 0.0,
+                ..ClusterReport::measured(grid, self.size(), timing, plan.lower_bound)
             },
         ))
     }
@@ -712,6 +707,17 @@ type Source<'s, T> = dyn Fn(
         &mut dyn FnMut(MatRef<'_, T>) -> Result<(), Error>,
     ) -> Result<(), Error>
     + 's;
+
+/// The source of pieces of `a` and `b` given whole.
+fn whole_source<'m, T: Element>(a: MatRef<'m, T>, b: MatRef<'m, T>) -> Box<Source<'m, T>> {
+    Box::new(move |operand, p, take| {
+        let m = match operand {
+            Operand::A => a,
+            Operand::B => b,
+        };
+        take(m.submatrix(p.rows.start, p.cols.start, p.rows.len(), p.cols.len()))
+    })
+}
 
 /// The piece of `operand` that `source` gives, row-major.
 fn piece_vec<T: Element>(
