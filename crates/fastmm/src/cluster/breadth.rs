@@ -7,29 +7,33 @@
 //! holds rows `part(m/2, P, r)` of the top and of the bottom half of A,
 //! and likewise of B (over k/2): the same rows of every quadrant, so the
 //! sums S_i = Σ w·A(x, y) and T_i = Σ w·B(x, y) of the scheme's table
-//! ([`Scheme::products`]) are local row by row. Group i gathers S_i and
-//! T_i whole on each of its ranks (the j-th rank of every group sends its
-//! rows to the j-th rank of group i, then the group's ranks share what
-//! they received), multiplies Q_i = S_i·T_i — on its one rank with the
-//! local algorithm (its own levels below this one), or across its q ranks
-//! as a classical distributed product —, and group i's first rank sends
-//! every rank its rows of Q_i; each rank then forms its rows of
-//! C(x, y) = Σ w·Q_i.
+//! ([`Scheme::products`]) are local row by row. Group i multiplies
+//! Q_i = S_i·T_i: on its one rank (q = 1) with the local algorithm (its
+//! own levels below this one), S_i and T_i whole there; on q ranks as a
+//! classical distributed product whose plan every rank of the job fixes
+//! alike beforehand, so each member receives only its pieces of S_i and
+//! T_i, straight from the ranks that formed their rows. Each rank then
+//! receives its rows of every Q_i from the members holding them and forms
+//! its rows of C(x, y) = Σ w·Q_i.
 //!
 //! On 7 ranks, rank i receives 6/7 of S_i and of T_i and every rank 6/7
 //! of its rows of the Q's, about (mk + kn + mn)/4·6/7 words per rank with
 //! m, k, n each split once: fewer than the depth-first steps' gathers of
 //! B's blocks, at the price of S_i, T_i and Q_i whole on its rank — the
-//! memory by which CAPS chooses the step.
+//! memory by which CAPS chooses the step. On 7·q ranks a member holds its
+//! pieces of the group's plan (chosen for the memory left after the
+//! rows), and receives (S_i + T_i)/q words or so, the group product's
+//! words, and its rows of the Q's.
 
 use std::ops::Range;
 
 use mpi::topology::Color;
-use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use mpi::traits::{Communicator, CommunicatorCollectives};
 
-use super::{received_by, whole_source, wire, Cluster, ClusterReport};
+use super::{received_by, wire, Cluster, ClusterReport, Operand};
 use crate::context::Context;
-use crate::distributed::planner::part;
+use crate::distributed::planner::{self, part};
+use crate::distributed::schedule::{self, Piece};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef, Matrix};
@@ -49,6 +53,21 @@ fn rows_of<T: Element>(m: MatRef<'_, T>, half_start: usize, rows: &Range<usize>)
     let mut out = Vec::with_capacity(rows.len() * m.cols());
     for i in rows.clone() {
         out.extend((0..m.cols()).map(|j| m.get(half_start + i, j)));
+    }
+    out
+}
+
+/// The rows two ranges share, as (first, end); first ≥ end where none.
+fn overlap(x: &Range<usize>, y: &Range<usize>) -> (usize, usize) {
+    (x.start.max(y.start), x.end.min(y.end))
+}
+
+/// Rows `rows`, columns `cols` of a row-major matrix `width` wide, as one
+/// row-major block.
+fn block_of<T: Element>(m: &[T], width: usize, rows: Range<usize>, cols: &Range<usize>) -> Vec<T> {
+    let mut out = Vec::with_capacity(rows.len() * cols.len());
+    for i in rows {
+        out.extend_from_slice(&m[i * width + cols.start..i * width + cols.end]);
     }
     out
 }
@@ -104,133 +123,205 @@ impl Cluster {
         let rows_a = |r: usize| part(h, parts, r);
         let rows_b = |r: usize| part(d, parts, r);
         let (ra, rb) = (rows_a(me), rows_b(me));
-        // Words held at the peak: rows of A, B and C, one S and T formed
-        // at a time, S_g, T_g and Q_g whole, the Q rows received, and a
-        // group's pieces and buffers of its product (about twice its
-        // share of S_g, T_g and Q_g).
-        let group_share = if q > 1 {
-            2 * (h * d + d * w + h * w) / q
-        } else {
-            0
-        };
-        let need = (2 * ra.len() * k + 2 * rb.len() * n + 2 * ra.len() * n) as u128
+        // Words held at the peak outside the group's product: rows of A,
+        // B and C, one S and T formed at a time, and the Q rows received.
+        let rows_held = (2 * ra.len() * k + 2 * rb.len() * n + 2 * ra.len() * n) as u128
             + (ra.len() * d + rb.len() * w) as u128
-            + (h * d + d * w + h * w) as u128
-            + (BREADTH_RANKS * ra.len() * w) as u128
-            + group_share as u128;
-        if self.memory_words::<T>().is_some_and(|words| need > words) {
-            return Ok(None);
-        }
+            + (BREADTH_RANKS * ra.len() * w) as u128;
+        let memory = self.memory_words::<T>();
+        // The group's product: on one rank, S_g, T_g and Q_g whole; on q,
+        // the classical plan for the memory left, fixed here on every
+        // rank of the job (the least memory over all of them) so that
+        // every rank knows which pieces of S_i and T_i each member of
+        // group i takes.
+        let group_plan = if q == 1 {
+            if memory.is_some_and(|words| rows_held + (h * d + d * w + h * w) as u128 > words) {
+                return Ok(None);
+            }
+            None
+        } else {
+            let left = match memory {
+                Some(words) if words <= rows_held => return Ok(None),
+                Some(words) => Some(words - rows_held),
+                None => None,
+            };
+            match planner::plan((h, d, w), q, left) {
+                Ok(plan) => Some(plan),
+                Err(Error::OutOfMemory { .. }) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        };
+        let group_schedule = group_plan.as_ref().map(schedule::build);
+        let whole = |rows: usize, cols: usize| Piece {
+            rows: 0..rows,
+            cols: 0..cols,
+        };
+        // Member j's pieces of S (h×d), T (d×w) and Q (h×w).
+        let piece_of = |operand: usize, j: usize| match &group_schedule {
+            Some(s) => [&s.a, &s.b, &s.c][operand].pieces[j].clone(),
+            None => [whole(h, d), whole(d, w), whole(h, w)][operand].clone(),
+        };
         let cpu = Context::cpu();
         let local_growth = cpu.plan::<T>((h, d, w), true, opts)?.error_growth;
         let a_rows = [rows_of(a, 0, &ra), rows_of(a, h, &ra)];
         let b_rows = [rows_of(b, 0, &rb), rows_of(b, d, &rb)];
         let table = scheme.products();
         let world = &self.world;
-        // Group g (ranks g·q…) multiplies product g; the cross
-        // communicator of member j holds the j-th rank of every group.
-        let split = |color: usize, key: usize| {
-            world
-                .split_by_color_with_key(Color::with_value(color as i32), key as i32)
-                .ok_or_else(|| Error::InvalidOption("a rank left out of a split".into()))
-        };
-        let groupmates = split(group, member)?;
-        let cross = split(member, group)?;
         let mut words = 0u128;
 
         world.barrier();
         let start = std::time::Instant::now();
-        // S_g and T_g whole on every member of group g: across the cross
-        // communicator, member j of group g gathers the rows of the other
-        // groups' j-th ranks; then the group's members share theirs.
-        let mut s_group = vec![T::ZERO; h * d];
-        let mut t_group = vec![T::ZERO; d * w];
-        let crossed = |g: usize| g * q + member;
+        // Each member of group i receives its pieces of S_i and T_i, each
+        // rank sending the rows of them it formed: a gather to each
+        // member in turn, every rank walking the members in one order.
+        let mut s_piece = Vec::new();
+        let mut t_piece = Vec::new();
         for (i, product) in table.iter().enumerate() {
-            let s = local_sum(product.a, [&a_rows[0], &a_rows[1]], k);
-            let t = local_sum(product.b, [&b_rows[0], &b_rows[1]], n);
-            if i == group {
-                s_group[ra.start * d..ra.end * d].copy_from_slice(&s);
-                t_group[rb.start * w..rb.end * w].copy_from_slice(&t);
-                for g in (0..BREADTH_RANKS).filter(|&g| g != group) {
-                    let from = cross.process_at_rank(g as i32);
-                    let (sr, tr) = (rows_a(crossed(g)), rows_b(crossed(g)));
-                    wire::receive(&from, &mut s_group[sr.start * d..sr.end * d]);
-                    wire::receive(&from, &mut t_group[tr.start * w..tr.end * w]);
-                    words += (sr.len() * d + tr.len() * w) as u128;
+            let sums = [
+                (local_sum(product.a, [&a_rows[0], &a_rows[1]], k), d),
+                (local_sum(product.b, [&b_rows[0], &b_rows[1]], n), w),
+            ];
+            for j in 0..q {
+                let target = i * q + j;
+                for (operand, (sum, width)) in sums.iter().enumerate() {
+                    let piece = piece_of(operand, j);
+                    let rows_from = |r: usize| if operand == 0 { rows_a(r) } else { rows_b(r) };
+                    if target != me {
+                        let mine = rows_from(me);
+                        let (lo, hi) = overlap(&mine, &piece.rows);
+                        if lo < hi {
+                            let block = block_of(
+                                sum,
+                                *width,
+                                lo - mine.start..hi - mine.start,
+                                &piece.cols,
+                            );
+                            wire::send(&world.process_at_rank(target as i32), &block);
+                        }
+                        continue;
+                    }
+                    let cols = piece.cols.len();
+                    let mut held = vec![T::ZERO; piece.elements()];
+                    for r in 0..parts {
+                        let theirs = rows_from(r);
+                        let (lo, hi) = overlap(&theirs, &piece.rows);
+                        if lo >= hi {
+                            continue;
+                        }
+                        let to = &mut held
+                            [(lo - piece.rows.start) * cols..(hi - piece.rows.start) * cols];
+                        if r == me {
+                            to.copy_from_slice(&block_of(
+                                sum,
+                                *width,
+                                lo - theirs.start..hi - theirs.start,
+                                &piece.cols,
+                            ));
+                        } else {
+                            wire::receive(&world.process_at_rank(r as i32), to);
+                            words += to.len() as u128;
+                        }
+                    }
+                    if operand == 0 {
+                        s_piece = held;
+                    } else {
+                        t_piece = held;
+                    }
                 }
-            } else {
-                let to = cross.process_at_rank(i as i32);
-                wire::send(&to, &s);
-                wire::send(&to, &t);
             }
         }
-        for root in 0..q {
-            // Member `root`'s rows: those of every group's root-th rank.
-            let owners: Vec<usize> = (0..BREADTH_RANKS).map(|g| g * q + root).collect();
-            let process = groupmates.process_at_rank(root as i32);
-            for owner in owners {
-                let (sr, tr) = (rows_a(owner), rows_b(owner));
-                for part in wire::messages_mut(&mut s_group[sr.start * d..sr.end * d]) {
-                    process.broadcast_into(part);
-                }
-                for part in wire::messages_mut(&mut t_group[tr.start * w..tr.end * w]) {
-                    process.broadcast_into(part);
-                }
-                if root != member {
-                    words += (sr.len() * d + tr.len() * w) as u128;
-                }
+        // This member's piece of Q_g = S_g·T_g: on the rank (q = 1, with
+        // the local algorithm's own levels), or across the group's ranks
+        // (classical, each with the local algorithm) by the plan fixed
+        // above.
+        let q_piece = match &group_plan {
+            None => {
+                let mut product = vec![T::ZERO; h * w];
+                cpu.gemm(
+                    T::ONE,
+                    MatRef::from_slice(&s_piece, h, d)?,
+                    MatRef::from_slice(&t_piece, d, w)?,
+                    T::ZERO,
+                    MatMut::from_slice(&mut product, h, w)?,
+                    opts,
+                )?;
+                product
             }
-        }
-        // Q_g = S_g·T_g: on the rank (q = 1, with the local algorithm's
-        // own levels), or across the group's ranks (classical, each with
-        // the local algorithm), whole on its first member.
-        let q_group = if q == 1 {
-            let mut product = vec![T::ZERO; h * w];
-            cpu.gemm(
-                T::ONE,
-                MatRef::from_slice(&s_group, h, d)?,
-                MatRef::from_slice(&t_group, d, w)?,
-                T::ZERO,
-                MatMut::from_slice(&mut product, h, w)?,
-                opts,
-            )?;
-            Some(product)
-        } else {
-            let sub = self.subgroup(groupmates.duplicate());
-            let (s_view, t_view) = (
-                MatRef::from_slice(&s_group, h, d)?,
-                MatRef::from_slice(&t_group, d, w)?,
-            );
-            let source = whole_source(s_view, t_view);
-            let (schedule, mine, _) = sub.product((h, d, w), &*source, opts)?;
-            words += received_by(&schedule, member);
-            sub.collect(&schedule, mine)?.map(Matrix::into_vec)
+            Some(plan) => {
+                let groupmates = world
+                    .split_by_color_with_key(Color::with_value(group as i32), member as i32)
+                    .ok_or_else(|| Error::InvalidOption("a rank left out of a split".into()))?;
+                let sub = self.subgroup(groupmates);
+                let held = [piece_of(0, member), piece_of(1, member)];
+                let source =
+                    |operand: Operand,
+                     p: &Piece,
+                     take: &mut dyn FnMut(MatRef<'_, T>) -> Result<(), Error>| {
+                        let (index, values) = match operand {
+                            Operand::A => (0, &s_piece),
+                            Operand::B => (1, &t_piece),
+                        };
+                        if *p != held[index] {
+                            return Err(Error::InvalidOption(format!(
+                                "a group product asked for {p:?}, and its member holds {:?}",
+                                held[index]
+                            )));
+                        }
+                        take(MatRef::from_slice(values, p.rows.len(), p.cols.len())?)
+                    };
+                let (schedule, mine, _) = sub.product((h, d, w), &source, opts, Some(plan))?;
+                words += received_by(&schedule, member);
+                mine
+            }
         };
-        drop((s_group, t_group));
-        // Every rank's rows of every Q: group i's first member sends each
-        // rank its rows of Q_i.
+        drop((s_piece, t_piece));
+        // Every rank's rows of every Q: a gather to each rank in turn,
+        // each member sending the rows of its piece of Q_i that the rank
+        // holds of C.
         let mut q_rows: Vec<Vec<T>> = Vec::with_capacity(table.len());
-        for i in 0..table.len() {
-            let root = i * q;
-            if root == me {
-                let product = q_group.as_deref().unwrap_or_default();
-                for r in (0..parts).filter(|&r| r != me) {
-                    let rows = rows_a(r);
+        let mine_of_q = piece_of(2, member);
+        for r in 0..parts {
+            let theirs = rows_a(r);
+            if r != me {
+                let (lo, hi) = overlap(&theirs, &mine_of_q.rows);
+                if lo < hi {
+                    let rows = lo - mine_of_q.rows.start..hi - mine_of_q.rows.start;
+                    let width = mine_of_q.cols.len();
                     wire::send(
                         &world.process_at_rank(r as i32),
-                        &product[rows.start * w..rows.end * w],
+                        &q_piece[rows.start * width..rows.end * width],
                     );
                 }
-                q_rows.push(product[ra.start * w..ra.end * w].to_vec());
-            } else {
-                let mut rows = vec![T::ZERO; ra.len() * w];
-                wire::receive(&world.process_at_rank(root as i32), &mut rows);
-                words += rows.len() as u128;
+                continue;
+            }
+            for i in 0..table.len() {
+                let mut rows = vec![T::ZERO; theirs.len() * w];
+                for j in 0..q {
+                    let from = i * q + j;
+                    let piece = piece_of(2, j);
+                    let (lo, hi) = overlap(&theirs, &piece.rows);
+                    if lo >= hi {
+                        continue;
+                    }
+                    let width = piece.cols.len();
+                    let block = if from == me {
+                        q_piece[(lo - piece.rows.start) * width..(hi - piece.rows.start) * width]
+                            .to_vec()
+                    } else {
+                        let mut block = vec![T::ZERO; (hi - lo) * width];
+                        wire::receive(&world.process_at_rank(from as i32), &mut block);
+                        words += block.len() as u128;
+                        block
+                    };
+                    for (x, row) in block.chunks(width.max(1)).enumerate() {
+                        let at = (lo - theirs.start + x) * w + piece.cols.start;
+                        rows[at..at + width].copy_from_slice(row);
+                    }
+                }
                 q_rows.push(rows);
             }
         }
-        drop(q_group);
+        drop(q_piece);
         // C(x, y) = Σ w·Q_i on this rank's rows: [top rows; bottom rows],
         // n columns each.
         let mut c_rows = vec![T::ZERO; 2 * ra.len() * n];

@@ -11,10 +11,9 @@
 //! Each rank runs 7^L products of (h/P)×h×h for leaves of height h, and
 //! receives (7/4)^L·k·n·(P−1)/P words over the L levels.
 //!
-//! On exactly 7 ranks, a breadth-first step ([`super::breadth`]) runs
-//! instead where the sizes are even and its larger share fits the memory
-//! per rank: CAPS's choice between the two steps by memory. Breadth-first
-//! steps on 7·q ranks (groups of q per product) are not built.
+//! On 7·q ranks, a breadth-first step ([`super::breadth`]) runs instead
+//! where the sizes are even and its larger share fits the memory per
+//! rank: CAPS's choice between the two steps by memory.
 
 use mpi::traits::{Communicator, CommunicatorCollectives};
 

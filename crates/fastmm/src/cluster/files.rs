@@ -176,7 +176,7 @@ impl Cluster {
                     mapped.set(mapped.get() + part.mapped_bytes() as u64);
                     take(part.view::<T>()?)
                 };
-            let (schedule, mine, report) = self.product((m, k, n), &source, opts)?;
+            let (schedule, mine, report) = self.product((m, k, n), &source, opts, None)?;
             self.world.all_reduce_into(
                 &mapped.get(),
                 &mut mapped_most,

@@ -32,7 +32,8 @@ impl Cluster {
     /// pieces of which `source` gives, with them on `ctx`'s GPU: the schedule,
     /// this rank's piece of C and the report; `None` where the pieces do
     /// not fit every rank's GPU or two ranks of a node share one (the
-    /// same answer on every rank).
+    /// same answer on every rank). `fixed`: the plan to follow, where its
+    /// pieces fit every rank's GPU.
     /// Collective.
     pub(super) fn product_on_gpus<T: Element>(
         &self,
@@ -40,6 +41,7 @@ impl Cluster {
         source: &Source<'_, T>,
         opts: &GemmOptions,
         ctx: &Context,
+        fixed: Option<&planner::Plan>,
     ) -> Result<Option<(Schedule, Vec<T>, ClusterReport)>, Error> {
         let crowded_here = u8::from(self.node_size > crate::cuda::device::device_count()?);
         let mut crowded = 0u8;
@@ -56,7 +58,12 @@ impl Cluster {
             (Some(g), Some(h)) => Some(g.min(h)),
             (g, h) => g.or(h),
         };
-        let plan = match planner::plan(shape, self.size(), memory) {
+        let plan = match fixed {
+            Some(plan) if memory.is_none_or(|words| plan.memory_words <= words) => Ok(plan.clone()),
+            Some(_) => return Ok(None),
+            None => planner::plan(shape, self.size(), memory),
+        };
+        let plan = match plan {
             Ok(plan) => plan,
             Err(Error::OutOfMemory { .. }) => return Ok(None),
             Err(e) => return Err(e),

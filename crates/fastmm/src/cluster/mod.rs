@@ -236,7 +236,7 @@ impl Cluster {
     }
 
     /// The same cluster, Strassen and Winograd run across the ranks
-    /// (CAPS: on exactly 7 ranks a breadth-first step where the sizes
+    /// (CAPS: on 7·q ranks a breadth-first step where the sizes
     /// are even and its share fits, else depth-first steps where m and k
     /// align and the rows and temporaries fit), rather than as each
     /// rank's local product under
@@ -372,28 +372,34 @@ impl Cluster {
             return Ok(done);
         }
         let source = whole_source(a, b);
-        let (schedule, mine, report) = self.product(shape, &*source, opts)?;
+        let (schedule, mine, report) = self.product(shape, &*source, opts, None)?;
         let c = self.collect(&schedule, mine)?;
         Ok((c, report))
     }
 
     /// The distributed product of (m, k, n) ≥ 1 operands, this rank's
     /// pieces of which `source` gives: the schedule, this rank's piece of
-    /// C (row-major, its piece of `schedule.c`) and the report.
+    /// C (row-major, its piece of `schedule.c`) and the report. `fixed`:
+    /// the plan to follow (the same on every rank), rather than the
+    /// memory's choice — for pieces handed out before the product.
     fn product<T: Element>(
         &self,
         shape: (usize, usize, usize),
         source: &Source<'_, T>,
         opts: &GemmOptions,
+        fixed: Option<&Plan>,
     ) -> Result<(Schedule, Vec<T>, ClusterReport), Error> {
         let gpu = self.local_gpu(opts)?;
         #[cfg(feature = "cuda")]
         if let Some(ctx) = &gpu {
-            if let Some(done) = self.product_on_gpus(shape, source, opts, ctx)? {
+            if let Some(done) = self.product_on_gpus(shape, source, opts, ctx, fixed)? {
                 return Ok(done);
             }
         }
-        let plan = self.plan::<T>(shape)?;
+        let plan = match fixed {
+            Some(plan) => plan.clone(),
+            None => self.plan::<T>(shape)?,
+        };
         let schedule = schedule::build(&plan);
         let me = self.rank();
         let mut stores = Stores::new(
