@@ -10,6 +10,8 @@
 #   base   the same product on one GPU, for the ratio
 #   files  `multiply A.npy B.npy -o C.npy --distributed` against numpy
 #   fault  rank 1 killed mid-product: the job must end, naming it
+#   repeat REPEAT (default 8) short jobs: each must end (ranks release
+#          their NCCL groups at exit) within 60 s
 #
 # BIN (default target/release/fastmm) is a build with the `mpi` feature
 # (`cargo build --release -p fastmm-cli --features mpi`); the host's
@@ -106,6 +108,20 @@ PY
       echo "== fault: job ended $((SECONDS - killed)) s after the kill ($((SECONDS - start)) s in all)"
     fi
     grep -i -m 3 "rank\|process" "$OUT/fault.log"
+    ;;
+  repeat)
+    ended=0
+    for i in $(seq "${REPEAT:-8}"); do
+      start=$SECONDS
+      timeout 60 mpirun --bind-to none --oversubscribe -np "$NP" -x LD_LIBRARY_PATH \
+        -x FASTMM_TUNING -x NCCL_NVLS_ENABLE "$bin" run --distributed --algo cublas -s 8192 \
+        --reps 1 --warmup 0 > "$OUT/repeat.log" 2>&1
+      code=$?
+      [ $code = 0 ] && ended=$((ended + 1))
+      echo "repeat $i: exit $code in $((SECONDS - start)) s"
+    done
+    echo "== repeat: $ended of ${REPEAT:-8} jobs ended cleanly"
+    [ "$ended" = "${REPEAT:-8}" ] || status=1
     ;;
   *)
     echo "unknown part $part" >&2

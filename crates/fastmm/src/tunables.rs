@@ -367,6 +367,13 @@ pub const CLUSTER_GPU_MEMORY_FRACTION: (u64, u64) = (8, 10);
 #[cfg(feature = "mpi")]
 pub const CLUSTER_GPU_JOIN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
 
+/// How long a rank waits, when it lets go of its GPU's NCCL
+/// communicators, for the other members of each group to let go too
+/// (NCCL's release waits for them): past it the release is left to the
+/// process's end, so that a member that died cannot hold this one.
+#[cfg(feature = "mpi")]
+pub const CLUSTER_GPU_RELEASE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The most bytes one MPI message carries (a message's count is a C
 /// `int`): larger buffers go as consecutive messages of this size. 1 GiB:
 /// large enough that the cut costs nothing, a power of two so that it

@@ -27,7 +27,7 @@
 //! NVLink multicast (NVLS) is not used: `Team` sets `NCCL_NVLS_ENABLE=0`
 //! unless the caller chose.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -100,6 +100,38 @@ impl Drop for Communicator {
     }
 }
 
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        let comms = std::mem::take(self.communicators.get_mut().expect("communicator lock"));
+        // Every group in one order (the map's), on every process, so that
+        // no two wait on each other.
+        let release = move || comms.into_iter().for_each(|(_, comm)| drop(comm));
+        #[cfg(feature = "mpi")]
+        if self.ranks.len() < self.processors {
+            // Groups span processes: a member that died would hold the
+            // release forever, so it runs on a helper thread that this one
+            // stops waiting for; one still stuck is left to the process's
+            // end.
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                release();
+                let _ = tx.send(());
+            });
+            let patience = crate::tunables::CLUSTER_GPU_RELEASE_PATIENCE;
+            if rx.recv_timeout(patience).is_err() {
+                eprintln!(
+                    "fastmm: processor {:?}'s NCCL groups were not released within {:.0} s \
+                     (another member is gone); leaving them to the process's end",
+                    self.ranks,
+                    patience.as_secs_f64()
+                );
+            }
+            return;
+        }
+        release();
+    }
+}
+
 fn nccl_err(what: &str, e: nccl::NcclError) -> Error {
     Error::Cuda(format!("NCCL: {what}: {:?}", e.0))
 }
@@ -114,7 +146,10 @@ pub(crate) struct Fabric {
     // Processors in the schedules this fabric runs, here or elsewhere.
     processors: usize,
     comm_streams: Vec<Arc<CudaStream>>,
-    communicators: Mutex<HashMap<Vec<usize>, Communicator>>,
+    // Ordered by group: released in that order on every process (NCCL's
+    // destroy waits for the group's other processes, so two processes
+    // releasing two shared groups in opposite orders would wait forever).
+    communicators: Mutex<BTreeMap<Vec<usize>, Communicator>>,
     staging: crate::cuda::hosted::StagingPools,
     // One distributed product at a time: two would interleave their
     // collectives on the same communicators in different orders.
@@ -183,7 +218,7 @@ impl Fabric {
             ranks,
             processors,
             comm_streams,
-            communicators: Mutex::new(HashMap::new()),
+            communicators: Mutex::new(BTreeMap::new()),
             running: Mutex::new(()),
         })
     }
@@ -427,7 +462,7 @@ impl Fabric {
     /// communicator may be stuck in a collective).
     pub(crate) fn abort_all(&self) {
         let mut comms = self.communicators.lock().expect("communicator lock");
-        for (_, comm) in comms.drain() {
+        for (_, comm) in std::mem::take(&mut *comms) {
             comm.abort();
         }
     }
