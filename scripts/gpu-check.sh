@@ -58,22 +58,10 @@ check)
   step ooc-20000-2G 120 run --device cuda --algo cublas,cuda-fast -s 20000 --max-gpu-memory 2G -r 1
   step ooc-f64-forced 120 run --device cuda --algo cublas,cuda-fast -d f64 -m 3000 -k 7000 -n 5000 --out-of-core -r 1
   mkdir -p "$OUT/files"
-  python3 - "$OUT/files" <<'PY'
-import sys, numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(5)
-np.save(f"{d}/a.npy", rng.uniform(-1, 1, (3000, 2500)).astype(np.float32))
-np.save(f"{d}/b.npy", np.asfortranarray(rng.uniform(-1, 1, (2500, 4100)).astype(np.float32)))
-PY
+  python3 scripts/npy_files.py make "$OUT/files" 5 3000 2500 4100
   step multiply-mapped 120 multiply "$OUT/files/a.npy" "$OUT/files/b.npy" -o "$OUT/files/c.npy" \
     --algo cublas --out-of-core --max-gpu-memory 40M --check
-  python3 - "$OUT/files" <<'PY' | tee "$OUT/multiply-compare.txt"
-import sys, numpy as np
-d = sys.argv[1]
-a, b, c = (np.load(f"{d}/{x}.npy") for x in "abc")
-ref = a.astype(np.float64) @ b.astype(np.float64)
-print("mapped multiply: shape", c.shape, c.dtype, "max relative error", np.abs(c - ref).max() / np.abs(ref).max())
-PY
+  python3 scripts/npy_files.py compare "$OUT/files" "mapped multiply" | tee "$OUT/multiply-compare.txt"
   rm -rf "$OUT/files"
   ;;
 results)

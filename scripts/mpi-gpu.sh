@@ -65,22 +65,10 @@ for part in "$@"; do
     ;;
   files)
     mkdir -p "$OUT/files"
-    python3 - "$OUT/files" <<'PY'
-import sys, numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(7)
-np.save(f"{d}/a.npy", rng.uniform(-1, 1, (6000, 5000)).astype(np.float32))
-np.save(f"{d}/b.npy", np.asfortranarray(rng.uniform(-1, 1, (5000, 7000)).astype(np.float32)))
-PY
+    python3 scripts/npy_files.py make "$OUT/files" 7 6000 5000 7000
     job files 300 "$NP" multiply "$OUT/files/a.npy" "$OUT/files/b.npy" -o "$OUT/files/c.npy" \
       --distributed --algo cublas
-    python3 - "$OUT/files" <<'PY' | tee "$OUT/files-compare.txt"
-import sys, numpy as np
-d = sys.argv[1]
-a, b, c = (np.load(f"{d}/{x}.npy") for x in "abc")
-ref = a.astype(np.float64) @ b.astype(np.float64)
-print("distributed multiply:", c.shape, c.dtype, "max relative error", np.abs(c - ref).max() / np.abs(ref).max())
-PY
+    python3 scripts/npy_files.py compare "$OUT/files" "distributed multiply" | tee "$OUT/files-compare.txt"
     rm -rf "$OUT/files"
     ;;
   fault)
