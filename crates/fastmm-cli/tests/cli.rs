@@ -387,19 +387,32 @@ fn strassen_and_winograd_report_levels_and_workspace() {
     }
 }
 
+/// The CPU self-test of the algorithms asked for: their rows, every check
+/// passed, and none of the others (the algorithms themselves are checked
+/// over the shape matrix in the library's tests; the whole CPU self-test,
+/// two minutes on two cores, is the user's to run).
 #[test]
-fn selftest_on_the_cpu_passes_every_check() {
-    let out = fastmm(&["selftest", "--device", "cpu"]);
+fn selftest_on_the_cpu_checks_the_algorithms_asked_for() {
+    let out = fastmm(&[
+        "selftest",
+        "--device",
+        "cpu",
+        "--algo",
+        "naive,packed,winograd",
+    ]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
     for row in [
         "naive i64",
+        "packed f32",
         "packed i64",
-        "strassen temporaries i64",
-        "strassen fused f32",
+        "winograd fused f32",
         "winograd frugal i64",
     ] {
         assert!(text.contains(row), "{row}: {text}");
+    }
+    for other in ["strassen", "emulated", "tiled", "ikj"] {
+        assert!(!text.contains(other), "{other}: {text}");
     }
     assert!(text.contains("all passed"), "{text}");
     assert!(!text.contains("FAIL"), "{text}");
