@@ -218,29 +218,6 @@ impl Cluster {
         })
     }
 
-    /// Every rank's `result` made one answer: `Ok` on every rank when all
-    /// succeeded, else an error on every rank (a failed rank's own; the
-    /// others name the ranks that could not `what`).
-    pub(super) fn agree<X>(&self, what: &str, result: Result<X, Error>) -> Result<X, Error> {
-        let mine = u8::from(result.is_err());
-        let mut all = vec![0u8; self.size()];
-        self.world.all_gather_into(&mine, &mut all[..]);
-        let failed: Vec<String> = all
-            .iter()
-            .enumerate()
-            .filter(|(_, &f)| f != 0)
-            .map(|(r, _)| r.to_string())
-            .collect();
-        match result {
-            Err(e) => Err(e),
-            Ok(_) if !failed.is_empty() => Err(Error::Processor {
-                processor: format!("rank(s) {}", failed.join(", ")),
-                reason: format!("could not {what}"),
-            }),
-            Ok(x) => Ok(x),
-        }
-    }
-
     /// Rank 0's `path`, on every rank.
     fn share_path(&self, path: Option<&Path>) -> Result<PathBuf, Error> {
         let mut bytes = path.map_or(Vec::new(), |p| p.as_os_str().as_encoded_bytes().to_vec());

@@ -389,7 +389,9 @@ impl Cluster {
         opts: &GemmOptions,
         fixed: Option<&Plan>,
     ) -> Result<(Schedule, Vec<T>, ClusterReport), Error> {
-        let gpu = self.local_gpu(opts)?;
+        // Agreed: a rank without the GPU it needs must not leave the
+        // others waiting in the product's first collective.
+        let gpu = self.agree("open a GPU for its local products", self.local_gpu(opts))?;
         #[cfg(feature = "cuda")]
         if let Some(ctx) = &gpu {
             if let Some(done) = self.product_on_gpus(shape, source, opts, ctx, fixed)? {
@@ -614,6 +616,36 @@ impl Cluster {
             "the ranks were given different {what}: rank(s) {} differ from rank 0",
             differ.join(", ")
         )))
+    }
+
+    /// Every rank's `result` made one answer: `Ok` on every rank when all
+    /// succeeded, else an error on every rank — a rank that failed alone
+    /// keeps its own; where several failed, each names them all (with its
+    /// own reason), so that any one rank's message names every failed
+    /// rank; the others name the ranks that could not `what`.
+    /// Collective.
+    pub(super) fn agree<X>(&self, what: &str, result: Result<X, Error>) -> Result<X, Error> {
+        let mine = u8::from(result.is_err());
+        let mut all = vec![0u8; self.size()];
+        self.world.all_gather_into(&mine, &mut all[..]);
+        let failed: Vec<String> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, &f)| f != 0)
+            .map(|(r, _)| r.to_string())
+            .collect();
+        match result {
+            Err(e) if failed.len() > 1 => Err(Error::Processor {
+                processor: format!("rank(s) {}", failed.join(", ")),
+                reason: format!("could not {what} (here: {e})"),
+            }),
+            Err(e) => Err(e),
+            Ok(_) if !failed.is_empty() => Err(Error::Processor {
+                processor: format!("rank(s) {}", failed.join(", ")),
+                reason: format!("could not {what}"),
+            }),
+            Ok(x) => Ok(x),
+        }
     }
 
     /// The communicator of every group of two or more ranks that
