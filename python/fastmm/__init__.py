@@ -95,6 +95,7 @@ def multiply_files(
     max_memory: Union[int, str, None] = None,
     format: Optional[str] = None,
     out_format: Optional[str] = None,
+    accuracy: str = "native",
 ) -> Dict[str, Any]:
     """C = A·B from matrix files into a matrix file, as ``fastmm multiply``.
 
@@ -121,6 +122,7 @@ def multiply_files(
                 return _multiply_mapped(
                     a_path, b_path, out_path, algo=algo, device=device,
                     threads=threads, dtype=dtype, check=check, budget=budget,
+                    accuracy=accuracy,
                 )
         else:
             del a_map, b_map
@@ -131,7 +133,7 @@ def multiply_files(
         a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
     read = time.perf_counter() - start
     start = time.perf_counter()
-    c = matmul(a, b, algo=algo, device=device, threads=threads)
+    c = matmul(a, b, algo=algo, device=device, threads=threads, accuracy=accuracy)
     seconds = time.perf_counter() - start
     report: Dict[str, Any] = {
         "shape": (a.shape[0] if a.ndim == 2 else 1, a.shape[-1], b.shape[-1] if b.ndim == 2 else 1),
@@ -141,7 +143,9 @@ def multiply_files(
         "read_seconds": read,
     }
     if check:
-        growth = plan(a, b, algo=algo, device=device, threads=threads)["error_growth"]
+        growth = plan(
+            a, b, algo=algo, device=device, threads=threads, accuracy=accuracy
+        )["error_growth"]
         verdict = verify(a, b, c, growth=growth)
         report.update(verdict)
         if not verdict["ok"]:

@@ -39,6 +39,7 @@ def matmul(
     device: Optional[str] = None,
     threads: Optional[int] = None,
     out: Optional[npt.NDArray[Any]] = None,
+    accuracy: str = "native",
 ) -> Any:
     """The matrix product a @ b, with numpy's matmul shapes and types."""
 
@@ -49,6 +50,7 @@ def matmul_timed(
     algo: str = "auto",
     device: Optional[str] = None,
     threads: Optional[int] = None,
+    accuracy: str = "native",
 ) -> Tuple[Any, Dict[str, Any]]:
     """matmul, and where its time went: compute_ms, upload_ms, download_ms, end_to_end_ms, host_copies."""
 
@@ -62,6 +64,7 @@ def gemm(
     algo: str = "auto",
     device: str = "cpu",
     threads: Optional[int] = None,
+    accuracy: str = "native",
 ) -> None:
     """c <- alpha * (a @ b) + beta * c, in place."""
 
@@ -73,6 +76,7 @@ def plan(
     device: str = "cpu",
     threads: Optional[int] = None,
     dtype: _DType = None,
+    accuracy: str = "native",
 ) -> Dict[str, Any]:
     """What matmul(a, b, ...) would run, without running it."""
 
@@ -114,5 +118,6 @@ def multiply_files(
     max_memory: Union[int, str, None] = None,
     format: Optional[str] = None,
     out_format: Optional[str] = None,
+    accuracy: str = "native",
 ) -> Dict[str, Any]:
     """C = A·B from matrix files into a matrix file, out of core when large."""

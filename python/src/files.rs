@@ -120,7 +120,7 @@ pub(crate) fn save(
 /// block by block within `budget` bytes and written through a map; the
 /// report as a dict. Used by `fastmm.multiply_files`.
 #[pyfunction]
-#[pyo3(signature = (a_path, b_path, out_path, *, algo, device, threads, dtype, check, budget))]
+#[pyo3(signature = (a_path, b_path, out_path, *, algo, device, threads, dtype, check, budget, accuracy = "native"))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply_mapped<'py>(
     py: Python<'py>,
@@ -133,8 +133,9 @@ pub(crate) fn multiply_mapped<'py>(
     dtype: Option<&str>,
     check: bool,
     budget: u64,
+    accuracy: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = crate::options::options(algo, threads)?;
+    let opts = crate::options::options(algo, threads, accuracy)?;
     let ctx = crate::options::context(py, device)?;
     let a = MappedMatrix::open(&a_path, None).map_err(to_py)?;
     let b = MappedMatrix::open(&b_path, None).map_err(to_py)?;

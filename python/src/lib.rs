@@ -61,8 +61,9 @@ fn request<'py>(
     algo: &str,
     device: &str,
     threads: Option<i64>,
+    accuracy: &str,
 ) -> PyResult<Request<'py>> {
-    let opts = options(algo, threads)?;
+    let opts = options(algo, threads, accuracy)?;
     let a = operand(a, "a")?;
     let b = operand(b, "b")?;
     let ctx = runner(py, device)?;
@@ -79,8 +80,13 @@ fn request<'py>(
 /// float64 for an integer and a float. C-ordered, Fortran-ordered and
 /// strided arrays are read in place; negative or odd strides are copied.
 ///
-/// algo: "auto" (the fastest by the measured rules), or any of
-///   fastmm.ALGORITHMS.
+/// algo: "auto" (the fastest product that meets `accuracy`, by the
+///   measured rules), or any of fastmm.ALGORITHMS.
+/// accuracy: "native" (the default: as accurate as the device's own
+///   product, numpy's or torch's digits), "bound" (within the classical
+///   rounding bound: Strassen's levels, fewer moduli), "tf32" or "bf16"
+///   (tensor-core precision), or "bits:N" (the emulated product at N
+///   bits); fastmm.plan says what a product gives.
 /// device: "cpu", "cuda" or "cuda:N"; or several GPUs, "cuda:0,1" or
 ///   "cuda:all", over which host arrays stream together; default: the CPU
 ///   for host arrays, their GPU for GPU arrays.
@@ -98,7 +104,7 @@ fn request<'py>(
 /// types, MemoryError before allocating too much, RuntimeError for a
 /// missing GPU.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None, out = None))]
+#[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None, out = None, accuracy = "native"))]
 fn matmul<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
@@ -107,8 +113,9 @@ fn matmul<'py>(
     device: Option<&str>,
     threads: Option<i64>,
     out: Option<&Bound<'py, PyAny>>,
+    accuracy: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    Ok(product_of(py, (a, b), algo, device, threads, out, false)?.0)
+    Ok(product_of(py, (a, b), (algo, accuracy), device, threads, out, false)?.0)
 }
 
 /// `matmul`, timed: returns (result, timing), the timing a dict of
@@ -121,7 +128,7 @@ fn matmul<'py>(
 /// (device="cuda:all"), compute_ms is the whole streamed product, copies
 /// included, and streamed's products_fraction is None.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None))]
+#[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None, accuracy = "native"))]
 fn matmul_timed<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
@@ -129,8 +136,9 @@ fn matmul_timed<'py>(
     algo: &str,
     device: Option<&str>,
     threads: Option<i64>,
+    accuracy: &str,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    let (result, timing) = product_of(py, (a, b), algo, device, threads, None, true)?;
+    let (result, timing) = product_of(py, (a, b), (algo, accuracy), device, threads, None, true)?;
     let text = serde_json::to_string(&timing).map_err(|e| value_error(e.to_string()))?;
     let dict = from_json(py, &text)?;
     dict.set_item("end_to_end_ms", timing.end_to_end_ms())?;
@@ -146,7 +154,7 @@ fn matmul_timed<'py>(
 fn product_of<'py>(
     py: Python<'py>,
     (a, b): (&Bound<'py, PyAny>, &Bound<'py, PyAny>),
-    algo: &str,
+    (algo, accuracy): (&str, &str),
     device: Option<&str>,
     threads: Option<i64>,
     out: Option<&Bound<'py, PyAny>>,
@@ -158,11 +166,11 @@ fn product_of<'py>(
                 "out= takes host arrays; GPU operands give a new fastmm.GpuArray",
             ));
         }
-        let opts = options(algo, threads)?;
+        let opts = options(algo, threads, accuracy)?;
         let ctx = context(py, &format!("cuda:{ordinal}"))?;
         return dlpack::matmul(py, &ctx, opts, (a, b), ordinal);
     }
-    let request = request(py, a, b, algo, device.unwrap_or("cpu"), threads)?;
+    let request = request(py, a, b, algo, device.unwrap_or("cpu"), threads, accuracy)?;
     product::matmul(py, request, out, timed)
 }
 
@@ -210,7 +218,7 @@ fn gpu_operands(
 /// Shapes, types, options and errors as for `matmul`; Ctrl-C leaves `c`
 /// as it was.
 #[pyfunction]
-#[pyo3(signature = (alpha, a, b, beta, c, *, algo = "auto", device = "cpu", threads = None))]
+#[pyo3(signature = (alpha, a, b, beta, c, *, algo = "auto", device = "cpu", threads = None, accuracy = "native"))]
 #[allow(clippy::too_many_arguments)]
 fn gemm<'py>(
     py: Python<'py>,
@@ -222,8 +230,9 @@ fn gemm<'py>(
     algo: &str,
     device: &str,
     threads: Option<i64>,
+    accuracy: &str,
 ) -> PyResult<()> {
-    let request = request(py, a, b, algo, device, threads)?;
+    let request = request(py, a, b, algo, device, threads, accuracy)?;
     product::gemm(py, alpha, request, beta, c)
 }
 
@@ -262,10 +271,11 @@ fn dtype_named(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
 
 /// What `matmul(a, b, ...)` would run, without running it: a dict of the
 /// algorithm, kernel, threads, recursion (levels, workspace_bytes),
-/// error_growth, the shapes and the type. `a` and `b` are arrays, or
+/// error_growth, the accuracy level asked for (accuracy_asked) and given
+/// (accuracy) with the precision it carries, the shapes and the type. `a` and `b` are arrays, or
 /// shapes as tuples (then `dtype`, default float64, names the type).
 #[pyfunction]
-#[pyo3(signature = (a, b, *, algo = "auto", device = "cpu", threads = None, dtype = None))]
+#[pyo3(signature = (a, b, *, algo = "auto", device = "cpu", threads = None, dtype = None, accuracy = "native"))]
 fn plan<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
@@ -274,8 +284,9 @@ fn plan<'py>(
     device: &str,
     threads: Option<i64>,
     dtype: Option<&Bound<'py, PyAny>>,
+    accuracy: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = options(algo, threads)?;
+    let opts = options(algo, threads, accuracy)?;
     let (a_shape, b_shape, promoted) = match (shape_of(a), shape_of(b)) {
         (Some(a), Some(b)) => (a, b, None),
         _ => {

@@ -7,8 +7,8 @@ use std::sync::{Mutex, OnceLock};
 use std::sync::Arc;
 
 use fastmm::{
-    Algorithm, Context, Device, DeviceList, Element, Error, GemmOptions, MatMut, MatRef, Streamed,
-    Team, Timing,
+    Accuracy, Algorithm, Context, Device, DeviceList, Element, Error, GemmOptions, MatMut, MatRef,
+    Streamed, Team, Timing,
 };
 use pyo3::prelude::*;
 
@@ -113,11 +113,13 @@ pub(crate) fn runner(py: Python<'_>, device: &str) -> PyResult<Runner> {
     )))
 }
 
-/// The options of `algo` and `threads`, checked: at least one thread, and
-/// no more than the hardware has (more would only oversubscribe it).
-pub(crate) fn options(algo: &str, threads: Option<i64>) -> PyResult<GemmOptions> {
+/// The options of `algo`, `threads` and `accuracy`, checked: at least one
+/// thread, and no more than the hardware has (more would only
+/// oversubscribe it); an accuracy level the library names.
+pub(crate) fn options(algo: &str, threads: Option<i64>, accuracy: &str) -> PyResult<GemmOptions> {
     let algorithm: Algorithm = algo.parse().map_err(to_py)?;
-    let mut opts = GemmOptions::new(algorithm);
+    let accuracy: Accuracy = accuracy.parse().map_err(to_py)?;
+    let mut opts = GemmOptions::new(algorithm).accuracy(accuracy);
     if let Some(threads) = threads {
         let hardware = fastmm::system::available_threads();
         if threads < 1 {

@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use fastmm::{
-    Algorithm, BlockSizes, Context, CpuKernel, CudaKernel, DType, Device, DeviceKind, DeviceList,
-    GemmOptions, GpuMemory, GpuPrecision, SumStores, Team, Variant,
+    Accuracy, Algorithm, BlockSizes, Context, CpuKernel, CudaKernel, DType, Device, DeviceKind,
+    DeviceList, GemmOptions, GpuMemory, GpuPrecision, SumStores, Team, Variant,
 };
 
 /// How a command ended when no input error stopped it.
@@ -82,6 +82,14 @@ pub struct AlgoArgs {
     /// (verified against the looser bound of its input precision).
     #[arg(long, default_value = "fp32")]
     pub precision: String,
+    /// What the results promise about their error: native (as accurate as
+    /// the device's native product: packed, cuBLAS), bound (within the
+    /// classical bound; Strassen's levels and fewer moduli allowed), tf32
+    /// or bf16 (that bound at TF32's or bfloat16's precision; cuBLAS's
+    /// tensor-core modes allowed), or bits:N (the emulated product at N
+    /// bits per entry). `auto` takes the fastest product that meets it.
+    #[arg(long, default_value = "native")]
+    pub accuracy: String,
     /// cuda-fast: kernel family, auto (mma for f64 on sm_90+, else simt),
     /// simt (FMA units) or mma (f64 on the FP64 tensor cores) (default:
     /// FASTMM_CUDA_KERNEL, else auto).
@@ -172,6 +180,7 @@ impl AlgoArgs {
                 .as_deref()
                 .map(str::parse::<CudaKernel>)
                 .transpose()?,
+            accuracy: self.accuracy.parse::<Accuracy>()?,
             ..GemmOptions::default()
         };
         opts.validate()?;

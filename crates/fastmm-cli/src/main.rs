@@ -1,5 +1,6 @@
 //! `fastmm`: run, verify and time matrix products from the shell.
 
+mod accuracy;
 mod bench;
 mod common;
 mod demo;
@@ -43,6 +44,10 @@ enum Command {
     /// Multiply the matrices in two files (.npy, .mtx, .csv, .tsv, raw)
     /// and write C to a third; --check verifies it first.
     Multiply(Box<multiply::MultiplyArgs>),
+    /// The accuracy audit: products × levels × input classes on one
+    /// device, each product's errors against the exact product beside
+    /// the native product's; exits non-zero where a level is not met.
+    Accuracy(Box<accuracy::AccuracyArgs>),
     /// Search block sizes, tiles, thread counts and Strassen thresholds
     /// for this machine and save them where `auto` reads them.
     Tune(tune::TuneArgs),
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Info(args) => info::run(&args).map(|()| Outcome::AllCorrect),
         Command::Tune(args) => tune::run(&args),
+        Command::Accuracy(args) => accuracy::run(&args),
         Command::Multiply(args) => multiply::run(&args),
         Command::Selftest(args) => match selftest::run(&args) {
             Ok(true) => Ok(Outcome::AllCorrect),

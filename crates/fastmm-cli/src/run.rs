@@ -8,7 +8,7 @@ use clap::Args;
 use fastmm::random::{seeded_rng, try_random_matrix_wide};
 use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::verify::verify_with_growth;
-use fastmm::{DType, Element, GemmOptions, Matrix, Role, Team, TeamReport, Timing};
+use fastmm::{Accuracy, DType, Element, GemmOptions, Matrix, Role, Team, TeamReport, Timing};
 use serde::Serialize;
 
 use crate::common::{
@@ -129,6 +129,13 @@ pub struct Record {
     pub bound_ratio: f64,
     pub check: &'static str,
     pub ok: bool,
+    /// The accuracy level the product gives (see `fastmm::Plan::accuracy`).
+    pub accuracy: String,
+    /// The level asked for (`--accuracy`).
+    pub accuracy_asked: String,
+    /// The precision it carries: its sums, Strassen's levels, or the
+    /// emulated product's certificate.
+    pub precision: String,
     pub seed: u64,
     /// The decades A's and B's floats span each way (0: uniform in [−1, 1)).
     pub decades: f64,
@@ -580,6 +587,9 @@ fn run_typed<T: Element>(
             bound_ratio: verdict.bound_ratio,
             check: verdict.method.name(),
             ok: verdict.ok,
+            accuracy: plan.accuracy.to_string(),
+            accuracy_asked: plan.accuracy_asked.to_string(),
+            precision: plan.precision.clone(),
             seed: args.seed,
             decades: args.decades,
             upload_ms,
@@ -826,6 +836,21 @@ fn team_record<T: Element>(
 ) -> Record {
     times.sort_by(f64::total_cmp);
     let median_ms = median(&times);
+    // A team's sums are split over its depth groups (and Strassen's
+    // levels across devices): the classical bound, for floats.
+    let asked = args
+        .options
+        .options()
+        .map(|o| o.accuracy)
+        .unwrap_or_default();
+    let (given, precision) = if T::DTYPE.is_integer() {
+        (Accuracy::Native, "exact (wrapping integer sums)")
+    } else {
+        (
+            Accuracy::Bound,
+            "sums split over the team (classical bound)",
+        )
+    };
     Record {
         algorithm: label,
         kernel,
@@ -846,6 +871,9 @@ fn team_record<T: Element>(
         bound_ratio: verdict.bound_ratio,
         check: verdict.method.name(),
         ok: verdict.ok,
+        accuracy: given.to_string(),
+        accuracy_asked: asked.to_string(),
+        precision: precision.to_string(),
         seed: args.seed,
         decades: args.decades,
         upload_ms: None,
@@ -869,6 +897,23 @@ fn show<T: Element>(args: &RunArgs, title: &str, m: &Matrix<T>) {
     }
 }
 
+/// The level given, and the one asked where the product (an algorithm
+/// asked for by name) gives a looser one: "bound (asked native)".
+fn accuracy_cell(r: &Record) -> String {
+    let met = match (
+        r.accuracy.parse::<Accuracy>(),
+        r.accuracy_asked.parse::<Accuracy>(),
+    ) {
+        (Ok(given), Ok(asked)) => asked.met_by(given),
+        _ => true,
+    };
+    if met {
+        r.accuracy.clone()
+    } else {
+        format!("{} (asked {})", r.accuracy, r.accuracy_asked)
+    }
+}
+
 pub(crate) fn print_table(args: &RunArgs, p: &Problem, records: &[Record], devices: &Devices) {
     println!(
         "fastmm run: C = A·B with A {}×{}, B {}×{}; seed {}, median of {} after {} warm-up; {}",
@@ -886,10 +931,11 @@ pub(crate) fn print_table(args: &RunArgs, p: &Problem, records: &[Record], devic
     }
     // (header, right-aligned): columns sized to their longest entry, so a
     // long kernel label never shifts the columns after it.
-    let columns: [(&str, bool); 15] = [
+    let columns: [(&str, bool); 16] = [
         ("algorithm", false),
         ("kernel", false),
         ("dtype", false),
+        ("accuracy", false),
         ("threads", true),
         ("tile", true),
         ("levels", true),
@@ -911,6 +957,7 @@ pub(crate) fn print_table(args: &RunArgs, p: &Problem, records: &[Record], devic
                 r.algorithm.clone(),
                 r.kernel.clone(),
                 r.dtype.to_string(),
+                accuracy_cell(r),
                 r.threads.to_string(),
                 r.tile.map_or_else(dash, |t| t.to_string()),
                 r.levels.map_or_else(dash, |l| l.to_string()),

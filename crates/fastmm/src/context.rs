@@ -24,7 +24,7 @@ use crate::error::Error;
 #[cfg(feature = "cuda")]
 use crate::matrix::GpuMatrix;
 use crate::matrix::{MatMut, MatRef, Matrix};
-use crate::options::{Algorithm, Device, DeviceKind, GemmOptions};
+use crate::options::{Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuPrecision};
 use crate::plan::Plan;
 use crate::system::GpuInfo;
 use crate::tunables::AUTO_FAST_MIN_DIM;
@@ -292,13 +292,23 @@ impl Context {
     }
 
     /// `opts` resolved ([`Context::resolve`]), and `auto` decided for
-    /// this shape: on a GPU the emulated product past its measured
-    /// crossovers ([`crate::emulation::auto_emulates`]); else
-    /// Winograd where its measured crossover gives it a level
-    /// (the rule under which it is the faster: see `STRASSEN_AUTO_*` and
-    /// the tuning file), else the device's classical product. Winograd's
-    /// error may exceed the classical bound by the plan's `error_growth`,
-    /// a few units for the levels this rule allows; integers stay exact.
+    /// this shape: the fastest product that meets the accuracy level
+    /// asked for ([`GemmOptions::accuracy`]), by measured rules.
+    ///
+    /// * An algorithm asked for by name runs as asked, whatever the level
+    ///   (its plan says the level it gives); so does a cuBLAS mode asked
+    ///   for (`gpu_precision`). `bits:N` is the emulated product's
+    ///   (integers: the classical product, exact at every level).
+    /// * On a GPU, floats: at `tf32` or `bf16`, cuBLAS in that mode for
+    ///   f32 (the tensor cores' fastest product within the level). Else
+    ///   the emulated product past its measured crossovers for the level
+    ///   ([`crate::emulation::auto_emulates`]); integers past theirs.
+    /// * Winograd, where its measured crossover gives it a level (see
+    ///   `STRASSEN_AUTO_*` and the tuning file), at relaxed levels and for
+    ///   integers only: its sums mix rows and columns of different
+    ///   scales, and its errors broke the `native` level by orders of
+    ///   magnitude on scaled and zero-row inputs (the accuracy tests).
+    /// * Else the device's classical product.
     pub(crate) fn resolve_for<T: Element>(
         &self,
         opts: &GemmOptions,
@@ -306,16 +316,41 @@ impl Context {
         beta_is_zero: bool,
     ) -> Result<GemmOptions, Error> {
         let resolved = self.resolve::<T>(opts)?;
+        let float = !T::DTYPE.is_integer();
+        // An algorithm asked for by name runs as asked; its plan says the
+        // level it gives.
         if opts.algorithm != Algorithm::Auto {
             return Ok(resolved);
         }
-        if self.device.kind() == DeviceKind::Cuda
-            && crate::emulation::auto_emulates(T::DTYPE, (m, k, n))
-        {
-            return Ok(GemmOptions {
-                algorithm: Algorithm::Emulated,
-                ..resolved
-            });
+        let with = |algorithm: Algorithm| GemmOptions {
+            algorithm,
+            ..resolved
+        };
+        let on_gpu = self.device.kind() == DeviceKind::Cuda;
+        if on_gpu && float {
+            if matches!(opts.gpu_precision, Some(p) if p != GpuPrecision::Fp32) {
+                return Ok(with(Algorithm::Cublas));
+            }
+            let mode = match opts.accuracy {
+                Accuracy::Tf32 => Some(GpuPrecision::Tf32),
+                Accuracy::Bf16 => Some(GpuPrecision::Bf16),
+                _ => None,
+            };
+            if let (Some(mode), crate::element::DType::F32) = (mode, T::DTYPE) {
+                return Ok(GemmOptions {
+                    gpu_precision: Some(mode),
+                    ..with(Algorithm::Cublas)
+                });
+            }
+        }
+        if float && matches!(opts.accuracy, Accuracy::Bits(_)) {
+            return Ok(with(Algorithm::Emulated));
+        }
+        if on_gpu && crate::emulation::auto_emulates(T::DTYPE, opts.accuracy, (m, k, n)) {
+            return Ok(with(Algorithm::Emulated));
+        }
+        if float && opts.accuracy == Accuracy::Native {
+            return Ok(resolved);
         }
         if m.min(k).min(n) < AUTO_FAST_MIN_DIM {
             return Ok(resolved);
@@ -460,7 +495,14 @@ impl Context {
         }
         let _ = timed;
         let emulation = if opts.algorithm == Algorithm::Emulated {
-            Some(crate::emulation::gemm_reference(alpha, a, b, beta, c)?)
+            Some(crate::emulation::gemm_reference(
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+                crate::emulation::Goal::on_cpu(opts.accuracy),
+            )?)
         } else {
             cpu::multiply(alpha, a, b, beta, c, &opts)?;
             None

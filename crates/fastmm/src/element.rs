@@ -62,6 +62,41 @@ impl DType {
     }
 }
 
+/// a + b as an unevaluated sum (s, e) with s = fl(a + b) (Knuth's
+/// TwoSum).
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let v = s - a;
+    (s, (a - (s - v)) + (b - v))
+}
+
+/// Σ x_p·y_p as an unevaluated sum hi + lo, as accurate as if computed in
+/// twice f64's precision and then rounded (Ogita, Rump and Oishi's Dot2:
+/// error-free products by the fused multiply-add, error-free sums by
+/// TwoSum): the reference products are measured against, and the
+/// emulated twin's native elements, which must be no less accurate than
+/// any native product.
+///
+/// Where a term or the sum is not finite, the plain sum's IEEE answer
+/// (an ∞ term has a NaN rounding error, which must not turn ∞ into NaN).
+pub(crate) fn dot2(pairs: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
+    let (mut hi, mut lo, mut plain) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in pairs {
+        let p = x * y;
+        let pe = x.mul_add(y, -p);
+        let (s, se) = two_sum(hi, p);
+        hi = s;
+        lo += se + pe;
+        plain += p;
+    }
+    let (s, e) = two_sum(hi, lo);
+    if s.is_finite() && e.is_finite() {
+        (s, e)
+    } else {
+        (plain, 0.0)
+    }
+}
+
 impl Display for DType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

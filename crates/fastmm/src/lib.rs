@@ -80,6 +80,7 @@ mod threads;
 // Services over the vocabulary. `distributed` is the plain data of a
 // distributed product (the planner, the schedule), which the CPU and CUDA
 // backends run.
+pub mod accuracy;
 pub mod distributed;
 pub mod emulation;
 pub mod interop;
@@ -87,6 +88,7 @@ pub mod random;
 pub mod verify;
 
 // Dispatch and the public API.
+pub mod audit;
 #[cfg(feature = "mpi")]
 mod cluster;
 mod context;
@@ -107,8 +109,8 @@ pub use element::{DType, Element};
 pub use error::Error;
 pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};
 pub use options::{
-    Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind, DeviceList,
-    GemmOptions, GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
+    Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind,
+    DeviceList, GemmOptions, GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan};
 pub use system::GpuInfo;

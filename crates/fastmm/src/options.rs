@@ -653,6 +653,143 @@ impl GpuPrecision {
     }
 }
 
+/// What a product promises about its error: the contract `auto` chooses
+/// within and the emulated product certifies.
+///
+/// * `native` (the default): as accurate as the device's native classical
+///   product (`packed` on the CPU; cuBLAS sgemm/dgemm, `cuda-fast` for
+///   integers on a GPU) on the same inputs. Measured: over the input
+///   classes of the `accuracy` module and depths from hundreds to 16384,
+///   the relative Frobenius error and the largest |Ĉ − C|/(|A||B|) are
+///   each within 2× the native product's. The emulated product certifies
+///   every element within c·√k·u·(|A||B|)_ij (the certificate's target,
+///   in the `emulation` module).
+/// * `bound`: within the classical componentwise bound (k+1)·u·(|A||B|)_ij
+///   (the verifier's, with the plan's growth for Strassen's levels):
+///   Strassen/Winograd levels and fewer moduli are allowed.
+/// * `tf32`, `bf16`: the same bound at the unit roundoff of TF32 (2⁻¹¹) or
+///   bfloat16 (2⁻⁸): cuBLAS's tensor-core modes are allowed.
+/// * `bits:N`: the emulated product with N bits per scaled entry (the
+///   moduli follow from N and k), for experts; NaN and ∞ still go native.
+///
+/// Integer products are exact at every level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Accuracy {
+    /// As accurate as the device's native classical product.
+    #[default]
+    Native,
+    /// Within the classical componentwise bound.
+    Bound,
+    /// Within the classical bound at TF32's unit roundoff.
+    Tf32,
+    /// Within the classical bound at bfloat16's unit roundoff.
+    Bf16,
+    /// The emulated product at this many bits per scaled entry.
+    Bits(u32),
+}
+
+impl Accuracy {
+    /// The named levels, strictest first (`bits:N` is not among them).
+    pub const LEVELS: [Accuracy; 4] = [
+        Accuracy::Native,
+        Accuracy::Bound,
+        Accuracy::Tf32,
+        Accuracy::Bf16,
+    ];
+
+    /// The most bits `bits:N` may ask for (a scaled entry converts to an
+    /// i64).
+    pub const MAX_BITS: u32 = 62;
+
+    /// How loose the level is: 0 for `native`, growing with each relaxed
+    /// level; `bits:N` ranks with the level its precision reaches at no
+    /// depth in particular, so it is kept apart (`None`).
+    pub fn rank(self) -> Option<u8> {
+        match self {
+            Accuracy::Native => Some(0),
+            Accuracy::Bound => Some(1),
+            Accuracy::Tf32 => Some(2),
+            Accuracy::Bf16 => Some(3),
+            Accuracy::Bits(_) => None,
+        }
+    }
+
+    /// Whether a product that gives `given` meets this level: a level is
+    /// met by itself and by every stricter one; `bits:N` only by itself.
+    pub fn met_by(self, given: Accuracy) -> bool {
+        match (self.rank(), given.rank()) {
+            (Some(asked), Some(got)) => got <= asked,
+            _ => self == given,
+        }
+    }
+
+    /// The unit roundoff of the level's bound for elements of `dtype`:
+    /// the type's own for `native` and `bound`, TF32's or bfloat16's where
+    /// those are coarser; the type's for `bits:N`.
+    pub fn unit_roundoff(self, dtype: crate::element::DType) -> f64 {
+        let own = dtype.unit_roundoff();
+        match self {
+            Accuracy::Tf32 => own.max(GpuPrecision::Tf32.unit_roundoff()),
+            Accuracy::Bf16 => own.max(GpuPrecision::Bf16.unit_roundoff()),
+            _ => own,
+        }
+    }
+
+    /// The level a cuBLAS f32 mode gives.
+    pub fn of_precision(precision: GpuPrecision) -> Accuracy {
+        match precision {
+            GpuPrecision::Fp32 => Accuracy::Native,
+            // IEEE half has TF32's mantissa (and a narrower range, which
+            // the verifier's bound does not cover; it is never chosen).
+            GpuPrecision::Tf32 | GpuPrecision::F16 => Accuracy::Tf32,
+            GpuPrecision::Bf16 => Accuracy::Bf16,
+        }
+    }
+}
+
+impl fmt::Display for Accuracy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Accuracy::Native => f.write_str("native"),
+            Accuracy::Bound => f.write_str("bound"),
+            Accuracy::Tf32 => f.write_str("tf32"),
+            Accuracy::Bf16 => f.write_str("bf16"),
+            Accuracy::Bits(bits) => write!(f, "bits:{bits}"),
+        }
+    }
+}
+
+impl serde::Serialize for Accuracy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl FromStr for Accuracy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let text = s.trim().to_ascii_lowercase();
+        let bad = || {
+            Error::InvalidOption(format!(
+                "unknown accuracy '{}' (expected native, bound, tf32, bf16 or bits:N with N from 1 to {})",
+                s.trim(),
+                Accuracy::MAX_BITS
+            ))
+        };
+        if let Some(bits) = text.strip_prefix("bits:") {
+            return match bits.trim().parse::<u32>() {
+                Ok(n) if (1..=Accuracy::MAX_BITS).contains(&n) => Ok(Accuracy::Bits(n)),
+                _ => Err(bad()),
+            };
+        }
+        Accuracy::LEVELS
+            .iter()
+            .copied()
+            .find(|level| level.to_string() == text)
+            .ok_or_else(bad)
+    }
+}
+
 named_choice! {
     /// The kernel family of `cuda-fast`.
     #[derive(Default)]
@@ -772,6 +909,10 @@ pub struct GemmOptions {
     /// GPU `cuda-fast`: the kernel family (default: `FASTMM_CUDA_KERNEL`,
     /// else `auto`).
     pub cuda_kernel: Option<CudaKernel>,
+    /// What the product promises about its error (default `native`):
+    /// `auto` takes the fastest product that meets it, and the emulated
+    /// product certifies it.
+    pub accuracy: Accuracy,
     /// A flag another thread may raise to stop the product between
     /// blocks, which then returns [`Error::Interrupted`] (default: none,
     /// and nothing is checked).
@@ -925,6 +1066,12 @@ impl GemmOptions {
         self
     }
 
+    /// Sets the accuracy level.
+    pub fn accuracy(mut self, accuracy: Accuracy) -> Self {
+        self.accuracy = accuracy;
+        self
+    }
+
     /// Lets `interrupt` stop the product between blocks.
     pub fn interrupt(mut self, interrupt: Interrupt) -> Self {
         self.interrupt = Some(interrupt);
@@ -951,6 +1098,14 @@ impl GemmOptions {
             return Err(Error::InvalidOption(
                 "Strassen threshold must be at least 2 (each level halves m, k and n)".into(),
             ));
+        }
+        if let Accuracy::Bits(bits) = self.accuracy {
+            if !(1..=Accuracy::MAX_BITS).contains(&bits) {
+                return Err(Error::InvalidOption(format!(
+                    "bits:{bits}: an emulated product takes 1 to {} bits per entry",
+                    Accuracy::MAX_BITS
+                )));
+            }
         }
         if let Some(b) = self.block_sizes {
             if b.mc == 0 || b.kc == 0 || b.nc == 0 {

@@ -10,7 +10,7 @@ use crate::cpu;
 use crate::cpu::packed::{blocks_for, select_kernel};
 use crate::element::Element;
 use crate::error::Error;
-use crate::options::{Algorithm, Device, GemmOptions, GpuPrecision, Variant};
+use crate::options::{Accuracy, Algorithm, Device, GemmOptions, GpuPrecision, Variant};
 use crate::strassen::{max_depth, Explained, Scheme};
 use crate::system::format_bytes;
 
@@ -68,6 +68,19 @@ pub struct Plan {
     /// ([`crate::verify::verify_with_growth`]): Strassen's per-level growth,
     /// or the input rounding of a reduced-precision cuBLAS mode.
     pub error_growth: f64,
+    /// The accuracy level asked for ([`GemmOptions::accuracy`]).
+    pub accuracy_asked: Accuracy,
+    /// The accuracy level this product gives: `native` for the device's
+    /// native product, integers (exact) and the emulated product at
+    /// `native`; `bound` for the other classical products and for
+    /// Strassen's levels; a cuBLAS mode's own level; the emulated
+    /// product's as asked.
+    pub accuracy: Accuracy,
+    /// The precision the product carries: its arithmetic, Strassen's
+    /// levels, or the emulated product's certificate and the moduli and
+    /// bits it typically takes at this depth (the run's tally says what
+    /// it took).
+    pub precision: String,
     /// GPU: the out-of-core plan, when the product will stream.
     pub out_of_core: Option<OutOfCorePlan>,
 }
@@ -146,6 +159,67 @@ pub(crate) fn error_growth(fast: Option<&FastPlan>, opts: &GemmOptions) -> f64 {
     levels * precision.error_growth()
 }
 
+/// The level a product gives and the precision it carries (see
+/// [`Plan::accuracy`]); `native` names the algorithm that is the
+/// device's native product for T, and `goal` the emulated product's
+/// certificate goal on this device.
+pub(crate) fn accuracy_given<T: Element>(
+    opts: &GemmOptions,
+    fast: Option<&FastPlan>,
+    native: Algorithm,
+    goal: crate::emulation::Goal,
+    k: usize,
+) -> (Accuracy, String) {
+    let dtype = T::DTYPE;
+    if dtype.is_integer() {
+        return (Accuracy::Native, "exact (wrapping integer sums)".into());
+    }
+    let levels = fast.map_or(0, |f| f.levels);
+    let algorithm = match fast {
+        Some(f) if f.levels == 0 => f.base,
+        _ => opts.algorithm,
+    };
+    if levels > 0 {
+        return (
+            Accuracy::Bound,
+            format!(
+                "{levels} {} level{} over {} ({dtype} sums)",
+                opts.algorithm,
+                if levels == 1 { "" } else { "s" },
+                fast.map_or(native, |f| f.base)
+            ),
+        );
+    }
+    match algorithm {
+        Algorithm::Emulated => {
+            use crate::emulation::certify::{max_bits, moduli_for_bits, Target};
+            let target = Target::of(goal, k, dtype);
+            let what = match target {
+                Target::Tau(tau) => format!("every element certified within {tau:.1e}·(|A||B|)_ij"),
+                Target::Bits(bits) => format!("{bits} bits per scaled entry"),
+            };
+            let typical = target.typical_bits().min(max_bits(k));
+            let moduli = moduli_for_bits(k, typical).map_or(String::new(), |n| {
+                format!("; uniform data: about {n} moduli")
+            });
+            (opts.accuracy, format!("Ozaki scheme II, {what}{moduli}"))
+        }
+        Algorithm::Cublas => {
+            let precision = opts.gpu_precision.unwrap_or_default();
+            let sums = match (precision, dtype) {
+                (GpuPrecision::Fp32, _) => format!("{dtype} products and sums"),
+                (p, _) => format!("{p} inputs, f32 sums"),
+            };
+            (Accuracy::of_precision(precision), sums)
+        }
+        a if a == native => (
+            Accuracy::Native,
+            format!("{dtype} FMA sums (the native product)"),
+        ),
+        _ => (Accuracy::Bound, format!("{dtype} sums (classical)")),
+    }
+}
+
 /// The plan of an m×k×n product of T on the CPU; `opts.algorithm` is
 /// resolved and runs on the CPU.
 pub(crate) fn on_cpu<T: Element>(
@@ -201,6 +275,13 @@ pub(crate) fn on_cpu<T: Element>(
         }
         (None, _) => "scalar".to_string(),
     };
+    let (accuracy, precision) = accuracy_given::<T>(
+        opts,
+        fast.as_ref(),
+        Algorithm::Packed,
+        crate::emulation::Goal::on_cpu(opts.accuracy),
+        k,
+    );
     Ok(Plan {
         device: Device::Cpu,
         algorithm: opts.algorithm,
@@ -219,6 +300,9 @@ pub(crate) fn on_cpu<T: Element>(
         },
         tile: cpu::tile(opts),
         error_growth: error_growth(fast.as_ref(), opts),
+        accuracy_asked: opts.accuracy,
+        accuracy,
+        precision,
         fast,
         out_of_core: None,
     })
@@ -332,6 +416,13 @@ mod gpu {
             }
             None => classical_label::<T>(gpu, &tile_opts, tile_shape, &memory)?,
         };
+        let (accuracy, precision) = accuracy_given::<T>(
+            opts,
+            fast.as_ref(),
+            default_base(T::DTYPE),
+            crate::emulation::Goal::on_cublas(opts.accuracy, T::DTYPE),
+            tile_shape.1,
+        );
         Ok(Plan {
             device: Device::Cuda(gpu.info().ordinal),
             algorithm: opts.algorithm,
@@ -344,6 +435,9 @@ mod gpu {
                 _ => None,
             },
             error_growth: error_growth(fast.as_ref(), opts),
+            accuracy_asked: opts.accuracy,
+            accuracy,
+            precision,
             fast,
             out_of_core,
         })

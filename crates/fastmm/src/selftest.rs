@@ -136,6 +136,9 @@ pub fn run_reporting(
         }
     }
     let emulated = Algorithm::Emulated.runs_on(kind) && selected(Algorithm::Emulated);
+    if only.is_none() || emulated {
+        rows.push(accuracy_checks(ctx));
+    }
     if emulated {
         rows.push(emulation_checks::<f32>(ctx));
         rows.push(emulation_checks::<f64>(ctx));
@@ -151,6 +154,97 @@ pub fn run_reporting(
         rows.extend(gpu::out_of_core_checks(ctx));
     }
     Ok(rows.rows)
+}
+
+/// Shapes of the accuracy matrix: a tile edge off by one at a short
+/// depth, and a deep product whose native error and moduli differ.
+const ACCURACY_SHAPES: [(usize, usize, usize); 2] = [(17, 256, 13), (64, 4096, 48)];
+
+/// The accuracy matrix of the device ([`crate::audit`]): its products,
+/// the emulated product and `auto` at every level, over every input
+/// class, each judged by the level it gives beside the native product.
+fn accuracy_checks(ctx: &Context) -> Check {
+    use crate::options::{Accuracy, GpuPrecision};
+    let kind = ctx.device().kind();
+    let mut products: Vec<GemmOptions> = Vec::new();
+    for algorithm in Algorithm::all_on(kind) {
+        let opts = GemmOptions::new(algorithm);
+        products.push(match algorithm {
+            a if a.is_fast() => opts.threshold(SELFTEST_STRASSEN_THRESHOLD).depth(2),
+            _ => opts,
+        });
+    }
+    if kind == DeviceKind::Cuda {
+        for (precision, level) in [
+            (GpuPrecision::Tf32, Accuracy::Tf32),
+            (GpuPrecision::Bf16, Accuracy::Bf16),
+        ] {
+            products.push(GemmOptions {
+                gpu_precision: Some(precision),
+                ..GemmOptions::new(Algorithm::Cublas).accuracy(level)
+            });
+        }
+    }
+    for level in Accuracy::LEVELS.into_iter().chain([Accuracy::Bits(20)]) {
+        products.push(GemmOptions::new(Algorithm::Emulated).accuracy(level));
+        products.push(GemmOptions::new(Algorithm::Auto).accuracy(level));
+    }
+    let mut row = Check::new(format!(
+        "accuracy: {} products × {} input classes × {:?}, each within the level it gives",
+        products.len(),
+        crate::accuracy::InputClass::ALL.len(),
+        ACCURACY_SHAPES
+    ));
+    for dtype in [DType::F32, DType::F64, DType::I32] {
+        for shape in ACCURACY_SHAPES {
+            let rows = match dtype {
+                DType::F32 => audit_rows::<f32>(ctx, shape, &products),
+                DType::F64 => audit_rows::<f64>(ctx, shape, &products),
+                _ => audit_rows::<i32>(ctx, shape, &products),
+            };
+            match rows {
+                Ok(rows) => {
+                    for r in rows {
+                        match r.why {
+                            None => row.passed += 1,
+                            Some(why) => row.failures.push(format!(
+                                "{} {:?} {} {} (gives {}, {}): {why}",
+                                r.dtype, r.shape, r.class, r.label, r.given, r.precision
+                            )),
+                        }
+                    }
+                }
+                Err(e) => row.failures.push(format!("{dtype} {shape:?}: {e}")),
+            }
+        }
+    }
+    row
+}
+
+/// The audit of the products T takes (cuBLAS and `bits:N` are for floats).
+fn audit_rows<T: Element>(
+    ctx: &Context,
+    shape: (usize, usize, usize),
+    products: &[GemmOptions],
+) -> Result<Vec<crate::audit::Row>, Error> {
+    let runs: Vec<GemmOptions> = products
+        .iter()
+        .copied()
+        .filter(|o| o.algorithm.supports(T::DTYPE))
+        .filter(|o| {
+            !T::DTYPE.is_integer()
+                || (o.gpu_precision.is_none()
+                    && !matches!(o.accuracy, crate::options::Accuracy::Bits(_)))
+        })
+        .collect();
+    crate::audit::audit::<T>(
+        ctx,
+        shape,
+        &crate::accuracy::InputClass::ALL,
+        &runs,
+        11,
+        usize::MAX,
+    )
 }
 
 /// Shapes a team checks beside [`SHAPES`]: empty ones (the boundary's),
@@ -809,6 +903,7 @@ mod gpu {
                         b.as_ref(),
                         T::ZERO,
                         cpu_c.as_mut(),
+                        crate::emulation::Goal::on_cublas(opts.accuracy, T::DTYPE),
                     )?;
                     Ok((timing.emulation, twin))
                 });

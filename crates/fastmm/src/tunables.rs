@@ -315,6 +315,38 @@ pub const EMULATION_K_CHUNK: usize = 1 << 16;
 /// n = 16384 in f64 that saves three quarters of one of 14 INT8 products.
 pub const EMULATION_CERTIFICATE_SAMPLE: usize = 4;
 
+/// The `native` accuracy level's certificate: every element of an
+/// emulated product within c·λ(k)·u·(|A||B|)_ij, c this constant and λ
+/// the native product's error ([`crate::emulation::certify::Target::of`]).
+/// The certificate bounds the worst case; the error met on uniform data
+/// was 0.1–0.35 of the certified τ (the widest bits the moduli hold
+/// decide where in that range). Measured with the twin against `packed`
+/// (k = 256 to 16384, every input class): at c = 3 the largest ratio to
+/// `packed`'s errors was 0.94; at c = 8 f32 at k = 16384 reached 2.46.
+pub const EMULATION_NATIVE_TAU: f64 = 3.0;
+
+/// λ of the CPU's `packed` (f32 and f64): its relative Frobenius error on
+/// uniform data, in units of u, was 4.4–4.8 from k = 256 to 16384 (the
+/// 2-core Xeon guest, AVX-512 kernels; `fastmm accuracy`).
+pub const NATIVE_ERROR_PACKED: f64 = 4.5;
+
+/// λ(k) = max(flat, per_root_k·√k) of cuBLAS sgemm, in units of u: on
+/// the lent H200 (cuBLAS of CUDA 13.0) its error on uniform data grew as
+/// 0.30·√k (k = 4096: 19u, k = 16384: 38u; `scripts/accuracy-gpu.sh
+/// calibrate`); below a few hundred it is a few units.
+pub const NATIVE_ERROR_SGEMM: (f64, f64) = (2.0, 0.3);
+
+/// λ(k) of cuBLAS dgemm, in units of u: 0.30·√k on the same H200
+/// (k = 1024: 9.7u, 4096: 19u, 16384: 38.6u).
+pub const NATIVE_ERROR_DGEMM: (f64, f64) = (2.0, 0.3);
+
+/// `auto` at the `native` level on a GPU picks `emulated` for f32 where
+/// m, k and n are all at least this (7–8 moduli at these depths).
+pub const EMULATION_NATIVE_AUTO_MIN_DIM_F32: usize = 8192;
+
+/// As [`EMULATION_NATIVE_AUTO_MIN_DIM_F32`] for f64 (15 moduli).
+pub const EMULATION_NATIVE_AUTO_MIN_DIM_F64: usize = 16384;
+
 /// `auto` on a GPU picks `emulated` for f32 where m, k and n are all at
 /// least this: on the lent H100 it ran 2.40× cuBLAS sgemm at 8192³ and
 /// 3.23× at 16384³, but 0.91× at 8192×1024×8192, where its fixed costs

@@ -481,12 +481,14 @@ proptest! {
     }
 }
 
-/// `auto` is decided per shape: the classical product below Winograd's
-/// measured crossover, Winograd (with at least one level) above it.
+/// `auto` at a relaxed accuracy level is decided per shape: the
+/// classical product below Winograd's measured crossover, Winograd (with
+/// at least one level) above it; integers (exact at every level) take it
+/// at the default level too.
 #[test]
 fn auto_runs_winograd_where_its_crossover_gives_a_level() {
     let cpu = Context::cpu();
-    let opts = GemmOptions::new(Algorithm::Auto);
+    let opts = GemmOptions::new(Algorithm::Auto).accuracy(fastmm::Accuracy::Bound);
     let small = cpu.plan::<f64>((1000, 1000, 1000), true, &opts).unwrap();
     assert_eq!(small.algorithm, Algorithm::Packed);
     assert_eq!(small.error_growth, 1.0);
@@ -494,6 +496,8 @@ fn auto_runs_winograd_where_its_crossover_gives_a_level() {
     assert_eq!(large.algorithm, Algorithm::Winograd);
     assert!(large.fast.as_ref().is_some_and(|f| f.levels >= 1));
     assert!(large.error_growth > 1.0);
-    let exact = cpu.plan::<i64>((8192, 8192, 8192), true, &opts).unwrap();
+    let exact = cpu
+        .plan::<i64>((8192, 8192, 8192), true, &GemmOptions::default())
+        .unwrap();
     assert_eq!(exact.algorithm, Algorithm::Winograd);
 }

@@ -21,14 +21,14 @@ const LIBRARY: &[&[&str]] = &[
         "distributed",
         "emulation",
     ],
-    &["config", "verify"],
+    &["config", "verify", "accuracy"],
     // Kernels and backends.
     &["strassen"],
     &["cpu", "cuda"],
     // Dispatch and the public API.
     &["plan"],
     &["context"],
-    &["team"],
+    &["team", "audit"],
     &["info", "io", "selftest", "dev"],
     // Products across MPI ranks read and write files (`io`).
     &["cluster"],
@@ -37,7 +37,7 @@ const LIBRARY: &[&[&str]] = &[
 /// The CLI's modules, likewise.
 const CLI: &[&[&str]] = &[
     &["common", "interrupt"],
-    &["run", "info", "selftest", "multiply"],
+    &["run", "info", "selftest", "multiply", "accuracy"],
     &["tune", "bench", "demo"],
 ];
 

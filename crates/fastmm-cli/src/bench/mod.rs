@@ -541,6 +541,10 @@ fn openblas(
         bound_ratio: f64::NAN,
         check: "peer",
         ok: true,
+        // OpenBLAS is the CPU's other native product.
+        accuracy: fastmm::Accuracy::Native.to_string(),
+        accuracy_asked: fastmm::Accuracy::Native.to_string(),
+        precision: format!("{dtype} FMA sums (OpenBLAS)"),
         seed: 42,
         decades: 0.0,
         upload_ms: None,

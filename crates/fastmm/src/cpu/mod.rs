@@ -85,7 +85,14 @@ pub(crate) fn multiply<T: Element>(
         // The reference twin (a fast algorithm's leaves may run it; the
         // boundary runs it itself to report its route).
         Algorithm::Emulated => {
-            crate::emulation::gemm_reference(alpha, a, b, beta, c)?;
+            crate::emulation::gemm_reference(
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+                crate::emulation::Goal::on_cpu(opts.accuracy),
+            )?;
         }
         other => {
             return Err(Error::Unsupported {

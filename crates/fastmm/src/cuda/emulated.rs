@@ -35,11 +35,11 @@ use crate::cuda::gemm::{cublas, to_i32, Operand};
 use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
 use crate::emulation::certify::{
-    certificate_depth, route, tau, wants_full_depth, Route, NORM_SLACK,
+    certificate_depth, route, settle, wants_full_depth, Goal, Route, Target, NORM_SLACK,
 };
 use crate::emulation::{Phase, Tally};
 use crate::error::Error;
-use crate::options::GpuPrecision;
+use crate::options::{Accuracy, GpuPrecision};
 use crate::tunables::EMULATION_K_CHUNK;
 
 /// Rows and k-contiguous widths are padded to this many elements: cuBLAS's
@@ -59,6 +59,8 @@ pub(crate) struct EmulatedGemm {
     need: CudaFunction,
     accumulate: CudaFunction,
     fixup: CudaFunction,
+    /// What every product's certificate makes its elements meet.
+    goal: Goal,
     tally: Mutex<Tally>,
 }
 
@@ -250,7 +252,7 @@ fn int8_tile(
 
 impl EmulatedGemm {
     /// The kernels for T (f32 or f64), compiled or fetched.
-    pub fn resolve<T: Element>(gpu: &Gpu) -> Result<EmulatedGemm, Error> {
+    pub fn resolve<T: Element>(gpu: &Gpu, accuracy: Accuracy) -> Result<EmulatedGemm, Error> {
         crate::emulation::check_float::<T>()?;
         let key = KernelKey {
             source: KernelSource::Emulated,
@@ -266,6 +268,7 @@ impl EmulatedGemm {
             need: gpu.entry_function(key, need)?,
             accumulate: gpu.entry_function(key, accumulate)?,
             fixup: gpu.entry_function(key, fixup)?,
+            goal: Goal::on_cublas(accuracy, T::DTYPE),
             tally: Mutex::new(Tally::default()),
         })
     }
@@ -483,9 +486,10 @@ impl EmulatedGemm {
             let block = block.min(m).min(MAX_GRID_Y);
             let mag_a: CudaSlice<i8> = alloc_written(gpu, block * kp, "magnitudes of A")?;
             let g: CudaSlice<i32> = alloc_written(gpu, block * np, "magnitude product")?;
-            let t = tau(k, T::DTYPE.unit_roundoff());
+            let target = Target::of(self.goal, k, T::DTYPE);
+            let t = target.tau();
             // The padding beyond k is zeros: a first depth of k is kp.
-            let first = match certificate_depth(k, T::DTYPE.unit_roundoff()) {
+            let first = match certificate_depth(k, target) {
                 d if d < k => d,
                 _ => kp,
             };
@@ -556,9 +560,9 @@ impl EmulatedGemm {
                     .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
                 gpu.synchronize()?;
                 let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
-                let found = route(&histogram_host, m, k, n);
+                let found = route(&histogram_host, m, k, n, target);
                 if span.1 == kp || !wants_full_depth(found, k) {
-                    break found;
+                    break settle(found, &histogram_host, k, target);
                 }
                 gpu.stream
                     .memset_zeros(&mut histogram)

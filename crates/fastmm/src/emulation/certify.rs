@@ -34,7 +34,12 @@
 
 use super::moduli::{moduli_for, modulus, MODULI};
 use super::scaling::{ldexp, VectorStats, MAGNITUDE_BITS};
-use crate::tunables::{EMULATION_CERTIFICATE_SAMPLE, EMULATION_FIXUP_FRACTION};
+use crate::element::DType;
+use crate::options::Accuracy;
+use crate::tunables::{
+    EMULATION_CERTIFICATE_SAMPLE, EMULATION_FIXUP_FRACTION, EMULATION_NATIVE_TAU,
+    NATIVE_ERROR_DGEMM, NATIVE_ERROR_PACKED, NATIVE_ERROR_SGEMM,
+};
 
 /// The need of an element that no number of bits certifies (a NaN or ∞ in
 /// its row of A or column of B, or a magnitude lower bound of 0).
@@ -49,6 +54,130 @@ pub const NORM_SLACK: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
 /// τ = (k+1)·u: the classical product's bound per unit of (|A||B|)_ij.
 pub fn tau(k: usize, unit_roundoff: f64) -> f64 {
     (k as f64 + 1.0) * unit_roundoff
+}
+
+/// The relative Frobenius error of a device's native classical product
+/// on uniform data of depth k, in units of u: λ(k) = max(`flat`,
+/// `per_root_k`·√k). Measured (docs/results.md, the accuracy table): the
+/// CPU's `packed` sums each row's products in short FMA chains, and its
+/// error hardly grows with k; cuBLAS's grows as √k.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NativeError {
+    /// The error at small depths, in units of u.
+    pub flat: f64,
+    /// Its growth with √k, in units of u.
+    pub per_root_k: f64,
+}
+
+impl NativeError {
+    /// λ(k).
+    pub fn lambda(self, k: usize) -> f64 {
+        self.flat.max(self.per_root_k * (k.max(1) as f64).sqrt())
+    }
+
+    /// The CPU's `packed`, f32 or f64.
+    pub fn packed() -> NativeError {
+        NativeError {
+            flat: NATIVE_ERROR_PACKED,
+            per_root_k: 0.0,
+        }
+    }
+
+    /// cuBLAS sgemm (f32) or dgemm (f64).
+    pub fn cublas(dtype: DType) -> NativeError {
+        let (flat, per_root_k) = match dtype {
+            DType::F64 => NATIVE_ERROR_DGEMM,
+            _ => NATIVE_ERROR_SGEMM,
+        };
+        NativeError { flat, per_root_k }
+    }
+}
+
+/// What an emulated product is asked to meet: an accuracy level, and the
+/// native product of the device it stands beside (for `native`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Goal {
+    /// The level.
+    pub accuracy: Accuracy,
+    /// The device's native product.
+    pub native: NativeError,
+}
+
+impl Goal {
+    /// `accuracy` beside the CPU's `packed`.
+    pub fn on_cpu(accuracy: Accuracy) -> Goal {
+        Goal {
+            accuracy,
+            native: NativeError::packed(),
+        }
+    }
+
+    /// `accuracy` beside cuBLAS.
+    pub fn on_cublas(accuracy: Accuracy, dtype: DType) -> Goal {
+        Goal {
+            accuracy,
+            native: NativeError::cublas(dtype),
+        }
+    }
+}
+
+/// What the certificate makes every element meet: an error of at most
+/// τ·(|A||B|)_ij, or a fixed number of bits per scaled entry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    /// Each element within τ·(|A||B|)_ij, from the fewest moduli that
+    /// certify it (then the most bits those moduli hold).
+    Tau(f64),
+    /// This many bits (at most what the moduli hold at the depth);
+    /// elements of non-finite rows or columns, and those whose magnitude
+    /// product vanishes, still go native.
+    Bits(u32),
+}
+
+impl Target {
+    /// The target of `goal` at depth k for elements of `dtype`.
+    ///
+    /// * `native`: τ = c·λ(k)·u with c = `EMULATION_NATIVE_TAU` and λ(k)
+    ///   the native product's measured error ([`NativeError`]). The
+    ///   certificate bounds the worst case, every rounding error of the
+    ///   scaled entries of one sign; on data of mixed signs they cancel
+    ///   like a random walk, and the error met is about a tenth of τ (the
+    ///   accuracy tests measure it on every input class), so c leaves the
+    ///   emulated error near the native product's. At small depths the
+    ///   classical bound is the tighter, and is taken.
+    /// * `bound`, `tf32`, `bf16`: the classical bound (k+1)·u at the
+    ///   level's unit roundoff.
+    pub fn of(goal: Goal, k: usize, dtype: DType) -> Target {
+        match goal.accuracy {
+            Accuracy::Bits(bits) => Target::Bits(bits.clamp(1, MAX_BITS)),
+            // Never looser than the classical bound, which at small
+            // depths is the tighter of the two.
+            Accuracy::Native => Target::Tau(
+                (EMULATION_NATIVE_TAU * goal.native.lambda(k) * dtype.unit_roundoff())
+                    .min(tau(k, dtype.unit_roundoff())),
+            ),
+            level => Target::Tau(tau(k, level.unit_roundoff(dtype))),
+        }
+    }
+
+    /// The τ an element's need is computed for (∞ for a fixed number of
+    /// bits: every finite element with a nonzero magnitude product then
+    /// needs one bit).
+    pub fn tau(self) -> f64 {
+        match self {
+            Target::Tau(t) => t,
+            Target::Bits(_) => f64::INFINITY,
+        }
+    }
+
+    /// The bits a typical element needs (evenly spread magnitudes of
+    /// mixed signs): ⌈log₂ 1/τ⌉ + 2, or the fixed bits.
+    pub fn typical_bits(self) -> u32 {
+        match self {
+            Target::Tau(t) => (1.0 / t).log2().ceil().max(0.0) as u32 + 2,
+            Target::Bits(bits) => bits,
+        }
+    }
 }
 
 /// The fewest bits b (1 to [`MAX_BITS`]) that certify element (i, j),
@@ -70,10 +199,13 @@ pub fn bits_needed(row: &VectorStats, col: &VectorStats, g: f64, k: usize, tau: 
     let kf = k as f64;
     let fits = |b: i32| ldexp(p, -b) + ldexp(kf, -2 * b) <= allowed;
     // A first guess from the first term alone, then the exact minimum of
-    // the monotone condition (so any guess gives the same answer).
+    // the monotone condition (so any guess gives the same answer); an
+    // unbounded allowance (a fixed number of bits) guesses one bit.
     let guess = (p / allowed).log2().ceil();
     let mut b = if guess.is_finite() {
         guess.clamp(1.0, MAX_BITS as f64) as i32
+    } else if guess < 0.0 {
+        1
     } else {
         MAX_BITS as i32
     };
@@ -126,9 +258,9 @@ pub fn moduli_for_bits(k: usize, b: u32) -> Option<usize> {
 /// ≤ 2·min(ν^A_i, ν^B_j) in the bound), and evenly spread magnitudes of
 /// mixed signs about two more, so the whole depth is kept where
 /// b₀ + 2 + log₂ s bits take more moduli than b₀ + 2.
-pub fn certificate_depth(k: usize, unit_roundoff: f64) -> usize {
+pub fn certificate_depth(k: usize, target: Target) -> usize {
     let saved = EMULATION_CERTIFICATE_SAMPLE.ilog2();
-    let typical = (1.0 / tau(k, unit_roundoff)).log2().ceil().max(0.0) as u32 + 2;
+    let typical = target.typical_bits();
     let pays = match (
         moduli_for_bits(k, typical),
         moduli_for_bits(k, typical + saved),
@@ -184,9 +316,23 @@ pub fn fixup_allowance(m: usize, n: usize) -> u64 {
 }
 
 /// The route of an m×k×n product whose elements' needs are counted in
-/// `histogram` (index = bits needed, [`UNCERTIFIED`] last).
-pub fn route(histogram: &[u64; 256], m: usize, k: usize, n: usize) -> Route {
+/// `histogram` (index = bits needed, [`UNCERTIFIED`] last), for
+/// `target`: the fewest bits that certify all but the allowance (for
+/// [`wants_full_depth`]); [`settle`] then widens it.
+pub fn route(histogram: &[u64; 256], m: usize, k: usize, n: usize, target: Target) -> Route {
     let allowance = fixup_allowance(m, n);
+    if let Target::Bits(bits) = target {
+        let bits = bits.min(max_bits(k)).max(1);
+        let above = histogram[bits as usize + 1..].iter().sum::<u64>();
+        return match moduli_for_bits(k, bits) {
+            Some(moduli) if above <= allowance => Route::Emulated {
+                bits,
+                moduli,
+                fixups: above,
+            },
+            _ => Route::Native { uncertified: above },
+        };
+    }
     let top = max_bits(k);
     // above[b] = the elements that need more than b bits.
     let mut above = histogram.iter().sum::<u64>();
@@ -205,9 +351,39 @@ pub fn route(histogram: &[u64; 256], m: usize, k: usize, n: usize) -> Route {
     Route::Native { uncertified: above }
 }
 
+/// The route as it runs: an emulated route certified at b bits takes the
+/// most bits its moduli hold at depth k (the same INT8 products, so more
+/// accuracy at no cost), and fixes up only the elements that need more
+/// than those. A fixed number of bits stays as asked.
+pub fn settle(found: Route, histogram: &[u64; 256], k: usize, target: Target) -> Route {
+    match (found, target) {
+        (
+            Route::Emulated {
+                bits, moduli: n, ..
+            },
+            Target::Tau(_),
+        ) => {
+            let widest = (bits..=MAX_BITS)
+                .take_while(|&b| moduli_for_bits(k, b).is_some_and(|m| m <= n))
+                .last()
+                .unwrap_or(bits);
+            Route::Emulated {
+                bits: widest,
+                moduli: n,
+                fixups: histogram[widest as usize + 1..].iter().sum(),
+            }
+        }
+        (route, _) => route,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bound(k: usize, u: f64) -> Target {
+        Target::Tau(tau(k, u))
+    }
 
     fn stats(norm: f64) -> VectorStats {
         VectorStats {
@@ -282,12 +458,12 @@ mod tests {
             (129, 64),
             (16384, 4096),
         ] {
-            assert_eq!(certificate_depth(k, u64_), depth, "k = {k}");
+            assert_eq!(certificate_depth(k, bound(k, u64_)), depth, "k = {k}");
         }
         // f32 at k = 16384: typically 12 bits (5 moduli); 14 would take 6.
         let u32_ = f64::from(f32::EPSILON) / 2.0;
-        assert_eq!(certificate_depth(16384, u32_), 16384);
-        assert_eq!(certificate_depth(8192, u32_), 2048);
+        assert_eq!(certificate_depth(16384, bound(16384, u32_)), 16384);
+        assert_eq!(certificate_depth(8192, bound(8192, u32_)), 2048);
     }
 
     #[test]
@@ -312,13 +488,14 @@ mod tests {
 
     #[test]
     fn the_route_takes_the_fewest_bits_within_the_allowance() {
+        let any = Target::Tau(1e-6);
         let mut h = [0u64; 256];
         // 64×64 = 4096 elements: at most 16 fix-ups.
         h[10] = 4000;
         h[20] = 80;
         h[30] = 10;
         h[UNCERTIFIED as usize] = 6;
-        match route(&h, 64, 100, 64) {
+        match route(&h, 64, 100, 64, any) {
             Route::Emulated {
                 bits,
                 moduli,
@@ -330,17 +507,100 @@ mod tests {
             r => panic!("{r:?}"),
         }
         h[UNCERTIFIED as usize] = 17;
-        assert_eq!(route(&h, 64, 100, 64), Route::Native { uncertified: 17 });
+        assert_eq!(
+            route(&h, 64, 100, 64, any),
+            Route::Native { uncertified: 17 }
+        );
         // All zeros: one bit, nothing fixed up.
         let mut z = [0u64; 256];
         z[0] = 9;
         assert!(matches!(
-            route(&z, 3, 5, 3),
+            route(&z, 3, 5, 3, any),
             Route::Emulated {
                 bits: 1,
                 fixups: 0,
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn levels_set_the_target_and_native_follows_the_device() {
+        use crate::element::DType;
+        let k = 16384;
+        let u = DType::F32.unit_roundoff();
+        let bound = Target::of(Goal::on_cpu(Accuracy::Bound), k, DType::F32);
+        assert_eq!(bound, Target::Tau(tau(k, u)));
+        let tf32 = Target::of(Goal::on_cpu(Accuracy::Tf32), k, DType::F32);
+        assert_eq!(tf32, Target::Tau(tau(k, 2f64.powi(-11))));
+        // f64 at tf32: TF32's unit roundoff too.
+        let tf32_64 = Target::of(Goal::on_cpu(Accuracy::Tf32), k, DType::F64);
+        assert_eq!(tf32_64, tf32);
+        let cpu = Target::of(Goal::on_cpu(Accuracy::Native), k, DType::F32).tau();
+        let gpu = Target::of(Goal::on_cublas(Accuracy::Native, DType::F32), k, DType::F32).tau();
+        assert!(
+            cpu < bound.tau() / 100.0 && gpu < bound.tau() / 10.0,
+            "{cpu} {gpu}"
+        );
+        // cuBLAS's error grows as √k and packed's does not.
+        assert!(gpu > cpu);
+        assert_eq!(
+            Target::of(Goal::on_cpu(Accuracy::Bits(70)), k, DType::F64),
+            Target::Bits(MAX_BITS)
+        );
+        assert_eq!(Target::Bits(20).tau(), f64::INFINITY);
+    }
+
+    #[test]
+    fn an_unbounded_allowance_needs_one_bit_and_vanishing_magnitudes_none_certify() {
+        let s = stats(100.0);
+        assert_eq!(bits_needed(&s, &s, 1000.0, 100, f64::INFINITY), 1);
+        assert_eq!(bits_needed(&s, &s, 0.0, 100, f64::INFINITY), UNCERTIFIED);
+    }
+
+    #[test]
+    fn a_route_takes_the_most_bits_its_moduli_hold() {
+        let k = 16384;
+        let mut h = [0u64; 256];
+        h[18] = 1000;
+        h[22] = 3;
+        h[UNCERTIFIED as usize] = 1;
+        let target = Target::Tau(1e-6);
+        let found = route(&h, 32, k, 32, target);
+        // 18 bits take 7 moduli at this depth, which hold 20.
+        assert_eq!(
+            found,
+            Route::Emulated {
+                bits: 18,
+                moduli: 7,
+                fixups: 4
+            }
+        );
+        let settled = settle(found, &h, k, target);
+        assert_eq!(
+            settled,
+            Route::Emulated {
+                bits: 20,
+                moduli: 7,
+                fixups: 4
+            }
+        );
+        assert_eq!(moduli_for_bits(k, 21), Some(8));
+        // A fixed number of bits stays, its elements past it fixed up,
+        // or native beyond the allowance.
+        let fixed = route(&h, 32, k, 32, Target::Bits(20));
+        assert_eq!(
+            fixed,
+            Route::Emulated {
+                bits: 20,
+                moduli: 7,
+                fixups: 4
+            }
+        );
+        assert_eq!(settle(fixed, &h, k, Target::Bits(20)), fixed);
+        assert_eq!(
+            route(&h, 32, k, 32, Target::Bits(17)),
+            Route::Native { uncertified: 1004 }
+        );
     }
 }

@@ -31,7 +31,7 @@ pub mod moduli;
 pub mod reference;
 pub mod scaling;
 
-pub use certify::Route;
+pub use certify::{Goal, NativeError, Route};
 pub use moduli::{moduli_for, modulus, symmetric_residue, Garner, MODULI};
 pub use reference::gemm_reference;
 
@@ -50,19 +50,29 @@ pub fn check_float<T: crate::element::Element>() -> Result<(), crate::error::Err
     Ok(())
 }
 
-/// Whether `auto` on a GPU takes the emulated product for this type and
-/// shape: floats whose every dimension reaches the measured crossover
-/// (`EMULATION_AUTO_MIN_DIM_*`), integers whose m and n reach theirs and
-/// whose k reaches `EMULATION_AUTO_MIN_K_INT`. Floats'
-/// accuracy is certified per product and integers are exact, so the rule
-/// only has to be about speed.
-pub fn auto_emulates(dtype: crate::element::DType, (m, k, n): (usize, usize, usize)) -> bool {
+/// Whether `auto` on a GPU takes the emulated product for this type,
+/// accuracy level and shape: floats whose every dimension reaches the
+/// measured crossover of the level (`EMULATION_AUTO_MIN_DIM_*`: the
+/// `native` level takes more moduli, so its crossovers lie further out),
+/// integers whose m and n reach theirs and whose k reaches
+/// `EMULATION_AUTO_MIN_K_INT`. Floats' accuracy is certified per product
+/// and integers are exact, so the rule only has to be about speed.
+pub fn auto_emulates(
+    dtype: crate::element::DType,
+    accuracy: crate::options::Accuracy,
+    (m, k, n): (usize, usize, usize),
+) -> bool {
     use crate::element::DType;
+    use crate::options::Accuracy;
     use crate::tunables::{
         EMULATION_AUTO_MIN_DIM_F32, EMULATION_AUTO_MIN_DIM_F64, EMULATION_AUTO_MIN_DIM_I32,
-        EMULATION_AUTO_MIN_DIM_I64, EMULATION_AUTO_MIN_K_INT,
+        EMULATION_AUTO_MIN_DIM_I64, EMULATION_AUTO_MIN_K_INT, EMULATION_NATIVE_AUTO_MIN_DIM_F32,
+        EMULATION_NATIVE_AUTO_MIN_DIM_F64,
     };
+    let native = accuracy == Accuracy::Native;
     match dtype {
+        DType::F32 if native => m.min(k).min(n) >= EMULATION_NATIVE_AUTO_MIN_DIM_F32,
+        DType::F64 if native => m.min(k).min(n) >= EMULATION_NATIVE_AUTO_MIN_DIM_F64,
         DType::F32 => m.min(k).min(n) >= EMULATION_AUTO_MIN_DIM_F32,
         DType::F64 => m.min(k).min(n) >= EMULATION_AUTO_MIN_DIM_F64,
         DType::I32 => m.min(n) >= EMULATION_AUTO_MIN_DIM_I32 && k >= EMULATION_AUTO_MIN_K_INT,
@@ -196,8 +206,12 @@ impl Tally {
 
 #[cfg(test)]
 mod auto_tests {
-    use super::auto_emulates;
     use crate::element::DType;
+    use crate::options::Accuracy;
+
+    fn auto_emulates(dtype: DType, shape: (usize, usize, usize)) -> bool {
+        super::auto_emulates(dtype, Accuracy::Bound, shape)
+    }
 
     #[test]
     fn auto_emulates_past_the_measured_crossovers_only() {

@@ -4,7 +4,9 @@
 
 use rayon::prelude::*;
 
-use super::certify::{bits_needed, certificate_depth, route, tau, wants_full_depth, Route};
+use super::certify::{
+    bits_needed, certificate_depth, route, settle, wants_full_depth, Goal, Route, Target,
+};
 use super::moduli::{symmetric_residue, Garner, MODULI};
 use super::scaling::{col_stats, ldexp, magnitude, row_stats, scaled, VectorStats};
 use super::Tally;
@@ -50,16 +52,18 @@ fn int8_product_to(
 /// native recomputation of uncertified elements (or of everything, where
 /// the route says so). β = 0 never reads C. Depths beyond
 /// 2¹⁶ (`EMULATION_K_CHUNK`) run in slices of k added with β = 1, as on the
-/// GPU. Returns the routes taken.
+/// GPU. Floats meet `goal` (the certificate's [`Target`]); integers
+/// are exact whatever it says. Returns the routes taken.
 ///
 /// # Errors
-/// Mismatched shapes; integer element types.
+/// Mismatched shapes.
 pub fn gemm_reference<T: Element>(
     alpha: T,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     beta: T,
     mut c: MatMut<'_, T>,
+    goal: Goal,
 ) -> Result<Tally, Error> {
     crate::matrix::check_product_shapes(a, b, c.shape())?;
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -77,7 +81,7 @@ pub fn gemm_reference<T: Element>(
         let depth = (k - p0).min(EMULATION_K_CHUNK);
         let (sa, sb) = (a.submatrix(0, p0, m, depth), b.submatrix(p0, 0, depth, n));
         tally.add(
-            slice(alpha, sa, sb, beta, c.rb_mut()),
+            slice(alpha, sa, sb, beta, c.rb_mut(), goal),
             [0; super::Phase::COUNT],
         );
         p0 += depth;
@@ -95,8 +99,10 @@ fn slice<T: Element>(
     b: MatRef<'_, T>,
     beta: T,
     mut c: MatMut<'_, T>,
+    goal: Goal,
 ) -> Route {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    let target = Target::of(goal, k, T::DTYPE);
     let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
     let store = |c: &mut MatMut<'_, T>, i: usize, j: usize, product: f64| {
         let value = if beta == 0.0 {
@@ -106,10 +112,10 @@ fn slice<T: Element>(
         };
         c.set(i, j, T::from_f64(value));
     };
+    // Elements the certificate does not cover, no less accurate than any
+    // native product (compensated).
     let native = |i: usize, j: usize| -> f64 {
-        (0..k)
-            .map(|p| a.get(i, p).to_f64() * b.get(p, j).to_f64())
-            .sum()
+        crate::element::dot2((0..k).map(|p| (a.get(i, p).to_f64(), b.get(p, j).to_f64()))).0
     };
     // 1. Statistics of rows and columns; 2. the magnitude product.
     let rows = row_stats(a);
@@ -122,7 +128,7 @@ fn slice<T: Element>(
         .collect();
     // 3. Every element's need, counted: from the first part of the depth,
     // then the whole where that could pay.
-    let t = tau(k, T::DTYPE.unit_roundoff());
+    let t = target.tau();
     let certify = |depth: usize| {
         let g = int8_product_to(&mag_a, &mag_bt, (m, n, k), depth);
         let need: Vec<u8> = (0..m * n)
@@ -132,13 +138,14 @@ fn slice<T: Element>(
         for &v in &need {
             histogram[v as usize] += 1;
         }
-        (need, route(&histogram, m, k, n))
+        (need, histogram, route(&histogram, m, k, n, target))
     };
-    let first = certificate_depth(k, T::DTYPE.unit_roundoff());
-    let (mut need, mut route) = certify(first);
+    let first = certificate_depth(k, target);
+    let (mut need, mut histogram, mut route) = certify(first);
     if first < k && wants_full_depth(route, k) {
-        (need, route) = certify(k);
+        (need, histogram, route) = certify(k);
     }
+    let route = settle(route, &histogram, k, target);
     let (bits, moduli) = match route {
         Route::Emulated { bits, moduli, .. } => (bits, moduli),
         Route::Native { .. } => {
@@ -205,10 +212,11 @@ pub fn unscale(x: i128, row: &VectorStats, col: &VectorStats, bits: u32) -> f64 
 mod tests {
     use super::*;
     use crate::matrix::Matrix;
+    use crate::options::Accuracy;
     use crate::verify::verify;
     use rand::{Rng, SeedableRng};
 
-    fn check<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Tally {
+    fn check_at<T: Element>(a: &Matrix<T>, b: &Matrix<T>, accuracy: Accuracy) -> Tally {
         let mut c = Matrix::<T>::filled(a.rows(), b.cols(), T::from_f64(f64::NAN));
         let e = gemm_reference(
             T::from_f64(1.0),
@@ -216,6 +224,7 @@ mod tests {
             b.as_ref(),
             T::from_f64(0.0),
             c.as_mut(),
+            Goal::on_cpu(accuracy),
         )
         .unwrap();
         let v = verify(a.as_ref(), b.as_ref(), c.as_ref()).unwrap();
@@ -229,6 +238,13 @@ mod tests {
             v.bound_ratio
         );
         e
+    }
+
+    /// [`check_at`] at both named levels an emulated product certifies
+    /// against the classical bound or tighter; the native level's tally.
+    fn check<T: Element>(a: &Matrix<T>, b: &Matrix<T>) -> Tally {
+        check_at(a, b, Accuracy::Bound);
+        check_at(a, b, Accuracy::Native)
     }
 
     /// Random data of every shape of the matrix, f32 and f64, within the
@@ -259,7 +275,15 @@ mod tests {
             let ai = Matrix::<f64>::from_fn(m, k, |_, _| rng.random_range(-100i32..100) as f64);
             let bi = Matrix::<f64>::from_fn(k, n, |_, _| rng.random_range(-100i32..100) as f64);
             let mut c = Matrix::<f64>::zeros(m, n);
-            gemm_reference(1.0, ai.as_ref(), bi.as_ref(), 0.0, c.as_mut()).unwrap();
+            gemm_reference(
+                1.0,
+                ai.as_ref(),
+                bi.as_ref(),
+                0.0,
+                c.as_mut(),
+                Goal::on_cpu(Accuracy::Native),
+            )
+            .unwrap();
             for i in 0..m {
                 for j in 0..n {
                     let exact: f64 = (0..k).map(|p| ai.get(i, p) * bi.get(p, j)).sum();
@@ -340,9 +364,25 @@ mod tests {
         let b = Matrix::<f64>::from_fn(9, 5, |_, _| rng.random_range(-1.0..1.0));
         let c0 = Matrix::<f64>::from_fn(5, 6, |_, _| rng.random_range(-1.0..1.0));
         let mut c = c0.clone();
-        gemm_reference(2.0, a.as_ref(), b.as_ref(), -0.5, c.as_mut().t()).unwrap();
+        gemm_reference(
+            2.0,
+            a.as_ref(),
+            b.as_ref(),
+            -0.5,
+            c.as_mut().t(),
+            Goal::on_cpu(Accuracy::Native),
+        )
+        .unwrap();
         let mut p = Matrix::<f64>::zeros(6, 5);
-        gemm_reference(1.0, a.as_ref(), b.as_ref(), 0.0, p.as_mut()).unwrap();
+        gemm_reference(
+            1.0,
+            a.as_ref(),
+            b.as_ref(),
+            0.0,
+            p.as_mut(),
+            Goal::on_cpu(Accuracy::Native),
+        )
+        .unwrap();
         for i in 0..6 {
             for j in 0..5 {
                 let want = 2.0 * p.get(i, j) - 0.5 * c0.get(j, i);
@@ -356,6 +396,7 @@ mod tests {
             b.as_ref(),
             0.0,
             empty.as_mut(),
+            Goal::on_cpu(Accuracy::Native),
         )
         .unwrap();
         // k = 0: C = β·C.
@@ -366,13 +407,22 @@ mod tests {
             Matrix::<f64>::zeros(0, 2).as_ref(),
             0.5,
             c.as_mut(),
+            Goal::on_cpu(Accuracy::Native),
         )
         .unwrap();
         assert_eq!(c.as_slice(), &[2.0; 4]);
         // Integers take the byte planes: exact, wrapping.
         let i = Matrix::<i32>::from_fn(2, 2, |r, c| [[i32::MAX, 3], [-7, i32::MIN]][r][c]);
         let mut ci = Matrix::<i32>::filled(2, 2, 5);
-        gemm_reference(1, i.as_ref(), i.as_ref(), 1, ci.as_mut()).unwrap();
+        gemm_reference(
+            1,
+            i.as_ref(),
+            i.as_ref(),
+            1,
+            ci.as_mut(),
+            Goal::on_cpu(Accuracy::Native),
+        )
+        .unwrap();
         let want = |r: usize, c: usize| {
             (0..2)
                 .fold(0i32, |s, l| {

@@ -255,7 +255,7 @@ impl ClassicalGemm {
                 std::sync::Arc::new(crate::cuda::bytes::BytesGemm::resolve::<T>(gpu)?),
             )),
             Algorithm::Emulated => Ok(ClassicalGemm::Emulated(std::sync::Arc::new(
-                crate::cuda::emulated::EmulatedGemm::resolve::<T>(gpu)?,
+                crate::cuda::emulated::EmulatedGemm::resolve::<T>(gpu, opts.accuracy)?,
             ))),
             other => Err(Error::InvalidOption(format!(
                 "{other} is not a classical GPU algorithm (cublas, cuda-fast, cuda-tiled, cuda-naive or emulated)"

@@ -372,7 +372,8 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
     const double p = __dmul_rn(__dadd_rn(rn, cn), slack);
     const double allowed = __dmul_rn(tau, ldexp(g, -2 * (EMU_MAG_BITS - 1)));
     const double guess = ceil(log2(__ddiv_rn(p, allowed)));
-    int b = emu_finite(guess) ? (int)fmin(fmax(guess, 1.0), (double)EMU_MAX_BITS) : EMU_MAX_BITS;
+    int b = emu_finite(guess) ? (int)fmin(fmax(guess, 1.0), (double)EMU_MAX_BITS)
+                              : (guess < 0.0 ? 1 : EMU_MAX_BITS);
     while (b > 1 && __dadd_rn(ldexp(p, -(b - 1)), ldexp(k, -2 * (b - 1))) <= allowed) --b;
     while (b <= EMU_MAX_BITS && !(__dadd_rn(ldexp(p, -b), ldexp(k, -2 * b)) <= allowed)) ++b;
     return b > EMU_MAX_BITS ? EMU_UNCERTIFIED : b;
