@@ -145,6 +145,28 @@ def test_plan_and_info(rng):
     assert "packed" in report and "cpu" in report
 
 
+def test_accuracy_levels(rng):
+    # The default is native: on the CPU, packed at every size; a relaxed
+    # level lets auto take Winograd's levels where they are faster.
+    native = fastmm.plan((8192, 8192), (8192, 8192), dtype="float64")
+    assert native["algorithm"] == "packed"
+    assert native["accuracy"] == native["accuracy_asked"] == "native"
+    relaxed = fastmm.plan((8192, 8192), (8192, 8192), dtype="float64", accuracy="bound")
+    assert relaxed["algorithm"] == "winograd" and relaxed["accuracy"] == "bound"
+    # An algorithm named runs as asked and says what it gives.
+    naive = fastmm.plan((64, 64), (64, 64), algo="naive")
+    assert naive["accuracy"] == "bound" and naive["accuracy_asked"] == "native"
+    # bits:N is the emulated product's precision.
+    a, b = random((30, 70), np.float64, rng), random((70, 20), np.float64, rng)
+    c, timing = fastmm.matmul_timed(a, b, accuracy="bits:30")
+    assert timing["emulation"]["bits"] == 30
+    assert_product(c, a, b, growth=2.0**23)
+    for level in ["native", "bound", "tf32", "bf16"]:
+        assert_product(fastmm.matmul(a, b, accuracy=level), a, b)
+    with pytest.raises(ValueError, match="accuracy"):
+        fastmm.matmul(a, b, accuracy="exact")
+
+
 def test_matmul_timed(rng):
     a, b = random((200, 150), np.float64, rng), random((150, 100), np.float64, rng)
     c, timing = fastmm.matmul_timed(a, b)

@@ -652,7 +652,19 @@ impl Context {
             }
         }
         let shape = (a.rows, a.cols, b.cols);
-        let opts = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
+        let mut resolved = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
+        // The 16-bit modes convert host operands on upload; on resident
+        // f32 operands `auto` at `bf16` takes TF32, the fastest product
+        // there that meets the level.
+        if opts.algorithm == Algorithm::Auto
+            && matches!(
+                resolved.gpu_precision,
+                Some(GpuPrecision::Bf16 | GpuPrecision::F16)
+            )
+        {
+            resolved.gpu_precision = Some(GpuPrecision::Tf32);
+        }
+        let opts = resolved;
         opts.check_interrupt()?;
         if c.rows == 0 || c.cols == 0 {
             return Ok(Timing::default());

@@ -38,7 +38,10 @@
 //!
 //! The reported error is the relative Frobenius error ‖C − Ĉ‖/‖Ĉ‖ over the
 //! checked elements whose reference is finite (all of them, or the sampled
-//! rows and columns).
+//! rows and columns). For f64 products the reference elements are summed
+//! in double-f64 (compensated), since plain f64 sums err as much as the
+//! product checked: at n = 16384 cuBLAS dgemm's error measured 8.4e-16
+//! against plain sums and 4.3e-15 against the exact product.
 
 use rand::seq::index::sample;
 use rand::Rng;
@@ -433,6 +436,31 @@ fn sampled_subset(lines: &[usize], rng: &mut impl Rng) -> Vec<usize> {
         .collect()
 }
 
+/// x·B in double-f64 (Dot2, element by element along B's rows) into
+/// `out`, where its plain f64 sums were finite (elsewhere IEEE's answer
+/// stands).
+fn compensated_row<T: Element>(x: &[f64], b: MatRef<'_, T>, out: &mut [f64]) {
+    let mut hi = vec![0.0f64; b.cols()];
+    let mut lo = vec![0.0f64; b.cols()];
+    for (p, &xp) in x.iter().enumerate() {
+        for (j, (h, l)) in hi.iter_mut().zip(lo.iter_mut()).enumerate() {
+            let y = b.get(p, j).to_f64();
+            let prod = xp * y;
+            let err = xp.mul_add(y, -prod);
+            let s = *h + prod;
+            let v = s - *h;
+            *l += (*h - (s - v)) + (prod - v) + err;
+            *h = s;
+        }
+    }
+    for ((o, h), l) in out.iter_mut().zip(hi).zip(lo) {
+        let sum = h + l;
+        if o.is_finite() && sum.is_finite() {
+            *o = sum;
+        }
+    }
+}
+
 /// Compares rows `lines` of C with the same rows of A·B computed in f64,
 /// each element against γ·(|A||B|)_ij: row i is Bᵀ·x and its magnitudes
 /// |B|ᵀ·|x| for x = row i of A, all of them in one pass over B, read
@@ -452,7 +480,15 @@ fn compare_lines<T: Element>(
         .iter()
         .map(|x| x.iter().map(|v| v.abs()).collect())
         .collect();
-    let (exact, magnitude) = mat_vecs(b.t(), &slices(&xs), &slices(&x_abs), false);
+    let (mut exact, magnitude) = mat_vecs(b.t(), &slices(&xs), &slices(&x_abs), false);
+    if T::DTYPE == crate::element::DType::F64 {
+        // An f64 sum's own rounding errors are of the size of an f64
+        // product's: the reference is compensated (double-f64), so that
+        // the reported error is the product's and not the reference's.
+        for (row, x) in exact.iter_mut().zip(&xs) {
+            compensated_row(x, b, row);
+        }
+    }
     let mut tally = Tally::default();
     for (l, &i) in lines.iter().enumerate() {
         for (j, (&exact, &magnitude)) in exact[l].iter().zip(&magnitude[l]).enumerate() {

@@ -561,7 +561,7 @@ impl EmulatedGemm {
                 gpu.synchronize()?;
                 let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
                 let found = route(&histogram_host, m, k, n, target);
-                if span.1 == kp || !wants_full_depth(found, k) {
+                if span.1 == kp || !wants_full_depth(found, k, target) {
                     break settle(found, &histogram_host, k, target);
                 }
                 gpu.stream

@@ -249,7 +249,8 @@ pub(crate) fn issue_resident<'g, T: Element>(
 /// (the caller's, a DLPack tensor's say), run on the GPU's stream and
 /// waited for; returns the milliseconds it took, host clock. β = 0 never
 /// reads C. Shapes are checked by the caller (the boundary) and
-/// `opts.algorithm` is resolved. The 16-bit cuBLAS modes and memory kinds
+/// `opts.algorithm` is resolved. TF32 reads f32 operands as they are;
+/// the 16-bit cuBLAS modes and memory kinds
 /// other than device memory are for host operands, converted or placed on
 /// upload, and are refused here.
 #[allow(clippy::too_many_arguments)]
@@ -262,9 +263,12 @@ pub(crate) fn multiply_resident<T: Element>(
     (m, k, n): (usize, usize, usize),
     opts: &GemmOptions,
 ) -> Result<f64, Error> {
-    if opts.gpu_precision.unwrap_or_default() != GpuPrecision::Fp32 {
+    if matches!(
+        opts.gpu_precision.unwrap_or_default(),
+        GpuPrecision::Bf16 | GpuPrecision::F16
+    ) {
         return Err(Error::InvalidOption(
-            "the 16-bit cuBLAS modes convert host operands on upload; a product of GPU-resident operands runs in their own type".into(),
+            "the 16-bit cuBLAS modes convert host operands on upload; a product of GPU-resident operands runs in their own type (or TF32)".into(),
         ));
     }
     if opts

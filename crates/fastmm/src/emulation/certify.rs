@@ -170,11 +170,15 @@ impl Target {
         }
     }
 
-    /// The bits a typical element needs (evenly spread magnitudes of
-    /// mixed signs): ⌈log₂ 1/τ⌉ + 2, or the fixed bits.
+    /// The bits a typical element needs, or the fixed bits. With evenly
+    /// spread magnitudes ν^A_i + ν^B_j ≈ 2k and 2⁻¹²·G_ij ≈ k in the
+    /// bound's units, so b ≈ log₂ 2/τ; the 7-bit magnitudes' floors and the
+    /// widest elements add a little: ⌈log₂ 2.5/τ⌉ (the twin's histograms
+    /// at k = 16384, the native level beside cuBLAS: every uniform or
+    /// cancelling element needed exactly that, f32 and f64).
     pub fn typical_bits(self) -> u32 {
         match self {
-            Target::Tau(t) => (1.0 / t).log2().ceil().max(0.0) as u32 + 2,
+            Target::Tau(t) => (2.5 / t).log2().ceil().max(0.0) as u32,
             Target::Bits(bits) => bits,
         }
     }
@@ -249,41 +253,42 @@ pub fn moduli_for_bits(k: usize, b: u32) -> Option<usize> {
     product_bound(k, b).and_then(|bound| moduli_for(bound).ok())
 }
 
-/// The depth of the certificate's first magnitude product: ⌈k/s⌉ rounded
-/// up to a multiple of 32 (s = `EMULATION_CERTIFICATE_SAMPLE`) where
-/// the log₂ s bits that a partial G costs would typically not cost a
-/// modulus, else k.
-///
-/// Typically: every element needs at least b₀ = ⌈log₂ 1/τ⌉ bits (G·2⁻¹²
-/// ≤ 2·min(ν^A_i, ν^B_j) in the bound), and evenly spread magnitudes of
-/// mixed signs about two more, so the whole depth is kept where
-/// b₀ + 2 + log₂ s bits take more moduli than b₀ + 2.
-pub fn certificate_depth(k: usize, target: Target) -> usize {
-    let saved = EMULATION_CERTIFICATE_SAMPLE.ilog2();
+/// The log₂ of the share s of the depth the certificate's first
+/// magnitude product sums (0: the whole depth): the largest of log₂
+/// `EMULATION_CERTIFICATE_SAMPLE`, …, 1 whose bits a partial G costs (a
+/// sum over k/s of nonnegative terms is about G/s) would typically not
+/// cost a modulus.
+pub fn certificate_sample(k: usize, target: Target) -> u32 {
     let typical = target.typical_bits();
-    let pays = match (
-        moduli_for_bits(k, typical),
-        moduli_for_bits(k, typical + saved),
-    ) {
-        (Some(full), Some(sampled)) => sampled == full,
-        _ => false,
+    let Some(full) = moduli_for_bits(k, typical) else {
+        return 0;
     };
-    if !pays {
-        return k;
+    (1..=EMULATION_CERTIFICATE_SAMPLE.ilog2())
+        .rev()
+        .find(|&saved| moduli_for_bits(k, typical + saved) == Some(full))
+        .unwrap_or(0)
+}
+
+/// The depth of the certificate's first magnitude product: ⌈k/s⌉ rounded
+/// up to a multiple of 32, s = 2^[`certificate_sample`], or k.
+pub fn certificate_depth(k: usize, target: Target) -> usize {
+    match certificate_sample(k, target) {
+        0 => k,
+        saved => (k.div_ceil(1 << saved).div_ceil(32) * 32).min(k),
     }
-    let depth = k.div_ceil(EMULATION_CERTIFICATE_SAMPLE).div_ceil(32) * 32;
-    depth.min(k)
 }
 
 /// Whether the certificate should add the rest of the depth to a route
 /// found from the first [`certificate_depth`]: where it went native, or
-/// where its bits less log₂ s would need fewer moduli.
-pub fn wants_full_depth(route: Route, k: usize) -> bool {
+/// where its bits less the sample's would need fewer moduli.
+pub fn wants_full_depth(route: Route, k: usize, target: Target) -> bool {
     match route {
         Route::Native { .. } => true,
         Route::Emulated { bits, moduli, .. } => {
-            let saved = EMULATION_CERTIFICATE_SAMPLE.ilog2();
-            bits > saved && moduli_for_bits(k, bits - saved).is_some_and(|fewer| fewer < moduli)
+            let saved = certificate_sample(k, target);
+            saved > 0
+                && bits > saved
+                && moduli_for_bits(k, bits - saved).is_some_and(|fewer| fewer < moduli)
         }
     }
 }
@@ -460,17 +465,28 @@ mod tests {
         ] {
             assert_eq!(certificate_depth(k, bound(k, u64_)), depth, "k = {k}");
         }
-        // f32 at k = 16384: typically 12 bits (5 moduli); 14 would take 6.
+        // f32 at k = 16384: typically 12 bits (5 moduli); 13 or 14 would
+        // take 6.
         let u32_ = f64::from(f32::EPSILON) / 2.0;
         assert_eq!(certificate_depth(16384, bound(16384, u32_)), 16384);
         assert_eq!(certificate_depth(8192, bound(8192, u32_)), 2048);
+        // At the native level beside cuBLAS: f32 typically 19 bits (7
+        // moduli, which hold 20 but not 21), so half the depth; f64 48
+        // (15 moduli hold 51), a quarter.
+        use crate::element::DType;
+        let native = |dtype| Target::of(Goal::on_cublas(Accuracy::Native, dtype), 16384, dtype);
+        assert_eq!(native(DType::F32).typical_bits(), 19);
+        assert_eq!(certificate_depth(16384, native(DType::F32)), 8192);
+        assert_eq!(native(DType::F64).typical_bits(), 48);
+        assert_eq!(certificate_depth(16384, native(DType::F64)), 4096);
     }
 
     #[test]
-    fn the_whole_depth_runs_only_where_two_bits_could_save_a_modulus() {
+    fn the_whole_depth_runs_only_where_the_sample_could_save_a_modulus() {
         let k = 16384;
+        let f64_bound = bound(k, f64::EPSILON / 2.0);
         let native = Route::Native { uncertified: 9 };
-        assert!(wants_full_depth(native, k));
+        assert!(wants_full_depth(native, k, f64_bound));
         // f64 at n = 16384: 43 bits and 41 bits both take 13 moduli.
         let at = |bits| Route::Emulated {
             bits,
@@ -478,12 +494,16 @@ mod tests {
             fixups: 0,
         };
         assert_eq!(moduli_for_bits(k, 43), moduli_for_bits(k, 41));
-        assert!(!wants_full_depth(at(43), k));
-        // f32: 14 bits take 6 moduli, 12 bits 5.
-        assert_eq!(moduli_for_bits(k, 14), Some(6));
-        assert_eq!(moduli_for_bits(k, 12), Some(5));
-        assert!(wants_full_depth(at(14), k));
-        assert!(!wants_full_depth(at(2), k));
+        assert!(!wants_full_depth(at(43), k, f64_bound));
+        // 45 bits take 14 moduli, 43 bits 13: the whole depth may save one.
+        assert_eq!(moduli_for_bits(k, 45), Some(14));
+        assert_eq!(moduli_for_bits(k, 43), Some(13));
+        assert!(wants_full_depth(at(45), k, f64_bound));
+        assert!(!wants_full_depth(at(2), k, f64_bound));
+        // f32 at the bound level sums the whole depth at once: no second
+        // pass, whatever it found.
+        let f32_bound = bound(k, f64::from(f32::EPSILON) / 2.0);
+        assert!(!wants_full_depth(at(14), k, f32_bound));
     }
 
     #[test]

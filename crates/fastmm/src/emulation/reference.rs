@@ -142,7 +142,7 @@ fn slice<T: Element>(
     };
     let first = certificate_depth(k, target);
     let (mut need, mut histogram, mut route) = certify(first);
-    if first < k && wants_full_depth(route, k) {
+    if first < k && wants_full_depth(route, k, target) {
         (need, histogram, route) = certify(k);
     }
     let route = settle(route, &histogram, k, target);
