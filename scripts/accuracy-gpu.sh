@@ -8,8 +8,9 @@
 #                                      # product's error and time per bits
 #   scripts/accuracy-gpu.sh peer       # the split-TF32 peer beside sgemm and TF32
 #   scripts/accuracy-gpu.sh targets    # f32/f64 at native: emulated against
-#                                      # cuBLAS at 16384 and the crossovers;
-#                                      # relaxed levels; the audit at 16384
+#                                      # cuBLAS at 16384 and the crossovers
+#   scripts/accuracy-gpu.sh relaxed    # auto at tf32 and bound, f32 16384
+#   scripts/accuracy-gpu.sh audit      # every input class at 16384, f32 and f64
 #   scripts/accuracy-gpu.sh torch      # fastmm.matmul on torch tensors at 16384
 #                                      # against torch.matmul (needs the wheel in
 #                                      # target/wheels)
@@ -63,17 +64,25 @@ for part in "$@"; do
     done
     ;;
   targets)
+    # f32 and f64 at the native level: emulated (and auto) against cuBLAS
+    # at the target size and around the crossovers.
     SHOW=12
-    for dtype in f32 f64; do
-      for n in 4096 8192 16384; do
-        step "native-$dtype-$n" 180 run --device cuda -s "$n" -d "$dtype" \
-          --algo cublas,emulated,auto -r 5
-      done
+    for shape in f32:2048 f32:4096 f32:16384 f64:12288 f64:16384; do
+      dtype=${shape%:*} n=${shape#*:}
+      step "native-$dtype-$n" 200 run --device cuda -s "$n" -d "$dtype" \
+        --algo cublas,emulated,auto -r 7
     done
-    step relaxed-f32-16384 180 run --device cuda -s 16384 -d f32 --algo auto --accuracy tf32 -r 5
+    ;;
+  relaxed)
+    SHOW=12
+    step relaxed-f32-16384 180 run --device cuda -s 16384 -d f32 --algo cublas,auto --accuracy tf32 -r 5
     step bound-f32-16384 180 run --device cuda -s 16384 -d f32 --algo auto --accuracy bound -r 5
-    SHOW=60 step audit-16384 400 accuracy --device cuda -d f32,f64 --shapes 16384 --sample-rows 16 \
-      --products cublas,emulated:native,auto:native,auto:tf32,cublas:tf32
+    ;;
+  audit)
+    # Every input class at 16384: the native products, the emulated
+    # product at native, TF32 beside them (errors over 16 sampled rows).
+    SHOW=60 step audit-16384 420 accuracy --device cuda -d f32,f64 --shapes 16384 --sample-rows 16 \
+      --products cublas,emulated:native,auto:native,cublas:tf32
     ;;
   torch)
     python3 -m pip install -q --no-index --no-deps --target /tmp/site target/wheels/*.whl \

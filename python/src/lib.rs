@@ -105,6 +105,7 @@ fn request<'py>(
 /// missing GPU.
 #[pyfunction]
 #[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None, out = None, accuracy = "native"))]
+#[allow(clippy::too_many_arguments)]
 fn matmul<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
@@ -276,6 +277,7 @@ fn dtype_named(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
 /// shapes as tuples (then `dtype`, default float64, names the type).
 #[pyfunction]
 #[pyo3(signature = (a, b, *, algo = "auto", device = "cpu", threads = None, dtype = None, accuracy = "native"))]
+#[allow(clippy::too_many_arguments)]
 fn plan<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,

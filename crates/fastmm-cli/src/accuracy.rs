@@ -159,6 +159,9 @@ fn audit_of<T: Element>(
         .iter()
         .copied()
         .filter(|o| o.algorithm.supports(T::DTYPE))
+        .filter(|o| {
+            matches!(o.gpu_precision, None | Some(GpuPrecision::Fp32)) || T::DTYPE == DType::F32
+        })
         .filter(|o| !(T::DTYPE.is_integer() && matches!(o.accuracy, Accuracy::Bits(_))))
         .collect();
     Ok(audit::<T>(

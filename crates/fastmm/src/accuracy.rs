@@ -199,6 +199,9 @@ impl FromStr for InputClass {
     }
 }
 
+/// One row of the reference: each element as hi + lo, and its scale.
+type RowReference = (Vec<(f64, f64)>, Vec<f64>);
+
 /// A·B in double-f64 arithmetic, and |A||B|, over all rows or a sample of
 /// them: what errors are measured against.
 #[derive(Debug, Clone)]
@@ -257,7 +260,7 @@ impl Reference {
         let max_abs = |x: MatRef<'_, T>| x.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
         let max_product = max_abs(a) * max_abs(b);
         let bt: Vec<f64> = (0..n * k).map(|x| b.get(x % k, x / k).to_f64()).collect();
-        let per_row: Vec<(Vec<(f64, f64)>, Vec<f64>)> = rows
+        let per_row: Vec<RowReference> = rows
             .par_iter()
             .map(|&i| {
                 let ai: Vec<f64> = (0..k).map(|p| a.get(i, p).to_f64()).collect();

@@ -168,7 +168,7 @@ pub(crate) fn accuracy_given<T: Element>(
     fast: Option<&FastPlan>,
     native: Algorithm,
     goal: crate::emulation::Goal,
-    k: usize,
+    (m, k, n): (usize, usize, usize),
 ) -> (Accuracy, String) {
     let dtype = T::DTYPE;
     if dtype.is_integer() {
@@ -193,7 +193,7 @@ pub(crate) fn accuracy_given<T: Element>(
     match algorithm {
         Algorithm::Emulated => {
             use crate::emulation::certify::{max_bits, moduli_for_bits, Target};
-            let target = Target::of(goal, k, dtype);
+            let target = Target::of(goal, (m, k, n), dtype);
             let what = match target {
                 Target::Tau(tau) => format!("every element certified within {tau:.1e}·(|A||B|)_ij"),
                 Target::Bits(bits) => format!("{bits} bits per scaled entry"),
@@ -280,7 +280,7 @@ pub(crate) fn on_cpu<T: Element>(
         fast.as_ref(),
         Algorithm::Packed,
         crate::emulation::Goal::on_cpu(opts.accuracy),
-        k,
+        (m, k, n),
     );
     Ok(Plan {
         device: Device::Cpu,
@@ -421,7 +421,7 @@ mod gpu {
             fast.as_ref(),
             default_base(T::DTYPE),
             crate::emulation::Goal::on_cublas(opts.accuracy, T::DTYPE),
-            tile_shape.1,
+            tile_shape,
         );
         Ok(Plan {
             device: Device::Cuda(gpu.info().ordinal),

@@ -221,7 +221,8 @@ fn accuracy_checks(ctx: &Context) -> Check {
     row
 }
 
-/// The audit of the products T takes (cuBLAS and `bits:N` are for floats).
+/// The audit of the products T takes (cuBLAS and `bits:N` are for floats,
+/// cuBLAS's tensor-core modes for f32).
 fn audit_rows<T: Element>(
     ctx: &Context,
     shape: (usize, usize, usize),
@@ -231,10 +232,9 @@ fn audit_rows<T: Element>(
         .iter()
         .copied()
         .filter(|o| o.algorithm.supports(T::DTYPE))
+        .filter(|o| o.gpu_precision.is_none() || T::DTYPE == DType::F32)
         .filter(|o| {
-            !T::DTYPE.is_integer()
-                || (o.gpu_precision.is_none()
-                    && !matches!(o.accuracy, crate::options::Accuracy::Bits(_)))
+            !T::DTYPE.is_integer() || !matches!(o.accuracy, crate::options::Accuracy::Bits(_))
         })
         .collect();
     crate::audit::audit::<T>(

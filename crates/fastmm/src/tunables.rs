@@ -336,19 +336,32 @@ pub const NATIVE_ERROR_PACKED: f64 = 4.5;
 /// λ(k) = max(flat, per_root_k·√k) of cuBLAS sgemm, in units of u: on
 /// the lent H200 (cuBLAS of CUDA 13.0) its error on uniform data grew as
 /// 0.30·√k (k = 4096: 19u, k = 16384: 38u; `scripts/accuracy-gpu.sh
-/// calibrate`); below a few hundred it is a few units.
-pub const NATIVE_ERROR_SGEMM: (f64, f64) = (2.0, 0.3);
+/// calibrate`); below a few hundred, and on small outputs, taken as
+/// `packed`'s flat 4.5.
+pub const NATIVE_ERROR_SGEMM: (f64, f64) = (4.5, 0.3);
+
+/// Outputs (m·n) below which cuBLAS's native error is taken as the flat
+/// λ of `packed` (4.5u) rather than 0.3·√k·u: where its tiles of C cannot
+/// fill the GPU, cuBLAS splits k, and shorter sums err less. On the H200
+/// the emulated product certified for 0.3·√k·u had 2.41× sgemm's errors
+/// at 64×4096×48 (cancellation, the GPU self-test), within 0.6× at
+/// 4096² and above; 2²¹ outputs are 128 tiles of 128×128, about one per
+/// SM.
+pub const NATIVE_ERROR_CUBLAS_SMALL_OUTPUTS: usize = 1 << 21;
 
 /// λ(k) of cuBLAS dgemm, in units of u: 0.30·√k on the same H200
 /// (k = 1024: 9.7u, 4096: 19u, 16384: 38.6u).
-pub const NATIVE_ERROR_DGEMM: (f64, f64) = (2.0, 0.3);
+pub const NATIVE_ERROR_DGEMM: (f64, f64) = (4.5, 0.3);
 
 /// `auto` at the `native` level on a GPU picks `emulated` for f32 where
-/// m, k and n are all at least this (7–8 moduli at these depths).
-pub const EMULATION_NATIVE_AUTO_MIN_DIM_F32: usize = 8192;
+/// m, k and n are all at least this: on the lent H200 (7 moduli) it ran
+/// 0.53× cuBLAS sgemm at 2048³, 1.38× at 4096³ and 2.58× at 16384³
+/// (median of 7; `scripts/accuracy-gpu.sh targets`).
+pub const EMULATION_NATIVE_AUTO_MIN_DIM_F32: usize = 4096;
 
-/// As [`EMULATION_NATIVE_AUTO_MIN_DIM_F32`] for f64 (15 moduli).
-pub const EMULATION_NATIVE_AUTO_MIN_DIM_F64: usize = 16384;
+/// As [`EMULATION_NATIVE_AUTO_MIN_DIM_F32`] for f64 (15 moduli): 1.00×
+/// cuBLAS dgemm at 8192³, 1.13× at 12288³, 1.27× at 16384³.
+pub const EMULATION_NATIVE_AUTO_MIN_DIM_F64: usize = 12288;
 
 /// `auto` on a GPU picks `emulated` for f32 where m, k and n are all at
 /// least this: on the lent H100 it ran 2.40× cuBLAS sgemm at 8192³ and

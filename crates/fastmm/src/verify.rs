@@ -485,9 +485,10 @@ fn compare_lines<T: Element>(
         // An f64 sum's own rounding errors are of the size of an f64
         // product's: the reference is compensated (double-f64), so that
         // the reported error is the product's and not the reference's.
-        for (row, x) in exact.iter_mut().zip(&xs) {
-            compensated_row(x, b, row);
-        }
+        exact
+            .par_iter_mut()
+            .zip(&xs)
+            .for_each(|(row, x)| compensated_row(x, b, row));
     }
     let mut tally = Tally::default();
     for (l, &i) in lines.iter().enumerate() {

@@ -486,7 +486,7 @@ impl EmulatedGemm {
             let block = block.min(m).min(MAX_GRID_Y);
             let mag_a: CudaSlice<i8> = alloc_written(gpu, block * kp, "magnitudes of A")?;
             let g: CudaSlice<i32> = alloc_written(gpu, block * np, "magnitude product")?;
-            let target = Target::of(self.goal, k, T::DTYPE);
+            let target = Target::of(self.goal, (m, k, n), T::DTYPE);
             let t = target.tau();
             // The padding beyond k is zeros: a first depth of k is kp.
             let first = match certificate_depth(k, target) {

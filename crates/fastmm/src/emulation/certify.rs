@@ -38,7 +38,7 @@ use crate::element::DType;
 use crate::options::Accuracy;
 use crate::tunables::{
     EMULATION_CERTIFICATE_SAMPLE, EMULATION_FIXUP_FRACTION, EMULATION_NATIVE_TAU,
-    NATIVE_ERROR_DGEMM, NATIVE_ERROR_PACKED, NATIVE_ERROR_SGEMM,
+    NATIVE_ERROR_CUBLAS_SMALL_OUTPUTS, NATIVE_ERROR_DGEMM, NATIVE_ERROR_PACKED, NATIVE_ERROR_SGEMM,
 };
 
 /// The need of an element that no number of bits certifies (a NaN or ∞ in
@@ -58,20 +58,27 @@ pub fn tau(k: usize, unit_roundoff: f64) -> f64 {
 
 /// The relative Frobenius error of a device's native classical product
 /// on uniform data of depth k, in units of u: λ(k) = max(`flat`,
-/// `per_root_k`·√k). Measured (docs/results.md, the accuracy table): the
-/// CPU's `packed` sums each row's products in short FMA chains, and its
-/// error hardly grows with k; cuBLAS's grows as √k.
+/// `per_root_k`·√k), or `flat` alone for outputs of fewer than
+/// `small_outputs` elements. Measured (docs/results.md, the accuracy
+/// table): the CPU's `packed` sums each row's products in short FMA
+/// chains, and its error hardly grows with k; cuBLAS's grows as √k on
+/// large outputs, and splits k (summing less deep) on small ones.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NativeError {
-    /// The error at small depths, in units of u.
+    /// The error at small depths, or of small outputs, in units of u.
     pub flat: f64,
     /// Its growth with √k, in units of u.
     pub per_root_k: f64,
+    /// Outputs (m·n) below this take `flat` at every depth.
+    pub small_outputs: usize,
 }
 
 impl NativeError {
-    /// λ(k).
-    pub fn lambda(self, k: usize) -> f64 {
+    /// λ(k) of an m×k×n product.
+    pub fn lambda(self, (m, k, n): (usize, usize, usize)) -> f64 {
+        if m.saturating_mul(n) < self.small_outputs {
+            return self.flat;
+        }
         self.flat.max(self.per_root_k * (k.max(1) as f64).sqrt())
     }
 
@@ -80,6 +87,7 @@ impl NativeError {
         NativeError {
             flat: NATIVE_ERROR_PACKED,
             per_root_k: 0.0,
+            small_outputs: 0,
         }
     }
 
@@ -89,7 +97,11 @@ impl NativeError {
             DType::F64 => NATIVE_ERROR_DGEMM,
             _ => NATIVE_ERROR_SGEMM,
         };
-        NativeError { flat, per_root_k }
+        NativeError {
+            flat,
+            per_root_k,
+            small_outputs: NATIVE_ERROR_CUBLAS_SMALL_OUTPUTS,
+        }
     }
 }
 
@@ -135,7 +147,7 @@ pub enum Target {
 }
 
 impl Target {
-    /// The target of `goal` at depth k for elements of `dtype`.
+    /// The target of `goal` for an m×k×n product of `dtype`.
     ///
     /// * `native`: τ = c·λ(k)·u with c = `EMULATION_NATIVE_TAU` and λ(k)
     ///   the native product's measured error ([`NativeError`]). The
@@ -147,13 +159,13 @@ impl Target {
     ///   classical bound is the tighter, and is taken.
     /// * `bound`, `tf32`, `bf16`: the classical bound (k+1)·u at the
     ///   level's unit roundoff.
-    pub fn of(goal: Goal, k: usize, dtype: DType) -> Target {
+    pub fn of(goal: Goal, (m, k, n): (usize, usize, usize), dtype: DType) -> Target {
         match goal.accuracy {
             Accuracy::Bits(bits) => Target::Bits(bits.clamp(1, MAX_BITS)),
             // Never looser than the classical bound, which at small
             // depths is the tighter of the two.
             Accuracy::Native => Target::Tau(
-                (EMULATION_NATIVE_TAU * goal.native.lambda(k) * dtype.unit_roundoff())
+                (EMULATION_NATIVE_TAU * goal.native.lambda((m, k, n)) * dtype.unit_roundoff())
                     .min(tau(k, dtype.unit_roundoff())),
             ),
             level => Target::Tau(tau(k, level.unit_roundoff(dtype))),
@@ -474,7 +486,13 @@ mod tests {
         // moduli, which hold 20 but not 21), so half the depth; f64 48
         // (15 moduli hold 51), a quarter.
         use crate::element::DType;
-        let native = |dtype| Target::of(Goal::on_cublas(Accuracy::Native, dtype), 16384, dtype);
+        let native = |dtype| {
+            Target::of(
+                Goal::on_cublas(Accuracy::Native, dtype),
+                (16384, 16384, 16384),
+                dtype,
+            )
+        };
         assert_eq!(native(DType::F32).typical_bits(), 19);
         assert_eq!(certificate_depth(16384, native(DType::F32)), 8192);
         assert_eq!(native(DType::F64).typical_bits(), 48);
@@ -549,23 +567,35 @@ mod tests {
         use crate::element::DType;
         let k = 16384;
         let u = DType::F32.unit_roundoff();
-        let bound = Target::of(Goal::on_cpu(Accuracy::Bound), k, DType::F32);
+        let bound = Target::of(Goal::on_cpu(Accuracy::Bound), (k, k, k), DType::F32);
         assert_eq!(bound, Target::Tau(tau(k, u)));
-        let tf32 = Target::of(Goal::on_cpu(Accuracy::Tf32), k, DType::F32);
+        let tf32 = Target::of(Goal::on_cpu(Accuracy::Tf32), (k, k, k), DType::F32);
         assert_eq!(tf32, Target::Tau(tau(k, 2f64.powi(-11))));
         // f64 at tf32: TF32's unit roundoff too.
-        let tf32_64 = Target::of(Goal::on_cpu(Accuracy::Tf32), k, DType::F64);
+        let tf32_64 = Target::of(Goal::on_cpu(Accuracy::Tf32), (k, k, k), DType::F64);
         assert_eq!(tf32_64, tf32);
-        let cpu = Target::of(Goal::on_cpu(Accuracy::Native), k, DType::F32).tau();
-        let gpu = Target::of(Goal::on_cublas(Accuracy::Native, DType::F32), k, DType::F32).tau();
+        let cpu = Target::of(Goal::on_cpu(Accuracy::Native), (k, k, k), DType::F32).tau();
+        let gpu = Target::of(
+            Goal::on_cublas(Accuracy::Native, DType::F32),
+            (k, k, k),
+            DType::F32,
+        )
+        .tau();
         assert!(
             cpu < bound.tau() / 100.0 && gpu < bound.tau() / 10.0,
             "{cpu} {gpu}"
         );
-        // cuBLAS's error grows as √k and packed's does not.
+        // cuBLAS's error grows as √k and packed's does not; a small output
+        // (split k) takes the flat error.
         assert!(gpu > cpu);
+        let small = Target::of(
+            Goal::on_cublas(Accuracy::Native, DType::F32),
+            (64, k, 48),
+            DType::F32,
+        );
+        assert_eq!(small.tau(), cpu);
         assert_eq!(
-            Target::of(Goal::on_cpu(Accuracy::Bits(70)), k, DType::F64),
+            Target::of(Goal::on_cpu(Accuracy::Bits(70)), (k, k, k), DType::F64),
             Target::Bits(MAX_BITS)
         );
         assert_eq!(Target::Bits(20).tau(), f64::INFINITY);

@@ -102,7 +102,7 @@ fn slice<T: Element>(
     goal: Goal,
 ) -> Route {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    let target = Target::of(goal, k, T::DTYPE);
+    let target = Target::of(goal, (m, k, n), T::DTYPE);
     let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
     let store = |c: &mut MatMut<'_, T>, i: usize, j: usize, product: f64| {
         let value = if beta == 0.0 {
