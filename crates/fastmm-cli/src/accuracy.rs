@@ -40,6 +40,10 @@ pub struct AccuracyArgs {
     /// element.
     #[arg(long, default_value_t = 128)]
     sample_rows: usize,
+    /// strassen/winograd recurse while m, k and n are all at least this
+    /// (default: their measured crossover, which small audits stay below).
+    #[arg(long, value_name = "N0")]
+    threshold: Option<usize>,
     /// Seed of the inputs.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -112,6 +116,12 @@ pub fn run(args: &AccuracyArgs) -> Result<Outcome> {
         .unwrap_or(default_products(device.kind()))
         .split(',')
         .map(parse_product)
+        .map(|opts| {
+            opts.map(|o| match args.threshold {
+                Some(n0) if o.algorithm.is_fast() => o.threshold(n0),
+                _ => o,
+            })
+        })
         .collect::<Result<_>>()?;
     let shapes: Vec<(usize, usize, usize)> = args
         .shapes

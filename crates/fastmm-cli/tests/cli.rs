@@ -1342,3 +1342,67 @@ fn emulated_reports_its_route_for_floats_and_integers() {
         }
     }
 }
+
+#[test]
+fn accuracy_levels_are_asked_for_reported_and_audited() {
+    // `run` says the level each product gives, and the one asked where a
+    // named algorithm gives a looser one.
+    let out = fastmm(&[
+        "run",
+        "-s",
+        "64",
+        "--algo",
+        "packed,naive,auto",
+        "--accuracy",
+        "native",
+        "--json",
+        "--reps",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let given: Vec<(&str, &str)> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["algorithm"].as_str().unwrap(),
+                r["accuracy"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        given,
+        [("packed", "native"), ("naive", "bound"), ("auto", "native")]
+    );
+    let table = fastmm(&["run", "-s", "64", "--algo", "naive", "--reps", "1"]);
+    assert!(
+        stdout(&table).contains("bound (asked native)"),
+        "{}",
+        stdout(&table)
+    );
+    // The audit: every product on every class, judged; exit 0 when met.
+    let out = fastmm(&[
+        "accuracy",
+        "--shapes",
+        "9x64x7",
+        "--classes",
+        "uniform,cancellation",
+        "--products",
+        "packed,emulated:native,emulated:bits:12,auto:bound",
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    for needle in ["emulated:native", "bits:12", "cancellation", "×native"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    assert!(!text.contains("FAILED"), "{text}");
+    let bad = fastmm(&["run", "-s", "8", "--accuracy", "exact"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("unknown accuracy 'exact'"),
+        "{}",
+        stderr(&bad)
+    );
+}
