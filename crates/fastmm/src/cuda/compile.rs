@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
-use crate::cuda::gemm::fast::simt_micro_tile;
+use crate::cuda::tunables::simt_micro_tile;
 use crate::cuda::tunables::{
     self, CUDA_MBAR_BK, CUDA_MBAR_STAGES, CUDA_RASTER_GROUP, MBAR_MICRO_TILE,
 };
@@ -126,7 +126,7 @@ impl KernelSource {
     /// block, micro-tile rows, stages, or bf16/half).
     #[cfg(any(test, feature = "dev"))]
     pub fn tiles(self, dtype: DType) -> Vec<usize> {
-        use crate::cuda::gemm::fast::simt_micro_tiles;
+        use crate::cuda::tunables::simt_micro_tiles;
         use crate::cuda::tunables::{
             CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
         };
@@ -552,7 +552,7 @@ mod tests {
                 }
                 for &tile in tiles {
                     if source.is_simt()
-                        && !crate::cuda::gemm::fast::simt_micro_tiles(dtype).contains(&tile)
+                        && !crate::cuda::tunables::simt_micro_tiles(dtype).contains(&tile)
                     {
                         continue;
                     }

@@ -14,6 +14,7 @@
 pub(crate) mod bytes;
 pub(crate) mod caps;
 pub(crate) mod compile;
+pub(crate) mod cublas;
 pub(crate) mod device;
 pub(crate) mod distributed;
 pub(crate) mod emulated;
@@ -22,6 +23,7 @@ pub(crate) mod gemm;
 pub(crate) mod host_copy;
 pub(crate) mod hosted;
 pub(crate) mod memory;
+pub(crate) mod operand;
 pub(crate) mod out_of_core;
 pub(crate) mod product;
 pub(crate) mod strassen;

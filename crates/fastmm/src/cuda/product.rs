@@ -7,9 +7,9 @@ use std::time::Instant;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::DevicePtr;
 
+use crate::cuda::cublas::to_half;
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::cublas::to_half;
 use crate::cuda::gemm::{ClassicalGemm, Operand};
 use crate::cuda::memory::{DeviceMatrix, HostBuffer};
 use crate::cuda::strassen::CudaBackend;

@@ -11,6 +11,7 @@ use crate::cuda::tunables::{
     mbarriers_enabled, stream_k_waves, wave_tail_enabled, CUDA_MBAR_BK, CUDA_MBAR_STAGES,
     CUDA_MMA_STAGES, MBAR_MICRO_TILE, MMA_BLOCK_TILE,
 };
+pub(crate) use crate::cuda::tunables::{simt_micro_tile, simt_micro_tiles};
 use crate::element::DType;
 use crate::error::Error;
 use crate::options::{CudaKernel, GemmOptions};
@@ -46,21 +47,6 @@ pub(crate) fn simt_shape_tiles(dtype: DType) -> &'static [usize] {
     }
 }
 
-/// Rows and columns (TM, TN) of one thread's micro-tile in
-/// `kernels/fast.cu` for its `TM`: 4-byte types pair 8 rows with 16
-/// columns and 16 rows with 8 (128 accumulators either way); f64 pairs 8
-/// rows with 4 (32 accumulators in 64 registers, so two blocks of 8 warps
-/// share an SM: 19.2 TFLOPS at 8192 on the H100 against 17.0 for 8×8 with
-/// one block); i64 uses square ones.
-pub(crate) fn simt_micro_tile(dtype: DType, tm: usize) -> (usize, usize) {
-    match (dtype, tm) {
-        (DType::F32 | DType::I32, 8) => (8, 16),
-        (DType::F32 | DType::I32, 16) => (16, 8),
-        (DType::F64, 8) => (8, 4),
-        _ => (tm, tm),
-    }
-}
-
 /// Bytes of dynamic shared memory `kernels/fast_ring.cu` takes for
 /// `dtype`, micro-tile rows `tm` and `stages` stages: `STAGE_ELEMS`
 /// elements per stage, BK rows of A's transposed tile padded by one 16-byte
@@ -71,18 +57,6 @@ pub(crate) fn ring_shared_bytes(dtype: DType, tm: usize, stages: usize) -> usize
     let bk = if tm * tn > 64 { 16 } else { 8 };
     let padded_rows = 16 * tm + 16 / size;
     stages * bk * (padded_rows + 16 * tn) * size
-}
-
-/// The TMs `kernels/fast.cu` is built with for a type, the default first:
-/// 8 (8×16) and 16 (16×8) for 4-byte elements, 4 (4×4) and 8 (8×4 for
-/// f64, 8×8 for i64) for 8-byte ones (4 × 4 leaves a 4-byte A tile short
-/// of one vector per thread; 8 × 16 of 8-byte accumulators would not fit
-/// the registers, and i64's 4×8 spilled).
-pub(crate) fn simt_micro_tiles(dtype: DType) -> [usize; 2] {
-    match dtype.size_bytes() {
-        4 => [8, 16],
-        _ => [4, 8],
-    }
 }
 
 /// The family that runs `dtype` on `gpu` when `requested` is asked for

@@ -4,16 +4,16 @@
 //! [`schedule`]), and cuBLAS ([`cublas`]); every kernel goes through one
 //! launch path ([`launch`]).
 
-pub(crate) mod cublas;
 pub(crate) mod fast;
 pub(crate) mod launch;
 pub(crate) mod schedule;
 
-use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::CudaFunction;
 
 use crate::cuda::compile::{KernelKey, KernelSource};
+pub(crate) use crate::cuda::cublas;
 use crate::cuda::device::Gpu;
+pub(crate) use crate::cuda::operand::{to_i32, Operand};
 use crate::cuda::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_FAST_THREADS, CUDA_NAIVE_BLOCK,
 };
@@ -86,24 +86,6 @@ pub(crate) fn default_base(dtype: DType) -> Algorithm {
     Algorithm::auto_for(crate::options::DeviceKind::Cuda, dtype)
 }
 
-/// A GPU matrix operand: device address of element (0, 0), row-major with
-/// `ld` elements between rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Operand {
-    pub ptr: CUdeviceptr,
-    pub ld: usize,
-}
-
-impl Operand {
-    /// The operand moved to element (row, col).
-    pub fn at<T>(self, row: usize, col: usize) -> Operand {
-        Operand {
-            ptr: self.ptr + ((row * self.ld + col) * std::mem::size_of::<T>()) as CUdeviceptr,
-            ld: self.ld,
-        }
-    }
-}
-
 /// A classical GPU product, resolved once (kernel compiled, block checked)
 /// and then run on any operands: the plain algorithms and the base case of
 /// the GPU Strassen/Winograd.
@@ -155,13 +137,6 @@ struct RingKernel {
     key: KernelKey,
     /// Its dynamic shared memory per block, in bytes.
     shared_bytes: usize,
-}
-
-pub(crate) fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
-    i32::try_from(v).map_err(|_| Error::Unsupported {
-        algorithm: "CUDA",
-        what: format!("{what} = {v} (CUDA kernels and cuBLAS index with 32-bit ints)"),
-    })
 }
 
 impl ClassicalGemm {

@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{to_i32, Operand};
+use crate::cuda::operand::{to_i32, Operand};
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::options::GpuPrecision;

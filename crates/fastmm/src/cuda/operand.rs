@@ -1,0 +1,35 @@
+//! A GPU matrix as the kernels and cuBLAS take it, and the 32-bit
+//! indices they take it with: below every product of the backend, so
+//! that the classical products (`gemm`), cuBLAS and the INT8 pipelines
+//! name it without naming each other.
+
+use cudarc::driver::sys::CUdeviceptr;
+
+use crate::error::Error;
+
+/// A GPU matrix operand: device address of element (0, 0), row-major with
+/// `ld` elements between rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Operand {
+    pub ptr: CUdeviceptr,
+    pub ld: usize,
+}
+
+impl Operand {
+    /// The operand moved to element (row, col).
+    pub fn at<T>(self, row: usize, col: usize) -> Operand {
+        Operand {
+            ptr: self.ptr + ((row * self.ld + col) * std::mem::size_of::<T>()) as CUdeviceptr,
+            ld: self.ld,
+        }
+    }
+}
+
+/// `v` as the 32-bit index CUDA kernels and cuBLAS take, or a typed
+/// error naming `what`.
+pub(crate) fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
+    i32::try_from(v).map_err(|_| Error::Unsupported {
+        algorithm: "CUDA",
+        what: format!("{what} = {v} (CUDA kernels and cuBLAS index with 32-bit ints)"),
+    })
+}
