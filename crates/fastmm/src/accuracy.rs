@@ -361,16 +361,31 @@ impl Reference {
     }
 }
 
+/// A measure as JSON: a number, or "inf" or "nan" (which JSON has no
+/// number for).
+pub fn serialize_measure<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if x.is_finite() {
+        s.serialize_f64(*x)
+    } else if x.is_nan() {
+        s.serialize_str("nan")
+    } else {
+        s.serialize_str(if *x > 0.0 { "inf" } else { "-inf" })
+    }
+}
+
 /// The errors of one product against the exact one.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Errors {
     /// ‖Ĉ − C‖_F/‖C‖_F (the absolute norm where C is zero).
+    #[serde(serialize_with = "serialize_measure")]
     pub relative_frobenius: f64,
     /// max over the elements of |Ĉ − C|_ij/(|A||B|)_ij (∞ for an error
     /// where (|A||B|)_ij = 0).
+    #[serde(serialize_with = "serialize_measure")]
     pub max_scaled: f64,
     /// max over the elements of |Ĉ − C|_ij/(k·‖A‖_max·‖B‖_max): the
     /// norm-wise measure that Strassen's and Winograd's bounds speak of.
+    #[serde(serialize_with = "serialize_measure")]
     pub max_normwise: f64,
 }
 

@@ -51,6 +51,7 @@ pub struct Row {
     /// The native product's errors on the same inputs.
     pub native: Errors,
     /// `errors` over `native`, the larger of the two ratios.
+    #[serde(serialize_with = "crate::accuracy::serialize_measure")]
     pub ratio: f64,
     /// Whether the errors meet the level given, and (for `auto`) the
     /// level given meets the one asked.
