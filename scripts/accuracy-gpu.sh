@@ -11,6 +11,7 @@
 #                                      # cuBLAS at 16384 and the crossovers
 #   scripts/accuracy-gpu.sh relaxed    # auto at tf32 and bound, f32 16384
 #   scripts/accuracy-gpu.sh audit      # every input class at 16384, f32 and f64
+#                                      # (DTYPES=f64 for one type)
 #   scripts/accuracy-gpu.sh torch      # fastmm.matmul on torch tensors at 16384
 #                                      # against torch.matmul (needs the wheel in
 #                                      # target/wheels)
@@ -81,7 +82,8 @@ for part in "$@"; do
   audit)
     # Every input class at 16384: the native products, the emulated
     # product at native, TF32 beside them (errors over 16 sampled rows).
-    SHOW=60 step audit-16384 420 accuracy --device cuda -d f32,f64 --shapes 16384 --sample-rows 16 \
+    # DTYPES=f64 runs one type (both take longer than one call allows).
+    SHOW=60 step audit-16384 560 accuracy --device cuda -d "${DTYPES:-f32,f64}" --shapes 16384 --sample-rows 16 \
       --products cublas,emulated:native,auto:native,cublas:tf32
     ;;
   torch)
