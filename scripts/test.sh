@@ -64,11 +64,12 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --release --f
 # and MPI, whose tests run `mpirun` (tests/mpi.rs).
 cargo test --workspace --release --features fastmm/ndarray,fastmm/nalgebra,fastmm/faer,fastmm-cli/mpi
 # The Python package, installed as the README says into a virtualenv of
-# its own, then its pytest suite (numpy, hypothesis) against numpy itself.
+# its own, then its pytest suite (numpy, hypothesis) against numpy itself;
+# threadpoolctl, whose limits the package registers with.
 venv=target/python-venv
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=1.21" "pytest>=7" "hypothesis>=6"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=1.21" "pytest>=7" "hypothesis>=6" "threadpoolctl>=3.5"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
 "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

@@ -8,6 +8,7 @@ numpy arrays in and out, with numpy's ``matmul`` shapes and types::
     fastmm.gemm(2.0, a, b, 0.5, c)        # c <- 2 a@b + 0.5 c, in place
     fastmm.plan(a, b)["kernel"]           # what runs, without running it
     fastmm.verify(a, b, c)["ok"]          # a check of any product
+    fastmm.set_num_threads(1)             # CPU threads of later products
 
 Every product runs with the GIL released, and Ctrl-C stops a long one.
 """
@@ -25,6 +26,7 @@ from ._native import (
     GpuArray,
     __version__,
     gemm,
+    get_num_threads,
     info,
     load,
     matmul,
@@ -32,14 +34,20 @@ from ._native import (
     multiply_mapped as _multiply_mapped,
     plan,
     save,
+    set_num_threads,
     verify,
 )
+from . import _threadpool
+
+# threadpoolctl's limits apply to fastmm where threadpoolctl is installed.
+_threadpool.register()
 
 __all__ = [
     "ALGORITHMS",
     "GpuArray",
     "__version__",
     "gemm",
+    "get_num_threads",
     "info",
     "load",
     "matmul",
@@ -47,6 +55,7 @@ __all__ = [
     "multiply_files",
     "plan",
     "save",
+    "set_num_threads",
     "verify",
 ]
 

@@ -83,6 +83,16 @@ def plan(
 def info() -> Dict[str, Any]:
     """The machine and what fastmm runs on it."""
 
+def get_num_threads() -> int:
+    """CPU threads of a product that names none: set_num_threads's count,
+    else FASTMM_NUM_THREADS, else OMP_NUM_THREADS, else every hardware
+    thread."""
+
+def set_num_threads(threads: Optional[int]) -> None:
+    """Sets the CPU threads of every later product that names none, for the
+    whole process; None returns to the environment's choice. threadpoolctl's
+    threadpool_limits sets it too."""
+
 def verify(
     a: npt.ArrayLike,
     b: npt.ArrayLike,

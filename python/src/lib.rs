@@ -363,8 +363,54 @@ fn verify<'py>(
     Ok(dict)
 }
 
+/// The CPU threads of every product that names none: the process's
+/// setting, else `FASTMM_NUM_THREADS`, else `OMP_NUM_THREADS`, else every
+/// hardware thread.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    fastmm::num_threads()
+}
+
+/// Sets the CPU threads of every later product that names none, for the
+/// whole process; `None` returns to the environment's or the built-in
+/// choice.
+#[pyfunction]
+#[pyo3(signature = (threads))]
+fn set_num_threads(threads: Option<i64>) -> PyResult<()> {
+    let threads = match threads {
+        None => None,
+        Some(threads) if threads >= 1 => Some(threads as usize),
+        Some(threads) => {
+            return Err(value_error(format!(
+                "threads={threads}: at least 1 is needed"
+            )))
+        }
+    };
+    fastmm::set_num_threads(threads).map_err(to_py)
+}
+
+/// The thread count, for threadpoolctl's controller (`fastmm._threadpool`),
+/// which finds this module among the process's libraries by these
+/// symbols and calls them through ctypes, as it calls OpenBLAS's.
+#[no_mangle]
+pub extern "C" fn fastmm_get_num_threads() -> std::os::raw::c_int {
+    fastmm::num_threads().min(std::os::raw::c_int::MAX as usize) as std::os::raw::c_int
+}
+
+/// Sets the thread count (see [`fastmm_get_num_threads`]); a count below
+/// 1 clears the setting. Returns 0.
+#[no_mangle]
+pub extern "C" fn fastmm_set_num_threads(threads: std::os::raw::c_int) -> std::os::raw::c_int {
+    let threads = usize::try_from(threads).ok().filter(|&t| t >= 1);
+    // Cannot fail: only a count of 0 is refused, and it became None.
+    let _ = fastmm::set_num_threads(threads);
+    0
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(matmul, m)?)?;
     m.add_function(wrap_pyfunction!(matmul_timed, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;

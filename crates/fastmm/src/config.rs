@@ -7,6 +7,14 @@
 //! | `FASTMM_CUDA_KERNEL` | `cuda-fast` family: `auto`, `simt`, `mma` (as `--cuda-kernel`) | `auto` |
 //! | `FASTMM_TUNING` | the tuning file's path, or `off` | `$XDG_CONFIG_HOME/fastmm/tuning.toml`, else `~/.config/fastmm/tuning.toml` |
 //! | `FASTMM_KERNEL_CACHE` | directory of compiled GPU kernels (PTX), or `off` | `$XDG_CACHE_HOME/fastmm/kernels`, else `~/.cache/fastmm/kernels` |
+//! | `FASTMM_NUM_THREADS` | CPU threads of a product (as `--threads`) | `OMP_NUM_THREADS`, else the tuning file's, else every hardware thread |
+//!
+//! `OMP_NUM_THREADS` is honoured (its first number, as OpenBLAS and MKL
+//! read it) where `FASTMM_NUM_THREADS` is unset: it is how a job script
+//! or an MPI launcher limits every library of a process at once, and a
+//! fastmm that ignored it would oversubscribe the cores those limit. A
+//! value of it that does not parse is ignored (other libraries read it
+//! too) and named in [`Config::ignored`].
 //!
 //! An option given to a product ([`crate::GemmOptions`]) wins over the
 //! environment, the environment over the tuning file, and the tuning file
@@ -38,6 +46,10 @@ pub const CUDA_KERNEL_ENV: &str = "FASTMM_CUDA_KERNEL";
 pub const TUNING_ENV: &str = "FASTMM_TUNING";
 /// The compiled-kernel cache directory, or `off`.
 pub const KERNEL_CACHE_ENV: &str = "FASTMM_KERNEL_CACHE";
+/// CPU threads of a product.
+pub const NUM_THREADS_ENV: &str = "FASTMM_NUM_THREADS";
+/// OpenMP's thread count, honoured where [`NUM_THREADS_ENV`] is unset.
+pub const OMP_NUM_THREADS_ENV: &str = "OMP_NUM_THREADS";
 /// Developer switch: `cuda-fast`'s stream-K schedule.
 pub const DEV_STREAM_K_ENV: &str = "FASTMM_DEV_CUDA_STREAM_K";
 /// Developer switch: `cuda-fast`'s wave-tail split.
@@ -60,6 +72,7 @@ pub const VARIABLES: &[&str] = &[
     CUDA_KERNEL_ENV,
     TUNING_ENV,
     KERNEL_CACHE_ENV,
+    NUM_THREADS_ENV,
     DEV_STREAM_K_ENV,
     DEV_WAVE_TAIL_ENV,
     DEV_MBAR_ENV,
@@ -146,6 +159,7 @@ pub struct Config {
     cpu_kernel: Result<Option<CpuKernel>, Error>,
     blocks: Result<Option<BlockSizes>, Error>,
     cuda_kernel: Result<Option<CudaKernel>, Error>,
+    threads: Result<Option<usize>, Error>,
     tuning_path: Option<PathBuf>,
     tuning: TuningState,
     kernel_cache: Option<PathBuf>,
@@ -168,6 +182,41 @@ fn parsed<T>(
     set(lookup, name)
         .map(|text| parse(text.trim()).map_err(|e| Error::InvalidOption(format!("{name}: {e}"))))
         .transpose()
+}
+
+/// A thread count of at least 1.
+fn thread_count(text: &str) -> Result<usize, Error> {
+    match text.parse() {
+        Ok(threads @ 1..) => Ok(threads),
+        _ => Err(Error::InvalidOption(format!(
+            "'{text}' is not a thread count of at least 1"
+        ))),
+    }
+}
+
+/// `FASTMM_NUM_THREADS`, else the first count of `OMP_NUM_THREADS` (an
+/// OpenMP list such as `4,2` gives its outer level); an `OMP_NUM_THREADS`
+/// that is no count is left to the libraries that read it and noted.
+fn threads(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    ignored: &mut Vec<String>,
+) -> Result<Option<usize>, Error> {
+    if set(lookup, NUM_THREADS_ENV).is_some() {
+        return parsed(lookup, NUM_THREADS_ENV, thread_count);
+    }
+    let Some(omp) = set(lookup, OMP_NUM_THREADS_ENV) else {
+        return Ok(None);
+    };
+    let first = omp.split(',').next().unwrap_or("").trim();
+    match thread_count(first) {
+        Ok(threads) => Ok(Some(threads)),
+        Err(_) => {
+            ignored.push(format!(
+                "{OMP_NUM_THREADS_ENV}={omp} (not a thread count; every hardware thread is used)"
+            ));
+            Ok(None)
+        }
+    }
 }
 
 /// `on`/`1` or `off`/`0`, any case.
@@ -286,8 +335,10 @@ impl Config {
             );
             Ok(DevSwitches::default())
         };
+        let threads = threads(lookup, &mut ignored);
         Config {
             cpu_kernel: parsed(lookup, CPU_KERNEL_ENV, str::parse),
+            threads,
             blocks: parsed(lookup, BLOCKS_ENV, BlockSizes::parse),
             cuda_kernel: parsed(lookup, CUDA_KERNEL_ENV, str::parse),
             tuning: read_tuning(&tuning_path),
@@ -309,6 +360,12 @@ impl Config {
     /// `FASTMM_BLOCKS`, when set.
     pub fn blocks(&self) -> Result<Option<BlockSizes>, Error> {
         self.blocks.clone()
+    }
+
+    /// The CPU threads the environment asks for: `FASTMM_NUM_THREADS`,
+    /// else `OMP_NUM_THREADS` (see the module docs), when set.
+    pub fn threads(&self) -> Result<Option<usize>, Error> {
+        self.threads.clone()
     }
 
     /// `FASTMM_CUDA_KERNEL`, when set.
@@ -379,6 +436,31 @@ mod tests {
         Config::from_lookup(&move |name| {
             vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
         })
+    }
+
+    #[test]
+    fn thread_counts_come_from_fastmm_then_openmp() {
+        let threads = |vars: &[(&str, &str)]| config(vars).threads();
+        assert_eq!(threads(&[]).unwrap(), None);
+        assert_eq!(threads(&[(NUM_THREADS_ENV, " 3 ")]).unwrap(), Some(3));
+        assert_eq!(threads(&[(OMP_NUM_THREADS_ENV, "4")]).unwrap(), Some(4));
+        // OpenMP's nested list: the outer level's count.
+        assert_eq!(threads(&[(OMP_NUM_THREADS_ENV, "4,2")]).unwrap(), Some(4));
+        assert_eq!(
+            threads(&[(NUM_THREADS_ENV, "2"), (OMP_NUM_THREADS_ENV, "8")]).unwrap(),
+            Some(2)
+        );
+        // fastmm's own variable is checked; OpenMP's is left to OpenMP.
+        for bad in ["0", "-1", "two"] {
+            let err = threads(&[(NUM_THREADS_ENV, bad)]).unwrap_err().to_string();
+            assert!(err.contains(NUM_THREADS_ENV), "{err}");
+        }
+        let c = config(&[(OMP_NUM_THREADS_ENV, "many")]);
+        assert_eq!(c.threads().unwrap(), None);
+        assert!(c
+            .ignored()
+            .iter()
+            .any(|i| i.contains("OMP_NUM_THREADS=many")));
     }
 
     #[test]

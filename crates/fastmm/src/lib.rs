@@ -105,6 +105,7 @@ pub use cluster::{Cluster, ClusterFileReport, ClusterReport};
 #[cfg(feature = "cuda")]
 pub use context::GpuBuffer;
 pub use context::{gemm, matmul, matmul_with, Context, Streamed, Timing};
+pub use cpu::{num_threads, set_num_threads};
 pub use element::{DType, Element};
 pub use error::Error;
 pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};

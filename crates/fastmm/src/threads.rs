@@ -11,6 +11,14 @@
 //! of µs each on a VM, as long as a whole 256³ product on two cores.
 //! This is what OpenBLAS's own threads do.
 //!
+//! A member's share of a job is claimed, not assigned: the caller and the
+//! helpers take member indices from one counter, and the caller, once its
+//! own share is done, takes every index no helper has started. So a helper
+//! the scheduler has not run yet (its CPU held by another library's
+//! spinning thread: OpenBLAS's idle workers beside numpy, an OpenMP team's)
+//! never holds the caller up; it finds nothing left when it runs. The
+//! caller waits only for shares a running helper took.
+//!
 //! A woken thread may land on its waker's CPU: on a VM an idle vCPU looks
 //! preempted to the guest's scheduler, which then prefers the waker's, and
 //! a caller and a helper that both keep running never get pulled apart
@@ -32,6 +40,22 @@ use rayon::ThreadPool;
 
 use crate::error::Error;
 use crate::tunables::{SPIN_BEFORE_YIELD, TEAM_SPIN};
+
+/// The process's thread count set by `set_num_threads` (0: none set).
+static DEFAULT_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets (or with `None` clears) the process's default thread count.
+pub(crate) fn set_default_threads(threads: Option<usize>) {
+    DEFAULT_THREADS.store(threads.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The process's default thread count, when one was set.
+pub(crate) fn default_threads() -> Option<usize> {
+    match DEFAULT_THREADS.load(Ordering::Relaxed) {
+        0 => None,
+        threads => Some(threads),
+    }
+}
 
 /// Runs `f` inside a rayon pool of exactly `threads` workers. Pools are
 /// cached, so only the first call with a given count pays for spawning.
@@ -69,12 +93,16 @@ pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Res
     Ok(pool.install(f))
 }
 
-/// Calls `f(0)`, …, `f(members − 1)` concurrently, one call per member,
-/// and returns when all have returned (re-raising a member's panic). On a
-/// free [`Team`] of that size when the caller is not a rayon worker, else
-/// on rayon (the current pool, or the cached pool of that size). A member
-/// may wait for another member's progress: every member runs on its own
-/// thread or, on rayon, is taken by a running thread.
+/// Calls `f(0)`, …, `f(members − 1)`, one call per member, on up to
+/// `members` threads, and returns when all have returned (re-raising a
+/// member's panic). On a free [`Team`] of that size when the caller is
+/// not a rayon worker, else on rayon (the current pool, or the cached pool
+/// of that size). Each member is taken by a thread that is running, so one
+/// thread may run several members one after another (the caller takes the
+/// members no helper has started). A member may wait for another member's
+/// progress, since a member that waits is never run before one that it
+/// waits for is taken: a thread takes a member only when it has finished
+/// the one before.
 pub(crate) fn for_each_member(members: usize, f: &(dyn Fn(usize) + Sync)) {
     if members <= 1 {
         f(0);
@@ -131,13 +159,23 @@ pub(crate) struct Team {
 
 /// What the caller and the helpers share.
 struct Shared {
-    /// The current job: a `*const (dyn Fn(usize) + Sync)`, valid while
-    /// `pending` > 0 (the caller waits for that before returning).
+    /// The current job: a `*const (dyn Fn(usize) + Sync)`, valid until
+    /// `done` counts every member (the caller waits for that before
+    /// returning).
     job: Mutex<Option<JobPtr>>,
-    /// Bumped once per job; helpers run each generation once.
+    /// Bumped once per job; helpers look for members to take once per
+    /// generation.
     generation: AtomicU64,
-    /// Helpers still running the current job.
-    pending: AtomicUsize,
+    /// The members' counter: the generation's low 32 bits above the index
+    /// of the next member to take. A thread takes member i by moving it
+    /// from (generation, i) to (generation, i + 1), so a helper that wakes
+    /// after its generation's members are all taken takes none, and none
+    /// of a later job.
+    claim: AtomicU64,
+    /// Members of the current job that have returned.
+    done: AtomicUsize,
+    /// The team's size (the caller and the helpers).
+    members: usize,
     /// A helper's panic, for the caller to re-raise.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// Per helper: parked (or about to park), so the caller must wake it.
@@ -172,18 +210,9 @@ impl Team {
     }
 
     fn start(members: usize) -> Option<Team> {
-        let helpers = members - 1;
-        let shared = Arc::new(Shared {
-            job: Mutex::new(None),
-            generation: AtomicU64::new(0),
-            pending: AtomicUsize::new(0),
-            panic: Mutex::new(None),
-            asleep: (0..helpers).map(|_| AtomicBool::new(false)).collect(),
-            threads: OnceLock::new(),
-            caller_cpu: std::sync::atomic::AtomicIsize::new(-1),
-        });
-        let mut threads = Vec::with_capacity(helpers);
-        for index in 0..helpers {
+        let shared = Arc::new(Shared::new(members));
+        let mut threads = Vec::with_capacity(members - 1);
+        for index in 0..members - 1 {
             let shared = Arc::clone(&shared);
             let handle = std::thread::Builder::new()
                 .name(format!("fastmm-team-{}", index + 1))
@@ -202,18 +231,23 @@ impl Team {
     fn try_run(&self, f: &(dyn Fn(usize) + Sync)) -> Option<Result<(), Box<dyn Any + Send>>> {
         let _busy = self.busy.try_lock().ok()?;
         let shared = &*self.shared;
-        let helpers = shared.asleep.len();
         // SAFETY (of the lifetime erasure): `f` outlives this call, and this
-        // call does not return (nor unwind: the caller's own share runs
-        // under catch_unwind) before `pending` is 0, that is before every
-        // helper has finished with the pointer.
+        // call does not return (nor unwind: every member the caller runs
+        // runs under catch_unwind) before `done` counts every member, that
+        // is before every helper that took one has finished with the
+        // pointer; a helper that took none never reads it (`Shared::take`).
         let job: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(f) };
         *lock(&shared.job) = Some(JobPtr(job));
         shared
             .caller_cpu
             .store(placement::current_cpu(), Ordering::SeqCst);
-        shared.pending.store(helpers, Ordering::SeqCst);
-        shared.generation.fetch_add(1, Ordering::SeqCst);
+        shared.done.store(0, Ordering::SeqCst);
+        let generation = shared.generation.load(Ordering::SeqCst) + 1;
+        // Member 0 is the caller's.
+        shared
+            .claim
+            .store(Shared::claim_word(generation, 1), Ordering::SeqCst);
+        shared.generation.store(generation, Ordering::SeqCst);
         if let Some(threads) = shared.threads.get() {
             for (asleep, thread) in shared.asleep.iter().zip(threads) {
                 if asleep.swap(false, Ordering::SeqCst) {
@@ -221,19 +255,74 @@ impl Team {
                 }
             }
         }
-        let own = catch_unwind(AssertUnwindSafe(|| f(0)));
-        wait_until(|| shared.pending.load(Ordering::Acquire) == 0);
+        shared.run_member(f, 0);
+        // The members no helper has taken yet: the caller's now.
+        while let Some(member) = shared.take(generation) {
+            shared.run_member(f, member);
+        }
+        wait_until(|| shared.done.load(Ordering::Acquire) == shared.members);
         *lock(&shared.job) = None;
-        let helper_panic = lock(&shared.panic).take();
-        Some(match (own, helper_panic) {
-            (Err(panic), _) | (Ok(()), Some(panic)) => Err(panic),
-            (Ok(()), None) => Ok(()),
+        Some(match lock(&shared.panic).take() {
+            Some(panic) => Err(panic),
+            None => Ok(()),
         })
     }
 }
 
+impl Shared {
+    /// The shared state of a team of `members` (helpers not started).
+    fn new(members: usize) -> Shared {
+        Shared {
+            job: Mutex::new(None),
+            generation: AtomicU64::new(0),
+            claim: AtomicU64::new(0),
+            done: AtomicUsize::new(0),
+            members,
+            panic: Mutex::new(None),
+            asleep: (0..members - 1).map(|_| AtomicBool::new(false)).collect(),
+            threads: OnceLock::new(),
+            caller_cpu: std::sync::atomic::AtomicIsize::new(-1),
+        }
+    }
+
+    fn claim_word(generation: u64, next: usize) -> u64 {
+        (generation << 32) | next as u64
+    }
+
+    /// Takes the next member of `generation`'s job, if that job is still
+    /// the current one and has a member left.
+    fn take(&self, generation: u64) -> Option<usize> {
+        let mut word = self.claim.load(Ordering::Acquire);
+        loop {
+            let next = (word & u64::from(u32::MAX)) as usize;
+            if word >> 32 != generation & u64::from(u32::MAX) || next >= self.members {
+                return None;
+            }
+            match self.claim.compare_exchange_weak(
+                word,
+                word + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(next),
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Runs member `member` of `f` and counts it done; a panic is kept for
+    /// the caller (the first one).
+    fn run_member(&self, f: &(dyn Fn(usize) + Sync), member: usize) {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(member))) {
+            lock(&self.panic).get_or_insert(panic);
+        }
+        self.done.fetch_add(1, Ordering::Release);
+    }
+}
+
 /// A helper's life: wait for a new generation (spinning for
-/// [`TEAM_SPIN`], then parked), run the job as member `index + 1`, report.
+/// [`TEAM_SPIN`], then parked), take and run its members while any are
+/// left.
 fn helper(shared: &Shared, index: usize) {
     let mut seen = 0u64;
     loop {
@@ -256,17 +345,25 @@ fn helper(shared: &Shared, index: usize) {
             std::thread::park_timeout(Duration::from_secs(1));
         }
         seen = shared.generation.load(Ordering::Acquire);
-        let job = *lock(&shared.job);
-        if let Some(JobPtr(job)) = job {
-            placement::step_aside(shared.caller_cpu.load(Ordering::SeqCst), index);
-            // SAFETY: the caller keeps the job alive until `pending` is 0,
-            // which this helper's decrement below has not yet made it.
-            let f = unsafe { &*job };
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(index + 1))) {
-                lock(&shared.panic).get_or_insert(panic);
+        let mut stepped_aside = false;
+        while let Some(member) = shared.take(seen) {
+            if !stepped_aside {
+                placement::step_aside(shared.caller_cpu.load(Ordering::SeqCst), index);
+                stepped_aside = true;
+            }
+            let job = *lock(&shared.job);
+            if let Some(JobPtr(job)) = job {
+                // SAFETY: this helper took a member of the current job, so
+                // the caller keeps the job alive until that member is
+                // counted done, which `run_member` does after the call.
+                let f = unsafe { &*job };
+                shared.run_member(f, member);
+            } else {
+                // Not reached (a member is taken only while its job is
+                // set); counted so that the caller could not wait forever.
+                shared.done.fetch_add(1, Ordering::Release);
             }
         }
-        shared.pending.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -403,6 +500,53 @@ mod tests {
             count.fetch_add(1, Ordering::SeqCst);
         });
         assert_eq!(count.load(Ordering::SeqCst), 2);
+    }
+
+    /// A helper that never runs (here: never started, as one whose CPU
+    /// another process holds) must not hold the caller up: the caller
+    /// takes its members. A team that waited for its helpers to start
+    /// would wait here forever.
+    #[test]
+    fn members_no_helper_has_started_run_on_the_caller() {
+        let team = Team {
+            shared: Arc::new(Shared::new(4)),
+            busy: Mutex::new(()),
+        };
+        let caller = std::thread::current().id();
+        for _ in 0..3 {
+            let ran: Vec<AtomicUsize> = (0..4).map(|_| AtomicUsize::new(0)).collect();
+            let on_caller = AtomicUsize::new(0);
+            let ran_job = team.try_run(&|m| {
+                ran[m].fetch_add(1, Ordering::SeqCst);
+                if std::thread::current().id() == caller {
+                    on_caller.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            assert!(matches!(ran_job, Some(Ok(()))));
+            assert!(ran.iter().all(|r| r.load(Ordering::SeqCst) == 1));
+            assert_eq!(on_caller.load(Ordering::SeqCst), 4);
+        }
+    }
+
+    /// Members are taken once each, and only from their own job: a
+    /// helper that looks for work of a finished generation finds none.
+    #[test]
+    fn members_are_taken_once_and_only_from_their_generation() {
+        let shared = Shared::new(3);
+        shared
+            .claim
+            .store(Shared::claim_word(7, 1), Ordering::SeqCst);
+        assert_eq!(shared.take(7), Some(1));
+        assert_eq!(shared.take(6), None);
+        assert_eq!(shared.take(8), None);
+        assert_eq!(shared.take(7), Some(2));
+        assert_eq!(shared.take(7), None);
+        // The generation's low 32 bits are what is compared.
+        let wrapped = (1u64 << 32) + 5;
+        shared
+            .claim
+            .store(Shared::claim_word(wrapped, 0), Ordering::SeqCst);
+        assert_eq!(shared.take(wrapped), Some(0));
     }
 
     #[test]

@@ -121,10 +121,6 @@ pub const SPIN_BEFORE_YIELD: std::time::Duration = std::time::Duration::from_mic
 /// are contiguous.
 pub const PACKED_DIRECT_MAX_MNK: u128 = 384 * 384 * 384;
 
-/// Depth of the direct path's k steps: a 256×48 f32 block of B is L1's
-/// size on the AVX-512 kernels (f64's 256×24 likewise).
-pub const PACKED_DIRECT_KC: usize = 256;
-
 /// An interruptible `packed` product above this m·k·n (a few hundred
 /// milliseconds on a desktop) runs as a sum over panels of k, checking its
 /// [`crate::Interrupt`] between them; smaller ones end soon enough.

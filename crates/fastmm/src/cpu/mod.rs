@@ -26,16 +26,42 @@ use crate::options::{Algorithm, GemmOptions};
 use crate::system::available_threads;
 use crate::tunables::DEFAULT_TILE;
 
-/// The worker threads a CPU algorithm runs on: the option, else the tuning
-/// file's, else every hardware thread; 1 for the single-threaded ones.
+/// The worker threads a CPU algorithm runs on: the option, else
+/// [`num_threads`]; 1 for the single-threaded ones.
 pub(crate) fn threads(opts: &GemmOptions) -> usize {
     if opts.algorithm.info().uses_threads {
-        opts.threads
-            .or_else(|| Config::get().tuned_cpu().and_then(|t| t.threads))
-            .unwrap_or_else(available_threads)
+        opts.threads.unwrap_or_else(num_threads)
     } else {
         1
     }
+}
+
+/// The CPU threads a product runs on when its options name none: the
+/// process's setting ([`set_num_threads`]), else the environment's
+/// (`FASTMM_NUM_THREADS`, else `OMP_NUM_THREADS`), else the tuning
+/// file's, else every hardware thread the process may use. A product may
+/// still take fewer where more would not pay (small products run on one).
+pub fn num_threads() -> usize {
+    let config = Config::get();
+    crate::threads::default_threads()
+        .or_else(|| config.threads().ok().flatten())
+        .or_else(|| config.tuned_cpu().and_then(|t| t.threads))
+        .unwrap_or_else(available_threads)
+}
+
+/// Sets the CPU threads of every later product whose options name none,
+/// for the whole process (as `torch.set_num_threads` and threadpoolctl's
+/// limits do); `None` returns to the environment's or the built-in
+/// choice. More threads than the hardware's are allowed (they share its
+/// cores).
+pub fn set_num_threads(threads: Option<usize>) -> Result<(), Error> {
+    if threads == Some(0) {
+        return Err(Error::InvalidOption(
+            "thread count must be at least 1".into(),
+        ));
+    }
+    crate::threads::set_default_threads(threads);
+    Ok(())
 }
 
 /// The tile edge of `tiled` and `parallel`: the option, else the tuning
@@ -59,6 +85,9 @@ pub(crate) fn multiply<T: Element>(
     mut c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<(), Error> {
+    // A FASTMM_NUM_THREADS that does not parse is reported here, by the
+    // first product that would have used it.
+    Config::get().threads()?;
     let tile = tile(opts).unwrap_or(DEFAULT_TILE);
     match opts.algorithm {
         Algorithm::Naive => {

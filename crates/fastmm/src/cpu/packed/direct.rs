@@ -8,18 +8,22 @@
 //! 3.4 µs product. Here the kernel broadcasts A's elements from A's own
 //! rows (any strides) and loads B's rows where they lie, so B must have
 //! contiguous rows; a last column panel that ends inside a vector is
-//! copied into a zero-padded buffer, the only copy. Loops: KC steps of k
-//! (C accumulates
-//! across them), then NR-wide column panels of B, whose kc×NR block stays
-//! in L1 while every MR-row panel of A streams past it.
+//! copied into a zero-padded buffer, the only copy. Loops: the packed
+//! loops' KC steps of k (C accumulates across them), then NR-wide column
+//! panels of B, whose kc×NR block stays in cache while every MR-row panel
+//! of A streams past it.
 
+use crate::cpu::packed::blocking::balanced_block;
 use crate::cpu::packed::kernel::Microkernel;
 use crate::cpu::packed::workspace::{Pool, Workspace};
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
 
-/// C ← α·A·B + β·C with kernel K on the caller's thread, k cut in steps
-/// of `kc`. B's columns must be contiguous (`col_stride == 1`, or one
+/// C ← α·A·B + β·C with kernel K on the caller's thread, k cut in equal
+/// steps of at most `kc`, as the packed loops cut it
+/// ([`balanced_block`]), so that each element's sum runs in the same
+/// order on this path and on theirs: a product gives the same bits on
+/// one thread (here) and on several (packed). B's columns must be contiguous (`col_stride == 1`, or one
 /// column); m, n and k at least 1.
 pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
     alpha: T,
@@ -43,7 +47,7 @@ pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
     let (rs_a, cs_a) = (a.row_stride() as isize, a.col_stride() as isize);
     let rs_b = b.row_stride() as isize;
     let (rs_c, cs_c) = (c.row_stride() as isize, c.col_stride() as isize);
-    let kc = kc.min(k);
+    let kc = balanced_block(k, kc, 1, (0, 1));
     let mut workspace = Workspace::take_from::<T>(Pool::Packing, &[kc * K::NR]);
     let mut buffers = workspace.split::<T>(&[kc * K::NR]);
     let edge = &mut buffers[0];

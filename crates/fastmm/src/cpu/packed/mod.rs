@@ -28,8 +28,8 @@ use crate::matrix::{MatMut, MatRef};
 use crate::options::{BlockSizes, GemmOptions};
 use crate::threads::run_in_pool;
 use crate::tunables::{
-    DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_DIRECT_KC, PACKED_DIRECT_MAX_MNK,
-    PACKED_MIN_MNK, PACKED_PARALLEL_MIN_MNK,
+    DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK,
+    PACKED_PARALLEL_MIN_MNK,
 };
 
 /// The cache blocks `packed` runs an m×n C with: the option, else
@@ -121,7 +121,11 @@ pub(crate) fn multiply<T: Element>(
             c.scale_by(beta);
             tiled::accumulate(alpha, a, b, c, DEFAULT_TILE);
         }
-        (Path::Direct, Some(direct)) => direct(alpha, a, b, beta, c, PACKED_DIRECT_KC),
+        // The packed loops' KC, so that the sums run in their order.
+        (Path::Direct, Some(direct)) => {
+            let kc = blocks_for(kernel, opts, c.shape())?.kc;
+            direct(alpha, a, b, beta, c, kc)
+        }
         (Path::Direct, None) => unreachable!("the direct path is chosen only for direct kernels"),
         (Path::Packed(threads), _) => {
             let blocks = blocks_for(kernel, opts, c.shape())?;
