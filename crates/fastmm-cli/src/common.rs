@@ -21,14 +21,16 @@ pub enum Outcome {
 /// command that multiplies.
 #[derive(Args, Debug, Clone)]
 pub struct AlgoArgs {
-    /// Where algorithms run: cpu, cuda (GPU 0), cuda:N, or auto (each on
-    /// the CPU where it runs there, else on GPU 0). An algorithm given as
+    /// Where algorithms run: cpu, cuda (GPU 0), cuda:N, a team of GPUs
+    /// (cuda:all, or a list such as cuda:0,1), or auto (each on the CPU
+    /// where it runs there, else on GPU 0). An algorithm given as
     /// NAME@DEVICE (e.g. strassen@cuda) runs there whatever this says.
     #[arg(long, default_value = "auto")]
     pub device: String,
     /// Worker threads of the threaded CPU algorithms, at most the hardware
-    /// threads (a larger count is capped, with a note; default: the tuning
-    /// file's, else all hardware threads).
+    /// threads (a larger count is capped, with a note; default:
+    /// FASTMM_NUM_THREADS, else OMP_NUM_THREADS, else the tuning file's,
+    /// else all hardware threads).
     #[arg(short = 't', long)]
     pub threads: Option<usize>,
     /// Tile edge of tiled, parallel and cuda-tiled; for cuda-fast's SIMT

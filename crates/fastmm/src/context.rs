@@ -263,18 +263,43 @@ impl Context {
         beta_is_zero: bool,
         opts: GemmOptions,
     ) -> Result<GemmOptions, Error> {
-        let finite = |m: MatRef<'_, T>| m.iter().all(|x| x.to_f64().is_finite());
-        if !opts.algorithm.is_fast() || T::DTYPE.is_integer() || (finite(a) && finite(b)) {
+        // Row by row, without stopping early, so that the loop vectorises:
+        // an element-wise early exit over a strided iterator took 12 µs of
+        // a 64³ product of 4 µs.
+        let finite = |m: MatRef<'_, T>| {
+            let t = m.t();
+            let lines = |v: MatRef<'_, T>| {
+                (0..v.rows()).all(|i| {
+                    v.row(i).is_some_and(|line| {
+                        !line
+                            .iter()
+                            .fold(false, |bad, &x| bad | !x.to_f64().is_finite())
+                    })
+                })
+            };
+            if m.rows() == 0 || m.cols() == 0 {
+                true
+            } else if m.row(0).is_some() {
+                lines(m)
+            } else if t.row(0).is_some() {
+                lines(t)
+            } else {
+                m.iter().all(|x| x.to_f64().is_finite())
+            }
+        };
+        if !opts.algorithm.is_fast() || T::DTYPE.is_integer() {
             return Ok(opts);
         }
+        // A product that applies no level is its base product already (the
+        // plan is a dry run, cheaper than the scan).
         let shape = (a.rows(), a.cols(), b.cols());
         let plan = self.plan::<T>(shape, beta_is_zero, &opts)?;
         Ok(match plan.fast {
-            Some(fast) => GemmOptions {
+            Some(fast) if fast.levels > 0 && !(finite(a) && finite(b)) => GemmOptions {
                 algorithm: fast.base,
                 ..opts
             },
-            None => opts,
+            _ => opts,
         })
     }
 

@@ -275,6 +275,12 @@ pub(crate) fn on_cpu<T: Element>(
         }
         (None, _) => "scalar".to_string(),
     };
+    // A fast algorithm that applies no level runs its base product alone,
+    // on the threads that product takes.
+    let runs_packed_alone = opts.algorithm == Algorithm::Packed
+        || fast
+            .as_ref()
+            .is_some_and(|f| f.levels == 0 && f.base == Algorithm::Packed);
     let (accuracy, precision) = accuracy_given::<T>(
         opts,
         fast.as_ref(),
@@ -286,8 +292,8 @@ pub(crate) fn on_cpu<T: Element>(
         device: Device::Cpu,
         algorithm: opts.algorithm,
         kernel,
-        threads: match opts.algorithm {
-            Algorithm::Packed => match cpu::packed::Path::of(
+        threads: if runs_packed_alone {
+            match cpu::packed::Path::of(
                 select_kernel::<T>(opts.cpu_kernel)?,
                 opts,
                 (m, k, n),
@@ -295,8 +301,9 @@ pub(crate) fn on_cpu<T: Element>(
             )? {
                 cpu::packed::Path::Packed(threads) => threads,
                 cpu::packed::Path::Tiny | cpu::packed::Path::Direct => 1,
-            },
-            _ => cpu::threads(opts),
+            }
+        } else {
+            cpu::threads(opts)
         },
         tile: cpu::tile(opts),
         error_growth: error_growth(fast.as_ref(), opts),
