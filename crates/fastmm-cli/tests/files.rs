@@ -269,7 +269,18 @@ fn nan_and_infinity_pass_through_every_format_and_the_check() {
     let out = fastmm(
         &dir,
         &[
-            "multiply", "c.mtx", "b.csv", "-o", "e.csv", "--check", "-a", "strassen",
+            "multiply",
+            "c.mtx",
+            "b.csv",
+            "-o",
+            "e.csv",
+            "--check",
+            "-a",
+            "strassen",
+            // A threshold that gives it a level: without one it is its
+            // base product already, and says nothing.
+            "--threshold",
+            "2",
         ],
         None,
     );
