@@ -23,8 +23,8 @@ use crate::matrix::{MatMut, MatRef};
 /// steps of at most `kc`, as the packed loops cut it
 /// ([`balanced_block`]), so that each element's sum runs in the same
 /// order on this path and on theirs: a product gives the same bits on
-/// one thread (here) and on several (packed). B's columns must be contiguous (`col_stride == 1`, or one
-/// column); m, n and k at least 1.
+/// one thread (here) and on several (packed). B's columns must be
+/// contiguous (`col_stride == 1`, or one column); m, n and k at least 1.
 pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
     alpha: T,
     a: MatRef<'_, T>,
