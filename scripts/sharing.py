@@ -20,7 +20,9 @@ pinned to one core, for the whole measurement).
                              [--reps 21] [--json FILE]
 
 Times are medians in ms; "× peer" is the peer's median over fastmm's in
-the same case (above 1: fastmm faster).
+the same case (above 1: fastmm faster). "error" is each product's
+relative Frobenius error against numpy's float64 product of the same
+inputs, fastmm's / the peer's.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import glob
 import json
 import multiprocessing
 import os
+import re
 import sys
 import time
 
@@ -70,7 +73,9 @@ class Mkl:
         if get_version is not None:
             buffer = ctypes.create_string_buffer(256)
             get_version(buffer, 256)
-            self.version = buffer.value.decode(errors="replace").split(" Product")[0]
+            text = buffer.value.decode(errors="replace")
+            found = re.search(r"Version ([0-9.]+)", text)
+            self.version = f"MKL {found.group(1)}" if found else text
 
     def matmul(self, a, b, c):
         m, k = a.shape
@@ -83,6 +88,7 @@ class Mkl:
         ptr = lambda x: x.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
         # Row-major (101), no transposes (111).
         gemm(101, 111, 111, m, n, k, ctype(1.0), ptr(a), k, ptr(b), n, ctype(0.0), ptr(c), n)
+        return c
 
 
 def spin_pinned(cpu, stop):
@@ -120,6 +126,11 @@ def neighbour(name, a, b):
     raise ValueError(f"unknown neighbour {name}")
 
 
+def relative_error(c, a, b):
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    return float(np.linalg.norm(np.asarray(c, dtype=np.float64) - exact) / np.linalg.norm(exact))
+
+
 def measure(a, b, peer, reps):
     fast = lambda: fastmm.matmul(a, b)  # noqa: E731
     for _ in range(3):
@@ -128,8 +139,10 @@ def measure(a, b, peer, reps):
             peer()
     idle()
     row = {"alone": median([timed(fast) for _ in range(reps)])}
+    row["error"] = relative_error(fastmm.matmul(a, b), a, b)
     if peer is None:
         return row
+    row["peer error"] = relative_error(peer(), a, b)
     idle()
     row["peer alone"] = median([timed(peer) for _ in range(reps)])
     after = []
@@ -164,9 +177,9 @@ def main():
     )
     print(
         "| neighbour | n | fastmm alone | peer alone | fastmm after peer | "
-        "fastmm interleaved | peer interleaved | × peer (alone) | × peer (interleaved) |"
+        "fastmm interleaved | peer interleaved | × peer (alone) | × peer (interleaved) | error |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     results = []
     for name in args.neighbours.split(","):
         for n in [int(s) for s in args.sizes.split(",")]:
@@ -199,7 +212,8 @@ def main():
                 f"| {label} | {n} | {row['alone']:.3f} | {row['peer alone']:.3f} | "
                 f"{row['after']:.3f} | {row['interleaved']:.3f} | {row['peer interleaved']:.3f} | "
                 f"{row['peer alone'] / row['alone']:.2f} | "
-                f"{row['peer interleaved'] / row['interleaved']:.2f} |",
+                f"{row['peer interleaved'] / row['interleaved']:.2f} | "
+                f"{row['error']:.1e} / {row['peer error']:.1e} |",
                 flush=True,
             )
     if args.json:
