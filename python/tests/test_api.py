@@ -1,6 +1,7 @@
 """gemm, plan, info, verify, the errors, the GIL and Ctrl-C."""
 
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -264,9 +265,13 @@ def test_threads_share_safely(rng):
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     import numpy as np
     import fastmm
+    # A shell that ignores SIGINT (a background job, nohup, some CI runners)
+    # passes SIG_IGN on, and Python then installs no KeyboardInterrupt
+    # handler: install it here so that the test never depends on the parent.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     n = 2048
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
@@ -290,22 +295,46 @@ CHILD = textwrap.dedent(
 )
 
 
+def line_reader(stream):
+    """A function giving the stream's next line, or failing the test after a
+    timeout: a child that never answers fails the test instead of hanging it.
+    A thread reads, so that buffered lines are never missed (select on a
+    buffered text stream would not see them)."""
+    lines = queue.Queue()
+
+    def pump():
+        for line in stream:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+
+    def next_line(timeout):
+        try:
+            return lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line from the child within {timeout} s") from None
+
+    return next_line
+
+
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT")
 def test_ctrl_c_stops_a_long_product_and_leaves_out_untouched():
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    read_line = line_reader(child.stdout)
     try:
-        assert child.stdout.readline().strip() == "ready"
+        assert read_line(120).strip() == "ready"
         time.sleep(0.5)
         sent = time.perf_counter()
         child.send_signal(signal.SIGINT)
-        line = child.stdout.readline().split()
+        line = read_line(30).split()
         assert child.wait(timeout=30) == 0
     finally:
         child.kill()
-    assert line[0] == "interrupted", line
+    assert line and line[0] == "interrupted", line
     in_call, untouched, whole = (word == "True" for word in line[1:4])
     stopped = float(line[4])
     if in_call:
