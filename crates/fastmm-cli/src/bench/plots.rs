@@ -421,13 +421,65 @@ fn draw<DB: DrawingBackend>(
     };
     let (y0, y1) = bounds(ys, fig.log_y, true);
     match fig.log_y {
-        true => plot(&chart, fig, x, (y0..y1).log_scale()),
+        true => {
+            let y = DataAxis {
+                lo: y0,
+                hi: y1,
+                log: true,
+                ticks: log_ticks(y0, y1),
+            };
+            plot(&chart, fig, x, y)
+        }
         false => plot(&chart, fig, x, y0..y1),
     }
 }
 
-/// An x axis, linear or logarithmic, ticked at given values (the
-/// data's), which plotters' own axes do not offer for linear f64.
+/// Values to label on a logarithmic axis from `lo` to `hi`: enough of
+/// them (at least three) that every series can be read, however narrow
+/// the range. Powers of ten over several decades; 1, 2, 5 over one to
+/// three; every digit within a decade; and evenly spaced round values
+/// where even those leave fewer than three.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    const WANTED: usize = 3;
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    let mantissas: [&[f64]; 3] = [
+        &[1.0],
+        &[1.0, 2.0, 5.0],
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+    ];
+    for set in mantissas {
+        let ticks: Vec<f64> = (first..=last)
+            .flat_map(|e| set.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect();
+        if ticks.len() >= WANTED {
+            return ticks;
+        }
+    }
+    // Less than a decade's worth of digits in range: round linear steps.
+    let raw = (hi - lo) / 4.0;
+    let magnitude = 10f64.powi(raw.log10().floor() as i32);
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|step| *step >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let mut ticks = Vec::new();
+    let mut at = (lo / step).ceil();
+    while at * step <= hi {
+        ticks.push(at * step);
+        at += 1.0;
+    }
+    ticks
+}
+
+/// An axis, linear or logarithmic, ticked at given values (the x data's,
+/// or [`log_ticks`] for a logarithmic y), which plotters' own axes do not
+/// offer for linear f64 and thin to one label on a narrow log range.
 #[derive(Clone)]
 struct DataAxis {
     lo: f64,
@@ -673,4 +725,36 @@ where
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every range, however narrow, gets at least three labels, all in
+    /// range and increasing; wide ranges get powers of ten only.
+    #[test]
+    fn log_axes_label_enough_ticks() {
+        for (lo, hi) in [
+            (0.077, 0.16),
+            (0.1, 0.13),
+            (0.3, 0.9),
+            (1.2, 1.25),
+            (0.08, 3.0),
+            (5.0, 700.0),
+            (1e-3, 1e4),
+        ] {
+            let ticks = log_ticks(lo, hi);
+            assert!(ticks.len() >= 3, "{lo}..{hi}: {ticks:?}");
+            assert!(ticks.len() <= 12, "{lo}..{hi}: {ticks:?}");
+            assert!(ticks.iter().all(|t| (lo..=hi).contains(t)), "{ticks:?}");
+            assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
+            let labels: Vec<String> = ticks.iter().map(compact).collect();
+            let mut distinct = labels.clone();
+            distinct.dedup();
+            assert_eq!(distinct, labels, "labels repeat: {labels:?}");
+        }
+        assert_eq!(log_ticks(1e-3, 1e4).len(), 8);
+        assert!(log_ticks(0.0, 1.0).is_empty());
+    }
 }
