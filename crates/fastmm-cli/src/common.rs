@@ -48,6 +48,11 @@ pub struct AlgoArgs {
     /// caches).
     #[arg(long, value_name = "MC,KC,NC")]
     pub blocks: Option<String>,
+    /// packed: run products of at least this edge cubed (m·k·n ≥ N³) on
+    /// several threads, smaller ones on one (default: the tuning file's
+    /// measured crossover, else 160 for 4-byte and 128 for 8-byte types).
+    #[arg(long, value_name = "N")]
+    pub parallel_from: Option<usize>,
     /// strassen/winograd: recurse while m, k and n are all at least this,
     /// or auto (the measured crossover of the device and type).
     #[arg(long, value_name = "N0|auto", default_value = "auto")]
@@ -143,6 +148,7 @@ impl AlgoArgs {
     pub fn options(&self) -> Result<GemmOptions> {
         let opts = GemmOptions {
             threads: self.threads.map(capped_threads),
+            parallel_from: self.parallel_from,
             tile: self.tile,
             cpu_kernel: self
                 .cpu_kernel

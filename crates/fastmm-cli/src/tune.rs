@@ -1,6 +1,7 @@
 //! `fastmm tune`: measures the parameters `auto` would otherwise take
 //! from built-in rules — threads, the tile of the tiled loops, `packed`'s
-//! cache blocks, the Strassen/Winograd crossover per type, and on a GPU
+//! cache blocks, the size from which `packed` runs on several threads and
+//! the Strassen/Winograd crossover per type, and on a GPU
 //! the shared-memory tile and the crossover over cuBLAS — on this machine,
 //! and saves them to the tuning file (see `fastmm::tuning`), keeping the
 //! other device's section.
@@ -202,6 +203,53 @@ fn crossover(
     Ok(first.zip(start).map(|(f, s)| (sizes[f], sizes[s])))
 }
 
+/// The smallest of `sizes` from which `packed` on `threads` threads beats
+/// it on one at every larger size measured (each win repeated, as in
+/// [`crossover`]), or `None` when the team does not keep winning even at
+/// the largest.
+fn parallel_crossover(
+    log: &mut Log,
+    step: &str,
+    base: &RunArgs,
+    threads: usize,
+    sizes: &[usize],
+) -> Result<Option<usize>> {
+    let mut wins = Vec::new();
+    for &size in sizes {
+        let mut one = base.clone();
+        one.size = size;
+        one.options.threads = Some(1);
+        // Small products: more repetitions, or noise decides.
+        one.reps = one.reps.max(31);
+        let mut team = one.clone();
+        team.options.threads = Some(threads);
+        team.options.parallel_from = Some(1);
+        let flops = 2.0 * (size as f64).powi(3);
+        let mut won = true;
+        for round in 0..=CONFIRM_ROUNDS {
+            let alone = time(log, &one)?;
+            let shared = time(log, &team)?;
+            let again = if round == 0 { "" } else { " (again)" };
+            log.row(step, &format!("1 thread n={size}{again}"), alone, flops, "");
+            log.row(
+                step,
+                &format!("{threads} threads n={size}{again}"),
+                shared,
+                flops,
+                &format!("{:.3}× 1 thread", alone / shared),
+            );
+            won = shared < alone * (1.0 - KEEP_MARGIN);
+            if !won {
+                break;
+            }
+        }
+        wins.push(won);
+    }
+    Ok((0..sizes.len())
+        .find(|&i| wins[i..].iter().all(|&w| w))
+        .map(|i| sizes[i]))
+}
+
 pub fn run(args: &TuneArgs) -> Result<Outcome> {
     if args.reps == 0 {
         bail!("--reps must be at least 1");
@@ -392,6 +440,26 @@ fn tune_cpu(args: &TuneArgs, base: &RunArgs, dtypes: &[DType], log: &mut Log) ->
                 "  strassen {dtype}: one level never won up to {}; the built-in rule stays",
                 sizes[sizes.len() - 1]
             ),
+        }
+
+        if threads > 1 {
+            let sizes: &[usize] = if args.quick {
+                &[96, 192]
+            } else {
+                &[64, 80, 96, 112, 128, 144, 160, 192, 224, 256, 320, 384]
+            };
+            let mut small = packed.clone();
+            small.options.blocks = None;
+            match parallel_crossover(log, &format!("parallel {dtype}"), &small, threads, sizes)? {
+                Some(_) if args.quick => {
+                    eprintln!("  parallel {dtype}: --quick sizes do not move the crossover")
+                }
+                Some(edge) => entry.parallel_from = Some(edge),
+                None => eprintln!(
+                    "  parallel {dtype}: {threads} threads did not keep beating one up to {}; the built-in rule stays",
+                    sizes[sizes.len() - 1]
+                ),
+            }
         }
     }
     Ok(cpu)

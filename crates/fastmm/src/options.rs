@@ -866,6 +866,11 @@ pub struct GemmOptions {
     /// threads runs as asked, oversubscribing the cores; the command line
     /// caps it.
     pub threads: Option<usize>,
+    /// CPU `packed`: products of at least this edge cubed (m·k·n ≥ n³)
+    /// run on several threads, smaller ones on the calling thread alone
+    /// (default: the tuning file's measured crossover, else 128 for
+    /// 8-byte and 160 for 4-byte elements).
+    pub parallel_from: Option<usize>,
     /// Tile edge of `tiled`, `parallel` and `cuda-tiled`; micro-tile rows
     /// of `cuda-fast`'s SIMT kernel.
     pub tile: Option<usize>,
@@ -1038,6 +1043,13 @@ impl GemmOptions {
     /// Sets the recursion threshold n₀ of `strassen`/`winograd`.
     pub fn threshold(mut self, threshold: usize) -> Self {
         self.threshold = Some(threshold);
+        self
+    }
+
+    /// Runs `packed` on several threads from products of `edge`³
+    /// multiply-adds (0 or 1: every product that has its threads).
+    pub fn parallel_from(mut self, edge: usize) -> Self {
+        self.parallel_from = Some(edge);
         self
     }
 

@@ -131,8 +131,15 @@ pub const INTERRUPTIBLE_MNK: u128 = 4096 * 4096 * 4096;
 /// a second.
 pub const INTERRUPT_K_PANEL: usize = 2048;
 
-/// Products with m·n·k below this run `packed` on the calling thread.
-pub const PACKED_PARALLEL_MIN_MNK: u128 = 80 * 80 * 80;
+/// Untuned, `packed` runs products of at least this edge cubed on several
+/// threads, by element size (4-byte, 8-byte types), and smaller ones on
+/// the calling thread: where a second thread's share outweighs waking it
+/// and waiting for it. Measured one thread against two on a 2-vCPU Xeon
+/// guest (f32: 0.84× at 160³, 1.13× at 192³; f64: 0.88× at 112³, 1.06×
+/// at 128³); a Zen 4 machine crossed over near 80³, and `fastmm tune`
+/// records each machine's own crossover. A small product on one thread
+/// also never waits for a thread that a neighbour keeps off its CPU.
+pub const PACKED_PARALLEL_FROM: (usize, usize) = (160, 128);
 
 /// `packed` on several threads cuts each block of C it splits by rows into
 /// about this many row tasks per thread (each at least 32 micro-panels of Ã

@@ -118,6 +118,10 @@ pub struct TypeTuning {
     /// ...and apply a first level only from this size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strassen_start: Option<usize>,
+    /// `packed` runs on several threads from products of this edge cubed
+    /// (the measured crossover of one thread and the team).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_from: Option<usize>,
 }
 
 impl TypeTuning {

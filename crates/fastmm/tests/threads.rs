@@ -95,3 +95,47 @@ fn the_process_thread_setting_applies_and_clears() {
     set_num_threads(None).unwrap();
     assert_eq!(num_threads(), before);
 }
+
+/// The size from which `packed` shares a product with the team, forced
+/// both ways on small shapes (the default would run them on one thread):
+/// the same bits either way, and integers exactly as the naive loops.
+fn same_bits_whatever_the_parallel_edge<T: Element>() {
+    let mut rng = seeded_rng(56);
+    for (m, k, n) in [
+        (1, 1, 1),
+        (7, 9, 5),
+        (33, 17, 65),
+        (97, 101, 89),
+        (130, 130, 130),
+        (161, 2, 161),
+    ] {
+        let a: Matrix<T> = random_matrix(m, k, &mut rng);
+        let b: Matrix<T> = random_matrix(k, n, &mut rng);
+        let one = product(&a, &b, &GemmOptions::new(Algorithm::Packed).threads(1));
+        for (threads, edge) in [(2, 1), (2, 0), (3, 50), (2, 100_000)] {
+            let opts = GemmOptions::new(Algorithm::Packed)
+                .threads(threads)
+                .parallel_from(edge);
+            let got = product(&a, &b, &opts);
+            assert!(
+                bitwise(&got, &one),
+                "{} {m}×{k}×{n}: {threads} threads from {edge}³ differ from 1 thread",
+                T::DTYPE
+            );
+        }
+        if T::DTYPE.is_integer() {
+            let naive = product(&a, &b, &GemmOptions::new(Algorithm::Naive));
+            let exact = (0..m)
+                .all(|i| (0..n).all(|j| one.get(i, j).to_i128() == naive.get(i, j).to_i128()));
+            assert!(exact, "{} {m}×{k}×{n}: packed differs from naive", T::DTYPE);
+        }
+    }
+}
+
+#[test]
+fn forcing_the_parallel_edge_changes_no_result() {
+    same_bits_whatever_the_parallel_edge::<f32>();
+    same_bits_whatever_the_parallel_edge::<f64>();
+    same_bits_whatever_the_parallel_edge::<i32>();
+    same_bits_whatever_the_parallel_edge::<i64>();
+}

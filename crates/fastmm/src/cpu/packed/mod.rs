@@ -29,7 +29,7 @@ use crate::options::{BlockSizes, GemmOptions};
 use crate::threads::run_in_pool;
 use crate::tunables::{
     DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK,
-    PACKED_PARALLEL_MIN_MNK,
+    PACKED_PARALLEL_FROM,
 };
 
 /// The cache blocks `packed` runs an m×n C with: the option, else
@@ -45,11 +45,20 @@ pub(crate) fn blocks_for<T: Element>(
     })
 }
 
-/// The threads `packed` runs a product of m·n·k multiply-adds on: one
-/// below [`PACKED_PARALLEL_MIN_MNK`], where waking a second thread costs
-/// more than it saves.
-pub(crate) fn threads_for(opts: &GemmOptions, mnk: u128) -> usize {
-    if mnk < PACKED_PARALLEL_MIN_MNK {
+/// The threads `packed` runs a product of m·n·k multiply-adds of T on:
+/// one below the parallel edge cubed (the options', else the tuning
+/// file's, else [`PACKED_PARALLEL_FROM`]), where waking a second thread
+/// costs more than it saves.
+pub(crate) fn threads_for<T: Element>(opts: &GemmOptions, mnk: u128) -> usize {
+    let edge = opts
+        .parallel_from
+        .or_else(|| Config::get().tuned_cpu_type(T::DTYPE)?.parallel_from)
+        .unwrap_or(if std::mem::size_of::<T>() <= 4 {
+            PACKED_PARALLEL_FROM.0
+        } else {
+            PACKED_PARALLEL_FROM.1
+        }) as u128;
+    if mnk < edge * edge * edge {
         1
     } else {
         crate::cpu::threads(opts)
@@ -83,7 +92,7 @@ impl Path {
         let mnk = m as u128 * n as u128 * k as u128;
         let blocks_forced = opts.block_sizes.is_some() || Config::get().blocks()?.is_some();
         let forced = blocks_forced || opts.cpu_kernel.is_some();
-        let threads = threads_for(opts, mnk);
+        let threads = threads_for::<T>(opts, mnk);
         Ok(if mnk < PACKED_MIN_MNK && !forced {
             Path::Tiny
         } else if kernel.direct.is_some()
@@ -195,7 +204,7 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
         return Ok(());
     }
     let blocks = blocks_for(kernel, opts, (m, n))?;
-    let threads = threads_for(opts, m as u128 * n as u128 * k as u128);
+    let threads = threads_for::<T>(opts, m as u128 * n as u128 * k as u128);
     let raw: Vec<driver::Dest<T>> = dests
         .iter_mut()
         .map(|(gamma, c)| driver::Dest {
