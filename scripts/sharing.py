@@ -38,7 +38,8 @@ which separates what a spinning neighbour costs from anything else.
 
   python3 scripts/sharing.py [--sizes 64,128,256,512,1024,2048]
       [--dtypes f32,f64] [--threads 1,2] [--neighbours numpy,mkl,torch,busy]
-      [--reps 15] [--quiet-neighbours] [--three-way] [--json FILE]
+      [--reps 15] [--algo auto] [--quiet-neighbours] [--three-way]
+      [--json FILE]
 
 Times are medians in ms. "error" is the relative Frobenius error against
 numpy's float64 product of the same inputs.
@@ -158,8 +159,8 @@ def relative_error(c, a, b):
     return float(np.linalg.norm(np.asarray(c, dtype=np.float64) - exact) / np.linalg.norm(exact))
 
 
-def measure_neighbour(a, b, peer, threads, reps):
-    fast = lambda: fastmm.matmul(a, b, threads=threads)  # noqa: E731
+def measure_neighbour(a, b, peer, threads, reps, algo):
+    fast = lambda: fastmm.matmul(a, b, algo=algo, threads=threads)  # noqa: E731
     for _ in range(2):
         fast()
         peer()
@@ -191,9 +192,9 @@ def spin_pinned(cpu, stop):
         pass
 
 
-def measure_busy(a, b, reps, cpu):
-    team = lambda: fastmm.matmul(a, b)  # noqa: E731
-    one = lambda: fastmm.matmul(a, b, threads=1)  # noqa: E731
+def measure_busy(a, b, reps, cpu, algo):
+    team = lambda: fastmm.matmul(a, b, algo=algo)  # noqa: E731
+    one = lambda: fastmm.matmul(a, b, algo=algo, threads=1)  # noqa: E731
     for _ in range(2):
         team()
         one()
@@ -249,6 +250,10 @@ def main():
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--neighbours", default="numpy,mkl,torch,busy")
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument(
+        "--algo", default="auto",
+        help="fastmm's algorithm in the neighbour and busy tables (e.g. winograd)",
+    )
     parser.add_argument("--quiet-neighbours", action="store_true")
     parser.add_argument("--three-way", action="store_true")
     parser.add_argument("--json")
@@ -260,7 +265,8 @@ def main():
     cpus = sorted(os.sched_getaffinity(0))
     spin = "told not to spin" if args.quiet_neighbours else "spinning as they do by default"
     print(
-        f"fastmm {fastmm.__version__} ({fastmm.get_num_threads()} threads by default); "
+        f"fastmm {fastmm.__version__} ({fastmm.get_num_threads()} threads by default), "
+        f"algo {args.algo}; "
         f"{len(cpus)} CPUs; neighbours {spin}; medians, ms\n"
     )
     results = {"quiet neighbours": args.quiet_neighbours, "rows": []}
@@ -309,7 +315,9 @@ def main():
                         break
                     peer, label = found
                     for threads in thread_counts:
-                        row = measure_neighbour(a, b, peer, threads, reps_for(n, args.reps, dtype))
+                        row = measure_neighbour(
+                            a, b, peer, threads, reps_for(n, args.reps, dtype), args.algo
+                        )
                         print(
                             f"| {label} | {np.dtype(dtype).name} | {n} | {threads} | "
                             f"{row['standalone']:.3f} | {row['after']:.3f} | {row['interleaved']:.3f} | "
@@ -332,7 +340,7 @@ def main():
             for dtype in dtypes:
                 for n in sizes:
                     a, b = operands(n, dtype)
-                    row = measure_busy(a, b, reps_for(n, args.reps, dtype), cpus[0])
+                    row = measure_busy(a, b, reps_for(n, args.reps, dtype), cpus[0], args.algo)
                     print(
                         f"| busy | {np.dtype(dtype).name} | {n} | {row['one alone']:.3f} | "
                         f"{row['one busy']:.3f} | {row['team busy']:.3f} | "
