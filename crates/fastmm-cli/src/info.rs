@@ -57,19 +57,20 @@ fn text(r: &Report) -> Result<String, std::fmt::Error> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:<6} {:<22} {:>6} {:>14} {:>22}",
-        "dtype", "microkernel", "MR×NR", "MC/KC/NC", "C larger than L2"
+        "{:<6} {:<22} {:>6} {:>14} {:>22} {:>13}",
+        "dtype", "microkernel", "MR×NR", "MC/KC/NC", "C larger than L2", "threads from"
     )?;
     let blocks = |b: [usize; 3]| format!("{}/{}/{}", b[0], b[1], b[2]);
     for p in &r.packed {
         writeln!(
             out,
-            "{:<6} {:<22} {:>6} {:>14} {:>22}",
+            "{:<6} {:<22} {:>6} {:>14} {:>22} {:>13}",
             p.dtype.name(),
             p.kernel,
             format!("{}×{}", p.mr, p.nr),
             blocks(p.blocks),
-            blocks(p.blocks_large_c)
+            blocks(p.blocks_large_c),
+            format!("{}³", p.parallel_from)
         )?;
     }
     writeln!(out)?;

@@ -832,6 +832,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
     );
     // --quick sizes never move the crossovers.
     assert!(!saved.contains("strassen_threshold"), "{saved}");
+    assert!(!saved.contains("parallel_from"), "{saved}");
     let info = stdout(&fastmm_tuned(&file, &["info"]));
     assert!(info.contains("CPU section applies"), "{info}");
 
@@ -861,7 +862,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
     std::fs::write(
         &hand,
         format!(
-            "[cpu]\nmodel = \"{model}\"\nthreads = 1\ntile = 48\n\n[cpu.f32]\nkernel = \"{kernel}\"\nblocks = [24, 64, 96]\nstrassen_threshold = 100\nstrassen_start = 150\n"
+            "[cpu]\nmodel = \"{model}\"\nthreads = 1\ntile = 48\n\n[cpu.f32]\nkernel = \"{kernel}\"\nblocks = [24, 64, 96]\nstrassen_threshold = 100\nstrassen_start = 150\nparallel_from = 300\n"
         ),
     )
     .unwrap();
@@ -896,6 +897,9 @@ fn tune_saves_a_file_that_auto_then_uses() {
         "{large}"
     );
     assert_eq!(records[0]["threads"], 1, "{records}");
+    let packed_f32 = json(&fastmm_tuned(&hand, &["info", "--json"]))["packed"][0].clone();
+    assert_eq!(packed_f32["dtype"], "f32", "{packed_f32}");
+    assert_eq!(packed_f32["parallel_from"], 300, "{packed_f32}");
     assert_eq!(records[1]["tile"], 48, "{records}");
     assert!(
         records[2]["kernel"]
@@ -917,6 +921,8 @@ fn tune_saves_a_file_that_auto_then_uses() {
             "128",
             "--threads",
             "2",
+            "--parallel-from",
+            "100",
             "--blocks",
             "48,128,192",
             "--json",
@@ -941,7 +947,8 @@ fn tune_saves_a_file_that_auto_then_uses() {
     );
     let untouched = json(&fastmm_tuned(
         &other,
-        &["run", "--algo", "packed", "--size", "128", "--json"],
+        // 256³: above the size from which the team runs.
+        &["run", "--algo", "packed", "--size", "256", "--json"],
     ));
     assert_ne!(untouched[0]["threads"], 1, "{untouched}");
 

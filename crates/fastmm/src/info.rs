@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::{Config, TuningState, CPU_KERNEL_ENV, TUNING_ENV};
 use crate::context::Context;
 use crate::cpu::packed::dispatch::{default_cpu_kernel, is_supported};
-use crate::cpu::packed::{blocks_for, select_kernel};
+use crate::cpu::packed::{blocks_for, parallel_edge, select_kernel};
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::options::{Algorithm, BlockSizes, CpuKernel, Device, GemmOptions, SumStores};
@@ -80,6 +80,8 @@ pub struct PackedChoice {
     /// the rule, the environment or the tuning file do not tell them
     /// apart).
     pub blocks_large_c: [usize; 3],
+    /// Products of at least this edge cubed run on several threads.
+    pub parallel_from: usize,
 }
 
 /// Where the fast algorithms recurse under `auto` on one device for one
@@ -134,6 +136,7 @@ pub fn packed_choice<T: Element>(family: Option<CpuKernel>) -> Result<PackedChoi
         blocks: fitted((0, 0))?,
         // usize::MAX × usize::MAX saturates: a C beyond any L2.
         blocks_large_c: fitted((usize::MAX, usize::MAX))?,
+        parallel_from: parallel_edge::<T>(&opts),
     })
 }
 

@@ -234,6 +234,7 @@ mod tests {
         f64_tuning.kernel = Some("avx512 8x24".into());
         f64_tuning.blocks = Some([96, 256, 2048]);
         f64_tuning.strassen_threshold = Some(2048);
+        f64_tuning.parallel_from = Some(144);
         let text = tuning.to_toml().unwrap();
         assert!(text.starts_with("# fastmm tuning"), "{text}");
         assert!(text.contains("[cpu.f64]"), "{text}");

@@ -45,19 +45,25 @@ pub(crate) fn blocks_for<T: Element>(
     })
 }
 
-/// The threads `packed` runs a product of m·n·k multiply-adds of T on:
-/// one below the parallel edge cubed (the options', else the tuning
-/// file's, else [`PACKED_PARALLEL_FROM`]), where waking a second thread
-/// costs more than it saves.
-pub(crate) fn threads_for<T: Element>(opts: &GemmOptions, mnk: u128) -> usize {
-    let edge = opts
-        .parallel_from
+/// The edge from whose cube `packed` runs products of T on several
+/// threads: the options', else the tuning file's, else the built-in
+/// [`PACKED_PARALLEL_FROM`].
+pub(crate) fn parallel_edge<T: Element>(opts: &GemmOptions) -> usize {
+    opts.parallel_from
         .or_else(|| Config::get().tuned_cpu_type(T::DTYPE)?.parallel_from)
         .unwrap_or(if std::mem::size_of::<T>() <= 4 {
             PACKED_PARALLEL_FROM.0
         } else {
             PACKED_PARALLEL_FROM.1
-        }) as u128;
+        })
+}
+
+/// The threads `packed` runs a product of m·n·k multiply-adds of T on:
+/// one below the parallel edge cubed (the options', else the tuning
+/// file's, else [`PACKED_PARALLEL_FROM`]), where waking a second thread
+/// costs more than it saves.
+pub(crate) fn threads_for<T: Element>(opts: &GemmOptions, mnk: u128) -> usize {
+    let edge = parallel_edge::<T>(opts) as u128;
     if mnk < edge * edge * edge {
         1
     } else {
