@@ -148,6 +148,57 @@ fn choose(
     Ok(keep)
 }
 
+/// Two runs of one size, timed against each other: the baseline and the
+/// candidate that may beat it, each with its name in the log.
+struct Contest {
+    baseline: RunArgs,
+    baseline_name: String,
+    candidate: RunArgs,
+    candidate_name: String,
+}
+
+/// For each of `sizes`, whether the candidate of `contest(size)` beats its
+/// baseline by [`KEEP_MARGIN`]: a win counts only when it repeats in every
+/// one of [`CONFIRM_ROUNDS`] further rounds. Every time is logged.
+fn repeated_wins(
+    log: &mut Log,
+    step: &str,
+    sizes: &[usize],
+    contest: &dyn Fn(usize) -> Contest,
+) -> Result<Vec<bool>> {
+    let mut wins = Vec::new();
+    for &size in sizes {
+        let c = contest(size);
+        let flops = 2.0 * (size as f64).powi(3);
+        let mut won = true;
+        for round in 0..=CONFIRM_ROUNDS {
+            let baseline = time(log, &c.baseline)?;
+            let candidate = time(log, &c.candidate)?;
+            let again = if round == 0 { "" } else { " (again)" };
+            let name = |who: &str| format!("{who} n={size}{again}");
+            log.row(step, &name(&c.baseline_name), baseline, flops, "");
+            log.row(
+                step,
+                &name(&c.candidate_name),
+                candidate,
+                flops,
+                &format!("{:.3}× {}", baseline / candidate, c.baseline_name),
+            );
+            won = candidate < baseline * (1.0 - KEEP_MARGIN);
+            if !won {
+                break;
+            }
+        }
+        wins.push(won);
+    }
+    Ok(wins)
+}
+
+/// The first index from which every size won.
+fn keeps_winning_from(wins: &[bool]) -> Option<usize> {
+    (0..wins.len()).find(|&i| wins[i..].iter().all(|&w| w))
+}
+
 /// Where one level of `algorithm` beats `classical`: (the smallest size
 /// where it wins, which becomes the threshold for recursing further; the
 /// smallest size from which it wins at every larger size measured, which
@@ -161,45 +212,23 @@ fn crossover(
     algorithm: &str,
     sizes: &[usize],
 ) -> Result<Option<(usize, usize)>> {
-    let mut wins = Vec::new();
-    for &size in sizes {
-        let mut plain_args = base.clone();
-        plain_args.size = size;
-        plain_args.algo = classical.to_string();
-        let mut fast_args = plain_args.clone();
-        fast_args.algo = algorithm.to_string();
-        fast_args.options.threshold = size.to_string();
-        fast_args.options.depth = Some(1);
-        let flops = 2.0 * (size as f64).powi(3);
-        // A win counts only when it repeats (see CONFIRM_ROUNDS).
-        let mut won = true;
-        for round in 0..=CONFIRM_ROUNDS {
-            let plain = time(log, &plain_args)?;
-            let fast = time(log, &fast_args)?;
-            let again = if round == 0 { "" } else { " (again)" };
-            log.row(
-                step,
-                &format!("{classical} n={size}{again}"),
-                plain,
-                flops,
-                "",
-            );
-            log.row(
-                step,
-                &format!("{algorithm} 1 level n={size}{again}"),
-                fast,
-                flops,
-                &format!("{:.3}× {classical}", plain / fast),
-            );
-            won = fast < plain * (1.0 - KEEP_MARGIN);
-            if !won {
-                break;
-            }
+    let wins = repeated_wins(log, step, sizes, &|size| {
+        let mut plain = base.clone();
+        plain.size = size;
+        plain.algo = classical.to_string();
+        let mut fast = plain.clone();
+        fast.algo = algorithm.to_string();
+        fast.options.threshold = size.to_string();
+        fast.options.depth = Some(1);
+        Contest {
+            baseline: plain,
+            baseline_name: classical.to_string(),
+            candidate: fast,
+            candidate_name: format!("{algorithm} 1 level"),
         }
-        wins.push(won);
-    }
+    })?;
     let first = wins.iter().position(|&w| w);
-    let start = (0..sizes.len()).find(|&i| wins[i..].iter().all(|&w| w));
+    let start = keeps_winning_from(&wins);
     Ok(first.zip(start).map(|(f, s)| (sizes[f], sizes[s])))
 }
 
@@ -214,8 +243,7 @@ fn parallel_crossover(
     threads: usize,
     sizes: &[usize],
 ) -> Result<Option<usize>> {
-    let mut wins = Vec::new();
-    for &size in sizes {
+    let wins = repeated_wins(log, step, sizes, &|size| {
         let mut one = base.clone();
         one.size = size;
         one.options.threads = Some(1);
@@ -224,30 +252,14 @@ fn parallel_crossover(
         let mut team = one.clone();
         team.options.threads = Some(threads);
         team.options.parallel_from = Some(1);
-        let flops = 2.0 * (size as f64).powi(3);
-        let mut won = true;
-        for round in 0..=CONFIRM_ROUNDS {
-            let alone = time(log, &one)?;
-            let shared = time(log, &team)?;
-            let again = if round == 0 { "" } else { " (again)" };
-            log.row(step, &format!("1 thread n={size}{again}"), alone, flops, "");
-            log.row(
-                step,
-                &format!("{threads} threads n={size}{again}"),
-                shared,
-                flops,
-                &format!("{:.3}× 1 thread", alone / shared),
-            );
-            won = shared < alone * (1.0 - KEEP_MARGIN);
-            if !won {
-                break;
-            }
+        Contest {
+            baseline: one,
+            baseline_name: "1 thread".into(),
+            candidate: team,
+            candidate_name: format!("{threads} threads"),
         }
-        wins.push(won);
-    }
-    Ok((0..sizes.len())
-        .find(|&i| wins[i..].iter().all(|&w| w))
-        .map(|i| sizes[i]))
+    })?;
+    Ok(keeps_winning_from(&wins).map(|i| sizes[i]))
 }
 
 pub fn run(args: &TuneArgs) -> Result<Outcome> {
