@@ -454,7 +454,7 @@ mod placement {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The values behind these locks are plain data, consistent after a
     // panic elsewhere.
     mutex

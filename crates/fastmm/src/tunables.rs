@@ -154,27 +154,38 @@ pub const PACKED_PARALLEL_FROM: (usize, usize) = (160, 128);
 /// at 2048³ and 5–11% slower at 1024³, so that stays one share per thread.
 pub const TASKS_PER_THREAD: usize = 4;
 
-/// `packed` on several threads splits k instead of C when C takes at most
-/// this many bytes (a private copy per thread, added up at the end)...
+/// `packed` cuts k into slices instead of splitting C when C takes at
+/// most this many bytes (one private copy per slice but the first, added
+/// up in slice order at the end)...
 pub const SPLIT_K_MAX_C_BYTES: usize = 1 << 20;
 
-/// ...and each thread's share of C has at most this many elements: with
-/// larger shares the row pipeline's tasks are long enough that taking them
-/// in order costs less than the private copies. Two machines disagree on
-/// where that happens. Two threads on Zen 3 (KC from L1), pipeline
-/// against split-k, interleaved pairs: f32
-/// 256×4096×256 1.06× and 1.08× (6 of 10, 14 of 16 pairs), f64 1.05× and
-/// 1.05×, f32 192×4096×192 1.05× (6 of 12); f32 128×8192×128 0.87×. On
-/// Zen 4 (the deep KC of the streaming rule) split-k
-/// against the pipeline: f32 256×4096×256 1.11× and 1.12× (12 of 16, 6 of
-/// 10), f64 1.04× (9 of 10), f32 192×4096×192 1.02× and 320×4096×320 1.04×
-/// (5 of 8 each), 256×8192×256 level. The limit follows Zen 4 (and
-/// Zen 5, which streams like it); `fastmm tune` does not search it yet.
-pub const SPLIT_K_MAX_C_ELEMENTS_PER_THREAD: usize = 256 * 256 / 2;
+/// ...and C has at most this many elements: with larger C the row
+/// pipeline's tasks are long enough that taking them in order costs less
+/// than the private copies. Two machines disagree on where that happens
+/// (measured when the slices were one per thread, two threads, so a C of
+/// 256×256 meant half of it per thread). Two threads on Zen 3 (KC from
+/// L1), pipeline against split-k, interleaved pairs: f32 256×4096×256
+/// 1.06× and 1.08× (6 of 10, 14 of 16 pairs), f64 1.05× and 1.05×, f32
+/// 192×4096×192 1.05× (6 of 12); f32 128×8192×128 0.87×. On Zen 4 (the
+/// deep KC of the streaming rule) split-k against the pipeline: f32
+/// 256×4096×256 1.11× and 1.12× (12 of 16, 6 of 10), f64 1.04× (9 of
+/// 10), f32 192×4096×192 1.02× and 320×4096×320 1.04× (5 of 8 each),
+/// 256×8192×256 level. The limit follows Zen 4 (and Zen 5, which streams
+/// like it); `fastmm tune` does not search it yet. It does not depend on
+/// the thread count, so that whether k is sliced (and so each element's
+/// order of summation) is the same on any team.
+pub const SPLIT_K_MAX_C_ELEMENTS: usize = 256 * 256;
 
-/// ...and k holds at least this many KC steps per thread: fewer, and the
+/// ...and k holds at least this many KC steps per slice: fewer, and the
 /// copies of C cost more than the per-step synchronisation they save.
-pub const SPLIT_K_MIN_STEPS_PER_THREAD: usize = 4;
+pub const SPLIT_K_MIN_STEPS_PER_SLICE: usize = 4;
+
+/// At most this many slices of k (a power of two, so that teams of 2, 4,
+/// 8 and 16 threads share them evenly). The slices are cut by the shape
+/// alone, never by the thread count: one thread computes them one after
+/// another exactly as a team does side by side, so results are the same
+/// bits on any team.
+pub const SPLIT_K_MAX_SLICES: usize = 16;
 
 /// `auto` asks whether Winograd's plan applies a level only when m, k and
 /// n are all at least this: below it no measured crossover (built in or

@@ -43,12 +43,16 @@ fn bitwise<T: Element>(x: &Matrix<T>, y: &Matrix<T>) -> bool {
 fn same_bits_on_any_team<T: Element>() {
     let mut rng = seeded_rng(55);
     // Squares through the row pipeline and the column split, a prime
-    // rectangle with edges in every direction, and a short wide one.
+    // rectangle with edges in every direction, a short wide one, and
+    // small C with long k, whose k runs in slices (one thread takes the
+    // direct path on each, a team the slices side by side).
     for (m, k, n) in [
         (1000, 1000, 1000),
         (517, 1031, 263),
         (256, 256, 256),
         (37, 700, 1100),
+        (64, 8192, 48),
+        (7, 12011, 5),
     ] {
         let a: Matrix<T> = random_matrix(m, k, &mut rng);
         let b: Matrix<T> = random_matrix(k, n, &mut rng);

@@ -49,10 +49,7 @@ use crate::cpu::packed::workspace::Workspace;
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::BlockSizes;
-use crate::tunables::{
-    SPLIT_K_MAX_C_BYTES, SPLIT_K_MAX_C_ELEMENTS_PER_THREAD, SPLIT_K_MIN_STEPS_PER_THREAD,
-    TASKS_PER_THREAD,
-};
+use crate::tunables::TASKS_PER_THREAD;
 
 /// Blocks of KC and MC never exceed their size: KC bounds the micro-panels
 /// in L1 and MC the Ã block in L2.
@@ -112,13 +109,6 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     blocks: &BlockSizes,
     threads: usize,
 ) {
-    let (m, k) = a.shape();
-    let n = b.cols();
-    let fitted = blocks.fitted(K::MR, K::NR);
-    if threads > 1 && split_k_pays(m, n, k, fitted.kc, threads, std::mem::size_of::<T>()) {
-        gemm_split_k::<T, K>(alpha, a, b, beta, c, &fitted, threads);
-        return;
-    }
     let dest = Dest {
         gamma: T::ONE,
         ptr: c.as_mut_ptr(),
@@ -506,74 +496,6 @@ fn row_tasks(
         *first_panel += count;
         Some((r0, (count * mr).min(m - r0)))
     })
-}
-
-/// Whether to split k instead of C: when C is small and k long, the other
-/// splits would cut every KC step into tasks of a few tens of µs (and the
-/// column split runs a fork-join per step), and each thread can instead
-/// run the whole sequential GEMM on its own slice of k, into its own copy
-/// of C.
-fn split_k_pays(m: usize, n: usize, k: usize, kc: usize, threads: usize, size: usize) -> bool {
-    m * n * size <= SPLIT_K_MAX_C_BYTES
-        && m * n <= SPLIT_K_MAX_C_ELEMENTS_PER_THREAD * threads
-        && k >= SPLIT_K_MIN_STEPS_PER_THREAD * kc * threads
-}
-
-/// C ← α·A·B + β·C with k split in `threads` slices: thread 0 accumulates
-/// its slice into C (with the caller's β), every other thread computes its
-/// slice into a private m×n buffer, and the buffers are then added into C.
-/// With wrapping integers the result is exactly the classical one; with
-/// floats only the order of the k sums changes.
-fn gemm_split_k<T: Element, K: Microkernel<T>>(
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    mut c: MatMut<'_, T>,
-    blocks: &BlockSizes,
-    threads: usize,
-) {
-    let (m, k) = a.shape();
-    let n = b.cols();
-    // Equal slices: each thread's own GEMM then cuts its slice into equal
-    // KC steps. Slices rounded up to whole KC blocks had left k = 4096 on
-    // two threads at KC 384 as 2304 + 1792, 13% slower.
-    let slice = k.div_ceil(threads);
-    let slices: Vec<(usize, usize)> = (0..k)
-        .step_by(slice)
-        .map(|p| (p, slice.min(k - p)))
-        .collect();
-    let mut partials = vec![T::ZERO; (slices.len() - 1) * m * n];
-    let mut targets: Vec<MatMut<'_, T>> = Vec::with_capacity(slices.len());
-    targets.push(c.rb_mut());
-    for buffer in partials.chunks_exact_mut(m * n) {
-        targets.push(MatMut::from_slice(buffer, m, n).expect("an m×n buffer"));
-    }
-    let work = Shares::new(targets.into_iter().zip(slices));
-    for_each_member(threads, &|t| {
-        if let Some((target, (p0, len))) = work.take(t) {
-            let beta_here = if t == 0 { beta } else { T::ZERO };
-            let a_slice = a.submatrix(0, p0, m, len);
-            let b_slice = b.submatrix(p0, 0, len, n);
-            gemm::<T, K>(alpha, a_slice, b_slice, beta_here, target, blocks, 1);
-        }
-    });
-    let rows_per_task = m.div_ceil(threads);
-    let bands = Shares::new(c.into_blocks(rows_per_task, n));
-    for_each_member(threads, &|t| {
-        if let Some((row0, _, mut rows)) = bands.take(t) {
-            for partial in partials.chunks_exact(m * n) {
-                for i in 0..rows.rows() {
-                    let src = &partial[(row0 + i) * n..(row0 + i + 1) * n];
-                    for (j, &value) in src.iter().enumerate() {
-                        // SAFETY: i < rows.rows() and j < n = rows.cols().
-                        let cij = unsafe { rows.get_unchecked_mut(i, j) };
-                        *cij = cij.add(value);
-                    }
-                }
-            }
-        }
-    });
 }
 
 /// One thread's share of a (jc, pc) block: its rows of the A terms packed

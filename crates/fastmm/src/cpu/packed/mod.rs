@@ -26,10 +26,14 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::{BlockSizes, GemmOptions};
-use crate::threads::run_in_pool;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::threads::{for_each_member, lock, run_in_pool, Shares};
 use crate::tunables::{
     DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK,
-    PACKED_PARALLEL_FROM,
+    PACKED_PARALLEL_FROM, SPLIT_K_MAX_C_BYTES, SPLIT_K_MAX_C_ELEMENTS, SPLIT_K_MAX_SLICES,
+    SPLIT_K_MIN_STEPS_PER_SLICE,
 };
 
 /// The cache blocks `packed` runs an m×n C with: the option, else
@@ -95,10 +99,21 @@ impl Path {
         (m, k, n): (usize, usize, usize),
         rows_contiguous: bool,
     ) -> Result<Path, Error> {
+        let threads = threads_for::<T>(opts, m as u128 * n as u128 * k as u128);
+        Path::on_threads(kernel, opts, (m, k, n), rows_contiguous, threads)
+    }
+
+    /// As [`Path::of`] on a given number of threads.
+    fn on_threads<T: Element>(
+        kernel: &PackedKernel<T>,
+        opts: &GemmOptions,
+        (m, k, n): (usize, usize, usize),
+        rows_contiguous: bool,
+        threads: usize,
+    ) -> Result<Path, Error> {
         let mnk = m as u128 * n as u128 * k as u128;
         let blocks_forced = opts.block_sizes.is_some() || Config::get().blocks()?.is_some();
         let forced = blocks_forced || opts.cpu_kernel.is_some();
-        let threads = threads_for::<T>(opts, mnk);
         Ok(if mnk < PACKED_MIN_MNK && !forced {
             Path::Tiny
         } else if kernel.direct.is_some()
@@ -120,17 +135,131 @@ pub(crate) fn multiply<T: Element>(
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     beta: T,
-    mut c: MatMut<'_, T>,
+    c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<(), Error> {
     opts.check_interrupt()?;
     let kernel = select_kernel::<T>(opts.cpu_kernel)?;
     let shape = (a.rows(), a.cols(), b.cols());
     let rows_contiguous = b.col_stride() == 1 || b.cols() == 1;
-    match (
-        Path::of(kernel, opts, shape, rows_contiguous)?,
-        kernel.direct,
-    ) {
+    let path = Path::of(kernel, opts, shape, rows_contiguous)?;
+    if path != Path::Tiny {
+        let kc = blocks_for(kernel, opts, c.shape())?.kc;
+        let slices = k_slices::<T>(shape, kc);
+        if slices > 1 {
+            let threads =
+                threads_for::<T>(opts, shape.0 as u128 * shape.1 as u128 * shape.2 as u128);
+            return multiply_k_slices(kernel, (alpha, a, b, beta, c), opts, slices, threads);
+        }
+    }
+    multiply_on(kernel, (alpha, a, b, beta, c), opts, path)
+}
+
+/// The operands of one product C ← α·A·B + β·C.
+type Operands<'a, T> = (T, MatRef<'a, T>, MatRef<'a, T>, T, MatMut<'a, T>);
+
+/// How many slices of k an m×k×n product of T runs as, with KC = `kc`
+/// (1: k is not sliced): where C is small and k long, splitting C would
+/// cut every KC step into tasks of a few tens of µs (or a fork-join per
+/// step), so each slice runs the whole sequential product on its own part
+/// of k, into its own copy of C. The count depends on the shape and KC
+/// only, never on the threads, so that every element's sum runs in the
+/// same order on any team.
+fn k_slices<T: Element>((m, k, n): (usize, usize, usize), kc: usize) -> usize {
+    let elements = m.saturating_mul(n);
+    if elements.saturating_mul(std::mem::size_of::<T>()) > SPLIT_K_MAX_C_BYTES
+        || elements > SPLIT_K_MAX_C_ELEMENTS
+        || elements == 0
+        || kc == 0
+    {
+        return 1;
+    }
+    let most = (k / (SPLIT_K_MIN_STEPS_PER_SLICE * kc)).min(SPLIT_K_MAX_SLICES);
+    if most < 2 {
+        1
+    } else {
+        1 << most.ilog2()
+    }
+}
+
+/// C ← α·A·B + β·C as `slices` products over equal slices of k: slice 0
+/// into C (with the caller's β), every other slice into a private m×n
+/// buffer (β = 0), each on one thread, which the `threads` take in turn as
+/// they come free; then the buffers are added into C in slice order, by
+/// bands of rows. Each slice's sum and the order of the additions are
+/// fixed by the shape, so one thread gives the same bits as any team.
+fn multiply_k_slices<T: Element>(
+    kernel: &PackedKernel<T>,
+    (alpha, a, b, beta, mut c): Operands<'_, T>,
+    opts: &GemmOptions,
+    slices: usize,
+    threads: usize,
+) -> Result<(), Error> {
+    let (m, k) = a.shape();
+    let n = b.cols();
+    // Every slice on the path one thread would take for the whole
+    // product: slices short enough for the direct path ran 7% slower
+    // there than the packed loops on 128×16384×128 f64.
+    let path = Path::on_threads(kernel, opts, (m, k, n), b.col_stride() == 1 || n == 1, 1)?;
+    let mut partials = vec![T::ZERO; (slices - 1) * m * n];
+    let mut targets: Vec<MatMut<'_, T>> = Vec::with_capacity(slices);
+    targets.push(c.rb_mut());
+    for buffer in partials.chunks_exact_mut(m * n) {
+        targets.push(MatMut::from_slice(buffer, m, n)?);
+    }
+    let targets = Shares::new(targets);
+    let next = AtomicUsize::new(0);
+    let failure = Mutex::new(None);
+    for_each_member(threads, &|_| loop {
+        let s = next.fetch_add(1, Ordering::Relaxed);
+        let Some(target) = targets.take(s) else {
+            return;
+        };
+        let (p0, p1) = (s * k / slices, (s + 1) * k / slices);
+        let (sa, sb) = (
+            a.submatrix(0, p0, m, p1 - p0),
+            b.submatrix(p0, 0, p1 - p0, n),
+        );
+        let beta_here = if s == 0 { beta } else { T::ZERO };
+        let ran = multiply_on(kernel, (alpha, sa, sb, beta_here, target), opts, path);
+        if let Err(e) = ran {
+            lock(&failure).get_or_insert(e);
+            // The other slices are not worth computing.
+            next.store(slices, Ordering::Relaxed);
+            return;
+        }
+    });
+    if let Some(e) = lock(&failure).take() {
+        return Err(e);
+    }
+    let rows_per_band = m.div_ceil(threads).max(1);
+    let bands = Shares::new(c.into_blocks(rows_per_band, n));
+    for_each_member(threads, &|t| {
+        if let Some((row0, _, mut rows)) = bands.take(t) {
+            for partial in partials.chunks_exact(m * n) {
+                for i in 0..rows.rows() {
+                    let src = &partial[(row0 + i) * n..(row0 + i + 1) * n];
+                    for (j, &value) in src.iter().enumerate() {
+                        // SAFETY: i < rows.rows() and j < n = rows.cols().
+                        let cij = unsafe { rows.get_unchecked_mut(i, j) };
+                        *cij = cij.add(value);
+                    }
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// One product on the path chosen for it.
+fn multiply_on<T: Element>(
+    kernel: &PackedKernel<T>,
+    (alpha, a, b, beta, mut c): Operands<'_, T>,
+    opts: &GemmOptions,
+    path: Path,
+) -> Result<(), Error> {
+    let shape = (a.rows(), a.cols(), b.cols());
+    match (path, kernel.direct) {
         (Path::Tiny, _) => {
             // Packing costs more than it saves on products this small.
             c.scale_by(beta);
@@ -228,4 +357,33 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
         return Ok(());
     }
     run_in_pool(threads, run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k_is_sliced_by_the_shape_alone() {
+        let kc = 192;
+        // Small C, long k: powers of two up to the cap, each slice at
+        // least SPLIT_K_MIN_STEPS_PER_SLICE KC steps deep.
+        assert_eq!(k_slices::<f64>((64, 8192, 48), kc), 8);
+        assert_eq!(k_slices::<f64>((64, 4096, 64), kc), 4);
+        assert_eq!(k_slices::<f32>((1, 1 << 20, 1), kc), SPLIT_K_MAX_SLICES);
+        for k in [1, 1535, 8 * kc * SPLIT_K_MIN_STEPS_PER_SLICE - 1, 100_000] {
+            let s = k_slices::<f32>((16, k, 16), kc);
+            assert!(s.is_power_of_two() && s <= SPLIT_K_MAX_SLICES, "{k}: {s}");
+            assert!(
+                s == 1 || k / s >= SPLIT_K_MIN_STEPS_PER_SLICE * kc,
+                "{k}: {s}"
+            );
+        }
+        // Too short, C too large, or nothing to compute: one slice.
+        assert_eq!(k_slices::<f64>((64, 1000, 64), kc), 1);
+        assert_eq!(k_slices::<f64>((512, 1 << 16, 512), kc), 1);
+        assert_eq!(k_slices::<f32>((300, 1 << 16, 300), kc), 1);
+        assert_eq!(k_slices::<f32>((0, 1 << 16, 8), kc), 1);
+        assert_eq!(k_slices::<f32>((8, 1 << 16, 8), 0), 1);
+    }
 }
