@@ -36,12 +36,20 @@ fn text(r: &Report) -> Result<String, std::fmt::Error> {
     if let Some(bytes) = c.available_memory_bytes {
         writeln!(out, "memory available: {}", format_bytes(bytes as u128))?;
     }
+    let l3 = if c.l3_bytes < c.l3_total_bytes {
+        format!(
+            "{} (blocks count {}, the share of its CPUs)",
+            format_bytes(c.l3_total_bytes as u128),
+            format_bytes(c.l3_bytes as u128)
+        )
+    } else {
+        format_bytes(c.l3_bytes as u128)
+    };
     writeln!(
         out,
-        "caches: L1d {}, L2 {}, L3 {}",
+        "caches: L1d {}, L2 {}, L3 {l3}",
         format_bytes(c.l1d_bytes as u128),
         format_bytes(c.l2_bytes as u128),
-        format_bytes(c.l3_bytes as u128)
     )?;
     let kernels: Vec<String> = c
         .kernels

@@ -53,8 +53,11 @@ pub struct CpuReport {
     pub l1d_bytes: usize,
     /// L2 of a core, bytes.
     pub l2_bytes: usize,
-    /// Last-level cache, bytes.
+    /// Last-level cache, bytes: the share the blocks are planned for (see
+    /// [`crate::system::CacheSizes::l3`]).
     pub l3_bytes: usize,
+    /// Last-level cache as the OS gives it, bytes.
+    pub l3_total_bytes: usize,
     /// (kernel family, supported by this CPU), fastest first.
     pub kernels: Vec<(CpuKernel, bool)>,
     /// The family `packed` uses unless told otherwise.
@@ -255,6 +258,7 @@ pub fn report() -> Result<Report, Error> {
         l1d_bytes: caches.l1d,
         l2_bytes: caches.l2,
         l3_bytes: caches.l3,
+        l3_total_bytes: caches.l3_total,
         kernels: CpuKernel::ALL
             .iter()
             .map(|&k| (k, is_supported(k)))

@@ -4,6 +4,8 @@
 use std::fs;
 use std::sync::OnceLock;
 
+use crate::tunables::L3_PER_CPU_MAX;
+
 /// The CPU model string, e.g. "AMD EPYC 9454P 48-Core Processor".
 pub fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")
@@ -71,8 +73,12 @@ pub struct CacheSizes {
     pub l1d: usize,
     /// Level-2 cache of one core.
     pub l2: usize,
-    /// Last-level cache (shared).
+    /// The share of the last-level cache the blocks are planned for: its
+    /// size, but at most [`L3_PER_CPU_MAX`] for each CPU the OS says
+    /// shares it.
     pub l3: usize,
+    /// The last-level cache's size as the OS gives it.
+    pub l3_total: usize,
 }
 
 /// Sizes assumed where the OS does not say (a common x86-64 core).
@@ -80,6 +86,7 @@ const FALLBACK_CACHES: CacheSizes = CacheSizes {
     l1d: 32 * 1024,
     l2: 512 * 1024,
     l3: 8 * 1024 * 1024,
+    l3_total: 8 * 1024 * 1024,
 };
 
 /// The cache sizes of CPU 0, read once.
@@ -106,12 +113,37 @@ fn read_sysfs_caches() -> Option<CacheSizes> {
         match (level.trim(), kind.trim()) {
             ("1", "Data") => sizes.l1d = bytes,
             ("2", _) => sizes.l2 = bytes,
-            ("3", _) => sizes.l3 = bytes,
+            ("3", _) => {
+                let sharing = fs::read_to_string(format!("{dir}/shared_cpu_list"))
+                    .ok()
+                    .and_then(|list| count_cpus(&list))
+                    .unwrap_or_else(available_threads);
+                sizes.l3_total = bytes;
+                sizes.l3 = bytes.min(L3_PER_CPU_MAX.saturating_mul(sharing));
+            }
             _ => continue,
         }
         found = true;
     }
     found.then_some(sizes)
+}
+
+/// The number of CPUs in a sysfs CPU list such as "0-1" or "0,2,8-11".
+fn count_cpus(list: &str) -> Option<usize> {
+    let mut count = 0usize;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        count += match part.split_once('-') {
+            Some((first, last)) => {
+                let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
+                last.checked_sub(first)? + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    (count > 0).then_some(count)
 }
 
 /// Parses sysfs sizes such as "48K" or "2048K" or "32M".
@@ -168,6 +200,16 @@ mod tests {
         assert_eq!(parse_size("48K\n"), Some(48 * 1024));
         assert_eq!(parse_size("32M"), Some(32 << 20));
         assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn sysfs_cpu_lists_count() {
+        assert_eq!(count_cpus("0-1\n"), Some(2));
+        assert_eq!(count_cpus("0,2,8-11"), Some(6));
+        assert_eq!(count_cpus("7"), Some(1));
+        assert_eq!(count_cpus(""), None);
+        assert_eq!(count_cpus("3-1"), None);
+        assert_eq!(count_cpus("a-b"), None);
     }
 
     #[test]

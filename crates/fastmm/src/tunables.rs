@@ -38,7 +38,14 @@ pub const L2_STREAM_MAX_BYTES_PER_CYCLE: usize = 12;
 /// Zen 4's: Zen 5 (AMD family 1Ah). Its AVX-512 kernels (two 512-bit FMAs
 /// per cycle) need 18.7 (f32 8×48) and 21.3 (f64 8×24) bytes per cycle
 /// and ran faster with the streaming blocks than with the L1 rule's KC
-/// of 216 and 192 on a 48 KiB L1 (Zen 5).
+/// of 216 and 192 on a 48 KiB L1 (Zen 5). Emerald Rapids (a 2-vCPU guest,
+/// 48 KiB L1, 2 MiB L2) takes it where C is larger than L2 only: there
+/// the deep blocks (f64 256/512, f32 512/512) against the L1 rule's
+/// (680/192, 1208/216), `fastmm run` alternating, 3–5 runs: one thread
+/// f64 1.04–1.12× at 1024³–4096³, f32 1.02–1.17×; two threads 4096³
+/// 1.02–1.05× (f64) and 1.02–1.04× (f32), 8192³ f64 1.09× (3 of 3, with
+/// the L3 share of `L3_PER_CPU_MAX`), 768³–2048³ 0.95–1.08×. Where C fits
+/// in L2 they lost: 512³ f32 0.79× on two threads (0 of 5).
 pub const L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2: usize = 24;
 
 /// For kernels that stream both operands from L2, KC makes one call's
@@ -89,8 +96,20 @@ pub const MAX_KC: usize = 512;
 pub const MC_L2_FRACTION: (usize, usize) = (1, 2);
 
 /// `packed`'s NC makes the shared block of B̃ (KC×NC) fill this fraction of
-/// L3.
+/// L3 (the share of it in [`L3_PER_CPU_MAX`]).
 pub const NC_L3_FRACTION: (usize, usize) = (1, 4);
+
+/// The blocks count at most this much last-level cache per CPU that
+/// shares it. A guest of a few vCPUs is shown its host's whole L3 (300 MiB
+/// on a 2-vCPU Xeon guest, family 6 model 207), which other guests use
+/// too. There, at 8192³ f64 on two threads, NC = 4096 (a B̃ of 6.3 MB)
+/// took 0.84× the time of NC from a quarter of the whole L3 (one block,
+/// 12.6 MB), which ran at 0.83× OpenBLAS's speed (medians of three
+/// rounds); with the deep blocks of a large C (KC 512), NC 2720 took
+/// 0.95× the time of 5448 at 8192³ and 0.93× at 4096³. 8 MiB per CPU (16
+/// MiB there) gives both. No real chip has this much per logical CPU (a
+/// Ryzen 9800X3D has 6 MiB, Emerald Rapids 2.5), so hosts are unaffected.
+pub const L3_PER_CPU_MAX: usize = 8 << 20;
 
 /// NC may grow by this fraction (numerator, denominator) when that keeps all
 /// columns of B in one block: a second block re-packs all of A, which at

@@ -64,14 +64,15 @@ pub(crate) fn analytical_blocks(
     core: CoreRates,
     c_bytes: usize,
 ) -> BlockSizes {
-    let streams_from_l2 = l2_bytes_per_cycle(mr, nr, core.fma_bits_per_cycle)
-        <= core.l2_stream_bytes_per_cycle as f64;
+    let needs = l2_bytes_per_cycle(mr, nr, core.fma_bits_per_cycle);
+    let streams_from_l2 = needs <= core.l2_stream_bytes_per_cycle as f64;
+    let large_c_streams = needs <= core.large_c_l2_stream_bytes_per_cycle as f64;
     let ((num, den), panel_rows) = if streams_from_l2 {
         (KC_STREAMING_L1_FRACTION, mr)
     } else {
         (KC_L1_FRACTION, mr + nr)
     };
-    let kc_for = |(num, den): (usize, usize)| {
+    let kc_for = |(num, den): (usize, usize), panel_rows: usize| {
         round_down(caches.l1d * num / den / (panel_rows * elem_size), 8).clamp(64, MAX_KC)
     };
     // How many kc-deep lines of elements fill `fraction` of a cache,
@@ -79,10 +80,10 @@ pub(crate) fn analytical_blocks(
     let lines_in = |kc: usize, bytes: usize, (num, den): (usize, usize), unit: usize| {
         round_down(bytes * num / den / (kc * elem_size), unit).max(unit)
     };
-    let kc = kc_for((num, den));
+    let kc = kc_for((num, den), panel_rows);
     let nc = lines_in(kc, caches.l3, NC_L3_FRACTION, nr);
-    if streams_from_l2 && c_bytes > caches.l2 {
-        let kc = kc_for(KC_STREAMING_LARGE_C_L1_FRACTION);
+    if large_c_streams && c_bytes > caches.l2 {
+        let kc = kc_for(KC_STREAMING_LARGE_C_L1_FRACTION, mr);
         let mc = lines_in(kc, caches.l2, core.large_c_mc_l2_fraction, mr);
         return BlockSizes { mc, kc, nc };
     }
@@ -124,6 +125,9 @@ pub(crate) struct CoreRates {
     /// Bytes per cycle a kernel may read from L2 and still keep its FMAs
     /// busy ([`l2_stream_bytes_per_cycle`]).
     pub l2_stream_bytes_per_cycle: usize,
+    /// The same where C is larger than L2
+    /// ([`large_c_l2_stream_bytes_per_cycle`]).
+    pub large_c_l2_stream_bytes_per_cycle: usize,
     /// The fraction of L2 a thread's Ã block takes when C is larger than
     /// L2 (streaming regime): [`MC_LARGE_C_L2_FRACTION`], or
     /// [`MC_LARGE_C_L2_FRACTION_WIDE_L2`] on a core with the wide L2.
@@ -133,11 +137,14 @@ pub(crate) struct CoreRates {
 impl CoreRates {
     /// The rates of this CPU's cores with the vectors of `family`.
     pub(crate) fn of(family: CpuKernel) -> CoreRates {
-        let l2_stream_bytes_per_cycle = l2_stream_bytes_per_cycle();
+        let large_c_l2_stream_bytes_per_cycle = large_c_l2_stream_bytes_per_cycle();
         CoreRates {
             fma_bits_per_cycle: fma_bits_per_cycle(family),
-            l2_stream_bytes_per_cycle,
-            large_c_mc_l2_fraction: if l2_stream_bytes_per_cycle > L2_STREAM_MAX_BYTES_PER_CYCLE {
+            l2_stream_bytes_per_cycle: l2_stream_bytes_per_cycle(),
+            large_c_l2_stream_bytes_per_cycle,
+            large_c_mc_l2_fraction: if large_c_l2_stream_bytes_per_cycle
+                > L2_STREAM_MAX_BYTES_PER_CYCLE
+            {
                 MC_LARGE_C_L2_FRACTION_WIDE_L2
             } else {
                 MC_LARGE_C_L2_FRACTION
@@ -160,6 +167,21 @@ pub(crate) fn l2_stream_bytes_per_cycle() -> usize {
     }
 }
 
+/// The same budget for products whose C is larger than L2: as
+/// [`l2_stream_bytes_per_cycle`], but the wide budget also on the Golden
+/// Cove server cores of Sapphire Rapids and Emerald Rapids (Intel family 6,
+/// models 8Fh and CFh), whose L2 fills L1 at 64 bytes per cycle too. There
+/// the deep blocks measured faster only where C is large
+/// ([`L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2`]). Read once.
+pub(crate) fn large_c_l2_stream_bytes_per_cycle() -> usize {
+    static WIDE_L2: OnceLock<bool> = OnceLock::new();
+    if *WIDE_L2.get_or_init(|| matches!(intel_family_6_model(), Some(0x8F | 0xCF))) {
+        L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2
+    } else {
+        l2_stream_bytes_per_cycle()
+    }
+}
+
 /// Bits of FMA results one core of this CPU retires per cycle with the
 /// vectors of `family`: two full-width FMAs per cycle, except where a table
 /// of cores says otherwise. Zen 4 (AMD family 19h with AVX-512) runs a
@@ -172,6 +194,29 @@ pub(crate) fn fma_bits_per_cycle(family: CpuKernel) -> usize {
         CpuKernel::Avx2 => 2 * 256,
         // The scalar twin, compiled for baseline x86-64 (SSE2) or the like.
         CpuKernel::Generic => 2 * 128,
+    }
+}
+
+/// The model number (with its extended bits) of an Intel CPU of family
+/// 6, or None on other CPUs.
+fn intel_family_6_model() -> Option<u32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // CPUID and its leaves 0 and 1 exist on every x86-64 CPU (the
+        // intrinsic is safe to call).
+        let (vendor, signature) = (__cpuid(0), __cpuid(1));
+        let is_intel = [vendor.ebx, vendor.edx, vendor.ecx]
+            .iter()
+            .flat_map(|word| word.to_le_bytes())
+            .eq(*b"GenuineIntel");
+        let family = (signature.eax >> 8) & 0xF;
+        let model = ((signature.eax >> 12) & 0xF0) | ((signature.eax >> 4) & 0xF);
+        (is_intel && family == 6).then_some(model)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
     }
 }
 
@@ -217,6 +262,7 @@ mod tests {
         CoreRates {
             fma_bits_per_cycle,
             l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE,
+            large_c_l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE,
             large_c_mc_l2_fraction: MC_LARGE_C_L2_FRACTION,
         }
     }
@@ -227,6 +273,7 @@ mod tests {
             l1d: 32 << 10,
             l2: 1 << 20,
             l3: 32 << 20,
+            l3_total: 32 << 20,
         };
         // Two 512-bit FMAs per cycle: 18.7 bytes per cycle from the
         // panels, so B̃'s micro-panel stays in L1 with Ã's:
@@ -295,6 +342,7 @@ mod tests {
             let wide_l2 = CoreRates {
                 fma_bits_per_cycle: 1024,
                 l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2,
+                large_c_l2_stream_bytes_per_cycle: L2_STREAM_MAX_BYTES_PER_CYCLE_WIDE_L2,
                 large_c_mc_l2_fraction: MC_LARGE_C_L2_FRACTION_WIDE_L2,
             };
             let bs = analytical_blocks(ice_lake, size, 8, nr, wide_l2, c_bytes);
