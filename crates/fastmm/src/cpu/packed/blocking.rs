@@ -33,7 +33,12 @@
 //!   [`KC_STREAMING_LARGE_C_L1_FRACTION`] of L1 and MC
 //!   [`MC_LARGE_C_L2_FRACTION`] of L2 (512 and 256 for f64 on Zen 4),
 //!   NC staying as for the shallower KC. A C that fits in L2 keeps the
-//!   shallower blocks, which leave it room there.
+//!   shallower blocks, which leave it room there. Emerald and Sapphire
+//!   Rapids stream in this regime only
+//!   ([`large_c_l2_stream_bytes_per_cycle`]).
+//!
+//! L3 is the share [`crate::system::CacheSizes::l3`] of the last-level
+//! cache: at most `L3_PER_CPU_MAX` per CPU that shares it.
 //!
 //! The driver splits each dimension into equal blocks no larger than these
 //! ([`balanced_block`]), so k = 1030 runs as 3 steps of 344, not 512 + 512 +
