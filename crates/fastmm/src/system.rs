@@ -74,7 +74,7 @@ pub struct CacheSizes {
     /// Level-2 cache of one core.
     pub l2: usize,
     /// The share of the last-level cache the blocks are planned for: its
-    /// size, but at most [`L3_PER_CPU_MAX`] for each CPU the OS says
+    /// size, but at most 8 MiB (`L3_PER_CPU_MAX`) for each CPU the OS says
     /// shares it.
     pub l3: usize,
     /// The last-level cache's size as the OS gives it.
