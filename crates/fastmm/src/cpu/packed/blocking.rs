@@ -205,47 +205,39 @@ pub(crate) fn fma_bits_per_cycle(family: CpuKernel) -> usize {
 /// The model number (with its extended bits) of an Intel CPU of family
 /// 6, or None on other CPUs.
 fn intel_family_6_model() -> Option<u32> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::__cpuid;
-        // CPUID and its leaves 0 and 1 exist on every x86-64 CPU (the
-        // intrinsic is safe to call).
-        let (vendor, signature) = (__cpuid(0), __cpuid(1));
-        let is_intel = [vendor.ebx, vendor.edx, vendor.ecx]
-            .iter()
-            .flat_map(|word| word.to_le_bytes())
-            .eq(*b"GenuineIntel");
-        let family = (signature.eax >> 8) & 0xF;
-        let model = ((signature.eax >> 12) & 0xF0) | ((signature.eax >> 4) & 0xF);
-        (is_intel && family == 6).then_some(model)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
-    }
+    let (vendor, eax) = cpu_signature()?;
+    let family = (eax >> 8) & 0xF;
+    let model = ((eax >> 12) & 0xF0) | ((eax >> 4) & 0xF);
+    (&vendor == b"GenuineIntel" && family == 6).then_some(model)
 }
 
 /// The family number of an AMD CPU (base plus extended family, as AMD
 /// numbers them: 19h for Zen 3 and Zen 4, 1Ah for Zen 5), or None on
 /// other CPUs.
 fn amd_family() -> Option<u32> {
+    let (vendor, eax) = cpu_signature()?;
+    let base = (eax >> 8) & 0xF;
+    let extended = if base == 0xF { (eax >> 20) & 0xFF } else { 0 };
+    (&vendor == b"AuthenticAMD").then_some(base + extended)
+}
+
+/// The CPU's vendor string and its signature (CPUID leaf 1, EAX), or None
+/// off x86-64.
+fn cpu_signature() -> Option<([u8; 12], u32)> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::__cpuid;
         // CPUID and its leaves 0 and 1 exist on every x86-64 CPU (the
         // intrinsic is safe to call).
         let (vendor, signature) = (__cpuid(0), __cpuid(1));
-        let is_amd = [vendor.ebx, vendor.edx, vendor.ecx]
-            .iter()
-            .flat_map(|word| word.to_le_bytes())
-            .eq(*b"AuthenticAMD");
-        let base = (signature.eax >> 8) & 0xF;
-        let extended = if base == 0xF {
-            (signature.eax >> 20) & 0xFF
-        } else {
-            0
-        };
-        is_amd.then_some(base + extended)
+        let mut name = [0u8; 12];
+        for (chunk, word) in name
+            .chunks_exact_mut(4)
+            .zip([vendor.ebx, vendor.edx, vendor.ecx])
+        {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Some((name, signature.eax))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

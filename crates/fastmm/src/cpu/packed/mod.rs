@@ -18,6 +18,9 @@ pub(crate) mod kernels;
 pub(crate) mod packing;
 pub(crate) mod workspace;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
 pub(crate) use dispatch::{select_kernel, PackedKernel};
 
 use crate::config::Config;
@@ -26,9 +29,6 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::{BlockSizes, GemmOptions};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
 use crate::threads::{for_each_member, lock, run_in_pool, Shares};
 use crate::tunables::{
     DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK,
@@ -142,14 +142,18 @@ pub(crate) fn multiply<T: Element>(
     let kernel = select_kernel::<T>(opts.cpu_kernel)?;
     let shape = (a.rows(), a.cols(), b.cols());
     let rows_contiguous = b.col_stride() == 1 || b.cols() == 1;
-    let path = Path::of(kernel, opts, shape, rows_contiguous)?;
+    let threads = threads_for::<T>(opts, shape.0 as u128 * shape.1 as u128 * shape.2 as u128);
+    let path = Path::on_threads(kernel, opts, shape, rows_contiguous, threads)?;
     if path != Path::Tiny {
         let kc = blocks_for(kernel, opts, c.shape())?.kc;
         let slices = k_slices::<T>(shape, kc);
         if slices > 1 {
-            let threads =
-                threads_for::<T>(opts, shape.0 as u128 * shape.1 as u128 * shape.2 as u128);
-            return multiply_k_slices(kernel, (alpha, a, b, beta, c), opts, slices, threads);
+            // Every slice on the path one thread would take for the whole
+            // product: slices short enough for the direct path ran 7%
+            // slower there than the packed loops on 128×16384×128 f64.
+            let slice_path = Path::on_threads(kernel, opts, shape, rows_contiguous, 1)?;
+            let operands = (alpha, a, b, beta, c);
+            return multiply_k_slices(kernel, operands, opts, (slices, slice_path), threads);
         }
     }
     multiply_on(kernel, (alpha, a, b, beta, c), opts, path)
@@ -184,7 +188,7 @@ fn k_slices<T: Element>((m, k, n): (usize, usize, usize), kc: usize) -> usize {
 
 /// C ← α·A·B + β·C as `slices` products over equal slices of k: slice 0
 /// into C (with the caller's β), every other slice into a private m×n
-/// buffer (β = 0), each on one thread, which the `threads` take in turn as
+/// buffer (β = 0), each on one thread and on `path`, which the `threads` take in turn as
 /// they come free; then the buffers are added into C in slice order, by
 /// bands of rows. Each slice's sum and the order of the additions are
 /// fixed by the shape, so one thread gives the same bits as any team.
@@ -192,15 +196,11 @@ fn multiply_k_slices<T: Element>(
     kernel: &PackedKernel<T>,
     (alpha, a, b, beta, mut c): Operands<'_, T>,
     opts: &GemmOptions,
-    slices: usize,
+    (slices, path): (usize, Path),
     threads: usize,
 ) -> Result<(), Error> {
     let (m, k) = a.shape();
     let n = b.cols();
-    // Every slice on the path one thread would take for the whole
-    // product: slices short enough for the direct path ran 7% slower
-    // there than the packed loops on 128×16384×128 f64.
-    let path = Path::on_threads(kernel, opts, (m, k, n), b.col_stride() == 1 || n == 1, 1)?;
     let mut partials = vec![T::ZERO; (slices - 1) * m * n];
     let mut targets: Vec<MatMut<'_, T>> = Vec::with_capacity(slices);
     targets.push(c.rb_mut());
