@@ -20,7 +20,9 @@
 //! its k loop as intrinsics, kept one accumulator on the stack (a
 //! store-to-load chain every k step, 21 GFLOP/s), so that loop is written
 //! in assembly (`avx2_f64_6x8_k_loop`); it replaced a 4×2 tile whose
-//! eight accumulators only just covered the FMA latency.
+//! eight accumulators only just covered the FMA latency. The AVX-512 float
+//! tiles' k loop is assembly too (`avx512_k_loop`), unrolled four steps,
+//! for speed where B̃ streams from L2 rather than for registers.
 //!
 //! Edge tiles (`Microkernel::run_edge`) run the same k loop over only the
 //! vectors that hold the valid columns: with NR = 48, a C of 256 columns
