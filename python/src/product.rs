@@ -327,7 +327,7 @@ int_scalar!(i64);
 fn new_array<'py, T: Scalar>(
     py: Python<'py>,
     shape: &[usize],
-    what: &str,
+    what: impl Fn() -> String,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     let elements = shape
         .iter()
@@ -341,7 +341,7 @@ fn new_array<'py, T: Scalar>(
             })
         })?;
     if bytes > MEMORY_CHECK_BYTES {
-        fastmm::system::check_allocation(what, bytes).map_err(to_py)?;
+        fastmm::system::check_allocation(&what(), bytes).map_err(to_py)?;
     }
     // SAFETY: the array is fully written (β = 0 never reads C) before any
     // Python code sees it; on an error it is dropped unread.
@@ -431,14 +431,16 @@ fn matmul_typed<'py, T: Scalar>(
     let shapes = Shapes::of(a.shape(), b.shape())?;
     let long = shapes.work() > LONG_PRODUCT_MNK;
     let (a_layout, b_layout) = (Layout::of(&a), Layout::of(&b));
-    let what = format!("the {:?} {} result", shapes.result, numpy_name(T::DTYPE));
+    // Named only when the memory check runs: formatting it on every call
+    // cost a tenth of a 16³ product's call.
+    let what = || format!("the {:?} {} result", shapes.result, numpy_name(T::DTYPE));
     // Where the product is written: a new array, `out` itself, or a
     // temporary copied into `out` once complete (a long product, which
     // Ctrl-C may stop half-way, and an `out` that aliases itself or the
     // operands).
     let (result, target) = match out {
         None => {
-            let result = new_array::<T>(py, &shapes.result, &what)?;
+            let result = new_array::<T>(py, &shapes.result, what)?;
             (result.clone(), result)
         }
         Some(out) => {
@@ -450,7 +452,7 @@ fn matmul_typed<'py, T: Scalar>(
                 && !layout.overlaps(&b_layout);
             match direct {
                 true => (out.clone(), out),
-                false => (out, new_array::<T>(py, &shapes.result, &what)?),
+                false => (out, new_array::<T>(py, &shapes.result, what)?),
             }
         }
     };
