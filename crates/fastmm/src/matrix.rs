@@ -19,22 +19,23 @@ use crate::error::Error;
 /// miss the TLB on every row.
 const HUGE_STORAGE_BYTES: usize = 4 << 20;
 
-/// Advises the kernel to back the not yet touched whole 2 MiB pages of
-/// `data`'s allocation with huge pages; nothing anywhere else, or where the
-/// advice is declined.
-fn advise_huge_pages<T>(data: &mut Vec<T>) {
+/// Transparent huge pages' size on x86-64 and most aarch64 kernels.
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
+
+/// Advises the kernel to back the whole huge pages inside `bytes` bytes
+/// from `start` with huge pages once first touched; nothing anywhere
+/// else, or where the advice is declined.
+pub(crate) fn advise_huge_pages(start: *mut u8, bytes: usize) {
     #[cfg(target_os = "linux")]
     {
-        const HUGE: usize = 2 << 20;
-        let bytes = data.capacity() * std::mem::size_of::<T>();
-        if bytes < HUGE_STORAGE_BYTES {
-            return;
-        }
-        let start = data.as_mut_ptr() as usize;
-        let (first, last) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
+        let start = start as usize;
+        let (first, last) = (
+            start.next_multiple_of(HUGE_PAGE),
+            (start + bytes) / HUGE_PAGE * HUGE_PAGE,
+        );
         if last > first {
-            // SAFETY: [first, last) lies inside the vector's allocation and
-            // is page-aligned; madvise changes only how its pages are
+            // SAFETY: [first, last) lies inside the caller's allocation
+            // and is page-aligned; madvise changes only how its pages are
             // backed, never their contents.
             unsafe {
                 libc::madvise(
@@ -46,7 +47,16 @@ fn advise_huge_pages<T>(data: &mut Vec<T>) {
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = data;
+    let _ = (start, bytes);
+}
+
+/// [`advise_huge_pages`] over a large vector's allocation, before it is
+/// filled.
+fn advise_huge_storage<T>(data: &mut Vec<T>) {
+    let bytes = data.capacity() * std::mem::size_of::<T>();
+    if bytes >= HUGE_STORAGE_BYTES {
+        advise_huge_pages(data.as_mut_ptr().cast(), bytes);
+    }
 }
 
 /// Number of elements a rows×cols view with these strides reaches, i.e. one
@@ -177,7 +187,7 @@ impl<T: Element> Matrix<T> {
         // Zeros come from calloc, whose large blocks are fresh pages not
         // yet touched, so the advice still applies to them.
         let mut data = vec![value; len];
-        advise_huge_pages(&mut data);
+        advise_huge_storage(&mut data);
         Ok(Matrix { data, rows, cols })
     }
 
@@ -218,7 +228,7 @@ impl<T: Element> Matrix<T> {
             .checked_mul(cols)
             .ok_or(Error::SizeOverflow { rows, cols })?;
         let mut data = Vec::with_capacity(len);
-        advise_huge_pages(&mut data);
+        advise_huge_storage(&mut data);
         for i in 0..rows {
             for j in 0..cols {
                 data.push(f(i, j));
@@ -246,7 +256,7 @@ impl<T: Element> Matrix<T> {
                 .checked_mul(cols)
                 .ok_or(Error::SizeOverflow { rows, cols })?;
             let mut data = Vec::with_capacity(len);
-            advise_huge_pages(&mut data);
+            advise_huge_storage(&mut data);
             for i in 0..rows {
                 data.extend_from_slice(view.row(i).expect("columns are contiguous"));
             }

@@ -7,6 +7,7 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 
 use crate::element::Element;
+use crate::matrix::{advise_huge_pages, HUGE_PAGE};
 
 /// One cache line. Buffers are made of these so every panel starts on a
 /// 64-byte boundary.
@@ -21,7 +22,7 @@ const LINE: usize = std::mem::size_of::<Line>();
 /// default, it gives them only when asked). A packed block walked with 4 KiB
 /// pages misses the TLB every page: 8×24 f64 tiles over a 2048×2048×512
 /// block pass ran 2–4% faster on huge pages (Emerald Rapids, paired runs).
-const HUGE_PAGE: usize = 2 << 20;
+const HUGE_BUFFER_BYTES: usize = HUGE_PAGE;
 
 /// Zeroed cache lines in one allocation: a `Vec<Line>` that can start on a
 /// huge-page boundary.
@@ -46,7 +47,7 @@ impl Default for Lines {
 impl Lines {
     fn layout(len: usize) -> Layout {
         let bytes = len * LINE;
-        let result = if bytes >= HUGE_PAGE {
+        let result = if bytes >= HUGE_BUFFER_BYTES {
             Layout::from_size_align(bytes.next_multiple_of(HUGE_PAGE), HUGE_PAGE)
         } else {
             Layout::from_size_align(bytes, LINE)
@@ -68,12 +69,7 @@ impl Lines {
                 // Advice before the first touch, so that the zeroing below
                 // faults the range in as huge pages; where the kernel
                 // declines (THP off), the pages are ordinary ones.
-                #[cfg(target_os = "linux")]
-                // SAFETY: `raw` starts an allocation of layout.size() bytes,
-                // page-aligned; madvise only changes how they are backed.
-                unsafe {
-                    libc::madvise(raw.cast(), layout.size(), libc::MADV_HUGEPAGE);
-                }
+                advise_huge_pages(raw, layout.size());
                 // SAFETY: the allocation holds layout.size() bytes.
                 unsafe { raw.write_bytes(0, layout.size()) };
             }
