@@ -845,8 +845,7 @@ fn tune_saves_a_file_that_auto_then_uses() {
         .as_str()
         .unwrap()
         .to_string();
-    // The kernel's name, from a size it runs (8 would run the unpacked
-    // loops, too small to pack).
+    // The kernel's name, from a size it runs.
     let kernel = json(&fastmm(&[
         "run", "--algo", "packed", "--size", "64", "--json",
     ]))[0]["kernel"]

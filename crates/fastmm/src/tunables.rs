@@ -116,8 +116,9 @@ pub const L3_PER_CPU_MAX: usize = 8 << 20;
 /// n = 8192 and NC = 8184 would buy 8 columns.
 pub const NC_SLACK: (usize, usize) = (1, 4);
 
-/// Products with m·n·k below this skip packing: `packed` runs the unpacked
-/// `tiled` loops, which measured faster up to about 16³.
+/// Products with m·n·k below this skip packing: `packed` runs its direct
+/// path where it can (see [`PACKED_DIRECT_MAX_MNK`]), else the unpacked
+/// `tiled` loops, which measured faster than packing up to about 16³.
 pub const PACKED_MIN_MNK: u128 = 20 * 20 * 20;
 
 /// How long a team's helper thread spins for the next job before it

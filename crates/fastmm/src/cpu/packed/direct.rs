@@ -7,15 +7,14 @@
 //! packing A (a transpose into column panels) and B took a quarter of a
 //! 3.4 µs product. Here the kernel broadcasts A's elements from A's own
 //! rows (any strides) and loads B's rows where they lie, so B must have
-//! contiguous rows; a last column panel that ends inside a vector is
-//! copied into a zero-padded buffer, the only copy. Loops: the packed
+//! contiguous rows; a last column panel that ends inside a vector is read
+//! and written with masked loads and stores, so nothing is copied. Loops: the packed
 //! loops' KC steps of k (C accumulates across them), then NR-wide column
 //! panels of B, whose kc×NR block stays in cache while every MR-row panel
 //! of A streams past it.
 
 use crate::cpu::packed::blocking::balanced_block;
 use crate::cpu::packed::kernel::Microkernel;
-use crate::cpu::packed::workspace::{Pool, Workspace};
 use crate::element::Element;
 use crate::matrix::{MatMut, MatRef};
 
@@ -48,49 +47,22 @@ pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
     let rs_b = b.row_stride() as isize;
     let (rs_c, cs_c) = (c.row_stride() as isize, c.col_stride() as isize);
     let kc = balanced_block(k, kc, 1, (0, 1));
-    let mut workspace = Workspace::take_from::<T>(Pool::Packing, &[kc * K::NR]);
-    let mut buffers = workspace.split::<T>(&[kc * K::NR]);
-    let edge = &mut buffers[0];
     let c_ptr = c.as_mut_ptr();
     for pc in (0..k).step_by(kc) {
         let kb = kc.min(k - pc);
         let beta_here = if pc == 0 { beta } else { T::ONE };
         for j0 in (0..n).step_by(K::NR) {
             let cols = K::NR.min(n - j0);
-            let (b_ptr, b_stride) = if j0 + cols.div_ceil(K::LANES) * K::LANES <= n {
-                // SAFETY: (pc, j0) is inside B (pc < k, j0 < n).
-                (
-                    unsafe { b.as_ptr().offset(pc as isize * rs_b + j0 as isize) },
-                    rs_b,
-                )
-            } else {
-                // A last panel ending inside a vector: its kb rows copied
-                // into NR-wide rows, zero past `cols`, so the kernel's
-                // vector loads stay inside a buffer.
-                for p in 0..kb {
-                    let row = &mut edge[p * K::NR..(p + 1) * K::NR];
-                    let (valid, rest) = row.split_at_mut(cols);
-                    match b.row(pc + p) {
-                        Some(src) => valid.copy_from_slice(&src[j0..j0 + cols]),
-                        None => {
-                            for (j, slot) in valid.iter_mut().enumerate() {
-                                *slot = b.get(pc + p, j0 + j);
-                            }
-                        }
-                    }
-                    rest.fill(T::ZERO);
-                }
-                (edge.as_ptr(), K::NR as isize)
-            };
+            // SAFETY: (pc, j0) is inside B (pc < k, j0 < n).
+            let b_ptr = unsafe { b.as_ptr().offset(pc as isize * rs_b + j0 as isize) };
             for i0 in (0..m).step_by(K::MR) {
                 let rows = K::MR.min(m - i0);
                 // SAFETY: rows ≤ MR rows of A from i0 and kb columns from
-                // pc lie inside A; B's kb rows at `b_ptr` each hold the
-                // ⌈cols/LANES⌉·LANES readable elements the kernel loads
-                // (inside B's row, checked above, or the padded buffer of
-                // NR); the rows×cols tile of C at
-                // (i0, j0) lies inside the exclusive view `c`; K's features
-                // were asserted above.
+                // pc lie inside A; B's kb rows from `b_ptr` each hold the
+                // `cols` elements from j0 the kernel reads (j0 + cols ≤ n,
+                // contiguous); the rows×cols tile of C at (i0, j0) lies
+                // inside the exclusive view `c`; K's features were
+                // asserted above.
                 unsafe {
                     K::run_direct(
                         kb,
@@ -101,7 +73,7 @@ pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
                             cs_a,
                         ),
                         rows,
-                        (b_ptr, b_stride),
+                        (b_ptr, rs_b),
                         beta_here,
                         (
                             c_ptr.offset(i0 as isize * rs_c + j0 as isize * cs_c),
@@ -212,6 +184,92 @@ mod tests {
     #[test]
     fn direct_kernels_match_the_naive_product_i64() {
         check::<i64>();
+    }
+
+    /// `len` elements of T that end where an inaccessible page begins, so
+    /// that reading or writing one element past them faults.
+    struct Guarded<T> {
+        base: *mut libc::c_void,
+        bytes: usize,
+        data: *mut T,
+    }
+
+    impl<T: Element> Guarded<T> {
+        fn new(values: &[T]) -> Guarded<T> {
+            let page = 4096;
+            let len = std::mem::size_of_val(values);
+            let bytes = (len.div_ceil(page) + 1) * page;
+            // SAFETY: a fresh anonymous private mapping; the last page is
+            // then made inaccessible and the data copied just before it.
+            unsafe {
+                let base = libc::mmap(
+                    std::ptr::null_mut(),
+                    bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                assert_ne!(base, libc::MAP_FAILED, "mmap");
+                let guard = base.cast::<u8>().add(bytes - page);
+                assert_eq!(libc::mprotect(guard.cast(), page, libc::PROT_NONE), 0);
+                let data = guard.sub(len).cast::<T>();
+                std::ptr::copy_nonoverlapping(values.as_ptr(), data, values.len());
+                Guarded { base, bytes, data }
+            }
+        }
+    }
+
+    impl<T> Drop for Guarded<T> {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`, unmapped once.
+            unsafe { libc::munmap(self.base, self.bytes) };
+        }
+    }
+
+    /// A last column panel that ends inside a vector is read and written
+    /// with masked accesses: B's and C's last rows end at an inaccessible
+    /// page, and every direct kernel still runs without a fault and gives
+    /// the naive product.
+    fn masked_edges<T: Element>() {
+        for kernel in kernels::<T>().iter().filter(|k| (k.is_available)()) {
+            let Some(direct) = kernel.direct else {
+                continue;
+            };
+            let lanes = 64 / std::mem::size_of::<T>();
+            for (m, k, n) in [
+                (3, 5, 1),
+                (kernel.mr + 1, 7, lanes + 3),
+                (2, 4, kernel.nr - 1),
+            ] {
+                let a = data::<T>(m, k, 1);
+                let b = data::<T>(k, n, 2);
+                let mut want = Matrix::filled(m, n, T::ZERO);
+                naive::accumulate(T::ONE, a.as_ref(), b.as_ref(), want.as_mut());
+                let b_guarded = Guarded::new(b.as_slice());
+                let c_guarded = Guarded::new(&vec![T::poison(); m * n]);
+                // SAFETY: each mapping holds the k×n and m×n row-major
+                // elements copied into it and outlives the views.
+                let (b_view, c_view) = unsafe {
+                    (
+                        MatRef::from_raw_parts(b_guarded.data.cast_const(), k, n, n, 1),
+                        MatMut::from_raw_parts(c_guarded.data, m, n, n, 1),
+                    )
+                };
+                direct(T::ONE, a.as_ref(), b_view, T::ZERO, c_view, 64);
+                // SAFETY: as above; the product is finished.
+                let got = unsafe { std::slice::from_raw_parts(c_guarded.data, m * n) };
+                assert!(got == want.as_slice(), "{} {m}×{k}×{n}", kernel.name);
+            }
+        }
+    }
+
+    #[test]
+    fn direct_kernels_mask_the_last_vector() {
+        masked_edges::<f32>();
+        masked_edges::<f64>();
+        masked_edges::<i32>();
+        masked_edges::<i64>();
     }
 
     /// The generic kernel's `run_direct` (the twin) on the same driver.

@@ -157,17 +157,13 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     /// kernels that set this.
     const DIRECT: bool = false;
 
-    /// Elements per vector of [`Microkernel::run_direct`]'s loads of B
-    /// (1 for scalar code).
-    const LANES: usize = 1;
-
     /// C ← α·A·B + β·C on the first `rows` rows (1 ≤ rows ≤ MR) and `cols`
     /// columns (1 ≤ cols ≤ NR) of a tile, from unpacked operands: A's
     /// element (i, p) at `a[i·rs_a + p·cs_a]` (read for i < rows only) and
     /// B's element (p, j) at `b[p·rs_b + j]`, each row of B read for its
-    /// first ⌈cols/LANES⌉·LANES columns (whole vectors; the values past
-    /// `cols` do not matter). Only the rows×cols elements of C are
-    /// touched; β = 0 never reads them.
+    /// first `cols` columns only (vector kernels mask the last vector, so
+    /// a panel ending inside one needs no padded copy). Only the rows×cols
+    /// elements of C are touched; β = 0 never reads them.
     ///
     /// # Safety
     /// Those elements of A (kc deep) and of B (kc rows) are readable; every `c + i·rs_c + j·cs_c` (i < rows, j < cols) is valid

@@ -65,10 +65,13 @@ pub(crate) fn parallel_edge<T: Element>(opts: &GemmOptions) -> usize {
 /// The threads `packed` runs a product of m·n·k multiply-adds of T on:
 /// one below the parallel edge cubed (the options', else the tuning
 /// file's, else [`PACKED_PARALLEL_FROM`]), where waking a second thread
-/// costs more than it saves.
+/// costs more than it saves, and below [`PACKED_MIN_MNK`] whatever the
+/// edge (too small to pack is too small to share; one thread runs such a
+/// product on the direct path, which a forced count then does too, so
+/// that the bits do not depend on it).
 pub(crate) fn threads_for<T: Element>(opts: &GemmOptions, mnk: u128) -> usize {
     let edge = parallel_edge::<T>(opts) as u128;
-    if mnk < edge * edge * edge {
+    if mnk < edge * edge * edge || mnk < PACKED_MIN_MNK {
         1
     } else {
         crate::cpu::threads(opts)
@@ -79,7 +82,9 @@ pub(crate) fn threads_for<T: Element>(opts: &GemmOptions, mnk: u128) -> usize {
 /// the product and its plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Path {
-    /// Below [`PACKED_MIN_MNK`]: the unpacked `tiled` loops.
+    /// Below [`PACKED_MIN_MNK`] where the direct path cannot run (no
+    /// vector kernel, or B's rows not contiguous): the unpacked `tiled`
+    /// loops.
     Tiny,
     /// Up to [`PACKED_DIRECT_MAX_MNK`] on one thread: the kernel on A and
     /// B as they lie ([`direct`]).
@@ -114,18 +119,21 @@ impl Path {
         let mnk = m as u128 * n as u128 * k as u128;
         let blocks_forced = opts.block_sizes.is_some() || Config::get().blocks()?.is_some();
         let forced = blocks_forced || opts.cpu_kernel.is_some();
-        Ok(if mnk < PACKED_MIN_MNK && !forced {
-            Path::Tiny
-        } else if kernel.direct.is_some()
-            && threads == 1
-            && mnk <= PACKED_DIRECT_MAX_MNK
-            && rows_contiguous
-            && !blocks_forced
-        {
-            Path::Direct
-        } else {
-            Path::Packed(threads)
-        })
+        let tiny = mnk < PACKED_MIN_MNK;
+        Ok(
+            if kernel.direct.is_some()
+                && threads == 1
+                && mnk <= PACKED_DIRECT_MAX_MNK
+                && rows_contiguous
+                && !blocks_forced
+            {
+                Path::Direct
+            } else if tiny && !forced {
+                Path::Tiny
+            } else {
+                Path::Packed(threads)
+            },
+        )
     }
 }
 

@@ -507,7 +507,7 @@ macro_rules! simd_kernel {
             /// rows loaded where they lie.
             #[target_feature(enable = $features)]
             #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-            unsafe fn compute_direct<const NV: usize>(
+            unsafe fn compute_direct<const NV: usize, const PARTIAL: bool>(
                 kc: usize,
                 alpha: $t,
                 (a, rs_a, cs_a): (*const $t, isize, isize),
@@ -518,9 +518,13 @@ macro_rules! simd_kernel {
                 cols: usize,
             ) {
                 const NR: usize = $nv * $lanes;
+                // Elements of the last vector: all its lanes unless
+                // PARTIAL, whose masked loads and stores stop at `cols`.
+                let tail = cols - (NV - 1) * $lanes;
                 // SAFETY (whole body): the run_direct contract bounds
                 // every access: A's rows below `rows` kc deep, B's kc rows
-                // of ⌈cols/lanes⌉ = NV vectors, and C's rows×cols elements.
+                // of `cols` elements (NV vectors, the last one masked when
+                // PARTIAL), and C's rows×cols elements.
                 unsafe {
                     let mut acc = [[$ops::zero(); NV]; $mr];
                     let mut a_rows = [a; $mr];
@@ -531,7 +535,12 @@ macro_rules! simd_kernel {
                         let bp = b.offset(p as isize * rs_b);
                         let mut b_row = [$ops::zero(); NV];
                         for v in 0..NV {
-                            b_row[v] = $ops::load(bp.add(v * $lanes));
+                            let at = bp.add(v * $lanes);
+                            b_row[v] = if PARTIAL && v == NV - 1 {
+                                $ops::load_first(at, tail)
+                            } else {
+                                $ops::load(at)
+                            };
                         }
                         let at = p as isize * cs_a;
                         for i in 0..$mr {
@@ -544,7 +553,7 @@ macro_rules! simd_kernel {
                     let alpha_v = $ops::splat(alpha);
                     let unscaled = alpha == <$t as Element>::ONE;
                     let scaled = |x| if unscaled { x } else { $ops::mul(alpha_v, x) };
-                    if cols == NV * $lanes && cs_c == 1 {
+                    if cs_c == 1 {
                         let beta_is_zero = beta == <$t as Element>::ZERO;
                         let beta_v = $ops::splat(beta);
                         for i in 0..rows {
@@ -552,12 +561,21 @@ macro_rules! simd_kernel {
                             for v in 0..NV {
                                 let dst = row.add(v * $lanes);
                                 let product = scaled(acc[i][v]);
-                                let merged = if beta_is_zero {
-                                    product
+                                if PARTIAL && v == NV - 1 {
+                                    let merged = if beta_is_zero {
+                                        product
+                                    } else {
+                                        $ops::fma(beta_v, $ops::load_first(dst, tail), product)
+                                    };
+                                    $ops::store_first(dst, tail, merged);
                                 } else {
-                                    $ops::fma(beta_v, $ops::load(dst), product)
-                                };
-                                $ops::store(dst, merged);
+                                    let merged = if beta_is_zero {
+                                        product
+                                    } else {
+                                        $ops::fma(beta_v, $ops::load(dst), product)
+                                    };
+                                    $ops::store(dst, merged);
+                                }
                             }
                         }
                     } else {
@@ -599,7 +617,6 @@ macro_rules! simd_kernel {
             const NAME: &'static str = $label;
 
             const DIRECT: bool = true;
-            const LANES: usize = $lanes;
 
             fn is_available() -> bool {
                 $detect()
@@ -618,16 +635,23 @@ macro_rules! simd_kernel {
             ) {
                 debug_assert!((1..=$mr).contains(&rows) && (1..=Self::NR).contains(&cols));
                 // SAFETY (each arm): forwarded contract, which includes
-                // `is_available()`; NV·lanes ≥ cols columns are computed.
+                // `is_available()`; NV·lanes ≥ cols columns are computed,
+                // the last vector masked to `cols` when it is partial.
                 unsafe {
-                    match cols.div_ceil($lanes) {
-                        1 if $nv > 1 => {
-                            Self::compute_direct::<1>(kc, alpha, a, rows, b, beta, c, cols)
-                        }
-                        2 if $nv > 2 => {
-                            Self::compute_direct::<2>(kc, alpha, a, rows, b, beta, c, cols)
-                        }
-                        _ => Self::compute_direct::<$nv>(kc, alpha, a, rows, b, beta, c, cols),
+                    macro_rules! with {
+                        ($vectors:literal, $partial:literal) => {
+                            Self::compute_direct::<$vectors, $partial>(
+                                kc, alpha, a, rows, b, beta, c, cols,
+                            )
+                        };
+                    }
+                    match (cols.div_ceil($lanes), cols % $lanes != 0) {
+                        (1, false) if $nv > 1 => with!(1, false),
+                        (1, true) if $nv > 1 => with!(1, true),
+                        (2, false) if $nv > 2 => with!(2, false),
+                        (2, true) if $nv > 2 => with!(2, true),
+                        (_, false) => with!($nv, false),
+                        (_, true) => with!($nv, true),
                     }
                 }
             }
@@ -710,7 +734,7 @@ macro_rules! simd_kernel {
 macro_rules! vector_ops {
     ($module:ident, $features:literal, $t:ty, $v:ty,
      zero: $zero:expr, load: $load:expr, store: $store:expr, splat: $splat:expr,
-     fma: $fma:expr, mul: $mul:expr) => {
+     fma: $fma:expr, mul: $mul:expr, load_first: $load_first:expr, store_first: $store_first:expr) => {
         mod $module {
             #[allow(unused_imports)]
             use std::arch::x86_64::*;
@@ -736,6 +760,29 @@ macro_rules! vector_ops {
                 // SAFETY: forwarded to the caller; unaligned store.
                 unsafe { $store(p, x) }
             }
+            /// The first `count` elements at `p` (1 ≤ count ≤ lanes), the
+            /// other lanes zero: a masked load, which reads and faults on
+            /// nothing past them.
+            ///
+            /// # Safety
+            /// `p` points to `count` readable elements.
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) unsafe fn load_first(p: *const $t, count: usize) -> $v {
+                // SAFETY: forwarded to the caller; the mask covers `count`.
+                unsafe { $load_first(p, count) }
+            }
+            /// Writes the first `count` lanes of `x` to `p` (1 ≤ count ≤
+            /// lanes), a masked store that touches nothing past them.
+            ///
+            /// # Safety
+            /// `p` points to `count` writable elements.
+            #[target_feature(enable = $features)]
+            #[inline]
+            pub(super) unsafe fn store_first(p: *mut $t, count: usize, x: $v) {
+                // SAFETY: forwarded to the caller; the mask covers `count`.
+                unsafe { $store_first(p, count, x) }
+            }
             #[target_feature(enable = $features)]
             #[inline]
             pub(super) fn splat(x: $t) -> $v {
@@ -758,28 +805,69 @@ macro_rules! vector_ops {
 
 vector_ops!(f32x16, "avx512f,avx512dq,fma", f32, __m512,
     zero: _mm512_setzero_ps(), load: |p: *const f32| _mm512_loadu_ps(p), store: |p: *mut f32, x| _mm512_storeu_ps(p, x),
-    splat: _mm512_set1_ps, fma: |a, b, acc| _mm512_fmadd_ps(a, b, acc), mul: _mm512_mul_ps);
+    splat: _mm512_set1_ps, fma: |a, b, acc| _mm512_fmadd_ps(a, b, acc), mul: _mm512_mul_ps,
+    load_first: |p: *const f32, n| _mm512_maskz_loadu_ps(super::mask16(n), p), store_first: |p: *mut f32, n, x| _mm512_mask_storeu_ps(p, super::mask16(n), x));
 vector_ops!(f64x8, "avx512f,avx512dq,fma", f64, __m512d,
     zero: _mm512_setzero_pd(), load: |p: *const f64| _mm512_loadu_pd(p), store: |p: *mut f64, x| _mm512_storeu_pd(p, x),
-    splat: _mm512_set1_pd, fma: |a, b, acc| _mm512_fmadd_pd(a, b, acc), mul: _mm512_mul_pd);
+    splat: _mm512_set1_pd, fma: |a, b, acc| _mm512_fmadd_pd(a, b, acc), mul: _mm512_mul_pd,
+    load_first: |p: *const f64, n| _mm512_maskz_loadu_pd(super::mask8(n), p), store_first: |p: *mut f64, n, x| _mm512_mask_storeu_pd(p, super::mask8(n), x));
 vector_ops!(i32x16, "avx512f,avx512dq,fma", i32, __m512i,
     zero: _mm512_setzero_si512(), load: |p: *const i32| _mm512_loadu_si512(p.cast()), store: |p: *mut i32, x| _mm512_storeu_si512(p.cast(), x),
-    splat: _mm512_set1_epi32, fma: |a, b, acc| _mm512_add_epi32(_mm512_mullo_epi32(a, b), acc), mul: _mm512_mullo_epi32);
+    splat: _mm512_set1_epi32, fma: |a, b, acc| _mm512_add_epi32(_mm512_mullo_epi32(a, b), acc), mul: _mm512_mullo_epi32,
+    load_first: |p: *const i32, n| _mm512_maskz_loadu_epi32(super::mask16(n), p), store_first: |p: *mut i32, n, x| _mm512_mask_storeu_epi32(p, super::mask16(n), x));
 vector_ops!(i64x8, "avx512f,avx512dq,fma", i64, __m512i,
     zero: _mm512_setzero_si512(), load: |p: *const i64| _mm512_loadu_si512(p.cast()), store: |p: *mut i64, x| _mm512_storeu_si512(p.cast(), x),
-    splat: _mm512_set1_epi64, fma: |a, b, acc| _mm512_add_epi64(_mm512_mullo_epi64(a, b), acc), mul: _mm512_mullo_epi64);
+    splat: _mm512_set1_epi64, fma: |a, b, acc| _mm512_add_epi64(_mm512_mullo_epi64(a, b), acc), mul: _mm512_mullo_epi64,
+    load_first: |p: *const i64, n| _mm512_maskz_loadu_epi64(super::mask8(n), p), store_first: |p: *mut i64, n, x| _mm512_mask_storeu_epi64(p, super::mask8(n), x));
 vector_ops!(f32x8, "avx2,fma", f32, __m256,
     zero: _mm256_setzero_ps(), load: |p: *const f32| _mm256_loadu_ps(p), store: |p: *mut f32, x| _mm256_storeu_ps(p, x),
-    splat: _mm256_set1_ps, fma: |a, b, acc| _mm256_fmadd_ps(a, b, acc), mul: _mm256_mul_ps);
+    splat: _mm256_set1_ps, fma: |a, b, acc| _mm256_fmadd_ps(a, b, acc), mul: _mm256_mul_ps,
+    load_first: |p: *const f32, n| _mm256_maskload_ps(p, super::lanes32(n)), store_first: |p: *mut f32, n, x| _mm256_maskstore_ps(p, super::lanes32(n), x));
 vector_ops!(f64x4, "avx2,fma", f64, __m256d,
     zero: _mm256_setzero_pd(), load: |p: *const f64| _mm256_loadu_pd(p), store: |p: *mut f64, x| _mm256_storeu_pd(p, x),
-    splat: _mm256_set1_pd, fma: |a, b, acc| _mm256_fmadd_pd(a, b, acc), mul: _mm256_mul_pd);
+    splat: _mm256_set1_pd, fma: |a, b, acc| _mm256_fmadd_pd(a, b, acc), mul: _mm256_mul_pd,
+    load_first: |p: *const f64, n| _mm256_maskload_pd(p, super::lanes64(n)), store_first: |p: *mut f64, n, x| _mm256_maskstore_pd(p, super::lanes64(n), x));
 vector_ops!(i32x8, "avx2,fma", i32, __m256i,
     zero: _mm256_setzero_si256(), load: |p: *const i32| _mm256_loadu_si256(p.cast()), store: |p: *mut i32, x| _mm256_storeu_si256(p.cast(), x),
-    splat: _mm256_set1_epi32, fma: |a, b, acc| _mm256_add_epi32(_mm256_mullo_epi32(a, b), acc), mul: _mm256_mullo_epi32);
+    splat: _mm256_set1_epi32, fma: |a, b, acc| _mm256_add_epi32(_mm256_mullo_epi32(a, b), acc), mul: _mm256_mullo_epi32,
+    load_first: |p: *const i32, n| _mm256_maskload_epi32(p, super::lanes32(n)), store_first: |p: *mut i32, n, x| _mm256_maskstore_epi32(p, super::lanes32(n), x));
 vector_ops!(i64x4, "avx2,fma", i64, __m256i,
     zero: _mm256_setzero_si256(), load: |p: *const i64| _mm256_loadu_si256(p.cast()), store: |p: *mut i64, x| _mm256_storeu_si256(p.cast(), x),
-    splat: _mm256_set1_epi64x, fma: |a, b, acc| _mm256_add_epi64(super::mullo_epi64_avx2(a, b), acc), mul: super::mullo_epi64_avx2);
+    splat: _mm256_set1_epi64x, fma: |a, b, acc| _mm256_add_epi64(super::mullo_epi64_avx2(a, b), acc), mul: super::mullo_epi64_avx2,
+    load_first: |p: *const i64, n| _mm256_maskload_epi64(p, super::lanes64(n)), store_first: |p: *mut i64, n, x| _mm256_maskstore_epi64(p, super::lanes64(n), x));
+
+/// The mask of the first `count` of 16 lanes (1 ≤ count ≤ 16).
+#[inline(always)]
+fn mask16(count: usize) -> __mmask16 {
+    (u32::MAX >> (32 - count)) as __mmask16
+}
+
+/// The mask of the first `count` of 8 lanes (1 ≤ count ≤ 8).
+#[inline(always)]
+fn mask8(count: usize) -> __mmask8 {
+    (u32::MAX >> (32 - count)) as __mmask8
+}
+
+/// AVX2's mask of the first `count` of eight 32-bit lanes (1 ≤ count ≤
+/// 8): all ones in a lane below `count`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn lanes32(count: usize) -> __m256i {
+    _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(count as i32),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    )
+}
+
+/// AVX2's mask of the first `count` of four 64-bit lanes (1 ≤ count ≤ 4).
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn lanes64(count: usize) -> __m256i {
+    _mm256_cmpgt_epi64(
+        _mm256_set1_epi64x(count as i64),
+        _mm256_setr_epi64x(0, 1, 2, 3),
+    )
+}
 
 /// Low 64 bits of each 64×64-bit lane product, which AVX2 lacks:
 /// a·b mod 2^64 = lo(a)·lo(b) + 2^32·(hi(a)·lo(b) + lo(a)·hi(b)).
