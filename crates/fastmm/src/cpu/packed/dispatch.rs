@@ -3,6 +3,7 @@
 //! `FASTMM_CPU_KERNEL`.
 
 use std::any::Any;
+use std::sync::OnceLock;
 
 use crate::config::Config;
 use crate::cpu::packed::blocking::{analytical_blocks, CoreRates};
@@ -62,6 +63,11 @@ pub(crate) struct PackedKernel<T: Element> {
     pub(crate) fused: FusedFn<T>,
     /// The direct driver, for kernels with their own direct code.
     pub(crate) direct: Option<DirectFn<T>>,
+    /// The analytical blocks, worked out on first use for a C that fits
+    /// in L2 and one that does not (the only way they depend on the
+    /// product): a small product's call is a few hundred nanoseconds, and
+    /// working them out took a fifth of a 4³ call.
+    analytical: [OnceLock<BlockSizes>; 2],
 }
 
 impl<T: Element> PackedKernel<T> {
@@ -81,6 +87,7 @@ impl<T: Element> PackedKernel<T> {
             } else {
                 None
             },
+            analytical: [OnceLock::new(), OnceLock::new()],
         }
     }
 
@@ -153,14 +160,18 @@ impl<T: Element> PackedKernel<T> {
 
     /// The analytical block sizes for a product whose C takes `c_bytes`.
     pub fn analytical_blocks_for(&self, c_bytes: usize) -> BlockSizes {
-        analytical_blocks(
-            cache_sizes(),
-            size_of::<T>(),
-            self.mr,
-            self.nr,
-            CoreRates::of(self.family),
-            c_bytes,
-        )
+        let caches = cache_sizes();
+        let large = c_bytes > caches.l2;
+        *self.analytical[usize::from(large)].get_or_init(|| {
+            analytical_blocks(
+                caches,
+                size_of::<T>(),
+                self.mr,
+                self.nr,
+                CoreRates::of(self.family),
+                c_bytes,
+            )
+        })
     }
 }
 
@@ -171,18 +182,20 @@ macro_rules! kernel_table {
             #[cfg(target_arch = "x86_64")]
             {
                 use crate::cpu::packed::kernels::x86;
-                static TABLE: &[PackedKernel<$t>] = &[
+                static ROWS: [PackedKernel<$t>; 3] = [
                     PackedKernel::of::<x86::$avx512>(CpuKernel::Avx512),
                     PackedKernel::of::<x86::$avx2>(CpuKernel::Avx2),
                     PackedKernel::of::<Generic<$t, $mr, $nr>>(CpuKernel::Generic),
                 ];
+                static TABLE: &[PackedKernel<$t>] = &ROWS;
                 &TABLE
             }
             #[cfg(not(target_arch = "x86_64"))]
             {
-                static TABLE: &[PackedKernel<$t>] = &[PackedKernel::of::<Generic<$t, $mr, $nr>>(
+                static ROWS: [PackedKernel<$t>; 1] = [PackedKernel::of::<Generic<$t, $mr, $nr>>(
                     CpuKernel::Generic,
                 )];
+                static TABLE: &[PackedKernel<$t>] = &ROWS;
                 &TABLE
             }
         }
