@@ -18,7 +18,7 @@ use pyo3::types::IntoPyDict;
 
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::numpy_name;
-use crate::release::released;
+use crate::release::{released, Wait};
 
 /// DLPack's device type of CUDA memory (kDLCUDA).
 const DL_CUDA: i32 = 2;
@@ -378,7 +378,7 @@ pub(crate) fn matmul<'py>(
     let (out, timing) = for_dtype!(a.dtype, T => {
         let out = ctx.alloc_gpu::<T>(am.rows, bm.cols).map_err(to_py)?;
         let cm = out.matrix();
-        let timing = released(py, false, |_| {
+        let timing = released(py, Wait::Released, |_| {
             // SAFETY: A and B are the producers' GPU memory of this type on
             // this GPU (checked above), kept alive by their capsules and
             // ordered before our stream by DLPack; C is our own new buffer,

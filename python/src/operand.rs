@@ -126,23 +126,24 @@ pub(crate) fn is_writeable(array: &Bound<'_, PyUntypedArray>) -> bool {
 }
 
 /// An array's memory as the library reads it: a base pointer and, per
-/// dimension, its length and stride in bytes.
-#[derive(Clone)]
-pub(crate) struct Layout {
+/// dimension, its length and stride in bytes (borrowed from the array:
+/// nothing is allocated per call).
+#[derive(Clone, Copy)]
+pub(crate) struct Layout<'a> {
     pub(crate) ptr: *mut u8,
-    pub(crate) shape: Vec<usize>,
-    pub(crate) strides: Vec<isize>,
+    pub(crate) shape: &'a [usize],
+    pub(crate) strides: &'a [isize],
     pub(crate) item: usize,
 }
 
-impl Layout {
-    pub(crate) fn of(array: &Bound<'_, PyUntypedArray>) -> Layout {
+impl<'a> Layout<'a> {
+    pub(crate) fn of(array: &'a Bound<'_, PyUntypedArray>) -> Layout<'a> {
         // SAFETY: as in `is_writeable`; `data` is the array's base pointer.
         let ptr = unsafe { (*array.as_array_ptr()).fields.data.cast::<u8>() };
         Layout {
             ptr,
-            shape: array.shape().to_vec(),
-            strides: array.strides().to_vec(),
+            shape: array.shape(),
+            strides: array.strides(),
             item: array.dtype().itemsize(),
         }
     }
@@ -175,7 +176,7 @@ impl Layout {
             return (0, 0);
         }
         let (mut low, mut high) = (self.ptr as isize, self.ptr as isize);
-        for (&len, &stride) in self.shape.iter().zip(&self.strides) {
+        for (&len, &stride) in self.shape.iter().zip(self.strides) {
             let reach = (len as isize - 1) * stride;
             if reach < 0 {
                 low += reach;
@@ -187,7 +188,7 @@ impl Layout {
     }
 
     /// Whether this array and `other` may share memory.
-    pub(crate) fn overlaps(&self, other: &Layout) -> bool {
+    pub(crate) fn overlaps(&self, other: &Layout<'_>) -> bool {
         let (a, b) = (self.span(), other.span());
         a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
     }

@@ -92,6 +92,11 @@ impl Runner {
 
 /// The device or team named `device`, opened once per process and kept.
 pub(crate) fn runner(py: Python<'_>, device: &str) -> PyResult<Runner> {
+    // The default, without parsing: a small product's whole call is a
+    // microsecond or two.
+    if device == "cpu" {
+        return Ok(Runner::One(Context::cpu()));
+    }
     let list: DeviceList = device.parse().map_err(to_py)?;
     if !list.is_team() {
         return context(py, device).map(Runner::One);
@@ -117,8 +122,15 @@ pub(crate) fn runner(py: Python<'_>, device: &str) -> PyResult<Runner> {
 /// thread, and no more than the hardware has (more would only
 /// oversubscribe it); an accuracy level the library names.
 pub(crate) fn options(algo: &str, threads: Option<i64>, accuracy: &str) -> PyResult<GemmOptions> {
-    let algorithm: Algorithm = algo.parse().map_err(to_py)?;
-    let accuracy: Accuracy = accuracy.parse().map_err(to_py)?;
+    // The defaults without parsing (see `runner`).
+    let algorithm: Algorithm = match algo {
+        "auto" => Algorithm::Auto,
+        _ => algo.parse().map_err(to_py)?,
+    };
+    let accuracy: Accuracy = match accuracy {
+        "native" => Accuracy::Native,
+        _ => accuracy.parse().map_err(to_py)?,
+    };
     let mut opts = GemmOptions::new(algorithm).accuracy(accuracy);
     if let Some(threads) = threads {
         let hardware = fastmm::system::available_threads();

@@ -10,8 +10,8 @@ use pyo3::types::{IntoPyDict, PyTuple};
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::{contiguous, converted, is_writeable, numpy_name, Layout, Operand};
 use crate::options::Runner;
-use crate::release::released;
-use crate::tunables::{LONG_PRODUCT_MNK, MEMORY_CHECK_BYTES};
+use crate::release::{released, Wait};
+use crate::tunables::{GIL_HELD_MNK, LONG_PRODUCT_MNK, MEMORY_CHECK_BYTES};
 
 /// What `a @ b` is, in numpy's rules: a 1-D `a` is a row (1×k) and a 1-D
 /// `b` a column (k×1), the dimension each adds dropped from the result;
@@ -167,7 +167,7 @@ unsafe impl Sync for Job {}
 /// The byte offset of batch index `index` in an array whose first
 /// `batch_dims` dimensions are the batch, right-aligned with `batch`
 /// (missing or length-1 dimensions broadcast).
-fn batch_offset(layout: &Layout, batch_dims: usize, batch: &[usize], index: &[usize]) -> isize {
+fn batch_offset(layout: &Layout<'_>, batch_dims: usize, batch: &[usize], index: &[usize]) -> isize {
     let skip = batch.len() - batch_dims;
     (0..batch_dims)
         .filter(|&d| layout.shape[d] > 1)
@@ -176,8 +176,8 @@ fn batch_offset(layout: &Layout, batch_dims: usize, batch: &[usize], index: &[us
 }
 
 /// The matrix views of a, b and c for each product of the batch.
-fn jobs(a: &Layout, b: &Layout, c: &Layout, s: &Shapes) -> Vec<Job> {
-    let stride = |l: &Layout, d: usize| l.element_stride(d).expect("viewable layouts");
+fn jobs(a: &Layout<'_>, b: &Layout<'_>, c: &Layout<'_>, s: &Shapes) -> Vec<Job> {
+    let stride = |l: &Layout<'_>, d: usize| l.element_stride(d).expect("viewable layouts");
     let a_dims = a.shape.len();
     let b_dims = b.shape.len();
     let c_dims = c.shape.len();
@@ -217,7 +217,7 @@ fn jobs(a: &Layout, b: &Layout, c: &Layout, s: &Shapes) -> Vec<Job> {
     let mut index = vec![0usize; s.batch.len()];
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
-        let offset = |l: &Layout, matrix_dims: usize| {
+        let offset = |l: &Layout<'_>, matrix_dims: usize| {
             batch_offset(l, l.shape.len() - matrix_dims, &s.batch, &index)
         };
         // SAFETY (pointer arithmetic): each offset is a sum of in-range
@@ -280,6 +280,18 @@ fn run_jobs<T: Element>(
         };
     }
     Ok(total)
+}
+
+/// How the caller waits for a product of `work` multiply-adds on `ctx`.
+fn wait_for(ctx: &Runner, work: u128) -> Wait {
+    let on_cpu = matches!(ctx, Runner::One(c) if c.device() == fastmm::Device::Cpu);
+    if work > LONG_PRODUCT_MNK {
+        Wait::Interruptible
+    } else if on_cpu && work <= GIL_HELD_MNK {
+        Wait::Holding
+    } else {
+        Wait::Released
+    }
 }
 
 /// Python numbers as the scalars of each type.
@@ -457,7 +469,7 @@ fn matmul_typed<'py, T: Scalar>(
         }
     };
     let jobs = jobs(&a_layout, &b_layout, &Layout::of(&target), &shapes);
-    let timing = released(py, long, |stop| {
+    let timing = released(py, wait_for(&ctx, shapes.work()), |stop| {
         let opts = match stop {
             Some(stop) => opts.interrupt(stop),
             None => opts,
@@ -525,7 +537,7 @@ fn gemm_typed<'py, T: Scalar>(
         }
     };
     let jobs = jobs(&a_layout, &b_layout, &Layout::of(&target), &shapes);
-    released(py, long, |stop| {
+    released(py, wait_for(&ctx, shapes.work()), |stop| {
         let opts = match stop {
             Some(stop) => opts.interrupt(stop),
             None => opts,

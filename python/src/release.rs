@@ -8,7 +8,8 @@
 //! library checks between blocks, waits for the helper to stop, and
 //! raises `KeyboardInterrupt`. Short products run on the calling thread:
 //! a thread costs tens of microseconds, and they end before a user could
-//! press a key.
+//! press a key. The tiniest keep the GIL, as numpy's own small loops do:
+//! releasing and taking it back cost as much as the product itself.
 
 use std::sync::{Condvar, Mutex};
 
@@ -29,13 +30,26 @@ thread_local! {
 /// Runs `work` with the GIL released. When `long`, on a helper thread that
 /// Ctrl-C (or any signal whose handler raises) interrupts; `work` receives
 /// the interrupt to put in its options.
-pub(crate) fn released<R, F>(py: Python<'_>, long: bool, work: F) -> PyResult<R>
+/// How a product's caller waits for it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// On the calling thread, GIL held: products of a microsecond or so.
+    Holding,
+    /// On the calling thread, GIL released.
+    Released,
+    /// On a helper thread, GIL released, Ctrl-C checked meanwhile.
+    Interruptible,
+}
+
+pub(crate) fn released<R, F>(py: Python<'_>, wait: Wait, work: F) -> PyResult<R>
 where
     R: Send,
     F: FnOnce(Option<Interrupt>) -> Result<R, Error> + Send,
 {
-    if !long {
-        return py.detach(|| work(None)).map_err(to_py);
+    match wait {
+        Wait::Holding => return work(None).map_err(to_py),
+        Wait::Released => return py.detach(|| work(None)).map_err(to_py),
+        Wait::Interruptible => {}
     }
     let stop = STOP.with(|stop| *stop);
     stop.clear();

@@ -18,3 +18,8 @@ pub(crate) const LONG_PRODUCT_MNK: u128 = 1 << 30;
 /// memory available before they are allocated, so that a product too
 /// large raises `MemoryError` instead of being killed at first touch.
 pub(crate) const MEMORY_CHECK_BYTES: u128 = 64 << 20;
+
+/// CPU products of at most this many multiply-adds (all of a batch
+/// together) run with the GIL held: about a microsecond, the cost of
+/// releasing and taking back the GIL around them.
+pub(crate) const GIL_HELD_MNK: u128 = 32 * 32 * 32;
