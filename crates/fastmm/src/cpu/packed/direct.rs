@@ -51,8 +51,7 @@ pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
     for pc in (0..k).step_by(kc) {
         let kb = kc.min(k - pc);
         let beta_here = if pc == 0 { beta } else { T::ONE };
-        for j0 in (0..n).step_by(K::NR) {
-            let cols = K::NR.min(n - j0);
+        for (j0, cols) in column_panels(n, K::NR, K::LANES) {
             // SAFETY: (pc, j0) is inside B (pc < k, j0 < n).
             let b_ptr = unsafe { b.as_ptr().offset(pc as isize * rs_b + j0 as isize) };
             for i0 in (0..m).step_by(K::MR) {
@@ -86,6 +85,24 @@ pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
             }
         }
     }
+}
+
+/// B's n columns as panels of at most `nr` (a multiple of `lanes`):
+/// (first column, width). The vectors are shared out evenly, so that no
+/// panel is much narrower than the others: 64 columns of a 48-wide f32
+/// kernel are two panels of 32, not 48 and a 16 whose one vector per k
+/// step feeds eight multiply-adds on nine loads. Each element's sum runs
+/// in the same order whatever its panel.
+fn column_panels(n: usize, nr: usize, lanes: usize) -> impl Iterator<Item = (usize, usize)> {
+    let vectors = n.div_ceil(lanes);
+    let panels = vectors.div_ceil(nr / lanes);
+    let (base, wider) = (vectors / panels, vectors % panels);
+    (0..panels).scan(0, move |j0, p| {
+        let width = (base + usize::from(p < wider)) * lanes;
+        let panel = (*j0, width.min(n - *j0));
+        *j0 += width;
+        Some(panel)
+    })
 }
 
 #[cfg(test)]
@@ -270,6 +287,33 @@ mod tests {
         masked_edges::<f64>();
         masked_edges::<i32>();
         masked_edges::<i64>();
+    }
+
+    /// The panels cover every column once, in order, each at most NR
+    /// wide and whole vectors but the last, and never more of them than
+    /// NR-wide panels would need.
+    #[test]
+    fn column_panels_cover_the_columns_evenly() {
+        for (nr, lanes) in [(48, 16), (24, 8), (32, 16), (16, 8), (4, 1), (8, 4)] {
+            for n in 1..200 {
+                let panels: Vec<_> = column_panels(n, nr, lanes).collect();
+                assert_eq!(panels.len(), n.div_ceil(nr), "n = {n}, NR = {nr}");
+                let mut next = 0;
+                for (i, &(j0, cols)) in panels.iter().enumerate() {
+                    assert_eq!(j0, next);
+                    assert!(cols >= 1 && cols <= nr);
+                    if i + 1 < panels.len() {
+                        assert_eq!(cols % lanes, 0);
+                    }
+                    next += cols;
+                }
+                assert_eq!(next, n);
+            }
+        }
+        assert_eq!(
+            column_panels(64, 48, 16).collect::<Vec<_>>(),
+            [(0, 32), (32, 32)]
+        );
     }
 
     /// The generic kernel's `run_direct` (the twin) on the same driver.

@@ -157,6 +157,11 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     /// kernels that set this.
     const DIRECT: bool = false;
 
+    /// Elements per vector of [`Microkernel::run_direct`] (1 for scalar
+    /// code): the unit in which the direct path shares B's columns out
+    /// over its panels.
+    const LANES: usize = 1;
+
     /// C ← α·A·B + β·C on the first `rows` rows (1 ≤ rows ≤ MR) and `cols`
     /// columns (1 ≤ cols ≤ NR) of a tile, from unpacked operands: A's
     /// element (i, p) at `a[i·rs_a + p·cs_a]` (read for i < rows only) and

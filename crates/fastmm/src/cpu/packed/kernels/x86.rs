@@ -617,6 +617,7 @@ macro_rules! simd_kernel {
             const NAME: &'static str = $label;
 
             const DIRECT: bool = true;
+            const LANES: usize = $lanes;
 
             fn is_available() -> bool {
                 $detect()
