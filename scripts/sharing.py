@@ -85,9 +85,13 @@ def timed(f):
 
 
 def reps_for(n, reps, dtype):
-    """Fewer repetitions where one product takes long."""
+    """Fewer repetitions where one product takes long; more, up to 20
+    times, where it takes microseconds, so that a median of single calls
+    is not a handful of timer-sized samples."""
     flops = 2.0 * n**3 * (2 if dtype == np.float64 else 1)
-    return max(5, min(reps, int(reps * 2e9 / flops))) if flops > 2e9 else reps
+    if flops > 2e9:
+        return max(5, min(reps, int(reps * 2e9 / flops)))
+    return reps * max(1, min(20, int(1e8 / flops)))
 
 
 class Mkl:
