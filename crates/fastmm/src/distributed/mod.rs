@@ -6,4 +6,4 @@
 //! `cuda::distributed` (GPUs through NCCL).
 
 pub mod planner;
-pub mod schedule;
+pub(crate) mod schedule;

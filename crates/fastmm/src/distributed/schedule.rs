@@ -44,18 +44,6 @@ pub enum Store {
     Partial,
 }
 
-impl Store {
-    /// Every store, in a fixed order.
-    pub const ALL: [Store; 6] = [
-        Store::A,
-        Store::B,
-        Store::C,
-        Store::GatherA,
-        Store::GatherB,
-        Store::Partial,
-    ];
-}
-
 /// A rows×cols row-major block inside one worker's store: element (i, j)
 /// at `offset + i·ld + j`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,7 +195,7 @@ pub struct Schedule {
     pub b: Layout,
     /// Where C ends.
     pub c: Layout,
-    /// Elements of each store ([`Store::ALL`]'s order), by rank.
+    /// Elements of each store (indexed by `Store as usize`), by rank.
     pub sizes: Vec<[usize; 6]>,
     /// The steps, in order.
     pub steps: Vec<Step>,

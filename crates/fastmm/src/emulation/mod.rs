@@ -3,16 +3,16 @@
 //! arithmetic of the `emulated` algorithm on INT8 matrix engines, here as
 //! plain Rust: the reference twin and test oracle of the GPU kernels.
 //!
-//! 1. **Scaling** ([`scaling`]): row i of A by 2^{b−1−E_i} and column j of
+//! 1. **Scaling** (`scaling.rs`): row i of A by 2^{b−1−E_i} and column j of
 //!    B by 2^{b−1−F_j}, rounded to integers of at most b bits.
-//! 2. **Certificate** ([`certify`]): the fewest bits b for which the
+//! 2. **Certificate** (`certify.rs`): the fewest bits b for which the
 //!    truncation error of every element, bounded from the rows' and
 //!    columns' norms, stays within the classical product's bound
 //!    (k+1)·u·(|A||B|)_ij, with (|A||B|)_ij bounded from below by one
 //!    INT8 product of 7-bit magnitudes. Elements no b certifies (NaN, ∞,
 //!    magnitudes that cancel) are recomputed natively, or the whole
 //!    product is, past an allowance.
-//! 3. **Residues** ([`moduli`]): the scaled integers modulo N pairwise
+//! 3. **Residues** (`moduli.rs`): the scaled integers modulo N pairwise
 //!    coprime moduli m_l ≤ 256, in the symmetric range of an i8; one INT8
 //!    product with INT32 sums per modulus (exact while k·128² < 2³¹,
 //!    longer depths in chunks).
@@ -21,22 +21,22 @@
 //!    is rounded once and scaled back by 2^{E_i+F_j+2−2b}.
 //!
 //! Integers (i32, i64) need no scaling or certificate: their wrapping
-//! products are exact sums of INT8 products of their bytes ([`bytes`]).
+//! products are exact sums of INT8 products of their bytes (`bytes.rs`).
 
 use serde::Serialize;
 
-pub mod bytes;
-pub mod certify;
-pub mod moduli;
-pub mod reference;
-pub mod scaling;
+pub(crate) mod bytes;
+pub(crate) mod certify;
+pub(crate) mod moduli;
+pub(crate) mod reference;
+pub(crate) mod scaling;
 
 pub use certify::{Goal, NativeError, Route};
 pub use moduli::{moduli_for, modulus, symmetric_residue, Garner, MODULI};
 pub use reference::gemm_reference;
 
 /// Ozaki scheme II takes f32 and f64; the `emulated` algorithm gives
-/// integers to the byte planes of [`bytes`].
+/// integers to the byte planes (`bytes.rs`).
 ///
 /// # Errors
 /// [`crate::Error::Unsupported`] for integer types.

@@ -52,7 +52,7 @@ fn int8_product_to(
 /// native recomputation of uncertified elements (or of everything, where
 /// the route says so). β = 0 never reads C. Depths beyond
 /// 2¹⁶ (`EMULATION_K_CHUNK`) run in slices of k added with β = 1, as on the
-/// GPU. Floats meet `goal` (the certificate's [`Target`]); integers
+/// GPU. Floats meet `goal` (the certificate's `Target`); integers
 /// are exact whatever it says. Returns the routes taken.
 ///
 /// # Errors
