@@ -6,4 +6,4 @@
 //! `cuda::distributed` (GPUs through NCCL).
 
 pub mod planner;
-pub(crate) mod schedule;
+pub mod schedule;
