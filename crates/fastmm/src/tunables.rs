@@ -372,6 +372,7 @@ pub const NATIVE_ERROR_PACKED: f64 = 4.5;
 /// 0.30·√k (k = 4096: 19u, k = 16384: 38u; `scripts/accuracy-gpu.sh
 /// calibrate`); below a few hundred, and on small outputs, taken as
 /// `packed`'s flat 4.5.
+#[cfg(any(feature = "cuda", test))]
 pub const NATIVE_ERROR_SGEMM: (f64, f64) = (4.5, 0.3);
 
 /// Outputs (m·n) below which cuBLAS's native error is taken as the flat
@@ -381,10 +382,12 @@ pub const NATIVE_ERROR_SGEMM: (f64, f64) = (4.5, 0.3);
 /// at 64×4096×48 (cancellation, the GPU self-test), within 0.6× at
 /// 4096² and above; 2²¹ outputs are 128 tiles of 128×128, about one per
 /// SM.
+#[cfg(any(feature = "cuda", test))]
 pub const NATIVE_ERROR_CUBLAS_SMALL_OUTPUTS: usize = 1 << 21;
 
 /// λ(k) of cuBLAS dgemm, in units of u: 0.30·√k on the same H200
 /// (k = 1024: 9.7u, 4096: 19u, 16384: 38.6u).
+#[cfg(any(feature = "cuda", test))]
 pub const NATIVE_ERROR_DGEMM: (f64, f64) = (4.5, 0.3);
 
 /// `auto` at the `native` level on a GPU picks `emulated` for f32 where

@@ -38,7 +38,7 @@ use crate::element::DType;
 use crate::options::Accuracy;
 use crate::tunables::{
     EMULATION_CERTIFICATE_SAMPLE, EMULATION_FIXUP_FRACTION, EMULATION_NATIVE_TAU,
-    NATIVE_ERROR_CUBLAS_SMALL_OUTPUTS, NATIVE_ERROR_DGEMM, NATIVE_ERROR_PACKED, NATIVE_ERROR_SGEMM,
+    NATIVE_ERROR_PACKED,
 };
 
 /// The need of an element that no number of bits certifies (a NaN or ∞ in
@@ -92,7 +92,11 @@ impl NativeError {
     }
 
     /// cuBLAS sgemm (f32) or dgemm (f64).
+    #[cfg(any(feature = "cuda", test))]
     pub fn cublas(dtype: DType) -> NativeError {
+        use crate::tunables::{
+            NATIVE_ERROR_CUBLAS_SMALL_OUTPUTS, NATIVE_ERROR_DGEMM, NATIVE_ERROR_SGEMM,
+        };
         let (flat, per_root_k) = match dtype {
             DType::F64 => NATIVE_ERROR_DGEMM,
             _ => NATIVE_ERROR_SGEMM,
@@ -125,6 +129,7 @@ impl Goal {
     }
 
     /// `accuracy` beside cuBLAS.
+    #[cfg(any(feature = "cuda", test))]
     pub fn on_cublas(accuracy: Accuracy, dtype: DType) -> Goal {
         Goal {
             accuracy,

@@ -31,9 +31,8 @@ pub(crate) mod moduli;
 pub(crate) mod reference;
 pub(crate) mod scaling;
 
-pub use certify::{Goal, NativeError, Route};
-pub use moduli::{moduli_for, modulus, symmetric_residue, Garner, MODULI};
-pub use reference::gemm_reference;
+pub(crate) use certify::{Goal, Route};
+pub(crate) use reference::gemm_reference;
 
 /// Ozaki scheme II takes f32 and f64; the `emulated` algorithm gives
 /// integers to the byte planes (`bytes.rs`).

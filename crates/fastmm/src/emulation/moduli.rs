@@ -104,21 +104,6 @@ impl Garner {
         }
     }
 
-    /// The number of moduli.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
-    /// R_j mod m_l (j < l), as the GPU's tables hold it.
-    pub fn weight(&self, l: usize, j: usize) -> u32 {
-        self.weight[l][j]
-    }
-
-    /// R_l⁻¹ mod m_l.
-    pub fn inverse(&self, l: usize) -> u32 {
-        self.inverse[l]
-    }
-
     /// The balanced digits of the integer whose residues (any
     /// representatives, |r| < 2³¹ − 2²⁰) are `residues`.
     pub fn digits(&self, residues: &[i64]) -> [i32; 16] {
