@@ -561,19 +561,17 @@ macro_rules! simd_kernel {
                             for v in 0..NV {
                                 let dst = row.add(v * $lanes);
                                 let product = scaled(acc[i][v]);
-                                if PARTIAL && v == NV - 1 {
-                                    let merged = if beta_is_zero {
-                                        product
-                                    } else {
-                                        $ops::fma(beta_v, $ops::load_first(dst, tail), product)
-                                    };
+                                let last = PARTIAL && v == NV - 1;
+                                let merged = if beta_is_zero {
+                                    product
+                                } else if last {
+                                    $ops::fma(beta_v, $ops::load_first(dst, tail), product)
+                                } else {
+                                    $ops::fma(beta_v, $ops::load(dst), product)
+                                };
+                                if last {
                                     $ops::store_first(dst, tail, merged);
                                 } else {
-                                    let merged = if beta_is_zero {
-                                        product
-                                    } else {
-                                        $ops::fma(beta_v, $ops::load(dst), product)
-                                    };
                                     $ops::store(dst, merged);
                                 }
                             }
