@@ -3,7 +3,7 @@
 # the API docs without warnings, then every test in release mode (the
 # O(n^3) shape matrix is too slow unoptimised). The CPU tests force each
 # microkernel family this machine runs through options, so one run covers
-# them all; the layering of the modules is a test too (tests/layers.rs).
+# them all; the layering of the modules is a test too (crates/fastmm/tests/suite/layers.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
