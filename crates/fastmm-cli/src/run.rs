@@ -7,7 +7,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use fastmm::random::{seeded_rng, try_random_matrix_wide};
 use fastmm::system::{available_memory_bytes, format_bytes};
-use fastmm::verify::verify_with_growth;
+use fastmm::verify::{verify_with_growth, Reference};
 use fastmm::{Accuracy, DType, Element, GemmOptions, Matrix, Role, Team, TeamReport, Timing};
 use serde::Serialize;
 
@@ -482,6 +482,9 @@ fn run_typed<T: Element>(
     let mut c = Matrix::filled(p.m, p.n, T::poison());
     let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
     let mut records: Vec<Record> = Vec::with_capacity(targets.len());
+    // A·B's reference, worked out for the first target checked and kept
+    // for the others.
+    let mut reference: Option<Reference<'_, T>> = None;
     for target in targets {
         if let Some(last) = records.last() {
             progress(&finished(last));
@@ -540,7 +543,11 @@ fn run_typed<T: Element>(
             let wrong = c.get(0, 0).add(T::ONE);
             c.set(0, 0, wrong);
         }
-        let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), plan.error_growth)?;
+        let reference = match &mut reference {
+            Some(kept) => kept,
+            empty => empty.insert(Reference::new(a.as_ref(), b.as_ref())?),
+        };
+        let verdict = reference.check(c.as_ref(), plan.error_growth)?;
         if printable {
             show(args, &format!("C = A·B ({label}, {})", T::DTYPE), &c);
         }

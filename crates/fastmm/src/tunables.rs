@@ -303,6 +303,11 @@ pub const STRASSEN_STREAM_MIN_L3_FRACTION: (usize, usize) = (1, 2);
 /// Above it the O(n²) randomized check is used.
 pub const FULL_CHECK_MAX_MNK: u128 = 1 << 28;
 
+/// Most elements of C whose reference a `verify::Reference` keeps (16
+/// bytes each for floats: 64 MiB); a larger C is checked as `verify`
+/// checks it, each time.
+pub const REFERENCE_MAX_ELEMENTS: usize = 1 << 22;
+
 /// Random vectors per randomized (Freivalds) check of a float product.
 pub const FREIVALDS_FLOAT_VECTORS: usize = 3;
 

@@ -56,7 +56,8 @@ use crate::tunables::{
 };
 // The constants of the policy above, public so that a caller can state it.
 pub use crate::tunables::{
-    FLOAT_TOLERANCE_FACTOR, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK, VERIFY_SAMPLED_LINES,
+    FLOAT_TOLERANCE_FACTOR, FREIVALDS_INT_VECTORS, FULL_CHECK_MAX_MNK, REFERENCE_MAX_ELEMENTS,
+    VERIFY_SAMPLED_LINES,
 };
 
 /// How a product was checked.
@@ -110,6 +111,140 @@ pub fn verify_with_growth<T: Element>(
     c: MatRef<'_, T>,
     growth: f64,
 ) -> Result<Verdict, Error> {
+    check_shapes(a, b, c)?;
+    let bound = Bound::new::<T>(a.cols(), growth, max_finite_abs(a) * max_finite_abs(b));
+    Ok(match (T::DTYPE.is_integer(), full_check(a, b)) {
+        (true, true) => exact_full(a, b, c),
+        (true, false) => exact_randomized(a, b, c),
+        (false, true) => float_full(a, b, c, bound),
+        (false, false) => float_randomized(a, b, c, bound),
+    })
+}
+
+/// What checking a C against A·B needs of A and B alone, worked out once,
+/// for checking several results of the same inputs (every algorithm of a
+/// benchmark, every option set of a test): [`Reference::check`] gives the
+/// verdict [`verify_with_growth`] gives, with the same bits.
+///
+/// Where every element is checked ([`FULL_CHECK_MAX_MNK`]) and C has at
+/// most [`REFERENCE_MAX_ELEMENTS`] elements, the reference product and,
+/// for floats, |A||B| are kept (16 bytes an element), so that a check is
+/// one pass over C. Elsewhere nothing is kept and each check runs as
+/// [`verify_with_growth`] does.
+pub struct Reference<'a, T: Element> {
+    a: MatRef<'a, T>,
+    b: MatRef<'a, T>,
+    /// ‖A‖_max·‖B‖_max over finite elements: the norm-wise allowance.
+    max_product: f64,
+    kept: Kept<T>,
+}
+
+/// The reference elements a [`Reference`] keeps.
+enum Kept<T> {
+    /// None: each check computes what it compares.
+    Nothing,
+    /// Integers: A·B reduced modulo 2^w, row-major.
+    Exact(Vec<T>),
+    /// Floats: A·B in f64 (double-f64 for f64) and |A||B|, row-major.
+    Float {
+        exact: Vec<f64>,
+        magnitude: Vec<f64>,
+    },
+}
+
+impl<'a, T: Element> Reference<'a, T> {
+    /// The reference of A·B.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] when A's columns differ from B's rows.
+    pub fn new(a: MatRef<'a, T>, b: MatRef<'a, T>) -> Result<Reference<'a, T>, Error> {
+        if a.cols() != b.rows() {
+            return Err(Error::DimensionMismatch {
+                a: a.shape(),
+                b: b.shape(),
+            });
+        }
+        let keep = full_check(a, b) && a.rows() * b.cols() <= REFERENCE_MAX_ELEMENTS;
+        let kept = match (keep, T::DTYPE.is_integer()) {
+            (false, _) => Kept::Nothing,
+            (true, true) => Kept::Exact(
+                (0..a.rows())
+                    .into_par_iter()
+                    .flat_map_iter(|i| exact_row(a, b, i))
+                    .collect(),
+            ),
+            (true, false) => {
+                let rows: Vec<(Vec<f64>, Vec<f64>)> = (0..a.rows())
+                    .into_par_iter()
+                    .map(|i| {
+                        let (mut exact, mut magnitude) = reference_lines(a, b, &[i]);
+                        (exact.swap_remove(0), magnitude.swap_remove(0))
+                    })
+                    .collect();
+                let (exact, magnitude) = rows.into_iter().fold(
+                    (Vec::new(), Vec::new()),
+                    |(mut exact, mut magnitude), (e, m)| {
+                        exact.extend(e);
+                        magnitude.extend(m);
+                        (exact, magnitude)
+                    },
+                );
+                Kept::Float { exact, magnitude }
+            }
+        };
+        Ok(Reference {
+            a,
+            b,
+            max_product: max_finite_abs(a) * max_finite_abs(b),
+            kept,
+        })
+    }
+
+    /// Checks C ≈ A·B allowing `growth` times the classical float error
+    /// bound, as [`verify_with_growth`] does.
+    ///
+    /// # Errors
+    /// [`Error::OutputShape`] when C is not m×n.
+    pub fn check(&self, c: MatRef<'_, T>, growth: f64) -> Result<Verdict, Error> {
+        let (a, b) = (self.a, self.b);
+        check_shapes(a, b, c)?;
+        let bound = Bound::new::<T>(a.cols(), growth, self.max_product);
+        let n = b.cols();
+        Ok(match &self.kept {
+            Kept::Nothing => match (T::DTYPE.is_integer(), full_check(a, b)) {
+                (true, true) => exact_full(a, b, c),
+                (true, false) => exact_randomized(a, b, c),
+                (false, true) => float_full(a, b, c, bound),
+                (false, false) => float_randomized(a, b, c, bound),
+            },
+            Kept::Exact(exact) => {
+                let mut tally = Tally::default();
+                for i in 0..a.rows() {
+                    compare_exact_row(&mut tally, c, i, &exact[i * n..][..n]);
+                }
+                tally.verdict(CheckMethod::Full)
+            }
+            Kept::Float { exact, magnitude } => {
+                let rows: Vec<Tally> = (0..a.rows())
+                    .into_par_iter()
+                    .map(|i| {
+                        let (exact, magnitude) = (&exact[i * n..][..n], &magnitude[i * n..][..n]);
+                        compare_rows(c, &[i], &[exact], &[magnitude], bound)
+                    })
+                    .collect();
+                rows.into_iter()
+                    .fold(Tally::default(), Tally::merge)
+                    .verdict(CheckMethod::Full)
+            }
+        })
+    }
+}
+
+fn check_shapes<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatRef<'_, T>,
+) -> Result<(), Error> {
     if a.cols() != b.rows() {
         return Err(Error::DimensionMismatch {
             a: a.shape(),
@@ -122,29 +257,13 @@ pub fn verify_with_growth<T: Element>(
             got: c.shape(),
         });
     }
-    let mnk = a.rows() as u128 * b.cols() as u128 * a.cols() as u128;
-    let full = mnk <= FULL_CHECK_MAX_MNK;
-    let gamma =
-        FLOAT_TOLERANCE_FACTOR * growth * (a.cols() as f64 + 1.0) * T::DTYPE.unit_roundoff();
-    let bound = Bound {
-        gamma,
-        floor: if growth > 1.0 && !T::DTYPE.is_integer() {
-            gamma * a.cols() as f64 * max_finite_abs(a) * max_finite_abs(b)
-        } else {
-            0.0
-        },
-        underflow: FLOAT_TOLERANCE_FACTOR
-            * growth
-            * (a.cols() as f64 + 1.0)
-            * subnormal_spacing(T::DTYPE),
-        largest: largest_finite(T::DTYPE),
-    };
-    Ok(match (T::DTYPE.is_integer(), full) {
-        (true, true) => exact_full(a, b, c),
-        (true, false) => exact_randomized(a, b, c),
-        (false, true) => float_full(a, b, c, bound),
-        (false, false) => float_randomized(a, b, c, bound),
-    })
+    Ok(())
+}
+
+/// Whether every element of C is checked (else sampled lines and
+/// Freivalds' test).
+fn full_check<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>) -> bool {
+    a.rows() as u128 * b.cols() as u128 * a.cols() as u128 <= FULL_CHECK_MAX_MNK
 }
 
 /// A float element's allowed error: γ·(|A||B|)_ij, but at least `floor`
@@ -165,6 +284,23 @@ struct Bound {
 }
 
 impl Bound {
+    /// The allowance of a product of A and B with this growth factor;
+    /// `max_product` is ‖A‖_max·‖B‖_max over their finite elements.
+    fn new<T: Element>(k: usize, growth: f64, max_product: f64) -> Bound {
+        let k = k as f64;
+        let gamma = FLOAT_TOLERANCE_FACTOR * growth * (k + 1.0) * T::DTYPE.unit_roundoff();
+        Bound {
+            gamma,
+            floor: if growth > 1.0 && !T::DTYPE.is_integer() {
+                gamma * k * max_product
+            } else {
+                0.0
+            },
+            underflow: FLOAT_TOLERANCE_FACTOR * growth * (k + 1.0) * subnormal_spacing(T::DTYPE),
+            largest: largest_finite(T::DTYPE),
+        }
+    }
+
     fn of(self, magnitude: f64) -> f64 {
         (self.gamma * magnitude).max(self.floor) + self.underflow
     }
@@ -309,29 +445,35 @@ impl Tally {
 }
 
 fn exact_full<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) -> Verdict {
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let mut tally = Tally::default();
-    let mut row = vec![0i128; n];
-    for i in 0..m {
-        row.fill(0);
-        for p in 0..k {
-            let aip = a.get(i, p).to_i128();
-            for (j, acc) in row.iter_mut().enumerate() {
-                *acc = acc.wrapping_add(aip.wrapping_mul(b.get(p, j).to_i128()));
-            }
-        }
-        for (j, &exact) in row.iter().enumerate() {
-            let expected = T::wrap_from_i128(exact);
-            tally.compare(
-                c.get(i, j).sub(expected).to_f64(),
-                0.0,
-                (0.0, 0.0),
-                f64::INFINITY,
-            );
-            tally.ref2 += square(expected.to_f64());
-        }
+    for i in 0..a.rows() {
+        compare_exact_row(&mut tally, c, i, &exact_row(a, b, i));
     }
     tally.verdict(CheckMethod::Full)
+}
+
+/// Row i of A·B, each element accumulated in i128 and reduced modulo 2^w.
+fn exact_row<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, i: usize) -> Vec<T> {
+    let mut row = vec![0i128; b.cols()];
+    for p in 0..a.cols() {
+        let aip = a.get(i, p).to_i128();
+        for (j, acc) in row.iter_mut().enumerate() {
+            *acc = acc.wrapping_add(aip.wrapping_mul(b.get(p, j).to_i128()));
+        }
+    }
+    row.into_iter().map(T::wrap_from_i128).collect()
+}
+
+fn compare_exact_row<T: Element>(tally: &mut Tally, c: MatRef<'_, T>, i: usize, exact: &[T]) {
+    for (j, &expected) in exact.iter().enumerate() {
+        tally.compare(
+            c.get(i, j).sub(expected).to_f64(),
+            0.0,
+            (0.0, 0.0),
+            f64::INFINITY,
+        );
+        tally.ref2 += square(expected.to_f64());
+    }
 }
 
 fn exact_randomized<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: MatRef<'_, T>) -> Verdict {
@@ -440,6 +582,28 @@ fn sampled_subset(lines: &[usize], rng: &mut impl Rng) -> Vec<usize> {
 /// `out`, where its plain f64 sums were finite (elsewhere IEEE's answer
 /// stands).
 fn compensated_row<T: Element>(x: &[f64], b: MatRef<'_, T>, out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU runs FMA instructions, checked just above.
+        unsafe { compensated_row_fma(x, b, out) };
+        return;
+    }
+    compensated_row_any(x, b, out);
+}
+
+/// [`compensated_row_any`] compiled with FMA, so that its `mul_add` is
+/// one instruction rather than a call into the math library (which made
+/// the reference take a third of a small f64 product's check).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn compensated_row_fma<T: Element>(x: &[f64], b: MatRef<'_, T>, out: &mut [f64]) {
+    compensated_row_any(x, b, out);
+}
+
+/// The same operations as [`compensated_row`] on any CPU: `mul_add` is
+/// exact-product-then-round everywhere, so the sums have the same bits.
+#[inline(always)]
+fn compensated_row_any<T: Element>(x: &[f64], b: MatRef<'_, T>, out: &mut [f64]) {
     let mut hi = vec![0.0f64; b.cols()];
     let mut lo = vec![0.0f64; b.cols()];
     for (p, &xp) in x.iter().enumerate() {
@@ -472,6 +636,16 @@ fn compare_lines<T: Element>(
     lines: &[usize],
     bound: Bound,
 ) -> Tally {
+    let (exact, magnitude) = reference_lines(a, b, lines);
+    compare_rows(c, lines, &slices(&exact), &slices(&magnitude), bound)
+}
+
+/// Rows `lines` of A·B in f64 (double-f64 for f64) and of |A||B|.
+fn reference_lines<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    lines: &[usize],
+) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let xs: Vec<Vec<f64>> = lines
         .iter()
         .map(|&i| (0..a.cols()).map(|p| a.get(i, p).to_f64()).collect())
@@ -490,9 +664,20 @@ fn compare_lines<T: Element>(
             .zip(&xs)
             .for_each(|(row, x)| compensated_row(x, b, row));
     }
+    (exact, magnitude)
+}
+
+/// Rows `lines` of C against their reference rows and magnitudes.
+fn compare_rows<T: Element>(
+    c: MatRef<'_, T>,
+    lines: &[usize],
+    exact: &[&[f64]],
+    magnitude: &[&[f64]],
+    bound: Bound,
+) -> Tally {
     let mut tally = Tally::default();
     for (l, &i) in lines.iter().enumerate() {
-        for (j, (&exact, &magnitude)) in exact[l].iter().zip(&magnitude[l]).enumerate() {
+        for (j, (&exact, &magnitude)) in exact[l].iter().zip(magnitude[l]).enumerate() {
             tally.compare(
                 c.get(i, j).to_f64(),
                 exact,

@@ -3,7 +3,7 @@
 
 use fastmm::info::supports;
 use fastmm::random::{random_matrix, random_matrix_full_range, seeded_rng};
-use fastmm::verify::{verify, verify_with_growth};
+use fastmm::verify::{verify, verify_with_growth, Reference};
 use fastmm::{
     gemm, matmul_with, Algorithm, Context, CpuKernel, DType, DeviceKind, Element, Error,
     GemmOptions, MatMut, MatRef, Matrix, SumStores, Variant,
@@ -68,6 +68,8 @@ fn check_shape<T: Element>(m: usize, k: usize, n: usize, seed: u64) {
     let exact = T::DTYPE
         .is_integer()
         .then(|| reference_exact(a.as_ref(), b.as_ref()));
+    // Floats: one reference for every algorithm and option set.
+    let reference = Reference::new(a.as_ref(), b.as_ref()).unwrap();
     for algorithm in Algorithm::all_for(DeviceKind::Cpu, T::DTYPE) {
         for opts in option_sets(algorithm) {
             let mut c = Matrix::filled(m, n, T::poison());
@@ -82,7 +84,7 @@ fn check_shape<T: Element>(m: usize, k: usize, n: usize, seed: u64) {
                 .plan::<T>((m, k, n), true, &opts)
                 .unwrap()
                 .error_growth;
-            let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth).unwrap();
+            let verdict = reference.check(c.as_ref(), growth).unwrap();
             assert!(
                 verdict.ok,
                 "{algorithm} {opts:?} {}×{k}×{n} {}: {verdict:?}",
@@ -500,4 +502,74 @@ fn auto_runs_winograd_where_its_crossover_gives_a_level() {
         .plan::<i64>((8192, 8192, 8192), true, &GemmOptions::default())
         .unwrap();
     assert_eq!(exact.algorithm, Algorithm::Winograd);
+}
+
+/// A [`Reference`] gives the verdicts of `verify_with_growth`, bit for bit:
+/// kept (full checks), not kept (sampled), integers, wrong elements, NaN
+/// and a fast algorithm's growth.
+#[test]
+fn a_reference_gives_the_verdicts_of_verify() {
+    fn agree<T: Element>(m: usize, k: usize, n: usize) {
+        let mut rng = seeded_rng((m * 31 + k * 7 + n) as u64);
+        let a: Matrix<T> = random_matrix_full_range(m, k, &mut rng);
+        let b: Matrix<T> = random_matrix_full_range(k, n, &mut rng);
+        let reference = Reference::new(a.as_ref(), b.as_ref()).unwrap();
+        let good =
+            matmul_with(a.as_ref(), b.as_ref(), &GemmOptions::new(Algorithm::Packed)).unwrap();
+        let mut wrong = good.clone();
+        if m * n > 0 {
+            let x = wrong.get(m / 2, n / 2);
+            wrong.set(m / 2, n / 2, x.add(T::from_f64(1.0)));
+        }
+        let mut nan = good.clone();
+        if m * n > 0 && !T::DTYPE.is_integer() {
+            nan.set(0, n - 1, T::from_f64(f64::NAN));
+        }
+        for c in [&good, &wrong, &nan] {
+            for growth in [1.0, 40.0] {
+                let once = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth).unwrap();
+                let kept = reference.check(c.as_ref(), growth).unwrap();
+                assert_eq!(
+                    (
+                        once.method,
+                        once.ok,
+                        once.rel_error.to_bits(),
+                        once.bound_ratio.to_bits()
+                    ),
+                    (
+                        kept.method,
+                        kept.ok,
+                        kept.rel_error.to_bits(),
+                        kept.bound_ratio.to_bits()
+                    ),
+                    "{} {m}×{k}×{n} growth {growth}",
+                    T::DTYPE
+                );
+            }
+        }
+        let bad_shape = Matrix::<T>::filled(m + 1, n, T::ZERO);
+        assert!(matches!(
+            reference.check(bad_shape.as_ref(), 1.0),
+            Err(Error::OutputShape { .. })
+        ));
+    }
+    for (m, k, n) in [
+        (0, 3, 4),
+        (1, 1, 1),
+        (17, 33, 9),
+        (64, 100, 31),
+        (2100, 1, 2100),
+        (700, 700, 700),
+    ] {
+        agree::<f32>(m, k, n);
+        agree::<f64>(m, k, n);
+        agree::<i32>(m, k, n);
+        agree::<i64>(m, k, n);
+    }
+    let a = Matrix::<f64>::filled(3, 4, 1.0);
+    let b = Matrix::<f64>::filled(5, 2, 1.0);
+    assert!(matches!(
+        Reference::new(a.as_ref(), b.as_ref()),
+        Err(Error::DimensionMismatch { .. })
+    ));
 }
