@@ -49,7 +49,7 @@ use rayon::prelude::*;
 
 use crate::element::Element;
 use crate::error::Error;
-use crate::matrix::MatRef;
+use crate::matrix::{check_product_shapes, MatRef};
 use crate::random::seeded_rng;
 use crate::tunables::{
     FREIVALDS_FLOAT_VECTORS, VERIFY_PARALLEL_MIN_ELEMENTS, VERIFY_ROWS_PER_TASK,
@@ -111,7 +111,7 @@ pub fn verify_with_growth<T: Element>(
     c: MatRef<'_, T>,
     growth: f64,
 ) -> Result<Verdict, Error> {
-    check_shapes(a, b, c)?;
+    check_product_shapes(a, b, c.shape())?;
     let bound = Bound::new::<T>(a.cols(), growth, max_finite_abs(a) * max_finite_abs(b));
     Ok(match (T::DTYPE.is_integer(), full_check(a, b)) {
         (true, true) => exact_full(a, b, c),
@@ -158,12 +158,7 @@ impl<'a, T: Element> Reference<'a, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`] when A's columns differ from B's rows.
     pub fn new(a: MatRef<'a, T>, b: MatRef<'a, T>) -> Result<Reference<'a, T>, Error> {
-        if a.cols() != b.rows() {
-            return Err(Error::DimensionMismatch {
-                a: a.shape(),
-                b: b.shape(),
-            });
-        }
+        check_product_shapes(a, b, (a.rows(), b.cols()))?;
         let keep = full_check(a, b) && a.rows() * b.cols() <= REFERENCE_MAX_ELEMENTS;
         let kept = match (keep, T::DTYPE.is_integer()) {
             (false, _) => Kept::Nothing,
@@ -207,7 +202,7 @@ impl<'a, T: Element> Reference<'a, T> {
     /// [`Error::OutputShape`] when C is not m×n.
     pub fn check(&self, c: MatRef<'_, T>, growth: f64) -> Result<Verdict, Error> {
         let (a, b) = (self.a, self.b);
-        check_shapes(a, b, c)?;
+        check_product_shapes(a, b, c.shape())?;
         let bound = Bound::new::<T>(a.cols(), growth, self.max_product);
         let n = b.cols();
         Ok(match &self.kept {
@@ -238,26 +233,6 @@ impl<'a, T: Element> Reference<'a, T> {
             }
         })
     }
-}
-
-fn check_shapes<T: Element>(
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    c: MatRef<'_, T>,
-) -> Result<(), Error> {
-    if a.cols() != b.rows() {
-        return Err(Error::DimensionMismatch {
-            a: a.shape(),
-            b: b.shape(),
-        });
-    }
-    if c.shape() != (a.rows(), b.cols()) {
-        return Err(Error::OutputShape {
-            expected: (a.rows(), b.cols()),
-            got: c.shape(),
-        });
-    }
-    Ok(())
 }
 
 /// Whether every element of C is checked (else sampled lines and
