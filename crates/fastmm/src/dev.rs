@@ -21,15 +21,15 @@ pub fn microkernel_report<T: Element>(family: CpuKernel) -> Vec<String> {
     let Ok(kernel) = select_kernel::<T>(Some(family)) else {
         return Vec::new();
     };
-    let lanes_f64 = matches!(T::DTYPE, crate::DType::F64);
-    let is_float = matches!(T::DTYPE, crate::DType::F32 | crate::DType::F64);
+    let is_f64 = T::DTYPE == crate::DType::F64;
+    let is_float = !T::DTYPE.is_integer();
     let calls_for = |kc: usize| 2_000_000_000 / (kernel.mr * kernel.nr * kc);
     let paired = |run: &dyn Fn() -> f64| -> (f64, Option<f64>) {
         let mut best = 0.0f64;
         let mut shares = Vec::new();
         for _ in 0..5 {
             let ceiling = is_float
-                .then(|| fma_ceiling_gflops(family, lanes_f64))
+                .then(|| fma_ceiling_gflops(family, is_f64))
                 .flatten();
             let got = run();
             best = best.max(got);

@@ -113,12 +113,23 @@ pub fn verify_with_growth<T: Element>(
 ) -> Result<Verdict, Error> {
     check_product_shapes(a, b, c.shape())?;
     let bound = Bound::new::<T>(a.cols(), growth, max_finite_abs(a) * max_finite_abs(b));
-    Ok(match (T::DTYPE.is_integer(), full_check(a, b)) {
+    Ok(check_afresh(a, b, c, bound))
+}
+
+/// The check that computes what it compares: every element, or sampled
+/// lines and Freivalds' test above [`FULL_CHECK_MAX_MNK`].
+fn check_afresh<T: Element>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: MatRef<'_, T>,
+    bound: Bound,
+) -> Verdict {
+    match (T::DTYPE.is_integer(), full_check(a, b)) {
         (true, true) => exact_full(a, b, c),
         (true, false) => exact_randomized(a, b, c),
         (false, true) => float_full(a, b, c, bound),
         (false, false) => float_randomized(a, b, c, bound),
-    })
+    }
 }
 
 /// What checking a C against A·B needs of A and B alone, worked out once,
@@ -169,22 +180,17 @@ impl<'a, T: Element> Reference<'a, T> {
                     .collect(),
             ),
             (true, false) => {
-                let rows: Vec<(Vec<f64>, Vec<f64>)> = (0..a.rows())
+                let (exact, magnitude): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (0..a.rows())
                     .into_par_iter()
                     .map(|i| {
                         let (mut exact, mut magnitude) = reference_lines(a, b, &[i]);
                         (exact.swap_remove(0), magnitude.swap_remove(0))
                     })
-                    .collect();
-                let (exact, magnitude) = rows.into_iter().fold(
-                    (Vec::new(), Vec::new()),
-                    |(mut exact, mut magnitude), (e, m)| {
-                        exact.extend(e);
-                        magnitude.extend(m);
-                        (exact, magnitude)
-                    },
-                );
-                Kept::Float { exact, magnitude }
+                    .unzip();
+                Kept::Float {
+                    exact: exact.concat(),
+                    magnitude: magnitude.concat(),
+                }
             }
         };
         Ok(Reference {
@@ -206,12 +212,7 @@ impl<'a, T: Element> Reference<'a, T> {
         let bound = Bound::new::<T>(a.cols(), growth, self.max_product);
         let n = b.cols();
         Ok(match &self.kept {
-            Kept::Nothing => match (T::DTYPE.is_integer(), full_check(a, b)) {
-                (true, true) => exact_full(a, b, c),
-                (true, false) => exact_randomized(a, b, c),
-                (false, true) => float_full(a, b, c, bound),
-                (false, false) => float_randomized(a, b, c, bound),
-            },
+            Kept::Nothing => check_afresh(a, b, c, bound),
             Kept::Exact(exact) => {
                 let mut tally = Tally::default();
                 for i in 0..a.rows() {
@@ -219,18 +220,10 @@ impl<'a, T: Element> Reference<'a, T> {
                 }
                 tally.verdict(CheckMethod::Full)
             }
-            Kept::Float { exact, magnitude } => {
-                let rows: Vec<Tally> = (0..a.rows())
-                    .into_par_iter()
-                    .map(|i| {
-                        let (exact, magnitude) = (&exact[i * n..][..n], &magnitude[i * n..][..n]);
-                        compare_rows(c, &[i], &[exact], &[magnitude], bound)
-                    })
-                    .collect();
-                rows.into_iter()
-                    .fold(Tally::default(), Tally::merge)
-                    .verdict(CheckMethod::Full)
-            }
+            Kept::Float { exact, magnitude } => by_rows(a.rows(), |i| {
+                let (exact, magnitude) = (&exact[i * n..][..n], &magnitude[i * n..][..n]);
+                compare_rows(c, &[i], &[exact], &[magnitude], bound)
+            }),
         })
     }
 }
@@ -475,13 +468,15 @@ fn float_full<T: Element>(
     c: MatRef<'_, T>,
     bound: Bound,
 ) -> Verdict {
-    // One tally per row, merged in row order: the same sums on any
-    // number of threads.
-    let rows: Vec<Tally> = (0..a.rows())
-        .into_par_iter()
-        .map(|i| compare_lines(a, b, c, &[i], bound))
-        .collect();
-    rows.into_iter()
+    by_rows(a.rows(), |i| compare_lines(a, b, c, &[i], bound))
+}
+
+/// A full check of `rows` rows, each tallied by `row` in parallel and the
+/// tallies merged in row order: the same sums on any number of threads.
+fn by_rows(rows: usize, row: impl Fn(usize) -> Tally + Sync + Send) -> Verdict {
+    let tallies: Vec<Tally> = (0..rows).into_par_iter().map(row).collect();
+    tallies
+        .into_iter()
         .fold(Tally::default(), Tally::merge)
         .verdict(CheckMethod::Full)
 }
