@@ -167,7 +167,7 @@ pub(crate) fn multiply_mapped<'py>(
             let shape = (a.rows, a.cols, b.cols);
             for_dtype!(dtype, T => {
                 let growth = match check {
-                    true => Some(ctx.plan::<T>(shape, true, &opts)?.error_growth),
+                    true => Some(ctx.plan(fastmm::Problem::of::<T>(shape), &opts)?.error_growth),
                     false => None,
                 };
                 fastmm::io::out_of_core::multiply::<T>(&ctx, &a, &b, &out_path, &opts, budget, growth)

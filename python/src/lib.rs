@@ -311,7 +311,7 @@ fn plan<'py>(
     let ctx = runner.context();
     let mnk = (shapes.m, shapes.k, shapes.n);
     let plan = py
-        .detach(|| for_dtype!(dtype, T => ctx.plan::<T>(mnk, true, &opts)))
+        .detach(|| for_dtype!(dtype, T => ctx.plan(fastmm::Problem::of::<T>(mnk), &opts)))
         .map_err(to_py)?;
     let text = serde_json::to_string(&plan).map_err(|e| value_error(e.to_string()))?;
     let dict = from_json(py, &text)?;

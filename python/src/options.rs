@@ -71,21 +71,25 @@ impl Runner {
             Runner::One(ctx) => ctx
                 .gemm(alpha, a, b, beta, c, opts)
                 .map(|()| Timing::default()),
-            // The whole streamed product, copies included; how much of it
-            // the GPUs spent in products a team does not measure.
-            Runner::Team(team) => team.gemm(alpha, a, b, beta, c, opts).map(|report| Timing {
-                compute_ms: report.compute_ms,
-                streamed: Some(Streamed {
-                    upload_bytes: report.upload_bytes,
-                    download_bytes: report.download_bytes,
-                    products_fraction: f64::NAN,
-                    staging_seconds: (
-                        report.shares.iter().map(|s| s.staging_ms).sum::<f64>() / 1e3,
-                        0.0,
-                    ),
-                }),
-                ..Timing::default()
-            }),
+            // The whole product (a stream through the GPUs: copies
+            // included); how much of it the GPUs spent in products a team
+            // does not measure.
+            Runner::Team(team) => {
+                let report = team.gemm(alpha, a, b, beta, c, opts)?;
+                let moved = report.communication.unwrap_or_default();
+                Ok(Timing {
+                    streamed: Some(Streamed {
+                        upload_bytes: moved.upload_bytes,
+                        download_bytes: moved.download_bytes,
+                        products_fraction: f64::NAN,
+                        staging_seconds: (
+                            moved.shares.iter().map(|s| s.staging_ms).sum::<f64>() / 1e3,
+                            0.0,
+                        ),
+                    }),
+                    ..report.timing
+                })
+            }
         }
     }
 }

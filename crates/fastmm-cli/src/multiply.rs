@@ -354,12 +354,9 @@ fn resolved(
     dtype: DType,
     shape: (usize, usize, usize),
 ) -> Result<Algorithm> {
-    Ok(match dtype {
-        DType::F32 => ctx.plan::<f32>(shape, true, opts)?.algorithm,
-        DType::F64 => ctx.plan::<f64>(shape, true, opts)?.algorithm,
-        DType::I32 => ctx.plan::<i32>(shape, true, opts)?.algorithm,
-        DType::I64 => ctx.plan::<i64>(shape, true, opts)?.algorithm,
-    })
+    Ok(ctx
+        .plan(fastmm::Problem::new(shape, dtype), opts)?
+        .algorithm)
 }
 
 /// A verification's verdict and its one-line report.
@@ -554,7 +551,10 @@ fn on_cpu<T: Element>(
     shape: (usize, usize, usize),
 ) -> Result<fastmm::io::out_of_core::Report> {
     let growth = match args.check {
-        true => Some(ctx.plan::<T>(shape, true, opts)?.error_growth),
+        true => Some(
+            ctx.plan(fastmm::Problem::of::<T>(shape), opts)?
+                .error_growth,
+        ),
         false => None,
     };
     Ok(fastmm::io::out_of_core::multiply::<T>(
@@ -594,7 +594,7 @@ fn on_gpu<T: Element>(
             b.rows
         );
     }
-    let plan = ctx.plan::<T>((m, k, n), true, opts)?;
+    let plan = ctx.plan(fastmm::Problem::of::<T>((m, k, n)), opts)?;
     let (timing, verdict) =
         fastmm::io::out_of_core::write_through_map::<T, _>(&args.output, (m, n), |mut c| {
             let timing = ctx.gemm_timed(T::ONE, a_view, b_view, T::ZERO, c.rb_mut(), opts)?;

@@ -7,8 +7,11 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use fastmm::random::{seeded_rng, try_random_matrix_wide};
 use fastmm::system::{available_memory_bytes, format_bytes};
-use fastmm::verify::{verify_with_growth, Reference};
-use fastmm::{Accuracy, DType, Element, GemmOptions, Matrix, Role, Team, TeamReport, Timing};
+use fastmm::verify::Reference;
+use fastmm::verify::Verdict;
+use fastmm::{
+    Accuracy, Clock, DType, Element, Executor, Gemm, GemmOptions, Matrix, Plan, Report, Route, Team,
+};
 use serde::Serialize;
 
 use crate::common::{
@@ -168,9 +171,9 @@ pub(crate) struct Problem {
 }
 
 impl Problem {
-    /// 2·m·k·n.
-    fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.k as f64 * self.n as f64
+    /// (m, k, n).
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.m, self.k, self.n)
     }
 }
 
@@ -288,77 +291,26 @@ fn run_on_cluster<T: Element>(
         ..base_opts
     };
     let label = format!("{}@mpi", target.algorithm);
-    for _ in 0..args.warmup {
-        cluster.matmul(a.as_ref(), b.as_ref(), &opts)?;
-    }
-    let mut times = Vec::with_capacity(args.reps);
-    let mut last = None;
-    for _ in 0..args.reps {
-        let (c, report) = cluster
-            .matmul(a.as_ref(), b.as_ref(), &opts)
-            .with_context(|| format!("{label} failed"))?;
-        times.push(report.compute_ms);
-        last = Some((c, report));
-    }
-    let (c, report) = last.context("no repetition ran")?;
-    let Some(mut c) = c else {
+    // The cluster's errors name the ranks that failed.
+    let plan = cluster.plan(fastmm::Problem::of::<T>(p.shape()), &opts)?;
+    let mut product = Product {
+        a: &a,
+        b: &b,
+        c: Matrix::try_filled(p.m, p.n, T::poison())?,
+        reference: None,
+    };
+    let reports = product.repeat(args, cluster, &plan, &label)?;
+    // Rank 0 holds C.
+    if cluster.rank() != 0 {
         return Ok(None);
+    }
+    let verdict = product.check(args, &reports)?;
+    let measured = Measured {
+        reports,
+        verdict,
+        hosted: None,
     };
-    corrupt_if_asked(args, &mut c);
-    // The local products' Strassen levels (a classical distribution), or
-    // those run across the ranks (CAPS).
-    let growth = fastmm::Context::cpu()
-        .plan::<T>((p.m, p.k, p.n), true, &opts)
-        .map_or(1.0, |plan| plan.error_growth)
-        .max(report.error_growth);
-    let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
-    let (pm, pn, pk) = report.grid;
-    let kernel = if report.breadth_first {
-        format!(
-            "{} across {} ranks (CAPS): 1 breadth-first level ({}), then the local algorithm; {} words received per rank, {} of a classical product",
-            target.algorithm,
-            report.processors,
-            match report.processors / 7 {
-                1 => "a product per rank".to_string(),
-                q => format!("a product per group of {q} ranks, classical within it"),
-            },
-            report.words_per_processor,
-            bound_text(report.bound_ratio())
-        )
-    } else if report.levels_across > 0 {
-        format!(
-            "{} across {} ranks (CAPS): {} levels, rows in chunks; {} words received per rank, {} of a classical product",
-            target.algorithm,
-            report.processors,
-            report.levels_across,
-            report.words_per_processor,
-            bound_text(report.bound_ratio())
-        )
-    } else {
-        format!(
-            "distributed {pm}×{pn}×{pk} over {} ranks{}; {} words received per rank, {}",
-            report.processors,
-            if report.pieces_on_gpus {
-                format!(
-                    ", pieces on each rank's GPU (NCCL between them; {:.1} ms to stage them, not timed)",
-                    report.staging_ms
-                )
-            } else if report.local_gpus {
-                ", pieces in host memory, local products on each rank's GPU".to_string()
-            } else {
-                String::new()
-            },
-            report.words_per_processor,
-            bound_text(report.bound_ratio())
-        )
-    };
-    let device = format!("mpi:{}", report.processors);
-    let record = team_record::<T>(args, p, device, label, times, verdict, kernel, None);
-    Ok(Some(Record {
-        comm_words: Some(report.words_per_processor),
-        comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
-        ..record
-    }))
+    Ok(Some(measured.into_record(args, label, None)))
 }
 
 /// The problem `args` names, checked.
@@ -457,7 +409,6 @@ fn run_typed<T: Element>(
     base_opts: GemmOptions,
     devices: &mut Devices,
 ) -> Result<Vec<Record>> {
-    let shape = (p.m, p.k, p.n);
     let started = std::time::Instant::now();
     let progress = |what: &str| {
         if args.progress {
@@ -479,109 +430,173 @@ fn run_typed<T: Element>(
         show(args, &format!("A ({})", T::DTYPE), &a);
         show(args, &format!("B ({})", T::DTYPE), &b);
     }
-    let mut c = Matrix::filled(p.m, p.n, T::poison());
-    let flops = 2.0 * p.m as f64 * p.k as f64 * p.n as f64;
+    let mut product = Product {
+        a: &a,
+        b: &b,
+        c: Matrix::try_filled(p.m, p.n, T::poison())?,
+        // A·B's reference, worked out for the first target checked and
+        // kept for the others.
+        reference: None,
+    };
     let mut records: Vec<Record> = Vec::with_capacity(targets.len());
-    // A·B's reference, worked out for the first target checked and kept
-    // for the others.
-    let mut reference: Option<Reference<'_, T>> = None;
     for target in targets {
         if let Some(last) = records.last() {
             progress(&finished(last));
         }
-        let label = target.label();
-        if let Some(team) = target.team {
-            let team = devices.team(team)?;
-            let speedup_base = records.first().map(|r: &Record| r.median_ms);
-            records.push(run_on_team(
-                args,
-                p,
-                target,
-                team,
-                (&a, &b),
-                base_opts,
-                speedup_base,
-            )?);
-            continue;
-        }
-        let ctx = devices.get(target.device)?;
-        let mut opts = GemmOptions {
+        let opts = GemmOptions {
             algorithm: target.algorithm,
             ..base_opts
         };
-        let plan = ctx
-            .plan::<T>(shape, true, &opts)
-            .with_context(|| format!("{label} {}", T::DTYPE))?;
-        // The schedule the plan chose from the free memory is the one
-        // that runs, so the label names what ran.
-        if let Some(fast) = &plan.fast {
-            opts.variant = Some(fast.variant);
+        let label = target.label();
+        let speedup_base = records.first().map(|r: &Record| r.median_ms);
+        let record = match target.team {
+            Some(spec) => {
+                let team = devices.team(spec)?;
+                on_team(args, &label, team, &opts, &mut product)?
+            }
+            None => {
+                let ctx = devices.get(target.device)?;
+                let plan = ctx
+                    .plan(fastmm::Problem::of::<T>(p.shape()), &opts)
+                    .with_context(|| format!("{label} {}", T::DTYPE))?;
+                let reports = product.repeat(args, ctx, &plan, &label)?;
+                let verdict = product.check(args, &reports)?;
+                Measured {
+                    reports,
+                    verdict,
+                    hosted: None,
+                }
+            }
+        };
+        if printable {
+            show(
+                args,
+                &format!("C = A·B ({label}, {})", T::DTYPE),
+                &product.c,
+            );
         }
-        let multiply = |c: &mut Matrix<T>| -> Result<Timing> {
+        records.push(record.into_record(args, label, speedup_base));
+    }
+    if let Some(last) = records.last() {
+        progress(&finished(last));
+    }
+    Ok(records)
+}
+
+/// One problem's operands, its C, and A·B's reference, shared by the
+/// targets that multiply it.
+struct Product<'a, T: Element> {
+    a: &'a Matrix<T>,
+    b: &'a Matrix<T>,
+    c: Matrix<T>,
+    reference: Option<Reference<'a, T>>,
+}
+
+impl<T: Element> Product<'_, T> {
+    /// `plan` executed `--warmup` times untimed and `--reps` times timed
+    /// (the benchmark clock), C poisoned before each.
+    fn repeat(
+        &mut self,
+        args: &RunArgs,
+        x: &impl Executor,
+        plan: &Plan,
+        label: &str,
+    ) -> Result<Vec<Report>> {
+        let (a, b) = (self.a.as_ref(), self.b.as_ref());
+        let once = |c: &mut Matrix<T>| -> Result<Report> {
             c.as_mut_slice().fill(T::poison());
-            ctx.gemm_timed(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
+            x.execute_clocked(plan, Gemm::new(a, b, c.as_mut()), Clock::Benchmark)
                 .with_context(|| format!("{label} failed"))
         };
         for _ in 0..args.warmup {
-            multiply(&mut c)?;
+            once(&mut self.c)?;
         }
-        let runs = (0..args.reps)
-            .map(|_| multiply(&mut c))
-            .collect::<Result<Vec<Timing>>>()?;
-        let sorted = |f: &dyn Fn(&Timing) -> f64| {
-            let mut v: Vec<f64> = runs.iter().map(f).collect();
+        (0..args.reps).map(|_| once(&mut self.c)).collect()
+    }
+
+    /// The last C of `reports` against the reference, within the
+    /// allowance of the plan that ran (`--corrupt` first spoils it).
+    fn check(&mut self, args: &RunArgs, reports: &[Report]) -> Result<Verdict> {
+        corrupt_if_asked(args, &mut self.c);
+        let growth = reports.last().map_or(1.0, Report::error_growth);
+        let reference = match &mut self.reference {
+            Some(kept) => kept,
+            empty => empty.insert(Reference::new(self.a.as_ref(), self.b.as_ref())?),
+        };
+        Ok(reference.check(self.c.as_ref(), growth)?)
+    }
+}
+
+/// A target's timed runs and its verdict; on a team of GPUs whose plan
+/// keeps the matrices in host memory, that product's runs too (the
+/// device-resident product's are `reports`).
+struct Measured {
+    reports: Vec<Report>,
+    verdict: Verdict,
+    hosted: Option<Vec<Report>>,
+}
+
+impl Measured {
+    /// The table's row: medians of the runs, the plan that ran.
+    fn into_record(self, args: &RunArgs, label: String, speedup_base: Option<f64>) -> Record {
+        let Measured {
+            reports,
+            verdict,
+            hosted,
+        } = self;
+        let sorted = |reports: &[Report], f: &dyn Fn(&Report) -> f64| {
+            let mut v: Vec<f64> = reports.iter().map(f).collect();
             v.sort_by(f64::total_cmp);
             v
         };
-        let times = sorted(&|t| t.compute_ms);
+        let times = sorted(&reports, &|r| r.timing.compute_ms);
         let median_ms = median(&times);
-        let copies = runs[0].upload_ms.is_some();
-        let upload_ms = copies.then(|| median(&sorted(&|t| t.upload_ms.unwrap_or(0.0))));
-        let download_ms = copies.then(|| median(&sorted(&|t| t.download_ms.unwrap_or(0.0))));
-        let end_to_end_ms = copies.then(|| median(&sorted(&Timing::end_to_end_ms)));
-        if args.corrupt {
-            let wrong = c.get(0, 0).add(T::ONE);
-            c.set(0, 0, wrong);
-        }
-        let reference = match &mut reference {
-            Some(kept) => kept,
-            empty => empty.insert(Reference::new(a.as_ref(), b.as_ref())?),
+        let middle = &reports[reports.len() / 2];
+        let plan = &middle.plan;
+        let problem = plan.problem;
+        let flops = problem.flops();
+        let copies = middle.timing.upload_ms.is_some();
+        let upload_ms =
+            copies.then(|| median(&sorted(&reports, &|r| r.timing.upload_ms.unwrap_or(0.0))));
+        let download_ms =
+            copies.then(|| median(&sorted(&reports, &|r| r.timing.download_ms.unwrap_or(0.0))));
+        // What a caller waits for: the product with its copies, or on a
+        // team of GPUs the host-resident product.
+        let end_to_end_ms = match &hosted {
+            Some(runs) => Some(median(&sorted(runs, &|r| r.timing.compute_ms))),
+            None => copies.then(|| median(&sorted(&reports, &|r| r.timing.end_to_end_ms()))),
         };
-        let verdict = reference.check(c.as_ref(), plan.error_growth)?;
-        if printable {
-            show(args, &format!("C = A·B ({label}, {})", T::DTYPE), &c);
-        }
-        let speedup = records
-            .first()
-            .map_or(1.0, |first| first.median_ms / median_ms);
-        // An out-of-core product's label says how it streamed: the bytes
-        // each way and the share of the time the GPU spent in products.
-        let kernel = match &runs[runs.len() / 2].streamed {
-            Some(s) => format!(
-                "{}; {} up, {} down; products {:.1}% of the time; host staging {:.2} s in, {:.2} s out",
-                plan.label(),
-                format_bytes(s.upload_bytes.into()),
-                format_bytes(s.download_bytes.into()),
-                100.0 * s.products_fraction,
-                s.staging_seconds.0,
-                s.staging_seconds.1
+        let kernel = match &hosted {
+            Some(runs) => format!(
+                "{}; host-resident (e2e): {}",
+                middle.describe(),
+                runs[runs.len() / 2].describe()
             ),
-            None => plan.label(),
+            None => middle.describe(),
         };
-        // The emulated product's route: its moduli and bits, and where
-        // accuracy sent elements or the whole product to the native path.
-        let kernel = match &runs[runs.len() / 2].emulation {
-            Some(tally) => format!("{kernel}; {}", tally.label()),
-            None => kernel,
+        let device = match &plan.spread {
+            Some(spread) if spread.ranks => format!("mpi:{}", spread.processors.len()),
+            Some(spread) => spread
+                .processors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            None => plan.device.to_string(),
         };
-        records.push(Record {
+        let moved = middle.communication.as_ref();
+        let levels = match moved {
+            Some(m) if m.levels_across > 0 => Some(m.levels_across),
+            _ => plan.fast.as_ref().map(|f| f.levels),
+        };
+        Record {
             algorithm: label,
             kernel,
-            device: target.device.to_string(),
-            dtype: T::DTYPE.name(),
-            m: p.m,
-            k: p.k,
-            n: p.n,
+            device,
+            dtype: problem.dtype.name(),
+            m: problem.m,
+            k: problem.k,
+            n: problem.n,
             threads: plan.threads,
             tile: plan.tile,
             reps: args.reps,
@@ -589,7 +604,7 @@ fn run_typed<T: Element>(
             min_ms: times[0],
             max_ms: times[times.len() - 1],
             gflops: flops / (median_ms * 1e6),
-            speedup,
+            speedup: speedup_base.map_or(1.0, |base| base / median_ms),
             rel_error: verdict.rel_error,
             bound_ratio: verdict.bound_ratio,
             check: verdict.method.name(),
@@ -602,17 +617,15 @@ fn run_typed<T: Element>(
             upload_ms,
             download_ms,
             end_to_end_gflops: end_to_end_ms.map(|ms| flops / (ms * 1e6)),
-            levels: plan.fast.as_ref().map(|f| f.levels),
+            levels,
             runs_as: plan.falls_back_to().map(|a| a.to_string()),
             extra_bytes: plan.fast.as_ref().map_or(0, |f| f.workspace_bytes),
-            comm_words: None,
-            comm_bound_ratio: None,
-        });
+            comm_words: moved.map(|m| m.words_per_processor),
+            comm_bound_ratio: moved
+                .map(|m| m.bound_ratio())
+                .filter(|r| r.is_finite() && moved.is_some_and(|m| m.lower_bound > 0.0)),
+        }
     }
-    if let Some(last) = records.last() {
-        progress(&finished(last));
-    }
-    Ok(records)
 }
 
 /// A finished target, for `--progress`.
@@ -632,193 +645,51 @@ fn finished(r: &Record) -> String {
     )
 }
 
-/// One target on a team: A and B distributed once in the plan's layout,
-/// the distributed product timed (communication included, distributing
-/// and collecting not), C collected and verified. Strassen and Winograd
-/// run their levels across the devices where they apply (`Team::gemm`
-/// reports it), timed the same way.
-fn run_on_team<T: Element>(
+/// One target on a team, by the route its plan takes. Where that keeps
+/// the matrices in host memory (GPUs' bands or rows), the device-resident
+/// product (A and B placed in their pieces once per run, the product
+/// timed apart) runs too: its time is the row's, the host-resident
+/// product's its end-to-end figure, and both results are verified.
+fn on_team<T: Element>(
     args: &RunArgs,
-    p: &Problem,
-    target: &Target,
+    label: &str,
     team: &Team,
-    (a, b): (&Matrix<T>, &Matrix<T>),
-    base_opts: GemmOptions,
-    speedup_base: Option<f64>,
-) -> Result<Record> {
-    let label = target.label();
-    let shape = (p.m, p.k, p.n);
-    let opts = GemmOptions {
-        algorithm: target.algorithm,
-        ..base_opts
-    };
-    // Each device's product is at most the whole one: the one-device plan's
-    // allowance bounds theirs (and the levels across devices are levels of
-    // the same recursion).
-    let growth = team
-        .context(0)
-        .plan::<T>(shape, true, &opts)
-        .map_or(1.0, |plan| plan.error_growth);
-    let hosted = |c: &mut Matrix<T>| -> Result<(TeamReport, f64)> {
-        c.as_mut_slice().fill(T::poison());
-        let start = std::time::Instant::now();
-        let report = team
-            .gemm(T::ONE, a.as_ref(), b.as_ref(), T::ZERO, c.as_mut(), &opts)
-            .with_context(|| format!("{label} on host matrices failed"))?;
-        Ok((report, start.elapsed().as_secs_f64() * 1e3))
-    };
-    let mut c = Matrix::try_filled(p.m, p.n, T::poison())?;
-    if target.algorithm.is_fast() {
-        let (first, first_ms) = hosted(&mut c)?;
-        if first.levels_across > 0 {
-            let mut runs = vec![(first, first_ms)];
-            if args.warmup > 0 {
-                runs.clear();
-                for _ in 1..args.warmup {
-                    hosted(&mut c)?;
-                }
-            }
-            while runs.len() < args.reps {
-                runs.push(hosted(&mut c)?);
-            }
-            corrupt_if_asked(args, &mut c);
-            let verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
-            let report = runs
-                .last()
-                .map(|r| r.0.clone())
-                .context("no repetition ran")?;
-            let mut walls: Vec<f64> = runs.iter().map(|r| r.1).collect();
-            walls.sort_by(f64::total_cmp);
-            let times: Vec<f64> = runs.iter().map(|r| r.0.compute_ms).collect();
-            let kernel = format!(
-                "{} across {} devices (CAPS): {} levels, rows in chunks, sums local; {} words received per device",
-                target.algorithm, report.processors, report.levels_across, report.words_per_processor
-            );
-            let record = team_record::<T>(
-                args,
-                p,
-                team_devices(team),
-                label,
-                times,
-                verdict,
-                kernel,
-                speedup_base,
-            );
-            return Ok(Record {
-                end_to_end_gflops: Some(p.flops() / (median(&walls) * 1e6)),
-                levels: Some(report.levels_across),
-                comm_words: Some(report.words_per_processor),
-                comm_bound_ratio: None,
-                ..record
-            });
-        }
-    }
+    opts: &GemmOptions,
+    product: &mut Product<'_, T>,
+) -> Result<Measured> {
+    let problem = fastmm::Problem::of::<T>((product.a.rows(), product.a.cols(), product.b.cols()));
     let plan = team
-        .plan::<T>(shape)
+        .plan(problem, opts)
         .with_context(|| format!("{label} {}", T::DTYPE))?;
-    let da = team.distribute(&plan, Role::A, a.as_ref())?;
-    let db = team.distribute(&plan, Role::B, b.as_ref())?;
-    let multiply = || {
-        team.multiply(&da, &db, &opts)
-            .with_context(|| format!("{label} failed"))
-    };
-    for _ in 0..args.warmup {
-        multiply()?;
+    let hosted = plan
+        .spread
+        .as_ref()
+        .is_some_and(|s| matches!(s.route, Route::Bands | Route::Rows));
+    if !hosted {
+        let reports = product.repeat(args, team, &plan, label)?;
+        let verdict = product.check(args, &reports)?;
+        return Ok(Measured {
+            reports,
+            verdict,
+            hosted: None,
+        });
     }
-    let mut runs = Vec::with_capacity(args.reps);
-    let mut last = None;
-    for _ in 0..args.reps {
-        let (c, report) = multiply()?;
-        runs.push(report);
-        last = Some(c);
-    }
-    let report = runs.last().cloned().context("no repetition ran")?;
-    let times: Vec<f64> = runs.iter().map(|r| r.compute_ms).collect();
-    c = team.collect(&last.context("no repetition ran")?)?;
-    corrupt_if_asked(args, &mut c);
-    let mut verdict = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
-    drop((da, db));
-    // The same product of host matrices (`Team::gemm`): on GPUs streamed
-    // through all of them, copies included; its result verified too. The
-    // warm-up also pins the team's staging buffers, which it keeps.
-    for _ in 0..args.warmup {
-        hosted(&mut c)?;
-    }
-    let mut walls = Vec::with_capacity(args.reps);
-    let mut shares = Vec::new();
-    let mut b_loaded_ms = None;
-    for _ in 0..args.reps {
-        let (r, ms) = hosted(&mut c)?;
-        walls.push(ms);
-        shares = r.shares;
-        b_loaded_ms = r.b_loaded_ms;
-    }
-    walls.sort_by(f64::total_cmp);
-    let hosted_ms = (!walls.is_empty()).then(|| median(&walls));
-    if hosted_ms.is_some() {
-        let second = verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
-        if !second.ok || second.bound_ratio > verdict.bound_ratio {
-            verdict = second;
-        }
-    }
-    let (pm, pn, pk) = report.grid;
-    let kernel = format!(
-        "distributed {pm}×{pn}×{pk} over {} devices; {} words received per device, {}{}",
-        report.processors,
-        report.words_per_processor,
-        bound_text(report.bound_ratio()),
-        match shares.len() {
-            0 => String::new(),
-            _ => format!(
-                "; host-resident (e2e){}: per device bands/first product/staging/products/done ms {}",
-                b_loaded_ms.map_or(String::new(), |ms| format!(
-                    ", B on every GPU at {ms:.0} ms"
-                )),
-                shares
-                    .iter()
-                    .map(|s| format!(
-                        "{}/{:.0}/{:.0}/{:.0}/{:.0}",
-                        s.bands, s.first_band_ms, s.staging_ms, s.products_ms, s.finished_ms
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    );
-    let record = team_record::<T>(
-        args,
-        p,
-        team_devices(team),
-        label,
-        times,
-        verdict,
-        kernel,
-        speedup_base,
-    );
-    Ok(Record {
-        end_to_end_gflops: hosted_ms.map(|ms| p.flops() / (ms * 1e6)),
-        comm_words: Some(report.words_per_processor),
-        comm_bound_ratio: Some(report.bound_ratio()).filter(|r| r.is_finite()),
-        ..record
-    })
-}
-
-/// Words over their lower bound, for the kernel column.
-fn bound_text(ratio: f64) -> String {
-    if ratio.is_finite() {
-        format!("{ratio:.2}× the lower bound")
+    let pieces = team.plan_pieces(problem, opts)?;
+    let reports = product.repeat(args, team, &pieces, label)?;
+    let resident = product.check(args, &reports)?;
+    let hosted = product.repeat(args, team, &plan, label)?;
+    let streamed = product.check(args, &hosted)?;
+    // The worse of the two verdicts.
+    let verdict = if !streamed.ok || (resident.ok && streamed.bound_ratio > resident.bound_ratio) {
+        streamed
     } else {
-        "the lower bound is 0 here".into()
-    }
-}
-
-/// A team's devices, comma-separated.
-fn team_devices(team: &Team) -> String {
-    team.devices()
-        .iter()
-        .map(|d| d.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+        resident
+    };
+    Ok(Measured {
+        reports,
+        verdict,
+        hosted: Some(hosted),
+    })
 }
 
 /// `--corrupt`: one wrong element, to show that verification catches it.
@@ -826,71 +697,6 @@ fn corrupt_if_asked<T: Element>(args: &RunArgs, c: &mut Matrix<T>) {
     if args.corrupt && c.rows() > 0 && c.cols() > 0 {
         let wrong = c.get(0, 0).add(T::ONE);
         c.set(0, 0, wrong);
-    }
-}
-
-/// A team's row: the median of `times` (ms) and the verdict.
-#[allow(clippy::too_many_arguments)]
-fn team_record<T: Element>(
-    args: &RunArgs,
-    p: &Problem,
-    device: String,
-    label: String,
-    mut times: Vec<f64>,
-    verdict: fastmm::verify::Verdict,
-    kernel: String,
-    speedup_base: Option<f64>,
-) -> Record {
-    times.sort_by(f64::total_cmp);
-    let median_ms = median(&times);
-    // A team's sums are split over its depth groups (and Strassen's
-    // levels across devices): the classical bound, for floats.
-    let asked = args
-        .options
-        .options()
-        .map(|o| o.accuracy)
-        .unwrap_or_default();
-    let (given, precision) = if T::DTYPE.is_integer() {
-        (Accuracy::Native, "exact (wrapping integer sums)")
-    } else {
-        (
-            Accuracy::Bound,
-            "sums split over the team (classical bound)",
-        )
-    };
-    Record {
-        algorithm: label,
-        kernel,
-        device,
-        dtype: T::DTYPE.name(),
-        m: p.m,
-        k: p.k,
-        n: p.n,
-        threads: 1,
-        tile: None,
-        reps: times.len(),
-        median_ms,
-        min_ms: times.first().copied().unwrap_or(f64::NAN),
-        max_ms: times.last().copied().unwrap_or(f64::NAN),
-        gflops: p.flops() / (median_ms * 1e6),
-        speedup: speedup_base.map_or(1.0, |base| base / median_ms),
-        rel_error: verdict.rel_error,
-        bound_ratio: verdict.bound_ratio,
-        check: verdict.method.name(),
-        ok: verdict.ok,
-        accuracy: given.to_string(),
-        accuracy_asked: asked.to_string(),
-        precision: precision.to_string(),
-        seed: args.seed,
-        decades: args.decades,
-        upload_ms: None,
-        download_ms: None,
-        end_to_end_gflops: None,
-        levels: None,
-        runs_as: None,
-        extra_bytes: 0,
-        comm_words: None,
-        comm_bound_ratio: None,
     }
 }
 

@@ -175,7 +175,9 @@ fn contestants<T: PeerElement>(
             if let Some(b) = block_sizes {
                 label = format!("{label} blocks {},{},{}", b.mc, b.kc, b.nc);
             }
-            let growth = Context::cpu().plan::<T>(shape, true, &opts)?.error_growth;
+            let growth = Context::cpu()
+                .plan(fastmm::Problem::of::<T>(shape), &opts)?
+                .error_growth;
             out.push(Contestant {
                 name: format!("fastmm {label}"),
                 run: Box::new(move |a, b, c| {

@@ -16,71 +16,30 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
-
 use crate::cpu;
-use crate::element::Element;
+use crate::element::{for_dtype, Element};
 use crate::error::Error;
+#[cfg(feature = "cuda")]
+use crate::executor::Streamed;
+use crate::executor::{Clock, Executor, Gemm, Report, Timing};
 #[cfg(feature = "cuda")]
 use crate::matrix::GpuMatrix;
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuPrecision};
-use crate::plan::Plan;
+use crate::plan::{FastPlan, Plan, Problem};
 use crate::system::GpuInfo;
 use crate::tunables::AUTO_FAST_MIN_DIM;
-
-/// How a GPU product of host matrices streamed through the GPU when they
-/// exceeded its budget.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Streamed {
-    /// Bytes copied to the GPU (A and B, as often as they streamed).
-    pub upload_bytes: u64,
-    /// Bytes copied back (C once).
-    pub download_bytes: u64,
-    /// The share of the time the GPU spent in products (what the copies
-    /// did not hide is the rest).
-    pub products_fraction: f64,
-    /// Host seconds spent copying A and B into page-locked staging, and
-    /// staging into C (each on its own thread, overlapping the rest).
-    pub staging_seconds: (f64, f64),
-}
-
-/// Where the time of one product went, in milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Timing {
-    /// The product: on the CPU its wall time; on a GPU in one piece the
-    /// kernels alone between CUDA events (for β = 0 the median of
-    /// back-to-back runs after a warm-up, free of the idle gaps the copies
-    /// leave); out of core the whole streamed product, copies overlapped.
-    pub compute_ms: f64,
-    /// GPU in one piece: host → device copies of A, B (and C when β ≠ 0).
-    pub upload_ms: Option<f64>,
-    /// GPU in one piece: device → host copy of C.
-    pub download_ms: Option<f64>,
-    /// GPU out of core: how it streamed.
-    pub streamed: Option<Streamed>,
-    /// The `emulated` algorithm: the route its pieces took (moduli, bits,
-    /// elements or pieces computed natively).
-    pub emulation: Option<crate::emulation::Tally>,
-}
-
-impl Timing {
-    /// The product with its copies: what a caller waits for.
-    pub fn end_to_end_ms(&self) -> f64 {
-        self.compute_ms + self.upload_ms.unwrap_or(0.0) + self.download_ms.unwrap_or(0.0)
-    }
-}
 
 /// One opened device, on which products run.
 ///
 /// ```
-/// use fastmm::{Context, Device, GemmOptions, Algorithm, Matrix};
+/// use fastmm::{Context, Device, GemmOptions, Algorithm, Matrix, Problem};
 /// # fn main() -> Result<(), fastmm::Error> {
 /// let cpu = Context::open(Device::Cpu)?;
 /// let a = Matrix::<f32>::from_fn(64, 48, |i, j| (i + j) as f32);
 /// let b = Matrix::<f32>::from_fn(48, 32, |i, j| (i * j % 5) as f32);
 /// let opts = GemmOptions::new(Algorithm::Strassen).threshold(32);
-/// let plan = cpu.plan::<f32>((64, 48, 32), true, &opts)?;
+/// let plan = cpu.plan(Problem::of::<f32>((64, 48, 32)), &opts)?;
 /// assert_eq!(plan.fast.as_ref().unwrap().levels, 1);
 /// let c = cpu.matmul(a.as_ref(), b.as_ref(), &opts)?;
 /// assert!(fastmm::verify::verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), plan.error_growth)?.ok);
@@ -262,15 +221,21 @@ impl Context {
         b: MatRef<'_, T>,
         beta_is_zero: bool,
         opts: GemmOptions,
+        planned: Option<&FastPlan>,
     ) -> Result<GemmOptions, Error> {
         if !opts.algorithm.is_fast() || T::DTYPE.is_integer() {
             return Ok(opts);
         }
         // A product that applies no level is its base product already (the
-        // plan is a dry run, cheaper than the scan).
-        let shape = (a.rows(), a.cols(), b.cols());
-        let plan = self.plan::<T>(shape, beta_is_zero, &opts)?;
-        Ok(match plan.fast {
+        // plan, when not given, is a dry run, cheaper than the scan).
+        let fast = match planned {
+            Some(fast) => Some(fast.clone()),
+            None => {
+                let shape = (a.rows(), a.cols(), b.cols());
+                self.plan_typed::<T>(shape, beta_is_zero, &opts)?.fast
+            }
+        };
+        Ok(match fast {
             Some(fast) if fast.levels > 0 && !(all_finite(a) && all_finite(b)) => GemmOptions {
                 algorithm: fast.base,
                 ..opts
@@ -279,10 +244,17 @@ impl Context {
         })
     }
 
-    /// What C ← α·A·B + β·C of A m×k and B k×n would run with `opts`
-    /// here: the kernel, threads, recursion, workspace, error allowance
-    /// and out-of-core plan, without running it.
-    pub fn plan<T: Element>(
+    /// What `problem` would run with `opts` here: the kernel, threads,
+    /// recursion, workspace, error allowance and out-of-core plan, without
+    /// running it (see [`Executor::plan`]).
+    pub fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        for_dtype!(problem.dtype, T => {
+            self.plan_typed::<T>(problem.shape(), !problem.reads_c, opts)
+        })
+    }
+
+    /// [`Context::plan`] of an m×k×n product of T.
+    pub(crate) fn plan_typed<T: Element>(
         &self,
         shape: (usize, usize, usize),
         beta_is_zero: bool,
@@ -368,7 +340,7 @@ impl Context {
     }
 
     /// [`Context::plan`] of resolved options.
-    fn plan_resolved<T: Element>(
+    pub(crate) fn plan_resolved<T: Element>(
         &self,
         shape: (usize, usize, usize),
         beta_is_zero: bool,
@@ -393,8 +365,8 @@ impl Context {
     ) -> Result<Plan, Error> {
         let shape = (a.rows(), a.cols(), b.cols());
         let resolved = self.resolve_for::<T>(opts, shape, beta_is_zero)?;
-        let safe = self.ieee_safe(a, b, beta_is_zero, resolved)?;
-        self.plan::<T>((a.rows(), a.cols(), b.cols()), beta_is_zero, &safe)
+        let safe = self.ieee_safe(a, b, beta_is_zero, resolved, None)?;
+        self.plan_typed::<T>(shape, beta_is_zero, &safe)
     }
 
     /// General matrix multiply: **C ← α·A·B + β·C**.
@@ -453,6 +425,46 @@ impl Context {
         Ok(c)
     }
 
+    /// Runs `plan` on `product` (see [`Executor::execute`]).
+    pub fn execute<T: Element>(&self, plan: &Plan, product: Gemm<'_, T>) -> Result<Report, Error> {
+        self.execute_clocked(plan, product, Clock::Once)
+    }
+
+    /// [`Context::execute`] with the clock a benchmark asks for.
+    pub fn execute_clocked<T: Element>(
+        &self,
+        plan: &Plan,
+        product: Gemm<'_, T>,
+        clock: Clock,
+    ) -> Result<Report, Error> {
+        product.check_plan(plan)?;
+        if plan.spread.is_some() || plan.device != self.device {
+            return Err(Error::InvalidOption(format!(
+                "a plan for {} cannot run on {}",
+                plan.spread
+                    .as_ref()
+                    .map_or_else(|| plan.device.to_string(), |_| "several processors".into()),
+                self.device
+            )));
+        }
+        let (timing, fell_back) = self.run_resolved(
+            product,
+            &plan.options,
+            plan.fast.as_ref(),
+            clock == Clock::Benchmark,
+        )?;
+        let plan = match fell_back {
+            // The classical base that ran instead, planned (only here,
+            // where the operands held NaN or ∞).
+            Some(base) => {
+                let p = plan.problem;
+                for_dtype!(p.dtype, U => self.plan_resolved::<U>(p.shape(), !p.reads_c, &base))?
+            }
+            None => plan.clone(),
+        };
+        Ok(Report::new(plan, timing))
+    }
+
     /// The boundary, then the device.
     #[allow(clippy::too_many_arguments)]
     fn run<T: Element>(
@@ -461,12 +473,43 @@ impl Context {
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,
         beta: T,
-        mut c: MatMut<'_, T>,
+        c: MatMut<'_, T>,
         opts: &GemmOptions,
         timed: bool,
     ) -> Result<Timing, Error> {
-        crate::matrix::check_product_shapes(a, b, c.shape())?;
-        let opts = self.resolve_for::<T>(opts, (a.rows(), a.cols(), b.cols()), beta == T::ZERO)?;
+        let product = Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+        };
+        product.check_shapes()?;
+        let problem = product.problem();
+        let opts = self.resolve_for::<T>(opts, problem.shape(), !problem.reads_c)?;
+        let (timing, _) = self.run_resolved(product, &opts, None, timed)?;
+        Ok(timing)
+    }
+
+    /// A product whose shapes are checked and whose options are resolved
+    /// for its shape: empty products and α = 0, the IEEE rule of the fast
+    /// algorithms (with the recursion `planned`, else planned where the
+    /// rule needs it), orientation, then the device. Returns the timing and, where
+    /// a fast algorithm met NaN or ∞ and ran its classical base instead,
+    /// the base's options.
+    fn run_resolved<T: Element>(
+        &self,
+        Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            mut c,
+        }: Gemm<'_, T>,
+        opts: &GemmOptions,
+        planned: Option<&FastPlan>,
+        timed: bool,
+    ) -> Result<(Timing, Option<GemmOptions>), Error> {
         opts.check_interrupt()?;
         // The clock only when asked: two reads cost a tenth of a 32³
         // product on a VM.
@@ -474,16 +517,19 @@ impl Context {
         let elapsed_ms =
             |start: Option<Instant>| start.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
         if c.rows() == 0 || c.cols() == 0 {
-            return Ok(Timing::default());
+            return Ok((Timing::default(), None));
         }
         if a.cols() == 0 || alpha == T::ZERO {
             c.scale_by(beta);
-            return Ok(Timing {
+            let timing = Timing {
                 compute_ms: elapsed_ms(start),
                 ..Timing::default()
-            });
+            };
+            return Ok((timing, None));
         }
-        let opts = self.ieee_safe(a, b, beta == T::ZERO, opts)?;
+        let safe = self.ieee_safe(a, b, beta == T::ZERO, *opts, planned)?;
+        let fell_back = (safe.algorithm != opts.algorithm).then_some(safe);
+        let opts = &safe;
         let column_major = c.col_stride() != 1 && c.row_stride() == 1;
         let (a, b, c) = if column_major {
             (b.t(), a.t(), c.t())
@@ -492,7 +538,8 @@ impl Context {
         };
         #[cfg(feature = "cuda")]
         if let (Some(gpu), Some(pools)) = (&self.gpu, &self.staging) {
-            return on_gpu((gpu, pools), alpha, a, b, beta, c, &opts, timed);
+            let timing = on_gpu((gpu, pools), alpha, a, b, beta, c, opts, timed)?;
+            return Ok((timing, fell_back));
         }
         let _ = timed;
         let emulation = if opts.algorithm == Algorithm::Emulated {
@@ -505,14 +552,34 @@ impl Context {
                 crate::emulation::Goal::on_cpu(opts.accuracy),
             )?)
         } else {
-            cpu::multiply(alpha, a, b, beta, c, &opts)?;
+            cpu::multiply(alpha, a, b, beta, c, opts)?;
             None
         };
-        Ok(Timing {
+        let timing = Timing {
             compute_ms: elapsed_ms(start),
             emulation,
             ..Timing::default()
-        })
+        };
+        Ok((timing, fell_back))
+    }
+}
+
+impl Executor for Context {
+    fn describe(&self) -> String {
+        Context::describe(self)
+    }
+
+    fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        Context::plan(self, problem, opts)
+    }
+
+    fn execute_clocked<T: Element>(
+        &self,
+        plan: &Plan,
+        product: Gemm<'_, T>,
+        clock: Clock,
+    ) -> Result<Report, Error> {
+        Context::execute_clocked(self, plan, product, clock)
     }
 }
 
@@ -832,7 +899,7 @@ mod tests {
             "{err}"
         );
         let plan = cpu
-            .plan::<f32>((4, 4, 4), true, &GemmOptions::default())
+            .plan(Problem::of::<f32>((4, 4, 4)), &GemmOptions::default())
             .unwrap();
         assert_eq!(plan.algorithm, Algorithm::Packed);
         assert_eq!(plan.device, Device::Cpu);

@@ -280,6 +280,33 @@ impl_float!(f64, DType::F64);
 impl_int!(i32, DType::I32);
 impl_int!(i64, DType::I64);
 
+/// Runs `$body` with the type name `$T` bound to the element type of
+/// `$dtype` (a [`DType`] value): the one place a runtime type becomes a
+/// compile-time one.
+macro_rules! for_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::element::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::element::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::element::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::element::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use for_dtype;
+
 #[cfg(test)]
 mod tests {
     use super::*;

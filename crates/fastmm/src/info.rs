@@ -171,12 +171,7 @@ fn crossovers(ctx: &Context) -> Result<Vec<Crossover>, Error> {
     let mut rows = Vec::new();
     for &dtype in &DType::ALL {
         // A product large enough for every crossover: its plan names them.
-        let plan = match dtype {
-            DType::F32 => ctx.plan::<f32>((1, 1, 1), true, &opts),
-            DType::F64 => ctx.plan::<f64>((1, 1, 1), true, &opts),
-            DType::I32 => ctx.plan::<i32>((1, 1, 1), true, &opts),
-            DType::I64 => ctx.plan::<i64>((1, 1, 1), true, &opts),
-        }?;
+        let plan = ctx.plan(crate::plan::Problem::new((1, 1, 1), dtype), &opts)?;
         let fast = plan.fast.expect("winograd plans a recursion");
         rows.push(Crossover {
             device: ctx.device(),

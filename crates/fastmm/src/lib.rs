@@ -29,20 +29,25 @@
 //! # }
 //! ```
 //!
-//! A device is a value: open it once as a [`Context`] and run products,
-//! plans and timings in it. The same algorithm runs on either device where
-//! both implement it:
+//! A device is a value: open it once as a [`Context`]. One device, the
+//! GPUs of one host ([`Team`]) and the ranks of an MPI job (`Cluster`,
+//! feature `mpi`) are each an [`Executor`]: plan a [`Problem`] once, then
+//! execute the [`Plan`] on a [`Gemm`] (the operands) as often as needed;
+//! the [`Report`] names the plan that ran, where the time went and the
+//! words moved. The same algorithm runs on either device where both
+//! implement it:
 //!
 //! ```no_run
-//! use fastmm::{Algorithm, Context, Device, GemmOptions, Matrix};
+//! use fastmm::{Algorithm, Context, Device, Executor, Gemm, GemmOptions, Matrix, Problem};
 //! # fn main() -> Result<(), fastmm::Error> {
 //! let gpu = Context::open("cuda:0".parse::<Device>()?)?;
 //! let a = Matrix::<f32>::from_fn(8192, 8192, |i, j| ((i + j) % 7) as f32);
 //! let opts = GemmOptions::new(Algorithm::Strassen);
-//! let plan = gpu.plan::<f32>((8192, 8192, 8192), true, &opts)?;
+//! let plan = gpu.plan(Problem::of::<f32>((8192, 8192, 8192)), &opts)?;
 //! println!("{} ({} levels)", plan.kernel, plan.fast.as_ref().map_or(0, |f| f.levels));
 //! let mut c = Matrix::zeros(8192, 8192);
-//! let timing = gpu.gemm_timed(1.0, a.as_ref(), a.as_ref(), 0.0, c.as_mut(), &opts)?;
+//! let report = gpu.execute(&plan, Gemm::new(a.as_ref(), a.as_ref(), c.as_mut()))?;
+//! let timing = &report.timing;
 //! println!("{:.1} ms on the GPU, {:.1} ms with the copies", timing.compute_ms, timing.end_to_end_ms());
 //! # Ok(())
 //! # }
@@ -94,6 +99,7 @@ mod cluster;
 mod context;
 #[cfg(feature = "dev")]
 pub mod dev;
+mod executor;
 pub mod info;
 pub mod io;
 mod plan;
@@ -104,16 +110,17 @@ mod team;
 pub use cluster::{Cluster, ClusterFileReport, ClusterReport};
 #[cfg(feature = "cuda")]
 pub use context::GpuBuffer;
-pub use context::{gemm, matmul, matmul_with, Context, Streamed, Timing};
+pub use context::{gemm, matmul, matmul_with, Context};
 pub use cpu::{num_threads, set_num_threads};
 pub use element::{DType, Element};
 pub use error::Error;
+pub use executor::{Clock, Communication, Executor, Gemm, GpuShare, Report, Streamed, Timing};
 pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};
 pub use options::{
     Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind,
     DeviceList, GemmOptions, GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
 };
-pub use plan::{FastPlan, OutOfCorePlan, Plan};
+pub use plan::{FastPlan, OutOfCorePlan, Plan, Problem, Route, Spread};
 pub use system::GpuInfo;
-pub use team::{DistMatrix, GpuShare, Role, Team, TeamReport};
+pub use team::{DistMatrix, Role, Team, TeamReport};
 pub use verify::{verify, CheckMethod, Verdict};

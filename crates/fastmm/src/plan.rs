@@ -1,18 +1,151 @@
 //! What a product will run, asked before it runs: the kernel, the threads,
 //! Strassen's variant, levels and workspace, the error-growth allowance
-//! of its result, and on a GPU whether and how it streams out of core.
-//! Front ends label their output with it and verify against its allowance,
-//! so they never recompute the library's choices.
+//! of its result, on a GPU whether and how it streams out of core, and on
+//! several devices or ranks how the product is spread over them. Every
+//! executor ([`crate::Executor`]) answers with this one type, and runs
+//! the plan it is given: front ends label their output with it and verify
+//! against its allowance, so they never recompute the library's choices.
 
 use serde::Serialize;
 
 use crate::cpu;
 use crate::cpu::packed::{blocks_for, select_kernel};
-use crate::element::Element;
+use crate::distributed::planner;
+use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::options::{Accuracy, Algorithm, Device, GemmOptions, GpuPrecision, Variant};
 use crate::strassen::{max_depth, Explained, Scheme};
 use crate::system::format_bytes;
+
+/// The product a plan is for: C ← α·A·B + β·C with A m×k, B k×n and C
+/// m×n of `dtype`; `reads_c` when β ≠ 0 (a product that reads C needs it
+/// on the device and in its pieces).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Problem {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// The element type.
+    pub dtype: DType,
+    /// Whether C is read (β ≠ 0).
+    pub reads_c: bool,
+}
+
+impl Problem {
+    /// An m×k×n product of `dtype` that overwrites C (β = 0).
+    pub fn new((m, k, n): (usize, usize, usize), dtype: DType) -> Problem {
+        Problem {
+            m,
+            k,
+            n,
+            dtype,
+            reads_c: false,
+        }
+    }
+
+    /// An m×k×n product of T that overwrites C (β = 0).
+    pub fn of<T: Element>(shape: (usize, usize, usize)) -> Problem {
+        Problem::new(shape, T::DTYPE)
+    }
+
+    /// The same product, reading C or not.
+    pub fn reading_c(self, reads_c: bool) -> Problem {
+        Problem { reads_c, ..self }
+    }
+
+    /// (m, k, n).
+    pub fn shape(&self) -> (usize, usize, usize) {
+        (self.m, self.k, self.n)
+    }
+
+    /// Whether a dimension is 0 (nothing to multiply; C ← β·C).
+    pub fn is_empty(&self) -> bool {
+        self.m == 0 || self.k == 0 || self.n == 0
+    }
+
+    /// 2·m·k·n.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.k as f64 * self.n as f64
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}×{}×{} {}", self.m, self.k, self.n, self.dtype)
+    }
+}
+
+/// How a product is spread over the processors of a team or a cluster.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Route {
+    /// A and B cut into pieces in the decomposition's layout, one per
+    /// processor; the schedule's broadcasts and reductions between them;
+    /// C gathered from its pieces.
+    Pieces,
+    /// Strassen's or Winograd's levels across the processors (CAPS's
+    /// depth-first steps: rows spread cyclically, the sums local), the
+    /// classical products below distributed.
+    Across {
+        /// Levels run across the processors.
+        levels: usize,
+        /// One breadth-first step (the seven products on seven groups of
+        /// ranks at once) rather than depth-first steps.
+        breadth_first: bool,
+    },
+    /// GPUs of one host, matrices in host memory: B on every GPU, bands of
+    /// A and C streamed through them, taken dynamically.
+    Bands,
+    /// GPUs of one host where B fits none of them: the rows split evenly,
+    /// each GPU streaming its share out of core.
+    Rows,
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Route::Pieces => write!(f, "pieces"),
+            Route::Across {
+                levels,
+                breadth_first,
+            } => write!(
+                f,
+                "{levels} level{} across (CAPS{})",
+                if *levels == 1 { "" } else { "s" },
+                if *breadth_first {
+                    ", breadth-first"
+                } else {
+                    ""
+                }
+            ),
+            Route::Bands => write!(f, "host-resident bands"),
+            Route::Rows => write!(f, "rows out of core"),
+        }
+    }
+}
+
+/// A product spread over several processors: who, the decomposition the
+/// planner chose ([`crate::distributed::planner`]) and the route.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Spread {
+    /// The processors: a team's devices, or one entry per rank.
+    pub processors: Vec<Device>,
+    /// The grid, pm×pn×pk.
+    pub grid: (usize, usize, usize),
+    /// Words the busiest processor receives in the decomposition.
+    pub words_per_processor: u128,
+    /// The lower bound on those words for this shape and memory.
+    pub lower_bound: f64,
+    /// How the product runs over them.
+    pub route: Route,
+    /// Ranks of an MPI job rather than devices of one process.
+    pub ranks: bool,
+    /// The decomposition itself (its pieces and their owners).
+    #[serde(skip)]
+    pub decomposition: planner::Decomposition,
+}
 
 /// Strassen's or Winograd's recursion as a product will run it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -48,10 +181,22 @@ pub struct OutOfCorePlan {
     pub tile: (usize, usize, usize),
 }
 
-/// What a product C ← α·A·B + β·C will run ([`crate::Context::plan`]).
+/// What a product C ← α·A·B + β·C will run ([`crate::Executor::plan`]):
+/// the product, the options resolved, the local product each device runs,
+/// and for a team or cluster how the product is spread.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
-    /// The device.
+    /// The product planned; [`crate::Executor::execute`] takes only a
+    /// product of this shape and type.
+    pub problem: Problem,
+    /// The options that run: the caller's, with `auto` decided for this
+    /// shape and the memory schedule chosen.
+    #[serde(skip)]
+    pub options: GemmOptions,
+    /// Over several processors: the decomposition and route (`None`: one
+    /// device runs the whole product).
+    pub spread: Option<Spread>,
+    /// The device (a team's or cluster's first).
     pub device: Device,
     /// The algorithm (`auto` resolved).
     pub algorithm: Algorithm,
@@ -106,6 +251,15 @@ impl Plan {
             ),
             None => self.kernel.clone(),
         }
+    }
+}
+
+/// `opts` with the memory schedule the plan chose (from the free memory,
+/// say) pinned, so that the product runs the schedule its plan names.
+fn pinned(opts: &GemmOptions, fast: Option<&FastPlan>) -> GemmOptions {
+    GemmOptions {
+        variant: fast.map(|f| f.variant).or(opts.variant),
+        ..*opts
     }
 }
 
@@ -289,6 +443,9 @@ pub(crate) fn on_cpu<T: Element>(
         (m, k, n),
     );
     Ok(Plan {
+        problem: Problem::of::<T>((m, k, n)).reading_c(!beta_is_zero),
+        options: pinned(opts, fast.as_ref()),
+        spread: None,
         device: Device::Cpu,
         algorithm: opts.algorithm,
         kernel,
@@ -431,6 +588,9 @@ mod gpu {
             tile_shape,
         );
         Ok(Plan {
+            problem: Problem::of::<T>((m, k, n)).reading_c(!beta_is_zero),
+            options: pinned(opts, fast.as_ref()),
+            spread: None,
             device: Device::Cuda(gpu.info().ordinal),
             algorithm: opts.algorithm,
             kernel,

@@ -329,7 +329,7 @@ pub(crate) fn check_team_words(team: &Team, shapes: &[(usize, usize, usize)]) ->
         let b = small_int_matrix::<i32>(k, n, 2);
         // Operands distributed in the plan's layout (a GPU team's products
         // of host matrices stream instead, moving no words between GPUs).
-        let outcome = team.plan::<i32>((m, k, n)).and_then(|plan| {
+        let outcome = team.decompose::<i32>((m, k, n)).and_then(|plan| {
             let da = team.distribute(&plan, Role::A, a.as_ref())?;
             let db = team.distribute(&plan, Role::B, b.as_ref())?;
             let (dc, report) = team.multiply(&da, &db, &opts)?;
@@ -359,7 +359,8 @@ fn check_team<T: Element>(
     shapes: &[(usize, usize, usize)],
 ) -> Option<Check> {
     let ctx = team.context(0);
-    ctx.plan::<T>((1, 1, 1), true, opts).ok()?;
+    ctx.plan(crate::plan::Problem::of::<T>((1, 1, 1)), opts)
+        .ok()?;
     let mut row = Check::new(format!(
         "{} {} on {} devices",
         opts.algorithm,
@@ -371,7 +372,7 @@ fn check_team<T: Element>(
         // Each device's product is at most the whole one: its plan's
         // allowance bounds theirs.
         let growth = ctx
-            .plan::<T>(shape, true, opts)
+            .plan(crate::plan::Problem::of::<T>(shape), opts)
             .map_or(1.0, |plan| plan.error_growth);
         check_shape::<T>(
             &mut row,
@@ -674,14 +675,15 @@ fn check_algorithm<T: Element>(
 ) -> Option<Check> {
     // A type or option the device does not run is not a failure: the
     // plan refuses it with a typed error, which the tests check.
-    ctx.plan::<T>((1, 1, 1), true, opts).ok()?;
+    ctx.plan(crate::plan::Problem::of::<T>((1, 1, 1)), opts)
+        .ok()?;
     let mut row = Check::new(format!("{label} {}", T::DTYPE));
     let mut rng = seeded_rng(11);
     for &shape in shapes {
         // Fast algorithms may exceed the classical float bound by their
         // per-level growth factor, reduced-precision modes by the ratio of
         // unit roundoffs: the plan's allowance.
-        match ctx.plan::<T>(shape, true, opts) {
+        match ctx.plan(crate::plan::Problem::of::<T>(shape), opts) {
             Ok(plan) => check_shape::<T>(
                 &mut row,
                 shape,
@@ -1039,7 +1041,7 @@ mod gpu {
                 ),
             ];
             // A fast algorithm's tiles recurse at most as deep as the whole.
-            let growth = match ctx.plan::<T>((m, k, n), true, &tile_opts) {
+            let growth = match ctx.plan(crate::plan::Problem::of::<T>((m, k, n)), &tile_opts) {
                 Ok(plan) => plan.error_growth,
                 Err(e) => {
                     row.failures.push(format!("{m}×{k}×{n}: {e}"));
@@ -1057,7 +1059,7 @@ mod gpu {
                         // The boundary's rule for NaN and ∞ (a fast
                         // algorithm runs its base), as `Context::gemm`
                         // applies it before it reaches these schedules.
-                        let opts = ctx.ieee_safe(a, b, beta == T::ZERO, tile_opts)?;
+                        let opts = ctx.ieee_safe(a, b, beta == T::ZERO, tile_opts, None)?;
                         multiply_planned(gpu, plan, alpha, a, b, beta, c, &opts).map(|_| ())
                     },
                 );
@@ -1078,7 +1080,7 @@ mod gpu {
                     growth,
                     &mut rng,
                     |alpha, a, b, beta, c| {
-                        let opts = ctx.ieee_safe(a, b, beta == T::ZERO, *opts)?;
+                        let opts = ctx.ieee_safe(a, b, beta == T::ZERO, *opts, None)?;
                         multiply_in_bands(shared, pools, cut, alpha, a, b, beta, c, &opts)
                             .map(|_| ())
                     },

@@ -13,7 +13,7 @@
 //! let team = Team::simulated(4)?;
 //! let a = Matrix::<i64>::from_fn(30, 20, |i, j| (i + 2 * j) as i64);
 //! let b = Matrix::<i64>::from_fn(20, 10, |i, j| (i * j % 7) as i64);
-//! let plan = team.plan::<i64>((30, 20, 10))?;
+//! let plan = team.decompose::<i64>((30, 20, 10))?;
 //! let da = team.distribute(&plan, Role::A, a.as_ref())?;
 //! let db = team.distribute(&plan, Role::B, b.as_ref())?;
 //! let (dc, report) = team.multiply(&da, &db, &GemmOptions::new(Algorithm::Naive))?;
@@ -29,12 +29,15 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::distributed::planner::{self, Plan};
+use crate::distributed::planner::{self, Decomposition};
 use crate::distributed::schedule::{self, Layout, Schedule};
+use crate::element::for_dtype;
 use crate::element::Element;
 use crate::error::Error;
+use crate::executor::{Communication, Executor, Gemm, GpuShare, Report, Timing};
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Device, DeviceList, GemmOptions};
+use crate::plan::{Plan, Problem, Route, Spread};
 
 /// Which operand of a product a distributed matrix is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -107,23 +110,6 @@ impl TeamReport {
     }
 }
 
-/// One GPU's part of a host-resident product ([`Team::gemm`]); times in
-/// milliseconds from the product's start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct GpuShare {
-    /// Bands of C it computed (taken dynamically).
-    pub bands: usize,
-    /// When its first product was queued (its buffers allocated).
-    pub first_band_ms: f64,
-    /// Host time it spent staging bands of A and unstaging bands of C.
-    pub staging_ms: f64,
-    /// GPU time of its products (CUDA events): the rest of `finished_ms`
-    /// is what the copies and the start did not hide.
-    pub products_ms: f64,
-    /// When its last band was in C.
-    pub finished_ms: f64,
-}
-
 /// A matrix spread over a team's devices in a plan's layout: each device
 /// holds one contiguous row-major piece.
 pub struct DistMatrix<T: Element> {
@@ -182,7 +168,7 @@ impl<T: Element> DistMatrix<T> {
     }
 
     /// The plan whose layout it has.
-    pub fn plan(&self) -> &Plan {
+    pub fn plan(&self) -> &Decomposition {
         &self.schedule.plan
     }
 
@@ -352,7 +338,10 @@ impl Team {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`] when no grid's pieces fit the devices.
-    pub fn plan<T: Element>(&self, shape: (usize, usize, usize)) -> Result<Plan, Error> {
+    pub fn decompose<T: Element>(
+        &self,
+        shape: (usize, usize, usize),
+    ) -> Result<Decomposition, Error> {
         planner::plan(
             shape,
             self.size(),
@@ -360,7 +349,7 @@ impl Team {
         )
     }
 
-    fn schedule_of(plan: &Plan) -> Result<Arc<Schedule>, Error> {
+    fn schedule_of(plan: &Decomposition) -> Result<Arc<Schedule>, Error> {
         let (m, k, n) = plan.shape;
         if m == 0 || k == 0 || n == 0 {
             return Err(Error::Unsupported {
@@ -378,7 +367,7 @@ impl Team {
     /// devices' allocation and copy errors.
     pub fn distribute<T: Element>(
         &self,
-        plan: &Plan,
+        plan: &Decomposition,
         role: Role,
         m: MatRef<'_, T>,
     ) -> Result<DistMatrix<T>, Error> {
@@ -388,7 +377,7 @@ impl Team {
     }
 
     /// The largest block product of `plan`'s workers, (m, k, n).
-    fn block(plan: &Plan) -> (usize, usize, usize) {
+    fn block(plan: &Decomposition) -> (usize, usize, usize) {
         (
             planner::part(plan.shape.0, plan.grid.pm, 0).len(),
             planner::part(plan.shape.1, plan.grid.pk, 0).len(),
@@ -396,7 +385,7 @@ impl Team {
         )
     }
 
-    fn check_plan(&self, plan: &Plan) -> Result<(), Error> {
+    fn check_plan(&self, plan: &Decomposition) -> Result<(), Error> {
         if plan.processors != self.size() {
             return Err(Error::InvalidOption(format!(
                 "a plan for {} processors on a team of {}",
@@ -478,16 +467,26 @@ impl Team {
             ));
         }
         self.check_plan(&a.schedule.plan)?;
+        let opts = self.contexts[0].resolve_for::<T>(opts, Self::block(&a.schedule.plan), true)?;
+        self.multiply_resolved(a, b, &opts)
+    }
+
+    /// [`Team::multiply`] of operands of one plan with options resolved
+    /// for its blocks.
+    fn multiply_resolved<T: Element>(
+        &self,
+        a: &DistMatrix<T>,
+        b: &DistMatrix<T>,
+        opts: &GemmOptions,
+    ) -> Result<(DistMatrix<T>, TeamReport), Error> {
         let schedule = Arc::clone(&a.schedule);
         let plan = &schedule.plan;
-        let opts = self.contexts[0].resolve_for::<T>(opts, Self::block(plan), true)?;
         opts.check_interrupt()?;
         let words = schedule.received();
         let (pieces, ms) = match (&self.backend, &a.pieces, &b.pieces) {
             (Backend::Simulated, Pieces::Host(pa), Pieces::Host(pb)) => {
                 let start = Instant::now();
-                let (c, _) =
-                    crate::cpu::distributed::run(&schedule, pa.clone(), pb.clone(), &opts)?;
+                let (c, _) = crate::cpu::distributed::run(&schedule, pa.clone(), pb.clone(), opts)?;
                 (Pieces::Host(c), start.elapsed().as_secs_f64() * 1e3)
             }
             #[cfg(feature = "cuda")]
@@ -498,7 +497,7 @@ impl Team {
                 // SAFETY: the pieces were placed by this team for this
                 // schedule (their sizes are the layout's), and the borrows
                 // of `a` and `b` keep them alive and unwritten.
-                let (c, report) = unsafe { fabric.run::<T>(&schedule, &pa, &pb, &opts)? };
+                let (c, report) = unsafe { fabric.run::<T>(&schedule, &pa, &pb, opts)? };
                 let c = c
                     .into_iter()
                     .zip(fabric.gpus())
@@ -590,120 +589,262 @@ impl Team {
         Ok(())
     }
 
-    /// **C ← α·A·B + β·C** on host matrices (β = 0 never reads C).
+    /// What `problem` would run with `opts` on this team (see
+    /// [`Executor::plan`]): the decomposition that moves the fewest words
+    /// within each device's memory, the route, and the product each
+    /// device runs.
     ///
-    /// On GPUs, the matrices stay in host memory and stream through every
-    /// GPU with the copies hidden behind the products: B resident on each
-    /// GPU, bands of A and C taken dynamically (a slower GPU takes fewer),
-    /// page-locked staging; where B does not fit a GPU, the rows are split
-    /// evenly and each GPU runs the single-GPU out-of-core product on its
-    /// share. On a simulated team, A and B are distributed in the plan's
-    /// layout, multiplied by the schedule and C collected; Strassen and
-    /// Winograd there run their levels across the processors (CAPS's
-    /// depth-first steps: rows spread cyclically, the sums local, the
-    /// classical products below distributed) where the recursion's blocks
-    /// align with the processor count, else on each block.
-    pub fn gemm<T: Element>(
+    /// The route: Strassen and Winograd run their levels across the
+    /// devices (CAPS's depth-first steps: rows spread cyclically, the sums
+    /// local, the classical products below distributed) where the
+    /// recursion's blocks align with the device count and, on GPUs, fit
+    /// them. Otherwise, on GPUs, the matrices stay in host memory and
+    /// stream through every GPU with the copies hidden behind the products
+    /// ([`Route::Bands`]: B resident on each GPU, bands of A and C taken
+    /// dynamically, so a slower GPU takes fewer), or where B fits no GPU
+    /// the rows split evenly over single-GPU out-of-core products
+    /// ([`Route::Rows`]); on a simulated team, A and B are cut into the
+    /// decomposition's pieces and multiplied by its schedule
+    /// ([`Route::Pieces`]).
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when no decomposition's pieces fit the
+    /// devices; the options' errors.
+    pub fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        for_dtype!(problem.dtype, T => self.plan_typed::<T>(problem, opts, false))
+    }
+
+    /// [`Team::plan`] with [`Route::Pieces`] whatever the route would be:
+    /// on GPUs, the device-resident product (A and B placed in their
+    /// pieces, then multiplied, then C gathered: timed apart).
+    pub fn plan_pieces(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        for_dtype!(problem.dtype, T => self.plan_typed::<T>(problem, opts, true))
+    }
+
+    fn plan_typed<T: Element>(
         &self,
+        problem: Problem,
+        opts: &GemmOptions,
+        pieces: bool,
+    ) -> Result<Plan, Error> {
+        let shape = problem.shape();
+        let decomposition = self.decompose::<T>(shape)?;
+        let ctx = &self.contexts[0];
+        // Each device multiplies blocks of the decomposition: `auto` is
+        // decided for them.
+        let block = Self::block(&decomposition);
+        let local = ctx.resolve_for::<T>(opts, block, true)?;
+        let (route, options) = match pieces || problem.is_empty() {
+            true => (Route::Pieces, local),
+            false => self.route::<T>(problem, local)?,
+        };
+        let at_least_one = |(m, k, n): (usize, usize, usize)| (m.max(1), k.max(1), n.max(1));
+        let mut plan = ctx.plan_resolved::<T>(at_least_one(block), true, &options)?;
+        // Each device's product is at most the whole one, and levels
+        // across the devices are levels of the same recursion: the whole
+        // product's allowance on one device bounds them.
+        let whole = ctx.plan_resolved::<T>(at_least_one(shape), true, &options)?;
+        plan.error_growth = plan.error_growth.max(whole.error_growth);
+        if !T::DTYPE.is_integer() {
+            let split = match route {
+                Route::Across { .. } => Some("Strassen's levels across the devices".to_string()),
+                Route::Pieces if decomposition.grid.pk > 1 => Some(format!(
+                    "sums split over {} devices (classical bound)",
+                    decomposition.grid.pk
+                )),
+                _ => None,
+            };
+            if let Some(split) = split {
+                plan.accuracy = crate::options::Accuracy::Bound;
+                plan.precision = format!("{}; {split}", plan.precision);
+            }
+        }
+        if !matches!(route, Route::Pieces) {
+            plan.options = options;
+        }
+        plan.problem = problem;
+        let grid = decomposition.grid;
+        plan.spread = Some(Spread {
+            processors: self.devices(),
+            grid: (grid.pm, grid.pn, grid.pk),
+            words_per_processor: decomposition.words_per_processor,
+            lower_bound: decomposition.lower_bound,
+            route,
+            ranks: false,
+            decomposition,
+        });
+        Ok(plan)
+    }
+
+    /// The route of a product of at least one element with options
+    /// resolved, and the options it runs with (a recursion across GPUs in
+    /// the memory schedule that fits them).
+    fn route<T: Element>(
+        &self,
+        problem: Problem,
+        opts: GemmOptions,
+    ) -> Result<(Route, GemmOptions), Error> {
+        let shape = problem.shape();
+        let beta_is_zero = !problem.reads_c;
+        match &self.backend {
+            Backend::Simulated => {
+                if !opts.algorithm.is_fast() || self.size() < 2 {
+                    return Ok((Route::Pieces, opts));
+                }
+                match crate::cpu::distributed::caps::layout::<T>(
+                    self.size(),
+                    shape,
+                    beta_is_zero,
+                    &opts,
+                ) {
+                    Ok((_, recursion)) => Ok((
+                        Route::Across {
+                            levels: recursion.levels,
+                            breadth_first: false,
+                        },
+                        opts,
+                    )),
+                    Err(Error::Unsupported { .. }) => Ok((Route::Pieces, opts)),
+                    Err(e) => Err(e),
+                }
+            }
+            #[cfg(feature = "cuda")]
+            Backend::Gpus(fabric) => {
+                use crate::cuda::{caps, hosted, out_of_core};
+                if let Some((variant, _, recursion)) =
+                    caps::fitting::<T>(fabric, shape, beta_is_zero, &opts)?
+                {
+                    let pinned = GemmOptions {
+                        variant: Some(variant),
+                        ..opts
+                    };
+                    let levels = recursion.levels;
+                    let across = Route::Across {
+                        levels,
+                        breadth_first: false,
+                    };
+                    return Ok((across, pinned));
+                }
+                let mut budget = u64::MAX;
+                for gpu in fabric.gpus() {
+                    budget = budget.min(out_of_core::budget(gpu, &opts)?);
+                }
+                let bands = hosted::Bands::within::<T>(shape, fabric.gpus().len(), budget);
+                Ok((
+                    if bands.is_some() {
+                        Route::Bands
+                    } else {
+                        Route::Rows
+                    },
+                    opts,
+                ))
+            }
+        }
+    }
+
+    /// Runs `plan` on `product` (see [`Executor::execute`]).
+    pub fn execute<T: Element>(&self, plan: &Plan, product: Gemm<'_, T>) -> Result<Report, Error> {
+        product.check_plan(plan)?;
+        let spread = plan
+            .spread
+            .as_ref()
+            .filter(|s| !s.ranks && s.processors == self.devices())
+            .ok_or_else(|| {
+                Error::InvalidOption(format!(
+                    "a plan for {} cannot run on this team ({})",
+                    plan.spread.as_ref().map_or_else(
+                        || plan.device.to_string(),
+                        |s| format!("{} processors", s.processors.len())
+                    ),
+                    self.devices()
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ))
+            })?;
+        let Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            mut c,
+        } = product;
+        if plan.problem.is_empty() || alpha == T::ZERO {
+            c.scale_by(beta);
+            return Ok(Report {
+                plan: plan.clone(),
+                timing: Timing::default(),
+                communication: Some(Communication::default()),
+            });
+        }
+        // The IEEE rule of the one-device products: a fast algorithm that
+        // would meet NaN or ∞ runs its classical base, by the route the
+        // base takes.
+        let safe = self.contexts[0].ieee_safe(a, b, beta == T::ZERO, plan.options, None)?;
+        let base_plan;
+        let plan = if safe.algorithm == plan.options.algorithm {
+            plan
+        } else {
+            let replanned = GemmOptions {
+                algorithm: safe.algorithm,
+                ..plan.options
+            };
+            let pieces = matches!(spread.route, Route::Pieces);
+            base_plan = self.plan_typed::<T>(plan.problem, &replanned, pieces)?;
+            &base_plan
+        };
+        let opts = plan.options;
+        opts.check_interrupt()?;
+        let route = plan
+            .spread
+            .as_ref()
+            .map_or(Route::Pieces, |s| s.route.clone());
+        let (timing, communication) = match route {
+            Route::Pieces => self.run_pieces(plan, alpha, a, b, beta, c)?,
+            Route::Across { .. } => self.run_across(alpha, a, b, beta, c, &opts)?,
+            #[cfg(feature = "cuda")]
+            Route::Bands | Route::Rows => match &self.backend {
+                Backend::Gpus(fabric) => {
+                    self.gemm_hosted(fabric, route == Route::Bands, alpha, a, b, beta, c, &opts)?
+                }
+                Backend::Simulated => return Err(not_gpus(&route)),
+            },
+            #[cfg(not(feature = "cuda"))]
+            Route::Bands | Route::Rows => return Err(not_gpus(&route)),
+        };
+        Ok(Report {
+            plan: plan.clone(),
+            timing,
+            communication: Some(communication),
+        })
+    }
+
+    /// [`Route::Pieces`]: A and B placed in the decomposition's pieces,
+    /// multiplied by its schedule, C gathered (α and β applied there).
+    fn run_pieces<T: Element>(
+        &self,
+        plan: &Plan,
         alpha: T,
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,
         beta: T,
         mut c: MatMut<'_, T>,
-        opts: &GemmOptions,
-    ) -> Result<TeamReport, Error> {
-        crate::matrix::check_product_shapes(a, b, c.shape())?;
-        let shape = (a.rows(), a.cols(), b.cols());
-        let plan = self.plan::<T>(shape)?;
-        if shape.0 == 0 || shape.1 == 0 || shape.2 == 0 || alpha == T::ZERO {
-            c.scale_by(beta);
-            return Ok(TeamReport {
-                grid: (1, 1, 1),
-                processors: self.size(),
-                compute_ms: 0.0,
-                words_per_processor: 0,
-                total_words: 0,
-                lower_bound: 0.0,
-                shares: Vec::new(),
-                b_loaded_ms: None,
-                upload_bytes: 0,
-                download_bytes: 0,
-                levels_across: 0,
-            });
-        }
-        // The IEEE rule of the one-device products: a fast algorithm that
-        // would meet NaN or ∞ runs its classical base.
-        let resolved = self.contexts[0].resolve_for::<T>(opts, Self::block(&plan), true)?;
-        let opts = self.contexts[0].ieee_safe(a, b, true, resolved)?;
-        opts.check_interrupt()?;
-        #[cfg(feature = "cuda")]
-        if let Backend::Gpus(fabric) = &self.backend {
-            // Strassen's levels across the GPUs where the blocks align
-            // and everything fits them; else the host-resident pipeline.
-            let across = crate::cuda::caps::multiply(fabric, alpha, a, b, beta, c.rb_mut(), &opts)?;
-            if let Some(done) = across {
-                return Ok(TeamReport {
-                    grid: (self.size(), 1, 1),
-                    processors: self.size(),
-                    compute_ms: done.seconds * 1e3,
-                    words_per_processor: done.words.iter().copied().max().unwrap_or(0),
-                    total_words: done.words.iter().sum(),
-                    lower_bound: 0.0,
-                    shares: Vec::new(),
-                    b_loaded_ms: None,
-                    upload_bytes: done.upload_bytes,
-                    download_bytes: done.download_bytes,
-                    levels_across: done.levels,
-                });
-            }
-            return self.gemm_hosted(fabric, alpha, a, b, beta, c, &opts);
-        }
-        if opts.algorithm.is_fast() && self.size() > 1 {
-            // Strassen's levels across the processors (CAPS), the classical
-            // products below distributed; where the recursion's blocks do
-            // not align with the processors, the classical distribution
-            // with the fast algorithm on each block instead.
-            let base = GemmOptions {
-                algorithm: crate::cpu::strassen::base(&opts),
-                ..opts
-            };
-            let start = Instant::now();
-            match crate::cpu::distributed::caps::multiply(
-                self.size(),
-                alpha,
-                a,
-                b,
-                beta,
-                c.rb_mut(),
-                &opts,
-                &base,
-            ) {
-                Ok((words, levels)) => {
-                    return Ok(TeamReport {
-                        grid: (self.size(), 1, 1),
-                        processors: self.size(),
-                        compute_ms: start.elapsed().as_secs_f64() * 1e3,
-                        words_per_processor: words.iter().copied().max().unwrap_or(0),
-                        total_words: words.iter().sum(),
-                        lower_bound: 0.0,
-                        shares: Vec::new(),
-                        b_loaded_ms: None,
-                        upload_bytes: 0,
-                        download_bytes: 0,
-                        levels_across: levels,
-                    })
-                }
-                Err(Error::Unsupported {
-                    algorithm: "strassen across processors",
-                    ..
-                }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let schedule = Self::schedule_of(&plan)?;
+    ) -> Result<(Timing, Communication), Error> {
+        let decomposition = plan
+            .spread
+            .as_ref()
+            .map(|s| &s.decomposition)
+            .ok_or_else(|| Error::InvalidOption("a team's plan spreads the product".into()))?;
+        self.check_plan(decomposition)?;
+        let start = Instant::now();
+        let schedule = Self::schedule_of(decomposition)?;
         let da = self.place(Arc::clone(&schedule), Role::A, a)?;
         let db = self.place(schedule, Role::B, b)?;
-        let (dc, report) = self.multiply(&da, &db, &opts)?;
+        let placed_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (dc, report) = self.multiply_resolved(&da, &db, &plan.options)?;
+        drop((da, db));
+        let start = Instant::now();
         if alpha == T::ONE {
             self.collect_into(&dc, beta, c)?;
         } else {
@@ -719,23 +860,127 @@ impl Team {
                 }
             }
         }
-        Ok(report)
+        let timing = Timing {
+            compute_ms: report.compute_ms,
+            upload_ms: Some(placed_ms),
+            download_ms: Some(start.elapsed().as_secs_f64() * 1e3),
+            ..Timing::default()
+        };
+        let communication = Communication {
+            words_per_processor: report.words_per_processor,
+            total_words: report.total_words,
+            lower_bound: report.lower_bound,
+            ..Communication::default()
+        };
+        Ok((timing, communication))
     }
 
-    /// [`Team::gemm`] on GPUs: the host-resident pipeline, or the rows
-    /// split over single-GPU out-of-core products where B does not fit.
-    #[cfg(feature = "cuda")]
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_hosted<T: Element>(
+    /// [`Route::Across`]: Strassen's levels across the devices.
+    fn run_across<T: Element>(
         &self,
-        fabric: &crate::cuda::distributed::Fabric,
         alpha: T,
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,
         beta: T,
         c: MatMut<'_, T>,
         opts: &GemmOptions,
-    ) -> Result<TeamReport, Error> {
+    ) -> Result<(Timing, Communication), Error> {
+        let start = Instant::now();
+        let (words, levels, (up, down)) = match &self.backend {
+            Backend::Simulated => {
+                let base = GemmOptions {
+                    algorithm: crate::cpu::strassen::base(opts),
+                    ..*opts
+                };
+                let (words, levels) = crate::cpu::distributed::caps::multiply(
+                    self.size(),
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    c,
+                    opts,
+                    &base,
+                )?;
+                (words, levels, (0, 0))
+            }
+            #[cfg(feature = "cuda")]
+            Backend::Gpus(fabric) => {
+                let done = crate::cuda::caps::multiply(fabric, alpha, a, b, beta, c, opts)?
+                    .ok_or_else(|| Error::Unsupported {
+                        algorithm: opts.algorithm.name(),
+                        what: "levels across these GPUs now (their free memory changed since the plan)".into(),
+                    })?;
+                return Ok((
+                    Timing {
+                        compute_ms: done.seconds * 1e3,
+                        ..Timing::default()
+                    },
+                    Communication {
+                        words_per_processor: done.words.iter().copied().max().unwrap_or(0),
+                        total_words: done.words.iter().sum(),
+                        levels_across: done.levels,
+                        upload_bytes: done.upload_bytes,
+                        download_bytes: done.download_bytes,
+                        ..Communication::default()
+                    },
+                ));
+            }
+        };
+        let timing = Timing {
+            compute_ms: start.elapsed().as_secs_f64() * 1e3,
+            ..Timing::default()
+        };
+        let communication = Communication {
+            words_per_processor: words.iter().copied().max().unwrap_or(0),
+            total_words: words.iter().sum(),
+            levels_across: levels,
+            upload_bytes: up,
+            download_bytes: down,
+            ..Communication::default()
+        };
+        Ok((timing, communication))
+    }
+
+    /// **C ← α·A·B + β·C** on host matrices (β = 0 never reads C): the
+    /// product planned ([`Team::plan`]) and executed.
+    pub fn gemm<T: Element>(
+        &self,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        c: MatMut<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<Report, Error> {
+        Executor::run(
+            self,
+            Gemm {
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+            },
+            opts,
+        )
+    }
+
+    /// [`Route::Bands`] or [`Route::Rows`] on GPUs: the host-resident
+    /// pipeline, or the rows split over single-GPU out-of-core products.
+    #[cfg(feature = "cuda")]
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_hosted<T: Element>(
+        &self,
+        fabric: &crate::cuda::distributed::Fabric,
+        bands: bool,
+        alpha: T,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        beta: T,
+        c: MatMut<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<(Timing, Communication), Error> {
         use crate::cuda::{hosted, out_of_core};
         let gpus = fabric.gpus();
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -743,20 +988,24 @@ impl Team {
         for gpu in gpus {
             budget = budget.min(out_of_core::budget(gpu, opts)?);
         }
-        let cut = hosted::Bands::within::<T>((m, k, n), gpus.len(), budget);
-        let report = |ms: f64, shares: Vec<GpuShare>, b_loaded_ms, up: u64, down: u64| TeamReport {
-            grid: (gpus.len(), 1, 1),
-            processors: gpus.len(),
-            compute_ms: ms,
-            words_per_processor: 0,
-            total_words: 0,
-            lower_bound: 0.0,
-            shares,
-            b_loaded_ms,
-            upload_bytes: up,
-            download_bytes: down,
-            levels_across: 0,
+        let report = |ms: f64, shares: Vec<GpuShare>, b_loaded_ms, up: u64, down: u64| {
+            (
+                Timing {
+                    compute_ms: ms,
+                    ..Timing::default()
+                },
+                Communication {
+                    shares,
+                    b_loaded_ms,
+                    upload_bytes: up,
+                    download_bytes: down,
+                    ..Communication::default()
+                },
+            )
         };
+        let cut = bands
+            .then(|| hosted::Bands::within::<T>((m, k, n), gpus.len(), budget))
+            .flatten();
         if let Some(cut) = cut {
             let done = hosted::multiply(gpus, fabric.staging(), cut, alpha, a, b, beta, c, opts)?;
             let shares = done
@@ -843,11 +1092,36 @@ impl Team {
         a: MatRef<'_, T>,
         b: MatRef<'_, T>,
         opts: &GemmOptions,
-    ) -> Result<(Matrix<T>, TeamReport), Error> {
+    ) -> Result<(Matrix<T>, Report), Error> {
         let mut c = Matrix::try_zeros(a.rows(), b.cols())?;
         let report = self.gemm(T::ONE, a, b, T::ZERO, c.as_mut(), opts)?;
         Ok((c, report))
     }
+}
+
+impl Executor for Team {
+    fn describe(&self) -> String {
+        Team::describe(self)
+    }
+
+    fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        Team::plan(self, problem, opts)
+    }
+
+    /// A team's time is its own clock's whatever the clock asked.
+    fn execute_clocked<T: Element>(
+        &self,
+        plan: &Plan,
+        product: Gemm<'_, T>,
+        _clock: crate::executor::Clock,
+    ) -> Result<Report, Error> {
+        Team::execute(self, plan, product)
+    }
+}
+
+/// A GPU route asked of a team that is not GPUs.
+fn not_gpus(route: &Route) -> Error {
+    Error::InvalidOption(format!("the route `{route}` runs on a team of GPUs"))
 }
 
 #[cfg(feature = "cuda")]
@@ -966,12 +1240,15 @@ mod tests {
                     crate::context::matmul(&a, &b).unwrap(),
                     "{algorithm} on {p}"
                 );
+                let route = &report.plan.spread.as_ref().unwrap().route;
                 assert_eq!(
-                    report.grid == (p, 1, 1) && report.lower_bound == 0.0,
-                    across
+                    matches!(route, Route::Across { levels, .. } if *levels > 0),
+                    across,
+                    "{algorithm} on {p}: {route}"
                 );
-                assert_eq!(report.levels_across > 0, across, "{algorithm} on {p}");
-                assert!(report.words_per_processor > 0);
+                let moved = report.communication.unwrap();
+                assert_eq!(moved.levels_across > 0, across, "{algorithm} on {p}");
+                assert!(moved.words_per_processor > 0);
             }
         }
     }
@@ -983,7 +1260,7 @@ mod tests {
     fn eight_processors_take_a_cube_grid() {
         let team = Team::simulated(8).unwrap();
         let n = 96;
-        let plan = team.plan::<i64>((n, n, n)).unwrap();
+        let plan = team.decompose::<i64>((n, n, n)).unwrap();
         assert_eq!(
             (plan.grid.pm, plan.grid.pn, plan.grid.pk),
             (2, 2, 2),
@@ -1010,7 +1287,7 @@ mod tests {
         let opts = GemmOptions::new(Algorithm::Naive);
         let a = Matrix::<i32>::filled(4, 6, 1);
         let b = Matrix::<i32>::filled(6, 4, 1);
-        let p1 = team.plan::<i32>((4, 6, 4)).unwrap();
+        let p1 = team.decompose::<i32>((4, 6, 4)).unwrap();
         let da = team.distribute(&p1, Role::A, a.as_ref()).unwrap();
         let db = team.distribute(&p1, Role::B, b.as_ref()).unwrap();
         assert!(matches!(

@@ -32,7 +32,7 @@ use mpi::traits::{Communicator, CommunicatorCollectives};
 
 use super::{received_by, wire, Cluster, ClusterReport, Operand};
 use crate::context::Context;
-use crate::distributed::planner::{self, part};
+use crate::distributed::planner::{self, part, Decomposition};
 use crate::distributed::schedule::{self, Piece};
 use crate::element::Element;
 use crate::error::Error;
@@ -94,6 +94,58 @@ fn local_sum<T: Element>(terms: &[(i8, (u8, u8))], halves: [&[T]; 2], width: usi
 }
 
 impl Cluster {
+    /// Whether the breadth-first step fits an m×k×n product of T: the
+    /// ranks a multiple of seven, m, k and n even, and every rank's rows,
+    /// sums and received products within its memory; `Some` with the
+    /// group's classical plan (`None` inside for groups of one rank).
+    /// Collective.
+    pub(super) fn breadth_first_fit<T: Element>(
+        &self,
+        (m, k, n): (usize, usize, usize),
+    ) -> Result<Option<Option<Decomposition>>, Error> {
+        let parts = self.size();
+        if parts == 0
+            || !parts.is_multiple_of(BREADTH_RANKS)
+            || m % 2 != 0
+            || k % 2 != 0
+            || n % 2 != 0
+        {
+            return Ok(None);
+        }
+        let q = parts / BREADTH_RANKS;
+        let (h, d, w) = (m / 2, k / 2, n / 2);
+        let me = self.rank();
+        let ra = part(h, parts, me);
+        let rb = part(d, parts, me);
+        // Words held at the peak outside the group's product: rows of A,
+        // B and C, one S and T formed at a time, and the Q rows received.
+        let rows_held = (2 * ra.len() * k + 2 * rb.len() * n + 2 * ra.len() * n) as u128
+            + (ra.len() * d + rb.len() * w) as u128
+            + (BREADTH_RANKS * ra.len() * w) as u128;
+        let memory = self.memory_words::<T>();
+        // The group's product: on one rank, S_g, T_g and Q_g whole; on q,
+        // the classical plan for the memory left, fixed here on every
+        // rank of the job (the least memory over all of them) so that
+        // every rank knows which pieces of S_i and T_i each member of
+        // group i takes.
+        if q == 1 {
+            if memory.is_some_and(|words| rows_held + (h * d + d * w + h * w) as u128 > words) {
+                return Ok(None);
+            }
+            return Ok(Some(None));
+        }
+        let left = match memory {
+            Some(words) if words <= rows_held => return Ok(None),
+            Some(words) => Some(words - rows_held),
+            None => None,
+        };
+        match planner::plan((h, d, w), q, left) {
+            Ok(plan) => Ok(Some(Some(plan))),
+            Err(Error::OutOfMemory { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// C = A·B by one breadth-first step across 7·q ranks, with A and B
     /// given whole on every rank; `None`, touching nothing, for a rank
     /// count not a multiple of 7, an odd size, or where a rank's share
@@ -108,14 +160,9 @@ impl Cluster {
     ) -> Result<Option<Product<T>>, Error> {
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
         let parts = self.size();
-        if parts == 0
-            || !parts.is_multiple_of(BREADTH_RANKS)
-            || m % 2 != 0
-            || k % 2 != 0
-            || n % 2 != 0
-        {
+        let Some(group_plan) = self.breadth_first_fit::<T>((m, k, n))? else {
             return Ok(None);
-        }
+        };
         let q = parts / BREADTH_RANKS;
         let (h, d, w) = (m / 2, k / 2, n / 2);
         let me = self.rank();
@@ -123,34 +170,6 @@ impl Cluster {
         let rows_a = |r: usize| part(h, parts, r);
         let rows_b = |r: usize| part(d, parts, r);
         let (ra, rb) = (rows_a(me), rows_b(me));
-        // Words held at the peak outside the group's product: rows of A,
-        // B and C, one S and T formed at a time, and the Q rows received.
-        let rows_held = (2 * ra.len() * k + 2 * rb.len() * n + 2 * ra.len() * n) as u128
-            + (ra.len() * d + rb.len() * w) as u128
-            + (BREADTH_RANKS * ra.len() * w) as u128;
-        let memory = self.memory_words::<T>();
-        // The group's product: on one rank, S_g, T_g and Q_g whole; on q,
-        // the classical plan for the memory left, fixed here on every
-        // rank of the job (the least memory over all of them) so that
-        // every rank knows which pieces of S_i and T_i each member of
-        // group i takes.
-        let group_plan = if q == 1 {
-            if memory.is_some_and(|words| rows_held + (h * d + d * w + h * w) as u128 > words) {
-                return Ok(None);
-            }
-            None
-        } else {
-            let left = match memory {
-                Some(words) if words <= rows_held => return Ok(None),
-                Some(words) => Some(words - rows_held),
-                None => None,
-            };
-            match planner::plan((h, d, w), q, left) {
-                Ok(plan) => Some(plan),
-                Err(Error::OutOfMemory { .. }) => return Ok(None),
-                Err(e) => return Err(e),
-            }
-        };
         let group_schedule = group_plan.as_ref().map(schedule::build);
         let whole = |rows: usize, cols: usize| Piece {
             rows: 0..rows,
@@ -162,7 +181,9 @@ impl Cluster {
             None => [whole(h, d), whole(d, w), whole(h, w)][operand].clone(),
         };
         let cpu = Context::cpu();
-        let local_growth = cpu.plan::<T>((h, d, w), true, opts)?.error_growth;
+        let local_growth = cpu
+            .plan(crate::plan::Problem::of::<T>((h, d, w)), opts)?
+            .error_growth;
         let a_rows = [rows_of(a, 0, &ra), rows_of(a, h, &ra)];
         let b_rows = [rows_of(b, 0, &rb), rows_of(b, d, &rb)];
         let table = scheme.products();
@@ -363,7 +384,7 @@ impl Cluster {
             wire::send(&world.process_at_rank(0), &c_rows);
             None
         };
-        let classical = self.plan::<T>((m, k, n)).ok();
+        let classical = self.decompose::<T>((m, k, n)).ok();
         let bound = classical.map_or(0.0, |p| p.lower_bound);
         Ok(Some((
             c,

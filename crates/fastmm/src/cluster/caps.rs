@@ -23,7 +23,8 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatRef, Matrix};
 use crate::options::GemmOptions;
-use crate::strassen::Scheme;
+use crate::plan::Route;
+use crate::strassen::{across, engine, Scheme};
 
 /// C on rank 0 (`None` elsewhere) and the report.
 type Product<T> = (Option<Matrix<T>>, ClusterReport);
@@ -50,36 +51,45 @@ impl<T: Element> Exchange<T> for AllGather<'_> {
 }
 
 impl Cluster {
-    /// C = A·B by Strassen or Winograd across the ranks, with A and B
-    /// given whole on every rank; `None`, touching nothing, where not
-    /// asked for ([`Cluster::with_strassen_across`]) or where the
-    /// recursion does not apply (a classical algorithm, no level, blocks
-    /// no row chunking aligns) or its rows and temporaries do not fit the
-    /// memory per rank. C comes back whole on rank 0.
-    pub(super) fn matmul_across<T: Element>(
+    /// How Strassen or Winograd would run across the ranks for an m×k×n
+    /// product with `opts`: breadth-first where the ranks and memory allow
+    /// (it moves fewer words), else depth-first steps; `None` where not
+    /// asked for ([`Cluster::with_strassen_across`]), or where neither
+    /// applies or fits. Collective.
+    pub(super) fn across_route<T: Element>(
         &self,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
+        shape: (usize, usize, usize),
         opts: &GemmOptions,
-    ) -> Result<Option<Product<T>>, Error> {
-        let Some(scheme) = Scheme::of(opts.algorithm) else {
-            return Ok(None);
-        };
-        if !self.strassen_across {
+    ) -> Result<Option<Route>, Error> {
+        if Scheme::of(opts.algorithm).is_none() || !self.strassen_across || self.size() < 2 {
             return Ok(None);
         }
-        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        if self.size().is_multiple_of(super::breadth::BREADTH_RANKS)
+            && self.breadth_first_fit::<T>(shape)?.is_some()
+        {
+            return Ok(Some(Route::Across {
+                levels: 1,
+                breadth_first: true,
+            }));
+        }
+        Ok(self
+            .depth_first_fit::<T>(shape, opts)?
+            .map(|(_, recursion)| Route::Across {
+                levels: recursion.levels,
+                breadth_first: false,
+            }))
+    }
+
+    /// The depth-first recursion across the ranks, where it applies (at
+    /// least one level, blocks that a row chunking aligns) and its rows,
+    /// temporaries and gathered blocks fit the memory per rank.
+    /// Collective.
+    fn depth_first_fit<T: Element>(
+        &self,
+        (m, k, n): (usize, usize, usize),
+        opts: &GemmOptions,
+    ) -> Result<Option<(engine::Plan, across::Recursion)>, Error> {
         let parts = self.size();
-        if parts < 2 {
-            return Ok(None);
-        }
-        // Breadth-first where the ranks and memory allow (it moves fewer
-        // words), else depth-first steps.
-        if parts.is_multiple_of(super::breadth::BREADTH_RANKS) {
-            if let Some(done) = self.matmul_breadth_first(scheme, a, b, opts)? {
-                return Ok(Some(done));
-            }
-        }
         let Ok((plan, recursion)) = caps::layout::<T>(parts, (m, k, n), true, opts) else {
             return Ok(None);
         };
@@ -104,6 +114,44 @@ impl Cluster {
         if self.memory_words::<T>().is_some_and(|words| need > words) {
             return Ok(None);
         }
+        Ok(Some((plan, recursion)))
+    }
+
+    /// C = A·B by Strassen or Winograd across the ranks, with A and B
+    /// given whole on every rank; `None`, touching nothing, where not
+    /// asked for ([`Cluster::with_strassen_across`]) or where the
+    /// recursion does not apply (a classical algorithm, no level, blocks
+    /// no row chunking aligns) or its rows and temporaries do not fit the
+    /// memory per rank. C comes back whole on rank 0.
+    pub(super) fn matmul_across<T: Element>(
+        &self,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<Option<Product<T>>, Error> {
+        let Some(scheme) = Scheme::of(opts.algorithm) else {
+            return Ok(None);
+        };
+        if !self.strassen_across {
+            return Ok(None);
+        }
+        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        let parts = self.size();
+        let Some(route) = self.across_route::<T>((m, k, n), opts)? else {
+            return Ok(None);
+        };
+        if let Route::Across {
+            breadth_first: true,
+            ..
+        } = route
+        {
+            return self.matmul_breadth_first(scheme, a, b, opts);
+        }
+        let Some((plan, recursion)) = self.depth_first_fit::<T>((m, k, n), opts)? else {
+            return Ok(None);
+        };
+        let layout = recursion.layout;
+        let me = self.rank();
         let rows = vec![[
             caps::rows_of(a, me, &layout),
             caps::rows_of(b, me, &layout),
@@ -151,7 +199,7 @@ impl Cluster {
             wire::send(&self.world.process_at_rank(0), &mine);
             None
         };
-        let classical = self.plan::<T>((m, k, n)).ok();
+        let classical = self.decompose::<T>((m, k, n)).ok();
         let bound = classical.map_or(0.0, |p| p.lower_bound);
         Ok(Some((
             c,

@@ -278,7 +278,10 @@ fn check<T: Element>(
     let c_map = MappedMatrix::open(path, raw)?;
     let c = c_map.view::<T>()?;
     let growth = crate::Context::cpu()
-        .plan::<T>((a.rows(), a.cols(), b.cols()), true, opts)
+        .plan(
+            crate::plan::Problem::of::<T>((a.rows(), a.cols(), b.cols())),
+            opts,
+        )
         .map_or(1.0, |plan| plan.error_growth);
     let verdict = crate::verify::verify_with_growth(a, b, c, growth)?;
     if !verdict.ok {

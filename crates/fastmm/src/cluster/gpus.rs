@@ -41,7 +41,7 @@ impl Cluster {
         source: &Source<'_, T>,
         opts: &GemmOptions,
         ctx: &Context,
-        fixed: Option<&planner::Plan>,
+        fixed: Option<&planner::Decomposition>,
     ) -> Result<Option<(Schedule, Vec<T>, ClusterReport)>, Error> {
         let crowded_here = u8::from(self.node_size > crate::cuda::device::device_count()?);
         let mut crowded = 0u8;

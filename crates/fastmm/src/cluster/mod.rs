@@ -46,12 +46,14 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::cpu::distributed::Stores;
-use crate::distributed::planner::{self, Plan};
+use crate::distributed::planner::{self, Decomposition};
 use crate::distributed::schedule::{self, Op, Region, Schedule};
-use crate::element::Element;
+use crate::element::{for_dtype, Element};
 use crate::error::Error;
+use crate::executor::{Communication, Executor, Gemm, Report, Timing};
 use crate::matrix::{MatRef, Matrix};
 use crate::options::{Device, DeviceKind, GemmOptions};
+use crate::plan::{Plan, Problem, Route, Spread};
 use crate::tunables::{CLUSTER_MEMORY_FRACTION, CLUSTER_PROGRESS_POLL};
 
 /// One broadcast of a step on this rank: its group's communicator, the
@@ -127,6 +129,27 @@ pub struct ClusterReport {
     /// to its GPU and its piece of C back (not in `compute_ms`; 0 where
     /// the pieces stay in host memory).
     pub staging_ms: f64,
+}
+
+impl Executor for Cluster {
+    fn describe(&self) -> String {
+        format!("{} MPI ranks", self.size())
+    }
+
+    fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        Cluster::plan(self, problem, opts)
+    }
+
+    /// A cluster's time is its own clock's (all ranks ready to the last
+    /// done) whatever the clock asked.
+    fn execute_clocked<T: Element>(
+        &self,
+        plan: &Plan,
+        product: Gemm<'_, T>,
+        _clock: crate::executor::Clock,
+    ) -> Result<Report, Error> {
+        Cluster::execute(self, plan, product)
+    }
 }
 
 impl ClusterReport {
@@ -337,8 +360,164 @@ impl Cluster {
     /// # Errors
     /// [`Error::OutOfMemory`] when no grid's pieces fit, on every rank,
     /// before anything is allocated.
-    pub fn plan<T: Element>(&self, shape: (usize, usize, usize)) -> Result<Plan, Error> {
+    pub fn decompose<T: Element>(
+        &self,
+        shape: (usize, usize, usize),
+    ) -> Result<Decomposition, Error> {
         planner::plan(shape, self.size(), self.memory_words::<T>())
+    }
+
+    /// What `problem` would run with `opts` across the ranks (see
+    /// [`Executor::plan`]): Strassen's or Winograd's levels across the
+    /// ranks where asked for ([`Cluster::with_strassen_across`]) and they
+    /// apply and fit, else the decomposition with the fewest words
+    /// received per rank among those whose pieces fit every rank's
+    /// memory; and the product each rank runs on its blocks.
+    /// Collective: every rank calls it with the same arguments.
+    pub fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        for_dtype!(problem.dtype, T => self.plan_typed::<T>(problem, opts))
+    }
+
+    fn plan_typed<T: Element>(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        let shape = problem.shape();
+        let asked = (shape, problem.reads_c, T::DTYPE.name(), chosen(opts));
+        self.check_same("products (shape, type or options)", &asked)?;
+        let across = match problem.is_empty() {
+            true => None,
+            false => self.across_route::<T>(shape, opts)?,
+        };
+        let decomposition = match (self.decompose::<T>(shape), &across) {
+            (Ok(decomposition), _) => decomposition,
+            // Levels across need no classical decomposition; the
+            // unconstrained one records the grid and its lower bound.
+            (Err(Error::OutOfMemory { .. }), Some(_)) => planner::plan(shape, self.size(), None)?,
+            (Err(e), _) => return Err(e),
+        };
+        let gpu = self.agree("open a GPU for its local products", self.local_gpu(opts))?;
+        let ctx = gpu.unwrap_or_else(Context::cpu);
+        let grid = decomposition.grid;
+        let block = (
+            planner::part(shape.0, grid.pm, 0).len().max(1),
+            planner::part(shape.1, grid.pk, 0).len().max(1),
+            planner::part(shape.2, grid.pn, 0).len().max(1),
+        );
+        let local = ctx.resolve_for::<T>(opts, block, true)?;
+        let mut plan = ctx.plan_resolved::<T>(block, true, &local)?;
+        plan.options = local;
+        // The whole product's allowance on one device bounds the local
+        // products' (and levels across are levels of the same recursion).
+        let whole = (shape.0.max(1), shape.1.max(1), shape.2.max(1));
+        let mut growth = ctx.plan_resolved::<T>(whole, true, &local)?.error_growth;
+        if let (Some(Route::Across { levels, .. }), Some(scheme)) =
+            (&across, crate::strassen::Scheme::of(local.algorithm))
+        {
+            growth = growth.max(scheme.error_growth(*levels));
+        }
+        plan.error_growth = plan.error_growth.max(growth);
+        if !T::DTYPE.is_integer() && (across.is_some() || grid.pk > 1) {
+            plan.accuracy = crate::options::Accuracy::Bound;
+            plan.precision = format!(
+                "{}; {}",
+                plan.precision,
+                match across {
+                    Some(_) => "Strassen's levels across the ranks".to_string(),
+                    None => format!("sums split over {} ranks (classical bound)", grid.pk),
+                }
+            );
+        }
+        plan.problem = problem;
+        plan.spread = Some(Spread {
+            processors: vec![plan.device; self.size()],
+            grid: (grid.pm, grid.pn, grid.pk),
+            words_per_processor: decomposition.words_per_processor,
+            lower_bound: decomposition.lower_bound,
+            route: across.unwrap_or(Route::Pieces),
+            ranks: true,
+            decomposition,
+        });
+        Ok(plan)
+    }
+
+    /// Runs `plan` on `product` (see [`Executor::execute`]): A and B given
+    /// whole on every rank (each takes only its pieces); C written on rank
+    /// 0 only, and left as it was on the others. Collective.
+    pub fn execute<T: Element>(&self, plan: &Plan, product: Gemm<'_, T>) -> Result<Report, Error> {
+        product.check_plan(plan)?;
+        let spread = plan
+            .spread
+            .as_ref()
+            .filter(|s| s.ranks && s.processors.len() == self.size())
+            .ok_or_else(|| {
+                Error::InvalidOption(format!(
+                    "a plan for {} cannot run across these {} ranks",
+                    plan.spread.as_ref().map_or_else(
+                        || plan.device.to_string(),
+                        |s| format!("{} processors", s.processors.len())
+                    ),
+                    self.size()
+                ))
+            })?;
+        let Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            mut c,
+        } = product;
+        let mut report = Report {
+            plan: plan.clone(),
+            timing: Timing::default(),
+            communication: Some(Communication::default()),
+        };
+        if plan.problem.is_empty() || alpha == T::ZERO {
+            if self.rank() == 0 {
+                c.scale_by(beta);
+            }
+            return Ok(report);
+        }
+        let opts = &plan.options;
+        let (whole, done) = match spread.route {
+            Route::Across { .. } => {
+                self.matmul_across(a, b, opts)?
+                    .ok_or_else(|| Error::Unsupported {
+                        algorithm: opts.algorithm.name(),
+                        what: "levels across the ranks now (their memory changed since the plan)"
+                            .into(),
+                    })?
+            }
+            _ => {
+                let source = whole_source(a, b);
+                let shape = plan.problem.shape();
+                let fixed = Some(&spread.decomposition);
+                let (schedule, mine, done) = self.product(shape, &*source, opts, fixed)?;
+                (self.collect(&schedule, mine)?, done)
+            }
+        };
+        if let Some(ab) = whole {
+            c.scale_by(beta);
+            for i in 0..c.rows() {
+                for j in 0..c.cols() {
+                    let v = alpha.mul(ab.get(i, j)).add(c.get(i, j));
+                    c.set(i, j, v);
+                }
+            }
+        }
+        report.plan.error_growth = report.plan.error_growth.max(done.error_growth);
+        report.timing.compute_ms = done.compute_ms;
+        if done.pieces_on_gpus {
+            report.timing.upload_ms = Some(done.staging_ms);
+        }
+        report.communication = Some(Communication {
+            words_per_processor: done.words_per_processor,
+            total_words: done.total_words,
+            lower_bound: done.lower_bound,
+            levels_across: done.levels_across,
+            breadth_first: done.breadth_first,
+            local_gpus: done.local_gpus,
+            pieces_on_gpus: done.pieces_on_gpus,
+            ..Communication::default()
+        });
+        Ok(report)
     }
 
     /// C = A·B with A and B given whole on every rank (each takes only
@@ -387,7 +566,7 @@ impl Cluster {
         shape: (usize, usize, usize),
         source: &Source<'_, T>,
         opts: &GemmOptions,
-        fixed: Option<&Plan>,
+        fixed: Option<&Decomposition>,
     ) -> Result<(Schedule, Vec<T>, ClusterReport), Error> {
         // Agreed: a rank without the GPU it needs must not leave the
         // others waiting in the product's first collective.
@@ -400,7 +579,7 @@ impl Cluster {
         }
         let plan = match fixed {
             Some(plan) => plan.clone(),
-            None => self.plan::<T>(shape)?,
+            None => self.decompose::<T>(shape)?,
         };
         let schedule = schedule::build(&plan);
         let me = self.rank();

@@ -81,12 +81,30 @@ pub(crate) fn multiply<T: Element>(
     c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Option<Outcome>, Error> {
+    let shape = (a.rows(), a.cols(), b.cols());
+    match fitting::<T>(fabric, shape, beta == T::ZERO, opts)? {
+        Some((_, plan, recursion)) => {
+            run(fabric, plan, &recursion, alpha, a, b, beta, c, opts).map(Some)
+        }
+        None => Ok(None),
+    }
+}
+
+/// The recursion across every GPU of `fabric` that an m×k×n product with
+/// `opts` would run, in the first memory schedule that fits every GPU's
+/// budget, with that schedule; `None` where it does not apply (see
+/// [`multiply`]).
+pub(crate) fn fitting<T: Element>(
+    fabric: &Fabric,
+    shape: (usize, usize, usize),
+    beta_is_zero: bool,
+    opts: &GemmOptions,
+) -> Result<Option<(Variant, engine::Plan, Recursion)>, Error> {
     let Some(scheme) = Scheme::of(opts.algorithm) else {
         return Ok(None);
     };
     let gpus = fabric.gpus();
     let parts = gpus.len();
-    let shape = (a.rows(), a.cols(), b.cols());
     if parts < 2 {
         return Ok(None);
     }
@@ -98,7 +116,7 @@ pub(crate) fn multiply<T: Element>(
     };
     for variant in variants {
         let plan = crate::strassen::plan(scheme, variant, crossover(opts), T::DTYPE, opts, 0);
-        let Some(recursion) = across::recursion::<T>(plan, parts, beta == T::ZERO, shape) else {
+        let Some(recursion) = across::recursion::<T>(plan, parts, beta_is_zero, shape) else {
             return Ok(None);
         };
         let need = bytes_per_gpu::<T>(&recursion, shape);
@@ -107,7 +125,7 @@ pub(crate) fn multiply<T: Element>(
             fits &= need <= u128::from(crate::cuda::out_of_core::budget(gpu, opts)?);
         }
         if fits {
-            return run(fabric, plan, &recursion, alpha, a, b, beta, c, opts).map(Some);
+            return Ok(Some((variant, plan, recursion)));
         }
     }
     Ok(None)

@@ -80,7 +80,7 @@ pub struct Assignment {
 
 /// A distributed product's decomposition and its cost.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub struct Decomposition {
     /// (m, k, n).
     pub shape: (usize, usize, usize),
     /// Processors available.
@@ -100,7 +100,7 @@ pub struct Plan {
     pub lower_bound: f64,
 }
 
-impl Plan {
+impl Decomposition {
     /// words_per_processor / lower_bound (1 when both are 0; ∞ when only
     /// the bound is).
     pub fn bound_ratio(&self) -> f64 {
@@ -211,7 +211,7 @@ pub fn plan(
     shape: (usize, usize, usize),
     processors: usize,
     memory: Option<u128>,
-) -> Result<Plan, Error> {
+) -> Result<Decomposition, Error> {
     if processors == 0 {
         return Err(Error::InvalidOption(
             "a distributed product needs at least one processor".into(),
@@ -263,7 +263,7 @@ pub fn plan(
             worker_cost(shape, grid, (x, y, z)).0
         })
         .sum();
-    Ok(Plan {
+    Ok(Decomposition {
         shape,
         processors,
         grid,
@@ -280,7 +280,7 @@ mod tests {
     use super::*;
 
     /// Every (i, j, l) of the iteration space lies in exactly one box.
-    fn assert_partition(plan: &Plan) {
+    fn assert_partition(plan: &Decomposition) {
         let (m, k, n) = plan.shape;
         let mut count = vec![0u8; m * n * k];
         for a in &plan.assignments {
@@ -403,7 +403,7 @@ mod tests {
         let free = plan((n, n, n), 8, None).unwrap();
         assert_eq!(
             plan((n, n, n), 8, Some(free.memory_words)).unwrap(),
-            Plan {
+            Decomposition {
                 lower_bound: lower_bound(
                     (n, n, n),
                     free.grid.processors(),

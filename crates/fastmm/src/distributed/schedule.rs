@@ -1,4 +1,4 @@
-//! The distributed classical product of a [`Plan`] as plain data: where
+//! The distributed classical product of a [`Decomposition`] as plain data: where
 //! each worker's pieces of A, B and C lie ([`Layout`]), and the steps of
 //! broadcasts, local products and reductions that compute C = A·B from
 //! them ([`Schedule`]). Every backend (the CPU standing in for every
@@ -23,7 +23,7 @@
 
 use std::ops::Range;
 
-use crate::distributed::planner::{part, Grid, Plan};
+use crate::distributed::planner::{part, Decomposition, Grid};
 
 /// A buffer every worker may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -184,11 +184,11 @@ pub struct Step {
     pub compute: Vec<Op>,
 }
 
-/// The distributed product of a [`Plan`].
+/// The distributed product of a [`Decomposition`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     /// The decomposition it runs.
-    pub plan: Plan,
+    pub plan: Decomposition,
     /// Where A lies.
     pub a: Layout,
     /// Where B lies.
@@ -260,7 +260,7 @@ fn owner(len: usize, parts: usize, at: usize) -> usize {
 
 /// The schedule of `plan`. The plan's m, k and n are at least 1 (an empty
 /// product is the boundary's).
-pub fn build(plan: &Plan) -> Schedule {
+pub fn build(plan: &Decomposition) -> Schedule {
     let (m, k, n) = plan.shape;
     debug_assert!(m > 0 && k > 0 && n > 0, "empty products do not distribute");
     let grid = plan.grid;

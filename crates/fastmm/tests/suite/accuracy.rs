@@ -104,8 +104,10 @@ fn auto_gives_each_level_asked_for_at_every_size() {
         for level in Accuracy::LEVELS {
             let opts = GemmOptions::new(Algorithm::Auto).accuracy(level);
             for plan in [
-                cpu.plan::<f32>((n, n, n), true, &opts).unwrap(),
-                cpu.plan::<f64>((n, n, n), true, &opts).unwrap(),
+                cpu.plan(fastmm::Problem::of::<f32>((n, n, n)), &opts)
+                    .unwrap(),
+                cpu.plan(fastmm::Problem::of::<f64>((n, n, n)), &opts)
+                    .unwrap(),
             ] {
                 assert!(level.met_by(plan.accuracy), "{n} {level}: {plan:?}");
                 assert_eq!(plan.accuracy_asked, level);
@@ -114,17 +116,25 @@ fn auto_gives_each_level_asked_for_at_every_size() {
         // The default is `native`: the CPU's native product, never
         // Strassen's levels, for floats; integers stay free to take them.
         let default = cpu
-            .plan::<f32>((n, n, n), true, &GemmOptions::default())
+            .plan(
+                fastmm::Problem::of::<f32>((n, n, n)),
+                &GemmOptions::default(),
+            )
             .unwrap();
         assert_eq!(default.algorithm, Algorithm::Packed, "{n}");
         assert_eq!(default.accuracy, Accuracy::Native);
     }
     let relaxed = GemmOptions::new(Algorithm::Auto).accuracy(Accuracy::Bound);
-    let plan = cpu.plan::<f64>((8192, 8192, 8192), true, &relaxed).unwrap();
+    let plan = cpu
+        .plan(fastmm::Problem::of::<f64>((8192, 8192, 8192)), &relaxed)
+        .unwrap();
     assert_eq!(plan.algorithm, Algorithm::Winograd);
     assert_eq!(plan.accuracy, Accuracy::Bound);
     let ints = cpu
-        .plan::<i64>((8192, 8192, 8192), true, &GemmOptions::default())
+        .plan(
+            fastmm::Problem::of::<i64>((8192, 8192, 8192)),
+            &GemmOptions::default(),
+        )
         .unwrap();
     assert_eq!(ints.algorithm, Algorithm::Winograd);
     assert_eq!(ints.accuracy, Accuracy::Native);
@@ -136,7 +146,9 @@ fn bits_are_a_precision_of_the_emulated_product_and_named_algorithms_run_as_aske
     let a = Matrix::<f64>::from_fn(8, 8, |i, j| (i * 8 + j) as f64 / 64.0);
     // An algorithm asked for by name runs, and says what it gives.
     let bits = GemmOptions::new(Algorithm::Packed).accuracy(Accuracy::Bits(20));
-    let plan = cpu.plan::<f64>((8, 8, 8), true, &bits).unwrap();
+    let plan = cpu
+        .plan(fastmm::Problem::of::<f64>((8, 8, 8)), &bits)
+        .unwrap();
     assert_eq!(
         (plan.algorithm, plan.accuracy),
         (Algorithm::Packed, Accuracy::Native)
@@ -144,11 +156,15 @@ fn bits_are_a_precision_of_the_emulated_product_and_named_algorithms_run_as_aske
     assert!(!plan.accuracy_asked.met_by(plan.accuracy));
     let naive = GemmOptions::new(Algorithm::Naive);
     assert_eq!(
-        cpu.plan::<f64>((8, 8, 8), true, &naive).unwrap().accuracy,
+        cpu.plan(fastmm::Problem::of::<f64>((8, 8, 8)), &naive)
+            .unwrap()
+            .accuracy,
         Accuracy::Bound
     );
     let auto = GemmOptions::new(Algorithm::Auto).accuracy(Accuracy::Bits(20));
-    let plan = cpu.plan::<f64>((8, 8, 8), true, &auto).unwrap();
+    let plan = cpu
+        .plan(fastmm::Problem::of::<f64>((8, 8, 8)), &auto)
+        .unwrap();
     assert_eq!(
         (plan.algorithm, plan.accuracy),
         (Algorithm::Emulated, Accuracy::Bits(20))

@@ -30,6 +30,7 @@ const LIBRARY: &[&[&str]] = &[
     &["cpu", "cuda"],
     // Dispatch and the public API.
     &["plan"],
+    &["executor"],
     &["context"],
     &["team", "audit"],
     &["info", "io", "selftest", "dev"],

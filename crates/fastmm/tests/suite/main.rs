@@ -4,6 +4,7 @@
 
 mod accuracy;
 mod algorithms;
+mod executor;
 mod interop;
 mod interrupt;
 mod layers;

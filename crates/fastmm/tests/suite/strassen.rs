@@ -169,7 +169,9 @@ fn floats_pass_verification() {
                     let opts = fast(algorithm, schedule).threshold(16).depth(depth);
                     let mut c = Matrix::filled(m, n, f64::NAN);
                     gemm(1.0, a.as_ref(), b.as_ref(), 0.0, c.as_mut(), &opts).unwrap();
-                    let plan = Context::cpu().plan::<f64>((m, k, n), true, &opts).unwrap();
+                    let plan = Context::cpu()
+                        .plan(fastmm::Problem::of::<f64>((m, k, n)), &opts)
+                        .unwrap();
                     assert_eq!(plan.fast.as_ref().unwrap().levels, depth);
                     // Higham's per-level constants: 12 for Strassen, 18 for Winograd.
                     let per_level: f64 = match algorithm {
@@ -201,7 +203,10 @@ fn floats_pass_verification() {
 /// The recursion of an n³ f64 product with `opts` on the CPU, as planned.
 fn planned(shape: (usize, usize, usize), beta_is_zero: bool, opts: &GemmOptions) -> FastPlan {
     Context::cpu()
-        .plan::<f64>(shape, beta_is_zero, opts)
+        .plan(
+            fastmm::Problem::of::<f64>(shape).reading_c(!beta_is_zero),
+            opts,
+        )
         .unwrap()
         .fast
         .expect("a fast algorithm plans a recursion")
