@@ -50,15 +50,14 @@ export CARGO_PROFILE_RELEASE_DEBUG=false
 export FASTMM_TUNING=off
 
 cargo fmt --all -- --check
-# The default features with the developer tools (feature dev) in one pass.
-cargo clippy --workspace --all-targets --release --features fastmm/dev,fastmm-cli/mpi -- -D warnings
-# Without CUDA: the library alone bare, then every target with the
-# interop features (the test targets need checking once).
+# Every target with every feature (CUDA, MPI, the interop conversions and
+# the developer tools) in one pass; then the library without CUDA, whose
+# code behind `cfg(feature = "cuda")` the first pass cannot see unused.
+cargo clippy --workspace --all-targets --release --features fastmm/dev,fastmm/ndarray,fastmm/nalgebra,fastmm/faer,fastmm-cli/mpi -- -D warnings
 cargo clippy -p fastmm --release --no-default-features -- -D warnings
-cargo clippy -p fastmm --all-targets --release --no-default-features --features ndarray,nalgebra,faer -- -D warnings
 # The first lint pass's profile and features, so that the dependencies
 # checked there serve the docs too.
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --release --features fastmm/dev,fastmm-cli/mpi
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet --release --features fastmm/dev,fastmm/ndarray,fastmm/nalgebra,fastmm/faer,fastmm-cli/mpi
 # With the interop features, so that their conversions and doc examples
 # run in the same build (the build without CUDA is clippy's third set),
 # and MPI, whose tests run `mpirun` (tests/mpi.rs).
@@ -71,5 +70,10 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=1.21" "pytest>=7" "hypothesis>=6" "threadpoolctl>=3.5"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
+# Unoptimised: the package's Rust code is the library's, compiled and
+# tested above at full optimisation, and optimisation does not change what
+# Rust computes (no fast-math, no contraction into FMAs); these tests check
+# the bindings (conversions, dtypes, errors, threads), and the optimised
+# build took three of CI's ten minutes on two cores.
+CARGO_PROFILE_RELEASE_OPT_LEVEL=0 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
 "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
