@@ -7,8 +7,8 @@ use std::sync::{Mutex, OnceLock};
 use std::sync::Arc;
 
 use fastmm::{
-    Accuracy, Algorithm, Context, Device, DeviceList, Element, Error, GemmOptions, MatMut, MatRef,
-    Streamed, Team, Timing,
+    Accuracy, Algorithm, Clock, Context, Device, DeviceList, Element, Error, Gemm, GemmOptions,
+    Plan, Problem, Streamed, Team, Timing,
 };
 use pyo3::prelude::*;
 
@@ -53,29 +53,30 @@ impl Runner {
         }
     }
 
-    /// C ← α·A·B + β·C, with where the time went when `timed` (a team's
-    /// time is its host-resident product's, copies included).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn gemm<T: Element>(
+    /// What `problem` runs with `opts` here: the executor's plan, made
+    /// once for every matrix of a batch.
+    pub(crate) fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
+        match self {
+            Runner::One(ctx) => ctx.plan(problem, opts),
+            Runner::Team(team) => team.plan(problem, opts),
+        }
+    }
+
+    /// Runs `plan` on one product: where the time went, by a benchmark's
+    /// clock when `timed` (see [`Clock::Benchmark`]). A team's time is its
+    /// whole product (streamed through the GPUs: copies included); how
+    /// much of it the GPUs spent in products a team does not measure.
+    pub(crate) fn execute<T: Element>(
         &self,
-        alpha: T,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
-        beta: T,
-        c: MatMut<'_, T>,
-        opts: &GemmOptions,
+        plan: &Plan,
+        product: Gemm<'_, T>,
         timed: bool,
     ) -> Result<Timing, Error> {
+        let clock = if timed { Clock::Benchmark } else { Clock::Once };
         match self {
-            Runner::One(ctx) if timed => ctx.gemm_timed(alpha, a, b, beta, c, opts),
-            Runner::One(ctx) => ctx
-                .gemm(alpha, a, b, beta, c, opts)
-                .map(|()| Timing::default()),
-            // The whole product (a stream through the GPUs: copies
-            // included); how much of it the GPUs spent in products a team
-            // does not measure.
+            Runner::One(ctx) => Ok(ctx.execute_clocked(plan, product, clock)?.timing),
             Runner::Team(team) => {
-                let report = team.gemm(alpha, a, b, beta, c, opts)?;
+                let report = team.execute(plan, product)?;
                 let moved = report.communication.unwrap_or_default();
                 Ok(Timing {
                     streamed: Some(Streamed {
