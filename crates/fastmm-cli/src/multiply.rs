@@ -14,7 +14,10 @@ use fastmm::io::{
     ReadOptions,
 };
 use fastmm::system::format_bytes;
-use fastmm::{Algorithm, Context, DType, DeviceKind, Element, GemmOptions, Matrix, Team};
+use fastmm::{
+    Algorithm, Clock, Context, DType, DeviceKind, Element, Executor, Gemm, GemmOptions, Matrix,
+    Problem, Team,
+};
 
 use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
 
@@ -390,9 +393,33 @@ fn multiply<T: Element>(
 where
     AnyMatrix: From<Matrix<T>>,
 {
-    let ctx = engine.context();
-    let plan = ctx.plan_for::<T>(a.as_ref(), b.as_ref(), true, opts)?;
-    let asked = resolved(ctx, opts, T::DTYPE, (a.rows(), a.cols(), b.cols()))?;
+    match engine {
+        Engine::One(ctx) => multiply_on(ctx, a, b, opts, check),
+        Engine::Team(team) => multiply_on(team, a, b, opts, check),
+    }
+}
+
+/// [`multiply`] on one executor: planned, executed, the plan that ran
+/// verified against.
+fn multiply_on<T: Element>(
+    x: &impl Executor,
+    a: &Matrix<T>,
+    b: &Matrix<T>,
+    opts: &GemmOptions,
+    check: bool,
+) -> Result<(AnyMatrix, f64, Verdict, Algorithm)>
+where
+    AnyMatrix: From<Matrix<T>>,
+{
+    let plan = x.plan(Problem::of::<T>((a.rows(), a.cols(), b.cols())), opts)?;
+    let mut c = Matrix::try_zeros(a.rows(), b.cols())?;
+    let start = Instant::now();
+    let report = x
+        .execute(&plan, Gemm::new(a.as_ref(), b.as_ref(), c.as_mut()))
+        .context("the product failed")?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let asked = plan.algorithm;
+    let plan = report.plan;
     if plan.algorithm != asked {
         eprintln!(
             "note: A or B holds NaN or ∞, so {asked} runs its classical base, {}: its sums would turn ∞ into NaN where numpy's product has none",
@@ -400,13 +427,6 @@ where
         );
     }
     let growth = plan.error_growth;
-    let start = Instant::now();
-    let c = match engine {
-        Engine::One(ctx) => ctx.matmul(a.as_ref(), b.as_ref(), opts),
-        Engine::Team(team) => team.matmul(a.as_ref(), b.as_ref(), opts).map(|(c, _)| c),
-    }
-    .context("the product failed")?;
-    let ms = start.elapsed().as_secs_f64() * 1e3;
     let verdict = if check {
         let v = fastmm::verify::verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)?;
         Some((
@@ -594,12 +614,14 @@ fn on_gpu<T: Element>(
             b.rows
         );
     }
-    let plan = ctx.plan(fastmm::Problem::of::<T>((m, k, n)), opts)?;
+    let plan = ctx.plan(Problem::of::<T>((m, k, n)), opts)?;
     let (timing, verdict) =
         fastmm::io::out_of_core::write_through_map::<T, _>(&args.output, (m, n), |mut c| {
-            let timing = ctx.gemm_timed(T::ONE, a_view, b_view, T::ZERO, c.rb_mut(), opts)?;
+            let product = Gemm::new(a_view, b_view, c.rb_mut());
+            let report = ctx.execute_clocked(&plan, product, Clock::Benchmark)?;
+            let timing = report.timing;
             let verdict = if args.check {
-                let growth = plan.error_growth;
+                let growth = report.plan.error_growth;
                 Some(fastmm::verify::verify_with_growth(
                     a_view,
                     b_view,
