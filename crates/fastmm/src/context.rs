@@ -19,14 +19,15 @@ use std::time::Instant;
 use crate::cpu;
 use crate::element::{for_dtype, Element};
 use crate::error::Error;
-#[cfg(feature = "cuda")]
 use crate::executor::Streamed;
-use crate::executor::{Clock, Executor, Gemm, Report, Timing};
+use crate::executor::{Clock, Executor, Report, Timing};
+#[cfg(feature = "cuda")]
+use crate::gemm::{Gemm, Problem};
 #[cfg(feature = "cuda")]
 use crate::matrix::GpuMatrix;
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuPrecision};
-use crate::plan::{FastPlan, Plan, Problem};
+use crate::plan::{FastPlan, Plan};
 use crate::system::GpuInfo;
 use crate::tunables::AUTO_FAST_MIN_DIM;
 
@@ -395,7 +396,18 @@ impl Context {
         c: MatMut<'_, T>,
         opts: &GemmOptions,
     ) -> Result<(), Error> {
-        self.run(alpha, a, b, beta, c, opts, false).map(|_| ())
+        self.run(
+            Gemm {
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+            },
+            opts,
+            false,
+        )
+        .map(|_| ())
     }
 
     /// [`Context::gemm`], timed: on a GPU the copies apart from the kernels
@@ -409,7 +421,17 @@ impl Context {
         c: MatMut<'_, T>,
         opts: &GemmOptions,
     ) -> Result<Timing, Error> {
-        self.run(alpha, a, b, beta, c, opts, true)
+        self.run(
+            Gemm {
+                alpha,
+                a,
+                b,
+                beta,
+                c,
+            },
+            opts,
+            true,
+        )
     }
 
     /// C = A·B for any views, in a new matrix.
@@ -466,24 +488,12 @@ impl Context {
     }
 
     /// The boundary, then the device.
-    #[allow(clippy::too_many_arguments)]
     fn run<T: Element>(
         &self,
-        alpha: T,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
-        beta: T,
-        c: MatMut<'_, T>,
+        product: Gemm<'_, T>,
         opts: &GemmOptions,
         timed: bool,
     ) -> Result<Timing, Error> {
-        let product = Gemm {
-            alpha,
-            a,
-            b,
-            beta,
-            c,
-        };
         product.check_shapes()?;
         let problem = product.problem();
         let opts = self.resolve_for::<T>(opts, problem.shape(), !problem.reads_c)?;
@@ -499,13 +509,7 @@ impl Context {
     /// the base's options.
     fn run_resolved<T: Element>(
         &self,
-        Gemm {
-            alpha,
-            a,
-            b,
-            beta,
-            mut c,
-        }: Gemm<'_, T>,
+        mut product: Gemm<'_, T>,
         opts: &GemmOptions,
         planned: Option<&FastPlan>,
         timed: bool,
@@ -516,32 +520,41 @@ impl Context {
         let start = timed.then(Instant::now);
         let elapsed_ms =
             |start: Option<Instant>| start.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
-        if c.rows() == 0 || c.cols() == 0 {
+        let (m, k, n) = product.shape();
+        if m == 0 || n == 0 {
             return Ok((Timing::default(), None));
         }
-        if a.cols() == 0 || alpha == T::ZERO {
-            c.scale_by(beta);
+        if k == 0 || product.alpha == T::ZERO {
+            product.c.scale_by(product.beta);
             let timing = Timing {
                 compute_ms: elapsed_ms(start),
                 ..Timing::default()
             };
             return Ok((timing, None));
         }
-        let safe = self.ieee_safe(a, b, beta == T::ZERO, *opts, planned)?;
+        let safe = self.ieee_safe(product.a, product.b, !product.reads_c(), *opts, planned)?;
         let fell_back = (safe.algorithm != opts.algorithm).then_some(safe);
         let opts = &safe;
-        let column_major = c.col_stride() != 1 && c.row_stride() == 1;
-        let (a, b, c) = if column_major {
-            (b.t(), a.t(), c.t())
+        // Layouts are normalised here: a column-major C is the transposed
+        // product of a row-major one.
+        let product = if product.c.col_stride() != 1 && product.c.row_stride() == 1 {
+            product.t()
         } else {
-            (a, b, c)
+            product
         };
         #[cfg(feature = "cuda")]
         if let (Some(gpu), Some(pools)) = (&self.gpu, &self.staging) {
-            let timing = on_gpu((gpu, pools), alpha, a, b, beta, c, opts, timed)?;
+            let timing = on_gpu((gpu, pools), product, opts, timed)?;
             return Ok((timing, fell_back));
         }
         let _ = timed;
+        let Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+        } = product;
         let emulation = if opts.algorithm == Algorithm::Emulated {
             Some(crate::emulation::gemm_reference(
                 alpha,
@@ -747,15 +760,15 @@ impl Context {
             ptr: m.ptr,
             ld: m.ld,
         };
-        let ms = crate::cuda::product::multiply_resident(
-            gpu,
-            alpha,
-            (operand(a), operand(b)),
-            beta,
-            operand(c),
+        let product = crate::cuda::gemm::DeviceGemm {
             shape,
-            &opts,
-        )?;
+            alpha,
+            a: operand(a),
+            b: operand(b),
+            beta,
+            c: operand(c),
+        };
+        let ms = crate::cuda::product::multiply_resident(gpu, product, &opts)?;
         Ok(Timing {
             compute_ms: ms,
             ..Timing::default()
@@ -766,24 +779,18 @@ impl Context {
 /// A GPU product of host matrices: in one piece, or out of core, streamed
 /// in tiles, when A, B and C exceed the GPU memory budget.
 #[cfg(feature = "cuda")]
-#[allow(clippy::too_many_arguments)]
 fn on_gpu<T: Element>(
     (gpu, pools): (
         &Arc<crate::cuda::device::Gpu>,
         &crate::cuda::hosted::StagingPools,
     ),
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    c: MatMut<'_, T>,
+    product: Gemm<'_, T>,
     opts: &GemmOptions,
     timed: bool,
 ) -> Result<Timing, Error> {
     use crate::cuda::{out_of_core, product};
-    let shape = (a.rows(), a.cols(), b.cols());
-    if out_of_core::needed::<T>(gpu, shape, opts)? {
-        let report = out_of_core::multiply(gpu, pools, alpha, a, b, beta, c, opts)?;
+    if out_of_core::needed::<T>(gpu, product.shape(), opts)? {
+        let report = out_of_core::multiply(gpu, pools, product, opts)?;
         return Ok(Timing {
             compute_ms: report.seconds * 1e3,
             upload_ms: None,
@@ -797,7 +804,7 @@ fn on_gpu<T: Element>(
             emulation: None,
         });
     }
-    let times = product::multiply(gpu, alpha, a, b, beta, c, opts, timed)?;
+    let times = product::multiply(gpu, product, opts, timed)?;
     Ok(Timing {
         compute_ms: times.kernel_ms,
         upload_ms: Some(times.upload_ms),

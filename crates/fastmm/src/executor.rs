@@ -32,59 +32,11 @@ use serde::Serialize;
 
 use crate::element::Element;
 use crate::error::Error;
-use crate::matrix::{MatMut, MatRef};
+use crate::gemm::{Gemm, Problem};
 use crate::options::GemmOptions;
-use crate::plan::{Plan, Problem, Route};
+use crate::plan::{Plan, Route};
 
-/// One product **C ← α·A·B + β·C** over views of host memory: the
-/// operands an executor runs a plan on. β = 0 never reads C.
-#[derive(Debug)]
-pub struct Gemm<'a, T: Element> {
-    /// α.
-    pub alpha: T,
-    /// A, m×k.
-    pub a: MatRef<'a, T>,
-    /// B, k×n.
-    pub b: MatRef<'a, T>,
-    /// β.
-    pub beta: T,
-    /// C, m×n.
-    pub c: MatMut<'a, T>,
-}
-
-impl<'a, T: Element> Gemm<'a, T> {
-    /// C ← A·B.
-    pub fn new(a: MatRef<'a, T>, b: MatRef<'a, T>, c: MatMut<'a, T>) -> Gemm<'a, T> {
-        Gemm {
-            alpha: T::ONE,
-            a,
-            b,
-            beta: T::ZERO,
-            c,
-        }
-    }
-
-    /// The same product with α.
-    pub fn alpha(self, alpha: T) -> Gemm<'a, T> {
-        Gemm { alpha, ..self }
-    }
-
-    /// The same product with β (C is read unless β = 0).
-    pub fn beta(self, beta: T) -> Gemm<'a, T> {
-        Gemm { beta, ..self }
-    }
-
-    /// The problem it is: A's and B's shape, T, and whether C is read.
-    pub fn problem(&self) -> Problem {
-        Problem::of::<T>((self.a.rows(), self.a.cols(), self.b.cols()))
-            .reading_c(self.beta != T::ZERO)
-    }
-
-    /// Checks that the operands chain and C has their product's shape.
-    pub fn check_shapes(&self) -> Result<(), Error> {
-        crate::matrix::check_product_shapes(self.a, self.b, self.c.shape())
-    }
-
+impl<T: Element> Gemm<'_, T> {
     /// Checks that this product is the one `plan` was made for: the
     /// shapes, the type, and C not read where the plan does not read it.
     pub fn check_plan(&self, plan: &Plan) -> Result<(), Error> {

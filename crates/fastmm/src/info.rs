@@ -171,7 +171,7 @@ fn crossovers(ctx: &Context) -> Result<Vec<Crossover>, Error> {
     let mut rows = Vec::new();
     for &dtype in &DType::ALL {
         // A product large enough for every crossover: its plan names them.
-        let plan = ctx.plan(crate::plan::Problem::new((1, 1, 1), dtype), &opts)?;
+        let plan = ctx.plan(crate::gemm::Problem::new((1, 1, 1), dtype), &opts)?;
         let fast = plan.fast.expect("winograd plans a recursion");
         rows.push(Crossover {
             device: ctx.device(),

@@ -68,6 +68,7 @@
 pub mod config;
 mod element;
 mod error;
+mod gemm;
 mod matrix;
 mod options;
 pub mod partial;
@@ -114,13 +115,14 @@ pub use context::{gemm, matmul, matmul_with, Context};
 pub use cpu::{num_threads, set_num_threads};
 pub use element::{DType, Element};
 pub use error::Error;
-pub use executor::{Clock, Communication, Executor, Gemm, GpuShare, Report, Streamed, Timing};
+pub use executor::{Clock, Communication, Executor, GpuShare, Report, Streamed, Timing};
+pub use gemm::{Gemm, Problem};
 pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};
 pub use options::{
     Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind,
     DeviceList, GemmOptions, GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
 };
-pub use plan::{FastPlan, OutOfCorePlan, Plan, Problem, Route, Spread};
+pub use plan::{FastPlan, OutOfCorePlan, Plan, Route, Spread};
 pub use system::GpuInfo;
 pub use team::{DistMatrix, Role, Team, TeamReport};
 pub use verify::{verify, CheckMethod, Verdict};

@@ -11,72 +11,12 @@ use serde::Serialize;
 use crate::cpu;
 use crate::cpu::packed::{blocks_for, select_kernel};
 use crate::distributed::planner;
-use crate::element::{DType, Element};
+use crate::element::Element;
 use crate::error::Error;
+use crate::gemm::Problem;
 use crate::options::{Accuracy, Algorithm, Device, GemmOptions, GpuPrecision, Variant};
 use crate::strassen::{max_depth, Explained, Scheme};
 use crate::system::format_bytes;
-
-/// The product a plan is for: C ← α·A·B + β·C with A m×k, B k×n and C
-/// m×n of `dtype`; `reads_c` when β ≠ 0 (a product that reads C needs it
-/// on the device and in its pieces).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct Problem {
-    /// Rows of A and C.
-    pub m: usize,
-    /// Columns of A, rows of B.
-    pub k: usize,
-    /// Columns of B and C.
-    pub n: usize,
-    /// The element type.
-    pub dtype: DType,
-    /// Whether C is read (β ≠ 0).
-    pub reads_c: bool,
-}
-
-impl Problem {
-    /// An m×k×n product of `dtype` that overwrites C (β = 0).
-    pub fn new((m, k, n): (usize, usize, usize), dtype: DType) -> Problem {
-        Problem {
-            m,
-            k,
-            n,
-            dtype,
-            reads_c: false,
-        }
-    }
-
-    /// An m×k×n product of T that overwrites C (β = 0).
-    pub fn of<T: Element>(shape: (usize, usize, usize)) -> Problem {
-        Problem::new(shape, T::DTYPE)
-    }
-
-    /// The same product, reading C or not.
-    pub fn reading_c(self, reads_c: bool) -> Problem {
-        Problem { reads_c, ..self }
-    }
-
-    /// (m, k, n).
-    pub fn shape(&self) -> (usize, usize, usize) {
-        (self.m, self.k, self.n)
-    }
-
-    /// Whether a dimension is 0 (nothing to multiply; C ← β·C).
-    pub fn is_empty(&self) -> bool {
-        self.m == 0 || self.k == 0 || self.n == 0
-    }
-
-    /// 2·m·k·n.
-    pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.k as f64 * self.n as f64
-    }
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}×{}×{} {}", self.m, self.k, self.n, self.dtype)
-    }
-}
 
 /// How a product is spread over the processors of a team or a cluster.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -359,7 +359,7 @@ fn check_team<T: Element>(
     shapes: &[(usize, usize, usize)],
 ) -> Option<Check> {
     let ctx = team.context(0);
-    ctx.plan(crate::plan::Problem::of::<T>((1, 1, 1)), opts)
+    ctx.plan(crate::gemm::Problem::of::<T>((1, 1, 1)), opts)
         .ok()?;
     let mut row = Check::new(format!(
         "{} {} on {} devices",
@@ -372,7 +372,7 @@ fn check_team<T: Element>(
         // Each device's product is at most the whole one: its plan's
         // allowance bounds theirs.
         let growth = ctx
-            .plan(crate::plan::Problem::of::<T>(shape), opts)
+            .plan(crate::gemm::Problem::of::<T>(shape), opts)
             .map_or(1.0, |plan| plan.error_growth);
         check_shape::<T>(
             &mut row,
@@ -675,7 +675,7 @@ fn check_algorithm<T: Element>(
 ) -> Option<Check> {
     // A type or option the device does not run is not a failure: the
     // plan refuses it with a typed error, which the tests check.
-    ctx.plan(crate::plan::Problem::of::<T>((1, 1, 1)), opts)
+    ctx.plan(crate::gemm::Problem::of::<T>((1, 1, 1)), opts)
         .ok()?;
     let mut row = Check::new(format!("{label} {}", T::DTYPE));
     let mut rng = seeded_rng(11);
@@ -683,7 +683,7 @@ fn check_algorithm<T: Element>(
         // Fast algorithms may exceed the classical float bound by their
         // per-level growth factor, reduced-precision modes by the ratio of
         // unit roundoffs: the plan's allowance.
-        match ctx.plan(crate::plan::Problem::of::<T>(shape), opts) {
+        match ctx.plan(crate::gemm::Problem::of::<T>(shape), opts) {
             Ok(plan) => check_shape::<T>(
                 &mut row,
                 shape,
@@ -1041,7 +1041,7 @@ mod gpu {
                 ),
             ];
             // A fast algorithm's tiles recurse at most as deep as the whole.
-            let growth = match ctx.plan(crate::plan::Problem::of::<T>((m, k, n)), &tile_opts) {
+            let growth = match ctx.plan(crate::gemm::Problem::of::<T>((m, k, n)), &tile_opts) {
                 Ok(plan) => plan.error_growth,
                 Err(e) => {
                     row.failures.push(format!("{m}×{k}×{n}: {e}"));
@@ -1060,7 +1060,14 @@ mod gpu {
                         // algorithm runs its base), as `Context::gemm`
                         // applies it before it reaches these schedules.
                         let opts = ctx.ieee_safe(a, b, beta == T::ZERO, tile_opts, None)?;
-                        multiply_planned(gpu, plan, alpha, a, b, beta, c, &opts).map(|_| ())
+                        let product = crate::gemm::Gemm {
+                            alpha,
+                            a,
+                            b,
+                            beta,
+                            c,
+                        };
+                        multiply_planned(gpu, plan, product, &opts).map(|_| ())
                     },
                 );
             }
@@ -1081,8 +1088,14 @@ mod gpu {
                     &mut rng,
                     |alpha, a, b, beta, c| {
                         let opts = ctx.ieee_safe(a, b, beta == T::ZERO, *opts, None)?;
-                        multiply_in_bands(shared, pools, cut, alpha, a, b, beta, c, &opts)
-                            .map(|_| ())
+                        let product = crate::gemm::Gemm {
+                            alpha,
+                            a,
+                            b,
+                            beta,
+                            c,
+                        };
+                        multiply_in_bands(shared, pools, cut, product, &opts).map(|_| ())
                     },
                 );
             }

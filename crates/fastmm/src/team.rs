@@ -34,10 +34,11 @@ use crate::distributed::schedule::{self, Layout, Schedule};
 use crate::element::for_dtype;
 use crate::element::Element;
 use crate::error::Error;
-use crate::executor::{Communication, Executor, Gemm, GpuShare, Report, Timing};
+use crate::executor::{Communication, Executor, GpuShare, Report, Timing};
+use crate::gemm::{Gemm, Problem};
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Device, DeviceList, GemmOptions};
-use crate::plan::{Plan, Problem, Route, Spread};
+use crate::plan::{Plan, Route, Spread};
 
 /// Which operand of a product a distributed matrix is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -763,15 +764,9 @@ impl Team {
                         .join(",")
                 ))
             })?;
-        let Gemm {
-            alpha,
-            a,
-            b,
-            beta,
-            mut c,
-        } = product;
-        if plan.problem.is_empty() || alpha == T::ZERO {
-            c.scale_by(beta);
+        let mut product = product;
+        if plan.problem.is_empty() || product.alpha == T::ZERO {
+            product.c.scale_by(product.beta);
             return Ok(Report {
                 plan: plan.clone(),
                 timing: Timing::default(),
@@ -781,7 +776,13 @@ impl Team {
         // The IEEE rule of the one-device products: a fast algorithm that
         // would meet NaN or ∞ runs its classical base, by the route the
         // base takes.
-        let safe = self.contexts[0].ieee_safe(a, b, beta == T::ZERO, plan.options, None)?;
+        let safe = self.contexts[0].ieee_safe(
+            product.a,
+            product.b,
+            !product.reads_c(),
+            plan.options,
+            None,
+        )?;
         let base_plan;
         let plan = if safe.algorithm == plan.options.algorithm {
             plan
@@ -801,12 +802,12 @@ impl Team {
             .as_ref()
             .map_or(Route::Pieces, |s| s.route.clone());
         let (timing, communication) = match route {
-            Route::Pieces => self.run_pieces(plan, alpha, a, b, beta, c)?,
-            Route::Across { .. } => self.run_across(alpha, a, b, beta, c, &opts)?,
+            Route::Pieces => self.run_pieces(plan, product)?,
+            Route::Across { .. } => self.run_across(product, &opts)?,
             #[cfg(feature = "cuda")]
             Route::Bands | Route::Rows => match &self.backend {
                 Backend::Gpus(fabric) => {
-                    self.gemm_hosted(fabric, route == Route::Bands, alpha, a, b, beta, c, &opts)?
+                    self.gemm_hosted(fabric, route == Route::Bands, product, &opts)?
                 }
                 Backend::Simulated => return Err(not_gpus(&route)),
             },
@@ -825,11 +826,13 @@ impl Team {
     fn run_pieces<T: Element>(
         &self,
         plan: &Plan,
-        alpha: T,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
-        beta: T,
-        mut c: MatMut<'_, T>,
+        Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            mut c,
+        }: Gemm<'_, T>,
     ) -> Result<(Timing, Communication), Error> {
         let decomposition = plan
             .spread
@@ -878,11 +881,7 @@ impl Team {
     /// [`Route::Across`]: Strassen's levels across the devices.
     fn run_across<T: Element>(
         &self,
-        alpha: T,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
-        beta: T,
-        c: MatMut<'_, T>,
+        product: Gemm<'_, T>,
         opts: &GemmOptions,
     ) -> Result<(Timing, Communication), Error> {
         let start = Instant::now();
@@ -892,21 +891,13 @@ impl Team {
                     algorithm: crate::cpu::strassen::base(opts),
                     ..*opts
                 };
-                let (words, levels) = crate::cpu::distributed::caps::multiply(
-                    self.size(),
-                    alpha,
-                    a,
-                    b,
-                    beta,
-                    c,
-                    opts,
-                    &base,
-                )?;
+                let (words, levels) =
+                    crate::cpu::distributed::caps::multiply(self.size(), product, opts, &base)?;
                 (words, levels, (0, 0))
             }
             #[cfg(feature = "cuda")]
             Backend::Gpus(fabric) => {
-                let done = crate::cuda::caps::multiply(fabric, alpha, a, b, beta, c, opts)?
+                let done = crate::cuda::caps::multiply(fabric, product, opts)?
                     .ok_or_else(|| Error::Unsupported {
                         algorithm: opts.algorithm.name(),
                         what: "levels across these GPUs now (their free memory changed since the plan)".into(),
@@ -969,21 +960,16 @@ impl Team {
     /// [`Route::Bands`] or [`Route::Rows`] on GPUs: the host-resident
     /// pipeline, or the rows split over single-GPU out-of-core products.
     #[cfg(feature = "cuda")]
-    #[allow(clippy::too_many_arguments)]
     fn gemm_hosted<T: Element>(
         &self,
         fabric: &crate::cuda::distributed::Fabric,
         bands: bool,
-        alpha: T,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
-        beta: T,
-        c: MatMut<'_, T>,
+        product: Gemm<'_, T>,
         opts: &GemmOptions,
     ) -> Result<(Timing, Communication), Error> {
         use crate::cuda::{hosted, out_of_core};
         let gpus = fabric.gpus();
-        let (m, k, n) = (a.rows(), a.cols(), b.cols());
+        let (m, k, n) = product.shape();
         let mut budget = u64::MAX;
         for gpu in gpus {
             budget = budget.min(out_of_core::budget(gpu, opts)?);
@@ -1007,7 +993,7 @@ impl Team {
             .then(|| hosted::Bands::within::<T>((m, k, n), gpus.len(), budget))
             .flatten();
         if let Some(cut) = cut {
-            let done = hosted::multiply(gpus, fabric.staging(), cut, alpha, a, b, beta, c, opts)?;
+            let done = hosted::multiply(gpus, fabric.staging(), cut, product, opts)?;
             let shares = done
                 .shares
                 .iter()
@@ -1030,6 +1016,13 @@ impl Team {
         // Each GPU its even share of the rows, streamed through it.
         let start = Instant::now();
         let mut shares = Vec::with_capacity(gpus.len());
+        let Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+        } = product;
         let mut rest = c;
         for g in 0..gpus.len() {
             let rows = planner::part(m, gpus.len(), g);
@@ -1051,7 +1044,14 @@ impl Team {
                         // products stream in tiles (B does not fit), which
                         // pin their own.
                         let pools = hosted::StagingPools::new(std::slice::from_ref(gpu));
-                        out_of_core::multiply(gpu, &pools, alpha, a, b, beta, c, opts)
+                        let band = Gemm {
+                            alpha,
+                            a,
+                            b,
+                            beta,
+                            c,
+                        };
+                        out_of_core::multiply(gpu, &pools, band, opts)
                             .map(Some)
                             .map_err(|e| Error::Processor {
                                 processor: gpu.label(),

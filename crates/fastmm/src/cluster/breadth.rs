@@ -182,7 +182,7 @@ impl Cluster {
         };
         let cpu = Context::cpu();
         let local_growth = cpu
-            .plan(crate::plan::Problem::of::<T>((h, d, w)), opts)?
+            .plan(crate::gemm::Problem::of::<T>((h, d, w)), opts)?
             .error_growth;
         let a_rows = [rows_of(a, 0, &ra), rows_of(a, h, &ra)];
         let b_rows = [rows_of(b, 0, &rb), rows_of(b, d, &rb)];

@@ -168,8 +168,7 @@ impl Cluster {
             vec![me],
             rows,
             (m, k, n),
-            T::ONE,
-            T::ZERO,
+            (T::ONE, T::ZERO),
             &base,
             AllGather { world: &self.world },
         )?;

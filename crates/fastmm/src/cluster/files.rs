@@ -279,7 +279,7 @@ fn check<T: Element>(
     let c = c_map.view::<T>()?;
     let growth = crate::Context::cpu()
         .plan(
-            crate::plan::Problem::of::<T>((a.rows(), a.cols(), b.cols())),
+            crate::gemm::Problem::of::<T>((a.rows(), a.cols(), b.cols())),
             opts,
         )
         .map_or(1.0, |plan| plan.error_growth);

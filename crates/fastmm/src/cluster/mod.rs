@@ -50,10 +50,11 @@ use crate::distributed::planner::{self, Decomposition};
 use crate::distributed::schedule::{self, Op, Region, Schedule};
 use crate::element::{for_dtype, Element};
 use crate::error::Error;
-use crate::executor::{Communication, Executor, Gemm, Report, Timing};
+use crate::executor::{Communication, Executor, Report, Timing};
+use crate::gemm::{Gemm, Problem};
 use crate::matrix::{MatRef, Matrix};
 use crate::options::{Device, DeviceKind, GemmOptions};
-use crate::plan::{Plan, Problem, Route, Spread};
+use crate::plan::{Plan, Route, Spread};
 use crate::tunables::{CLUSTER_MEMORY_FRACTION, CLUSTER_PROGRESS_POLL};
 
 /// One broadcast of a step on this rank: its group's communicator, the

@@ -246,6 +246,7 @@ pub(crate) mod caps {
     use crate::cpu::strassen::backend::CpuBackend;
     use crate::element::Element;
     use crate::error::Error;
+    use crate::gemm::Gemm;
     use crate::matrix::{MatMut, MatRef, Matrix};
     use crate::options::{GemmOptions, Variant};
     use crate::strassen::across::{self, RowChunks};
@@ -416,14 +417,13 @@ pub(crate) mod caps {
     /// through `exchange`; the classical products below run `base`.
     /// Returns the held processors' rows of C, the words each received,
     /// and the levels run.
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    #[allow(clippy::type_complexity)]
     pub(crate) fn run_held<T: Element, X: Exchange<T>>(
         (plan, layout): (engine::Plan, RowChunks),
         held: Vec<usize>,
         mut rows: Vec<[Vec<T>; 3]>,
         (m, k, n): (usize, usize, usize),
-        alpha: T,
-        beta: T,
+        (alpha, beta): (T, T),
         base: &GemmOptions,
         exchange: X,
     ) -> Result<(Vec<Vec<T>>, Vec<u128>, usize), Error> {
@@ -465,14 +465,15 @@ pub(crate) mod caps {
     /// n ≥ 1, and some row chunking must align every block the recursion
     /// names ([`layout`]): otherwise [`Error::Unsupported`] before C is
     /// touched.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn multiply<T: Element>(
         parts: usize,
-        alpha: T,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
-        beta: T,
-        mut c: MatMut<'_, T>,
+        Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            mut c,
+        }: Gemm<'_, T>,
         opts: &GemmOptions,
         base: &GemmOptions,
     ) -> Result<(Vec<u128>, usize), Error> {
@@ -493,8 +494,7 @@ pub(crate) mod caps {
             (0..parts).collect(),
             rows,
             (m, k, n),
-            alpha,
-            beta,
+            (alpha, beta),
             base,
             Local,
         )?;
@@ -531,24 +531,18 @@ pub(crate) mod caps {
                     crate::cpu::multiply(2, a.as_ref(), b.as_ref(), -1, expected.as_mut(), &base)
                         .unwrap();
                     let mut c = Matrix::<i64>::filled(m, n, 3);
-                    let (words, levels) = multiply(
-                        parts,
-                        2,
-                        a.as_ref(),
-                        b.as_ref(),
-                        -1,
-                        c.as_mut(),
-                        &opts,
-                        &base,
-                    )
-                    .unwrap();
+                    let product = Gemm::new(a.as_ref(), b.as_ref(), c.as_mut())
+                        .alpha(2)
+                        .beta(-1);
+                    let (words, levels) = multiply(parts, product, &opts, &base).unwrap();
                     assert_eq!(c, expected, "{algorithm} {m}×{k}×{n} on {parts}");
                     assert!(words.iter().all(|&w| w == words[0] && w > 0), "{words:?}");
                     assert!(levels >= 1);
                 }
                 let a = Matrix::<i64>::filled(30, 30, 1);
                 let mut c = Matrix::<i64>::filled(30, 30, 7);
-                let refused = multiply(4, 1, a.as_ref(), a.as_ref(), 0, c.as_mut(), &opts, &base);
+                let product = Gemm::new(a.as_ref(), a.as_ref(), c.as_mut());
+                let refused = multiply(4, product, &opts, &base);
                 assert!(
                     matches!(refused, Err(Error::Unsupported { .. })),
                     "{refused:?}"

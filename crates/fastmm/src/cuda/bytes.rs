@@ -18,7 +18,7 @@ use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::device::Gpu;
 use crate::cuda::emulated::{alloc_written, int8_product_part, launch_err, ptr, Clock, MAX_GRID_Y};
-use crate::cuda::operand::{to_i32, Operand};
+use crate::cuda::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::tunables::CUDA_EMULATION_MEMORY_FRACTION;
 use crate::element::Element;
 use crate::emulation::bytes::{products_per_slice, slice_depth};
@@ -68,7 +68,6 @@ impl BytesGemm {
     /// `count` vectors of `len` entries (rows of x when `rows`, else
     /// columns) into `digits` k-contiguous INT8 planes of width kp at
     /// `out`, `plane` bytes apart.
-    #[allow(clippy::too_many_arguments)]
     fn split(
         &self,
         gpu: &Gpu,
@@ -109,7 +108,6 @@ impl BytesGemm {
 
     /// Rows i0..i0 + rows of C ← α·Σ_s 256^s·P_s + β·C (C read only where
     /// `read_c`), the INT32 planes `plane` elements apart, rows of np.
-    #[allow(clippy::too_many_arguments)]
     fn combine<T: Element>(
         &self,
         gpu: &Gpu,
@@ -153,16 +151,17 @@ impl BytesGemm {
 
     /// c ← α·a·b + β·c (β = 0 never reads c), wrapping, on the GPU's
     /// stream.
-    #[allow(clippy::too_many_arguments)]
     pub fn run<T: Element>(
         &self,
         gpu: &Gpu,
-        (m, k, n): (usize, usize, usize),
-        alpha: T,
-        a: Operand,
-        b: Operand,
-        beta: T,
-        c: Operand,
+        DeviceGemm {
+            shape: (m, k, n),
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+        }: DeviceGemm<T>,
     ) -> Result<(), Error> {
         if m == 0 || n == 0 {
             return Ok(());

@@ -28,6 +28,7 @@ use crate::cuda::strassen::CudaBackend;
 use crate::cuda::tunables::{distributed_patience, CUDA_CAPS_START, CUDA_CAPS_THRESHOLD};
 use crate::element::Element;
 use crate::error::Error;
+use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::{GemmOptions, Variant};
 use crate::strassen::across::{self, Recursion, RowChunks};
@@ -71,21 +72,13 @@ pub(crate) fn crossover(opts: &GemmOptions) -> Crossover {
 /// GPU, no level, blocks that no row chunking aligns (m and k must be
 /// multiples of G·2^levels, with no odd size peeled), or pieces and
 /// temporaries that do not fit every GPU's budget in any memory schedule.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
     fabric: &Fabric,
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    c: MatMut<'_, T>,
+    product: Gemm<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Option<Outcome>, Error> {
-    let shape = (a.rows(), a.cols(), b.cols());
-    match fitting::<T>(fabric, shape, beta == T::ZERO, opts)? {
-        Some((_, plan, recursion)) => {
-            run(fabric, plan, &recursion, alpha, a, b, beta, c, opts).map(Some)
-        }
+    match fitting::<T>(fabric, product.shape(), !product.reads_c(), opts)? {
+        Some((_, plan, recursion)) => run(fabric, (plan, &recursion), product, opts).map(Some),
         None => Ok(None),
     }
 }
@@ -248,16 +241,16 @@ fn download<T: Element>(
     Ok(bytes)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run<T: Element>(
     fabric: &Fabric,
-    plan: engine::Plan,
-    recursion: &Recursion,
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    mut c: MatMut<'_, T>,
+    (plan, recursion): (engine::Plan, &Recursion),
+    Gemm {
+        alpha,
+        a,
+        b,
+        beta,
+        mut c,
+    }: Gemm<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Outcome, Error> {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());

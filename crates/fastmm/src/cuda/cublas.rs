@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::operand::{to_i32, Operand};
+use crate::cuda::operand::{to_i32, DeviceGemm, Operand};
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::options::GpuPrecision;
@@ -18,17 +18,19 @@ use crate::options::GpuPrecision;
 /// modes; c stays f32). cuBLAS is column-major: row-major C = A·B is
 /// column-major Cᵀ = Bᵀ·Aᵀ, which is the same memory, so B goes first and
 /// nothing is transposed.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm<T: Element>(
     gpu: &Gpu,
     precision: GpuPrecision,
-    (m, k, n): (i32, i32, i32),
-    alpha: T,
-    a: Operand,
-    b: Operand,
-    beta: T,
-    c: Operand,
+    DeviceGemm {
+        shape: (m, k, n),
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    }: DeviceGemm<T>,
 ) -> Result<(), Error> {
+    let (m, k, n) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
     use cudarc::cublas::sys::{
         cublasComputeType_t as Compute, cublasGemmAlgo_t, cudaDataType as Data,
     };

@@ -37,7 +37,7 @@ use cudarc::nccl::{result as nccl, sys as nccl_sys};
 
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::Operand;
+use crate::cuda::gemm::{DeviceGemm, Operand};
 use crate::cuda::memory::RawDeviceMemory;
 use crate::cuda::tunables::{distributed_patience, CUDA_DISTRIBUTED_POLL};
 use crate::distributed::schedule::{Op, Region, Schedule, Store};
@@ -603,19 +603,21 @@ impl Fabric {
                 };
                 let beta = if *accumulate { T::ONE } else { T::ZERO };
                 let gpu: &'s Gpu = &self.gpus[slot];
-                let fast = crate::cuda::product::issue_resident(
-                    gpu,
-                    T::ONE,
-                    (operand(a), operand(b)),
+                let product = DeviceGemm {
+                    shape: (a.rows, a.cols, b.cols),
+                    alpha: T::ONE,
+                    a: operand(a),
+                    b: operand(b),
                     beta,
-                    operand(c),
-                    (a.rows, a.cols, b.cols),
-                    opts,
-                )
-                .map_err(|e| Error::Processor {
-                    processor: self.name(slot),
-                    reason: e.to_string(),
-                })?;
+                    c: operand(c),
+                };
+                let fast =
+                    crate::cuda::product::issue_resident(gpu, product, opts).map_err(|e| {
+                        Error::Processor {
+                            processor: self.name(slot),
+                            reason: e.to_string(),
+                        }
+                    })?;
                 backends.extend(fast);
             }
         }

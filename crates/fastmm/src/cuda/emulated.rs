@@ -32,7 +32,7 @@ use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cublas;
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::operand::{to_i32, Operand};
+use crate::cuda::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
 use crate::emulation::certify::{
@@ -170,7 +170,6 @@ fn int8_product(
 
 /// As [`int8_product`] over columns p0..p1 of the depth only, added to C
 /// where `accumulate` (p0 and p1 multiples of 4).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn int8_product_part(
     gpu: &Gpu,
     (rows, n, kp, np): (usize, usize, usize, usize),
@@ -281,31 +280,20 @@ impl EmulatedGemm {
 
     /// c ← α·a·b + β·c (β = 0 never reads c), on the GPU's stream; waits
     /// for the certificate's histogram midway.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run<T: Element>(
-        &self,
-        gpu: &Gpu,
-        (m, k, n): (usize, usize, usize),
-        alpha: T,
-        a: Operand,
-        b: Operand,
-        beta: T,
-        c: Operand,
-    ) -> Result<(), Error> {
+    pub fn run<T: Element>(&self, gpu: &Gpu, product: DeviceGemm<T>) -> Result<(), Error> {
+        let (m, k, n) = product.shape;
         if m == 0 || n == 0 {
             return Ok(());
         }
-        let mut beta = beta;
+        let mut beta = product.beta;
         let mut p0 = 0;
         loop {
             let depth = (k - p0).min(EMULATION_K_CHUNK);
-            let slice_a = Operand {
-                ptr: a.ptr + (p0 * std::mem::size_of::<T>()) as CUdeviceptr,
-                ld: a.ld,
+            let slice = DeviceGemm {
+                beta,
+                ..product.block((0, p0, 0), (m, depth, n))
             };
-            let slice_b = b.at::<T>(p0, 0);
-            let (route, phase_us) =
-                self.run_slice(gpu, (m, depth, n), alpha, slice_a, slice_b, beta, c)?;
+            let (route, phase_us) = self.run_slice(gpu, slice)?;
             self.tally.lock().expect("tally lock").add(route, phase_us);
             p0 += depth;
             beta = T::ONE;
@@ -374,17 +362,14 @@ impl EmulatedGemm {
     /// columns) into k-contiguous INT8 planes of width kp at `out`, plane
     /// after plane `plane` bytes apart: magnitudes (bits = 0) or `nmod`
     /// residue planes.
-    #[allow(clippy::too_many_arguments)]
     fn split(
         &self,
         gpu: &Gpu,
         (count, len, kp): (usize, usize, usize),
-        x: Operand,
-        rows: bool,
+        (x, rows): (Operand, bool),
         (exps, states): (CUdeviceptr, CUdeviceptr),
         (bits, nmod): (u32, usize),
-        out: CUdeviceptr,
-        plane: usize,
+        (out, plane): (CUdeviceptr, usize),
     ) -> Result<(), Error> {
         let (ci, li, kpi) = (
             to_i32("count", count)?,
@@ -429,17 +414,19 @@ impl EmulatedGemm {
 
     /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route and the
     /// GPU time of its phases (zero on the native route).
-    #[allow(clippy::too_many_arguments)]
     fn run_slice<T: Element>(
         &self,
         gpu: &Gpu,
-        (m, k, n): (usize, usize, usize),
-        alpha: T,
-        a: Operand,
-        b: Operand,
-        beta: T,
-        c: Operand,
+        product: DeviceGemm<T>,
     ) -> Result<(Route, [u64; Phase::COUNT]), Error> {
+        let DeviceGemm {
+            shape: (m, k, n),
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+        } = product;
         let mut clock = Clock::new();
         clock.mark(gpu, Phase::Certificate)?;
         let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
@@ -471,12 +458,10 @@ impl EmulatedGemm {
             self.split(
                 gpu,
                 (n, k, kp),
-                b,
-                false,
+                (b, false),
                 (col_e, col_s),
                 (0, 1),
-                ptr(gpu, &mag_b),
-                n * kp,
+                (ptr(gpu, &mag_b), n * kp),
             )?;
             let fixed = m * n + n * kp;
             let per_row = kp + 4 * np;
@@ -505,12 +490,10 @@ impl EmulatedGemm {
                         self.split(
                             gpu,
                             (r, k, kp),
-                            a.at::<T>(i0, 0),
-                            true,
+                            (a.at::<T>(i0, 0), true),
                             (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
                             (0, 1),
-                            ptr(gpu, &mag_a),
-                            r * kp,
+                            (ptr(gpu, &mag_a), r * kp),
                         )?;
                     }
                     int8_product_part(
@@ -573,16 +556,7 @@ impl EmulatedGemm {
         };
         let (bits, nmod, fixups) = match chosen {
             Route::Native { .. } => {
-                cublas::gemm(
-                    gpu,
-                    GpuPrecision::Fp32,
-                    (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?),
-                    alpha,
-                    a,
-                    b,
-                    beta,
-                    c,
-                )?;
+                cublas::gemm(gpu, GpuPrecision::Fp32, product)?;
                 return Ok((chosen, [0; Phase::COUNT]));
             }
             Route::Emulated {
@@ -598,12 +572,10 @@ impl EmulatedGemm {
         self.split(
             gpu,
             (n, k, kp),
-            b,
-            false,
+            (b, false),
             (col_e, col_s),
             (bits, nmod),
-            ptr(gpu, &res_b),
-            n * kp,
+            (ptr(gpu, &res_b), n * kp),
         )?;
         let fixed = m * n + nmod * n * kp;
         let per_row = nmod * (kp + 4 * np);
@@ -625,12 +597,10 @@ impl EmulatedGemm {
             self.split(
                 gpu,
                 (r, k, kp),
-                a.at::<T>(i0, 0),
-                true,
+                (a.at::<T>(i0, 0), true),
                 (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
                 (bits, nmod),
-                ptr(gpu, &res_a),
-                block * kp,
+                (ptr(gpu, &res_a), block * kp),
             )?;
             clock.mark(gpu, Phase::Products)?;
             for l in 0..nmod {

@@ -26,7 +26,7 @@ use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::Operand;
+use crate::cuda::gemm::{DeviceGemm, Operand};
 use crate::cuda::host_copy::{gather, scatter};
 use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
 use crate::cuda::tunables::{
@@ -36,6 +36,7 @@ use crate::cuda::tunables::{
 };
 use crate::element::Element;
 use crate::error::Error;
+use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::GemmOptions;
 use crate::system::format_bytes;
@@ -303,16 +304,17 @@ fn record_timed(stream: &CudaStream, gpu: &Gpu) -> Result<CudaEvent, Error> {
 /// C ← α·A·B + β·C over `gpus` cut as `cut` says, with m, k, n ≥ 1 and
 /// options resolved to a GPU algorithm (the boundary's). Each GPU must
 /// hold [`Bands::device_bytes`].
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
     gpus: &[Arc<Gpu>],
     pools: &StagingPools,
     cut: Bands,
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    c: MatMut<'_, T>,
+    Gemm {
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    }: Gemm<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -363,11 +365,9 @@ pub(crate) fn multiply<T: Element>(
             scope.spawn(move || {
                 let result = load_b(
                     gpus,
-                    b,
-                    b_dev,
-                    upload_streams,
+                    (b, b_dev),
+                    (upload_streams, senders),
                     chunks,
-                    senders,
                     &pools.portable,
                     deadline,
                 );
@@ -545,14 +545,11 @@ fn piece_rows<T>(cols: usize) -> usize {
 
 /// The loader: B, piece by piece, into staging and onto every GPU; each
 /// GPU's worker gets one event per chunk of `chunks`.
-#[allow(clippy::too_many_arguments)]
 fn load_b<T: Element>(
     gpus: &[Arc<Gpu>],
-    b: MatRef<'_, T>,
-    b_dev: &[RawDeviceMemory],
-    streams: &[Arc<CudaStream>],
+    (b, b_dev): (MatRef<'_, T>, &[RawDeviceMemory]),
+    (streams, senders): (&[Arc<CudaStream>], Vec<Sender<Arc<CudaEvent>>>),
     chunks: &[(usize, usize)],
-    senders: Vec<Sender<Arc<CudaEvent>>>,
     pool: &Mutex<Vec<PinnedStaging>>,
     deadline: Instant,
 ) -> Result<(), Error> {
@@ -847,11 +844,14 @@ impl<T: Element> Worker<'_, T> {
                 issued.extend(
                     crate::cuda::product::issue_resident(
                         gpu,
-                        self.alpha,
-                        (a_op.at::<T>(0, row), b_at(row)),
-                        beta,
-                        c_op,
-                        (band_rows, depth, n),
+                        DeviceGemm {
+                            shape: (band_rows, depth, n),
+                            alpha: self.alpha,
+                            a: a_op.at::<T>(0, row),
+                            b: b_at(row),
+                            beta,
+                            c: c_op,
+                        },
                         self.opts,
                     )
                     .map_err(|e| named(gpu, e))?,

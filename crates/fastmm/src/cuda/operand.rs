@@ -33,3 +33,36 @@ pub(crate) fn to_i32(what: &str, v: usize) -> Result<i32, Error> {
         what: format!("{what} = {v} (CUDA kernels and cuBLAS index with 32-bit ints)"),
     })
 }
+
+/// One product C ← α·A·B + β·C of row-major operands in GPU memory, A
+/// m×k and B k×n: what the kernels' launches, cuBLAS, the INT8 pipelines
+/// and the resident products take, as one value. β = 0 never reads C.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DeviceGemm<T> {
+    /// (m, k, n).
+    pub shape: (usize, usize, usize),
+    pub alpha: T,
+    pub a: Operand,
+    pub b: Operand,
+    pub beta: T,
+    pub c: Operand,
+}
+
+impl<T> DeviceGemm<T> {
+    /// The product of the block of C at (row, col) with `shape`: A's rows
+    /// from `row`, B's columns from `col`, the depth `shape.1` from A's
+    /// column (and B's row) `depth`.
+    pub fn block(
+        self,
+        (row, depth, col): (usize, usize, usize),
+        shape: (usize, usize, usize),
+    ) -> Self {
+        DeviceGemm {
+            shape,
+            a: self.a.at::<T>(row, depth),
+            b: self.b.at::<T>(depth, col),
+            c: self.c.at::<T>(row, col),
+            ..self
+        }
+    }
+}

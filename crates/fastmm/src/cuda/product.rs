@@ -10,13 +10,13 @@ use cudarc::driver::DevicePtr;
 use crate::cuda::cublas::to_half;
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{ClassicalGemm, Operand};
+use crate::cuda::gemm::{ClassicalGemm, DeviceGemm, Operand};
 use crate::cuda::memory::{DeviceMatrix, HostBuffer};
 use crate::cuda::strassen::CudaBackend;
 use crate::cuda::tunables::{CUDA_TIMED_LAUNCHES, CUDA_TIMED_LONG_LAUNCH_MS};
 use crate::element::Element;
 use crate::error::Error;
-use crate::matrix::{MatMut, MatRef};
+use crate::gemm::Gemm;
 use crate::options::{Algorithm, GemmOptions, GpuMemory, GpuPrecision};
 use crate::strassen::engine::Plan;
 use crate::strassen::Scheme;
@@ -43,14 +43,15 @@ pub(crate) struct GpuTimes {
 /// product runs once untimed and then [`CUDA_TIMED_LAUNCHES`] times, or
 /// once when the untimed run took [`CUDA_TIMED_LONG_LAUNCH_MS`] (see
 /// [`GpuTimes::kernel_ms`]); else once.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
     gpu: &Gpu,
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    c: MatMut<'_, T>,
+    Gemm {
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    }: Gemm<'_, T>,
     opts: &GemmOptions,
     timed: bool,
 ) -> Result<GpuTimes, Error> {
@@ -111,7 +112,17 @@ pub(crate) fn multiply<T: Element>(
             Some((plan, backend)) => {
                 crate::strassen::engine::run(backend, *plan, alpha, beta, (m, k, n)).map(|_| ())
             }
-            None => classical.run(gpu, (m, k, n), alpha, oa, ob, beta, oc),
+            None => classical.run(
+                gpu,
+                DeviceGemm {
+                    shape: (m, k, n),
+                    alpha,
+                    a: oa,
+                    b: ob,
+                    beta,
+                    c: oc,
+                },
+            ),
         }
     };
     // With β = 0 a product is idempotent, so it runs once to warm the clocks
@@ -221,25 +232,28 @@ fn prepare<T: Element>(
 /// temporaries live in the backend returned, to be dropped only once the
 /// stream has passed the product. The checks of [`multiply_resident`] are
 /// the caller's.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn issue_resident<'g, T: Element>(
     gpu: &'g Gpu,
-    alpha: T,
-    (a, b): (Operand, Operand),
-    beta: T,
-    c: Operand,
-    (m, k, n): (usize, usize, usize),
+    product: DeviceGemm<T>,
     opts: &GemmOptions,
 ) -> Result<Option<CudaBackend<'g, T>>, Error> {
-    let (fast_plan, classical) = prepare::<T>(gpu, (m, k, n), beta == T::ZERO, opts)?;
+    let DeviceGemm {
+        shape,
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    } = product;
+    let (fast_plan, classical) = prepare::<T>(gpu, shape, beta == T::ZERO, opts)?;
     match fast_plan {
         Some(plan) => {
             let mut fast = CudaBackend::<T>::new(gpu, classical, opts, (a, b, c))?;
-            crate::strassen::engine::run(&mut fast, plan, alpha, beta, (m, k, n))?;
+            crate::strassen::engine::run(&mut fast, plan, alpha, beta, shape)?;
             Ok(Some(fast))
         }
         None => {
-            classical.run(gpu, (m, k, n), alpha, a, b, beta, c)?;
+            classical.run(gpu, product)?;
             Ok(None)
         }
     }
@@ -253,14 +267,9 @@ pub(crate) fn issue_resident<'g, T: Element>(
 /// the 16-bit cuBLAS modes and memory kinds
 /// other than device memory are for host operands, converted or placed on
 /// upload, and are refused here.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply_resident<T: Element>(
     gpu: &Gpu,
-    alpha: T,
-    (a, b): (Operand, Operand),
-    beta: T,
-    c: Operand,
-    (m, k, n): (usize, usize, usize),
+    product: DeviceGemm<T>,
     opts: &GemmOptions,
 ) -> Result<f64, Error> {
     if matches!(
@@ -283,7 +292,7 @@ pub(crate) fn multiply_resident<T: Element>(
     let start = Instant::now();
     // The backend owns the recursion's temporaries: kept until the stream
     // has finished with them.
-    let backend = issue_resident(gpu, alpha, (a, b), beta, c, (m, k, n), opts)?;
+    let backend = issue_resident(gpu, product, opts)?;
     gpu.synchronize()?;
     drop(backend);
     Ok(start.elapsed().as_secs_f64() * 1e3)

@@ -14,7 +14,7 @@ use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::fused::{FusedKernel, FusedProduct};
 use crate::cuda::gemm::launch::{combine_launch_config, launch_combine};
-use crate::cuda::gemm::{default_base, to_i32, ClassicalGemm, Operand};
+use crate::cuda::gemm::{default_base, to_i32, ClassicalGemm, DeviceGemm, Operand};
 use crate::cuda::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_STRASSEN_AUTO_START, CUDA_STRASSEN_AUTO_THRESHOLD,
     CUDA_STRASSEN_AUTO_THRESHOLD_F64, CUDA_STRASSEN_AUTO_THRESHOLD_INT,
@@ -399,9 +399,15 @@ impl<T: Element> Backend<T> for CudaBackend<'_, T> {
         if a.cols == 0 {
             return self.combine(beta, c, &[]);
         }
-        let (oa, ob, oc) = (self.operand(a), self.operand(b), self.operand(c));
-        self.classical
-            .run(self.gpu, (a.rows, a.cols, b.cols), alpha, oa, ob, beta, oc)
+        let product = DeviceGemm {
+            shape: (a.rows, a.cols, b.cols),
+            alpha,
+            a: self.operand(a),
+            b: self.operand(b),
+            beta,
+            c: self.operand(c),
+        };
+        self.classical.run(self.gpu, product)
     }
 
     /// One `combine_group` launch when the group fits it (one shape, at

@@ -165,7 +165,6 @@ pub trait Backend<T: Element> {
     /// multiplies them classically and adds the product into each
     /// destination. A backend that fuses the sums into its own packing or
     /// tile loads overrides it and sets [`Backend::FUSES_PRIMITIVE`].
-    #[allow(clippy::too_many_arguments)]
     fn primitive(
         &mut self,
         alpha: T,

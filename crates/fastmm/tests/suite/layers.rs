@@ -16,6 +16,7 @@ const LIBRARY: &[&[&str]] = &[
     &["error", "tunables"],
     &["element", "partial", "system"],
     &["matrix", "options"],
+    &["gemm"],
     &[
         "tuning",
         "threads",

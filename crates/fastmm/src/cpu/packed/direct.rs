@@ -71,7 +71,6 @@ pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
                             rs_a,
                             cs_a,
                         ),
-                        rows,
                         (b_ptr, rs_b),
                         beta_here,
                         (
@@ -79,7 +78,7 @@ pub(crate) fn gemm_direct<T: Element, K: Microkernel<T>>(
                             rs_c,
                             cs_c,
                         ),
-                        cols,
+                        (rows, cols),
                     )
                 };
             }

@@ -25,7 +25,8 @@ pub(crate) fn is_supported(family: CpuKernel) -> bool {
 }
 
 /// The signature of [`Microkernel::run`].
-pub(crate) type MicrokernelFn<T> = unsafe fn(usize, T, *const T, *const T, T, *mut T, isize, isize);
+pub(crate) type MicrokernelFn<T> =
+    unsafe fn(usize, T, *const T, *const T, T, (*mut T, isize, isize));
 
 /// The driver instantiated for one kernel: C ← αAB + βC on a thread count.
 pub(crate) type GemmFn<T> =
@@ -36,15 +37,7 @@ pub(crate) type GemmFn<T> =
 pub(crate) type DirectFn<T> = fn(T, MatRef<'_, T>, MatRef<'_, T>, T, MatMut<'_, T>, usize);
 
 /// The fused driver instantiated for one kernel (see [`driver::gemm_fused`]).
-pub(crate) type FusedFn<T> = unsafe fn(
-    T,
-    &[(T, MatRef<'_, T>)],
-    &[(T, MatRef<'_, T>)],
-    T,
-    &[driver::Dest<T>],
-    &BlockSizes,
-    usize,
-);
+pub(crate) type FusedFn<T> = unsafe fn(driver::Fused<'_, '_, T>, &BlockSizes, usize);
 
 /// One row of a kernel table: a microkernel and the driver instantiated for it.
 pub(crate) struct PackedKernel<T: Element> {
@@ -124,9 +117,7 @@ impl<T: Element> PackedKernel<T> {
                     a.as_ptr().add(panel * self.mr * kc),
                     b.as_ptr(),
                     T::ONE,
-                    c.as_mut_ptr().add(panel * self.mr * ldc),
-                    ldc as isize,
-                    1,
+                    (c.as_mut_ptr().add(panel * self.mr * ldc), ldc as isize, 1),
                 )
             };
         }

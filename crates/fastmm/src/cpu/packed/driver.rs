@@ -83,6 +83,18 @@ unsafe impl<T: Send> Send for Dest<T> {}
 // SAFETY: as above.
 unsafe impl<T: Sync> Sync for Dest<T> {}
 
+/// One fused product, C_k ← β·C_k + γ_k·α·(Σ wᵢAᵢ)(Σ vⱼBⱼ): the
+/// weighted A and B terms, and the weighted destinations (see
+/// [`gemm_fused`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Fused<'p, 'a, T> {
+    pub alpha: T,
+    pub a: &'p [(T, MatRef<'a, T>)],
+    pub b: &'p [(T, MatRef<'a, T>)],
+    pub beta: T,
+    pub dests: &'p [Dest<T>],
+}
+
 impl<T> Dest<T> {
     /// The same destination moved to (row, col).
     fn offset(self, row: usize, col: usize) -> Dest<T> {
@@ -118,11 +130,13 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
     // SAFETY: `c` is an exclusive m×n view, and the only destination.
     unsafe {
         gemm_fused::<T, K>(
-            alpha,
-            &[(T::ONE, a)],
-            &[(T::ONE, b)],
-            beta,
-            &[dest],
+            Fused {
+                alpha,
+                a: &[(T::ONE, a)],
+                b: &[(T::ONE, b)],
+                beta,
+                dests: &[dest],
+            },
             blocks,
             threads,
         )
@@ -139,16 +153,18 @@ pub(crate) fn gemm<T: Element, K: Microkernel<T>>(
 /// columns of the B terms) valid for reads and writes, reached through no
 /// other path during the call; no two destinations overlap, and none
 /// overlaps an A or B term.
-#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
-    alpha: T,
-    a: &[(T, MatRef<'_, T>)],
-    b: &[(T, MatRef<'_, T>)],
-    beta: T,
-    dests: &[Dest<T>],
+    product: Fused<'_, '_, T>,
     blocks: &BlockSizes,
     threads: usize,
 ) {
+    let Fused {
+        alpha,
+        a,
+        b,
+        beta,
+        dests,
+    } = product;
     const { assert!(K::MR * K::NR <= MAX_TILE_ELEMENTS) };
     let (m, k) = a[0].1.shape();
     let n = b[0].1.cols();
@@ -166,7 +182,7 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
     let nc = balanced_block(n, blocks.nc, K::NR, NC_SLACK);
     if threads > 1 && m.div_ceil(K::MR) >= threads * MIN_ROW_PANELS_PER_THREAD {
         // SAFETY: forwarded contract.
-        unsafe { gemm_rows_pipelined::<T, K>(alpha, a, b, beta, dests, &blocks, kc, nc, threads) };
+        unsafe { gemm_rows_pipelined::<T, K>(product, &blocks, (kc, nc), threads) };
         return;
     }
     // One micro-panel of scratch per thread for packing sums.
@@ -279,16 +295,16 @@ pub(crate) unsafe fn gemm_fused<T: Element, K: Microkernel<T>>(
 ///
 /// # Safety
 /// As [`gemm_fused`].
-#[allow(clippy::too_many_arguments)]
 unsafe fn gemm_rows_pipelined<T: Element, K: Microkernel<T>>(
-    alpha: T,
-    a: &[(T, MatRef<'_, T>)],
-    b: &[(T, MatRef<'_, T>)],
-    beta: T,
-    dests: &[Dest<T>],
+    Fused {
+        alpha,
+        a,
+        b,
+        beta,
+        dests,
+    }: Fused<'_, '_, T>,
     blocks: &BlockSizes,
-    kc: usize,
-    nc: usize,
+    (kc, nc): (usize, usize),
     threads: usize,
 ) {
     let (m, k) = a[0].1.shape();
@@ -534,7 +550,7 @@ unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
         // SAFETY: `a_packed` holds the packed mb×kb block of Ã and
         // `b_packed` at least nb columns of packed B̃; every destination
         // moved to row ic addresses an mb×nb block only this call touches.
-        unsafe { macro_kernel::<T, K>(mb, nb, kb, alpha, a_packed, b_packed, beta, &part) };
+        unsafe { macro_kernel::<T, K>((mb, nb, kb), alpha, (a_packed, b_packed), beta, &part) };
     }
 }
 
@@ -552,14 +568,10 @@ unsafe fn multiply_part<T: Element, K: Microkernel<T>>(
 /// # Safety
 /// Each destination addresses an mb×nb block valid for reads and writes and
 /// not otherwise aliased; `a_buf` and `b_buf` hold the packed blocks.
-#[allow(clippy::too_many_arguments)]
 unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
-    mb: usize,
-    nb: usize,
-    kb: usize,
+    (mb, nb, kb): (usize, usize, usize),
     alpha: T,
-    a_buf: &[T],
-    b_buf: &[T],
+    (a_buf, b_buf): (&[T], &[T]),
     beta: T,
     dests: &[Dest<T>],
 ) {
@@ -599,9 +611,7 @@ unsafe fn macro_kernel<T: Element, K: Microkernel<T>>(
                         (rows, cols),
                         d.gamma,
                         beta,
-                        d.ptr,
-                        d.rs,
-                        d.cs,
+                        (d.ptr, d.rs, d.cs),
                     )
                 };
             }

@@ -59,16 +59,13 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     /// `a` holds MR·kc and `b` holds kc·NR readable elements; every
     /// `c + i·rs_c + j·cs_c` (i < MR, j < NR) is valid for reads and writes
     /// and not aliased elsewhere; [`Microkernel::is_available`] is true.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn run(
         kc: usize,
         alpha: T,
         a: *const T,
         b: *const T,
         beta: T,
-        c: *mut T,
-        rs_c: isize,
-        cs_c: isize,
+        c: (*mut T, isize, isize),
     );
 
     /// C_d ← s_d·Ã·B̃ + β·C_d for every destination (s_d, C_d), all
@@ -81,7 +78,6 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     /// # Safety
     /// As for [`Microkernel::run`], for every destination; destinations do
     /// not overlap.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn run_multi(
         kc: usize,
         a: *const T,
@@ -105,9 +101,7 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
                 a,
                 b,
                 T::ZERO,
-                tile.as_mut_ptr(),
-                Self::NR as isize,
-                1,
+                (tile.as_mut_ptr(), Self::NR as isize, 1),
             )
         };
         for &(scale, c) in dests {
@@ -119,9 +113,7 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
                     (Self::MR, Self::NR),
                     scale,
                     beta,
-                    c,
-                    rs_c,
-                    cs_c,
+                    (c, rs_c, cs_c),
                 )
             };
         }
@@ -148,7 +140,7 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     ) {
         debug_assert!((1..=Self::NR).contains(&cols));
         // SAFETY: forwarded contract; the scratch is a full MR×NR tile.
-        unsafe { Self::run(kc, alpha, a, b, T::ZERO, scratch, Self::NR as isize, 1) }
+        unsafe { Self::run(kc, alpha, a, b, T::ZERO, (scratch, Self::NR as isize, 1)) }
     }
 
     /// Whether [`Microkernel::run_direct`] is this kernel's own vector
@@ -174,16 +166,14 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     /// Those elements of A (kc deep) and of B (kc rows) are readable; every `c + i·rs_c + j·cs_c` (i < rows, j < cols) is valid
     /// for reads and writes and not aliased elsewhere;
     /// [`Microkernel::is_available`] is true.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn run_direct(
         kc: usize,
         alpha: T,
         (a, rs_a, cs_a): (*const T, isize, isize),
-        rows: usize,
         (b, rs_b): (*const T, isize),
         beta: T,
         (c, rs_c, cs_c): (*mut T, isize, isize),
-        cols: usize,
+        (rows, cols): (usize, usize),
     ) {
         debug_assert!((1..=Self::MR).contains(&rows) && (1..=Self::NR).contains(&cols));
         for i in 0..rows {
@@ -234,16 +224,13 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
 /// # Safety
 /// Every `c + i·rs_c + j·cs_c` (i < rows, j < cols) is valid for reads and
 /// writes and not otherwise aliased; `tile` holds rows·nr elements.
-#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn merge_tile<T: Element>(
     tile: &[T],
     nr: usize,
     (rows, cols): (usize, usize),
     scale: T,
     beta: T,
-    c: *mut T,
-    rs_c: isize,
-    cs_c: isize,
+    (c, rs_c, cs_c): (*mut T, isize, isize),
 ) {
     for i in 0..rows {
         for j in 0..cols {

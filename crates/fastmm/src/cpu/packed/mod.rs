@@ -357,9 +357,16 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
             cs: c.col_stride() as isize,
         })
         .collect();
+    let product = driver::Fused {
+        alpha,
+        a,
+        b,
+        beta,
+        dests: &raw,
+    };
     // SAFETY: the destinations are exclusive views (borrowed mutably for
     // the call) that, per this function's contract, overlap nothing else.
-    let run = || unsafe { (kernel.fused)(alpha, a, b, beta, &raw, &blocks, threads) };
+    let run = || unsafe { (kernel.fused)(product, &blocks, threads) };
     if threads == 1 {
         run();
         return Ok(());

@@ -10,7 +10,7 @@ use crate::cuda::compile::{KernelKey, KernelSource};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
 use crate::cuda::gemm::schedule::{FastSchedule, StreamK};
-use crate::cuda::gemm::{to_i32, Operand, TileKernel};
+use crate::cuda::gemm::{to_i32, DeviceGemm, Operand, TileKernel};
 use crate::cuda::tunables::{CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_FAST_BK};
 use crate::element::Element;
 use crate::error::Error;
@@ -19,55 +19,42 @@ use crate::error::Error;
 /// c); `fast` is cuda-fast's combine kernel, whose main kernel takes the
 /// alignment flag, the split-K arguments and the wave-tail limit, and
 /// runs the [`FastSchedule`] of the product.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_tile_kernel<T: Element>(
     gpu: &Gpu,
     kernel: &TileKernel,
     fast: Option<&CudaFunction>,
-    (m, k, n): (usize, usize, usize),
-    alpha: T,
-    a: Operand,
-    b: Operand,
-    beta: T,
-    c: Operand,
+    product: DeviceGemm<T>,
 ) -> Result<(), Error> {
-    let aligned = rows_aligned::<T>(&a) && rows_aligned::<T>(&b);
+    let (m, k, n) = product.shape;
+    let aligned = rows_aligned::<T>(&product.a) && rows_aligned::<T>(&product.b);
     // The schedule `FastConfig::schedule` reports is the one that runs.
     let schedule = match (kernel.config, fast) {
         (Some(config), Some(_)) => config.schedule(gpu, (m, k, n), aligned)?,
         _ => FastSchedule::Tiles,
     };
-    let pass = |dims, slices, tile_limit, a, b, c| {
-        launch_pass(
-            gpu, kernel, fast, dims, slices, tile_limit, alpha, a, b, beta, c,
-        )
+    let pass = |product, slices, tile_limit| {
+        launch_pass(gpu, (kernel, fast), product, (slices, tile_limit))
     };
     match schedule {
-        FastSchedule::Tiles => pass((m, k, n), 1, usize::MAX, a, b, c),
-        FastSchedule::SplitK(slices) => pass((m, k, n), slices, usize::MAX, a, b, c),
+        FastSchedule::Tiles => pass(product, 1, usize::MAX),
+        FastSchedule::SplitK(slices) => pass(product, slices, usize::MAX),
         FastSchedule::WaveTail(tail) => {
             // The main launch skips the tail's tiles, which are disjoint
             // from its own, so the two passes may run in either order.
-            pass((m, k, n), 1, tail.first_tile, a, b, c)?;
+            pass(product, 1, tail.first_tile)?;
             let (row0, col0) = (
                 tail.origin.0 * kernel.block.0,
                 tail.origin.1 * kernel.block.1,
             );
-            pass(
-                (m - row0, k, n - col0),
-                tail.slices,
-                usize::MAX,
-                a.at::<T>(row0, 0),
-                b.at::<T>(0, col0),
-                c.at::<T>(row0, col0),
-            )
+            let tail_product = product.block((row0, 0, col0), (m - row0, k, n - col0));
+            pass(tail_product, tail.slices, usize::MAX)
         }
         FastSchedule::StreamK(plan) => {
             let key = kernel
                 .config
                 .and_then(|config| config.stream_key())
                 .expect("stream-K is planned only with its kernel");
-            launch_stream_k(gpu, key, kernel, plan, (m, k, n), alpha, a, b, beta, c)
+            launch_stream_k(gpu, (key, kernel), plan, product)
         }
     }
 }
@@ -170,18 +157,18 @@ fn rows_aligned<T>(o: &Operand) -> bool {
 /// The two launches of a [`StreamK`] schedule (`kernels/fast_stream.cu`):
 /// the tiles and workers, then the fix-up that adds the split tiles'
 /// pieces into c with α and β. A and B rows are 16-byte aligned.
-#[allow(clippy::too_many_arguments)]
 fn launch_stream_k<T: Element>(
     gpu: &Gpu,
-    key: KernelKey,
-    kernel: &TileKernel,
+    (key, kernel): (KernelKey, &TileKernel),
     plan: StreamK,
-    (m, k, n): (usize, usize, usize),
-    alpha: T,
-    a: Operand,
-    b: Operand,
-    beta: T,
-    c: Operand,
+    DeviceGemm {
+        shape: (m, k, n),
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    }: DeviceGemm<T>,
 ) -> Result<(), Error> {
     let (mi, ki, ni) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
     let (block_rows, block_cols) = kernel.block;
@@ -247,19 +234,18 @@ fn launch_stream_k<T: Element>(
 /// One launch of a kernel of `kernels/` (and, with split-K, the combine
 /// that adds its slices into c): c ← α·a·b + β·c over k in `slices`
 /// slices; blocks from grouped index `tile_limit` on skip their tiles.
-#[allow(clippy::too_many_arguments)]
 fn launch_pass<T: Element>(
     gpu: &Gpu,
-    kernel: &TileKernel,
-    fast: Option<&CudaFunction>,
-    (m, k, n): (usize, usize, usize),
-    slices: usize,
-    tile_limit: usize,
-    alpha: T,
-    a: Operand,
-    b: Operand,
-    beta: T,
-    c: Operand,
+    (kernel, fast): (&TileKernel, Option<&CudaFunction>),
+    DeviceGemm {
+        shape: (m, k, n),
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    }: DeviceGemm<T>,
+    (slices, tile_limit): (usize, usize),
 ) -> Result<(), Error> {
     let (mi, ki, ni) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
     let (block_rows, block_cols) = kernel.block;

@@ -13,7 +13,7 @@ use cudarc::driver::CudaFunction;
 use crate::cuda::compile::{KernelKey, KernelSource};
 pub(crate) use crate::cuda::cublas;
 use crate::cuda::device::Gpu;
-pub(crate) use crate::cuda::operand::{to_i32, Operand};
+pub(crate) use crate::cuda::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_FAST_THREADS, CUDA_NAIVE_BLOCK,
 };
@@ -240,45 +240,21 @@ impl ClassicalGemm {
 
     /// c ← α·a·b + β·c for an m×k `a` and a k×n `b` (β = 0 never reads c),
     /// queued on the GPU's stream.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run<T: Element>(
-        &self,
-        gpu: &Gpu,
-        (m, k, n): (usize, usize, usize),
-        alpha: T,
-        a: Operand,
-        b: Operand,
-        beta: T,
-        c: Operand,
-    ) -> Result<(), Error> {
-        let dims = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
+    pub fn run<T: Element>(&self, gpu: &Gpu, product: DeviceGemm<T>) -> Result<(), Error> {
+        let (m, _, n) = product.shape;
         match self {
-            ClassicalGemm::Kernel(kernel) => {
-                launch_tile_kernel(gpu, kernel, None, (m, k, n), alpha, a, b, beta, c)
-            }
+            ClassicalGemm::Kernel(kernel) => launch_tile_kernel(gpu, kernel, None, product),
             ClassicalGemm::Fast {
                 configs,
                 kernels,
                 combine,
             } => {
                 let chosen = FastConfig::pick_index(configs, (m, n), gpu.info().multiprocessors);
-                launch_tile_kernel(
-                    gpu,
-                    &kernels[chosen],
-                    Some(combine),
-                    (m, k, n),
-                    alpha,
-                    a,
-                    b,
-                    beta,
-                    c,
-                )
+                launch_tile_kernel(gpu, &kernels[chosen], Some(combine), product)
             }
-            ClassicalGemm::Cublas(precision) => {
-                cublas::gemm(gpu, *precision, dims, alpha, a, b, beta, c)
-            }
-            ClassicalGemm::Emulated(emulated) => emulated.run(gpu, (m, k, n), alpha, a, b, beta, c),
-            ClassicalGemm::Bytes(bytes) => bytes.run(gpu, (m, k, n), alpha, a, b, beta, c),
+            ClassicalGemm::Cublas(precision) => cublas::gemm(gpu, *precision, product),
+            ClassicalGemm::Emulated(emulated) => emulated.run(gpu, product),
+            ClassicalGemm::Bytes(bytes) => bytes.run(gpu, product),
         }
     }
 

@@ -27,13 +27,13 @@ use std::time::Instant;
 pub(crate) use plan::{Plan, Resident};
 
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{ClassicalGemm, Operand};
+use crate::cuda::gemm::{ClassicalGemm, DeviceGemm, Operand};
 use crate::cuda::hosted::{self, Bands, StagingPools};
 use crate::cuda::strassen::CudaBackend;
 use crate::cuda::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TILE};
 use crate::element::Element;
 use crate::error::Error;
-use crate::matrix::{MatMut, MatRef};
+use crate::gemm::Gemm;
 use crate::options::{Algorithm, GemmOptions, GpuMemory, GpuPrecision, Variant};
 use crate::strassen::engine::{self, Plan as Recursion};
 use crate::strassen::Scheme;
@@ -285,22 +285,20 @@ impl<'g, T: Element> TileProduct<'g, T> {
     }
 
     /// c ← α·a·b + β·c for an m×k `a` and a k×n `b` on the GPU's stream.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run(
-        &mut self,
-        gpu: &Gpu,
-        dims: (usize, usize, usize),
-        alpha: T,
-        a: Operand,
-        b: Operand,
-        beta: T,
-        c: Operand,
-    ) -> Result<(), Error> {
+    pub(crate) fn run(&mut self, gpu: &Gpu, product: DeviceGemm<T>) -> Result<(), Error> {
         match self {
-            TileProduct::Classical(gemm) => gemm.run(gpu, dims, alpha, a, b, beta, c),
+            TileProduct::Classical(gemm) => gemm.run(gpu, product),
             TileProduct::Fast { recursion, backend } => {
+                let DeviceGemm {
+                    shape,
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    c,
+                } = product;
                 backend.retarget((a, b, c));
-                engine::run(backend.as_mut(), *recursion, alpha, beta, dims).map(|_| ())
+                engine::run(backend.as_mut(), *recursion, alpha, beta, shape).map(|_| ())
             }
         }
     }
@@ -310,55 +308,30 @@ impl<'g, T: Element> TileProduct<'g, T> {
 /// of any size (β = 0 never reads C), by the [`Route`] of [`plan_for`];
 /// `pools` keeps the page-locked staging of the bands route between
 /// products. The caller checks shapes; m, k and n are at least 1.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply<T: Element>(
     gpu: &Arc<Gpu>,
     pools: &StagingPools,
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    c: MatMut<'_, T>,
+    product: Gemm<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
-    let shape = (a.rows(), a.cols(), b.cols());
-    match plan_for::<T>(gpu, shape, opts)? {
-        (Route::Tiles(plan), _, tile_opts) => {
-            multiply_planned(gpu, plan, alpha, a, b, beta, c, &tile_opts)
-        }
-        (Route::Bands(cut), _, opts) => {
-            multiply_in_bands(gpu, pools, cut, alpha, a, b, beta, c, &opts)
-        }
+    match plan_for::<T>(gpu, product.shape(), opts)? {
+        (Route::Tiles(plan), _, tile_opts) => multiply_planned(gpu, plan, product, &tile_opts),
+        (Route::Bands(cut), _, opts) => multiply_in_bands(gpu, pools, cut, product, &opts),
     }
 }
 
 /// [`multiply`] by the bands route with a given cut: for tests with small
 /// bands and chunks.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply_in_bands<T: Element>(
     gpu: &Arc<Gpu>,
     pools: &StagingPools,
     cut: Bands,
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    c: MatMut<'_, T>,
+    product: Gemm<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
     check_options(opts)?;
-    crate::matrix::check_product_shapes(a, b, c.shape())?;
-    let done = hosted::multiply(
-        std::slice::from_ref(gpu),
-        pools,
-        cut,
-        alpha,
-        a,
-        b,
-        beta,
-        c,
-        opts,
-    )?;
+    product.check_shapes()?;
+    let done = hosted::multiply(std::slice::from_ref(gpu), pools, cut, product, opts)?;
     let share = done.shares.first().copied().unwrap_or_default();
     Ok(Report {
         upload_bytes: done.upload_bytes,
@@ -371,21 +344,16 @@ pub(crate) fn multiply_in_bands<T: Element>(
 
 /// [`multiply`] by a given plan (checked against the operands): for
 /// tests of every kind of schedule on small matrices, and for sweeps.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiply_planned<T: Element>(
     gpu: &Gpu,
     plan: Plan,
-    alpha: T,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    beta: T,
-    c: MatMut<'_, T>,
+    operands: Gemm<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
     let start = Instant::now();
     check_options(opts)?;
-    crate::matrix::check_product_shapes(a, b, c.shape())?;
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    operands.check_shapes()?;
+    let (m, k, n) = operands.shape();
     plan.check((m, k, n), std::mem::size_of::<T>())?;
     let mut product = TileProduct::<T>::resolve(gpu, opts)?;
     let schedule = plan.schedule();
@@ -396,7 +364,7 @@ pub(crate) fn multiply_planned<T: Element>(
         [plan.slots.a, plan.slots.b, plan.slots.c],
         [rows * depth * elem, depth * cols * elem, rows * cols * elem],
     )?;
-    let measured = pipeline::execute(gpu, &mut product, &schedule, &slots, alpha, (a, b), beta, c)?;
+    let measured = pipeline::execute(gpu, &mut product, &schedule, &slots, operands)?;
     drop(product);
     drop(slots);
     Ok(Report {

@@ -25,12 +25,13 @@ use cudarc::driver::{CudaEvent, CudaStream};
 use super::plan::{Block, Operand as Input, Schedule};
 use crate::cuda::cuda_err;
 use crate::cuda::device::Gpu;
-use crate::cuda::gemm::Operand;
+use crate::cuda::gemm::{DeviceGemm, Operand};
 use crate::cuda::host_copy::{gather, scatter};
 use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
 use crate::cuda::tunables::{CUDA_OUT_OF_CORE_CHUNKS, CUDA_OUT_OF_CORE_CHUNK_BYTES};
 use crate::element::Element;
 use crate::error::Error;
+use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef};
 
 /// GPU buffers of a plan: slots of A, B and C.
@@ -167,16 +168,13 @@ fn submatrix<'a, T: Element>(m: MatRef<'a, T>, b: Block) -> MatRef<'a, T> {
 }
 
 /// The feeder: every upload of the schedule, in order.
-#[allow(clippy::too_many_arguments)]
 fn feed<T: Element>(
     gpu: &Gpu,
     stream: &CudaStream,
-    schedule: &Schedule,
-    slots: &Slots,
+    (schedule, slots): (&Schedule, &Slots),
     (a, b): (MatRef<'_, T>, MatRef<'_, T>),
     (mut staging, staging_bytes): (Vec<PinnedStaging>, usize),
-    products: Receiver<Arc<CudaEvent>>,
-    ready: Sender<Arc<CudaEvent>>,
+    (products, ready): (Receiver<Arc<CudaEvent>>, Sender<Arc<CudaEvent>>),
 ) -> Result<f64, Stop> {
     let elem = std::mem::size_of::<T>();
     let mut gathering = 0.0;
@@ -239,18 +237,17 @@ fn feed<T: Element>(
     Ok(gathering)
 }
 
+/// A finished tile: its index, and the event after its last product.
+type Finished = (usize, Arc<CudaEvent>);
+
 /// The drainer: every finished tile, in order, into C.
-#[allow(clippy::too_many_arguments)]
 fn drain<T: Element>(
     gpu: &Gpu,
     stream: &CudaStream,
-    schedule: &Schedule,
-    slots: &Slots,
-    mut c: MatMut<'_, T>,
-    beta: T,
+    (schedule, slots): (&Schedule, &Slots),
+    (mut c, beta): (MatMut<'_, T>, T),
     (mut staging, staging_bytes): (Vec<PinnedStaging>, usize),
-    finished: Receiver<(usize, Arc<CudaEvent>)>,
-    downloaded: Sender<Arc<CudaEvent>>,
+    (finished, downloaded): (Receiver<Finished>, Sender<Arc<CudaEvent>>),
 ) -> Result<f64, Stop> {
     let elem = std::mem::size_of::<T>();
     let mut scattering = 0.0;
@@ -329,16 +326,18 @@ fn drain<T: Element>(
 }
 
 /// C ← α·A·B + β·C by `schedule` on `slots`, each product by `product`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn execute<T: Element>(
     gpu: &Gpu,
     product: &mut super::TileProduct<'_, T>,
     schedule: &Schedule,
     slots: &Slots,
-    alpha: T,
-    (a, b): (MatRef<'_, T>, MatRef<'_, T>),
-    beta: T,
-    c: MatMut<'_, T>,
+    Gemm {
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    }: Gemm<'_, T>,
 ) -> Result<Measured, Error> {
     let new_stream = || {
         gpu.ctx
@@ -372,25 +371,20 @@ pub(super) fn execute<T: Element>(
             feed(
                 gpu,
                 &upload_stream,
-                schedule,
-                slots,
+                (schedule, slots),
                 (a, b),
                 up_staging,
-                products_rx,
-                ready_tx,
+                (products_rx, ready_tx),
             )
         });
         let drainer = scope.spawn(|| {
             drain(
                 gpu,
                 &download_stream,
-                schedule,
-                slots,
-                c,
-                beta,
+                (schedule, slots),
+                (c, beta),
                 down_staging,
-                finished_rx,
-                downloaded_tx,
+                (finished_rx, downloaded_tx),
             )
         });
         // Moved in, so that the issuer's channel ends close when it returns.
@@ -409,20 +403,22 @@ pub(super) fn execute<T: Element>(
                 let start = record(compute, CUevent_flags::CU_EVENT_DEFAULT)?;
                 product.run(
                     gpu,
-                    (rows, depth, cols),
-                    alpha,
-                    Operand {
-                        ptr: slots.a[task.a_slot].ptr,
-                        ld: depth,
-                    },
-                    Operand {
-                        ptr: slots.b[task.b_slot].ptr,
-                        ld: cols,
-                    },
-                    if task.accumulate { T::ONE } else { T::ZERO },
-                    Operand {
-                        ptr: slots.c[tile.slot].ptr,
-                        ld: cols,
+                    DeviceGemm {
+                        shape: (rows, depth, cols),
+                        alpha,
+                        a: Operand {
+                            ptr: slots.a[task.a_slot].ptr,
+                            ld: depth,
+                        },
+                        b: Operand {
+                            ptr: slots.b[task.b_slot].ptr,
+                            ld: cols,
+                        },
+                        beta: if task.accumulate { T::ONE } else { T::ZERO },
+                        c: Operand {
+                            ptr: slots.c[tile.slot].ptr,
+                            ld: cols,
+                        },
                     },
                 )?;
                 let end = record(compute, CUevent_flags::CU_EVENT_DEFAULT)?;

@@ -26,9 +26,7 @@ unsafe impl<T: Element, const MR: usize, const NR: usize> Microkernel<T> for Gen
         a: *const T,
         b: *const T,
         beta: T,
-        c: *mut T,
-        rs_c: isize,
-        cs_c: isize,
+        (c, rs_c, cs_c): (*mut T, isize, isize),
     ) {
         let mut acc = [[T::ZERO; NR]; MR];
         for p in 0..kc {

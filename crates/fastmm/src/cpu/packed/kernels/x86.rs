@@ -368,7 +368,7 @@ macro_rules! simd_kernel {
 
         impl $name {
             #[target_feature(enable = $features)]
-            #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+            #[allow(clippy::needless_range_loop)]
             unsafe fn compute(
                 kc: usize,
                 a: *const $t,
@@ -458,9 +458,7 @@ macro_rules! simd_kernel {
                                 ($mr, NR),
                                 <$t as Element>::ONE,
                                 beta,
-                                c,
-                                rs_c,
-                                cs_c,
+                                (c, rs_c, cs_c),
                             );
                         }
                     }
@@ -506,16 +504,15 @@ macro_rules! simd_kernel {
             /// every read is in bounds and their sums are dropped), B's
             /// rows loaded where they lie.
             #[target_feature(enable = $features)]
-            #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+            #[allow(clippy::needless_range_loop)]
             unsafe fn compute_direct<const NV: usize, const PARTIAL: bool>(
                 kc: usize,
                 alpha: $t,
                 (a, rs_a, cs_a): (*const $t, isize, isize),
-                rows: usize,
                 (b, rs_b): (*const $t, isize),
                 beta: $t,
                 (c, rs_c, cs_c): (*mut $t, isize, isize),
-                cols: usize,
+                (rows, cols): (usize, usize),
             ) {
                 const NR: usize = $nv * $lanes;
                 // Elements of the last vector: all its lanes unless
@@ -592,9 +589,7 @@ macro_rules! simd_kernel {
                             (rows, cols),
                             <$t as Element>::ONE,
                             beta,
-                            c,
-                            rs_c,
-                            cs_c,
+                            (c, rs_c, cs_c),
                         );
                     }
                 }
@@ -626,11 +621,10 @@ macro_rules! simd_kernel {
                 kc: usize,
                 alpha: $t,
                 a: (*const $t, isize, isize),
-                rows: usize,
                 b: (*const $t, isize),
                 beta: $t,
                 c: (*mut $t, isize, isize),
-                cols: usize,
+                (rows, cols): (usize, usize),
             ) {
                 debug_assert!((1..=$mr).contains(&rows) && (1..=Self::NR).contains(&cols));
                 // SAFETY (each arm): forwarded contract, which includes
@@ -640,7 +634,13 @@ macro_rules! simd_kernel {
                     macro_rules! with {
                         ($vectors:literal, $partial:literal) => {
                             Self::compute_direct::<$vectors, $partial>(
-                                kc, alpha, a, rows, b, beta, c, cols,
+                                kc,
+                                alpha,
+                                a,
+                                b,
+                                beta,
+                                c,
+                                (rows, cols),
                             )
                         };
                     }
@@ -674,9 +674,7 @@ macro_rules! simd_kernel {
                 a: *const $t,
                 b: *const $t,
                 beta: $t,
-                c: *mut $t,
-                rs_c: isize,
-                cs_c: isize,
+                (c, rs_c, cs_c): (*mut $t, isize, isize),
             ) {
                 // SAFETY: forwarded contract, which includes `is_available()`.
                 unsafe { Self::compute(kc, a, b, beta, &[(alpha, c)], rs_c, cs_c) }
@@ -718,9 +716,7 @@ macro_rules! simd_kernel {
                             a,
                             b,
                             <$t as Element>::ZERO,
-                            scratch,
-                            Self::NR as isize,
-                            1,
+                            (scratch, Self::NR as isize, 1),
                         ),
                     }
                 }
