@@ -19,9 +19,9 @@ use std::time::Instant;
 use crate::cpu;
 use crate::element::{for_dtype, Element};
 use crate::error::Error;
+#[cfg(feature = "cuda")]
 use crate::executor::Streamed;
 use crate::executor::{Clock, Executor, Report, Timing};
-#[cfg(feature = "cuda")]
 use crate::gemm::{Gemm, Problem};
 #[cfg(feature = "cuda")]
 use crate::matrix::GpuMatrix;
