@@ -7,7 +7,8 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::common::{Devices, Outcome};
-use crate::run::{measure, print_table, RunArgs};
+use crate::measurement::print_table;
+use crate::run::{measure, RunArgs};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -29,7 +30,7 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
             println!();
         }
         let (shape, records) = measure(problem, &mut devices)?;
-        print_table(problem, &shape, &records, &devices);
+        print_table(&problem.inputs(), shape, &records, &devices);
         failures += records.iter().filter(|r| !r.ok).count();
     }
     Ok(match failures {

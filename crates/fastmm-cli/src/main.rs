@@ -6,6 +6,7 @@ mod common;
 mod demo;
 mod info;
 mod interrupt;
+mod measurement;
 mod multiply;
 mod run;
 mod selftest;

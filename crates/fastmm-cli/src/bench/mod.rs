@@ -24,7 +24,8 @@ use serde::Serialize;
 use crate::common::{
     machine_line, median, parse_dtypes, utc_now, write_stdout, Devices, Outcome, Target,
 };
-use crate::run::{measure, Record, RunArgs};
+use crate::measurement::Record;
+use crate::run::{measure, RunArgs};
 pub use axes::{Axis, AxisKind};
 use report::Measured;
 

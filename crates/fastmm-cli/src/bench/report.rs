@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::run::Record;
+use crate::measurement::Record;
 
 /// Fewer timed repetitions than this and a point's times, and every
 /// speedup computed from them, are marked as not reliable: one sample of

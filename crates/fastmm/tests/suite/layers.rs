@@ -42,6 +42,7 @@ const LIBRARY: &[&[&str]] = &[
 /// The CLI's modules, likewise.
 const CLI: &[&[&str]] = &[
     &["common", "interrupt"],
+    &["measurement"],
     &["run", "info", "selftest", "multiply", "accuracy"],
     &["tune", "bench", "demo"],
 ];
