@@ -74,7 +74,7 @@ fn parse_product(text: &str) -> Result<GemmOptions> {
     let accuracy: Accuracy = level.map_or(Ok(Accuracy::Native), str::parse)?;
     let mut opts = GemmOptions::new(algorithm).accuracy(accuracy);
     if algorithm == Algorithm::Cublas {
-        opts.gpu_precision = Some(match accuracy {
+        opts.gpu.precision = Some(match accuracy {
             Accuracy::Tf32 => GpuPrecision::Tf32,
             Accuracy::Bf16 => GpuPrecision::Bf16,
             _ => GpuPrecision::Fp32,
@@ -170,7 +170,7 @@ fn audit_of<T: Element>(
         .copied()
         .filter(|o| o.algorithm.supports(T::DTYPE))
         .filter(|o| {
-            matches!(o.gpu_precision, None | Some(GpuPrecision::Fp32)) || T::DTYPE == DType::F32
+            matches!(o.gpu.precision, None | Some(GpuPrecision::Fp32)) || T::DTYPE == DType::F32
         })
         .filter(|o| !(T::DTYPE.is_integer() && matches!(o.accuracy, Accuracy::Bits(_))))
         .collect();

@@ -7,8 +7,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use fastmm::{
-    Accuracy, Algorithm, BlockSizes, Context, CpuKernel, CudaKernel, DType, Device, DeviceKind,
-    DeviceList, GemmOptions, GpuMemory, GpuPrecision, SumStores, Team, Variant,
+    Accuracy, Algorithm, BlockSizes, Context, CpuKernel, CpuOptions, CudaKernel, DType, Device,
+    DeviceKind, DeviceList, FastOptions, GemmOptions, GpuMemory, GpuOptions, GpuPrecision,
+    SumStores, Team, Variant,
 };
 
 /// How a command ended when no input error stopped it.
@@ -148,47 +149,53 @@ impl AlgoArgs {
     pub fn options(&self) -> Result<GemmOptions> {
         let opts = GemmOptions {
             threads: self.threads.map(capped_threads),
-            parallel_from: self.parallel_from,
             tile: self.tile,
-            cpu_kernel: self
-                .cpu_kernel
-                .as_deref()
-                .map(str::parse::<CpuKernel>)
-                .transpose()?,
-            block_sizes: match self.blocks.as_deref().map(str::trim) {
-                None | Some("default") => None,
-                Some(text) => Some(BlockSizes::parse(text)?),
-            },
-            variant: auto_or::<Variant>(&self.variant)?,
-            threshold: match self.threshold.trim() {
-                auto if auto.eq_ignore_ascii_case("auto") => None,
-                text => Some(text.parse::<usize>().map_err(|_| {
-                    anyhow::anyhow!("--threshold '{text}' is neither a size nor 'auto'")
-                })?),
-            },
-            depth: self.depth,
-            lazy_sums: self.lazy_sums,
-            sum_stores: auto_or::<SumStores>(&self.sum_stores)?,
-            base: self
-                .base
-                .as_deref()
-                .map(str::parse::<Algorithm>)
-                .transpose()?,
-            gpu_memory: Some(self.gpu_memory.parse::<GpuMemory>()?),
-            gpu_pinned: self.pinned,
-            gpu_max_memory: self
-                .max_gpu_memory
-                .as_deref()
-                .map(parse_bytes)
-                .transpose()?,
-            gpu_out_of_core: self.out_of_core,
-            gpu_precision: Some(self.precision.parse::<GpuPrecision>()?),
-            cuda_kernel: self
-                .cuda_kernel
-                .as_deref()
-                .map(str::parse::<CudaKernel>)
-                .transpose()?,
             accuracy: self.accuracy.parse::<Accuracy>()?,
+            cpu: CpuOptions {
+                parallel_from: self.parallel_from,
+                kernel: self
+                    .cpu_kernel
+                    .as_deref()
+                    .map(str::parse::<CpuKernel>)
+                    .transpose()?,
+                block_sizes: match self.blocks.as_deref().map(str::trim) {
+                    None | Some("default") => None,
+                    Some(text) => Some(BlockSizes::parse(text)?),
+                },
+            },
+            fast: FastOptions {
+                variant: auto_or::<Variant>(&self.variant)?,
+                threshold: match self.threshold.trim() {
+                    auto if auto.eq_ignore_ascii_case("auto") => None,
+                    text => Some(text.parse::<usize>().map_err(|_| {
+                        anyhow::anyhow!("--threshold '{text}' is neither a size nor 'auto'")
+                    })?),
+                },
+                depth: self.depth,
+                lazy_sums: self.lazy_sums,
+                sum_stores: auto_or::<SumStores>(&self.sum_stores)?,
+                base: self
+                    .base
+                    .as_deref()
+                    .map(str::parse::<Algorithm>)
+                    .transpose()?,
+            },
+            gpu: GpuOptions {
+                memory: Some(self.gpu_memory.parse::<GpuMemory>()?),
+                pinned: self.pinned,
+                max_memory: self
+                    .max_gpu_memory
+                    .as_deref()
+                    .map(parse_bytes)
+                    .transpose()?,
+                out_of_core: self.out_of_core,
+                precision: Some(self.precision.parse::<GpuPrecision>()?),
+                kernel: self
+                    .cuda_kernel
+                    .as_deref()
+                    .map(str::parse::<CudaKernel>)
+                    .transpose()?,
+            },
             ..GemmOptions::default()
         };
         opts.validate()?;

@@ -15,8 +15,8 @@ use fastmm::io::{
 };
 use fastmm::system::format_bytes;
 use fastmm::{
-    Algorithm, Clock, Context, DType, DeviceKind, Element, Executor, Gemm, GemmOptions, Matrix,
-    Problem, Team,
+    Algorithm, Clock, Context, DType, DeviceKind, Element, Executor, Gemm, GemmOptions, GpuOptions,
+    Matrix, Problem, Team,
 };
 
 use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
@@ -109,7 +109,10 @@ impl MultiplyArgs {
         let target = Target::parse(self.algo.trim(), self.options.placement()?)?;
         let opts = GemmOptions {
             algorithm: target.algorithm,
-            gpu_out_of_core: self.options.out_of_core,
+            gpu: GpuOptions {
+                out_of_core: self.options.out_of_core,
+                ..self.options.options()?.gpu
+            },
             ..self.options.options()?
         };
         let ctx = Context::open(target.device)
@@ -510,7 +513,10 @@ fn out_of_core(
         // Mapped inputs stream through the GPU in tiles whatever their
         // size, so that neither is copied whole in host memory.
         let opts = GemmOptions {
-            gpu_out_of_core: true,
+            gpu: GpuOptions {
+                out_of_core: true,
+                ..opts.gpu
+            },
             ..opts
         };
         return match dtype {

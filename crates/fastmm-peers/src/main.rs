@@ -24,8 +24,8 @@ use fastmm::random::{random_matrix, seeded_rng};
 use fastmm::system::available_threads;
 use fastmm::verify::verify_with_growth;
 use fastmm::{
-    gemm as fastmm_gemm, Algorithm, BlockSizes, Context, DType, Element, GemmOptions, Matrix,
-    Variant,
+    gemm as fastmm_gemm, Algorithm, BlockSizes, Context, CpuOptions, DType, Element, FastOptions,
+    GemmOptions, Matrix, Variant,
 };
 use fastmm_peers::numpy::{Numpy, OpenBlasCore};
 
@@ -160,9 +160,15 @@ fn contestants<T: PeerElement>(
         let algorithm: Algorithm = name.parse()?;
         for &block_sizes in &block_choices {
             let opts = GemmOptions {
-                threshold,
-                variant,
-                block_sizes,
+                fast: FastOptions {
+                    threshold,
+                    variant,
+                    ..GemmOptions::new(algorithm).threads(threads).fast
+                },
+                cpu: CpuOptions {
+                    block_sizes,
+                    ..GemmOptions::new(algorithm).threads(threads).cpu
+                },
                 ..GemmOptions::new(algorithm).threads(threads)
             };
             let mut label = match variant {

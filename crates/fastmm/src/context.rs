@@ -26,7 +26,9 @@ use crate::gemm::{Gemm, Problem};
 #[cfg(feature = "cuda")]
 use crate::matrix::GpuMatrix;
 use crate::matrix::{MatMut, MatRef, Matrix};
-use crate::options::{Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuPrecision};
+use crate::options::{
+    Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuOptions, GpuPrecision,
+};
 use crate::plan::{FastPlan, Plan};
 use crate::system::GpuInfo;
 use crate::tunables::AUTO_FAST_MIN_DIM;
@@ -302,7 +304,7 @@ impl Context {
         };
         let on_gpu = self.device.kind() == DeviceKind::Cuda;
         if on_gpu && float {
-            if matches!(opts.gpu_precision, Some(p) if p != GpuPrecision::Fp32) {
+            if matches!(opts.gpu.precision, Some(p) if p != GpuPrecision::Fp32) {
                 return Ok(with(Algorithm::Cublas));
             }
             let mode = match opts.accuracy {
@@ -312,7 +314,10 @@ impl Context {
             };
             if let (Some(mode), crate::element::DType::F32) = (mode, T::DTYPE) {
                 return Ok(GemmOptions {
-                    gpu_precision: Some(mode),
+                    gpu: GpuOptions {
+                        precision: Some(mode),
+                        ..with(Algorithm::Cublas).gpu
+                    },
                     ..with(Algorithm::Cublas)
                 });
             }
@@ -739,11 +744,11 @@ impl Context {
         // there that meets the level.
         if opts.algorithm == Algorithm::Auto
             && matches!(
-                resolved.gpu_precision,
+                resolved.gpu.precision,
                 Some(GpuPrecision::Bf16 | GpuPrecision::F16)
             )
         {
-            resolved.gpu_precision = Some(GpuPrecision::Tf32);
+            resolved.gpu.precision = Some(GpuPrecision::Tf32);
         }
         let opts = resolved;
         opts.check_interrupt()?;

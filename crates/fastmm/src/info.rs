@@ -12,7 +12,9 @@ use crate::cpu::packed::dispatch::{default_cpu_kernel, is_supported};
 use crate::cpu::packed::{blocks_for, parallel_edge, select_kernel};
 use crate::element::{DType, Element};
 use crate::error::Error;
-use crate::options::{Algorithm, BlockSizes, CpuKernel, Device, GemmOptions, SumStores};
+use crate::options::{
+    Algorithm, BlockSizes, CpuKernel, CpuOptions, Device, GemmOptions, SumStores,
+};
 use crate::system::{available_memory_bytes, available_threads, cache_sizes, cpu_model, GpuInfo};
 
 /// The machine and fastmm's choices on it.
@@ -124,7 +126,10 @@ pub fn supports(family: CpuKernel) -> bool {
 pub fn packed_choice<T: Element>(family: Option<CpuKernel>) -> Result<PackedChoice, Error> {
     let kernel = select_kernel::<T>(family)?;
     let opts = GemmOptions {
-        cpu_kernel: family,
+        cpu: CpuOptions {
+            kernel: family,
+            ..GemmOptions::new(Algorithm::Packed).cpu
+        },
         ..GemmOptions::new(Algorithm::Packed)
     };
     let fitted = |(m, n)| -> Result<[usize; 3], Error> {

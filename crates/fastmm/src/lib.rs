@@ -119,8 +119,9 @@ pub use executor::{Clock, Communication, Executor, GpuShare, Report, Streamed, T
 pub use gemm::{Gemm, Problem};
 pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};
 pub use options::{
-    Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CudaKernel, Device, DeviceKind,
-    DeviceList, GemmOptions, GpuMemory, GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
+    Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CpuOptions, CudaKernel, Device,
+    DeviceKind, DeviceList, FastOptions, GemmOptions, GpuMemory, GpuOptions, GpuPrecision,
+    Interrupt, SumStores, Variant, ALGORITHMS,
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan, Route, Spread};
 pub use system::GpuInfo;

@@ -851,77 +851,108 @@ impl fmt::Display for BlockSizes {
     }
 }
 
-/// How to multiply: the algorithm and its tunables. `None` means the
+/// How to multiply: what is asked (the algorithm, the accuracy level,
+/// the threads), then the tunables in groups, each checked by its own
+/// `check`: the fast algorithms' ([`FastOptions`]), the CPU's
+/// ([`CpuOptions`]) and the GPU's ([`GpuOptions`]). `None` means the
 /// default: the option given here wins, then the environment
 /// ([`crate::config`]), then the tuning file, then the built-in rule.
 ///
 /// The device is not an option: it is the [`crate::Context`] the product
 /// runs in.
+///
+/// ```
+/// use fastmm::{Algorithm, GemmOptions, Variant};
+/// let opts = GemmOptions::new(Algorithm::Winograd).threshold(512).variant(Variant::Frugal);
+/// assert_eq!(opts.fast.threshold, Some(512));
+/// assert!(opts.validate().is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GemmOptions {
     /// Which algorithm runs.
     pub algorithm: Algorithm,
+    /// What the product promises about its error (default `native`):
+    /// `auto` takes the fastest product that meets it, and the emulated
+    /// product certifies it.
+    pub accuracy: Accuracy,
     /// CPU: worker threads of the threaded algorithms (default: the tuning
     /// file's, else all hardware threads). A count above the hardware
     /// threads runs as asked, oversubscribing the cores; the command line
     /// caps it.
     pub threads: Option<usize>,
-    /// CPU `packed`: products of at least this edge cubed (m·k·n ≥ n³)
-    /// run on several threads, smaller ones on the calling thread alone
-    /// (default: the tuning file's measured crossover, else 128 for
-    /// 8-byte and 160 for 4-byte elements).
-    pub parallel_from: Option<usize>,
     /// Tile edge of `tiled`, `parallel` and `cuda-tiled`; micro-tile rows
     /// of `cuda-fast`'s SIMT kernel.
     pub tile: Option<usize>,
-    /// Microkernel family of `packed` (default: `FASTMM_CPU_KERNEL`, else
-    /// the fastest this CPU runs).
-    pub cpu_kernel: Option<CpuKernel>,
-    /// Cache block sizes of `packed` (default: `FASTMM_BLOCKS`, else the
-    /// tuning file's, else derived from the caches).
-    pub block_sizes: Option<BlockSizes>,
-    /// Memory schedule of `strassen`/`winograd` (default: `batched` when
-    /// its temporaries fit, else `frugal`).
-    pub variant: Option<Variant>,
-    /// `strassen`/`winograd` recurse while m, k, n are all at least this
-    /// (default: the measured crossover of the device and type).
-    pub threshold: Option<usize>,
-    /// Most recursion levels of `strassen`/`winograd` (default: the
-    /// accuracy rule: f32 2, f64 4, integers unlimited).
-    pub depth: Option<usize>,
-    /// CPU `strassen`/`winograd` with stored schedules: operand sums of at
-    /// most this many blocks read by a leaf product are formed while
-    /// `packed` packs instead of stored (default 0: every sum stored).
-    pub lazy_sums: Option<usize>,
-    /// CPU `strassen`/`winograd`: how fresh sums are stored (default
-    /// `auto`).
-    pub sum_stores: Option<SumStores>,
-    /// The classical product under `strassen`/`winograd` (default: `packed`
-    /// on the CPU; `cublas`, or `cuda-fast` for integers, on a GPU).
-    pub base: Option<Algorithm>,
-    /// GPU: where the operands live (default: device memory).
-    pub gpu_memory: Option<GpuMemory>,
-    /// GPU: stage host↔device copies in page-locked memory.
-    pub gpu_pinned: bool,
-    /// GPU: the most GPU memory a product may use, in bytes (default: the
-    /// free memory). A product whose A, B and C exceed it runs out of
-    /// core, streamed through the GPU in tiles.
-    pub gpu_max_memory: Option<u64>,
-    /// GPU: stream the product in tiles even when it fits.
-    pub gpu_out_of_core: bool,
-    /// GPU `cublas` on f32: the tensor-core mode (default: IEEE f32).
-    pub gpu_precision: Option<GpuPrecision>,
-    /// GPU `cuda-fast`: the kernel family (default: `FASTMM_CUDA_KERNEL`,
-    /// else `auto`).
-    pub cuda_kernel: Option<CudaKernel>,
-    /// What the product promises about its error (default `native`):
-    /// `auto` takes the fastest product that meets it, and the emulated
-    /// product certifies it.
-    pub accuracy: Accuracy,
+    /// `strassen`'s and `winograd`'s choices.
+    pub fast: FastOptions,
+    /// The CPU's kernel and blocks.
+    pub cpu: CpuOptions,
+    /// The GPU's kernels, memory and budget.
+    pub gpu: GpuOptions,
     /// A flag another thread may raise to stop the product between
     /// blocks, which then returns [`Error::Interrupted`] (default: none,
     /// and nothing is checked).
     pub interrupt: Option<Interrupt>,
+}
+
+/// The choices of `strassen` and `winograd` (the classical algorithms
+/// ignore them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FastOptions {
+    /// Memory schedule (default: `batched` when its temporaries fit, else
+    /// `frugal`).
+    pub variant: Option<Variant>,
+    /// Recurse while m, k, n are all at least this (default: the measured
+    /// crossover of the device and type).
+    pub threshold: Option<usize>,
+    /// Most recursion levels (default: the accuracy rule: f32 2, f64 4,
+    /// integers unlimited).
+    pub depth: Option<usize>,
+    /// The classical product below (default: `packed` on the CPU;
+    /// `cublas`, or `cuda-fast` for integers, on a GPU).
+    pub base: Option<Algorithm>,
+    /// CPU, stored schedules: operand sums of at most this many blocks
+    /// read by a leaf product are formed while `packed` packs instead of
+    /// stored (default 0: every sum stored).
+    pub lazy_sums: Option<usize>,
+    /// CPU: how fresh sums are stored (default `auto`).
+    pub sum_stores: Option<SumStores>,
+}
+
+/// The CPU's choices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// Microkernel family of `packed` (default: `FASTMM_CPU_KERNEL`, else
+    /// the fastest this CPU runs).
+    pub kernel: Option<CpuKernel>,
+    /// Cache block sizes of `packed` (default: `FASTMM_BLOCKS`, else the
+    /// tuning file's, else derived from the caches).
+    pub block_sizes: Option<BlockSizes>,
+    /// `packed`: products of at least this edge cubed (m·k·n ≥ n³) run on
+    /// several threads, smaller ones on the calling thread alone (default:
+    /// the tuning file's measured crossover, else 128 for 8-byte and 160
+    /// for 4-byte elements).
+    pub parallel_from: Option<usize>,
+}
+
+/// The GPU's choices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Where the operands live (default: device memory).
+    pub memory: Option<GpuMemory>,
+    /// Stage host↔device copies in page-locked memory.
+    pub pinned: bool,
+    /// The most GPU memory a product may use, in bytes (default: the free
+    /// memory). A product whose A, B and C exceed it runs out of core,
+    /// streamed through the GPU in tiles.
+    pub max_memory: Option<u64>,
+    /// Stream the product in tiles even when it fits.
+    pub out_of_core: bool,
+    /// `cublas` on f32: the tensor-core mode (default: IEEE f32).
+    pub precision: Option<GpuPrecision>,
+    /// `cuda-fast`: the kernel family (default: `FASTMM_CUDA_KERNEL`, else
+    /// `auto`).
+    pub kernel: Option<CudaKernel>,
 }
 
 /// A flag that stops a running product between blocks: a fast
@@ -1024,57 +1055,57 @@ impl GemmOptions {
 
     /// Forces a microkernel family for `packed`.
     pub fn cpu_kernel(mut self, kernel: CpuKernel) -> Self {
-        self.cpu_kernel = Some(kernel);
+        self.cpu.kernel = Some(kernel);
         self
     }
 
     /// Sets the cache block sizes of `packed`.
     pub fn block_sizes(mut self, blocks: BlockSizes) -> Self {
-        self.block_sizes = Some(blocks);
+        self.cpu.block_sizes = Some(blocks);
         self
     }
 
     /// Sets the memory schedule of `strassen`/`winograd`.
     pub fn variant(mut self, variant: Variant) -> Self {
-        self.variant = Some(variant);
+        self.fast.variant = Some(variant);
         self
     }
 
     /// Sets the recursion threshold n₀ of `strassen`/`winograd`.
     pub fn threshold(mut self, threshold: usize) -> Self {
-        self.threshold = Some(threshold);
+        self.fast.threshold = Some(threshold);
         self
     }
 
     /// Runs `packed` on several threads from products of `edge`³
     /// multiply-adds (0 or 1: every product that has its threads).
     pub fn parallel_from(mut self, edge: usize) -> Self {
-        self.parallel_from = Some(edge);
+        self.cpu.parallel_from = Some(edge);
         self
     }
 
     /// Caps the recursion levels of `strassen`/`winograd`.
     pub fn depth(mut self, depth: usize) -> Self {
-        self.depth = Some(depth);
+        self.fast.depth = Some(depth);
         self
     }
 
     /// Sets the most terms of an operand sum that a leaf product of
     /// `strassen`/`winograd` forms while packing (0: every sum stored).
     pub fn lazy_sums(mut self, terms: usize) -> Self {
-        self.lazy_sums = Some(terms);
+        self.fast.lazy_sums = Some(terms);
         self
     }
 
     /// Sets how CPU `strassen`/`winograd` store fresh sums.
     pub fn sum_stores(mut self, policy: SumStores) -> Self {
-        self.sum_stores = Some(policy);
+        self.fast.sum_stores = Some(policy);
         self
     }
 
     /// Sets the classical algorithm under `strassen`/`winograd`.
     pub fn base(mut self, base: Algorithm) -> Self {
-        self.base = Some(base);
+        self.fast.base = Some(base);
         self
     }
 
@@ -1095,8 +1126,10 @@ impl GemmOptions {
         self.interrupt.map_or(Ok(()), Interrupt::check)
     }
 
-    /// Rejects option values no algorithm can use, whatever the device
-    /// (the device's own checks come when the product is planned).
+    /// Rejects option values no algorithm can use, whatever the device:
+    /// the request's here, each group's by its own `check` (the device's
+    /// rules come when the product is planned, [`FastOptions::check_on`]
+    /// and [`GpuOptions::check_streamed`]).
     pub fn validate(&self) -> Result<(), Error> {
         if self.threads == Some(0) {
             return Err(Error::InvalidOption(
@@ -1106,11 +1139,6 @@ impl GemmOptions {
         if self.tile == Some(0) {
             return Err(Error::InvalidOption("tile size must be at least 1".into()));
         }
-        if matches!(self.threshold, Some(t) if t < 2) {
-            return Err(Error::InvalidOption(
-                "Strassen threshold must be at least 2 (each level halves m, k and n)".into(),
-            ));
-        }
         if let Accuracy::Bits(bits) = self.accuracy {
             if !(1..=Accuracy::MAX_BITS).contains(&bits) {
                 return Err(Error::InvalidOption(format!(
@@ -1119,12 +1147,18 @@ impl GemmOptions {
                 )));
             }
         }
-        if let Some(b) = self.block_sizes {
-            if b.mc == 0 || b.kc == 0 || b.nc == 0 {
-                return Err(Error::InvalidOption(
-                    "block sizes must be at least 1".into(),
-                ));
-            }
+        self.fast.check()?;
+        self.cpu.check()
+    }
+}
+
+impl FastOptions {
+    /// Rejects values no device can use.
+    pub fn check(&self) -> Result<(), Error> {
+        if matches!(self.threshold, Some(t) if t < 2) {
+            return Err(Error::InvalidOption(
+                "Strassen threshold must be at least 2 (each level halves m, k and n)".into(),
+            ));
         }
         if let Some(base) = self.base {
             if !base.is_classical() {
@@ -1137,6 +1171,90 @@ impl GemmOptions {
                     "lazy sums are formed inside packed's packing, so the base must be packed, not {base}"
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// The base `algorithm` runs on a CPU: the option, else `packed`.
+    pub fn cpu_base(&self) -> Algorithm {
+        self.base.unwrap_or(Algorithm::Packed)
+    }
+
+    /// The rules of `algorithm` (Strassen or Winograd) on `device`: its
+    /// base runs there too; on the CPU the fused variant forms its sums in
+    /// `packed`'s packing (so its base is `packed`); on a GPU the fused
+    /// variant runs its own kernel (no base) and sums are stored (no lazy
+    /// sums).
+    pub fn check_on(&self, algorithm: Algorithm, device: DeviceKind) -> Result<(), Error> {
+        match device {
+            DeviceKind::Cpu => {
+                let base = self.cpu_base();
+                if !base.runs_on(DeviceKind::Cpu) {
+                    return Err(Error::InvalidOption(format!(
+                        "the base of {algorithm} must run on the CPU too, not {base}"
+                    )));
+                }
+                if base != Algorithm::Packed && self.variant == Some(Variant::Fused) {
+                    return Err(Error::InvalidOption(format!(
+                        "the fused variant forms its sums inside packed's packing, so its base must be packed, not {base}"
+                    )));
+                }
+            }
+            DeviceKind::Cuda => {
+                if let Some(base) = self.base {
+                    if !base.runs_on(DeviceKind::Cuda) {
+                        return Err(Error::InvalidOption(format!(
+                            "the base of {algorithm} must run on the GPU too, not {base}"
+                        )));
+                    }
+                    if self.variant == Some(Variant::Fused) {
+                        return Err(Error::InvalidOption(format!(
+                            "the fused variant on the GPU runs its own kernel (kernels/fused.cu) for every product, so it takes no base ({base} given)"
+                        )));
+                    }
+                }
+                if matches!(self.lazy_sums, Some(t) if t > 0) {
+                    return Err(Error::InvalidOption(format!(
+                        "lazy sums are formed inside packed's packing, on the CPU; {algorithm} on a GPU stores its sums"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CpuOptions {
+    /// Rejects values no CPU product can use.
+    pub fn check(&self) -> Result<(), Error> {
+        if let Some(b) = self.block_sizes {
+            if b.mc == 0 || b.kc == 0 || b.nc == 0 {
+                return Err(Error::InvalidOption(
+                    "block sizes must be at least 1".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl GpuOptions {
+    /// The rules of a product streamed through the GPU out of core: it
+    /// streams through device memory, and takes f32's own arithmetic or
+    /// TF32 (the 16-bit modes convert whole operands).
+    pub fn check_streamed(&self) -> Result<(), Error> {
+        if let Some(memory) = self.memory.filter(|&m| m != GpuMemory::Device) {
+            return Err(Error::InvalidOption(format!(
+                "an out-of-core product streams through device memory, not {memory} memory"
+            )));
+        }
+        if let Some(p) = self
+            .precision
+            .filter(|&p| !matches!(p, GpuPrecision::Fp32 | GpuPrecision::Tf32))
+        {
+            return Err(Error::InvalidOption(format!(
+                "precision {p} converts whole operands to 16 bits; an out-of-core product takes fp32 or tf32"
+            )));
         }
         Ok(())
     }
@@ -1251,5 +1369,55 @@ mod tests {
             );
         }
         assert!(GemmOptions::default().validate().is_ok());
+        let blocks = BlockSizes {
+            mc: 0,
+            kc: 256,
+            nc: 1024,
+        };
+        assert!(GemmOptions::default()
+            .block_sizes(blocks)
+            .validate()
+            .is_err());
+    }
+
+    #[test]
+    fn each_group_checks_its_own_rules() {
+        let refused = |r: Result<(), Error>| matches!(r, Err(Error::InvalidOption(_)));
+        let gpu = |memory, precision| GpuOptions {
+            memory: Some(memory),
+            precision: Some(precision),
+            ..GpuOptions::default()
+        };
+        assert!(gpu(GpuMemory::Device, GpuPrecision::Tf32)
+            .check_streamed()
+            .is_ok());
+        assert!(refused(
+            gpu(GpuMemory::Managed, GpuPrecision::Fp32).check_streamed()
+        ));
+        assert!(refused(
+            gpu(GpuMemory::Device, GpuPrecision::Bf16).check_streamed()
+        ));
+        // The same fast options, held to each device's rules.
+        let lazy = FastOptions {
+            lazy_sums: Some(2),
+            ..FastOptions::default()
+        };
+        assert!(lazy.check().is_ok());
+        assert!(lazy.check_on(Algorithm::Strassen, DeviceKind::Cpu).is_ok());
+        assert!(refused(
+            lazy.check_on(Algorithm::Strassen, DeviceKind::Cuda)
+        ));
+        let fused_on_cublas = FastOptions {
+            variant: Some(Variant::Fused),
+            base: Some(Algorithm::Cublas),
+            ..FastOptions::default()
+        };
+        assert!(refused(
+            fused_on_cublas.check_on(Algorithm::Winograd, DeviceKind::Cpu)
+        ));
+        assert!(refused(
+            fused_on_cublas.check_on(Algorithm::Winograd, DeviceKind::Cuda)
+        ));
+        assert_eq!(FastOptions::default().cpu_base(), Algorithm::Packed);
     }
 }

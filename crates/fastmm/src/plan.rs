@@ -14,7 +14,9 @@ use crate::distributed::planner;
 use crate::element::Element;
 use crate::error::Error;
 use crate::gemm::Problem;
-use crate::options::{Accuracy, Algorithm, Device, GemmOptions, GpuPrecision, Variant};
+use crate::options::{
+    Accuracy, Algorithm, Device, DeviceKind, FastOptions, GemmOptions, GpuPrecision, Variant,
+};
 use crate::strassen::{max_depth, Explained, Scheme};
 use crate::system::format_bytes;
 
@@ -198,7 +200,10 @@ impl Plan {
 /// say) pinned, so that the product runs the schedule its plan names.
 fn pinned(opts: &GemmOptions, fast: Option<&FastPlan>) -> GemmOptions {
     GemmOptions {
-        variant: fast.map(|f| f.variant).or(opts.variant),
+        fast: FastOptions {
+            variant: fast.map(|f| f.variant).or(opts.fast.variant),
+            ..opts.fast
+        },
         ..*opts
     }
 }
@@ -247,7 +252,7 @@ pub(crate) fn error_growth(fast: Option<&FastPlan>, opts: &GemmOptions) -> f64 {
         Scheme::of(opts.algorithm).map_or(1.0, |scheme| scheme.error_growth(fast.levels))
     });
     let precision = match opts.algorithm {
-        Algorithm::Cublas => opts.gpu_precision.unwrap_or_default(),
+        Algorithm::Cublas => opts.gpu.precision.unwrap_or_default(),
         _ => GpuPrecision::Fp32,
     };
     levels * precision.error_growth()
@@ -299,7 +304,7 @@ pub(crate) fn accuracy_given<T: Element>(
             (opts.accuracy, format!("Ozaki scheme II, {what}{moduli}"))
         }
         Algorithm::Cublas => {
-            let precision = opts.gpu_precision.unwrap_or_default();
+            let precision = opts.gpu.precision.unwrap_or_default();
             let sums = match (precision, dtype) {
                 (GpuPrecision::Fp32, _) => format!("{dtype} products and sums"),
                 (p, _) => format!("{p} inputs, f32 sums"),
@@ -323,7 +328,7 @@ pub(crate) fn on_cpu<T: Element>(
 ) -> Result<Plan, Error> {
     let fast = match Scheme::of(opts.algorithm) {
         Some(_) => {
-            cpu::strassen::check(opts)?;
+            opts.fast.check_on(opts.algorithm, DeviceKind::Cpu)?;
             let explained = cpu::strassen::explain::<T>((m, k, n), beta_is_zero, opts);
             Some(fast_plan::<T>(&explained, opts))
         }
@@ -334,7 +339,7 @@ pub(crate) fn on_cpu<T: Element>(
         (Some(fast), _) => {
             let base = match fast.base {
                 Algorithm::Packed => {
-                    let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+                    let kernel = select_kernel::<T>(opts.cpu.kernel)?;
                     kernel.name.to_string()
                 }
                 other => other.to_string(),
@@ -346,7 +351,7 @@ pub(crate) fn on_cpu<T: Element>(
             format!("{}{lazy} {} + {base}", fast.variant, crossover_label(fast))
         }
         (None, Algorithm::Packed) => {
-            let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+            let kernel = select_kernel::<T>(opts.cpu.kernel)?;
             // The library's own matrices have contiguous rows.
             match cpu::packed::Path::of(kernel, opts, (m, k, n), true)? {
                 cpu::packed::Path::Tiny => "tiled (too small to pack)".to_string(),
@@ -391,7 +396,7 @@ pub(crate) fn on_cpu<T: Element>(
         kernel,
         threads: if runs_packed_alone {
             match cpu::packed::Path::of(
-                select_kernel::<T>(opts.cpu_kernel)?,
+                select_kernel::<T>(opts.cpu.kernel)?,
                 opts,
                 (m, k, n),
                 true,
@@ -439,7 +444,7 @@ mod gpu {
                 what: format!("{} (cuBLAS has no integer GEMM)", T::DTYPE),
             });
         }
-        let precision = opts.gpu_precision.unwrap_or_default();
+        let precision = opts.gpu.precision.unwrap_or_default();
         if precision != GpuPrecision::Fp32
             && (opts.algorithm != Algorithm::Cublas || T::DTYPE != DType::F32)
         {
@@ -460,7 +465,10 @@ mod gpu {
                     tile,
                 }),
                 GemmOptions {
-                    gpu_out_of_core: false,
+                    gpu: crate::options::GpuOptions {
+                        out_of_core: false,
+                        ..tile_opts.gpu
+                    },
                     ..tile_opts
                 },
                 tile,
@@ -470,11 +478,13 @@ mod gpu {
         };
         let fast = match Scheme::of(tile_opts.algorithm) {
             Some(_) => {
-                crate::cuda::strassen::check(&tile_opts)?;
+                tile_opts
+                    .fast
+                    .check_on(tile_opts.algorithm, DeviceKind::Cuda)?;
                 let explained = if streamed {
                     // Each tile runs the variant the out-of-core plan chose.
                     let scheme = Scheme::of(tile_opts.algorithm).expect("a fast algorithm");
-                    let variant = tile_opts.variant.unwrap_or_default();
+                    let variant = tile_opts.fast.variant.unwrap_or_default();
                     Explained {
                         variant,
                         crossover: crate::cuda::strassen::crossover(
@@ -502,8 +512,8 @@ mod gpu {
         };
         let memory = format!(
             "{}{}",
-            opts.gpu_memory.unwrap_or_default(),
-            if opts.gpu_pinned { " pinned" } else { "" }
+            opts.gpu.memory.unwrap_or_default(),
+            if opts.gpu.pinned { " pinned" } else { "" }
         );
         let kernel = match &fast {
             Some(fast) if fast.levels == 0 && !streamed => fallback_label(fast),
@@ -601,7 +611,7 @@ mod gpu {
             }
             Algorithm::Cublas => format!(
                 "cuBLAS sgemm {} {} {memory}",
-                opts.gpu_precision.unwrap_or_default(),
+                opts.gpu.precision.unwrap_or_default(),
                 gpu.arch()
             ),
             other => {

@@ -9,7 +9,9 @@ use crate::context::Context;
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef, Matrix};
-use crate::options::{Algorithm, DeviceKind, GemmOptions, GpuMemory, Variant};
+use crate::options::{
+    Algorithm, DeviceKind, FastOptions, GemmOptions, GpuMemory, GpuOptions, Variant,
+};
 use crate::random::{random_matrix, seeded_rng, SeededRng};
 use crate::team::{Role, Team};
 use crate::verify::verify_with_growth;
@@ -180,7 +182,10 @@ fn accuracy_checks(ctx: &Context) -> Check {
             (GpuPrecision::Bf16, Accuracy::Bf16),
         ] {
             products.push(GemmOptions {
-                gpu_precision: Some(precision),
+                gpu: GpuOptions {
+                    precision: Some(precision),
+                    ..GemmOptions::new(Algorithm::Cublas).accuracy(level).gpu
+                },
                 ..GemmOptions::new(Algorithm::Cublas).accuracy(level)
             });
         }
@@ -232,7 +237,7 @@ fn audit_rows<T: Element>(
         .iter()
         .copied()
         .filter(|o| o.algorithm.supports(T::DTYPE))
-        .filter(|o| o.gpu_precision.is_none() || T::DTYPE == DType::F32)
+        .filter(|o| o.gpu.precision.is_none() || T::DTYPE == DType::F32)
         .filter(|o| {
             !T::DTYPE.is_integer() || !matches!(o.accuracy, crate::options::Accuracy::Bits(_))
         })
@@ -290,7 +295,10 @@ pub fn run_team_reporting(
     let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
     for algorithm in Algorithm::all_on(kind).filter(|&a| selected(a)) {
         let opts = GemmOptions {
-            threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+            fast: FastOptions {
+                threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+                ..GemmOptions::new(algorithm).fast
+            },
             ..GemmOptions::new(algorithm)
         };
         for &dtype in &DType::ALL {
@@ -419,8 +427,10 @@ fn option_sets(
     memories: &[Option<GpuMemory>],
 ) -> Vec<(String, GemmOptions)> {
     let plain = GemmOptions {
-        // Low enough that Strassen/Winograd recurse on the larger shapes.
-        threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+        fast: FastOptions {
+            threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+            ..GemmOptions::new(algorithm).fast
+        },
         ..GemmOptions::new(algorithm)
     };
     if algorithm.is_fast() {
@@ -451,7 +461,10 @@ fn option_sets(
             (
                 label,
                 GemmOptions {
-                    gpu_memory: memory,
+                    gpu: GpuOptions {
+                        memory,
+                        ..plain.gpu
+                    },
                     ..plain
                 },
             )
@@ -722,7 +735,10 @@ mod gpu {
         let mut sets = vec![(
             format!("{algorithm} device pinned"),
             GemmOptions {
-                gpu_pinned: true,
+                gpu: GpuOptions {
+                    pinned: true,
+                    ..plain.gpu
+                },
                 ..plain
             },
         )];
@@ -735,7 +751,10 @@ mod gpu {
                         (
                             format!("{algorithm} {precision}"),
                             GemmOptions {
-                                gpu_precision: Some(precision),
+                                gpu: GpuOptions {
+                                    precision: Some(precision),
+                                    ..plain.gpu
+                                },
                                 ..plain
                             },
                         )
@@ -756,8 +775,11 @@ mod gpu {
                 sets.push((
                     label,
                     GemmOptions {
-                        cuda_kernel: Some(family),
                         tile,
+                        gpu: GpuOptions {
+                            kernel: Some(family),
+                            ..plain.gpu
+                        },
                         ..plain
                     },
                 ));
@@ -813,8 +835,11 @@ mod gpu {
             let mma = (dtype == DType::F64).then_some((CudaKernel::Mma, None));
             for (family, tile) in simt.into_iter().chain(mma) {
                 let opts = GemmOptions {
-                    cuda_kernel: Some(family),
                     tile,
+                    gpu: GpuOptions {
+                        kernel: Some(family),
+                        ..GemmOptions::new(Algorithm::CudaFast).gpu
+                    },
                     ..GemmOptions::new(Algorithm::CudaFast)
                 };
                 // One candidate each (the tile is given), whatever the shape.
@@ -953,7 +978,10 @@ mod gpu {
         let mut rows = Vec::new();
         for algorithm in [Algorithm::Strassen, Algorithm::Winograd] {
             let opts = GemmOptions {
-                threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+                fast: FastOptions {
+                    threshold: Some(SELFTEST_STRASSEN_THRESHOLD),
+                    ..GemmOptions::new(algorithm).fast
+                },
                 ..GemmOptions::new(algorithm)
             };
             for &dtype in &DType::ALL {
@@ -968,7 +996,10 @@ mod gpu {
                 let (m, k, n) = shape;
                 let bytes = ((m * k + k * n + m * n) * dtype.size_bytes()) as u64;
                 let budgeted = GemmOptions {
-                    gpu_max_memory: Some(bytes / 3),
+                    gpu: GpuOptions {
+                        max_memory: Some(bytes / 3),
+                        ..opts.gpu
+                    },
                     ..opts
                 };
                 rows.extend(check_dtype(
@@ -1007,7 +1038,10 @@ mod gpu {
         let mut rng = seeded_rng(13);
         // The tiles run the variant the planner would give them.
         let tile_opts = GemmOptions {
-            variant: Some(opts.variant.unwrap_or(Variant::Frugal)),
+            fast: FastOptions {
+                variant: Some(opts.fast.variant.unwrap_or(Variant::Frugal)),
+                ..opts.fast
+            },
             ..*opts
         };
         for &(m, k, n) in SHAPES {

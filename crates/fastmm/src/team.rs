@@ -716,7 +716,10 @@ impl Team {
                     caps::fitting::<T>(fabric, shape, beta_is_zero, &opts)?
                 {
                     let pinned = GemmOptions {
-                        variant: Some(variant),
+                        fast: crate::options::FastOptions {
+                            variant: Some(variant),
+                            ..opts.fast
+                        },
                         ..opts
                     };
                     let levels = recursion.levels;
@@ -888,7 +891,7 @@ impl Team {
         let (words, levels, (up, down)) = match &self.backend {
             Backend::Simulated => {
                 let base = GemmOptions {
-                    algorithm: crate::cpu::strassen::base(opts),
+                    algorithm: opts.fast.cpu_base(),
                     ..*opts
                 };
                 let (words, levels) =

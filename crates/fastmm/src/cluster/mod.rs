@@ -900,10 +900,10 @@ fn chosen(opts: &GemmOptions) -> String {
         "{:?}",
         (
             opts.algorithm,
-            opts.threshold,
-            opts.depth,
-            opts.variant,
-            opts.base,
+            opts.fast.threshold,
+            opts.fast.depth,
+            opts.fast.variant,
+            opts.fast.base,
             opts.threads,
         )
     )

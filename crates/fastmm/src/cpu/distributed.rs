@@ -427,7 +427,7 @@ pub(crate) mod caps {
         base: &GemmOptions,
         exchange: X,
     ) -> Result<(Vec<Vec<T>>, Vec<u128>, usize), Error> {
-        let stores = base.sum_stores.unwrap_or_default();
+        let stores = base.fast.sum_stores.unwrap_or_default();
         let locals = held
             .iter()
             .zip(rows.iter_mut())

@@ -54,7 +54,7 @@ pub(crate) struct Outcome {
 /// Where the recursion across GPUs stops: an explicit threshold, else
 /// [`CUDA_CAPS_THRESHOLD`] (a first level from [`CUDA_CAPS_START`]).
 pub(crate) fn crossover(opts: &GemmOptions) -> Crossover {
-    match opts.threshold {
+    match opts.fast.threshold {
         Some(threshold) => Crossover {
             threshold,
             start: 0,
@@ -101,8 +101,9 @@ pub(crate) fn fitting<T: Element>(
     if parts < 2 {
         return Ok(None);
     }
-    crate::cuda::strassen::check(opts)?;
-    let variants = match opts.variant {
+    opts.fast
+        .check_on(opts.algorithm, crate::options::DeviceKind::Cuda)?;
+    let variants = match opts.fast.variant {
         Some(variant) => vec![variant],
         // The GPU's fastest schedule where it fits, else the frugal one.
         None => vec![Variant::Batched, Variant::Frugal],

@@ -17,7 +17,7 @@ use crate::cuda::gemm::fast::{simt_micro_tile, FastConfig};
 use crate::cuda::gemm::to_i32;
 use crate::element::{DType, Element};
 use crate::error::Error;
-use crate::options::{CudaKernel, GemmOptions};
+use crate::options::{CudaKernel, GemmOptions, GpuOptions};
 
 /// Most products of one launch (`GROUP_PRODUCTS` in `kernels/fused.cu`).
 const GROUP_PRODUCTS: usize = 8;
@@ -86,7 +86,10 @@ impl FusedKernel {
     /// memory; refuses a device with too little.
     pub fn resolve<T: Element>(gpu: &Gpu, opts: &GemmOptions) -> Result<FusedKernel, Error> {
         let simt = GemmOptions {
-            cuda_kernel: Some(CudaKernel::Simt),
+            gpu: GpuOptions {
+                kernel: Some(CudaKernel::Simt),
+                ..opts.gpu
+            },
             ..*opts
         };
         // fused.cu has the block-barrier tiles of every TM; the mbarrier

@@ -37,7 +37,7 @@ pub(crate) struct GpuTimes {
 }
 
 /// C ← α·A·B + β·C with a GPU algorithm on host matrices: uploads A and B
-/// (and C if β ≠ 0) into `opts.gpu_memory`, runs, and copies C back.
+/// (and C if β ≠ 0) into `opts.gpu.memory`, runs, and copies C back.
 /// β = 0 never reads C. Shapes are checked by the caller (the boundary);
 /// `opts.algorithm` is resolved (not `auto`). With β = 0 and `timed`, the
 /// product runs once untimed and then [`CUDA_TIMED_LAUNCHES`] times, or
@@ -59,12 +59,12 @@ pub(crate) fn multiply<T: Element>(
     let n = b.cols();
     let beta_is_zero = beta == T::ZERO;
     let (fast_plan, classical) = prepare::<T>(gpu, (m, k, n), beta_is_zero, opts)?;
-    let precision = opts.gpu_precision.unwrap_or_default();
-    let memory = opts.gpu_memory.unwrap_or_default();
+    let precision = opts.gpu.precision.unwrap_or_default();
+    let memory = opts.gpu.memory.unwrap_or_default();
 
     // Staging into row-major host buffers (page-locked with `gpu_pinned`)
     // is a layout step outside the timings; the copies are timed.
-    let pinned = opts.gpu_pinned;
+    let pinned = opts.gpu.pinned;
     let staged_a = HostBuffer::stage(gpu, a, pinned)?;
     let staged_b = HostBuffer::stage(gpu, b, pinned)?;
     let mut staged_c = if beta_is_zero {
@@ -201,7 +201,8 @@ fn prepare<T: Element>(
     let scheme = Scheme::of(opts.algorithm);
     let fast_plan = match scheme {
         Some(scheme) => {
-            crate::cuda::strassen::check(opts)?;
+            opts.fast
+                .check_on(opts.algorithm, crate::options::DeviceKind::Cuda)?;
             let variant =
                 crate::cuda::strassen::variant::<T>(gpu, scheme, (m, k, n), beta_is_zero, opts)?;
             Some(crate::cuda::strassen::plan::<T>(
@@ -217,7 +218,7 @@ fn prepare<T: Element>(
         Some(_) => crate::cuda::strassen::base(opts, T::DTYPE),
         None => opts.algorithm,
     };
-    let precision = opts.gpu_precision.unwrap_or_default();
+    let precision = opts.gpu.precision.unwrap_or_default();
     if precision != GpuPrecision::Fp32 && opts.algorithm != Algorithm::Cublas {
         return Err(Error::InvalidOption(format!(
             "precision {precision} is a cuBLAS mode: it applies to cublas, not {}",
@@ -273,7 +274,7 @@ pub(crate) fn multiply_resident<T: Element>(
     opts: &GemmOptions,
 ) -> Result<f64, Error> {
     if matches!(
-        opts.gpu_precision.unwrap_or_default(),
+        opts.gpu.precision.unwrap_or_default(),
         GpuPrecision::Bf16 | GpuPrecision::F16
     ) {
         return Err(Error::InvalidOption(
@@ -281,7 +282,8 @@ pub(crate) fn multiply_resident<T: Element>(
         ));
     }
     if opts
-        .gpu_memory
+        .gpu
+        .memory
         .is_some_and(|memory| memory != GpuMemory::Device)
     {
         return Err(Error::InvalidOption(

@@ -21,7 +21,7 @@ use crate::cuda::tunables::{
 };
 use crate::element::{DType, Element};
 use crate::error::Error;
-use crate::options::{Algorithm, DeviceKind, GemmOptions, Variant};
+use crate::options::{Algorithm, GemmOptions, Variant};
 use crate::strassen::backend::{Backend, Block, Combination, Primitive, Store};
 use crate::strassen::engine::{self, Plan};
 use crate::strassen::{Crossover, Explained, Report, Scheme};
@@ -31,7 +31,7 @@ use crate::strassen::{Crossover, Explained, Report, Scheme};
 /// crossover for a GPU of that name, else the measured one for the type
 /// (see the tunables).
 pub(crate) fn crossover(gpu_name: &str, opts: &GemmOptions, dtype: DType) -> Crossover {
-    if let Some(threshold) = opts.threshold {
+    if let Some(threshold) = opts.fast.threshold {
         return Crossover {
             threshold,
             start: 0,
@@ -63,34 +63,10 @@ pub(crate) fn crossover(gpu_name: &str, opts: &GemmOptions, dtype: DType) -> Cro
 /// The classical product under the recursion: the option, else cuBLAS for
 /// floats and `cuda-fast` for integers.
 pub(crate) fn base(opts: &GemmOptions, dtype: DType) -> Algorithm {
-    match opts.base {
+    match opts.fast.base {
         Some(base) if base != Algorithm::Auto => base,
         _ => default_base(dtype),
     }
-}
-
-/// Refuses options that Strassen/Winograd cannot run with on a GPU.
-pub(crate) fn check(opts: &GemmOptions) -> Result<(), Error> {
-    if let Some(base) = opts.base {
-        if !base.runs_on(DeviceKind::Cuda) {
-            return Err(Error::InvalidOption(format!(
-                "the base of {} must run on the GPU too, not {base}",
-                opts.algorithm
-            )));
-        }
-        if opts.variant == Some(Variant::Fused) {
-            return Err(Error::InvalidOption(format!(
-                "the fused variant on the GPU runs its own kernel (kernels/fused.cu) for every product, so it takes no base ({base} given)"
-            )));
-        }
-    }
-    if matches!(opts.lazy_sums, Some(t) if t > 0) {
-        return Err(Error::InvalidOption(format!(
-            "lazy sums are formed inside packed's packing, on the CPU; {} on a GPU stores its sums",
-            opts.algorithm
-        )));
-    }
-    Ok(())
 }
 
 /// The recursion for `variant` on the GPU named `gpu_name`.
@@ -138,7 +114,7 @@ pub(crate) fn variant<T: Element>(
     beta_is_zero: bool,
     opts: &GemmOptions,
 ) -> Result<Variant, Error> {
-    if let Some(variant) = opts.variant {
+    if let Some(variant) = opts.fast.variant {
         return Ok(variant);
     }
     let temporaries = dry_run::<T>(
@@ -509,12 +485,16 @@ mod tests {
     const NO_GPU: &str = "a GPU no tuning file names";
 
     fn levels<T: Element>(n: usize, opts: &GemmOptions) -> usize {
-        let variant = opts.variant.unwrap_or_default();
+        let variant = opts.fast.variant.unwrap_or_default();
         dry_run::<T>(NO_GPU, Scheme::Winograd, variant, (n, n, n), true, opts).levels
     }
 
     #[test]
     fn gpu_options_are_checked_before_anything_runs() {
+        let check = |opts: &GemmOptions| {
+            opts.fast
+                .check_on(opts.algorithm, crate::options::DeviceKind::Cuda)
+        };
         let bad = |opts: GemmOptions| matches!(check(&opts), Err(Error::InvalidOption(_)));
         assert!(bad(
             GemmOptions::new(Algorithm::Strassen).base(Algorithm::Packed)

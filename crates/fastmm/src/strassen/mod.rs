@@ -114,7 +114,7 @@ impl Scheme {
 /// floats (each level multiplies the error; see the tunables) and no limit
 /// beyond [`STRASSEN_MAX_LEVELS`] for the exact integer types.
 pub(crate) fn max_depth(opts: &GemmOptions, dtype: DType) -> usize {
-    opts.depth.unwrap_or(match dtype {
+    opts.fast.depth.unwrap_or(match dtype {
         DType::F32 => STRASSEN_AUTO_MAX_LEVELS_F32,
         DType::F64 => STRASSEN_AUTO_MAX_LEVELS_F64,
         DType::I32 | DType::I64 => STRASSEN_MAX_LEVELS,

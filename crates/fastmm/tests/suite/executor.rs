@@ -183,7 +183,7 @@ fn the_report_names_the_plan_that_ran() {
     let plan = cpu.plan(Problem::of::<f64>((n, n, n)), &opts).unwrap();
     let fast = plan.fast.clone().expect("a recursion");
     assert!(fast.levels > 0);
-    assert_eq!(plan.options.variant, Some(fast.variant));
+    assert_eq!(plan.options.fast.variant, Some(fast.variant));
     let a = Matrix::<f64>::from_fn(n, n, |i, j| (i + j) as f64);
     let mut c = Matrix::filled(n, n, f64::NAN);
     let report = cpu

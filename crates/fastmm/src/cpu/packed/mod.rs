@@ -43,7 +43,7 @@ pub(crate) fn blocks_for<T: Element>(
     opts: &GemmOptions,
     (m, n): (usize, usize),
 ) -> Result<BlockSizes, Error> {
-    Ok(match opts.block_sizes.or(Config::get().blocks()?) {
+    Ok(match opts.cpu.block_sizes.or(Config::get().blocks()?) {
         Some(blocks) => blocks,
         None => kernel.default_blocks_for(m, n),
     })
@@ -53,7 +53,8 @@ pub(crate) fn blocks_for<T: Element>(
 /// threads: the options', else the tuning file's, else the built-in
 /// [`PACKED_PARALLEL_FROM`].
 pub(crate) fn parallel_edge<T: Element>(opts: &GemmOptions) -> usize {
-    opts.parallel_from
+    opts.cpu
+        .parallel_from
         .or_else(|| Config::get().tuned_cpu_type(T::DTYPE)?.parallel_from)
         .unwrap_or(if std::mem::size_of::<T>() <= 4 {
             PACKED_PARALLEL_FROM.0
@@ -117,8 +118,8 @@ impl Path {
         threads: usize,
     ) -> Result<Path, Error> {
         let mnk = m as u128 * n as u128 * k as u128;
-        let blocks_forced = opts.block_sizes.is_some() || Config::get().blocks()?.is_some();
-        let forced = blocks_forced || opts.cpu_kernel.is_some();
+        let blocks_forced = opts.cpu.block_sizes.is_some() || Config::get().blocks()?.is_some();
+        let forced = blocks_forced || opts.cpu.kernel.is_some();
         let tiny = mnk < PACKED_MIN_MNK;
         Ok(
             if kernel.direct.is_some()
@@ -147,7 +148,7 @@ pub(crate) fn multiply<T: Element>(
     opts: &GemmOptions,
 ) -> Result<(), Error> {
     opts.check_interrupt()?;
-    let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+    let kernel = select_kernel::<T>(opts.cpu.kernel)?;
     let shape = (a.rows(), a.cols(), b.cols());
     let rows_contiguous = b.col_stride() == 1 || b.cols() == 1;
     let threads = threads_for::<T>(opts, shape.0 as u128 * shape.1 as u128 * shape.2 as u128);
@@ -331,7 +332,7 @@ pub(crate) unsafe fn multiply_fused<T: Element>(
     opts: &GemmOptions,
 ) -> Result<(), Error> {
     opts.check_interrupt()?;
-    let kernel = select_kernel::<T>(opts.cpu_kernel)?;
+    let kernel = select_kernel::<T>(opts.cpu.kernel)?;
     let (m, k) = a[0].1.shape();
     let n = b[0].1.cols();
     debug_assert!(a.iter().all(|(_, x)| x.shape() == (m, k)));

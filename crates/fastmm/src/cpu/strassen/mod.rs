@@ -11,7 +11,7 @@ use crate::cpu::packed::select_kernel;
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::options::{Algorithm, CpuKernel, GemmOptions, Variant};
+use crate::options::{Algorithm, CpuKernel, DeviceKind, GemmOptions, Variant};
 use crate::strassen::engine::{self, Plan};
 use crate::strassen::{Crossover, Explained, Report, Scheme};
 use crate::threads::run_in_pool;
@@ -29,7 +29,7 @@ use backend::CpuBackend;
 /// types, from a size that depends on the kernel `packed` runs
 /// ([`start_4_byte`]).
 pub(crate) fn crossover(opts: &GemmOptions, dtype: DType) -> Crossover {
-    if let Some(threshold) = opts.threshold {
+    if let Some(threshold) = opts.fast.threshold {
         return Crossover {
             threshold,
             start: 0,
@@ -44,7 +44,7 @@ pub(crate) fn crossover(opts: &GemmOptions, dtype: DType) -> Crossover {
     Crossover {
         threshold: STRASSEN_AUTO_THRESHOLD,
         start: match dtype.size_bytes() {
-            4 => start_4_byte(opts.cpu_kernel),
+            4 => start_4_byte(opts.cpu.kernel),
             _ => STRASSEN_AUTO_START_8_BYTE,
         },
     }
@@ -67,38 +67,15 @@ fn start_4_byte(forced: Option<CpuKernel>) -> usize {
     }
 }
 
-/// The classical product under the recursion: `packed` unless the options
-/// name another CPU algorithm.
-pub(crate) fn base(opts: &GemmOptions) -> Algorithm {
-    opts.base.unwrap_or(Algorithm::Packed)
-}
-
 /// The most terms of an operand sum left for a leaf product to form while
 /// packing (0: every sum stored): the option, else
 /// [`STRASSEN_LAZY_SUM_TERMS`]; 0 where the base is not `packed`, the only
 /// classical product that forms sums while packing.
 fn lazy_sums(opts: &GemmOptions) -> usize {
-    match base(opts) {
-        Algorithm::Packed => opts.lazy_sums.unwrap_or(STRASSEN_LAZY_SUM_TERMS),
+    match opts.fast.cpu_base() {
+        Algorithm::Packed => opts.fast.lazy_sums.unwrap_or(STRASSEN_LAZY_SUM_TERMS),
         _ => 0,
     }
-}
-
-/// Refuses options that Strassen/Winograd cannot run with on the CPU.
-pub(crate) fn check(opts: &GemmOptions) -> Result<(), Error> {
-    let base = base(opts);
-    if !base.runs_on(crate::options::DeviceKind::Cpu) {
-        return Err(Error::InvalidOption(format!(
-            "the base of {} must run on the CPU too, not {base}",
-            opts.algorithm
-        )));
-    }
-    if base != Algorithm::Packed && opts.variant == Some(Variant::Fused) {
-        return Err(Error::InvalidOption(format!(
-            "the fused variant forms its sums inside packed's packing, so its base must be packed, not {base}"
-        )));
-    }
-    Ok(())
 }
 
 /// The recursion for `variant`.
@@ -141,7 +118,7 @@ pub(crate) fn variant<T: Element>(
     beta_is_zero: bool,
     opts: &GemmOptions,
 ) -> Variant {
-    if let Some(variant) = opts.variant {
+    if let Some(variant) = opts.fast.variant {
         return variant;
     }
     let temporaries =
@@ -175,7 +152,7 @@ pub(crate) fn explain<T: Element>(
             Variant::Fused => 0,
             _ => lazy_sums(opts),
         },
-        base: base(opts),
+        base: opts.fast.cpu_base(),
         report: dry_run::<T>(scheme, variant, shape, beta_is_zero, opts),
     }
 }
@@ -191,13 +168,13 @@ pub(crate) fn multiply<T: Element>(
     c: MatMut<'_, T>,
     opts: &GemmOptions,
 ) -> Result<(), Error> {
-    check(opts)?;
+    opts.fast.check_on(opts.algorithm, DeviceKind::Cpu)?;
     let scheme = Scheme::of(opts.algorithm).expect("a fast algorithm");
     let shape = (a.rows(), a.cols(), b.cols());
     let variant = variant::<T>(scheme, shape, beta == T::ZERO, opts);
     let plan = plan::<T>(scheme, variant, opts);
     let base = GemmOptions {
-        algorithm: base(opts),
+        algorithm: opts.fast.cpu_base(),
         ..*opts
     };
     if dry_run::<T>(scheme, variant, shape, beta == T::ZERO, opts).levels == 0 {
@@ -206,7 +183,7 @@ pub(crate) fn multiply<T: Element>(
         return crate::cpu::multiply(alpha, a, b, beta, c, &base);
     }
     let threads = crate::cpu::threads(opts);
-    let stores = opts.sum_stores.unwrap_or_default();
+    let stores = opts.fast.sum_stores.unwrap_or_default();
     let run = move || {
         let mut backend = CpuBackend::new(a, b, c, base, stores);
         engine::run(&mut backend, plan, alpha, beta, shape).map(|_| ())
@@ -272,6 +249,7 @@ mod tests {
 
     #[test]
     fn cpu_options_are_checked_before_anything_runs() {
+        let check = |opts: &GemmOptions| opts.fast.check_on(opts.algorithm, DeviceKind::Cpu);
         let bad = |opts: GemmOptions| matches!(check(&opts), Err(Error::InvalidOption(_)));
         assert!(bad(
             GemmOptions::new(Algorithm::Strassen).base(Algorithm::Cublas)

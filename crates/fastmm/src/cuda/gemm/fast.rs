@@ -108,7 +108,7 @@ pub(crate) struct FastConfig {
 impl FastConfig {
     /// The configurations `opts` lets `cuda-fast` choose among on `gpu`
     /// for `dtype`, smallest block tile first: the family of
-    /// `opts.cuda_kernel` (or `FASTMM_CUDA_KERNEL`), and as the SIMT
+    /// `opts.gpu.kernel` (or `FASTMM_CUDA_KERNEL`), and as the SIMT
     /// kernel's TM `opts.tile` alone when given (8 (8×16) or 16 (16×8) for
     /// 4-byte types, 4 or 8 for 8-byte ones), else [`simt_shape_tiles`].
     pub(crate) fn candidates(
@@ -116,7 +116,7 @@ impl FastConfig {
         dtype: DType,
         gpu: &Gpu,
     ) -> Result<Vec<FastConfig>, Error> {
-        let family = family(opts.cuda_kernel, dtype, gpu)?;
+        let family = family(opts.gpu.kernel, dtype, gpu)?;
         let simt = simt_micro_tiles(dtype);
         let allowed: &[usize] = match family {
             CudaKernel::Mma => &[],

@@ -155,7 +155,7 @@ impl ClassicalGemm {
                 what: format!("{} (cuBLAS has no integer GEMM)", T::DTYPE),
             }),
             Algorithm::Cublas => {
-                let precision = opts.gpu_precision.unwrap_or_default();
+                let precision = opts.gpu.precision.unwrap_or_default();
                 if precision != GpuPrecision::Fp32 && T::DTYPE != DType::F32 {
                     return Err(Error::InvalidOption(format!(
                         "precision {precision} takes f32 data, not {}",

@@ -34,7 +34,7 @@ use crate::cuda::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TIL
 use crate::element::Element;
 use crate::error::Error;
 use crate::gemm::Gemm;
-use crate::options::{Algorithm, GemmOptions, GpuMemory, GpuPrecision, Variant};
+use crate::options::{Algorithm, FastOptions, GemmOptions, Variant};
 use crate::strassen::engine::{self, Plan as Recursion};
 use crate::strassen::Scheme;
 
@@ -56,13 +56,14 @@ pub(crate) struct Report {
     pub staging_seconds: (f64, f64),
 }
 
-/// The GPU memory a product may use: `opts.gpu_max_memory`, at most the
+/// The GPU memory a product may use: `opts.gpu.max_memory`, at most the
 /// free memory less a reserve for cuBLAS and the kernels.
 pub(crate) fn budget(gpu: &Gpu, opts: &GemmOptions) -> Result<u64, Error> {
     let (free, _) = gpu.memory_info()?;
     let usable = (free as u64).saturating_sub(CUDA_OUT_OF_CORE_RESERVE_BYTES);
     Ok(opts
-        .gpu_max_memory
+        .gpu
+        .max_memory
         .map_or(usable, |asked| asked.min(usable)))
 }
 
@@ -73,7 +74,7 @@ pub(crate) fn needed<T: Element>(
     (m, k, n): (usize, usize, usize),
     opts: &GemmOptions,
 ) -> Result<bool, Error> {
-    if opts.gpu_out_of_core {
+    if opts.gpu.out_of_core {
         return Ok(true);
     }
     let (m, k, n) = (m as u128, k as u128, n as u128);
@@ -81,9 +82,9 @@ pub(crate) fn needed<T: Element>(
     Ok(bytes > u128::from(budget(gpu, opts)?))
 }
 
-/// Refuses what the out-of-core path does not run: memory kinds other
-/// than linear device memory, and the 16-bit cuBLAS modes (their operands
-/// are converted whole).
+/// Refuses what the out-of-core path does not run: an algorithm that is
+/// not the GPU's, and the GPU options a streamed product cannot take
+/// ([`crate::options::GpuOptions::check_streamed`]).
 fn check_options(opts: &GemmOptions) -> Result<(), Error> {
     if !opts.algorithm.runs_on(crate::options::DeviceKind::Cuda)
         || opts.algorithm == Algorithm::Auto
@@ -93,20 +94,7 @@ fn check_options(opts: &GemmOptions) -> Result<(), Error> {
             opts.algorithm
         )));
     }
-    if let Some(memory) = opts.gpu_memory.filter(|&m| m != GpuMemory::Device) {
-        return Err(Error::InvalidOption(format!(
-            "an out-of-core product streams through device memory, not {memory} memory"
-        )));
-    }
-    if let Some(p) = opts
-        .gpu_precision
-        .filter(|&p| !matches!(p, GpuPrecision::Fp32 | GpuPrecision::Tf32))
-    {
-        return Err(Error::InvalidOption(format!(
-            "precision {p} converts whole operands to 16 bits; an out-of-core product takes fp32 or tf32"
-        )));
-    }
-    Ok(())
+    opts.gpu.check_streamed()
 }
 
 /// The options each tile runs with: for Strassen/Winograd
@@ -118,10 +106,13 @@ fn tile_options<T: Element>(
     budget: u64,
     opts: &GemmOptions,
 ) -> GemmOptions {
-    match (Scheme::of(opts.algorithm), opts.variant) {
+    match (Scheme::of(opts.algorithm), opts.fast.variant) {
         (Some(scheme), None) => {
             let batched = GemmOptions {
-                variant: Some(Variant::Batched),
+                fast: FastOptions {
+                    variant: Some(Variant::Batched),
+                    ..opts.fast
+                },
                 ..*opts
             };
             let tile = (
@@ -130,12 +121,16 @@ fn tile_options<T: Element>(
                 n.min(CUDA_OUT_OF_CORE_TILE),
             );
             let bytes = workspace_bytes::<T>(gpu, scheme, tile, &batched);
+            let variant = if bytes <= budget / 4 {
+                Variant::Batched
+            } else {
+                Variant::Frugal
+            };
             GemmOptions {
-                variant: Some(if bytes <= budget / 4 {
-                    Variant::Batched
-                } else {
-                    Variant::Frugal
-                }),
+                fast: FastOptions {
+                    variant: Some(variant),
+                    ..opts.fast
+                },
                 ..*opts
             }
         }
@@ -151,7 +146,7 @@ fn workspace_bytes<T: Element>(
     dims: (usize, usize, usize),
     opts: &GemmOptions,
 ) -> u64 {
-    let variant = opts.variant.unwrap_or_default();
+    let variant = opts.fast.variant.unwrap_or_default();
     let elements = [true, false]
         .into_iter()
         .map(|beta_is_zero| {
@@ -260,11 +255,12 @@ impl<'g, T: Element> TileProduct<'g, T> {
     fn resolve(gpu: &'g Gpu, opts: &GemmOptions) -> Result<TileProduct<'g, T>, Error> {
         Ok(match Scheme::of(opts.algorithm) {
             Some(scheme) => {
-                crate::cuda::strassen::check(opts)?;
+                opts.fast
+                    .check_on(opts.algorithm, crate::options::DeviceKind::Cuda)?;
                 let base = crate::cuda::strassen::base(opts, T::DTYPE);
                 let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
                 let nowhere = Operand { ptr: 0, ld: 0 };
-                let variant = opts.variant.unwrap_or_default();
+                let variant = opts.fast.variant.unwrap_or_default();
                 TileProduct::Fast {
                     recursion: crate::cuda::strassen::plan::<T>(
                         &gpu.info().name,
