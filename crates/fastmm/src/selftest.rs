@@ -18,7 +18,7 @@ use crate::verify::verify_with_growth;
 
 /// (m, k, n): empty-adjacent, tiny, primes, rectangles, 32 ± 1 around the
 /// GPU tile and the CPU microkernel edges, and deep narrow products.
-pub const SHAPES: &[(usize, usize, usize)] = &[
+pub(crate) const SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 1),
     (1, 7, 1),
     (2, 3, 5),
@@ -69,11 +69,6 @@ impl Check {
     }
 }
 
-/// Runs the self-test of `ctx`'s device.
-pub fn run(ctx: &Context) -> Result<Vec<Check>, Error> {
-    run_selected(ctx, None)
-}
-
 /// Checks as they complete: kept, and each shown to a caller's callback
 /// (a self-test on a GPU takes minutes).
 struct Rows<'f> {
@@ -102,14 +97,10 @@ impl<'f> Rows<'f> {
 }
 
 /// Runs the self-test of `ctx`'s device for the algorithms in `only`
-/// (every algorithm of the device when `None`). The checks that belong to
-/// no one algorithm (round trips, schedules, out of core) run only in the
-/// whole self-test; the hard inputs of `emulated` run when it is selected.
-pub fn run_selected(ctx: &Context, only: Option<&[Algorithm]>) -> Result<Vec<Check>, Error> {
-    run_reporting(ctx, only, &mut |_| {})
-}
-
-/// [`run_selected`], calling `each` with every check as it completes.
+/// (every algorithm of the device when `None`), calling `each` with every
+/// check as it completes. The checks that belong to no one algorithm
+/// (round trips, schedules, out of core) run only in the whole self-test;
+/// the hard inputs of `emulated` run when it is selected.
 pub fn run_reporting(
     ctx: &Context,
     only: Option<&[Algorithm]>,
@@ -258,7 +249,7 @@ fn audit_rows<T: Element>(
 /// processors (m and k multiples of 12·2²; a peeled column or a shorter
 /// m makes leaves gather blocks of B spanning several chunks per
 /// processor).
-pub const TEAM_SHAPES: &[(usize, usize, usize)] = &[
+pub(crate) const TEAM_SHAPES: &[(usize, usize, usize)] = &[
     (0, 3, 4),
     (3, 0, 4),
     (4, 3, 0),
@@ -273,17 +264,10 @@ pub const TEAM_SHAPES: &[(usize, usize, usize)] = &[
 /// by the planner and checked as on one device (outputs poisoned, the
 /// error bound or exact equality, α and β), and the words each product
 /// moved equal to its plan's.
-pub fn run_team(team: &Team) -> Result<Vec<Check>, Error> {
-    run_team_selected(team, None)
-}
-
-/// [`run_team`] for the algorithms of `only` (all when `None`); the
-/// distributed operands' check runs with the whole self-test only.
-pub fn run_team_selected(team: &Team, only: Option<&[Algorithm]>) -> Result<Vec<Check>, Error> {
-    run_team_reporting(team, only, &mut |_| {})
-}
-
-/// [`run_team_selected`], calling `each` with every check as it completes.
+///
+/// `only` selects algorithms (all when `None`); the distributed operands'
+/// check runs with the whole self-test only. `each` sees every check as
+/// it completes.
 pub fn run_team_reporting(
     team: &Team,
     only: Option<&[Algorithm]>,

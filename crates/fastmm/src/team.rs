@@ -1208,7 +1208,8 @@ mod tests {
             Algorithm::Strassen,
             Algorithm::Winograd,
         ];
-        let mut rows = crate::selftest::run_team_selected(&team, Some(&local)).unwrap();
+        let mut rows =
+            crate::selftest::run_team_reporting(&team, Some(&local), &mut |_| {}).unwrap();
         rows.push(crate::selftest::check_team_words(
             &team,
             &crate::selftest::team_shapes(),
