@@ -353,8 +353,8 @@ fn run_typed<T: Element>(
             #[cfg(feature = "mpi")]
             Site::Ranks(cluster) => {
                 let label = format!("{}@mpi", target.algorithm);
-                // The cluster's errors name the ranks that failed.
-                let plan = product.plan(*cluster, &opts, &label)?;
+                // The cluster's errors name the ranks that failed, first.
+                let plan = cluster.plan(product.problem(), &opts)?;
                 let reports = product.repeat(&args.inputs(), *cluster, &plan, &label)?;
                 // Rank 0 holds C.
                 if cluster.rank() != 0 {
