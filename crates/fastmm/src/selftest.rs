@@ -260,7 +260,7 @@ pub(crate) const TEAM_SHAPES: &[(usize, usize, usize)] = &[
 ];
 
 /// The self-test of a [`Team`]: every algorithm of its devices' kind over
-/// [`SHAPES`] and [`TEAM_SHAPES`] in every type, each product distributed
+/// the shapes of one device and of a team in every type, each product distributed
 /// by the planner and checked as on one device (outputs poisoned, the
 /// error bound or exact equality, α and β), and the words each product
 /// moved equal to its plan's.
@@ -700,13 +700,13 @@ fn check_algorithm<T: Element>(
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
-    use crate::cuda::device::Gpu;
-    use crate::cuda::gemm::fast::{contiguous_rows_aligned, simt_micro_tiles, FastConfig};
-    use crate::cuda::gemm::schedule::FastSchedule;
-    use crate::cuda::hosted::Bands;
-    use crate::cuda::memory::round_trip;
-    use crate::cuda::out_of_core::plan::Slots;
-    use crate::cuda::out_of_core::{multiply_in_bands, multiply_planned, Plan, Resident};
+    use crate::cuda::kernels::gemm::fast::{contiguous_rows_aligned, simt_micro_tiles, FastConfig};
+    use crate::cuda::kernels::gemm::schedule::FastSchedule;
+    use crate::cuda::products::hosted::Bands;
+    use crate::cuda::products::out_of_core::plan::Slots;
+    use crate::cuda::products::out_of_core::{multiply_in_bands, multiply_planned, Plan, Resident};
+    use crate::cuda::runtime::device::Gpu;
+    use crate::cuda::runtime::memory::round_trip;
     use crate::options::{CudaKernel, GpuPrecision};
 
     /// The extra option sets of a classical GPU algorithm: pinned staging,
