@@ -53,11 +53,11 @@ use crate::tunables::AUTO_FAST_MIN_DIM;
 pub struct Context {
     device: Device,
     #[cfg(feature = "cuda")]
-    gpu: Option<Arc<crate::cuda::device::Gpu>>,
+    gpu: Option<Arc<crate::cuda::runtime::device::Gpu>>,
     /// Page-locked staging that out-of-core products keep between calls
     /// (pinning costs more than the copies it serves).
     #[cfg(feature = "cuda")]
-    staging: Option<Arc<crate::cuda::hosted::StagingPools>>,
+    staging: Option<Arc<crate::cuda::products::hosted::StagingPools>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -92,10 +92,10 @@ impl Context {
             Device::Cpu => Ok(Context::cpu()),
             #[cfg(feature = "cuda")]
             Device::Cuda(ordinal) => {
-                let gpu = Arc::new(crate::cuda::device::Gpu::open(ordinal)?);
+                let gpu = Arc::new(crate::cuda::runtime::device::Gpu::open(ordinal)?);
                 Ok(Context {
                     device,
-                    staging: Some(Arc::new(crate::cuda::hosted::StagingPools::new(
+                    staging: Some(Arc::new(crate::cuda::products::hosted::StagingPools::new(
                         std::slice::from_ref(&gpu),
                     ))),
                     gpu: Some(gpu),
@@ -156,7 +156,7 @@ impl Context {
 
     /// The opened GPU, shared (`None` on the CPU).
     #[cfg(feature = "cuda")]
-    pub(crate) fn gpu_arc(&self) -> Option<Arc<crate::cuda::device::Gpu>> {
+    pub(crate) fn gpu_arc(&self) -> Option<Arc<crate::cuda::runtime::device::Gpu>> {
         self.gpu.clone()
     }
 
@@ -168,8 +168,8 @@ impl Context {
         &self,
     ) -> Result<
         (
-            &Arc<crate::cuda::device::Gpu>,
-            &crate::cuda::hosted::StagingPools,
+            &Arc<crate::cuda::runtime::device::Gpu>,
+            &crate::cuda::products::hosted::StagingPools,
         ),
         Error,
     > {
@@ -184,7 +184,7 @@ impl Context {
 
     /// The opened GPU, or an error naming the device that is not one.
     #[cfg(feature = "cuda")]
-    pub(crate) fn gpu(&self) -> Result<&crate::cuda::device::Gpu, Error> {
+    pub(crate) fn gpu(&self) -> Result<&crate::cuda::runtime::device::Gpu, Error> {
         self.gpu
             .as_deref()
             .ok_or_else(|| Error::InvalidOption(format!("{} is not a CUDA device", self.device)))
@@ -609,8 +609,8 @@ pub struct GpuBuffer {
     // Held for its own drop, which frees the memory; declared first so
     // that it is dropped while `gpu` still holds the context (bound in
     // `Drop`).
-    _memory: crate::cuda::memory::RawDeviceMemory,
-    gpu: Arc<crate::cuda::device::Gpu>,
+    _memory: crate::cuda::runtime::memory::RawDeviceMemory,
+    gpu: Arc<crate::cuda::runtime::device::Gpu>,
     ordinal: usize,
     matrix: GpuMatrix,
     dtype: crate::element::DType,
@@ -674,7 +674,7 @@ impl Context {
             .checked_mul(cols)
             .and_then(|e| e.checked_mul(std::mem::size_of::<T>()))
             .ok_or(Error::SizeOverflow { rows, cols })?;
-        let memory = crate::cuda::memory::RawDeviceMemory::alloc(&gpu, bytes)?;
+        let memory = crate::cuda::runtime::memory::RawDeviceMemory::alloc(&gpu, bytes)?;
         let ordinal = match self.device {
             Device::Cuda(ordinal) => ordinal,
             Device::Cpu => unreachable!("only a CUDA context holds a GPU"),
@@ -761,11 +761,11 @@ impl Context {
                 what: "an empty inner dimension on GPU-resident operands".into(),
             });
         }
-        let operand = |m: GpuMatrix| crate::cuda::gemm::Operand {
+        let operand = |m: GpuMatrix| crate::cuda::kernels::gemm::Operand {
             ptr: m.ptr,
             ld: m.ld,
         };
-        let product = crate::cuda::gemm::DeviceGemm {
+        let product = crate::cuda::kernels::gemm::DeviceGemm {
             shape,
             alpha,
             a: operand(a),
@@ -773,7 +773,7 @@ impl Context {
             beta,
             c: operand(c),
         };
-        let ms = crate::cuda::product::multiply_resident(gpu, product, &opts)?;
+        let ms = crate::cuda::products::in_core::multiply_resident(gpu, product, &opts)?;
         Ok(Timing {
             compute_ms: ms,
             ..Timing::default()
@@ -786,14 +786,14 @@ impl Context {
 #[cfg(feature = "cuda")]
 fn on_gpu<T: Element>(
     (gpu, pools): (
-        &Arc<crate::cuda::device::Gpu>,
-        &crate::cuda::hosted::StagingPools,
+        &Arc<crate::cuda::runtime::device::Gpu>,
+        &crate::cuda::products::hosted::StagingPools,
     ),
     product: Gemm<'_, T>,
     opts: &GemmOptions,
     timed: bool,
 ) -> Result<Timing, Error> {
-    use crate::cuda::{out_of_core, product};
+    use crate::cuda::{products::in_core, products::out_of_core};
     if out_of_core::needed::<T>(gpu, product.shape(), opts)? {
         let report = out_of_core::multiply(gpu, pools, product, opts)?;
         return Ok(Timing {
@@ -809,7 +809,7 @@ fn on_gpu<T: Element>(
             emulation: None,
         });
     }
-    let times = product::multiply(gpu, product, opts, timed)?;
+    let times = in_core::multiply(gpu, product, opts, timed)?;
     Ok(Timing {
         compute_ms: times.kernel_ms,
         upload_ms: Some(times.upload_ms),

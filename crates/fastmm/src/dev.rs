@@ -187,7 +187,7 @@ pub fn ptx_dump(
     arch: &'static str,
     only: &str,
 ) -> Result<Vec<std::path::PathBuf>, crate::Error> {
-    use crate::cuda::compile::{compile, KernelSource};
+    use crate::cuda::runtime::compile::{compile, KernelSource};
     let mut written = Vec::new();
     std::fs::create_dir_all(dir)
         .map_err(|e| crate::Error::InvalidOption(format!("{}: {e}", dir.display())))?;
@@ -220,7 +220,7 @@ pub fn warm_kernel_cache(
     arch: &'static str,
     driver_version: i32,
 ) -> Result<usize, crate::Error> {
-    use crate::cuda::compile::{cached_ptx, KernelSource};
+    use crate::cuda::runtime::compile::{cached_ptx, KernelSource};
     let variants = KernelSource::variants(arch);
     for &key in &variants {
         cached_ptx(Some(dir), key, arch, driver_version)?;

@@ -300,7 +300,7 @@ pub fn report() -> Result<Report, Error> {
 
 fn cuda_libraries() -> Vec<(String, bool)> {
     #[cfg(feature = "cuda")]
-    return crate::cuda::device::libraries()
+    return crate::cuda::runtime::device::libraries()
         .into_iter()
         .map(|(name, found)| (name.to_string(), found))
         .collect();
@@ -312,8 +312,8 @@ fn cuda_libraries() -> Vec<(String, bool)> {
 fn gpus() -> (Vec<GpuReport>, Option<String>) {
     #[cfg(feature = "cuda")]
     {
-        use crate::cuda::gemm::fast::FastConfig;
-        let count = match crate::cuda::device::device_count() {
+        use crate::cuda::kernels::gemm::fast::FastConfig;
+        let count = match crate::cuda::runtime::device::device_count() {
             Ok(0) => return (Vec::new(), Some("the driver reports no GPU".into())),
             Ok(count) => count,
             Err(e) => return (Vec::new(), Some(e.to_string())),

@@ -423,10 +423,10 @@ pub(crate) use gpu::on_cuda;
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
-    use crate::cuda::device::Gpu;
-    use crate::cuda::gemm::fast::{contiguous_rows_aligned, FastConfig};
-    use crate::cuda::gemm::{checked_tile, default_base};
-    use crate::cuda::out_of_core;
+    use crate::cuda::kernels::gemm::fast::{contiguous_rows_aligned, FastConfig};
+    use crate::cuda::kernels::gemm::{checked_tile, default_base};
+    use crate::cuda::products::out_of_core;
+    use crate::cuda::runtime::device::Gpu;
     use crate::element::DType;
 
     /// The plan of an m×k×n product of T on `gpu` as the library runs it
@@ -487,14 +487,14 @@ mod gpu {
                     let variant = tile_opts.fast.variant.unwrap_or_default();
                     Explained {
                         variant,
-                        crossover: crate::cuda::strassen::crossover(
+                        crossover: crate::cuda::products::strassen::crossover(
                             &gpu.info().name,
                             &tile_opts,
                             T::DTYPE,
                         ),
                         lazy_sums: 0,
-                        base: crate::cuda::strassen::base(&tile_opts, T::DTYPE),
-                        report: crate::cuda::strassen::dry_run::<T>(
+                        base: crate::cuda::products::strassen::base(&tile_opts, T::DTYPE),
+                        report: crate::cuda::products::strassen::dry_run::<T>(
                             &gpu.info().name,
                             scheme,
                             variant,
@@ -504,7 +504,12 @@ mod gpu {
                         ),
                     }
                 } else {
-                    crate::cuda::strassen::explain::<T>(gpu, tile_shape, beta_is_zero, &tile_opts)?
+                    crate::cuda::products::strassen::explain::<T>(
+                        gpu,
+                        tile_shape,
+                        beta_is_zero,
+                        &tile_opts,
+                    )?
                 };
                 Some(fast_plan::<T>(&explained, &tile_opts))
             }

@@ -61,7 +61,7 @@ enum Backend {
     /// The CPU stands in for every processor.
     Simulated,
     #[cfg(feature = "cuda")]
-    Gpus(Arc<crate::cuda::distributed::Fabric>),
+    Gpus(Arc<crate::cuda::products::distributed::Fabric>),
 }
 
 impl std::fmt::Debug for Team {
@@ -129,8 +129,8 @@ enum Pieces<T> {
 #[cfg(feature = "cuda")]
 struct GpuPiece {
     // Dropped first, while `gpu` keeps the context alive (bound in Drop).
-    memory: crate::cuda::memory::RawDeviceMemory,
-    gpu: Arc<crate::cuda::device::Gpu>,
+    memory: crate::cuda::runtime::memory::RawDeviceMemory,
+    gpu: Arc<crate::cuda::runtime::device::Gpu>,
 }
 
 #[cfg(feature = "cuda")]
@@ -226,7 +226,7 @@ impl Team {
                 .iter()
                 .map(|c| c.gpu_arc().expect("a CUDA context holds a GPU"))
                 .collect();
-            let fabric = crate::cuda::distributed::Fabric::new(gpus)?;
+            let fabric = crate::cuda::products::distributed::Fabric::new(gpus)?;
             Ok(Team {
                 contexts,
                 backend: Backend::Gpus(Arc::new(fabric)),
@@ -250,7 +250,7 @@ impl Team {
     pub fn all_gpus() -> Result<Team, Error> {
         #[cfg(feature = "cuda")]
         {
-            let count = crate::cuda::device::device_count()?;
+            let count = crate::cuda::runtime::device::device_count()?;
             if count == 0 {
                 return Err(Error::CudaUnavailable("the driver reports no GPU".into()));
             }
@@ -711,7 +711,7 @@ impl Team {
             }
             #[cfg(feature = "cuda")]
             Backend::Gpus(fabric) => {
-                use crate::cuda::{caps, hosted, out_of_core};
+                use crate::cuda::{products::caps, products::hosted, products::out_of_core};
                 if let Some((variant, _, recursion)) =
                     caps::fitting::<T>(fabric, shape, beta_is_zero, &opts)?
                 {
@@ -900,7 +900,7 @@ impl Team {
             }
             #[cfg(feature = "cuda")]
             Backend::Gpus(fabric) => {
-                let done = crate::cuda::caps::multiply(fabric, product, opts)?
+                let done = crate::cuda::products::caps::multiply(fabric, product, opts)?
                     .ok_or_else(|| Error::Unsupported {
                         algorithm: opts.algorithm.name(),
                         what: "levels across these GPUs now (their free memory changed since the plan)".into(),
@@ -965,12 +965,12 @@ impl Team {
     #[cfg(feature = "cuda")]
     fn gemm_hosted<T: Element>(
         &self,
-        fabric: &crate::cuda::distributed::Fabric,
+        fabric: &crate::cuda::products::distributed::Fabric,
         bands: bool,
         product: Gemm<'_, T>,
         opts: &GemmOptions,
     ) -> Result<(Timing, Communication), Error> {
-        use crate::cuda::{hosted, out_of_core};
+        use crate::cuda::{products::hosted, products::out_of_core};
         let gpus = fabric.gpus();
         let (m, k, n) = product.shape();
         let mut budget = u64::MAX;
@@ -1129,13 +1129,13 @@ fn not_gpus(route: &Route) -> Error {
 
 #[cfg(feature = "cuda")]
 fn upload<T: Element>(
-    gpu: &Arc<crate::cuda::device::Gpu>,
+    gpu: &Arc<crate::cuda::runtime::device::Gpu>,
     view: MatRef<'_, T>,
 ) -> Result<Option<GpuPiece>, Error> {
     if view.rows() == 0 || view.cols() == 0 {
         return Ok(None);
     }
-    let memory = crate::cuda::transfer::upload_view(gpu, view)?;
+    let memory = crate::cuda::runtime::transfer::upload_view(gpu, view)?;
     Ok(Some(GpuPiece {
         memory,
         gpu: Arc::clone(gpu),
@@ -1145,7 +1145,7 @@ fn upload<T: Element>(
 #[cfg(feature = "cuda")]
 fn download<T: Element>(piece: &GpuPiece, len: usize) -> Result<Vec<T>, Error> {
     // SAFETY: the piece holds `len` elements of T on its GPU.
-    unsafe { crate::cuda::transfer::download_vec(&piece.gpu, &piece.memory, len) }
+    unsafe { crate::cuda::runtime::transfer::download_vec(&piece.gpu, &piece.memory, len) }
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
 use super::{received_by, Cluster, ClusterReport, Operand, Source};
 use crate::context::Context;
-use crate::cuda::distributed::Fabric;
-use crate::cuda::transfer;
+use crate::cuda::products::distributed::Fabric;
+use crate::cuda::runtime::transfer;
 use crate::distributed::planner;
 use crate::distributed::schedule::{self, Schedule};
 use crate::element::Element;
@@ -43,7 +43,7 @@ impl Cluster {
         ctx: &Context,
         fixed: Option<&planner::Decomposition>,
     ) -> Result<Option<(Schedule, Vec<T>, ClusterReport)>, Error> {
-        let crowded_here = u8::from(self.node_size > crate::cuda::device::device_count()?);
+        let crowded_here = u8::from(self.node_size > crate::cuda::runtime::device::device_count()?);
         let mut crowded = 0u8;
         self.world
             .all_reduce_into(&crowded_here, &mut crowded, SystemOperation::max());
@@ -131,7 +131,7 @@ impl Cluster {
     }
 
     /// This rank's GPU as a member of the job's groups, made once.
-    fn fabric(&self, gpu: &Arc<crate::cuda::device::Gpu>) -> Result<Arc<Fabric>, Error> {
+    fn fabric(&self, gpu: &Arc<crate::cuda::runtime::device::Gpu>) -> Result<Arc<Fabric>, Error> {
         let mut slot = self.fabric.lock().expect("fabric lock");
         if let Some(fabric) = slot.as_ref() {
             return Ok(Arc::clone(fabric));

@@ -82,7 +82,7 @@ pub struct Cluster {
     // The rank's GPU as a member of the job's NCCL groups, made at its
     // first product with pieces on the GPUs; its groups are kept.
     #[cfg(feature = "cuda")]
-    fabric: std::sync::Mutex<Option<std::sync::Arc<crate::cuda::distributed::Fabric>>>,
+    fabric: std::sync::Mutex<Option<std::sync::Arc<crate::cuda::products::distributed::Fabric>>>,
     // Finalises MPI when the cluster is dropped (after `world`); `None`
     // for a cluster over a subgroup of the job's ranks.
     _universe: Option<Universe>,
@@ -295,7 +295,7 @@ impl Cluster {
             return Ok(Some(ctx.clone()));
         }
         #[cfg(feature = "cuda")]
-        let count = crate::cuda::device::device_count()?;
+        let count = crate::cuda::runtime::device::device_count()?;
         #[cfg(not(feature = "cuda"))]
         let count = 0;
         if count == 0 {

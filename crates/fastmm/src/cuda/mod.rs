@@ -1,36 +1,23 @@
-//! The CUDA backend: device discovery and the opened GPU ([`device`]),
-//! run-time compilation of the CUDA C kernels in `kernels/` with NVRTC
-//! ([`compile`]), the memory kinds of the seeds ([`memory`]), the classical
-//! products ([`gemm`]), a product of host matrices in one piece
-//! ([`product`]) or streamed in tiles ([`out_of_core`]), and the GPU backend
-//! of Strassen/Winograd ([`strassen`], [`fused`]), and the `emulated`
-//! algorithm's INT8 pipeline ([`emulated`]). Its constants are in
-//! [`tunables`].
+//! The CUDA backend, in three layers, each naming only those below it
+//! (checked by `tests/suite/layers.rs`):
 //!
-//! Built with the `cuda` feature (on by default): cudarc loads libcuda,
-//! libnvrtc and libcublas at run time, so the binary builds and runs on
-//! machines without CUDA and reports what is missing when a GPU is asked for.
+//! - [`runtime`]: the opened GPU and device discovery, run-time
+//!   compilation of the CUDA C kernels with NVRTC, memory and copies, and
+//!   NCCL's communicators: the only code that calls cudarc's raw (`sys`)
+//!   driver, NCCL and cuBLAS functions.
+//! - [`kernels`]: the kernels and their launch: the operand and product
+//!   value they take, the classical products (SIMT, mma, cuBLAS), the INT8
+//!   pipelines of the emulated and byte-plane products, the fused Strassen
+//!   kernel.
+//! - [`products`]: what runs a product of host or resident matrices: in
+//!   one piece, out of core, Strassen/Winograd, and across several GPUs.
+//!
+//! Their constants are in [`tunables`]. Built with the `cuda` feature (on
+//! by default): cudarc loads libcuda, libnvrtc, libcublas and libnccl at
+//! run time, so the binary builds and runs on machines without CUDA and
+//! reports what is missing when a GPU is asked for.
 
-pub(crate) mod bytes;
-pub(crate) mod caps;
-pub(crate) mod compile;
-pub(crate) mod cublas;
-pub(crate) mod device;
-pub(crate) mod distributed;
-pub(crate) mod emulated;
-pub(crate) mod fused;
-pub(crate) mod gemm;
-pub(crate) mod host_copy;
-pub(crate) mod hosted;
-pub(crate) mod memory;
-pub(crate) mod operand;
-pub(crate) mod out_of_core;
-pub(crate) mod product;
-pub(crate) mod strassen;
-pub(crate) mod transfer;
+pub(crate) mod kernels;
+pub(crate) mod products;
+pub(crate) mod runtime;
 pub(crate) mod tunables;
-
-/// A failed CUDA driver, cuBLAS or NVRTC call, as the library's typed error.
-pub(crate) fn cuda_err(what: &str, e: impl std::fmt::Debug) -> crate::error::Error {
-    crate::error::Error::Cuda(format!("{what}: {e:?}"))
-}

@@ -296,7 +296,7 @@ pub(crate) const CUDA_EMULATION_MEMORY_FRACTION: f64 = 0.8;
 pub(crate) const CUDA_EMULATION_INT8_TILE: usize = 8192;
 
 /// Bytes per band of a whole matrix staged to or from the GPU through two
-/// page-locked buffers ([`crate::cuda::transfer`]): large enough that each
+/// page-locked buffers ([`crate::cuda::runtime::transfer`]): large enough that each
 /// copy runs at the link's speed, small enough that gathering one band
 /// while the other copies keeps both busy.
 pub(crate) const CUDA_TRANSFER_BAND_BYTES: usize = 64 << 20;

@@ -15,7 +15,7 @@
 //! * [`across`] lays the recursion's matrices out by rows over several
 //!   processors, so that its levels run across them (CAPS).
 //! * The backends live with their devices: `crate::cpu::strassen` (with
-//!   `packed` as its classical product) and `crate::cuda::strassen`. Each
+//!   `packed` as its classical product) and `crate::cuda::products::strassen`. Each
 //!   decides its own crossovers and default variant; the recursion is the
 //!   same.
 //!

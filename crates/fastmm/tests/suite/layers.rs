@@ -39,6 +39,11 @@ const LIBRARY: &[&[&str]] = &[
     &["cluster"],
 ];
 
+/// The CUDA backend's layers: the runtime (the only code that calls the
+/// driver's, NCCL's and cuBLAS's raw functions), the kernels and their
+/// launch, and the products over them.
+const CUDA: &[&[&str]] = &[&["tunables"], &["runtime"], &["kernels"], &["products"]];
+
 /// The CLI's modules, likewise.
 const CLI: &[&[&str]] = &[
     &["common", "interrupt"],
@@ -56,14 +61,6 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
-}
-
-/// The top-level module a file belongs to (`None` for the crate root).
-fn module_of(src: &Path, file: &Path) -> Option<String> {
-    let rel = file.strip_prefix(src).unwrap();
-    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
-    let name = first.trim_end_matches(".rs").to_string();
-    (!matches!(name.as_str(), "lib" | "main")).then_some(name)
 }
 
 /// A file's code without comments and without its test items: each
@@ -280,13 +277,22 @@ fn circles(src: &Path, depth: usize) -> Vec<String> {
     out
 }
 
-fn check(src: &Path, layers: &[&[&str]]) {
+/// Checks the modules directly inside `within` (a module path from the
+/// crate root; empty for the crate's top-level modules) against `layers`:
+/// each may name only the modules of earlier rows among its siblings.
+fn check(src: &Path, within: &[&str], layers: &[&[&str]]) {
     let layer = |module: &str| layers.iter().position(|row| row.contains(&module));
+    let depth = within.len();
     let mut files = Vec::new();
-    rust_files(src, &mut files);
+    rust_files(
+        &within.iter().fold(src.to_path_buf(), |dir, m| dir.join(m)),
+        &mut files,
+    );
     let mut problems = Vec::new();
     for file in &files {
-        let Some(module) = module_of(src, file) else {
+        let here = file_module(src, file);
+        // The crate root, or `within`'s own mod.rs.
+        let Some(module) = here.get(depth).cloned() else {
             continue;
         };
         let Some(own) = layer(&module) else {
@@ -294,16 +300,18 @@ fn check(src: &Path, layers: &[&[&str]]) {
             continue;
         };
         let text = std::fs::read_to_string(file).unwrap();
-        let top_level: BTreeSet<String> = named_modules(&code_of(&text), &file_module(src, file))
+        let siblings: BTreeSet<String> = named_modules(&code_of(&text), &here)
             .into_iter()
-            .filter_map(|path| path.into_iter().next())
+            .filter(|path| path.len() > depth && path[..depth].iter().eq(within.iter()))
+            .map(|path| path[depth].clone())
             .collect();
-        for other in top_level {
+        for other in siblings {
             if other == module {
                 continue;
             }
             match layer(&other) {
-                // Items of the crate root, e.g. the re-exports.
+                // Items of the parent module, e.g. the crate root's
+                // re-exports.
                 None => {}
                 Some(theirs) if theirs < own => {}
                 Some(_) => problems.push(format!(
@@ -318,13 +326,27 @@ fn check(src: &Path, layers: &[&[&str]]) {
 
 #[test]
 fn the_library_is_layered() {
-    check(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), LIBRARY);
+    check(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &[],
+        LIBRARY,
+    );
+}
+
+#[test]
+fn the_cuda_backend_is_layered() {
+    check(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &["cuda"],
+        CUDA,
+    );
 }
 
 #[test]
 fn the_cli_is_layered() {
     check(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("../fastmm-cli/src"),
+        &[],
         CLI,
     );
 }

@@ -15,10 +15,12 @@ use std::sync::Mutex;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
-use crate::cuda::compile::{KernelKey, KernelSource};
-use crate::cuda::device::Gpu;
-use crate::cuda::emulated::{alloc_written, int8_product_part, launch_err, ptr, Clock, MAX_GRID_Y};
-use crate::cuda::operand::{to_i32, DeviceGemm, Operand};
+use crate::cuda::kernels::int8::{
+    alloc_written, int8_product_part, launch_err, ptr, Clock, MAX_GRID_Y,
+};
+use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
+use crate::cuda::runtime::compile::{KernelKey, KernelSource};
+use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::CUDA_EMULATION_MEMORY_FRACTION;
 use crate::element::Element;
 use crate::emulation::bytes::{products_per_slice, slice_depth};

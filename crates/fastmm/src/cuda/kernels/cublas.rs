@@ -4,10 +4,10 @@
 use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
-use crate::cuda::compile::{KernelKey, KernelSource};
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::operand::{to_i32, DeviceGemm, Operand};
+use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
+use crate::cuda::runtime::compile::{KernelKey, KernelSource};
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::options::GpuPrecision;

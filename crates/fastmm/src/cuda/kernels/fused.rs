@@ -10,11 +10,11 @@
 
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use crate::cuda::compile::{KernelKey, KernelSource};
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::fast::{simt_micro_tile, FastConfig};
-use crate::cuda::gemm::to_i32;
+use crate::cuda::kernels::gemm::fast::{simt_micro_tile, FastConfig};
+use crate::cuda::kernels::gemm::to_i32;
+use crate::cuda::runtime::compile::{KernelKey, KernelSource};
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::options::{CudaKernel, GemmOptions, GpuOptions};

@@ -5,6 +5,7 @@
 
 use cudarc::driver::sys::CUdeviceptr;
 
+use crate::cuda::runtime::memory::DeviceMatrix;
 use crate::error::Error;
 
 /// A GPU matrix operand: device address of element (0, 0), row-major with
@@ -13,6 +14,16 @@ use crate::error::Error;
 pub(crate) struct Operand {
     pub ptr: CUdeviceptr,
     pub ld: usize,
+}
+
+impl<T> From<&DeviceMatrix<T>> for Operand {
+    /// The matrix's address and leading dimension.
+    fn from(m: &DeviceMatrix<T>) -> Operand {
+        Operand {
+            ptr: m.ptr,
+            ld: m.ld,
+        }
+    }
 }
 
 impl Operand {

@@ -20,11 +20,11 @@
 
 use std::time::Instant;
 
-use crate::cuda::device::Gpu;
-use crate::cuda::distributed::Fabric;
-use crate::cuda::gemm::{ClassicalGemm, Operand};
-use crate::cuda::memory::{copy_to_device, copy_to_host, RawDeviceMemory};
-use crate::cuda::strassen::CudaBackend;
+use crate::cuda::kernels::gemm::{ClassicalGemm, Operand};
+use crate::cuda::products::distributed::Fabric;
+use crate::cuda::products::strassen::CudaBackend;
+use crate::cuda::runtime::device::Gpu;
+use crate::cuda::runtime::memory::{copy_to_device, copy_to_host, RawDeviceMemory};
 use crate::cuda::tunables::{distributed_patience, CUDA_CAPS_START, CUDA_CAPS_THRESHOLD};
 use crate::element::Element;
 use crate::error::Error;
@@ -116,7 +116,7 @@ pub(crate) fn fitting<T: Element>(
         let need = bytes_per_gpu::<T>(&recursion, shape);
         let mut fits = true;
         for gpu in gpus {
-            fits &= need <= u128::from(crate::cuda::out_of_core::budget(gpu, opts)?);
+            fits &= need <= u128::from(crate::cuda::products::out_of_core::budget(gpu, opts)?);
         }
         if fits {
             return Ok(Some((variant, plan, recursion)));
@@ -258,7 +258,7 @@ fn run<T: Element>(
     let layout = recursion.layout;
     let gpus = fabric.gpus();
     let _exclusive = fabric.exclusive();
-    let base = crate::cuda::strassen::base(opts, T::DTYPE);
+    let base = crate::cuda::products::strassen::base(opts, T::DTYPE);
     let mut pieces = Vec::with_capacity(gpus.len());
     let mut upload_bytes = 0;
     for (q, gpu) in gpus.iter().enumerate() {

@@ -35,10 +35,10 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{DeviceGemm, Operand};
-use crate::cuda::memory::RawDeviceMemory;
+use crate::cuda::kernels::gemm::{DeviceGemm, Operand};
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
+use crate::cuda::runtime::memory::RawDeviceMemory;
 use crate::cuda::tunables::{distributed_patience, CUDA_DISTRIBUTED_POLL};
 use crate::distributed::schedule::{Op, Region, Schedule, Store};
 use crate::element::{DType, Element};
@@ -150,7 +150,7 @@ pub(crate) struct Fabric {
     // destroy waits for the group's other processes, so two processes
     // releasing two shared groups in opposite orders would wait forever).
     communicators: Mutex<BTreeMap<Vec<usize>, Communicator>>,
-    staging: crate::cuda::hosted::StagingPools,
+    staging: crate::cuda::products::hosted::StagingPools,
     // One distributed product at a time: two would interleave their
     // collectives on the same communicators in different orders.
     running: Mutex<()>,
@@ -213,7 +213,7 @@ impl Fabric {
             })
             .collect::<Result<_, _>>()?;
         Ok(Fabric {
-            staging: crate::cuda::hosted::StagingPools::new(&gpus),
+            staging: crate::cuda::products::hosted::StagingPools::new(&gpus),
             gpus,
             ranks,
             processors,
@@ -229,7 +229,7 @@ impl Fabric {
     }
 
     /// The page-locked staging that host-resident products keep.
-    pub fn staging(&self) -> &crate::cuda::hosted::StagingPools {
+    pub fn staging(&self) -> &crate::cuda::products::hosted::StagingPools {
         &self.staging
     }
 
@@ -569,7 +569,7 @@ impl Fabric {
         schedule: &Schedule,
         at: &dyn Fn(usize, &Region) -> u64,
         opts: &GemmOptions,
-    ) -> Result<Vec<crate::cuda::strassen::CudaBackend<'s, T>>, Error> {
+    ) -> Result<Vec<crate::cuda::products::strassen::CudaBackend<'s, T>>, Error> {
         let mut backends = Vec::new();
         for step in &schedule.steps {
             if !step.comm.is_empty() {
@@ -611,12 +611,10 @@ impl Fabric {
                     beta,
                     c: operand(c),
                 };
-                let fast =
-                    crate::cuda::product::issue_resident(gpu, product, opts).map_err(|e| {
-                        Error::Processor {
-                            processor: self.name(slot),
-                            reason: e.to_string(),
-                        }
+                let fast = crate::cuda::products::in_core::issue_resident(gpu, product, opts)
+                    .map_err(|e| Error::Processor {
+                        processor: self.name(slot),
+                        reason: e.to_string(),
                     })?;
                 backends.extend(fast);
             }

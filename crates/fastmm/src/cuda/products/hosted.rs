@@ -25,10 +25,10 @@ use std::time::Instant;
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaStream};
 
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{DeviceGemm, Operand};
-use crate::cuda::host_copy::{gather, scatter};
-use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
+use crate::cuda::kernels::gemm::{DeviceGemm, Operand};
+use crate::cuda::runtime::device::Gpu;
+use crate::cuda::runtime::host_copy::{gather, scatter};
+use crate::cuda::runtime::memory::{PinnedStaging, RawDeviceMemory};
 use crate::cuda::tunables::{
     distributed_patience, CUDA_DISTRIBUTED_POLL, CUDA_HOSTED_BANDS_PER_GPU, CUDA_HOSTED_BAND_ROWS,
     CUDA_HOSTED_B_CHUNK_BYTES, CUDA_HOSTED_EDGE_BAND_DIVISOR, CUDA_HOSTED_MIN_BAND_ROWS,
@@ -842,7 +842,7 @@ impl<T: Element> Worker<'_, T> {
                 let beta = if i == 0 { T::ZERO } else { T::ONE };
                 let started = record_timed(&gpu.stream, gpu)?;
                 issued.extend(
-                    crate::cuda::product::issue_resident(
+                    crate::cuda::products::in_core::issue_resident(
                         gpu,
                         DeviceGemm {
                             shape: (band_rows, depth, n),

@@ -7,12 +7,12 @@ use std::time::Instant;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::DevicePtr;
 
-use crate::cuda::cublas::to_half;
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{ClassicalGemm, DeviceGemm, Operand};
-use crate::cuda::memory::{DeviceMatrix, HostBuffer};
-use crate::cuda::strassen::CudaBackend;
+use crate::cuda::kernels::cublas::to_half;
+use crate::cuda::kernels::gemm::{ClassicalGemm, DeviceGemm, Operand};
+use crate::cuda::products::strassen::CudaBackend;
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
+use crate::cuda::runtime::memory::{DeviceMatrix, HostBuffer};
 use crate::cuda::tunables::{CUDA_TIMED_LAUNCHES, CUDA_TIMED_LONG_LAUNCH_MS};
 use crate::element::Element;
 use crate::error::Error;
@@ -76,7 +76,7 @@ pub(crate) fn multiply<T: Element>(
     let da = DeviceMatrix::upload(gpu, memory, (m, k), Some(&staged_a))?;
     let db = DeviceMatrix::upload(gpu, memory, (k, n), Some(&staged_b))?;
     let dc = DeviceMatrix::upload(gpu, memory, (m, n), (!beta_is_zero).then_some(&staged_c))?;
-    let (mut oa, mut ob, oc) = (da.operand(), db.operand(), dc.operand());
+    let (mut oa, mut ob, oc) = (Operand::from(&da), Operand::from(&db), Operand::from(&dc));
     // The 16-bit modes take 16-bit operands: converted on the device, as
     // part of the upload (the data the tensor cores read).
     let halves = match precision {
@@ -203,9 +203,14 @@ fn prepare<T: Element>(
         Some(scheme) => {
             opts.fast
                 .check_on(opts.algorithm, crate::options::DeviceKind::Cuda)?;
-            let variant =
-                crate::cuda::strassen::variant::<T>(gpu, scheme, (m, k, n), beta_is_zero, opts)?;
-            Some(crate::cuda::strassen::plan::<T>(
+            let variant = crate::cuda::products::strassen::variant::<T>(
+                gpu,
+                scheme,
+                (m, k, n),
+                beta_is_zero,
+                opts,
+            )?;
+            Some(crate::cuda::products::strassen::plan::<T>(
                 &gpu.info().name,
                 scheme,
                 variant,
@@ -215,7 +220,7 @@ fn prepare<T: Element>(
         None => None,
     };
     let base = match scheme {
-        Some(_) => crate::cuda::strassen::base(opts, T::DTYPE),
+        Some(_) => crate::cuda::products::strassen::base(opts, T::DTYPE),
         None => opts.algorithm,
     };
     let precision = opts.gpu.precision.unwrap_or_default();

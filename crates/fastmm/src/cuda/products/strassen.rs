@@ -9,12 +9,12 @@
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, PushKernelArg};
 
 use crate::config::Config;
-use crate::cuda::compile::{KernelKey, KernelSource};
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::fused::{FusedKernel, FusedProduct};
-use crate::cuda::gemm::launch::{combine_launch_config, launch_combine};
-use crate::cuda::gemm::{default_base, to_i32, ClassicalGemm, DeviceGemm, Operand};
+use crate::cuda::kernels::fused::{FusedKernel, FusedProduct};
+use crate::cuda::kernels::gemm::launch::{combine_launch_config, launch_combine};
+use crate::cuda::kernels::gemm::{default_base, to_i32, ClassicalGemm, DeviceGemm, Operand};
+use crate::cuda::runtime::compile::{KernelKey, KernelSource};
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_STRASSEN_AUTO_START, CUDA_STRASSEN_AUTO_THRESHOLD,
     CUDA_STRASSEN_AUTO_THRESHOLD_F64, CUDA_STRASSEN_AUTO_THRESHOLD_INT,

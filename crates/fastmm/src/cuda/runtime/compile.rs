@@ -176,39 +176,39 @@ impl KernelSource {
     /// The CUDA C text.
     pub fn text(self) -> &'static str {
         match self {
-            KernelSource::Naive => include_str!("kernels/naive.cu"),
-            KernelSource::Tiled => include_str!("kernels/tiled.cu"),
-            KernelSource::Combine => include_str!("kernels/combine.cu"),
-            KernelSource::CombineGroup => include_str!("kernels/combine_group.cu"),
-            KernelSource::Convert => include_str!("kernels/convert.cu"),
+            KernelSource::Naive => include_str!("../kernels/naive.cu"),
+            KernelSource::Tiled => include_str!("../kernels/tiled.cu"),
+            KernelSource::Combine => include_str!("../kernels/combine.cu"),
+            KernelSource::CombineGroup => include_str!("../kernels/combine_group.cu"),
+            KernelSource::Convert => include_str!("../kernels/convert.cu"),
             KernelSource::Fast => concat!(
-                include_str!("kernels/block_common.cuh"),
-                include_str!("kernels/simt_tile.cuh"),
-                include_str!("kernels/fast_tile.cuh"),
-                include_str!("kernels/fast.cu")
+                include_str!("../kernels/block_common.cuh"),
+                include_str!("../kernels/simt_tile.cuh"),
+                include_str!("../kernels/fast_tile.cuh"),
+                include_str!("../kernels/fast.cu")
             ),
             KernelSource::FastStream => concat!(
-                include_str!("kernels/block_common.cuh"),
-                include_str!("kernels/simt_tile.cuh"),
-                include_str!("kernels/fast_tile.cuh"),
-                include_str!("kernels/fast_stream.cu")
+                include_str!("../kernels/block_common.cuh"),
+                include_str!("../kernels/simt_tile.cuh"),
+                include_str!("../kernels/fast_tile.cuh"),
+                include_str!("../kernels/fast_stream.cu")
             ),
             KernelSource::FastRing | KernelSource::FastMbar => concat!(
-                include_str!("kernels/block_common.cuh"),
-                include_str!("kernels/simt_tile.cuh"),
-                include_str!("kernels/fast_ring.cu")
+                include_str!("../kernels/block_common.cuh"),
+                include_str!("../kernels/simt_tile.cuh"),
+                include_str!("../kernels/fast_ring.cu")
             ),
             KernelSource::FastMma => concat!(
-                include_str!("kernels/block_common.cuh"),
-                include_str!("kernels/fast_mma.cu")
+                include_str!("../kernels/block_common.cuh"),
+                include_str!("../kernels/fast_mma.cu")
             ),
             KernelSource::Fused => concat!(
-                include_str!("kernels/block_common.cuh"),
-                include_str!("kernels/simt_tile.cuh"),
-                include_str!("kernels/fused.cu")
+                include_str!("../kernels/block_common.cuh"),
+                include_str!("../kernels/simt_tile.cuh"),
+                include_str!("../kernels/fused.cu")
             ),
-            KernelSource::Emulated => include_str!("kernels/emulated.cu"),
-            KernelSource::Bytes => include_str!("kernels/bytes.cu"),
+            KernelSource::Emulated => include_str!("../kernels/emulated.cu"),
+            KernelSource::Bytes => include_str!("../kernels/bytes.cu"),
         }
     }
 

@@ -10,8 +10,8 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute_enum};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 
-use crate::cuda::compile::{self, KernelKey};
-use crate::cuda::cuda_err;
+use crate::cuda::runtime::compile::{self, KernelKey};
+use crate::cuda::runtime::cuda_err;
 use crate::cuda::tunables::CUDA_POOL_RELEASE_THRESHOLD;
 use crate::error::Error;
 use crate::system::GpuInfo;

@@ -6,8 +6,8 @@
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaSlice, DevicePtr, PinnedHostSlice, UnifiedSlice};
 
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
@@ -313,14 +313,6 @@ impl<T: Element> HostBuffer<T> {
 }
 
 impl<T: Element> DeviceMatrix<T> {
-    /// Its address and leading dimension.
-    pub fn operand(&self) -> crate::cuda::gemm::Operand {
-        crate::cuda::gemm::Operand {
-            ptr: self.ptr,
-            ld: self.ld,
-        }
-    }
-
     /// Copies a staged rows×cols matrix to the GPU (or, with `None`, only
     /// allocates room for it: an output whose old value is never read).
     pub fn upload(

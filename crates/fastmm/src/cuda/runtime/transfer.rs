@@ -10,10 +10,10 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaEvent;
 use rayon::prelude::*;
 
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::host_copy;
-use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
+use crate::cuda::runtime::host_copy;
+use crate::cuda::runtime::memory::{PinnedStaging, RawDeviceMemory};
 use crate::cuda::tunables::CUDA_TRANSFER_BAND_BYTES;
 use crate::element::Element;
 use crate::error::Error;

@@ -4,9 +4,9 @@
 //! takes.
 
 use crate::config::Config;
-use crate::cuda::compile::{ring_stages, KernelKey, KernelSource};
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::schedule::FastSchedule;
+use crate::cuda::kernels::gemm::schedule::FastSchedule;
+use crate::cuda::runtime::compile::{ring_stages, KernelKey, KernelSource};
+use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::{
     mbarriers_enabled, stream_k_waves, wave_tail_enabled, CUDA_MBAR_BK, CUDA_MBAR_STAGES,
     CUDA_MMA_STAGES, MBAR_MICRO_TILE, MMA_BLOCK_TILE,
@@ -445,7 +445,7 @@ mod tests {
 
     #[test]
     fn ring_stages_follow_the_architecture() {
-        use crate::cuda::compile::ring_stages;
+        use crate::cuda::runtime::compile::ring_stages;
         // (A `dev` build given FASTMM_DEV_CUDA_RING_STAGES gets that on
         // sm_90 instead.)
         assert_eq!(ring_stages("sm_75").unwrap(), 2);

@@ -6,11 +6,11 @@
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchArgs, LaunchConfig, PushKernelArg};
 
-use crate::cuda::compile::{KernelKey, KernelSource};
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::schedule::{FastSchedule, StreamK};
-use crate::cuda::gemm::{to_i32, DeviceGemm, Operand, TileKernel};
+use crate::cuda::kernels::gemm::schedule::{FastSchedule, StreamK};
+use crate::cuda::kernels::gemm::{to_i32, DeviceGemm, Operand, TileKernel};
+use crate::cuda::runtime::compile::{KernelKey, KernelSource};
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::{CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_FAST_BK};
 use crate::element::Element;
 use crate::error::Error;

@@ -10,10 +10,10 @@ pub(crate) mod schedule;
 
 use cudarc::driver::CudaFunction;
 
-use crate::cuda::compile::{KernelKey, KernelSource};
-pub(crate) use crate::cuda::cublas;
-use crate::cuda::device::Gpu;
-pub(crate) use crate::cuda::operand::{to_i32, DeviceGemm, Operand};
+pub(crate) use crate::cuda::kernels::cublas;
+pub(crate) use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
+use crate::cuda::runtime::compile::{KernelKey, KernelSource};
+use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::{
     CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_FAST_THREADS, CUDA_NAIVE_BLOCK,
 };
@@ -104,9 +104,9 @@ pub(crate) enum ClassicalGemm {
     /// cuBLAS, in a precision mode (f32 data only for the non-fp32 ones).
     Cublas(GpuPrecision),
     /// Ozaki scheme II on the INT8 tensor cores (f32 and f64).
-    Emulated(std::sync::Arc<crate::cuda::emulated::EmulatedGemm>),
+    Emulated(std::sync::Arc<crate::cuda::kernels::emulated::EmulatedGemm>),
     /// `emulated` on i32 and i64: INT8 products of byte planes.
-    Bytes(std::sync::Arc<crate::cuda::bytes::BytesGemm>),
+    Bytes(std::sync::Arc<crate::cuda::kernels::bytes::BytesGemm>),
 }
 
 /// A kernel of `kernels/`: each block computes a `block` = (rows, columns)
@@ -227,10 +227,10 @@ impl ClassicalGemm {
                 })
             }
             Algorithm::Emulated if T::DTYPE.is_integer() => Ok(ClassicalGemm::Bytes(
-                std::sync::Arc::new(crate::cuda::bytes::BytesGemm::resolve::<T>(gpu)?),
+                std::sync::Arc::new(crate::cuda::kernels::bytes::BytesGemm::resolve::<T>(gpu)?),
             )),
             Algorithm::Emulated => Ok(ClassicalGemm::Emulated(std::sync::Arc::new(
-                crate::cuda::emulated::EmulatedGemm::resolve::<T>(gpu, opts.accuracy)?,
+                crate::cuda::kernels::emulated::EmulatedGemm::resolve::<T>(gpu, opts.accuracy)?,
             ))),
             other => Err(Error::InvalidOption(format!(
                 "{other} is not a classical GPU algorithm (cublas, cuda-fast, cuda-tiled, cuda-naive or emulated)"

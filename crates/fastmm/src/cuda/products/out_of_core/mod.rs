@@ -26,10 +26,10 @@ use std::time::Instant;
 
 pub(crate) use plan::{Plan, Resident};
 
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{ClassicalGemm, DeviceGemm, Operand};
-use crate::cuda::hosted::{self, Bands, StagingPools};
-use crate::cuda::strassen::CudaBackend;
+use crate::cuda::kernels::gemm::{ClassicalGemm, DeviceGemm, Operand};
+use crate::cuda::products::hosted::{self, Bands, StagingPools};
+use crate::cuda::products::strassen::CudaBackend;
+use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::{CUDA_OUT_OF_CORE_RESERVE_BYTES, CUDA_OUT_OF_CORE_TILE};
 use crate::element::Element;
 use crate::error::Error;
@@ -150,7 +150,7 @@ fn workspace_bytes<T: Element>(
     let elements = [true, false]
         .into_iter()
         .map(|beta_is_zero| {
-            crate::cuda::strassen::dry_run::<T>(
+            crate::cuda::products::strassen::dry_run::<T>(
                 &gpu.info().name,
                 scheme,
                 variant,
@@ -257,12 +257,12 @@ impl<'g, T: Element> TileProduct<'g, T> {
             Some(scheme) => {
                 opts.fast
                     .check_on(opts.algorithm, crate::options::DeviceKind::Cuda)?;
-                let base = crate::cuda::strassen::base(opts, T::DTYPE);
+                let base = crate::cuda::products::strassen::base(opts, T::DTYPE);
                 let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
                 let nowhere = Operand { ptr: 0, ld: 0 };
                 let variant = opts.fast.variant.unwrap_or_default();
                 TileProduct::Fast {
-                    recursion: crate::cuda::strassen::plan::<T>(
+                    recursion: crate::cuda::products::strassen::plan::<T>(
                         &gpu.info().name,
                         scheme,
                         variant,

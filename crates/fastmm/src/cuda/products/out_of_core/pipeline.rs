@@ -23,11 +23,11 @@ use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use super::plan::{Block, Operand as Input, Schedule};
-use crate::cuda::cuda_err;
-use crate::cuda::device::Gpu;
-use crate::cuda::gemm::{DeviceGemm, Operand};
-use crate::cuda::host_copy::{gather, scatter};
-use crate::cuda::memory::{PinnedStaging, RawDeviceMemory};
+use crate::cuda::kernels::gemm::{DeviceGemm, Operand};
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
+use crate::cuda::runtime::host_copy::{gather, scatter};
+use crate::cuda::runtime::memory::{PinnedStaging, RawDeviceMemory};
 use crate::cuda::tunables::{CUDA_OUT_OF_CORE_CHUNKS, CUDA_OUT_OF_CORE_CHUNK_BYTES};
 use crate::element::Element;
 use crate::error::Error;
