@@ -1,10 +1,10 @@
 //! cuBLAS: sgemm and dgemm, and the tensor-core modes of f32 data, through
 //! the row-major swap C = A·B ⇔ Cᵀ = Bᵀ·Aᵀ.
 
-use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
+use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx};
 use crate::cuda::runtime::compile::{KernelKey, KernelSource};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
@@ -31,9 +31,7 @@ pub(crate) fn gemm<T: Element>(
     }: DeviceGemm<T>,
 ) -> Result<(), Error> {
     let (m, k, n) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
-    use cudarc::cublas::sys::{
-        cublasComputeType_t as Compute, cublasGemmAlgo_t, cudaDataType as Data,
-    };
+    use cudarc::cublas::sys::{cublasComputeType_t as Compute, cudaDataType as Data};
     let (operands, result, compute) = match (T::DTYPE, precision) {
         (DType::F64, _) => (
             Data::CUDA_R_64F,
@@ -80,37 +78,34 @@ pub(crate) fn gemm<T: Element>(
             (&singles[1] as *const f32).cast(),
         ),
     };
-    gpu.with_blas(|blas| {
-        // SAFETY: a and b address row-major m×k and k×n matrices of the
-        // operand type, c an m×n matrix of the result type, with these
-        // leading dimensions; α and β point to host scalars of the compute
-        // type that outlive the call. Row-major C = A·B is column-major
-        // Cᵀ = Bᵀ·Aᵀ: B first, n × m.
-        unsafe {
-            cudarc::cublas::result::gemm_ex(
-                *blas.handle(),
-                CUBLAS_OP_N,
-                CUBLAS_OP_N,
-                n,
-                m,
-                k,
-                alpha,
-                b.ptr as *const std::ffi::c_void,
-                operands,
-                ldb,
-                a.ptr as *const std::ffi::c_void,
-                operands,
-                lda,
-                beta,
-                c.ptr as *mut std::ffi::c_void,
-                result,
-                ldc,
-                compute,
-                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
-        }
-        .map_err(|e| cuda_err("cublasGemmEx failed", e))
-    })
+    let call = GemmEx {
+        transposed: (false, false),
+        dims: (n, m, k),
+        alpha,
+        a: BlasMatrix {
+            ptr: b.ptr,
+            dtype: operands,
+            ld: ldb,
+        },
+        b: BlasMatrix {
+            ptr: a.ptr,
+            dtype: operands,
+            ld: lda,
+        },
+        beta,
+        c: BlasMatrix {
+            ptr: c.ptr,
+            dtype: result,
+            ld: ldc,
+        },
+        compute,
+    };
+    // SAFETY: a and b address row-major m×k and k×n matrices of the
+    // operand type, c an m×n matrix of the result type, with these leading
+    // dimensions; α and β point to host scalars of the compute type that
+    // outlive the call. Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B
+    // first, n × m.
+    unsafe { gemm_ex(gpu, &call, "cublasGemmEx failed") }
 }
 
 /// A contiguous f32 matrix of `len` elements at `src`, converted on the GPU

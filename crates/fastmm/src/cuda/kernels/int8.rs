@@ -3,11 +3,12 @@
 //! their phases, and the INT8 products (INT32 sums) through cuBLAS in
 //! tiles.
 
-use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+use cudarc::cublas::sys::{cublasComputeType_t, cudaDataType};
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaSlice, DevicePtr};
 
 use crate::cuda::kernels::operand::to_i32;
+use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::CUDA_EMULATION_INT8_TILE;
@@ -131,9 +132,6 @@ fn int8_tile(
     bt: CUdeviceptr,
     c: CUdeviceptr,
 ) -> Result<(), Error> {
-    use cudarc::cublas::sys::{
-        cublasComputeType_t as Compute, cublasGemmAlgo_t, cudaDataType as Data,
-    };
     let (one, beta) = (1i32, i32::from(accumulate));
     let (ni, ri, ki, ldk, ldc) = (
         to_i32("n", n)?,
@@ -142,35 +140,29 @@ fn int8_tile(
         to_i32("ld", ld)?,
         to_i32("ldc", np)?,
     );
-    gpu.with_blas(|blas| {
-        // SAFETY: `bt` holds n rows of `depth` INT8 `ld` apart
-        // (column-major depth×n, ld ≥ depth), `a` rows rows likewise, `c`
-        // room for rows rows of ld np INT32 (column-major np×rows ⊇
-        // n×rows, read only where accumulating); α and β are host i32
-        // scalars of the compute type that outlive the call.
-        unsafe {
-            cudarc::cublas::result::gemm_ex(
-                *blas.handle(),
-                CUBLAS_OP_T,
-                CUBLAS_OP_N,
-                ni,
-                ri,
-                ki,
-                (&one as *const i32).cast(),
-                bt as *const std::ffi::c_void,
-                Data::CUDA_R_8I,
-                ldk,
-                a as *const std::ffi::c_void,
-                Data::CUDA_R_8I,
-                ldk,
-                (&beta as *const i32).cast(),
-                c as *mut std::ffi::c_void,
-                Data::CUDA_R_32I,
-                ldc,
-                Compute::CUBLAS_COMPUTE_32I,
-                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
-        }
-        .map_err(|e| cuda_err("cublasGemmEx (INT8) failed", e))
-    })
+    let int8 = |ptr| BlasMatrix {
+        ptr,
+        dtype: cudaDataType::CUDA_R_8I,
+        ld: ldk,
+    };
+    let call = GemmEx {
+        transposed: (true, false),
+        dims: (ni, ri, ki),
+        alpha: (&one as *const i32).cast(),
+        a: int8(bt),
+        b: int8(a),
+        beta: (&beta as *const i32).cast(),
+        c: BlasMatrix {
+            ptr: c,
+            dtype: cudaDataType::CUDA_R_32I,
+            ld: ldc,
+        },
+        compute: cublasComputeType_t::CUBLAS_COMPUTE_32I,
+    };
+    // SAFETY: `bt` holds n rows of `depth` INT8 `ld` apart (column-major
+    // depth×n, ld ≥ depth), `a` rows rows likewise, `c` room for rows rows
+    // of ld np INT32 (column-major np×rows ⊇ n×rows, read only where
+    // accumulating); α and β are host i32 scalars of the compute type that
+    // outlive the call.
+    unsafe { gemm_ex(gpu, &call, "cublasGemmEx (INT8) failed") }
 }

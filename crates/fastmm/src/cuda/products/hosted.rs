@@ -22,13 +22,14 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use cudarc::driver::sys::{self, CUevent_flags};
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use crate::cuda::kernels::gemm::{DeviceGemm, Operand};
 use crate::cuda::runtime::device::Gpu;
 use crate::cuda::runtime::host_copy::{gather, scatter};
 use crate::cuda::runtime::memory::{PinnedStaging, RawDeviceMemory};
+use crate::cuda::runtime::transfer::{download_async, upload_2d_async, upload_async};
 use crate::cuda::tunables::{
     distributed_patience, CUDA_DISTRIBUTED_POLL, CUDA_HOSTED_BANDS_PER_GPU, CUDA_HOSTED_BAND_ROWS,
     CUDA_HOSTED_B_CHUNK_BYTES, CUDA_HOSTED_EDGE_BAND_DIVISOR, CUDA_HOSTED_MIN_BAND_ROWS,
@@ -233,9 +234,7 @@ unsafe fn upload(
 ) -> Result<(), Error> {
     gpu.bind()?;
     // SAFETY: the caller's contract covers both ends.
-    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, bytes, stream.cu_stream()) }
-        .result()
-        .map_err(|e| fault(gpu, "an upload failed", e))
+    unsafe { upload_async(stream, src, dst, bytes) }.map_err(|e| fault(gpu, "an upload failed", e))
 }
 
 /// Queues a copy of `bytes` from the device to page-locked host memory.
@@ -251,8 +250,7 @@ unsafe fn download(
 ) -> Result<(), Error> {
     gpu.bind()?;
     // SAFETY: the caller's contract covers both ends.
-    unsafe { sys::cuMemcpyDtoHAsync_v2(dst, src, bytes, stream.cu_stream()) }
-        .result()
+    unsafe { download_async(stream, src, dst, bytes) }
         .map_err(|e| fault(gpu, "a download failed", e))
 }
 
@@ -268,29 +266,9 @@ unsafe fn upload_2d(
     (dst, dst_pitch): (u64, usize),
     (width, rows): (usize, usize),
 ) -> Result<(), Error> {
-    let copy = sys::CUDA_MEMCPY2D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        srcHost: src,
-        srcDevice: 0,
-        srcArray: std::ptr::null_mut(),
-        srcPitch: src_pitch,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        dstHost: std::ptr::null_mut(),
-        dstDevice: dst,
-        dstArray: std::ptr::null_mut(),
-        dstPitch: dst_pitch,
-        WidthInBytes: width,
-        Height: rows,
-    };
     gpu.bind()?;
-    // SAFETY: the caller's contract covers both ends; the descriptor is
-    // read during the call only.
-    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }
-        .result()
+    // SAFETY: the caller's contract covers both ends.
+    unsafe { upload_2d_async(stream, (src, src_pitch), (dst, dst_pitch), (width, rows)) }
         .map_err(|e| fault(gpu, "an upload failed", e))
 }
 

@@ -3,6 +3,7 @@
 //! NCCL ([`nccl`]). The rest of the backend reaches the driver, NCCL and
 //! cuBLAS's handles through these modules only.
 
+pub(crate) mod blas;
 pub(crate) mod compile;
 pub(crate) mod device;
 pub(crate) mod host_copy;

@@ -5,9 +5,9 @@
 //! staging, one thread, at a fraction of the link's speed; a piece of an
 //! MPI rank (gigabytes) is staged this way once per product.
 
-use cudarc::driver::sys;
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::CudaEvent;
+use cudarc::driver::sys::{self, CUdeviceptr};
+use cudarc::driver::{CudaEvent, CudaStream, DriverError};
 use rayon::prelude::*;
 
 use crate::cuda::runtime::cuda_err;
@@ -89,14 +89,13 @@ pub(crate) fn upload_view<T: Element>(
             // from row `start`, the device memory; the buffer is not
             // touched again until its event has passed.
             unsafe {
-                sys::cuMemcpyHtoDAsync_v2(
-                    dst,
+                upload_async(
+                    &gpu.stream,
                     pair.buffers[slot].ptr(),
+                    dst,
                     height * cols * elem,
-                    gpu.stream.cu_stream(),
                 )
             }
-            .result()
             .map_err(|e| cuda_err("a copy to the GPU failed", e))?;
             pair.mark(gpu, slot)?;
         }
@@ -144,14 +143,13 @@ pub(crate) unsafe fn download_vec<T: Element>(
             // `src` (the caller's contract) and fit the buffer, which no
             // copy uses (settled above).
             unsafe {
-                sys::cuMemcpyDtoHAsync_v2(
-                    pair.buffers[slot].ptr(),
+                download_async(
+                    &gpu.stream,
                     src.ptr + (start * elem) as u64,
+                    pair.buffers[slot].ptr(),
                     count * elem,
-                    gpu.stream.cu_stream(),
                 )
             }
-            .result()
             .map_err(|e| cuda_err("a copy from the GPU failed", e))?;
             pair.mark(gpu, slot)?;
             if index > 0 {
@@ -182,4 +180,71 @@ fn unpack<T: Element>(
         .zip(from.par_chunks(chunk))
         .for_each(|(to, from)| to.copy_from_slice(from));
     Ok(())
+}
+
+/// Queues a copy of `bytes` bytes from host memory at `src` to device
+/// memory at `dst` on `stream`, in the calling thread's bound context.
+///
+/// # Safety
+/// `src` is page-locked host memory of at least `bytes`, `dst` device
+/// memory of the stream's GPU of at least `bytes`, and neither is used
+/// otherwise until the copy completes.
+pub(crate) unsafe fn upload_async(
+    stream: &CudaStream,
+    src: *const std::ffi::c_void,
+    dst: CUdeviceptr,
+    bytes: usize,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract covers both ends.
+    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, bytes, stream.cu_stream()) }.result()
+}
+
+/// Queues a copy of `bytes` bytes from device memory at `src` to host
+/// memory at `dst` on `stream`, in the calling thread's bound context.
+///
+/// # Safety
+/// As [`upload_async`], the other way.
+pub(crate) unsafe fn download_async(
+    stream: &CudaStream,
+    src: CUdeviceptr,
+    dst: *mut std::ffi::c_void,
+    bytes: usize,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract covers both ends.
+    unsafe { sys::cuMemcpyDtoHAsync_v2(dst, src, bytes, stream.cu_stream()) }.result()
+}
+
+/// Queues a copy of `rows` rows of `width` bytes from page-locked host
+/// memory at `(src, src_pitch)` to device memory at `(dst, dst_pitch)` on
+/// `stream`, in the calling thread's bound context.
+///
+/// # Safety
+/// As [`upload_async`], for every row of both sides.
+pub(crate) unsafe fn upload_2d_async(
+    stream: &CudaStream,
+    (src, src_pitch): (*const std::ffi::c_void, usize),
+    (dst, dst_pitch): (CUdeviceptr, usize),
+    (width, rows): (usize, usize),
+) -> Result<(), DriverError> {
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        srcHost: src,
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_pitch,
+        WidthInBytes: width,
+        Height: rows,
+    };
+    // SAFETY: the caller's contract covers both ends; the descriptor is
+    // read during the call only.
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }.result()
 }

@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUevent_flags};
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use super::plan::{Block, Operand as Input, Schedule};
@@ -28,6 +28,7 @@ use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
 use crate::cuda::runtime::host_copy::{gather, scatter};
 use crate::cuda::runtime::memory::{PinnedStaging, RawDeviceMemory};
+use crate::cuda::runtime::transfer::{download_async, upload_async};
 use crate::cuda::tunables::{CUDA_OUT_OF_CORE_CHUNKS, CUDA_OUT_OF_CORE_CHUNK_BYTES};
 use crate::element::Element;
 use crate::error::Error;
@@ -209,16 +210,8 @@ fn feed<T: Element>(
                 // its depth and width, `Plan::device_bytes`), the staging
                 // buffer `bytes` bytes; the buffer is not touched again
                 // until the event recorded next completes.
-                unsafe {
-                    sys::cuMemcpyHtoDAsync_v2(
-                        slot.ptr + offset,
-                        buffer.ptr(),
-                        bytes,
-                        stream.cu_stream(),
-                    )
-                }
-                .result()
-                .map_err(|e| cuda_err("a copy to the GPU failed", e))?;
+                unsafe { upload_async(stream, buffer.ptr(), slot.ptr + offset, bytes) }
+                    .map_err(|e| cuda_err("a copy to the GPU failed", e))?;
                 in_flight[next] = Some(record_for_host(stream)?);
                 next = (next + 1) % staging.len();
             }
@@ -290,16 +283,8 @@ fn drain<T: Element>(
                 // buffer `bytes` bytes and no other copy: buffers are used
                 // in turn and the oldest was landed above when all were
                 // busy.
-                unsafe {
-                    sys::cuMemcpyDtoHAsync_v2(
-                        staging[next].ptr(),
-                        slot.ptr + offset,
-                        bytes,
-                        stream.cu_stream(),
-                    )
-                }
-                .result()
-                .map_err(|e| cuda_err("a copy from the GPU failed", e))?;
+                unsafe { download_async(stream, slot.ptr + offset, staging[next].ptr(), bytes) }
+                    .map_err(|e| cuda_err("a copy from the GPU failed", e))?;
                 let block = Block {
                     row: tile.block.row + piece.row,
                     col: tile.block.col + piece.col,

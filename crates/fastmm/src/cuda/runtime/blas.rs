@@ -1,0 +1,80 @@
+//! cuBLAS's GEMM, the one cuBLAS function the backend calls: one
+//! column-major `cublasGemmEx` on this GPU's handle, described as a value
+//! so that the float products (`kernels::cublas`) and the INT8 products
+//! (`kernels::int8`) name no raw cuBLAS call.
+
+use std::ffi::c_void;
+
+use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cudaDataType};
+use cudarc::driver::sys::CUdeviceptr;
+
+use crate::cuda::runtime::cuda_err;
+use crate::cuda::runtime::device::Gpu;
+use crate::error::Error;
+
+/// A column-major matrix operand of cuBLAS: device address, element type
+/// and leading dimension (in elements).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlasMatrix {
+    pub ptr: CUdeviceptr,
+    pub dtype: cudaDataType,
+    pub ld: i32,
+}
+
+/// C (m×n) ← α·op(A)·op(B) + β·C, column-major, op(A) m×k and op(B) k×n;
+/// α and β host scalars of `compute`'s scalar type.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GemmEx {
+    /// Whether A and B are read transposed.
+    pub transposed: (bool, bool),
+    /// (m, n, k).
+    pub dims: (i32, i32, i32),
+    pub alpha: *const c_void,
+    pub a: BlasMatrix,
+    pub b: BlasMatrix,
+    pub beta: *const c_void,
+    pub c: BlasMatrix,
+    pub compute: cublasComputeType_t,
+}
+
+/// Queues `call` on `gpu`'s stream with its cuBLAS handle (made on first
+/// use); a failure is reported as `what`.
+///
+/// # Safety
+/// Every matrix of `call` addresses device memory of `gpu` holding what
+/// its dimensions, type and leading dimension describe (C writable, and
+/// read only where β ≠ 0), untouched by other work until the stream has
+/// passed the product; `alpha` and `beta` point to host scalars of the
+/// compute type that outlive the call.
+pub(crate) unsafe fn gemm_ex(gpu: &Gpu, call: &GemmEx, what: &str) -> Result<(), Error> {
+    let op = |t: bool| if t { CUBLAS_OP_T } else { CUBLAS_OP_N };
+    let (m, n, k) = call.dims;
+    gpu.with_blas(|blas| {
+        // SAFETY: the caller's contract covers every pointer.
+        unsafe {
+            cudarc::cublas::result::gemm_ex(
+                *blas.handle(),
+                op(call.transposed.0),
+                op(call.transposed.1),
+                m,
+                n,
+                k,
+                call.alpha,
+                call.a.ptr as *const c_void,
+                call.a.dtype,
+                call.a.ld,
+                call.b.ptr as *const c_void,
+                call.b.dtype,
+                call.b.ld,
+                call.beta,
+                call.c.ptr as *mut c_void,
+                call.c.dtype,
+                call.c.ld,
+                call.compute,
+                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| cuda_err(what, e))
+    })
+}
