@@ -33,72 +33,19 @@ use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
-use cudarc::nccl::{result as nccl, sys as nccl_sys};
 
 use crate::cuda::kernels::gemm::{DeviceGemm, Operand};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
 use crate::cuda::runtime::memory::RawDeviceMemory;
+#[cfg(feature = "mpi")]
+pub(crate) use crate::cuda::runtime::nccl::GroupId;
+use crate::cuda::runtime::nccl::{self, Communicator};
 use crate::cuda::tunables::{distributed_patience, CUDA_DISTRIBUTED_POLL};
 use crate::distributed::schedule::{Op, Region, Schedule, Store};
-use crate::element::{DType, Element};
+use crate::element::Element;
 use crate::error::Error;
 use crate::options::GemmOptions;
-
-/// Whether NCCL's library loads, or what to do about it.
-pub(crate) fn nccl_available() -> Result<(), Error> {
-    // SAFETY: only tries to dlopen the library by its names.
-    if unsafe { nccl_sys::is_culib_present() } {
-        return Ok(());
-    }
-    Err(Error::CudaUnavailable(
-        "a product over several GPUs needs NCCL, and libnccl.so is not on the loader path \
-         (NCCL's packages, pip's nvidia-nccl-cu13 among them, may install only libnccl.so.2: \
-         link it as libnccl.so in a directory of LD_LIBRARY_PATH)"
-            .into(),
-    ))
-}
-
-/// One NCCL communicator per member of a group that this process holds,
-/// with the member's processor.
-struct Communicator {
-    handles: Vec<(usize, nccl_sys::ncclComm_t)>,
-}
-
-// SAFETY: NCCL communicators may be used from any thread, one call at a
-// time; the fabric serialises every use behind its mutex or its `&mut`.
-unsafe impl Send for Communicator {}
-
-impl Communicator {
-    /// Processor `rank`'s communicator (a member held here).
-    fn of(&self, rank: usize) -> nccl_sys::ncclComm_t {
-        self.handles
-            .iter()
-            .find(|&&(r, _)| r == rank)
-            .map(|&(_, h)| h)
-            .expect("a member held here")
-    }
-
-    /// Aborts every member (releases GPUs stuck in a collective).
-    fn abort(mut self) {
-        for (_, comm) in self.handles.drain(..) {
-            // SAFETY: a communicator made by comm_init_all or
-            // comm_init_rank, released once.
-            let _ = unsafe { nccl::comm_abort(comm) };
-        }
-    }
-}
-
-impl Drop for Communicator {
-    fn drop(&mut self) {
-        for (_, comm) in self.handles.drain(..) {
-            // SAFETY: a communicator made by comm_init_all or
-            // comm_init_rank, released once;
-            // a failure cannot be reported from drop.
-            let _ = unsafe { nccl::comm_destroy(comm) };
-        }
-    }
-}
 
 impl Drop for Fabric {
     fn drop(&mut self) {
@@ -132,10 +79,6 @@ impl Drop for Fabric {
     }
 }
 
-fn nccl_err(what: &str, e: nccl::NcclError) -> Error {
-    Error::Cuda(format!("NCCL: {what}: {:?}", e.0))
-}
-
 /// The GPUs of a process, the processors they stand for, their
 /// communication streams and their NCCL communicators, made on first use
 /// for each group and kept.
@@ -162,19 +105,6 @@ pub(crate) struct Report {
     /// Seconds from the first operation queued to the last GPU finished.
     pub seconds: f64,
 }
-
-fn nccl_type(dtype: DType) -> nccl_sys::ncclDataType_t {
-    match dtype {
-        DType::F32 => nccl_sys::ncclDataType_t::ncclFloat32,
-        DType::F64 => nccl_sys::ncclDataType_t::ncclFloat64,
-        DType::I32 => nccl_sys::ncclDataType_t::ncclInt32,
-        DType::I64 => nccl_sys::ncclDataType_t::ncclInt64,
-    }
-}
-
-/// An NCCL id: what a group's first member makes and the others join with.
-#[cfg(feature = "mpi")]
-pub(crate) type GroupId = [u8; 128];
 
 impl Fabric {
     /// A fabric over `gpus` (distinct devices, checked by the caller), GPU
@@ -286,9 +216,7 @@ impl Fabric {
     /// processes to carry to the others.
     #[cfg(feature = "mpi")]
     pub(crate) fn new_group_id() -> Result<GroupId, Error> {
-        nccl_available()?;
-        let id = nccl::get_uniqueid().map_err(|e| nccl_err("cannot make a group's id", e))?;
-        Ok(id.internal.map(|c| c as u8))
+        nccl::new_group_id()
     }
 
     /// Joins `group` (processors, one of them held here) with the `id`
@@ -313,29 +241,20 @@ impl Fabric {
                 mine.len()
             )));
         };
-        nccl_available()?;
+        nccl::available()?;
         let gpu = Arc::clone(&self.gpus[slot]);
-        let members = group.len() as i32;
+        let (rank, members) = (self.ranks[slot], group.len());
         let (tx, rx) = std::sync::mpsc::channel();
         // The join runs on a helper thread so that this one can stop
         // waiting; a helper stuck in NCCL is left behind (the caller
         // reports the failure and ends).
         std::thread::spawn(move || {
-            let joined = gpu.bind().and_then(|()| {
-                let mut handle = std::ptr::null_mut();
-                let id = nccl_sys::ncclUniqueId {
-                    internal: id.map(|b| b as std::ffi::c_char),
-                };
-                // SAFETY: an out-pointer to a local; the id came from
-                // ncclGetUniqueId on the group's first member, and every
-                // member passes its own index once.
-                unsafe { nccl::comm_init_rank(&mut handle, members, id, index as i32) }
-                    .map_err(|e| nccl_err("cannot join a group across processes", e))?;
-                Ok(handle as usize)
-            });
+            let joined = gpu
+                .bind()
+                .and_then(|()| Communicator::join(rank, (index, members), id));
             let _ = tx.send(joined);
         });
-        let handle = match rx.recv_timeout(limit) {
+        let communicator = match rx.recv_timeout(limit) {
             Ok(joined) => joined?,
             Err(_) => {
                 return Err(Error::Processor {
@@ -348,12 +267,7 @@ impl Fabric {
             }
         };
         let mut comms = self.communicators.lock().expect("communicator lock");
-        comms.insert(
-            group.to_vec(),
-            Communicator {
-                handles: vec![(self.ranks[slot], handle as nccl_sys::ncclComm_t)],
-            },
-        );
+        comms.insert(group.to_vec(), communicator);
         Ok(())
     }
 
@@ -377,18 +291,11 @@ impl Fabric {
                 "group {group:?} has members in other processes and was not joined"
             )));
         };
-        nccl_available()?;
         let ordinals: Vec<i32> = slots
             .iter()
             .map(|&s| self.gpus[s].info().ordinal as i32)
             .collect();
-        let mut handles = vec![std::ptr::null_mut(); group.len()];
-        // SAFETY: one out-slot per device of `ordinals`, which are
-        // distinct GPUs of this host.
-        unsafe { nccl::comm_init_all(handles.as_mut_ptr(), group.len() as i32, ordinals.as_ptr()) }
-            .map_err(|e| nccl_err(&format!("cannot connect GPUs {ordinals:?}"), e))?;
-        let handles = group.iter().copied().zip(handles).collect();
-        comms.insert(group.to_vec(), Communicator { handles });
+        comms.insert(group.to_vec(), Communicator::connect_all(group, &ordinals)?);
         Ok(())
     }
 
@@ -429,33 +336,29 @@ impl Fabric {
         let comms = self.communicators.lock().expect("communicator lock");
         let comm = &comms[&group];
         let elem = std::mem::size_of::<T>() as u64;
-        nccl::group_start().map_err(|e| nccl_err("cannot start a group", e))?;
-        let mut outcome = Ok(());
-        for (rank, &buffer) in buffers.iter().enumerate() {
-            let stream = self.comm_streams[rank].cu_stream() as nccl_sys::cudaStream_t;
-            let own = buffer + rank as u64 * count as u64 * elem;
-            // SAFETY: the caller's contract: ranks·count elements at
-            // `buffer`, own part at element rank·count (NCCL's in-place
-            // form).
-            let queued = unsafe {
-                nccl::all_gather(
-                    own as *const std::ffi::c_void,
-                    buffer as *mut std::ffi::c_void,
-                    count,
-                    nccl_type(T::DTYPE),
-                    comm.of(rank),
-                    stream,
-                )
-            };
-            if let Err(e) = queued {
-                outcome = Err(nccl_err(
-                    &format!("cannot queue an all-gather on {}", self.name(rank)),
-                    e,
-                ));
+        nccl::group(|| {
+            // Every member's part is queued even after a failure, so that
+            // the group stays whole.
+            let mut outcome = Ok(());
+            for (rank, &buffer) in buffers.iter().enumerate() {
+                let own = buffer + rank as u64 * count as u64 * elem;
+                // SAFETY: the caller's contract: ranks·count elements at
+                // `buffer`, own part at element rank·count (NCCL's
+                // in-place form).
+                let queued = unsafe {
+                    comm.all_gather(
+                        rank,
+                        (own, buffer),
+                        (count, T::DTYPE),
+                        &self.comm_streams[rank],
+                    )
+                };
+                if let Err(e) = queued {
+                    outcome = Err(self.on(rank, e));
+                }
             }
-        }
-        let ended = nccl::group_end().map_err(|e| nccl_err("a group of collectives failed", e));
-        outcome.and(ended.map(|_| ()))
+            outcome
+        })
     }
 
     /// Aborts and forgets every communicator (after a failure, a
@@ -659,8 +562,18 @@ impl Fabric {
         at: &dyn Fn(usize, &Region) -> u64,
     ) -> Result<(), Error> {
         let comms = self.communicators.lock().expect("communicator lock");
-        let dtype = nccl_type(T::DTYPE);
-        nccl::group_start().map_err(|e| nccl_err("cannot start a group", e))?;
+        nccl::group(|| self.queue_collectives::<T>(&comms, ops, at))
+    }
+
+    /// The members' parts of `ops` held here, queued (inside an NCCL
+    /// group); every part is queued even after a failure, so that the
+    /// group stays whole.
+    fn queue_collectives<T: Element>(
+        &self,
+        comms: &BTreeMap<Vec<usize>, Communicator>,
+        ops: &[Op],
+        at: &dyn Fn(usize, &Region) -> u64,
+    ) -> Result<(), Error> {
         let mut outcome = Ok(());
         for op in ops {
             let (group, root) = match op {
@@ -673,15 +586,14 @@ impl Fabric {
                 continue;
             }
             let comm = &comms[group];
-            let root_index = group
-                .iter()
-                .position(|&r| r == root)
-                .expect("root in group") as i32;
+            let root_index = group.iter().position(|&r| r == root).ok_or_else(|| {
+                Error::InvalidOption(format!("root {root} outside group {group:?}"))
+            })?;
             for &rank in group {
                 let Some(slot) = self.slot(rank) else {
                     continue;
                 };
-                let stream = self.comm_streams[slot].cu_stream() as nccl_sys::cudaStream_t;
+                let stream = &self.comm_streams[slot];
                 // SAFETY: the regions lie inside stores of this rank's GPU
                 // (the schedule's sizes, allocated by `run` or given under
                 // its contract), of `count` elements of T each.
@@ -689,47 +601,38 @@ impl Fabric {
                     match op {
                         Op::Broadcast { src, dst, .. } => {
                             let region = if rank == root { src } else { dst };
-                            let ptr = at(slot, region) as *mut std::ffi::c_void;
-                            nccl::broadcast(
-                                ptr,
-                                ptr,
-                                dst.elements(),
-                                dtype,
+                            comm.broadcast(
+                                rank,
+                                at(slot, region),
+                                (dst.elements(), T::DTYPE),
                                 root_index,
-                                comm.of(rank),
                                 stream,
                             )
                         }
-                        Op::Reduce { src, dst, .. } => {
-                            let recv = if rank == root {
-                                at(slot, dst) as *mut std::ffi::c_void
-                            } else {
-                                std::ptr::null_mut()
-                            };
-                            nccl::reduce(
-                                at(slot, src) as *const std::ffi::c_void,
-                                recv,
-                                src.elements(),
-                                dtype,
-                                nccl_sys::ncclRedOp_t::ncclSum,
-                                root_index,
-                                comm.of(rank),
-                                stream,
-                            )
-                        }
-                        Op::Gemm { .. } => unreachable!("skipped above"),
+                        Op::Reduce { src, dst, .. } => comm.reduce_sum(
+                            rank,
+                            (at(slot, src), (rank == root).then(|| at(slot, dst))),
+                            (src.elements(), T::DTYPE),
+                            root_index,
+                            stream,
+                        ),
+                        Op::Gemm { .. } => Ok(()),
                     }
                 };
                 if let Err(e) = queued {
-                    outcome = Err(nccl_err(
-                        &format!("cannot queue a collective on {}", self.name(slot)),
-                        e,
-                    ));
+                    outcome = Err(self.on(slot, e));
                 }
             }
         }
-        let ended = nccl::group_end().map_err(|e| nccl_err("a group of collectives failed", e));
-        outcome.and(ended.map(|_| ()))
+        outcome
+    }
+
+    /// `e`, said of the GPU of `slot`.
+    fn on(&self, slot: usize, e: Error) -> Error {
+        Error::Processor {
+            processor: self.name(slot),
+            reason: e.to_string(),
+        }
     }
 
     /// Waits for every GPU's two streams until `limit` after `start`,
@@ -781,20 +684,12 @@ impl Fabric {
     fn check_async_errors(&self) -> Result<(), Error> {
         let comms = self.communicators.lock().expect("communicator lock");
         for comm in comms.values() {
-            for &(rank, handle) in &comm.handles {
-                let mut state = nccl_sys::ncclResult_t::ncclSuccess;
-                // SAFETY: a live communicator and an out-pointer to a local.
-                let asked = unsafe { nccl_sys::ncclCommGetAsyncError(handle, &mut state) };
-                for result in [asked, state] {
-                    if !matches!(
-                        result,
-                        nccl_sys::ncclResult_t::ncclSuccess
-                            | nccl_sys::ncclResult_t::ncclInProgress
-                    ) {
-                        let slot = self.slot(rank).expect("a member held here");
-                        return Err(self.fault(slot, "NCCL reported", result));
-                    }
-                }
+            if let Some((rank, error)) = comm.async_error() {
+                let slot = self.slot(rank).unwrap_or(0);
+                return Err(Error::Processor {
+                    processor: self.name(slot),
+                    reason: format!("NCCL reported: {error}"),
+                });
             }
         }
         Ok(())

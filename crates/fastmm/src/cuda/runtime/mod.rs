@@ -8,6 +8,7 @@ pub(crate) mod compile;
 pub(crate) mod device;
 pub(crate) mod host_copy;
 pub(crate) mod memory;
+pub(crate) mod nccl;
 pub(crate) mod transfer;
 
 /// A failed CUDA driver, cuBLAS or NVRTC call, as the library's typed error.
