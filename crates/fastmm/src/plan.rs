@@ -87,6 +87,28 @@ pub struct Spread {
     /// The decomposition itself (its pieces and their owners).
     #[serde(skip)]
     pub decomposition: planner::Decomposition,
+    /// For [`Route::Across`], the recursion as planned, which the product
+    /// runs without working it out again.
+    #[serde(skip)]
+    pub(crate) across: Option<AcrossPlan>,
+}
+
+/// Strassen's or Winograd's levels across processors as the plan found
+/// them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AcrossPlan {
+    /// Depth-first steps: the recursion, and its walk (the row layout
+    /// every block aligns to, the temporaries, the largest gather).
+    DepthFirst {
+        plan: crate::strassen::engine::Plan,
+        recursion: crate::strassen::across::Recursion,
+    },
+    /// One breadth-first step over seven groups of ranks: the groups'
+    /// classical decomposition (`None` for groups of one rank).
+    #[cfg(feature = "mpi")]
+    BreadthFirst {
+        group: Option<planner::Decomposition>,
+    },
 }
 
 /// Strassen's or Winograd's recursion as a product will run it.

@@ -38,7 +38,7 @@ use crate::executor::{Communication, Executor, GpuShare, Report, Timing};
 use crate::gemm::{Gemm, Problem};
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Device, DeviceList, GemmOptions};
-use crate::plan::{Plan, Route, Spread};
+use crate::plan::{AcrossPlan, Plan, Route, Spread};
 
 /// Which operand of a product a distributed matrix is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -635,8 +635,8 @@ impl Team {
         // decided for them.
         let block = Self::block(&decomposition);
         let local = ctx.resolve_for::<T>(opts, block, true)?;
-        let (route, options) = match pieces || problem.is_empty() {
-            true => (Route::Pieces, local),
+        let (route, options, across) = match pieces || problem.is_empty() {
+            true => (Route::Pieces, local, None),
             false => self.route::<T>(problem, local)?,
         };
         let at_least_one = |(m, k, n): (usize, usize, usize)| (m.max(1), k.max(1), n.max(1));
@@ -673,6 +673,7 @@ impl Team {
             route,
             ranks: false,
             decomposition,
+            across,
         });
         Ok(plan)
     }
@@ -684,13 +685,13 @@ impl Team {
         &self,
         problem: Problem,
         opts: GemmOptions,
-    ) -> Result<(Route, GemmOptions), Error> {
+    ) -> Result<(Route, GemmOptions, Option<AcrossPlan>), Error> {
         let shape = problem.shape();
         let beta_is_zero = !problem.reads_c;
         match &self.backend {
             Backend::Simulated => {
                 if !opts.algorithm.is_fast() || self.size() < 2 {
-                    return Ok((Route::Pieces, opts));
+                    return Ok((Route::Pieces, opts, None));
                 }
                 match crate::cpu::distributed::caps::layout::<T>(
                     self.size(),
@@ -698,21 +699,22 @@ impl Team {
                     beta_is_zero,
                     &opts,
                 ) {
-                    Ok((_, recursion)) => Ok((
+                    Ok((plan, recursion)) => Ok((
                         Route::Across {
                             levels: recursion.levels,
                             breadth_first: false,
                         },
                         opts,
+                        Some(AcrossPlan::DepthFirst { plan, recursion }),
                     )),
-                    Err(Error::Unsupported { .. }) => Ok((Route::Pieces, opts)),
+                    Err(Error::Unsupported { .. }) => Ok((Route::Pieces, opts, None)),
                     Err(e) => Err(e),
                 }
             }
             #[cfg(feature = "cuda")]
             Backend::Gpus(fabric) => {
                 use crate::cuda::{products::caps, products::hosted, products::out_of_core};
-                if let Some((variant, _, recursion)) =
+                if let Some((variant, plan, recursion)) =
                     caps::fitting::<T>(fabric, shape, beta_is_zero, &opts)?
                 {
                     let pinned = GemmOptions {
@@ -727,7 +729,11 @@ impl Team {
                         levels,
                         breadth_first: false,
                     };
-                    return Ok((across, pinned));
+                    return Ok((
+                        across,
+                        pinned,
+                        Some(AcrossPlan::DepthFirst { plan, recursion }),
+                    ));
                 }
                 let mut budget = u64::MAX;
                 for gpu in fabric.gpus() {
@@ -741,6 +747,7 @@ impl Team {
                         Route::Rows
                     },
                     opts,
+                    None,
                 ))
             }
         }
@@ -800,13 +807,19 @@ impl Team {
         };
         let opts = plan.options;
         opts.check_interrupt()?;
-        let route = plan
+        let spread = plan
             .spread
             .as_ref()
-            .map_or(Route::Pieces, |s| s.route.clone());
+            .ok_or_else(|| Error::InvalidOption("a team's plan spreads the product".into()))?;
+        let route = spread.route.clone();
         let (timing, communication) = match route {
             Route::Pieces => self.run_pieces(plan, product)?,
-            Route::Across { .. } => self.run_across(product, &opts)?,
+            Route::Across { .. } => {
+                let across = spread.across.as_ref().ok_or_else(|| {
+                    Error::InvalidOption("a plan across the devices without its recursion".into())
+                })?;
+                self.run_across(product, &opts, across)?
+            }
             #[cfg(feature = "cuda")]
             Route::Bands | Route::Rows => match &self.backend {
                 Backend::Gpus(fabric) => {
@@ -886,7 +899,17 @@ impl Team {
         &self,
         product: Gemm<'_, T>,
         opts: &GemmOptions,
+        across: &AcrossPlan,
     ) -> Result<(Timing, Communication), Error> {
+        let (plan, recursion) = match across {
+            AcrossPlan::DepthFirst { plan, recursion } => (*plan, recursion),
+            #[cfg(feature = "mpi")]
+            AcrossPlan::BreadthFirst { .. } => {
+                return Err(Error::InvalidOption(
+                    "a team runs Strassen's levels across its devices depth-first".into(),
+                ))
+            }
+        };
         let start = Instant::now();
         let (words, levels, (up, down)) = match &self.backend {
             Backend::Simulated => {
@@ -894,17 +917,18 @@ impl Team {
                     algorithm: opts.fast.cpu_base(),
                     ..*opts
                 };
-                let (words, levels) =
-                    crate::cpu::distributed::caps::multiply(self.size(), product, opts, &base)?;
+                let (words, levels) = crate::cpu::distributed::caps::multiply(
+                    self.size(),
+                    (plan, recursion),
+                    product,
+                    &base,
+                )?;
                 (words, levels, (0, 0))
             }
             #[cfg(feature = "cuda")]
             Backend::Gpus(fabric) => {
-                let done = crate::cuda::products::caps::multiply(fabric, product, opts)?
-                    .ok_or_else(|| Error::Unsupported {
-                        algorithm: opts.algorithm.name(),
-                        what: "levels across these GPUs now (their free memory changed since the plan)".into(),
-                    })?;
+                let done =
+                    crate::cuda::products::caps::run(fabric, (plan, recursion), product, opts)?;
                 return Ok((
                     Timing {
                         compute_ms: done.seconds * 1e3,
@@ -1253,6 +1277,18 @@ mod tests {
                 let moved = report.communication.unwrap();
                 assert_eq!(moved.levels_across > 0, across, "{algorithm} on {p}");
                 assert!(moved.words_per_processor > 0);
+                // The plan carries the recursion the product ran: the
+                // levels it reports are the planned walk's.
+                let spread = report.plan.spread.as_ref().unwrap();
+                match &spread.across {
+                    Some(AcrossPlan::DepthFirst { recursion, .. }) => {
+                        assert!(across, "{algorithm} on {p}");
+                        assert_eq!(recursion.levels, moved.levels_across);
+                    }
+                    None => assert!(!across, "{algorithm} on {p}"),
+                    #[cfg(feature = "mpi")]
+                    Some(other) => panic!("a team planned {other:?}"),
+                }
             }
         }
     }

@@ -154,15 +154,12 @@ impl Cluster {
     pub(super) fn matmul_breadth_first<T: Element>(
         &self,
         scheme: Scheme,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
+        (a, b): (MatRef<'_, T>, MatRef<'_, T>),
         opts: &GemmOptions,
+        group_plan: Option<&Decomposition>,
     ) -> Result<Option<Product<T>>, Error> {
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
         let parts = self.size();
-        let Some(group_plan) = self.breadth_first_fit::<T>((m, k, n))? else {
-            return Ok(None);
-        };
         let q = parts / BREADTH_RANKS;
         let (h, d, w) = (m / 2, k / 2, n / 2);
         let me = self.rank();
@@ -170,7 +167,7 @@ impl Cluster {
         let rows_a = |r: usize| part(h, parts, r);
         let rows_b = |r: usize| part(d, parts, r);
         let (ra, rb) = (rows_a(me), rows_b(me));
-        let group_schedule = group_plan.as_ref().map(schedule::build);
+        let group_schedule = group_plan.map(schedule::build);
         let whole = |rows: usize, cols: usize| Piece {
             rows: 0..rows,
             cols: 0..cols,

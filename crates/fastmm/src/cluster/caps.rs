@@ -23,7 +23,7 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatRef, Matrix};
 use crate::options::GemmOptions;
-use crate::plan::Route;
+use crate::plan::{AcrossPlan, Route};
 use crate::strassen::{across, engine, Scheme};
 
 /// C on rank 0 (`None` elsewhere) and the report.
@@ -60,23 +60,27 @@ impl Cluster {
         &self,
         shape: (usize, usize, usize),
         opts: &GemmOptions,
-    ) -> Result<Option<Route>, Error> {
+    ) -> Result<Option<(Route, AcrossPlan)>, Error> {
         if Scheme::of(opts.algorithm).is_none() || !self.strassen_across || self.size() < 2 {
             return Ok(None);
         }
-        if self.size().is_multiple_of(super::breadth::BREADTH_RANKS)
-            && self.breadth_first_fit::<T>(shape)?.is_some()
-        {
-            return Ok(Some(Route::Across {
-                levels: 1,
-                breadth_first: true,
-            }));
+        if self.size().is_multiple_of(super::breadth::BREADTH_RANKS) {
+            if let Some(group) = self.breadth_first_fit::<T>(shape)? {
+                let route = Route::Across {
+                    levels: 1,
+                    breadth_first: true,
+                };
+                return Ok(Some((route, AcrossPlan::BreadthFirst { group })));
+            }
         }
         Ok(self
             .depth_first_fit::<T>(shape, opts)?
-            .map(|(_, recursion)| Route::Across {
-                levels: recursion.levels,
-                breadth_first: false,
+            .map(|(plan, recursion)| {
+                let route = Route::Across {
+                    levels: recursion.levels,
+                    breadth_first: false,
+                };
+                (route, AcrossPlan::DepthFirst { plan, recursion })
             }))
     }
 
@@ -118,37 +122,37 @@ impl Cluster {
     }
 
     /// C = A·B by Strassen or Winograd across the ranks, with A and B
-    /// given whole on every rank; `None`, touching nothing, where not
-    /// asked for ([`Cluster::with_strassen_across`]) or where the
-    /// recursion does not apply (a classical algorithm, no level, blocks
-    /// no row chunking aligns) or its rows and temporaries do not fit the
-    /// memory per rank. C comes back whole on rank 0.
+    /// given whole on every rank, by `planned` (an executed plan's), else
+    /// by the route [`Cluster::across_route`] finds now; `None`, touching
+    /// nothing, where none is planned and it finds none. C comes back
+    /// whole on rank 0.
     pub(super) fn matmul_across<T: Element>(
         &self,
-        a: MatRef<'_, T>,
-        b: MatRef<'_, T>,
+        (a, b): (MatRef<'_, T>, MatRef<'_, T>),
         opts: &GemmOptions,
+        planned: Option<&AcrossPlan>,
     ) -> Result<Option<Product<T>>, Error> {
         let Some(scheme) = Scheme::of(opts.algorithm) else {
             return Ok(None);
         };
-        if !self.strassen_across {
-            return Ok(None);
-        }
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
         let parts = self.size();
-        let Some(route) = self.across_route::<T>((m, k, n), opts)? else {
-            return Ok(None);
+        let found;
+        let across = match planned {
+            Some(across) => across,
+            None => match self.across_route::<T>((m, k, n), opts)? {
+                Some((_, across)) => {
+                    found = across;
+                    &found
+                }
+                None => return Ok(None),
+            },
         };
-        if let Route::Across {
-            breadth_first: true,
-            ..
-        } = route
-        {
-            return self.matmul_breadth_first(scheme, a, b, opts);
-        }
-        let Some((plan, recursion)) = self.depth_first_fit::<T>((m, k, n), opts)? else {
-            return Ok(None);
+        let (plan, recursion) = match across {
+            AcrossPlan::BreadthFirst { group } => {
+                return self.matmul_breadth_first(scheme, (a, b), opts, group.as_ref());
+            }
+            AcrossPlan::DepthFirst { plan, recursion } => (*plan, recursion),
         };
         let layout = recursion.layout;
         let me = self.rank();

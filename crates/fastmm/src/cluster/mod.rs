@@ -383,9 +383,9 @@ impl Cluster {
         let shape = problem.shape();
         let asked = (shape, problem.reads_c, T::DTYPE.name(), chosen(opts));
         self.check_same("products (shape, type or options)", &asked)?;
-        let across = match problem.is_empty() {
-            true => None,
-            false => self.across_route::<T>(shape, opts)?,
+        let (across, across_plan) = match problem.is_empty() {
+            true => (None, None),
+            false => self.across_route::<T>(shape, opts)?.unzip(),
         };
         let decomposition = match (self.decompose::<T>(shape), &across) {
             (Ok(decomposition), _) => decomposition,
@@ -435,6 +435,7 @@ impl Cluster {
             route: across.unwrap_or(Route::Pieces),
             ranks: true,
             decomposition,
+            across: across_plan,
         });
         Ok(plan)
     }
@@ -479,11 +480,13 @@ impl Cluster {
         let opts = &plan.options;
         let (whole, done) = match spread.route {
             Route::Across { .. } => {
-                self.matmul_across(a, b, opts)?
+                let across = spread.across.as_ref().ok_or_else(|| {
+                    Error::InvalidOption("a plan across the ranks without its recursion".into())
+                })?;
+                self.matmul_across((a, b), opts, Some(across))?
                     .ok_or_else(|| Error::Unsupported {
                         algorithm: opts.algorithm.name(),
-                        what: "levels across the ranks now (their memory changed since the plan)"
-                            .into(),
+                        what: "Strassen's levels across the ranks".into(),
                     })?
             }
             _ => {
@@ -548,7 +551,7 @@ impl Cluster {
             let c = (self.rank() == 0).then(|| Matrix::zeros(m, n));
             return Ok((c, report));
         }
-        if let Some(done) = self.matmul_across(a, b, opts)? {
+        if let Some(done) = self.matmul_across((a, b), opts, None)? {
             return Ok(done);
         }
         let source = whole_source(a, b);

@@ -459,14 +459,13 @@ pub(crate) mod caps {
         ))
     }
 
-    /// C ← α·A·B + β·C with `opts.algorithm` (Strassen or Winograd) across
-    /// `parts` simulated processors, the classical products below running
-    /// `base`; returns the words each received and the levels run. m, k,
-    /// n ≥ 1, and some row chunking must align every block the recursion
-    /// names ([`layout`]): otherwise [`Error::Unsupported`] before C is
-    /// touched.
+    /// C ← α·A·B + β·C by the recursion `layout` planned for this shape
+    /// (Strassen or Winograd) across `parts` simulated processors, the
+    /// classical products below running `base`; returns the words each
+    /// received and the levels run. m, k, n ≥ 1.
     pub(crate) fn multiply<T: Element>(
         parts: usize,
+        (plan, recursion): (engine::Plan, &across::Recursion),
         Gemm {
             alpha,
             a,
@@ -474,11 +473,9 @@ pub(crate) mod caps {
             beta,
             mut c,
         }: Gemm<'_, T>,
-        opts: &GemmOptions,
         base: &GemmOptions,
     ) -> Result<(Vec<u128>, usize), Error> {
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
-        let (plan, recursion) = layout::<T>(parts, (m, k, n), beta == T::ZERO, opts)?;
         let layout = recursion.layout;
         let rows = (0..parts)
             .map(|q| {
@@ -517,7 +514,7 @@ pub(crate) mod caps {
         use crate::options::Algorithm;
 
         /// Aligned shapes: exact integers, the classical product's words
-        /// times (7/4)^levels; unaligned ones refused with C untouched.
+        /// times (7/4)^levels; unaligned ones refused when planned.
         #[test]
         fn strassen_across_simulated_processors() {
             let base = GemmOptions::new(Algorithm::Naive);
@@ -534,20 +531,18 @@ pub(crate) mod caps {
                     let product = Gemm::new(a.as_ref(), b.as_ref(), c.as_mut())
                         .alpha(2)
                         .beta(-1);
-                    let (words, levels) = multiply(parts, product, &opts, &base).unwrap();
+                    let (plan, recursion) = layout::<i64>(parts, (m, k, n), false, &opts).unwrap();
+                    let (words, levels) =
+                        multiply(parts, (plan, &recursion), product, &base).unwrap();
                     assert_eq!(c, expected, "{algorithm} {m}×{k}×{n} on {parts}");
                     assert!(words.iter().all(|&w| w == words[0] && w > 0), "{words:?}");
                     assert!(levels >= 1);
                 }
-                let a = Matrix::<i64>::filled(30, 30, 1);
-                let mut c = Matrix::<i64>::filled(30, 30, 7);
-                let product = Gemm::new(a.as_ref(), a.as_ref(), c.as_mut());
-                let refused = multiply(4, product, &opts, &base);
+                let refused = layout::<i64>(4, (30, 30, 30), true, &opts);
                 assert!(
                     matches!(refused, Err(Error::Unsupported { .. })),
                     "{refused:?}"
                 );
-                assert_eq!(c, Matrix::filled(30, 30, 7));
             }
         }
     }

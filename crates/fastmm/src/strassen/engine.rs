@@ -53,6 +53,32 @@ pub(crate) struct Plan {
     pub lazy_sum_terms: usize,
 }
 
+/// Two plans are the same recursion when they name the same static
+/// schedules (by address: each is one of the constant tables) and the
+/// same numbers.
+impl PartialEq for Plan {
+    fn eq(&self, other: &Plan) -> bool {
+        std::ptr::eq(self.schedule, other.schedule)
+            && std::ptr::eq(self.beta_schedule, other.beta_schedule)
+            && match (self.fused, other.fused) {
+                (Some(a), Some(b)) => std::ptr::eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+            && (
+                self.threshold,
+                self.start,
+                self.max_depth,
+                self.lazy_sum_terms,
+            ) == (
+                other.threshold,
+                other.start,
+                other.max_depth,
+                other.lazy_sum_terms,
+            )
+    }
+}
+
 /// How many of the most recent groups of held-back primitives a new one
 /// may join ([`Engine::issue_pending`]).
 const GROUP_SEARCH: usize = 32;

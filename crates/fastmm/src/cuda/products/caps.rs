@@ -66,27 +66,13 @@ pub(crate) fn crossover(opts: &GemmOptions) -> Crossover {
     }
 }
 
-/// C ← α·A·B + β·C with `opts.algorithm` (Strassen or Winograd) across
-/// every GPU of `fabric`, A, B and C copied in and C copied back. `None`,
-/// touching nothing, when it does not apply: not a fast algorithm, one
-/// GPU, no level, blocks that no row chunking aligns (m and k must be
-/// multiples of G·2^levels, with no odd size peeled), or pieces and
-/// temporaries that do not fit every GPU's budget in any memory schedule.
-pub(crate) fn multiply<T: Element>(
-    fabric: &Fabric,
-    product: Gemm<'_, T>,
-    opts: &GemmOptions,
-) -> Result<Option<Outcome>, Error> {
-    match fitting::<T>(fabric, product.shape(), !product.reads_c(), opts)? {
-        Some((_, plan, recursion)) => run(fabric, (plan, &recursion), product, opts).map(Some),
-        None => Ok(None),
-    }
-}
-
 /// The recursion across every GPU of `fabric` that an m×k×n product with
 /// `opts` would run, in the first memory schedule that fits every GPU's
-/// budget, with that schedule; `None` where it does not apply (see
-/// [`multiply`]).
+/// budget, with that schedule; `None` where it does not apply: not a fast
+/// algorithm, one GPU, no level, blocks that no row chunking aligns (m and
+/// k must be multiples of G·2^levels, with no odd size peeled), or pieces
+/// and temporaries that do not fit every GPU's budget in any memory
+/// schedule.
 pub(crate) fn fitting<T: Element>(
     fabric: &Fabric,
     shape: (usize, usize, usize),
@@ -242,7 +228,10 @@ fn download<T: Element>(
     Ok(bytes)
 }
 
-fn run<T: Element>(
+/// C ← α·A·B + β·C by the recursion across every GPU of `fabric` that
+/// [`fitting`] planned for this shape (Strassen or Winograd): A, B and C
+/// copied in, the levels run across the GPUs, C copied back.
+pub(crate) fn run<T: Element>(
     fabric: &Fabric,
     (plan, recursion): (engine::Plan, &Recursion),
     Gemm {
