@@ -241,7 +241,6 @@ impl Fabric {
                 mine.len()
             )));
         };
-        nccl::available()?;
         let gpu = Arc::clone(&self.gpus[slot]);
         let (rank, members) = (self.ranks[slot], group.len());
         let (tx, rx) = std::sync::mpsc::channel();
