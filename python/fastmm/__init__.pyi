@@ -13,10 +13,11 @@ _Path = Union[str, "os.PathLike[str]"]
 _DType = Union[str, type, np.dtype[Any], None]
 
 class GpuArray:
-    """A matrix fastmm computed in GPU memory; pass it to torch.from_dlpack or cupy.from_dlpack."""
+    """A product fastmm computed in GPU memory (a matrix, or a batch of
+    them); pass it to torch.from_dlpack or cupy.from_dlpack."""
 
     @property
-    def shape(self) -> Tuple[int, int]: ...
+    def shape(self) -> Tuple[int, ...]: ...
     @property
     def dtype(self) -> str: ...
     @property
@@ -38,7 +39,7 @@ def matmul(
     algo: str = "auto",
     device: Optional[str] = None,
     threads: Optional[int] = None,
-    out: Optional[npt.NDArray[Any]] = None,
+    out: Optional[Any] = None,
     accuracy: str = "native",
 ) -> Any:
     """The matrix product a @ b, with numpy's matmul shapes and types."""

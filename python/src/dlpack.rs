@@ -11,13 +11,14 @@
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
-use fastmm::{Context, DType, Element, GemmOptions, GpuBuffer, GpuMatrix};
+use fastmm::{Context, DType, Element, GemmOptions, GpuBuffer, GpuMatrix, GpuProduct};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::IntoPyDict;
 
 use crate::errors::{to_py, type_error, value_error};
-use crate::operand::numpy_name;
+use crate::operand::{numpy_name, Layout};
+use crate::product::{jobs, Shapes, View};
 use crate::release::{released, Wait};
 
 /// DLPack's device type of CUDA memory (kDLCUDA).
@@ -99,96 +100,135 @@ fn dl_dtype(dtype: DType) -> DlDataType {
     }
 }
 
-/// A GPU operand: its row-major view, type and the capsule that keeps
-/// its producer's tensor description alive while it is used.
-struct GpuOperand<'py> {
-    matrix: GpuMatrix,
+/// A tensor in GPU memory as DLPack describes it: address, dimensions,
+/// strides in bytes and type, with the capsule that keeps its producer's
+/// description alive while it is used.
+struct GpuTensor<'py> {
+    data: u64,
+    dims: Vec<usize>,
+    strides: Vec<isize>,
     dtype: DType,
     _capsule: Bound<'py, PyAny>,
 }
 
-/// `obj` as a row-major matrix in the memory of GPU `ordinal`. A tensor
-/// in another layout is made contiguous on its own device first (its
-/// `contiguous()` method, as torch has, or `cupy.ascontiguousarray`).
-fn gpu_operand<'py>(
+impl GpuTensor<'_> {
+    /// Its memory as the batch walk reads it (addresses, never read here).
+    fn layout(&self) -> Layout<'_> {
+        Layout {
+            ptr: self.data as usize as *mut u8,
+            shape: &self.dims,
+            strides: &self.strides,
+            item: self.dtype.size_bytes(),
+        }
+    }
+
+    /// Every byte address it reaches, as a range (empty when it is).
+    fn span(&self) -> (u64, u64) {
+        let (start, end) = self.layout().span();
+        (start as u64, end as u64)
+    }
+}
+
+/// `obj`'s DLPack description, asked for on `stream` (so that its
+/// producer orders its pending work before that stream's), in the memory
+/// of GPU `ordinal`.
+fn gpu_tensor<'py>(
     obj: &Bound<'py, PyAny>,
     which: &str,
     ordinal: usize,
     stream: usize,
-) -> PyResult<GpuOperand<'py>> {
-    for attempt in 0..2 {
-        let capsule = obj_or_contiguous(obj, attempt)?.call_method(
-            "__dlpack__",
-            (),
-            Some(&[("stream", stream)].into_py_dict(obj.py())?),
-        )?;
-        // SAFETY: a capsule named "dltensor" holds a DLManagedTensor (the
-        // DLPack protocol), alive as long as the capsule is not consumed;
-        // we only read it while holding the capsule.
-        let (tensor, dims, strides) = unsafe {
-            let pointer = pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), CAPSULE.as_ptr());
-            if pointer.is_null() {
-                return Err(PyErr::fetch(obj.py()));
-            }
-            let managed = &*(pointer as *const DlManagedTensor);
-            let t = &managed.dl_tensor;
-            let ndim = t.ndim.max(0) as usize;
-            let dims = std::slice::from_raw_parts(t.shape, ndim).to_vec();
-            let strides = match t.strides.is_null() {
-                true => None,
-                false => Some(std::slice::from_raw_parts(t.strides, ndim).to_vec()),
-            };
-            (
-                (t.data as u64 + t.byte_offset, t.device, t.dtype),
-                dims,
-                strides,
-            )
+) -> PyResult<GpuTensor<'py>> {
+    let capsule = obj.call_method(
+        "__dlpack__",
+        (),
+        Some(&[("stream", stream)].into_py_dict(obj.py())?),
+    )?;
+    // SAFETY: a capsule named "dltensor" holds a DLManagedTensor (the
+    // DLPack protocol), alive as long as the capsule is not consumed; we
+    // only read it while holding the capsule.
+    let (data, device, dl_type, dims, strides) = unsafe {
+        let pointer = pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), CAPSULE.as_ptr());
+        if pointer.is_null() {
+            return Err(PyErr::fetch(obj.py()));
+        }
+        let managed = &*(pointer as *const DlManagedTensor);
+        let t = &managed.dl_tensor;
+        let ndim = t.ndim.max(0) as usize;
+        let dims = match ndim {
+            0 => Vec::new(),
+            _ => std::slice::from_raw_parts(t.shape, ndim).to_vec(),
         };
-        let (data, device, dl_type) = tensor;
-        if device.device_type != DL_CUDA || device.device_id as usize != ordinal {
-            return Err(value_error(format!(
-                "{which} is on DLPack device {:?}, not cuda:{ordinal}",
-                (device.device_type, device.device_id)
-            )));
-        }
-        let dtype = dtype_of(dl_type).ok_or_else(|| {
-            type_error(format!(
-                "fastmm multiplies float32, float64, int32 and int64 GPU arrays; {which} has DLPack type code {} of {} bits",
-                dl_type.code, dl_type.bits
-            ))
-        })?;
-        if dims.len() != 2 {
-            return Err(value_error(format!(
-                "GPU operands are 2-D matrices; {which} has {} dimensions",
-                dims.len()
-            )));
-        }
-        let (rows, cols) = (dims[0] as usize, dims[1] as usize);
-        let (row_stride, col_stride) = match &strides {
-            None => (cols as i64, 1),
-            Some(s) => (s[0], s[1]),
+        let strides = match t.strides.is_null() || ndim == 0 {
+            true => None,
+            false => Some(std::slice::from_raw_parts(t.strides, ndim).to_vec()),
         };
-        let row_major = (col_stride == 1 || cols <= 1) && (row_stride >= cols as i64 || rows <= 1);
-        if row_major {
-            let item = u64::from(dl_type.bits / 8);
-            if data % item != 0 {
-                return Err(value_error(format!("{which}'s data is not aligned")));
-            }
-            return Ok(GpuOperand {
-                matrix: GpuMatrix {
-                    ptr: data,
-                    rows,
-                    cols,
-                    ld: (row_stride.max(cols as i64)) as usize,
-                },
-                dtype,
-                _capsule: capsule,
-            });
-        }
+        (
+            t.data as u64 + t.byte_offset,
+            t.device,
+            t.dtype,
+            dims,
+            strides,
+        )
+    };
+    if device.device_type != DL_CUDA || device.device_id as usize != ordinal {
+        return Err(value_error(format!(
+            "{which} is on DLPack device {:?}, not cuda:{ordinal}",
+            (device.device_type, device.device_id)
+        )));
     }
-    Err(type_error(format!(
-        "{which} is not row-major (C-contiguous) and has no contiguous() to make it so"
-    )))
+    let dtype = dtype_of(dl_type).ok_or_else(|| {
+        type_error(format!(
+            "fastmm multiplies float32, float64, int32 and int64 GPU arrays; {which} has DLPack type code {} of {} bits",
+            dl_type.code, dl_type.bits
+        ))
+    })?;
+    let item = dtype.size_bytes();
+    if data % item as u64 != 0 {
+        return Err(value_error(format!("{which}'s data is not aligned")));
+    }
+    let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+    // DLPack's strides are in elements; absent, the tensor is C-ordered.
+    let strides: Vec<isize> = match strides {
+        Some(s) => s.iter().map(|&x| x as isize * item as isize).collect(),
+        None => {
+            let mut strides = vec![0isize; dims.len()];
+            let mut next = item as isize;
+            for d in (0..dims.len()).rev() {
+                strides[d] = next;
+                next *= dims[d].max(1) as isize;
+            }
+            strides
+        }
+    };
+    Ok(GpuTensor {
+        data,
+        dims,
+        strides,
+        dtype,
+        _capsule: capsule,
+    })
+}
+
+/// A matrix of the batch walk as the library takes GPU matrices: rows
+/// contiguous (unit column stride) at a non-negative distance of at least
+/// a row; `None` otherwise (a transposed view, or rows that overlap).
+fn gpu_matrix(view: View) -> Option<GpuMatrix> {
+    let columns_ok = view.cols <= 1 || view.col_stride == 1;
+    let ld = match view.rows <= 1 {
+        true => view.cols,
+        false => view.row_stride,
+    };
+    (columns_ok && ld >= view.cols).then_some(GpuMatrix {
+        ptr: view.ptr as usize as u64,
+        rows: view.rows,
+        cols: view.cols,
+        ld,
+    })
+}
+
+/// Whether every view is one the library takes.
+fn all_viewable(views: impl Iterator<Item = View>) -> bool {
+    views.into_iter().all(|v| gpu_matrix(v).is_some())
 }
 
 /// `obj` on the first attempt; a contiguous copy of it, on its device, on
@@ -209,15 +249,17 @@ fn obj_or_contiguous<'py>(obj: &Bound<'py, PyAny>, attempt: usize) -> PyResult<B
 #[pyclass(module = "fastmm", frozen)]
 pub(crate) struct GpuArray {
     buffer: Arc<GpuBuffer>,
+    /// numpy's shape of the result: the buffer's rows are the batch's
+    /// matrices' rows, one after another.
+    dims: Vec<usize>,
 }
 
 #[pymethods]
 impl GpuArray {
-    /// (rows, columns).
+    /// The shape, as numpy's matmul gives it (batch dimensions first).
     #[getter]
-    fn shape(&self) -> (usize, usize) {
-        let m = self.buffer.matrix();
-        (m.rows, m.cols)
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        pyo3::types::PyTuple::new(py, &self.dims)
     }
 
     /// The element type, as numpy names it.
@@ -259,13 +301,13 @@ impl GpuArray {
                 "fastmm's GPU arrays are exported without a copy",
             ));
         }
-        export(py, Arc::clone(&self.buffer))
+        export(py, Arc::clone(&self.buffer), &self.dims)
     }
 
     fn __repr__(&self) -> String {
-        let (rows, cols) = self.shape();
         format!(
-            "fastmm.GpuArray(shape=({rows}, {cols}), dtype={}, device={})",
+            "fastmm.GpuArray(shape={:?}, dtype={}, device={})",
+            self.dims,
             self.dtype(),
             self.device()
         )
@@ -276,8 +318,8 @@ impl GpuArray {
 /// strides its DLTensor points at.
 struct Export {
     _buffer: Arc<GpuBuffer>,
-    shape: [i64; 2],
-    strides: [i64; 2],
+    shape: Vec<i64>,
+    strides: Vec<i64>,
 }
 
 unsafe extern "C" fn delete_export(managed: *mut DlManagedTensor) {
@@ -304,12 +346,20 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut pyo3::ffi::PyObject) {
     }
 }
 
-/// A "dltensor" capsule sharing `buffer`.
-fn export<'py>(py: Python<'py>, buffer: Arc<GpuBuffer>) -> PyResult<Bound<'py, PyAny>> {
+/// A "dltensor" capsule sharing `buffer`, C-ordered with shape `dims`.
+fn export<'py>(
+    py: Python<'py>,
+    buffer: Arc<GpuBuffer>,
+    dims: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
     let m = buffer.matrix();
+    let mut strides = vec![1i64; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * dims[d + 1].max(1) as i64;
+    }
     let mut context = Box::new(Export {
-        shape: [m.rows as i64, m.cols as i64],
-        strides: [m.ld as i64, 1],
+        shape: dims.iter().map(|&d| d as i64).collect(),
+        strides,
         _buffer: Arc::clone(&buffer),
     });
     let managed = Box::new(DlManagedTensor {
@@ -319,7 +369,7 @@ fn export<'py>(py: Python<'py>, buffer: Arc<GpuBuffer>) -> PyResult<Bound<'py, P
                 device_type: DL_CUDA,
                 device_id: buffer.ordinal() as i32,
             },
-            ndim: 2,
+            ndim: dims.len() as i32,
             dtype: dl_dtype(buffer.dtype()),
             shape: context.shape.as_mut_ptr(),
             strides: context.strides.as_mut_ptr(),
@@ -330,8 +380,8 @@ fn export<'py>(py: Python<'py>, buffer: Arc<GpuBuffer>) -> PyResult<Bound<'py, P
     });
     let managed = Box::into_raw(managed);
     // SAFETY: `managed` is a live, uniquely owned allocation; the context
-    // box moves into it (its shape and strides arrays do not move: they
-    // are inside the boxed Export).
+    // box moves into it (its shape and strides vectors' heap buffers do
+    // not move).
     unsafe { (*managed).manager_ctx = Box::into_raw(context) as *mut c_void };
     // SAFETY: the name is a 'static C string; on failure the tensor is
     // deleted here, since no capsule owns it.
@@ -351,47 +401,170 @@ fn export<'py>(py: Python<'py>, buffer: Arc<GpuBuffer>) -> PyResult<Bound<'py, P
     Ok(unsafe { Bound::from_owned_ptr(py, capsule) })
 }
 
-/// `a @ b` for GPU operands on GPU `ordinal`: the product in place, the
-/// result a new [`GpuArray`].
+/// `obj` as a GPU tensor whose matrices the library takes in place, or
+/// a contiguous copy of it on its own device when they are not (a
+/// transposed view): `views` gives its matrices for a candidate.
+fn in_place_or_copy<'py>(
+    obj: &Bound<'py, PyAny>,
+    which: &str,
+    (ordinal, stream): (usize, usize),
+    viewable: impl Fn(&GpuTensor<'py>) -> PyResult<bool>,
+) -> PyResult<GpuTensor<'py>> {
+    let tensor = gpu_tensor(obj, which, ordinal, stream)?;
+    if viewable(&tensor)? {
+        return Ok(tensor);
+    }
+    let copy = gpu_tensor(&obj_or_contiguous(obj, 1)?, which, ordinal, stream)?;
+    match viewable(&copy)? {
+        true => Ok(copy),
+        false => Err(type_error(format!(
+            "{which} is not row-major (C-contiguous) and has no contiguous() to make it so"
+        ))),
+    }
+}
+
+/// `a @ b` for GPU operands on GPU `ordinal`, with numpy's shapes (1-D
+/// operands, broadcast batches): the products in place, planned once and
+/// queued as one batch, into `out` (a GPU tensor of the result's type and
+/// shape, written in place) or a new [`GpuArray`]. Operands whose matrices
+/// are not row-major (transposed views) are copied once on their device.
 pub(crate) fn matmul<'py>(
     py: Python<'py>,
     ctx: &Context,
     opts: GemmOptions,
     (a, b): (&Bound<'py, PyAny>, &Bound<'py, PyAny>),
     ordinal: usize,
+    out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, fastmm::Timing)> {
     let stream = match ctx.gpu_stream_handle().map_err(to_py)? {
         // DLPack spells the legacy default stream 1 (0 is ambiguous).
         0 => 1,
         handle => handle,
     };
-    let a = gpu_operand(a, "a", ordinal, stream)?;
-    let b = gpu_operand(b, "b", ordinal, stream)?;
-    if a.dtype != b.dtype {
+    let at = (ordinal, stream);
+    let first_a = gpu_tensor(a, "a", ordinal, stream)?;
+    let first_b = gpu_tensor(b, "b", ordinal, stream)?;
+    if first_a.dtype != first_b.dtype {
         return Err(type_error(format!(
             "GPU operands of two types ({} and {}) are not converted; convert one on its device",
-            numpy_name(a.dtype),
-            numpy_name(b.dtype)
+            numpy_name(first_a.dtype),
+            numpy_name(first_b.dtype)
         )));
     }
-    let (am, bm) = (a.matrix, b.matrix);
-    let (out, timing) = for_dtype!(a.dtype, T => {
-        let out = ctx.alloc_gpu::<T>(am.rows, bm.cols).map_err(to_py)?;
-        let cm = out.matrix();
-        let timing = released(py, Wait::Released, |_| {
-            // SAFETY: A and B are the producers' GPU memory of this type on
-            // this GPU (checked above), kept alive by their capsules and
-            // ordered before our stream by DLPack; C is our own new buffer,
-            // apart from both.
-            unsafe { ctx.gemm_gpu::<T>(T::ONE, am, bm, T::ZERO, cm, &opts) }
+    let dtype = first_a.dtype;
+    let shapes = Shapes::of(&first_a.dims, &first_b.dims)?;
+    let result_dims = shapes.result.clone();
+    // The walk of the batch needs a C layout to compute a's and b's views
+    // against; a placeholder C-ordered result serves until C is known.
+    let placeholder_strides = c_ordered(&result_dims, dtype.size_bytes());
+    let placeholder = Layout {
+        ptr: std::ptr::null_mut(),
+        shape: &result_dims,
+        strides: &placeholder_strides,
+        item: dtype.size_bytes(),
+    };
+    if shapes.k == 0 && shapes.m * shapes.n > 0 && shapes.batch.iter().all(|&d| d > 0) {
+        return Err(value_error(
+            "an empty inner dimension (k = 0) on GPU operands: the product is zeros, which fastmm does not fill on a GPU",
+        ));
+    }
+    let a = in_place_or_copy(a, "a", at, |t| {
+        Ok(all_viewable(
+            jobs(&t.layout(), &first_b.layout(), &placeholder, &shapes)
+                .into_iter()
+                .map(|j| j.a),
+        ))
+    })?;
+    drop(first_a);
+    let b = in_place_or_copy(b, "b", at, |t| {
+        Ok(all_viewable(
+            jobs(&a.layout(), &t.layout(), &placeholder, &shapes)
+                .into_iter()
+                .map(|j| j.b),
+        ))
+    })?;
+    drop(first_b);
+    let (target, result) = match out {
+        Some(out) => {
+            let c = gpu_tensor(out, "out", ordinal, stream)?;
+            if c.dtype != dtype {
+                return Err(type_error(format!(
+                    "out is {} but the product is {}",
+                    numpy_name(c.dtype),
+                    numpy_name(dtype)
+                )));
+            }
+            if c.dims != result_dims {
+                return Err(value_error(format!(
+                    "out has shape {:?} but the product has shape {result_dims:?}",
+                    c.dims
+                )));
+            }
+            for (input, name) in [(&a, "a"), (&b, "b")] {
+                let ((x0, x1), (y0, y1)) = (c.span(), input.span());
+                if x0 < x1 && y0 < y1 && x0 < y1 && y0 < x1 {
+                    return Err(value_error(format!(
+                        "out shares memory with {name}; give a separate output"
+                    )));
+                }
+            }
+            (c, out.clone())
+        }
+        None => {
+            let count: usize = shapes.batch.iter().product();
+            let buffer = Arc::new(for_dtype!(dtype, T => ctx
+                .alloc_gpu::<T>(count * shapes.m, shapes.n)
+                .map_err(to_py)?));
+            let tensor = GpuTensor {
+                data: buffer.matrix().ptr,
+                dims: result_dims.clone(),
+                strides: c_ordered(&result_dims, dtype.size_bytes()),
+                dtype,
+                _capsule: py.None().into_bound(py),
+            };
+            let array = GpuArray {
+                buffer,
+                dims: result_dims.clone(),
+            };
+            (tensor, Bound::new(py, array)?.into_any())
+        }
+    };
+    let walk = jobs(&a.layout(), &b.layout(), &target.layout(), &shapes);
+    let mut products = Vec::with_capacity(walk.len());
+    for job in &walk {
+        let (Some(am), Some(bm)) = (gpu_matrix(job.a), gpu_matrix(job.b)) else {
+            return Err(type_error(
+                "an operand's matrices are not row-major after a copy",
+            ));
+        };
+        let cm = gpu_matrix(job.c).ok_or_else(|| {
+            value_error(
+                "out's matrices must be row-major (C-contiguous in their last two dimensions)",
+            )
         })?;
-        (out, timing)
-    });
-    let array = Bound::new(
-        py,
-        GpuArray {
-            buffer: Arc::new(out),
-        },
-    )?;
-    Ok((array.into_any(), timing))
+        products.push(GpuProduct {
+            a: am,
+            b: bm,
+            c: cm,
+        });
+    }
+    let timing = for_dtype!(dtype, T => released(py, Wait::Released, |_| {
+        // SAFETY: A and B are the producers' GPU memory of this type on
+        // this GPU (checked above), kept alive by their capsules and
+        // ordered before our stream by DLPack; each C is out's memory
+        // (likewise, and checked apart from A and B) or our new buffer.
+        unsafe { ctx.gemm_gpu_batch::<T>(T::ONE, &products, T::ZERO, &opts) }
+    })?);
+    Ok((result, timing))
+}
+
+/// The byte strides of a C-ordered array of `dims`.
+fn c_ordered(dims: &[usize], item: usize) -> Vec<isize> {
+    let mut strides = vec![0isize; dims.len()];
+    let mut next = item as isize;
+    for d in (0..dims.len()).rev() {
+        strides[d] = next;
+        next *= dims[d].max(1) as isize;
+    }
+    strides
 }

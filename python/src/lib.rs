@@ -91,13 +91,17 @@ fn request<'py>(
 ///   "cuda:all", over which host arrays stream together; default: the CPU
 ///   for host arrays, their GPU for GPU arrays.
 /// threads: CPU threads, at most the hardware's (default: all).
-/// out: an array of the result's type and shape to write, returned.
+/// out: an array of the result's type and shape to write, returned (a
+///   GPU array, C-contiguous in its last two dimensions, for GPU operands).
 ///
 /// GPU arrays (anything with `__dlpack__` on a CUDA device: torch and
-/// CuPy tensors, 2-D, of one type) are multiplied where they are, with
-/// no host copy; the result is a fastmm.GpuArray on the same GPU, which
-/// `torch.from_dlpack` and `cupy.from_dlpack` take without a copy.
-/// Host arrays with device="cuda" are copied up and back.
+/// CuPy tensors of one type, with numpy's shapes and batches) are
+/// multiplied where they are, with no host copy: rows that are contiguous
+/// are read in place, transposed views copied once on the device, and a
+/// batch is planned once and queued as one batch (one cuBLAS launch where
+/// cuBLAS runs it). The result is `out`, or a fastmm.GpuArray on the same
+/// GPU, which `torch.from_dlpack` and `cupy.from_dlpack` take without a
+/// copy. Host arrays with device="cuda" are copied up and back.
 ///
 /// The GIL is released; Ctrl-C stops a long product between blocks with
 /// `out` left as it was. Raises ValueError for shapes, TypeError for
@@ -162,14 +166,16 @@ fn product_of<'py>(
     timed: bool,
 ) -> PyResult<(Bound<'py, PyAny>, fastmm::Timing)> {
     if let Some(ordinal) = gpu_operands(a, b, device)? {
-        if out.is_some() {
-            return Err(value_error(
-                "out= takes host arrays; GPU operands give a new fastmm.GpuArray",
-            ));
+        if let Some(out) = out {
+            if dlpack::cuda_ordinal(out) != Some(ordinal) {
+                return Err(value_error(format!(
+                    "out must be a GPU array on cuda:{ordinal}, where the operands are"
+                )));
+            }
         }
         let opts = options(algo, threads, accuracy)?;
         let ctx = context(py, &format!("cuda:{ordinal}"))?;
-        return dlpack::matmul(py, &ctx, opts, (a, b), ordinal);
+        return dlpack::matmul(py, &ctx, opts, (a, b), ordinal, out);
     }
     let request = request(py, a, b, algo, device.unwrap_or("cpu"), threads, accuracy)?;
     product::matmul(py, request, out, timed)

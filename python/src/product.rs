@@ -102,12 +102,12 @@ impl Shapes {
 
 /// One matrix of an array: a byte pointer and element strides.
 #[derive(Clone, Copy)]
-struct View {
-    ptr: *mut u8,
-    rows: usize,
-    cols: usize,
-    row_stride: usize,
-    col_stride: usize,
+pub(crate) struct View {
+    pub(crate) ptr: *mut u8,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) row_stride: usize,
+    pub(crate) col_stride: usize,
 }
 
 impl View {
@@ -150,10 +150,10 @@ impl View {
 
 /// One product of the batch.
 #[derive(Clone, Copy)]
-struct Job {
-    a: View,
-    b: View,
-    c: View,
+pub(crate) struct Job {
+    pub(crate) a: View,
+    pub(crate) b: View,
+    pub(crate) c: View,
 }
 
 // SAFETY: a Job only names memory of arrays the caller keeps alive, and
@@ -175,8 +175,9 @@ fn batch_offset(layout: &Layout<'_>, batch_dims: usize, batch: &[usize], index: 
         .sum()
 }
 
-/// The matrix views of a, b and c for each product of the batch.
-fn jobs(a: &Layout<'_>, b: &Layout<'_>, c: &Layout<'_>, s: &Shapes) -> Vec<Job> {
+/// The matrix views of a, b and c for each product of the batch (the
+/// arrays in host or GPU memory: the addresses are computed, not read).
+pub(crate) fn jobs(a: &Layout<'_>, b: &Layout<'_>, c: &Layout<'_>, s: &Shapes) -> Vec<Job> {
     let stride = |l: &Layout<'_>, d: usize| l.element_stride(d).expect("viewable layouts");
     let a_dims = a.shape.len();
     let b_dims = b.shape.len();
@@ -220,16 +221,16 @@ fn jobs(a: &Layout<'_>, b: &Layout<'_>, c: &Layout<'_>, s: &Shapes) -> Vec<Job> 
         let offset = |l: &Layout<'_>, matrix_dims: usize| {
             batch_offset(l, l.shape.len() - matrix_dims, &s.batch, &index)
         };
-        // SAFETY (pointer arithmetic): each offset is a sum of in-range
-        // indices times the array's own strides, so it stays inside the
-        // array's memory.
-        let (pa, pb, pc) = unsafe {
-            (
-                a.ptr.offset(offset(a, if s.a_vector { 1 } else { 2 })),
-                b.ptr.offset(offset(b, if s.b_vector { 1 } else { 2 })),
-                c.ptr.offset(offset(c, c_dims - s.batch.len())),
-            )
-        };
+        // Each offset is a sum of in-range indices times the array's own
+        // strides, so it stays inside the array's memory; the wrapping
+        // form because a GPU array's address is no host allocation.
+        let (pa, pb, pc) = (
+            a.ptr
+                .wrapping_offset(offset(a, if s.a_vector { 1 } else { 2 })),
+            b.ptr
+                .wrapping_offset(offset(b, if s.b_vector { 1 } else { 2 })),
+            c.ptr.wrapping_offset(offset(c, c_dims - s.batch.len())),
+        );
         out.push(Job {
             a: a_view(pa),
             b: b_view(pb),

@@ -24,7 +24,7 @@ use crate::executor::Streamed;
 use crate::executor::{Clock, Executor, Report, Timing};
 use crate::gemm::{Gemm, Problem};
 #[cfg(feature = "cuda")]
-use crate::matrix::GpuMatrix;
+use crate::matrix::{GpuMatrix, GpuProduct};
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{
     Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuOptions, GpuPrecision,
@@ -716,28 +716,37 @@ impl Context {
         c: GpuMatrix,
         opts: &GemmOptions,
     ) -> Result<Timing, Error> {
+        // SAFETY: the caller's contract is the batch's, for one product.
+        unsafe { self.gemm_gpu_batch(alpha, &[GpuProduct { a, b, c }], beta, opts) }
+    }
+
+    /// A batch of [`Context::gemm_gpu`]'s products, all of one shape: C ←
+    /// α·A·B + β·C for each. The plan is made once; the products are
+    /// queued on the GPU's stream with no wait between them and waited for
+    /// once (cuBLAS runs a batch whose operands lie at fixed distances
+    /// as one strided-batch launch). Operands may repeat across products
+    /// (a broadcast A or B); outputs may not.
+    ///
+    /// # Safety
+    /// As [`Context::gemm_gpu`], for every product; and no output overlaps
+    /// another product's operands (checked for the outputs among
+    /// themselves: their spans must be disjoint).
+    pub unsafe fn gemm_gpu_batch<T: Element>(
+        &self,
+        alpha: T,
+        products: &[GpuProduct],
+        beta: T,
+        opts: &GemmOptions,
+    ) -> Result<Timing, Error> {
         let gpu = self.gpu()?;
-        if a.cols != b.rows {
-            return Err(Error::DimensionMismatch {
-                a: (a.rows, a.cols),
-                b: (b.rows, b.cols),
-            });
+        let Some(first) = products.first() else {
+            return Ok(Timing::default());
+        };
+        let shape = (first.a.rows, first.a.cols, first.b.cols);
+        for p in products {
+            check_gpu_product(p, shape)?;
         }
-        if (c.rows, c.cols) != (a.rows, b.cols) {
-            return Err(Error::OutputShape {
-                expected: (a.rows, b.cols),
-                got: (c.rows, c.cols),
-            });
-        }
-        for (name, m) in [("A", a), ("B", b), ("C", c)] {
-            if m.ld < m.cols {
-                return Err(Error::InvalidOption(format!(
-                    "{name}'s leading dimension {} is below its {} columns",
-                    m.ld, m.cols
-                )));
-            }
-        }
-        let shape = (a.rows, a.cols, b.cols);
+        check_disjoint_outputs::<T>(products)?;
         let mut resolved = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
         // The 16-bit modes convert host operands on upload; on resident
         // f32 operands `auto` at `bf16` takes TF32, the fastest product
@@ -752,10 +761,10 @@ impl Context {
         }
         let opts = resolved;
         opts.check_interrupt()?;
-        if c.rows == 0 || c.cols == 0 {
+        if shape.0 == 0 || shape.2 == 0 {
             return Ok(Timing::default());
         }
-        if a.cols == 0 {
+        if shape.1 == 0 {
             return Err(Error::Unsupported {
                 algorithm: opts.algorithm.name(),
                 what: "an empty inner dimension on GPU-resident operands".into(),
@@ -765,19 +774,75 @@ impl Context {
             ptr: m.ptr,
             ld: m.ld,
         };
-        let product = crate::cuda::kernels::gemm::DeviceGemm {
-            shape,
-            alpha,
-            a: operand(a),
-            b: operand(b),
-            beta,
-            c: operand(c),
-        };
-        let ms = crate::cuda::products::in_core::multiply_resident(gpu, product, &opts)?;
+        let device: Vec<_> = products
+            .iter()
+            .map(|p| crate::cuda::kernels::gemm::DeviceGemm {
+                shape,
+                alpha,
+                a: operand(p.a),
+                b: operand(p.b),
+                beta,
+                c: operand(p.c),
+            })
+            .collect();
+        let ms = crate::cuda::products::in_core::multiply_resident_batch(gpu, &device, &opts)?;
         Ok(Timing {
             compute_ms: ms,
             ..Timing::default()
         })
+    }
+}
+
+/// One GPU-resident product's shapes against the batch's (m, k, n), and
+/// its leading dimensions.
+#[cfg(feature = "cuda")]
+fn check_gpu_product(p: &GpuProduct, (m, k, n): (usize, usize, usize)) -> Result<(), Error> {
+    let GpuProduct { a, b, c } = *p;
+    if a.cols != b.rows {
+        return Err(Error::DimensionMismatch {
+            a: (a.rows, a.cols),
+            b: (b.rows, b.cols),
+        });
+    }
+    if (a.rows, a.cols, b.cols) != (m, k, n) {
+        return Err(Error::InvalidOption(format!(
+            "a batch's products share one shape: {}×{}×{} beside {m}×{k}×{n}",
+            a.rows, a.cols, b.cols
+        )));
+    }
+    if (c.rows, c.cols) != (a.rows, b.cols) {
+        return Err(Error::OutputShape {
+            expected: (a.rows, b.cols),
+            got: (c.rows, c.cols),
+        });
+    }
+    for (name, m) in [("A", a), ("B", b), ("C", c)] {
+        if m.ld < m.cols {
+            return Err(Error::InvalidOption(format!(
+                "{name}'s leading dimension {} is below its {} columns",
+                m.ld, m.cols
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// That no two outputs of a batch share memory: their spans, sorted by
+/// address, do not overlap.
+#[cfg(feature = "cuda")]
+fn check_disjoint_outputs<T: Element>(products: &[GpuProduct]) -> Result<(), Error> {
+    let item = std::mem::size_of::<T>();
+    let mut spans: Vec<(u64, u64)> = products
+        .iter()
+        .map(|p| (p.c.ptr, p.c.ptr + p.c.extent(item)))
+        .filter(|(start, end)| end > start)
+        .collect();
+    spans.sort_unstable();
+    match spans.windows(2).any(|w| w[1].0 < w[0].1) {
+        true => Err(Error::InvalidOption(
+            "two products of a batch write overlapping outputs".into(),
+        )),
+        false => Ok(()),
     }
 }
 

@@ -117,7 +117,7 @@ pub use element::{DType, Element};
 pub use error::Error;
 pub use executor::{Clock, Communication, Executor, GpuShare, Report, Streamed, Timing};
 pub use gemm::{Gemm, Problem};
-pub use matrix::{GpuMatrix, MatMut, MatRef, Matrix};
+pub use matrix::{GpuMatrix, GpuProduct, MatMut, MatRef, Matrix};
 pub use options::{
     Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CpuOptions, CudaKernel, Device,
     DeviceKind, DeviceList, FastOptions, GemmOptions, GpuMemory, GpuOptions, GpuPrecision,

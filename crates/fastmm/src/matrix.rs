@@ -1118,3 +1118,26 @@ pub struct GpuMatrix {
     /// Elements from one row to the next (at least `cols`).
     pub ld: usize,
 }
+
+impl GpuMatrix {
+    /// The bytes from element (0, 0) to just past the last element, for
+    /// elements of `item` bytes (0 for an empty matrix).
+    pub fn extent(&self, item: usize) -> u64 {
+        match self.rows == 0 || self.cols == 0 {
+            true => 0,
+            false => (((self.rows - 1) * self.ld + self.cols) * item) as u64,
+        }
+    }
+}
+
+/// One product of a batch on GPU-resident operands
+/// ([`crate::Context::gemm_gpu_batch`]): C ← α·A·B + β·C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuProduct {
+    /// A, m×k.
+    pub a: GpuMatrix,
+    /// B, k×n.
+    pub b: GpuMatrix,
+    /// C, m×n, written.
+    pub c: GpuMatrix,
+}

@@ -4,7 +4,7 @@
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
-use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx};
+use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx, StridedBatch};
 use crate::cuda::runtime::compile::{KernelKey, KernelSource};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
@@ -21,6 +21,17 @@ use crate::options::GpuPrecision;
 pub(crate) fn gemm<T: Element>(
     gpu: &Gpu,
     precision: GpuPrecision,
+    product: DeviceGemm<T>,
+) -> Result<(), Error> {
+    gemm_batched(gpu, precision, product, (1, (0, 0, 0)))
+}
+
+/// `count` products of [`gemm`]'s kind in one strided-batch call: the
+/// i-th reads A, B and C `i·strides` elements after `product`'s (a
+/// stride of 0 repeats that operand). cuBLAS runs them as one launch.
+pub(crate) fn gemm_batched<T: Element>(
+    gpu: &Gpu,
+    precision: GpuPrecision,
     DeviceGemm {
         shape: (m, k, n),
         alpha,
@@ -29,8 +40,25 @@ pub(crate) fn gemm<T: Element>(
         beta,
         c,
     }: DeviceGemm<T>,
+    (count, (stride_a, stride_b, stride_c)): (usize, (usize, usize, usize)),
 ) -> Result<(), Error> {
     let (m, k, n) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
+    let count = to_i32("batch", count)?;
+    let stride = |what: &str, s: usize| {
+        i64::try_from(s).map_err(|_| Error::Unsupported {
+            algorithm: "cublas",
+            what: format!("a batch stride of {s} elements ({what})"),
+        })
+    };
+    let batch = StridedBatch {
+        count,
+        // The row-major swap: cuBLAS's A is our B.
+        strides: (
+            stride("B", stride_b)?,
+            stride("A", stride_a)?,
+            stride("C", stride_c)?,
+        ),
+    };
     use cudarc::cublas::sys::{cublasComputeType_t as Compute, cudaDataType as Data};
     let (operands, result, compute) = match (T::DTYPE, precision) {
         (DType::F64, _) => (
@@ -99,12 +127,14 @@ pub(crate) fn gemm<T: Element>(
             ld: ldc,
         },
         compute,
+        batch,
     };
-    // SAFETY: a and b address row-major m×k and k×n matrices of the
-    // operand type, c an m×n matrix of the result type, with these leading
-    // dimensions; α and β point to host scalars of the compute type that
-    // outlive the call. Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B
-    // first, n × m.
+    // SAFETY: for each of the `count` products, a and b address row-major
+    // m×k and k×n matrices of the operand type, c an m×n matrix of the
+    // result type, with these leading dimensions, at the caller's strides
+    // (its contract: no two products' C share an element); α and β point
+    // to host scalars of the compute type that outlive the call. Row-major
+    // C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B first, n × m.
     unsafe { gemm_ex(gpu, &call, "cublasGemmEx failed") }
 }
 

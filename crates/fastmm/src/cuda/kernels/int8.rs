@@ -8,7 +8,7 @@ use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
 use cudarc::driver::{CudaEvent, CudaSlice, DevicePtr};
 
 use crate::cuda::kernels::operand::to_i32;
-use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx};
+use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx, StridedBatch};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::CUDA_EMULATION_INT8_TILE;
@@ -158,6 +158,7 @@ fn int8_tile(
             ld: ldc,
         },
         compute: cublasComputeType_t::CUBLAS_COMPUTE_32I,
+        batch: StridedBatch::ONE,
     };
     // SAFETY: `bt` holds n rows of `depth` INT8 `ld` apart (column-major
     // depth×n, ld ≥ depth), `a` rows rows likewise, `c` room for rows rows

@@ -60,6 +60,49 @@ pub(crate) struct DeviceGemm<T> {
 }
 
 impl<T> DeviceGemm<T> {
+    /// The `i`-th product of a strided batch that starts with this one:
+    /// A, B and C each `i·strides` elements further on.
+    pub fn nth(self, i: usize, (sa, sb, sc): (usize, usize, usize)) -> Self {
+        let offset = |o: Operand, stride: usize| Operand {
+            ptr: o.ptr + (i * stride * std::mem::size_of::<T>()) as CUdeviceptr,
+            ld: o.ld,
+        };
+        DeviceGemm {
+            a: offset(self.a, sa),
+            b: offset(self.b, sb),
+            c: offset(self.c, sc),
+            ..self
+        }
+    }
+
+    /// The strides (in elements, of A, B and C) at which `products` form
+    /// a strided batch after the first, if they do: each operand's
+    /// address a fixed non-negative distance after the previous one's,
+    /// and every product of the same shape, scalars and leading dimensions.
+    pub fn strided(products: &[DeviceGemm<T>]) -> Option<(usize, usize, usize)>
+    where
+        T: PartialEq + Copy,
+    {
+        let first = products.first()?;
+        let item = std::mem::size_of::<T>() as CUdeviceptr;
+        let step = |pick: fn(&DeviceGemm<T>) -> Operand| -> Option<usize> {
+            let (p0, p1) = (pick(first), pick(products.get(1).unwrap_or(first)));
+            let bytes = p1.ptr.checked_sub(p0.ptr)?;
+            (bytes % item == 0).then_some((bytes / item) as usize)
+        };
+        let strides = (step(|p| p.a)?, step(|p| p.b)?, step(|p| p.c)?);
+        let same = products.iter().enumerate().all(|(i, p)| {
+            let expected = first.nth(i, strides);
+            p.shape == first.shape
+                && p.alpha == first.alpha
+                && p.beta == first.beta
+                && p.a == expected.a
+                && p.b == expected.b
+                && p.c == expected.c
+        });
+        same.then_some(strides)
+    }
+
     /// The product of the block of C at (row, col) with `shape`: A's rows
     /// from `row`, B's columns from `col`, the depth `shape.1` from A's
     /// column (and B's row) `depth`.

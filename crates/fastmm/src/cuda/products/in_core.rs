@@ -236,10 +236,21 @@ fn prepare<T: Element>(
 /// C ← α·A·B + β·C on row-major operands already in this GPU's memory,
 /// queued on the GPU's stream and not waited for: the fast algorithms'
 /// temporaries live in the backend returned, to be dropped only once the
-/// stream has passed the product. The checks of [`multiply_resident`] are
-/// the caller's.
+/// stream has passed the product. The checks of [`multiply_resident_batch`]
+/// are the caller's.
 pub(crate) fn issue_resident<'g, T: Element>(
     gpu: &'g Gpu,
+    product: DeviceGemm<T>,
+    opts: &GemmOptions,
+) -> Result<Option<CudaBackend<'g, T>>, Error> {
+    let prepared = prepare::<T>(gpu, product.shape, product.beta == T::ZERO, opts)?;
+    issue_prepared(gpu, &prepared, product, opts)
+}
+
+/// [`issue_resident`] with the product already prepared.
+fn issue_prepared<'g, T: Element>(
+    gpu: &'g Gpu,
+    (fast_plan, classical): &(Option<Plan>, ClassicalGemm),
     product: DeviceGemm<T>,
     opts: &GemmOptions,
 ) -> Result<Option<CudaBackend<'g, T>>, Error> {
@@ -251,11 +262,10 @@ pub(crate) fn issue_resident<'g, T: Element>(
         beta,
         c,
     } = product;
-    let (fast_plan, classical) = prepare::<T>(gpu, shape, beta == T::ZERO, opts)?;
     match fast_plan {
         Some(plan) => {
-            let mut fast = CudaBackend::<T>::new(gpu, classical, opts, (a, b, c))?;
-            crate::strassen::engine::run(&mut fast, plan, alpha, beta, shape)?;
+            let mut fast = CudaBackend::<T>::new(gpu, classical.clone(), opts, (a, b, c))?;
+            crate::strassen::engine::run(&mut fast, *plan, alpha, beta, shape)?;
             Ok(Some(fast))
         }
         None => {
@@ -265,19 +275,9 @@ pub(crate) fn issue_resident<'g, T: Element>(
     }
 }
 
-/// C ← α·A·B + β·C on row-major operands already in this GPU's memory
-/// (the caller's, a DLPack tensor's say), run on the GPU's stream and
-/// waited for; returns the milliseconds it took, host clock. β = 0 never
-/// reads C. Shapes are checked by the caller (the boundary) and
-/// `opts.algorithm` is resolved. TF32 reads f32 operands as they are;
-/// the 16-bit cuBLAS modes and memory kinds
-/// other than device memory are for host operands, converted or placed on
-/// upload, and are refused here.
-pub(crate) fn multiply_resident<T: Element>(
-    gpu: &Gpu,
-    product: DeviceGemm<T>,
-    opts: &GemmOptions,
-) -> Result<f64, Error> {
+/// The options a product of GPU-resident operands refuses: the 16-bit
+/// cuBLAS modes and memory kinds, which are for host operands.
+fn check_resident(opts: &GemmOptions) -> Result<(), Error> {
     if matches!(
         opts.gpu.precision.unwrap_or_default(),
         GpuPrecision::Bf16 | GpuPrecision::F16
@@ -296,11 +296,43 @@ pub(crate) fn multiply_resident<T: Element>(
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// C ← α·A·B + β·C on row-major operands already in this GPU's memory
+/// (the caller's, DLPack tensors' say), for a batch of products of one
+/// shape and one α and β: prepared once, queued on the GPU's stream
+/// without a wait between them and waited for once: a strided batch of the classical
+/// product runs as one cuBLAS launch; otherwise each product is queued in
+/// turn (the emulated product still waits on its own certificate). Returns
+/// the milliseconds the batch took, host clock. β = 0 never reads C. The
+/// checks of shapes and of the outputs' independence are the caller's;
+/// the 16-bit cuBLAS modes and memory kinds other than device memory are
+/// for host operands, converted or placed on upload, and refused here.
+pub(crate) fn multiply_resident_batch<T: Element>(
+    gpu: &Gpu,
+    products: &[DeviceGemm<T>],
+    opts: &GemmOptions,
+) -> Result<f64, Error> {
+    check_resident(opts)?;
+    let Some(first) = products.first() else {
+        return Ok(0.0);
+    };
     let start = Instant::now();
-    // The backend owns the recursion's temporaries: kept until the stream
-    // has finished with them.
-    let backend = issue_resident(gpu, product, opts)?;
+    let prepared = prepare::<T>(gpu, first.shape, first.beta == T::ZERO, opts)?;
+    let mut backends = Vec::new();
+    match (&prepared.0, DeviceGemm::strided(products)) {
+        (None, Some(strides)) => prepared
+            .1
+            .run_batch(gpu, *first, (products.len(), strides))?,
+        _ => {
+            for &product in products {
+                opts.check_interrupt()?;
+                backends.push(issue_prepared(gpu, &prepared, product, opts)?);
+            }
+        }
+    }
     gpu.synchronize()?;
-    drop(backend);
+    drop(backends);
     Ok(start.elapsed().as_secs_f64() * 1e3)
 }

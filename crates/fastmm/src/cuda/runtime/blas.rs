@@ -1,7 +1,8 @@
-//! cuBLAS's GEMM, the one cuBLAS function the backend calls: one
-//! column-major `cublasGemmEx` on this GPU's handle, described as a value
-//! so that the float products (`kernels::cublas`) and the INT8 products
-//! (`kernels::int8`) name no raw cuBLAS call.
+//! cuBLAS's GEMM, the one cuBLAS function family the backend calls: one
+//! column-major `cublasGemmEx`, or its strided batch, on this GPU's
+//! handle, described as a value so that the float products
+//! (`kernels::cublas`) and the INT8 products (`kernels::int8`) name no raw
+//! cuBLAS call.
 
 use std::ffi::c_void;
 
@@ -36,20 +37,74 @@ pub(crate) struct GemmEx {
     pub beta: *const c_void,
     pub c: BlasMatrix,
     pub compute: cublasComputeType_t,
+    /// How many products, and the elements from one product's A, B and C
+    /// to the next's ([`StridedBatch::ONE`] for a single product).
+    pub batch: StridedBatch,
+}
+
+/// A strided batch: `count` products whose A, B and C each lie a fixed
+/// number of elements after the previous product's (0 repeats one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StridedBatch {
+    pub count: i32,
+    pub strides: (i64, i64, i64),
+}
+
+impl StridedBatch {
+    /// One product.
+    pub const ONE: StridedBatch = StridedBatch {
+        count: 1,
+        strides: (0, 0, 0),
+    };
 }
 
 /// Queues `call` on `gpu`'s stream with its cuBLAS handle (made on first
 /// use); a failure is reported as `what`.
 ///
 /// # Safety
-/// Every matrix of `call` addresses device memory of `gpu` holding what
-/// its dimensions, type and leading dimension describe (C writable, and
+/// Every matrix of `call`, in each product of its batch, addresses device
+/// memory of `gpu` holding what its dimensions, type and leading dimension
+/// describe (C writable, no element of one product's C another's, and C
 /// read only where β ≠ 0), untouched by other work until the stream has
-/// passed the product; `alpha` and `beta` point to host scalars of the
+/// passed the products; `alpha` and `beta` point to host scalars of the
 /// compute type that outlive the call.
 pub(crate) unsafe fn gemm_ex(gpu: &Gpu, call: &GemmEx, what: &str) -> Result<(), Error> {
     let op = |t: bool| if t { CUBLAS_OP_T } else { CUBLAS_OP_N };
     let (m, n, k) = call.dims;
+    if call.batch.count > 1 {
+        let (stride_a, stride_b, stride_c) = call.batch.strides;
+        return gpu.with_blas(|blas| {
+            // SAFETY: the caller's contract covers every product's pointers.
+            unsafe {
+                cudarc::cublas::result::gemm_strided_batched_ex(
+                    *blas.handle(),
+                    op(call.transposed.0),
+                    op(call.transposed.1),
+                    m,
+                    n,
+                    k,
+                    call.alpha,
+                    call.a.ptr as *const c_void,
+                    call.a.dtype,
+                    call.a.ld,
+                    stride_a,
+                    call.b.ptr as *const c_void,
+                    call.b.dtype,
+                    call.b.ld,
+                    stride_b,
+                    call.beta,
+                    call.c.ptr as *mut c_void,
+                    call.c.dtype,
+                    call.c.ld,
+                    stride_c,
+                    call.batch.count,
+                    call.compute,
+                    cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                )
+            }
+            .map_err(|e| cuda_err(what, e))
+        });
+    }
     gpu.with_blas(|blas| {
         // SAFETY: the caller's contract covers every pointer.
         unsafe {
