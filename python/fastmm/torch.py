@@ -87,8 +87,13 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str, accuracy: str) -> torch
         # The operands and out through DLPack on fastmm's stream: torch
         # orders its current stream's pending work (out's allocation
         # included) before the product.
-        with torch.cuda.device(a.device):
-            _native.matmul(a, b, out=out, algo=algo, accuracy=accuracy)
+        # DLPack orders the work of the current stream of the current
+        # device: make that the operands' device.
+        if a.device.index == torch.cuda.current_device():
+            _native.matmul(a.detach(), b.detach(), out=out, algo=algo, accuracy=accuracy)
+        else:
+            with torch.cuda.device(a.device):
+                _native.matmul(a.detach(), b.detach(), out=out, algo=algo, accuracy=accuracy)
         return out
     # CPU tensors as numpy views of their memory, strides and all.
     _native.matmul(

@@ -401,21 +401,20 @@ fn export<'py>(
     Ok(unsafe { Bound::from_owned_ptr(py, capsule) })
 }
 
-/// `obj` as a GPU tensor whose matrices the library takes in place, or
-/// a contiguous copy of it on its own device when they are not (a
-/// transposed view): `views` gives its matrices for a candidate.
+/// `tensor` (`obj`'s) when the library takes its matrices in place, or a
+/// contiguous copy of `obj` on its own device when it does not (a
+/// transposed view): `viewable` says which, for a candidate.
 fn in_place_or_copy<'py>(
-    obj: &Bound<'py, PyAny>,
+    (obj, tensor): (&Bound<'py, PyAny>, GpuTensor<'py>),
     which: &str,
     (ordinal, stream): (usize, usize),
-    viewable: impl Fn(&GpuTensor<'py>) -> PyResult<bool>,
+    viewable: impl Fn(&GpuTensor<'py>) -> bool,
 ) -> PyResult<GpuTensor<'py>> {
-    let tensor = gpu_tensor(obj, which, ordinal, stream)?;
-    if viewable(&tensor)? {
+    if viewable(&tensor) {
         return Ok(tensor);
     }
     let copy = gpu_tensor(&obj_or_contiguous(obj, 1)?, which, ordinal, stream)?;
-    match viewable(&copy)? {
+    match viewable(&copy) {
         true => Ok(copy),
         false => Err(type_error(format!(
             "{which} is not row-major (C-contiguous) and has no contiguous() to make it so"
@@ -468,22 +467,20 @@ pub(crate) fn matmul<'py>(
             "an empty inner dimension (k = 0) on GPU operands: the product is zeros, which fastmm does not fill on a GPU",
         ));
     }
-    let a = in_place_or_copy(a, "a", at, |t| {
-        Ok(all_viewable(
+    let a = in_place_or_copy((a, first_a), "a", at, |t| {
+        all_viewable(
             jobs(&t.layout(), &first_b.layout(), &placeholder, &shapes)
                 .into_iter()
                 .map(|j| j.a),
-        ))
+        )
     })?;
-    drop(first_a);
-    let b = in_place_or_copy(b, "b", at, |t| {
-        Ok(all_viewable(
+    let b = in_place_or_copy((b, first_b), "b", at, |t| {
+        all_viewable(
             jobs(&a.layout(), &t.layout(), &placeholder, &shapes)
                 .into_iter()
                 .map(|j| j.b),
-        ))
+        )
     })?;
-    drop(first_b);
     let (target, result) = match out {
         Some(out) => {
             let c = gpu_tensor(out, "out", ordinal, stream)?;

@@ -13,7 +13,9 @@ use crate::cuda::products::strassen::CudaBackend;
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
 use crate::cuda::runtime::memory::{DeviceMatrix, HostBuffer};
-use crate::cuda::tunables::{CUDA_TIMED_LAUNCHES, CUDA_TIMED_LONG_LAUNCH_MS};
+use crate::cuda::tunables::{
+    CUDA_BATCH_LANES, CUDA_BATCH_LANES_BELOW_MN, CUDA_TIMED_LAUNCHES, CUDA_TIMED_LONG_LAUNCH_MS,
+};
 use crate::element::Element;
 use crate::error::Error;
 use crate::gemm::Gemm;
@@ -320,19 +322,57 @@ pub(crate) fn multiply_resident_batch<T: Element>(
     };
     let start = Instant::now();
     let prepared = prepare::<T>(gpu, first.shape, first.beta == T::ZERO, opts)?;
-    let mut backends = Vec::new();
-    match (&prepared.0, DeviceGemm::strided(products)) {
-        (None, Some(strides)) => prepared
-            .1
-            .run_batch(gpu, *first, (products.len(), strides))?,
+    match (&prepared, DeviceGemm::strided(products)) {
+        ((None, cublas @ ClassicalGemm::Cublas(_)), Some(strides)) => {
+            cublas.run_batch(gpu, *first, (products.len(), strides))?;
+            gpu.synchronize()?;
+        }
+        _ if products.len() == 1 || first.shape.0 * first.shape.2 >= CUDA_BATCH_LANES_BELOW_MN => {
+            run_lane(gpu, &prepared, products, opts)?
+        }
         _ => {
-            for &product in products {
-                opts.check_interrupt()?;
-                backends.push(issue_prepared(gpu, &prepared, product, opts)?);
-            }
+            let lanes = CUDA_BATCH_LANES.min(products.len());
+            let gpus = (0..lanes)
+                .map(|_| gpu.lane())
+                .collect::<Result<Vec<_>, Error>>()?;
+            let part = products.len().div_ceil(lanes);
+            let prepared = &prepared;
+            let outcomes: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+                let workers: Vec<_> = gpus
+                    .iter()
+                    .zip(products.chunks(part))
+                    .map(|(lane, share)| scope.spawn(move || run_lane(lane, prepared, share, opts)))
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| {
+                        w.join()
+                            .unwrap_or_else(|_| Err(Error::Cuda("a GPU lane panicked".into())))
+                    })
+                    .collect()
+            });
+            outcomes.into_iter().collect::<Result<Vec<()>, Error>>()?;
         }
     }
-    gpu.synchronize()?;
-    drop(backends);
     Ok(start.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Queues `products` on `gpu`'s stream one after another and waits for
+/// them; the fast algorithms' temporaries are kept until the stream has
+/// passed them, on failure too.
+fn run_lane<T: Element>(
+    gpu: &Gpu,
+    prepared: &(Option<Plan>, ClassicalGemm),
+    products: &[DeviceGemm<T>],
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    let mut backends = Vec::new();
+    let issued = products.iter().try_for_each(|&product| {
+        opts.check_interrupt()?;
+        backends.push(issue_prepared(gpu, prepared, product, opts)?);
+        Ok(())
+    });
+    let waited = gpu.synchronize();
+    drop(backends);
+    issued.and(waited)
 }

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute_enum};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
 
 use crate::cuda::runtime::compile::{self, KernelKey};
 use crate::cuda::runtime::cuda_err;
-use crate::cuda::tunables::CUDA_POOL_RELEASE_THRESHOLD;
+use crate::cuda::tunables::{CUDA_CUBLAS_WORKSPACE_BYTES, CUDA_POOL_RELEASE_THRESHOLD};
 use crate::error::Error;
 use crate::system::GpuInfo;
 
@@ -22,9 +22,12 @@ pub struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     info: GpuInfo,
-    modules: Mutex<HashMap<KernelKey, Arc<CudaModule>>>,
-    functions: Mutex<HashMap<(KernelKey, &'static str), CudaFunction>>,
-    blas: Mutex<Option<CudaBlas>>,
+    /// Shared with the GPU's lanes ([`Gpu::lane`]): a kernel is compiled
+    /// and loaded once per context.
+    modules: Arc<Mutex<HashMap<KernelKey, Arc<CudaModule>>>>,
+    functions: Arc<Mutex<HashMap<(KernelKey, &'static str), CudaFunction>>>,
+    /// The cuBLAS handle, on this stream, and the workspace it was given.
+    blas: Mutex<Option<(CudaBlas, CudaSlice<u8>)>>,
 }
 
 /// The CUDA libraries the backend loads, and whether each one loads here.
@@ -106,8 +109,27 @@ impl Gpu {
             ctx,
             stream,
             info,
-            modules: Mutex::new(HashMap::new()),
-            functions: Mutex::new(HashMap::new()),
+            modules: Arc::new(Mutex::new(HashMap::new())),
+            functions: Arc::new(Mutex::new(HashMap::new())),
+            blas: Mutex::new(None),
+        })
+    }
+
+    /// The same GPU on a stream of its own that starts after the work
+    /// queued so far on this one: its kernels and context shared, its
+    /// cuBLAS handle its own (made on first use, on that stream). Products
+    /// queued on several lanes from several threads run concurrently.
+    pub(crate) fn lane(&self) -> Result<Gpu, Error> {
+        let stream = self
+            .stream
+            .fork()
+            .map_err(|e| cuda_err("cannot create a stream", e))?;
+        Ok(Gpu {
+            ctx: Arc::clone(&self.ctx),
+            stream,
+            info: self.info.clone(),
+            modules: Arc::clone(&self.modules),
+            functions: Arc::clone(&self.functions),
             blas: Mutex::new(None),
         })
     }
@@ -221,12 +243,35 @@ impl Gpu {
         self.bind()?;
         let mut blas = self.blas.lock().expect("cuBLAS handle lock");
         if blas.is_none() {
-            *blas = Some(
-                CudaBlas::new(self.stream.clone())
-                    .map_err(|e| cuda_err("cannot create a cuBLAS handle", e))?,
-            );
+            *blas = Some(self.new_blas()?);
         }
-        f(blas.as_ref().expect("created above"))
+        f(&blas.as_ref().expect("created above").0)
+    }
+
+    /// A cuBLAS handle on this GPU's stream with a workspace of
+    /// [`CUDA_CUBLAS_WORKSPACE_BYTES`] of its own (as PyTorch gives its
+    /// handles): without one, cuBLAS leaves out the kernels that need it.
+    fn new_blas(&self) -> Result<(CudaBlas, CudaSlice<u8>), Error> {
+        let blas = CudaBlas::new(self.stream.clone())
+            .map_err(|e| cuda_err("cannot create a cuBLAS handle", e))?;
+        // SAFETY: cuBLAS writes the workspace before it reads it.
+        let workspace = unsafe { self.stream.alloc::<u8>(CUDA_CUBLAS_WORKSPACE_BYTES) }
+            .map_err(|e| cuda_err("cannot allocate cuBLAS's workspace", e))?;
+        let (ptr, guard) = workspace.device_ptr(&self.stream);
+        // SAFETY: a live handle, and device memory of this GPU of the size
+        // given, kept beside the handle for as long as it lives.
+        unsafe {
+            cudarc::cublas::sys::cublasSetWorkspace_v2(
+                *blas.handle(),
+                ptr as *mut std::ffi::c_void,
+                CUDA_CUBLAS_WORKSPACE_BYTES,
+            )
+        }
+        .result()
+        .map_err(|e| cuda_err("cannot give cuBLAS its workspace", e))?;
+        drop(guard);
+        // The handle is dropped before its workspace (tuple order).
+        Ok((blas, workspace))
     }
 
     /// Makes this GPU's context current on the calling thread, as raw
