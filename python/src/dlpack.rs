@@ -18,7 +18,7 @@ use pyo3::types::IntoPyDict;
 
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::{numpy_name, Layout};
-use crate::product::{jobs, Shapes, View};
+use crate::product::{jobs, tuple_text, Shapes, View};
 use crate::release::{released, Wait};
 
 /// DLPack's device type of CUDA memory (kDLCUDA).
@@ -493,8 +493,9 @@ pub(crate) fn matmul<'py>(
             }
             if c.dims != result_dims {
                 return Err(value_error(format!(
-                    "out has shape {:?} but the product has shape {result_dims:?}",
-                    c.dims
+                    "non-broadcastable output operand with shape {} doesn't match the broadcast shape {} (out)",
+                    tuple_text(&c.dims),
+                    tuple_text(&result_dims)
                 )));
             }
             for (input, name) in [(&a, "a"), (&b, "b")] {

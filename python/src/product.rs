@@ -413,6 +413,21 @@ pub(crate) fn matmul<'py>(
     for_dtype!(dtype, T => matmul_typed::<T>(py, request, out, timed))
 }
 
+/// A shape as Python writes a tuple: (), (3,), (2, 3).
+pub(crate) fn tuple_text(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// An `out` or `c` argument checked against the result: an ndarray of the
 /// result's type and shape that numpy lets us write.
 fn checked_output<'py>(
@@ -436,8 +451,9 @@ fn checked_output<'py>(
     }
     if array.shape() != shape {
         return Err(value_error(format!(
-            "{name} has shape {:?} but the product has shape {shape:?}",
-            array.shape()
+            "non-broadcastable output operand with shape {} doesn't match the broadcast shape {} ({name})",
+            tuple_text(array.shape()),
+            tuple_text(shape)
         )));
     }
     if !is_writeable(array) {
