@@ -29,7 +29,7 @@ from ._native import (
     get_num_threads,
     info,
     load,
-    matmul as _native_matmul,
+    matmul,
     matmul_timed,
     multiply_mapped as _multiply_mapped,
     plan,
@@ -41,120 +41,6 @@ from . import _threadpool
 
 # threadpoolctl's limits apply to fastmm where threadpoolctl is installed.
 _threadpool.register()
-
-# The native product's types (float32, float64, int32, int64), by character: numpy's long long ("q") equals int64 ("l") but is a type of
-# its own, whose scalars numpy's matmul returns as long long.
-_NATIVE_CHARS = frozenset("fdil")
-
-
-def matmul(a, b, out=None, *, algo="auto", device=None, threads=None, accuracy="native"):
-    return _native_matmul(
-        a, b, out=out, algo=algo, device=device, threads=threads, accuracy=accuracy
-    ) if _takes(a, b, out) else _other_types(a, b, out, algo, device, threads, accuracy)
-
-
-matmul.__doc__ = _native_matmul.__doc__
-
-
-def _takes(a, b, out) -> bool:
-    """Whether the native product takes these operands as they are: its
-    four types (or anything that is not a numpy array: GPU tensors,
-    sequences, which it converts or refuses itself) and an `out` of the
-    result's type."""
-    a_type = getattr(a, "dtype", None)
-    b_type = getattr(b, "dtype", None)
-    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
-        if not (isinstance(a_type, np.dtype) and isinstance(b_type, np.dtype)):
-            return True
-    if a_type.char not in _NATIVE_CHARS or b_type.char not in _NATIVE_CHARS:
-        return False
-    return out is None or getattr(out, "dtype", None) == np.result_type(a_type, b_type)
-
-
-def _integer_route(result: np.dtype):
-    """The native type whose wrapping arithmetic gives `result`'s bits, and
-    whether operands are reinterpreted (the same width: unsigned as signed)
-    rather than widened: integer products are exact modulo 2^bits, so a
-    wider or same-width signed product, cast back, is numpy's wrapped
-    result."""
-    route = np.dtype(np.int64) if result.itemsize == 8 else np.dtype(np.int32)
-    return route, route.itemsize == result.itemsize
-
-
-def _other_types(a, b, out, algo, device, threads, accuracy):
-    """numpy's matmul for the types the native product does not take:
-    bool and the narrower or unsigned integers through its integer
-    products (the same bits as numpy's wrapping arithmetic), results cast
-    into `out` by numpy's "same_kind" rule; the types it does not
-    accelerate (float16, long double, complex, object) by numpy itself,
-    which computes them or raises numpy's exception."""
-    if out is not None and not isinstance(out, np.ndarray):
-        raise TypeError("out must be a numpy array (it is written in place)")
-    a, b = np.asanyarray(a), np.asanyarray(b)
-    try:
-        result = np.result_type(a, b)
-    except TypeError:
-        result = np.dtype(object)  # no common type: numpy's matmul raises its own error
-    if result.kind in "biu":
-        if result.kind == "b":
-            route, view = np.dtype(np.int64), False
-        else:
-            route, view = _integer_route(result)
-        def as_route(x):
-            x = x.astype(result, copy=False)
-            return x.view(route) if view else x.astype(route)
-        c = _native_matmul(
-            as_route(a), as_route(b), algo=algo, device=device, threads=threads,
-            accuracy=accuracy,
-        )
-        c = np.asarray(c)
-        c = (c != 0) if result.kind == "b" else (c.view(result) if view else c.astype(result))
-        c = c[()] if c.ndim == 0 else c
-    elif result.char in _NATIVE_CHARS:
-        c = _native_matmul(
-            a.astype(result, copy=False), b.astype(result, copy=False), algo=algo,
-            device=device, threads=threads, accuracy=accuracy,
-        )
-    else:
-        if algo != "auto" or device not in (None, "cpu"):
-            raise TypeError(
-                f"fastmm computes {result} products with numpy's matmul, on the CPU: "
-                f"algo={algo!r} and device={device!r} do not apply (fastmm accelerates "
-                "float32, float64, int32 and int64, and the narrower integers and bool)"
-            )
-        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    if out is None:
-        return c
-    if not np.can_cast(result, out.dtype, casting="same_kind"):
-        raise TypeError(
-            f"Cannot cast ufunc 'matmul' output from {result!r} to {out.dtype!r} "
-            "with casting rule 'same_kind'"
-        )
-    if np.shape(c) != out.shape:
-        raise ValueError(
-            f"non-broadcastable output operand with shape {out.shape} doesn't match "
-            f"the broadcast shape {np.shape(c)}"
-        )
-    np.copyto(out, c, casting="same_kind")
-    return out
-
-
-__all__ = [
-    "ALGORITHMS",
-    "GpuArray",
-    "__version__",
-    "gemm",
-    "get_num_threads",
-    "info",
-    "load",
-    "matmul",
-    "matmul_timed",
-    "multiply_files",
-    "plan",
-    "save",
-    "set_num_threads",
-    "verify",
-]
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 

@@ -35,14 +35,14 @@ class GpuArray:
 def matmul(
     a: Any,
     b: Any,
+    out: Optional[Any] = None,
     *,
     algo: str = "auto",
     device: Optional[str] = None,
     threads: Optional[int] = None,
-    out: Optional[Any] = None,
     accuracy: str = "native",
 ) -> Any:
-    """The matrix product a @ b, with numpy's matmul shapes and types."""
+    """The matrix product a @ b, with numpy's matmul shapes, types and out= casting."""
 
 def matmul_timed(
     a: Any,

@@ -77,7 +77,10 @@ fn request<'py>(
 /// scalar); dimensions before the last two are a batch, broadcast as
 /// numpy does. Types: float32, float64, int32, int64 (integers wrap as
 /// numpy's do); two types promote to the wider float or integer, or to
-/// float64 for an integer and a float. C-ordered, Fortran-ordered and
+/// float64 for an integer and a float. Every other type numpy's matmul
+/// takes gives numpy's result: bool, the narrower and unsigned integers
+/// through the integer products (numpy's wrapped bits), float16, long
+/// double, complex and object arrays by numpy's own matmul. C-ordered, Fortran-ordered and
 /// strided arrays are read in place; negative or odd strides are copied.
 ///
 /// algo: "auto" (the fastest product that meets `accuracy`, by the
@@ -91,8 +94,10 @@ fn request<'py>(
 ///   "cuda:all", over which host arrays stream together; default: the CPU
 ///   for host arrays, their GPU for GPU arrays.
 /// threads: CPU threads, at most the hardware's (default: all).
-/// out: an array of the result's type and shape to write, returned (a
-///   GPU array, C-contiguous in its last two dimensions, for GPU operands).
+/// out: an array of the result's shape to write, returned (positional
+///   too, as numpy's); another type is cast into it by numpy's
+///   "same_kind" rule (a GPU array, of the result's type and C-contiguous
+///   in its last two dimensions, for GPU operands).
 ///
 /// GPU arrays (anything with `__dlpack__` on a CUDA device: torch and
 /// CuPy tensors of one type, with numpy's shapes and batches) are
@@ -108,19 +113,56 @@ fn request<'py>(
 /// types, MemoryError before allocating too much, RuntimeError for a
 /// missing GPU.
 #[pyfunction]
-#[pyo3(signature = (a, b, *, algo = "auto", device = None, threads = None, out = None, accuracy = "native"))]
+#[pyo3(signature = (a, b, out = None, *, algo = "auto", device = None, threads = None, accuracy = "native"))]
 #[allow(clippy::too_many_arguments)]
 fn matmul<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
     b: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
     algo: &str,
     device: Option<&str>,
     threads: Option<i64>,
-    out: Option<&Bound<'py, PyAny>>,
     accuracy: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if needs_numpy_rules(a, b, out) {
+        return py
+            .import("fastmm._dtypes")?
+            .getattr("other_types")?
+            .call1((a, b, out, algo, device, threads, accuracy));
+    }
     Ok(product_of(py, (a, b), (algo, accuracy), device, threads, out, false)?.0)
+}
+
+/// Whether numpy arrays `a` and `b` (and `out`) need numpy's type rules
+/// beyond the native product's (`fastmm._dtypes`): a type it does not take
+/// (bool, narrow or unsigned integers, float16, complex, object...), numpy's
+/// long long (int64's twin, whose scalars numpy keeps as long long), or an
+/// `out` of another type than the product's, which numpy casts.
+fn needs_numpy_rules(
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    out: Option<&Bound<'_, PyAny>>,
+) -> bool {
+    use numpy::{PyArrayDescrMethods, PyUntypedArrayMethods};
+    let (Ok(a), Ok(b)) = (
+        a.cast::<numpy::PyUntypedArray>(),
+        b.cast::<numpy::PyUntypedArray>(),
+    ) else {
+        return false;
+    };
+    let typed = |x: &Bound<'_, numpy::PyUntypedArray>| {
+        operand::classify(x)
+            .filter(|_| x.dtype().char() != b'q')
+            .map(|(dtype, _)| dtype)
+    };
+    let (Some(a), Some(b)) = (typed(a), typed(b)) else {
+        return true;
+    };
+    match out.map(|o| o.cast::<numpy::PyUntypedArray>()) {
+        Some(Ok(out)) => operand::classify(out).map(|(d, _)| d) != Some(fastmm::io::promote(a, b)),
+        _ => false,
+    }
 }
 
 /// `matmul`, timed: returns (result, timing), the timing a dict of
