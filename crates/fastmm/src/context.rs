@@ -937,6 +937,37 @@ fn all_finite<T: Element>(m: MatRef<'_, T>) -> bool {
 mod tests {
     use super::*;
 
+    /// A batch on GPU-resident operands is checked before any GPU is
+    /// touched: one shape, leading dimensions, and outputs apart.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn a_gpu_batch_is_checked_at_the_boundary() {
+        let m = |ptr, rows, cols, ld| GpuMatrix {
+            ptr,
+            rows,
+            cols,
+            ld,
+        };
+        let product = |c_ptr| GpuProduct {
+            a: m(0, 4, 3, 3),
+            b: m(1 << 20, 3, 5, 5),
+            c: m(c_ptr, 4, 5, 8),
+        };
+        assert!(check_gpu_product(&product(1 << 21), (4, 3, 5)).is_ok());
+        assert!(check_gpu_product(&product(1 << 21), (4, 3, 6)).is_err());
+        let narrow = GpuProduct {
+            c: m(1 << 21, 4, 5, 4),
+            ..product(0)
+        };
+        assert!(check_gpu_product(&narrow, (4, 3, 5)).is_err());
+        // C spans (3·8 + 5)·4 = 116 bytes: 116 apart is disjoint, 112 not.
+        let apart = [product(1 << 21), product((1 << 21) + 116)];
+        assert!(check_disjoint_outputs::<f32>(&apart).is_ok());
+        let overlapping = [product(1 << 21), product((1 << 21) + 112)];
+        assert!(check_disjoint_outputs::<f32>(&overlapping).is_err());
+        assert!(check_disjoint_outputs::<f32>(&[product(7), product(7)]).is_err());
+    }
+
     /// Front ends share a context between threads (the Python bindings
     /// release the GIL around products).
     #[test]

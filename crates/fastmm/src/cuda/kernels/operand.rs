@@ -120,3 +120,55 @@ impl<T> DeviceGemm<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn product(a: u64, b: u64, c: u64) -> DeviceGemm<f32> {
+        let op = |ptr| Operand { ptr, ld: 8 };
+        DeviceGemm {
+            shape: (4, 8, 8),
+            alpha: 1.0,
+            a: op(a),
+            b: op(b),
+            beta: 0.0,
+            c: op(c),
+        }
+    }
+
+    #[test]
+    fn a_batch_at_fixed_distances_is_strided() {
+        // A every 32 elements, B shared (stride 0), C every 40.
+        let batch: Vec<_> = (0..5u64)
+            .map(|i| product(4096 + 128 * i, 65536, (1 << 20) + 160 * i))
+            .collect();
+        assert_eq!(DeviceGemm::strided(&batch), Some((32, 0, 40)));
+        for (i, p) in batch.iter().enumerate() {
+            assert_eq!(batch[0].nth(i, (32, 0, 40)).a, p.a);
+            assert_eq!(batch[0].nth(i, (32, 0, 40)).c, p.c);
+        }
+        assert_eq!(DeviceGemm::strided(&batch[..1]), Some((0, 0, 0)));
+        assert_eq!(DeviceGemm::<f32>::strided(&[]), None);
+    }
+
+    #[test]
+    fn an_irregular_batch_is_not_strided() {
+        let mut batch: Vec<_> = (0..4u64)
+            .map(|i| product(4096 + 128 * i, 65536, (1 << 20) + 160 * i))
+            .collect();
+        batch[3].c.ptr += 4;
+        assert_eq!(DeviceGemm::strided(&batch), None);
+        batch[3].c.ptr -= 4;
+        batch[2].beta = 1.0;
+        assert_eq!(DeviceGemm::strided(&batch), None);
+        batch[2].beta = 0.0;
+        batch[1].a.ld = 16;
+        assert_eq!(DeviceGemm::strided(&batch), None);
+        // Going backwards, or by part of an element, is no strided batch.
+        let back = [product(4096, 0, 8192), product(4000, 0, 9000)];
+        assert_eq!(DeviceGemm::strided(&back), None);
+        let odd = [product(4096, 0, 8192), product(4098, 0, 9000)];
+        assert_eq!(DeviceGemm::strided(&odd), None);
+    }
+}
