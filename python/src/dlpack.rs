@@ -190,15 +190,7 @@ fn gpu_tensor<'py>(
     // DLPack's strides are in elements; absent, the tensor is C-ordered.
     let strides: Vec<isize> = match strides {
         Some(s) => s.iter().map(|&x| x as isize * item as isize).collect(),
-        None => {
-            let mut strides = vec![0isize; dims.len()];
-            let mut next = item as isize;
-            for d in (0..dims.len()).rev() {
-                strides[d] = next;
-                next *= dims[d].max(1) as isize;
-            }
-            strides
-        }
+        None => c_ordered(&dims, item),
     };
     Ok(GpuTensor {
         data,

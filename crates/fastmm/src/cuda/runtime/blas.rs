@@ -71,6 +71,8 @@ impl StridedBatch {
 pub(crate) unsafe fn gemm_ex(gpu: &Gpu, call: &GemmEx, what: &str) -> Result<(), Error> {
     let op = |t: bool| if t { CUBLAS_OP_T } else { CUBLAS_OP_N };
     let (m, n, k) = call.dims;
+    // A single product stays `cublasGemmEx`, whose choice of kernel the
+    // measured single products were made with.
     if call.batch.count > 1 {
         let (stride_a, stride_b, stride_c) = call.batch.strides;
         return gpu.with_blas(|blas| {
