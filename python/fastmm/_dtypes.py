@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native
+from ._shapes import result_shape
 
 # The native product's types (float32, float64, int32, int64), by
 # character: numpy's long long ("q") equals int64 ("l") but is a type of
@@ -25,13 +26,37 @@ def _integer_route(result: np.dtype):
     return route, route.itemsize == result.itemsize
 
 
+def _complex(a, b, result, algo, device, threads, accuracy):
+    """A complex64 or complex128 product by fastmm's complex products
+    (`fastmm.complex` in the library): the classical form, four real
+    products, at `native`; Gauss's three at a relaxed level."""
+    try:
+        shape = result_shape(a.shape, b.shape)
+    except RuntimeError as error:
+        raise ValueError(str(error)) from None
+
+    def ready(x):
+        x = x.astype(result, copy=False)
+        if x.flags.aligned and all(s >= 0 and s % x.itemsize == 0 for s in x.strides):
+            return x
+        return np.ascontiguousarray(x)
+
+    c = np.empty(shape, dtype=result)
+    _native.complex_matmul(
+        ready(a), ready(b), c, algo=algo, device=device or "cpu", threads=threads,
+        accuracy=accuracy,
+    )
+    return c[()] if c.ndim == 0 else c
+
+
 def other_types(a, b, out, algo, device, threads, accuracy):
     """numpy's matmul for the types the native product does not take:
     bool and the narrower or unsigned integers through its integer
-    products (the same bits as numpy's wrapping arithmetic), results cast
-    into `out` by numpy's "same_kind" rule; the types it does not
-    accelerate (float16, long double, complex, object) by numpy itself,
-    which computes them or raises numpy's exception."""
+    products (the same bits as numpy's wrapping arithmetic), complex64 and
+    complex128 through its complex products, results cast into `out` by
+    numpy's "same_kind" rule; the types it does not accelerate (float16,
+    long double, complex long double, object) by numpy itself, which
+    computes them or raises numpy's exception."""
     if out is not None and not isinstance(out, np.ndarray):
         raise TypeError("out must be a numpy array (it is written in place)")
     a, b = np.asanyarray(a), np.asanyarray(b)
@@ -54,6 +79,8 @@ def other_types(a, b, out, algo, device, threads, accuracy):
         c = np.asarray(c)
         c = (c != 0) if result.kind == "b" else (c.view(result) if view else c.astype(result))
         c = c[()] if c.ndim == 0 else c
+    elif result.char in "FD":
+        c = _complex(a, b, result, algo, device, threads, accuracy)
     elif result.char in _NATIVE_CHARS:
         c = _native.matmul(
             a.astype(result, copy=False), b.astype(result, copy=False), algo=algo,

@@ -35,6 +35,7 @@ macro_rules! for_dtype {
     };
 }
 
+mod complex;
 mod dlpack;
 mod errors;
 mod files;
@@ -465,6 +466,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(complex::complex_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(files::load, m)?)?;
     m.add_function(wrap_pyfunction!(files::save, m)?)?;
     m.add_function(wrap_pyfunction!(files::multiply_mapped, m)?)?;

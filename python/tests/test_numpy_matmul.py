@@ -56,3 +56,59 @@ def test_mixed_types_promote_as_numpy():
         mine, numpys = fastmm.matmul(a, b), np.matmul(a, b)
         assert mine.dtype == numpys.dtype, other
         np.testing.assert_array_equal(mine, numpys)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("accuracy", ["native", "bound"])
+@pytest.mark.parametrize(
+    "shapes",
+    [((1, 1), (1, 1)), ((5, 7), (7, 3)), ((7,), (7, 3)), ((5, 7), (7,)), ((7,), (7,)),
+     ((3, 33, 17), (17, 65)), ((2, 1, 9, 8), (3, 8, 4)), ((0, 4), (4, 3)), ((4, 0), (0, 3))],
+    ids=str,
+)
+def test_complex_gaussian_integers_are_exact(dtype, accuracy, shapes):
+    # Small Gaussian integers: every real product and sum is exact in both
+    # types, so both forms (4M at native, 3M relaxed) must equal numpy.
+    rng = np.random.default_rng(len(str(shapes)))
+    a_shape, b_shape = shapes
+    a = (rng.integers(-8, 9, a_shape) + 1j * rng.integers(-8, 9, a_shape)).astype(dtype)
+    b = (rng.integers(-8, 9, b_shape) + 1j * rng.integers(-8, 9, b_shape)).astype(dtype)
+    mine, numpys = fastmm.matmul(a, b, accuracy=accuracy), np.matmul(a, b)
+    assert mine.dtype == numpys.dtype and type(mine) is type(numpys)
+    np.testing.assert_array_equal(mine, numpys)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_floats_within_the_complex_bound(dtype):
+    # The classical form's promise: each part within γ·(|Ar||Br| + |Ai||Bi|)
+    # (resp. |Ar||Bi| + |Ai||Br|), as for numpy's own zgemm.
+    rng = np.random.default_rng(9)
+    m, k, n = 40, 300, 30
+    a = (rng.standard_normal((m, k)) + 1j * rng.standard_normal((m, k))).astype(dtype)
+    b = (rng.standard_normal((k, n)) + 1j * rng.standard_normal((k, n))).astype(dtype)
+    a[:, ::2] *= 1e6  # wide exponents across the depth
+    c = fastmm.matmul(a, b)
+    A, B = a.astype(np.complex256), b.astype(np.complex256)
+    exact = A @ B
+    u = np.finfo(np.dtype(dtype).char.lower() == "f" and np.float32 or np.float64).eps / 2
+    ar, ai, br, bi = (np.abs(x).astype(np.float64) for x in (A.real, A.imag, B.real, B.imag))
+    bound_re = (k + 2) * u * (ar @ br + ai @ bi)
+    bound_im = (k + 2) * u * (ar @ bi + ai @ br)
+    assert np.all(np.abs(c.real - exact.real) <= bound_re)
+    assert np.all(np.abs(c.imag - exact.imag) <= bound_im)
+
+
+def test_complex_views_and_out():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((20, 30)) + 1j * rng.standard_normal((20, 30))
+    b = rng.standard_normal((30, 10)) + 1j * rng.standard_normal((30, 10))
+    for x, y in [(a.T[:, :20].T, b), (a[::2], b[:, ::3]), (np.asfortranarray(a), b.conj())]:
+        np.testing.assert_allclose(fastmm.matmul(x, y), np.matmul(x, y), rtol=1e-12, atol=1e-12)
+    out = np.zeros((20, 10), np.complex128)
+    assert fastmm.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="Cannot cast"):
+        fastmm.matmul(a, b, out=np.zeros((20, 10)))
+    mixed = fastmm.matmul(a.real.copy(), b)
+    assert mixed.dtype == np.complex128
+    np.testing.assert_allclose(mixed, a.real @ b, rtol=1e-12, atol=1e-12)

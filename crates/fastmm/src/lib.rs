@@ -97,6 +97,7 @@ pub mod verify;
 pub mod audit;
 #[cfg(feature = "mpi")]
 mod cluster;
+pub mod complex;
 mod context;
 #[cfg(feature = "dev")]
 pub mod dev;

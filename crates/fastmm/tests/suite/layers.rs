@@ -32,7 +32,7 @@ const LIBRARY: &[&[&str]] = &[
     // Dispatch and the public API.
     &["plan"],
     &["executor"],
-    &["context"],
+    &["context", "complex"],
     &["team", "audit"],
     &["info", "io", "selftest", "dev"],
     // Products across MPI ranks read and write files (`io`).
