@@ -21,6 +21,7 @@
 //!   by any factor where Cᵢ cancels (Aᵣ ≈ −Aᵢ, say). Normwise both are
 //!   stable; componentwise only the classical form is.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::element::Element;
@@ -141,8 +142,14 @@ pub fn multiply<E: Executor, T: Element>(
                     c: p2.as_mut(),
                 },
             )?);
-            let sum_a = sum(a)?;
-            let sum_b = sum(b)?;
+            let mut sum_a = Matrix::<T>::try_zeros(a.re.rows(), a.re.cols())?;
+            let mut sum_b = Matrix::<T>::try_zeros(b.re.rows(), b.re.cols())?;
+            by_rows((sum_a.as_mut(), None), |i, j, _| {
+                (a.re.get(i, j).add(a.im.get(i, j)), T::ZERO)
+            });
+            by_rows((sum_b.as_mut(), None), |i, j, _| {
+                (b.re.get(i, j).add(b.im.get(i, j)), T::ZERO)
+            });
             reports.push(executor.execute(
                 &fresh,
                 Gemm {
@@ -153,23 +160,59 @@ pub fn multiply<E: Executor, T: Element>(
                     c: c.im.rb_mut(),
                 },
             )?);
-            // Cᵢ = P₃ − P₁ − P₂ (P₁ is in Cᵣ), then Cᵣ = P₁ − P₂.
-            for i in 0..m {
-                for j in 0..n {
-                    let (p1, p2) = (c.re.get(i, j), p2.get(i, j));
-                    c.im.set(i, j, c.im.get(i, j).sub(p1).sub(p2));
-                    c.re.set(i, j, p1.sub(p2));
-                }
-            }
+            // Cᵣ = P₁ − P₂ and Cᵢ = P₃ − P₁ − P₂ (P₁ is in Cᵣ, P₃ in Cᵢ).
+            let p2 = p2.as_ref();
+            by_rows((c.re.rb_mut(), Some(c.im.rb_mut())), |i, j, (p1, p3)| {
+                let two = p2.get(i, j);
+                (p1.sub(two), p3.sub(p1).sub(two))
+            });
         }
     }
     Ok(reports)
 }
 
-/// Aᵣ + Aᵢ, as a new matrix.
-fn sum<T: Element>(x: SplitRef<'_, T>) -> Result<Matrix<T>, Error> {
-    let (rows, cols) = x.re.shape();
-    Matrix::try_from_fn(rows, cols, |i, j| x.re.get(i, j).add(x.im.get(i, j)))
+/// `first[i][j], second[i][j] = f(i, j, (first[i][j], second[i][j]))`
+/// over every element, bands of rows on the thread pool. Without a second
+/// matrix (which has the first's shape) its values read as zero and the
+/// second of each result is dropped.
+fn by_rows<T: Element>(
+    (first, second): (MatMut<'_, T>, Option<MatMut<'_, T>>),
+    f: impl Fn(usize, usize, (T, T)) -> (T, T) + Sync,
+) {
+    let (rows, cols) = first.shape();
+    let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let mut bands = Vec::new();
+    let (mut first, mut second, mut start) = (first, second, 0);
+    while start < rows {
+        let take = band.min(rows - start);
+        let (head, tail) = first.split_at_row(take);
+        let (other_head, other_tail) = match second {
+            Some(second) => {
+                let (h, t) = second.split_at_row(take);
+                (Some(h), Some(t))
+            }
+            None => (None, None),
+        };
+        bands.push((start, head, other_head));
+        (first, second, start) = (tail, other_tail, start + take);
+    }
+    bands
+        .into_par_iter()
+        .for_each(|(start, mut head, mut other)| {
+            for i in 0..head.rows() {
+                for j in 0..cols {
+                    let old = (
+                        head.get(i, j),
+                        other.as_ref().map_or(T::ZERO, |o| o.get(i, j)),
+                    );
+                    let (x, y) = f(start + i, j, old);
+                    head.set(i, j, x);
+                    if let Some(other) = other.as_mut() {
+                        other.set(i, j, y);
+                    }
+                }
+            }
+        });
 }
 
 /// That each operand's parts share a shape and the operands multiply.
