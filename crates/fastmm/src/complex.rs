@@ -255,6 +255,20 @@ mod tests {
     use crate::context::Context;
     use crate::options::Algorithm;
 
+    fn split<'a>(re: &'a Matrix<f64>, im: &'a Matrix<f64>) -> SplitRef<'a, f64> {
+        SplitRef {
+            re: re.as_ref(),
+            im: im.as_ref(),
+        }
+    }
+
+    fn split_mut<'a>(re: &'a mut Matrix<f64>, im: &'a mut Matrix<f64>) -> SplitMut<'a, f64> {
+        SplitMut {
+            re: re.as_mut(),
+            im: im.as_mut(),
+        }
+    }
+
     /// Gaussian-integer operands: every product is exact in f64, so both
     /// forms must give the exact complex product.
     fn operands(m: usize, k: usize, n: usize) -> [Matrix<f64>; 4] {
@@ -286,18 +300,9 @@ mod tests {
                     let mut ci = Matrix::<f64>::from_fn(m, n, |_, _| f64::NAN);
                     let reports = multiply(
                         &ctx,
-                        SplitRef {
-                            re: ar.as_ref(),
-                            im: ai.as_ref(),
-                        },
-                        SplitRef {
-                            re: br.as_ref(),
-                            im: bi.as_ref(),
-                        },
-                        SplitMut {
-                            re: cr.as_mut(),
-                            im: ci.as_mut(),
-                        },
+                        split(&ar, &ai),
+                        split(&br, &bi),
+                        split_mut(&mut cr, &mut ci),
                         form,
                         &opts,
                     )
@@ -372,18 +377,9 @@ mod tests {
         let mut ci = Matrix::<f64>::zeros(m, n);
         multiply(
             &Context::cpu(),
-            SplitRef {
-                re: ar.as_ref(),
-                im: ai.as_ref(),
-            },
-            SplitRef {
-                re: br.as_ref(),
-                im: bi.as_ref(),
-            },
-            SplitMut {
-                re: cr.as_mut(),
-                im: ci.as_mut(),
-            },
+            split(&ar, &ai),
+            split(&br, &bi),
+            split_mut(&mut cr, &mut ci),
             ComplexForm::Classical,
             &GemmOptions::default(),
         )
@@ -398,18 +394,9 @@ mod tests {
         let mut ci = Matrix::<f64>::zeros(3, 4);
         let err = multiply(
             &Context::cpu(),
-            SplitRef {
-                re: ar.as_ref(),
-                im: ai.as_ref(),
-            },
-            SplitRef {
-                re: br.as_ref(),
-                im: bi.as_ref(),
-            },
-            SplitMut {
-                re: cr.as_mut(),
-                im: ci.as_mut(),
-            },
+            split(&ar, &ai),
+            split(&br, &bi),
+            split_mut(&mut cr, &mut ci),
             ComplexForm::Gauss,
             &GemmOptions::default(),
         );
