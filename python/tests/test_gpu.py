@@ -110,3 +110,18 @@ def test_host_arrays_over_every_gpu(dtype):
     c, timing = fastmm.matmul_timed(a, b, device="cuda:0,1", algo=algo)
     assert timing["compute_ms"] > 0 and timing["host_copies"]
     assert timing["streamed"]["upload_bytes"] > 0 and timing["streamed"]["products_fraction"] is None
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("device", ["cuda", "cuda:all"])
+@pytest.mark.parametrize("algo, accuracy", [("auto", "native"), ("cublas", "native"), ("winograd", "bound"), ("emulated", "native")])
+def test_complex_host_arrays_on_the_gpu(dtype, device, algo, accuracy):
+    # Complex products on a GPU executor (and a team): the library's
+    # complex form over the GPU's real products; Gaussian integers exact.
+    rng = np.random.default_rng(1)
+    for m, k, n in [(1, 1, 1), (33, 17, 65), (257, 300, 129)]:
+        a = (rng.integers(-8, 9, (m, k)) + 1j * rng.integers(-8, 9, (m, k))).astype(dtype)
+        b = (rng.integers(-8, 9, (k, n)) + 1j * rng.integers(-8, 9, (k, n))).astype(dtype)
+        c = fastmm.matmul(a, b, device=device, algo=algo, accuracy=accuracy)
+        assert c.dtype == dtype
+        np.testing.assert_array_equal(c, a @ b)
