@@ -323,8 +323,13 @@ pub(crate) fn multiply_resident_batch<T: Element>(
     let start = Instant::now();
     let prepared = prepare::<T>(gpu, first.shape, first.beta == T::ZERO, opts)?;
     match (&prepared, DeviceGemm::strided(products)) {
-        ((None, cublas @ ClassicalGemm::Cublas(_)), Some(strides)) => {
-            cublas.run_batch(gpu, *first, (products.len(), strides))?;
+        ((None, ClassicalGemm::Cublas(precision)), Some(strides)) => {
+            crate::cuda::kernels::cublas::gemm_batched(
+                gpu,
+                *precision,
+                *first,
+                (products.len(), strides),
+            )?;
             gpu.synchronize()?;
         }
         _ if products.len() == 1 || first.shape.0 * first.shape.2 >= CUDA_BATCH_LANES_BELOW_MN => {

@@ -258,25 +258,6 @@ impl ClassicalGemm {
         }
     }
 
-    /// `count` products of one shape, the i-th `i·strides` elements (of
-    /// A, B, C) after `first`, queued on the GPU's stream: cuBLAS runs them
-    /// as one strided-batch launch, the other products one after another
-    /// on the stream with no wait between them.
-    pub fn run_batch<T: Element>(
-        &self,
-        gpu: &Gpu,
-        first: DeviceGemm<T>,
-        (count, strides): (usize, (usize, usize, usize)),
-    ) -> Result<(), Error> {
-        if let ClassicalGemm::Cublas(precision) = self {
-            return cublas::gemm_batched(gpu, *precision, first, (count, strides));
-        }
-        for i in 0..count {
-            self.run(gpu, first.nth(i, strides))?;
-        }
-        Ok(())
-    }
-
     /// The emulated product's routes since the last call (None for the
     /// other products).
     pub fn take_emulation_tally(&self) -> Option<crate::emulation::Tally> {
