@@ -1,7 +1,7 @@
 """fastmm.torch in a model, against torch on the same GPU in one process.
 
     python python/benchmarks/torch_model.py [--width 8192] [--batch 8192]
-        [--steps 100] [--timed 10] [--bmm 64x2048] [--rounds 10]
+        [--steps 100] [--timed 10] [--bmm 64x2048] [--rounds 10] [--queue 8]
 
 Two targets of the torch operator, float32 with TF32 off in torch (IEEE
 float32 products, as fastmm's `native` level gives):
@@ -16,9 +16,11 @@ float32 products, as fastmm's `native` level gives):
   compared with each other and with the float64 one, whose distance from
   torch's float32 curve is the float32 noise.
 * **Batched products**: `fastmm.torch.matmul` on a batch of float32
-  products against `torch.bmm`, interleaved rounds, CUDA events; the
-  result checked against a float64 product within the componentwise
-  bound.
+  products against `torch.bmm`, interleaved rounds, CUDA events around
+  one call on an idle GPU (its launch latency counted) and around
+  `--queue` calls queued back to back, as a model issues them (the host's
+  work hidden behind the GPU's); the result checked against a float64
+  product within the componentwise bound.
 """
 
 import argparse
@@ -125,15 +127,18 @@ def batched(args):
     runs = {"torch.bmm": lambda: torch.bmm(a, b), "fastmm": lambda: ft.matmul(a, b)}
     for run in runs.values():
         run()
-    times = {name: [] for name in runs}
+    times = {(name, q): [] for name in runs for q in (1, args.queue)}
     for _ in range(args.rounds):
         for name, run in runs.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end))
+            for q in (1, args.queue):
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(q):
+                    run()
+                end.record()
+                end.synchronize()
+                times[(name, q)].append(start.elapsed_time(end) / q)
     c = ft.matmul(a, b)
     sample = slice(0, count, max(1, count // 8))
     exact = a[sample].double() @ b[sample].double()
@@ -141,14 +146,17 @@ def batched(args):
     u = torch.finfo(torch.float32).eps / 2
     worst = float(((c[sample].double() - exact).abs() / ((n + 2) * u * bound)).max())
     plan = fastmm.plan((n, n), (n, n), device="cuda", dtype="float32")
-    medians = {name: statistics.median(t) for name, t in times.items()}
+    medians = {key: statistics.median(t) for key, t in times.items()}
     tflops = lambda ms: 2 * count * n**3 / ms / 1e9  # noqa: E731
     print(f"batched: {count} float32 products of {n}³, median of {args.rounds} interleaved rounds "
           f"(fastmm runs {plan['algorithm']}: {plan['kernel']}):")
-    for name, ms in medians.items():
-        print(f"  {name:9s} {ms:8.3f} ms  {tflops(ms):6.1f} TFLOPS")
-    print(f"  speedup {medians['torch.bmm'] / medians['fastmm']:.3f}×; "
-          f"worst error {worst:.2e} of the componentwise bound (every {max(1, count // 8)}th product)")
+    for q in (1, args.queue):
+        how = "one call, idle GPU" if q == 1 else f"{q} calls queued, per call"
+        for name in runs:
+            ms = medians[(name, q)]
+            print(f"  {how:26s} {name:9s} {ms:8.3f} ms  {tflops(ms):6.1f} TFLOPS")
+        print(f"  {how:26s} speedup {medians[('torch.bmm', q)] / medians[('fastmm', q)]:.4f}×")
+    print(f"  worst error {worst:.2e} of the componentwise bound (every {max(1, count // 8)}th product)")
 
 
 def main():
@@ -160,6 +168,7 @@ def main():
     parser.add_argument("--lr", type=float, default=0.5)
     parser.add_argument("--bmm", default="64x2048")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--queue", type=int, default=8)
     parser.add_argument("--only", choices=["training", "batched"])
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -41,6 +41,7 @@ def matmul(
     device: Optional[str] = None,
     threads: Optional[int] = None,
     accuracy: str = "native",
+    stream: Optional[int] = None,
 ) -> Any:
     """The matrix product a @ b, with numpy's matmul shapes, types and out= casting."""
 

@@ -24,9 +24,12 @@ The operator is registered with ``torch.library`` as ``fastmm::matmul``:
 * **Streams**: the operands are exported through DLPack on fastmm's
   stream, so the work queued before the call on torch's current stream
   (a side stream inside ``torch.cuda.stream(s)`` included) is ordered
-  before the product; the call returns when the product is complete, so
-  later work on any stream sees it. There is no device-wide
-  synchronisation.
+  before the product, and the current stream is made to wait for the
+  product through an event. The call returns once the product is queued,
+  as torch's own operators do (the emulated product, which reads its
+  certificate midway, returns complete). Tensors follow torch's usual
+  rule: used on another stream than the one they were made on, they need
+  ``record_stream``. There is no device-wide synchronisation.
 * **Errors** as torch raises them: ``RuntimeError`` for operands on two
   devices, of two dtypes, or of shapes that do not multiply, with fastmm's
   message.
@@ -74,6 +77,14 @@ def _check(a: torch.Tensor, b: torch.Tensor) -> List[int]:
     return result_shape(a.shape, b.shape)
 
 
+def _queue(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, algo: str, accuracy: str) -> None:
+    """The product of CUDA tensors into ``out``, ordered before the current stream."""
+    stream = torch.cuda.current_stream().cuda_stream
+    _native.matmul(
+        a.detach(), b.detach(), out=out, algo=algo, accuracy=accuracy, stream=stream
+    )
+
+
 @torch.library.custom_op("fastmm::matmul", mutates_args=())
 def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str, accuracy: str) -> torch.Tensor:
     shape = _check(a, b)
@@ -86,14 +97,16 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str, accuracy: str) -> torch
     if a.device.type == "cuda":
         # The operands and out through DLPack on fastmm's stream: torch
         # orders its current stream's pending work (out's allocation
-        # included) before the product.
+        # included) before the product, and the current stream waits for
+        # the product in turn, so that the call returns without waiting,
+        # as torch's own operators do.
         # DLPack orders the work of the current stream of the current
         # device: make that the operands' device.
         if a.device.index == torch.cuda.current_device():
-            _native.matmul(a.detach(), b.detach(), out=out, algo=algo, accuracy=accuracy)
+            _queue(a, b, out, algo, accuracy)
         else:
             with torch.cuda.device(a.device):
-                _native.matmul(a.detach(), b.detach(), out=out, algo=algo, accuracy=accuracy)
+                _queue(a, b, out, algo, accuracy)
         return out
     # CPU tensors as numpy views of their memory, strides and all.
     _native.matmul(

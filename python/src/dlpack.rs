@@ -130,13 +130,14 @@ impl GpuTensor<'_> {
 }
 
 /// `obj`'s DLPack description, asked for on `stream` (so that its
-/// producer orders its pending work before that stream's), in the memory
-/// of GPU `ordinal`.
+/// producer orders its pending work before that stream's; −1, DLPack's
+/// "no ordering", where the caller orders it), in the memory of GPU
+/// `ordinal`.
 fn gpu_tensor<'py>(
     obj: &Bound<'py, PyAny>,
     which: &str,
     ordinal: usize,
-    stream: usize,
+    stream: isize,
 ) -> PyResult<GpuTensor<'py>> {
     let capsule = obj.call_method(
         "__dlpack__",
@@ -399,7 +400,7 @@ fn export<'py>(
 fn in_place_or_copy<'py>(
     (obj, tensor): (&Bound<'py, PyAny>, GpuTensor<'py>),
     which: &str,
-    (ordinal, stream): (usize, usize),
+    (ordinal, stream): (usize, isize),
     viewable: impl Fn(&GpuTensor<'py>) -> bool,
 ) -> PyResult<GpuTensor<'py>> {
     if viewable(&tensor) {
@@ -424,13 +425,16 @@ pub(crate) fn matmul<'py>(
     ctx: &Context,
     opts: GemmOptions,
     (a, b): (&Bound<'py, PyAny>, &Bound<'py, PyAny>),
-    ordinal: usize,
+    (ordinal, completion): (usize, fastmm::GpuCompletion),
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, fastmm::Timing)> {
-    let stream = match ctx.gpu_stream_handle().map_err(to_py)? {
+    let stream = match (completion, ctx.gpu_stream_handle().map_err(to_py)?) {
+        // The call runs on the caller's stream, after its work: the
+        // producers need not order theirs.
+        (fastmm::GpuCompletion::OnStream(_), _) => -1,
         // DLPack spells the legacy default stream 1 (0 is ambiguous).
-        0 => 1,
-        handle => handle,
+        (_, 0) => 1,
+        (_, handle) => handle as isize,
     };
     let at = (ordinal, stream);
     let first_a = gpu_tensor(a, "a", ordinal, stream)?;
@@ -543,7 +547,10 @@ pub(crate) fn matmul<'py>(
         // this GPU (checked above), kept alive by their capsules and
         // ordered before our stream by DLPack; each C is out's memory
         // (likewise, and checked apart from A and B) or our new buffer.
-        unsafe { ctx.gemm_gpu_batch::<T>(T::ONE, &products, T::ZERO, &opts) }
+        // With GpuCompletion::OnStream, the products follow the work on
+        // the caller's stream and precede its later work, so its allocator
+        // reuses the tensors only after them.
+        unsafe { ctx.gemm_gpu_batch::<T>(T::ONE, &products, T::ZERO, &opts, completion) }
     })?);
     Ok((result, timing))
 }

@@ -99,6 +99,16 @@ fn request<'py>(
 ///   too, as numpy's); another type is cast into it by numpy's
 ///   "same_kind" rule (a GPU array, of the result's type and C-contiguous
 ///   in its last two dimensions, for GPU operands).
+/// stream: with GPU operands and a GPU `out`, a CUDA stream handle (as
+///   torch's `torch.cuda.current_stream().cuda_stream`; 0 is the legacy
+///   default stream): the product runs as an operator on that stream
+///   would, after the work queued on it and before later work on it, and
+///   the call returns once it is queued (products that wait on the host
+///   midway, as the emulated product's certificate does, return
+///   complete). Operands made on another stream must be ordered before it
+///   by the caller, as torch asks of its own operators. Without it, the
+///   operands' producers order their current streams' work before the
+///   product (DLPack), and the call returns when the product is complete.
 ///
 /// GPU arrays (anything with `__dlpack__` on a CUDA device: torch and
 /// CuPy tensors of one type, with numpy's shapes and batches) are
@@ -114,7 +124,7 @@ fn request<'py>(
 /// types, MemoryError before allocating too much, RuntimeError for a
 /// missing GPU.
 #[pyfunction]
-#[pyo3(signature = (a, b, out = None, *, algo = "auto", device = None, threads = None, accuracy = "native"))]
+#[pyo3(signature = (a, b, out = None, *, algo = "auto", device = None, threads = None, accuracy = "native", stream = None))]
 #[allow(clippy::too_many_arguments)]
 fn matmul<'py>(
     py: Python<'py>,
@@ -125,14 +135,30 @@ fn matmul<'py>(
     device: Option<&str>,
     threads: Option<i64>,
     accuracy: &str,
+    stream: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(stream) = stream {
+        let ordinal = gpu_operands(a, b, device)?;
+        let out_gpu = out.and_then(dlpack::cuda_ordinal);
+        if ordinal.is_none() || out_gpu.is_none() {
+            return Err(value_error(format!(
+                "stream={stream} orders a product of GPU operands into a GPU out; \
+                 give both, or leave stream out"
+            )));
+        }
+    }
     if needs_numpy_rules(a, b, out) {
         return py
             .import("fastmm._dtypes")?
             .getattr("other_types")?
             .call1((a, b, out, algo, device, threads, accuracy));
     }
-    Ok(product_of(py, (a, b), (algo, accuracy), device, threads, out, false)?.0)
+    let call = Call {
+        out,
+        timed: false,
+        stream,
+    };
+    Ok(product_of(py, (a, b), (algo, accuracy), device, threads, call)?.0)
 }
 
 /// Whether numpy arrays `a` and `b` (and `out`) need numpy's type rules
@@ -186,7 +212,12 @@ fn matmul_timed<'py>(
     threads: Option<i64>,
     accuracy: &str,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    let (result, timing) = product_of(py, (a, b), (algo, accuracy), device, threads, None, true)?;
+    let call = Call {
+        out: None,
+        timed: true,
+        stream: None,
+    };
+    let (result, timing) = product_of(py, (a, b), (algo, accuracy), device, threads, call)?;
     let text = serde_json::to_string(&timing).map_err(|e| value_error(e.to_string()))?;
     let dict = from_json(py, &text)?;
     dict.set_item("end_to_end_ms", timing.end_to_end_ms())?;
@@ -197,6 +228,14 @@ fn matmul_timed<'py>(
     Ok((result, dict))
 }
 
+/// How `matmul` and `matmul_timed` were called beyond the operands: the
+/// output, whether to time, and the stream to order a GPU result before.
+struct Call<'a, 'py> {
+    out: Option<&'a Bound<'py, PyAny>>,
+    timed: bool,
+    stream: Option<usize>,
+}
+
 /// The product for `matmul` and `matmul_timed`: GPU arrays in place, host
 /// arrays on the device asked for.
 fn product_of<'py>(
@@ -205,8 +244,7 @@ fn product_of<'py>(
     (algo, accuracy): (&str, &str),
     device: Option<&str>,
     threads: Option<i64>,
-    out: Option<&Bound<'py, PyAny>>,
-    timed: bool,
+    Call { out, timed, stream }: Call<'_, 'py>,
 ) -> PyResult<(Bound<'py, PyAny>, fastmm::Timing)> {
     if let Some(ordinal) = gpu_operands(a, b, device)? {
         if let Some(out) = out {
@@ -218,7 +256,11 @@ fn product_of<'py>(
         }
         let opts = options(algo, threads, accuracy)?;
         let ctx = context(py, &format!("cuda:{ordinal}"))?;
-        return dlpack::matmul(py, &ctx, opts, (a, b), ordinal, out);
+        let completion = match stream {
+            Some(stream) => fastmm::GpuCompletion::OnStream(stream),
+            None => fastmm::GpuCompletion::Complete,
+        };
+        return dlpack::matmul(py, &ctx, opts, (a, b), (ordinal, completion), out);
     }
     let request = request(py, a, b, algo, device.unwrap_or("cpu"), threads, accuracy)?;
     product::matmul(py, request, out, timed)

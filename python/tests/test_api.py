@@ -31,6 +31,17 @@ def test_gemm(dtype, rng):
             assert np.all(np.abs(c - expected) <= 20 * np.finfo(dtype).eps * (scale + 1))
 
 
+def test_stream_is_for_gpu_operands_only(rng):
+    # stream= orders a GPU product before a caller's stream; host arrays
+    # have no stream to order, and are refused with the reason.
+    a = random((4, 5), np.float64, rng)
+    out = np.empty((4, 4))
+    with pytest.raises(ValueError, match="GPU operands"):
+        fastmm.matmul(a, a.T, out, stream=0)
+    with pytest.raises(ValueError, match="GPU operands"):
+        fastmm.matmul(a, a.T, stream=7)
+
+
 def test_gemm_beta_zero_never_reads_c(rng):
     a, b = random((20, 10), np.float64, rng), random((10, 30), np.float64, rng)
     c = np.full((20, 30), np.nan)

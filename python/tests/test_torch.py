@@ -210,6 +210,29 @@ def test_side_stream_without_device_synchronisation():
 
 
 @pytest.mark.skipif(not CUDA, reason="no CUDA GPU")
+@pytest.mark.parametrize("algo", ["cublas", "emulated", "auto"])
+@pytest.mark.parametrize("on_side", [False, True])
+def test_current_stream_waits_for_the_product(algo, on_side):
+    # The call may return before its product is done: the current stream
+    # must wait for it, so that overwriting the operands and reading the
+    # result right after, on that stream, see the product whole.
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(16, 1024, 1024, device="cuda", generator=gen)
+    b = torch.randn(16, 1024, 1024, device="cuda", generator=gen)
+    expected = torch.matmul(a.double(), b.double())
+    scale = torch.matmul(a.double().abs(), b.double().abs())
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream() if on_side else torch.cuda.current_stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        c = ft.matmul(a, b, algo=algo)
+        a.fill_(float("nan"))
+        b.fill_(float("nan"))
+        worst = ((c.double() - expected).abs() / scale).max().to("cpu")
+    assert float(worst) < 1e-5
+
+
+@pytest.mark.skipif(not CUDA, reason="no CUDA GPU")
 @pytest.mark.parametrize("algo", ["auto", "cublas", "emulated", "cuda-fast"])
 def test_batched_gpu_products(algo):
     gen = torch.Generator(device="cuda").manual_seed(11)

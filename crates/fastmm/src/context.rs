@@ -26,6 +26,8 @@ use crate::gemm::{Gemm, Problem};
 #[cfg(feature = "cuda")]
 use crate::matrix::{GpuMatrix, GpuProduct};
 use crate::matrix::{MatMut, MatRef, Matrix};
+#[cfg(feature = "cuda")]
+use crate::options::GpuCompletion;
 use crate::options::{
     Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuOptions, GpuPrecision,
 };
@@ -717,26 +719,43 @@ impl Context {
         opts: &GemmOptions,
     ) -> Result<Timing, Error> {
         // SAFETY: the caller's contract is the batch's, for one product.
-        unsafe { self.gemm_gpu_batch(alpha, &[GpuProduct { a, b, c }], beta, opts) }
+        unsafe {
+            self.gemm_gpu_batch(
+                alpha,
+                &[GpuProduct { a, b, c }],
+                beta,
+                opts,
+                GpuCompletion::Complete,
+            )
+        }
     }
 
     /// A batch of [`Context::gemm_gpu`]'s products, all of one shape: C ←
     /// α·A·B + β·C for each. The plan is made once; the products are
-    /// queued on the GPU's stream with no wait between them and waited for
-    /// once (cuBLAS runs a batch whose operands lie at fixed distances
-    /// as one strided-batch launch). Operands may repeat across products
-    /// (a broadcast A or B); outputs may not.
+    /// queued on the GPU's stream with no wait between them (cuBLAS runs a
+    /// batch whose operands lie at fixed distances as one strided-batch
+    /// launch), then waited for once or, with
+    /// [`GpuCompletion::OnStream`], ordered on the caller's stream.
+    /// Operands may repeat across products (a broadcast A or B); outputs
+    /// may not.
     ///
     /// # Safety
     /// As [`Context::gemm_gpu`], for every product; and no output overlaps
     /// another product's operands (checked for the outputs among
-    /// themselves: their spans must be disjoint).
+    /// themselves: their spans must be disjoint). With
+    /// [`GpuCompletion::OnStream`], the work that makes A, B and C is that
+    /// stream's or ordered before it, and "until the call returns" becomes
+    /// "until that stream has passed the point where the call left it":
+    /// memory freed earlier must not be reused by work not ordered after
+    /// it (as torch's caching allocator guarantees for tensors of that
+    /// stream).
     pub unsafe fn gemm_gpu_batch<T: Element>(
         &self,
         alpha: T,
         products: &[GpuProduct],
         beta: T,
         opts: &GemmOptions,
+        completion: GpuCompletion,
     ) -> Result<Timing, Error> {
         let gpu = self.gpu()?;
         let Some(first) = products.first() else {
@@ -785,7 +804,9 @@ impl Context {
                 c: operand(p.c),
             })
             .collect();
-        let ms = crate::cuda::products::in_core::multiply_resident_batch(gpu, &device, &opts)?;
+        let ms = crate::cuda::products::in_core::multiply_resident_batch(
+            gpu, &device, &opts, completion,
+        )?;
         Ok(Timing {
             compute_ms: ms,
             ..Timing::default()

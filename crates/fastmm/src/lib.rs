@@ -121,8 +121,8 @@ pub use gemm::{Gemm, Problem};
 pub use matrix::{GpuMatrix, GpuProduct, MatMut, MatRef, Matrix};
 pub use options::{
     Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CpuOptions, CudaKernel, Device,
-    DeviceKind, DeviceList, FastOptions, GemmOptions, GpuMemory, GpuOptions, GpuPrecision,
-    Interrupt, SumStores, Variant, ALGORITHMS,
+    DeviceKind, DeviceList, FastOptions, GemmOptions, GpuCompletion, GpuMemory, GpuOptions,
+    GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan, Route, Spread};
 pub use system::GpuInfo;

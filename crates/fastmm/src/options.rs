@@ -955,6 +955,25 @@ pub struct GpuOptions {
     pub kernel: Option<CudaKernel>,
 }
 
+/// When a call on GPU-resident operands returns
+/// ([`crate::Context::gemm_gpu_batch`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GpuCompletion {
+    /// When its products are complete and any kernel error is reported.
+    #[default]
+    Complete,
+    /// As an operation on the CUDA stream of this raw handle would (a
+    /// `CUstream` of the context's GPU, as torch's `Stream.cuda_stream`
+    /// gives it; 0 is the legacy default stream): the products follow the
+    /// work queued on that stream before the call, and later work on it
+    /// follows them, both through events; the call returns once they are
+    /// queued, and the host does not wait. A product that reads its own
+    /// results midway (the emulated product's certificate), keeps
+    /// temporaries or runs on several streams also waits as
+    /// [`GpuCompletion::Complete`] does.
+    OnStream(usize),
+}
+
 /// A flag that stops a running product between blocks: a fast
 /// algorithm's sub-products, `packed`'s panels of k on large products,
 /// out-of-core tiles. The product then returns [`Error::Interrupted`] and

@@ -19,7 +19,7 @@ use crate::cuda::tunables::{
 use crate::element::Element;
 use crate::error::Error;
 use crate::gemm::Gemm;
-use crate::options::{Algorithm, GemmOptions, GpuMemory, GpuPrecision};
+use crate::options::{Algorithm, GemmOptions, GpuCompletion, GpuMemory, GpuPrecision};
 use crate::strassen::engine::Plan;
 use crate::strassen::Scheme;
 
@@ -303,18 +303,25 @@ fn check_resident(opts: &GemmOptions) -> Result<(), Error> {
 
 /// C ← α·A·B + β·C on row-major operands already in this GPU's memory
 /// (the caller's, DLPack tensors' say), for a batch of products of one
-/// shape and one α and β: prepared once, queued on the GPU's stream
-/// without a wait between them and waited for once: a strided batch of the classical
-/// product runs as one cuBLAS launch; otherwise each product is queued in
-/// turn (the emulated product still waits on its own certificate). Returns
-/// the milliseconds the batch took, host clock. β = 0 never reads C. The
-/// checks of shapes and of the outputs' independence are the caller's;
-/// the 16-bit cuBLAS modes and memory kinds other than device memory are
-/// for host operands, converted or placed on upload, and refused here.
+/// shape and one α and β: prepared once and queued on the GPU's stream
+/// without a wait between them. A strided batch of the classical product
+/// runs as one cuBLAS launch; other batches below
+/// [`CUDA_BATCH_LANES_BELOW_MN`] run on several lanes; otherwise each
+/// product is queued in turn (the emulated product still waits on its own
+/// certificate). `completion` says whether the host then waits, or
+/// whether the products run as on the caller's stream (after its work,
+/// and, with one stream and no temporaries, before its later work without
+/// a host wait).
+/// Returns the milliseconds the call took, host clock. β = 0 never reads
+/// C. The checks of shapes and of the outputs' independence are the
+/// caller's; the 16-bit cuBLAS modes and memory kinds other than device
+/// memory are for host operands, converted or placed on upload, and
+/// refused here.
 pub(crate) fn multiply_resident_batch<T: Element>(
     gpu: &Gpu,
     products: &[DeviceGemm<T>],
     opts: &GemmOptions,
+    completion: GpuCompletion,
 ) -> Result<f64, Error> {
     check_resident(opts)?;
     let Some(first) = products.first() else {
@@ -322,6 +329,9 @@ pub(crate) fn multiply_resident_batch<T: Element>(
     };
     let start = Instant::now();
     let prepared = prepare::<T>(gpu, first.shape, first.beta == T::ZERO, opts)?;
+    if let GpuCompletion::OnStream(stream) = completion {
+        gpu.order_after(stream)?;
+    }
     match (&prepared, DeviceGemm::strided(products)) {
         ((None, ClassicalGemm::Cublas(precision)), Some(strides)) => {
             crate::cuda::kernels::cublas::gemm_batched(
@@ -330,10 +340,10 @@ pub(crate) fn multiply_resident_batch<T: Element>(
                 *first,
                 (products.len(), strides),
             )?;
-            gpu.synchronize()?;
+            finish(gpu, completion)?;
         }
         _ if products.len() == 1 || first.shape.0 * first.shape.2 >= CUDA_BATCH_LANES_BELOW_MN => {
-            run_lane(gpu, &prepared, products, opts)?
+            run_lane(gpu, &prepared, products, opts, completion)?
         }
         _ => {
             let lanes = CUDA_BATCH_LANES.min(products.len());
@@ -346,7 +356,11 @@ pub(crate) fn multiply_resident_batch<T: Element>(
                 let workers: Vec<_> = gpus
                     .iter()
                     .zip(products.chunks(part))
-                    .map(|(lane, share)| scope.spawn(move || run_lane(lane, prepared, share, opts)))
+                    .map(|(lane, share)| {
+                        scope.spawn(move || {
+                            run_lane(lane, prepared, share, opts, GpuCompletion::Complete)
+                        })
+                    })
                     .collect();
                 workers
                     .into_iter()
@@ -363,13 +377,15 @@ pub(crate) fn multiply_resident_batch<T: Element>(
 }
 
 /// Queues `products` on `gpu`'s stream one after another and waits for
-/// them; the fast algorithms' temporaries are kept until the stream has
-/// passed them, on failure too.
+/// them, or, where `completion` asks and no product keeps temporaries,
+/// orders the caller's stream after them; the fast algorithms'
+/// temporaries are kept until the stream has passed them, on failure too.
 fn run_lane<T: Element>(
     gpu: &Gpu,
     prepared: &(Option<Plan>, ClassicalGemm),
     products: &[DeviceGemm<T>],
     opts: &GemmOptions,
+    completion: GpuCompletion,
 ) -> Result<(), Error> {
     let mut backends = Vec::new();
     let issued = products.iter().try_for_each(|&product| {
@@ -377,7 +393,19 @@ fn run_lane<T: Element>(
         backends.push(issue_prepared(gpu, prepared, product, opts)?);
         Ok(())
     });
-    let waited = gpu.synchronize();
+    let waited = match (&issued, backends.iter().all(Option::is_none)) {
+        (Ok(()), true) => finish(gpu, completion),
+        _ => gpu.synchronize(),
+    };
     drop(backends);
     issued.and(waited)
+}
+
+/// The end of a call whose queued work holds no temporaries: the host
+/// waits for it, or the caller's stream is ordered after it.
+fn finish(gpu: &Gpu, completion: GpuCompletion) -> Result<(), Error> {
+    match completion {
+        GpuCompletion::Complete => gpu.synchronize(),
+        GpuCompletion::OnStream(stream) => gpu.order_before(stream),
+    }
 }

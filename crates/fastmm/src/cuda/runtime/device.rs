@@ -282,6 +282,62 @@ impl Gpu {
             .map_err(|e| cuda_err("cannot bind the context", e))
     }
 
+    /// Makes the CUDA stream `other` (a raw `CUstream` of this GPU's
+    /// context; 0 is the legacy default stream) wait for the work queued
+    /// on this GPU's stream so far, through an event; the host does not
+    /// wait.
+    pub(crate) fn order_before(&self, other: usize) -> Result<(), Error> {
+        let event = self
+            .stream
+            .record_event(None)
+            .map_err(|e| cuda_err("cannot record an event", e))?;
+        // SAFETY: `event` is alive here (destroying it once the wait is
+        // queued is allowed: CUDA releases it when it completes); `other`
+        // is a stream of this context, the caller's contract.
+        unsafe { self.wait_on(other, event.cu_event()) }
+            .map_err(|e| cuda_err("cannot order a stream after fastmm's", e))
+    }
+
+    /// Makes this GPU's stream wait for the work queued so far on the CUDA
+    /// stream `other` (as [`Gpu::order_before`], the other way round).
+    pub(crate) fn order_after(&self, other: usize) -> Result<(), Error> {
+        use cudarc::driver::sys;
+        self.bind()?;
+        let event = self
+            .ctx
+            .new_event(None)
+            .map_err(|e| cuda_err("cannot create an event", e))?;
+        // SAFETY: a live event of this context, recorded on `other`, a
+        // stream of this context (the caller's contract).
+        unsafe { cudarc::driver::result::event::record(event.cu_event(), other as sys::CUstream) }
+            .map_err(|e| cuda_err("cannot record an event on the caller's stream", e))?;
+        self.stream
+            .wait(&event)
+            .map_err(|e| cuda_err("cannot order fastmm's stream after the caller's", e))
+    }
+
+    /// Queues on the raw stream `stream` a wait for the raw `event`.
+    ///
+    /// # Safety
+    /// `event` is a live event and `stream` a live stream of this GPU's
+    /// context.
+    unsafe fn wait_on(
+        &self,
+        stream: usize,
+        event: cudarc::driver::sys::CUevent,
+    ) -> Result<(), cudarc::driver::DriverError> {
+        use cudarc::driver::sys;
+        self.ctx.bind_to_thread()?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            cudarc::driver::result::stream::wait_event(
+                stream as sys::CUstream,
+                event,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+    }
+
     /// Waits for the stream and reports any error a kernel raised.
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
         self.stream
