@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use fastmm::io::out_of_core::MappedMatrix;
 use fastmm::io::{read_array, write_array, AnyMatrix, Array, Format, ReadOptions};
 use fastmm::{DType, Element, Matrix};
-use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -33,6 +33,26 @@ fn to_numpy<'py, T: Element + numpy::Element>(
         _ => vec![rows, cols],
     };
     Ok(flat.reshape(shape)?.into_any())
+}
+
+/// A complex matrix as a numpy complex array of `ndim` dimensions, from
+/// its interleaved parts viewed as `complex_type`.
+fn complex_to_numpy<'py, T: Element + numpy::Element>(
+    py: Python<'py>,
+    z: fastmm::complex::ComplexMatrix<T>,
+    ndim: usize,
+    complex_type: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (rows, cols) = z.shape();
+    let interleaved: Vec<T> = z.pairs().flat_map(|(re, im)| [re, im]).collect();
+    let flat = PyArray1::from_vec(py, interleaved);
+    let complex = flat.call_method1("view", (complex_type,))?;
+    let shape: Vec<usize> = match ndim {
+        0 => vec![],
+        1 => vec![rows * cols],
+        _ => vec![rows, cols],
+    };
+    complex.call_method1("reshape", (shape,))
 }
 
 /// A matrix file as a numpy array: .npy, Matrix Market (.mtx), CSV/TSV or
@@ -64,7 +84,43 @@ pub(crate) fn load<'py>(
         AnyMatrix::F64(m) => to_numpy(py, m, array.ndim),
         AnyMatrix::I32(m) => to_numpy(py, m, array.ndim),
         AnyMatrix::I64(m) => to_numpy(py, m, array.ndim),
+        AnyMatrix::C64(z) => complex_to_numpy(py, z, array.ndim, "complex64"),
+        AnyMatrix::C128(z) => complex_to_numpy(py, z, array.ndim, "complex128"),
     }
+}
+
+/// A complex64 or complex128 numpy array as a rows×cols complex matrix;
+/// `None` for another type.
+fn complex_matrix(
+    array: &Bound<'_, PyAny>,
+    (rows, cols): (usize, usize),
+) -> PyResult<Option<AnyMatrix>> {
+    let numpy = array.py().import("numpy")?;
+    let dtype = array.getattr("dtype")?;
+    let part = match dtype.getattr("name")?.extract::<String>()?.as_str() {
+        "complex64" => "float32",
+        "complex128" => "float64",
+        _ => return Ok(None),
+    };
+    // The parts interleaved, in C order: the array's own memory when it is
+    // C-contiguous, else a copy.
+    let parts = numpy
+        .call_method1("ascontiguousarray", (array,))?
+        .call_method1("reshape", (-1,))?
+        .call_method1("view", (part,))?;
+    macro_rules! pairs {
+        ($t:ty) => {{
+            let flat = parts.cast::<numpy::PyArray1<$t>>()?.to_vec()?;
+            let pairs = flat.chunks_exact(2).map(|p| (p[0], p[1]));
+            fastmm::complex::ComplexMatrix::from_pairs(rows, cols, pairs)
+                .map_err(to_py)?
+                .into()
+        }};
+    }
+    Ok(Some(match part {
+        "float32" => pairs!(f32),
+        _ => pairs!(f64),
+    }))
 }
 
 /// Writes a 0-, 1- or 2-D array to a matrix file of the format its
@@ -78,32 +134,22 @@ pub(crate) fn save(
     array: &Bound<'_, PyAny>,
     format: Option<&str>,
 ) -> PyResult<()> {
-    let op = operand(array, "array")?;
-    let ndim = op.array.ndim();
+    let shape: Vec<usize> = array.getattr("shape")?.extract()?;
+    let ndim = shape.len();
     if ndim > 2 {
         return Err(value_error(format!(
             "a matrix file holds at most 2 dimensions; the array has {ndim}"
         )));
     }
-    let (rows, cols) = match op.array.shape() {
+    let (rows, cols) = match shape[..] {
         [] => (1, 1),
-        [n] => (1, *n),
-        [r, c] => (*r, *c),
+        [n] => (1, n),
+        [r, c] => (r, c),
         _ => unreachable!("at most 2 dimensions"),
     };
-    let dense = contiguous(&op.array)?;
-    macro_rules! matrix {
-        ($t:ty, $variant:ident) => {{
-            let typed = dense.cast::<numpy::PyArrayDyn<$t>>()?;
-            let data = typed.to_vec().map_err(|e| value_error(e.to_string()))?;
-            AnyMatrix::$variant(Matrix::from_vec(rows, cols, data).map_err(to_py)?)
-        }};
-    }
-    let matrix = match op.dtype {
-        DType::F32 => matrix!(f32, F32),
-        DType::F64 => matrix!(f64, F64),
-        DType::I32 => matrix!(i32, I32),
-        DType::I64 => matrix!(i64, I64),
+    let matrix = match complex_matrix(array, (rows, cols))? {
+        Some(matrix) => matrix,
+        None => real_matrix(array, (rows, cols))?,
     };
     // A 1-D array is a column in the library's files (k×1), as numpy
     // saves and loads it.
@@ -114,6 +160,25 @@ pub(crate) fn save(
     let format = format_named(format)?;
     py.detach(|| write_array(&path, format, &Array { matrix, ndim }))
         .map_err(to_py)
+}
+
+/// A real numpy array of a type fastmm multiplies as a rows×cols matrix.
+fn real_matrix(array: &Bound<'_, PyAny>, (rows, cols): (usize, usize)) -> PyResult<AnyMatrix> {
+    let op = operand(array, "array")?;
+    let dense = contiguous(&op.array)?;
+    macro_rules! matrix {
+        ($t:ty, $variant:ident) => {{
+            let typed = dense.cast::<numpy::PyArrayDyn<$t>>()?;
+            let data = typed.to_vec().map_err(|e| value_error(e.to_string()))?;
+            AnyMatrix::$variant(Matrix::from_vec(rows, cols, data).map_err(to_py)?)
+        }};
+    }
+    Ok(match op.dtype {
+        DType::F32 => matrix!(f32, F32),
+        DType::F64 => matrix!(f64, F64),
+        DType::I32 => matrix!(i32, I32),
+        DType::I64 => matrix!(i64, I64),
+    })
 }
 
 /// The out-of-core product of two 2-D .npy files into a third, C computed

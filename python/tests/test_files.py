@@ -80,3 +80,30 @@ def test_multiply_files_refuses_mismatched_shapes(tmp_path, rng):
     with pytest.raises(ValueError, match="5 columns"):
         fastmm.multiply_files(tmp_path / "a.npy", tmp_path / "b.npy", tmp_path / "c.npy")
     assert not (tmp_path / "c.npy").exists()
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_load_save_and_multiply_files(tmp_path, rng, dtype):
+    x = (random((6, 5), np.float64, rng) + 1j * random((6, 5), np.float64, rng)).astype(dtype)
+    for ext in ("npy", "txt", "csv", "mtx"):
+        path = tmp_path / f"x.{ext}"
+        fastmm.save(path, x)
+        y = fastmm.load(path, dtype="f32" if dtype == np.complex64 else None)
+        assert np.iscomplexobj(y)
+        np.testing.assert_array_equal(y.astype(dtype), x)
+    np.savetxt(tmp_path / "numpy.txt", x)
+    np.testing.assert_array_equal(fastmm.load(tmp_path / "numpy.txt").astype(dtype), x)
+    fastmm.save(tmp_path / "v.npy", x[0])
+    assert fastmm.load(tmp_path / "v.npy").shape == (5,)
+    # Gaussian integers: exact at both levels.
+    a = rng.integers(-50, 50, (23, 31)) + 1j * rng.integers(-50, 50, (23, 31))
+    b = rng.integers(-50, 50, (31, 9)) + 1j * rng.integers(-50, 50, (31, 9))
+    np.save(tmp_path / "a.npy", a.astype(dtype))
+    np.savetxt(tmp_path / "b.txt", b)
+    for accuracy in ("native", "bound"):
+        report = fastmm.multiply_files(
+            tmp_path / "a.npy", tmp_path / "b.txt", tmp_path / "c.npy", check=True,
+            accuracy=accuracy, max_memory=1,
+        )
+        assert report["ok"]
+        np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), a @ b)

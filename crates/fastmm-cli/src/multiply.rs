@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
+use fastmm::complex::{ComplexForm, ComplexMatrix};
 use fastmm::io::{
     encode_array, parse_array, promote, read_array, write_array, AnyMatrix, Array, Format,
     ReadOptions,
@@ -46,10 +47,14 @@ pub struct MultiplyArgs {
     /// first row holds one, else whitespace, as np.loadtxt.
     #[arg(long, value_name = "CHAR")]
     delimiter: Option<char>,
-    /// Element type of the product. Default: A's and B's common type — the
-    /// same type; the wider of two floats or two integers; f64 for an
-    /// integer and a float. A conversion that would change a value is an
-    /// error, except rounding on an explicit f64 → f32.
+    /// Element type of the product: f32, f64, i32, i64, or complex c64 or
+    /// c128. Default: A's and B's common type — the same type; the wider
+    /// of two floats or two integers; f64 for an integer and a float;
+    /// complex when either is, with parts of that common type (c128 for
+    /// integer parts). A conversion that would change a value is an
+    /// error, except rounding on an explicit f64 → f32 (c128 → c64).
+    /// Complex products are four real products at `native` accuracy and
+    /// three (3M) at the relaxed levels.
     #[arg(short = 'd', long)]
     dtype: Option<String>,
     /// Element type of CSV/TSV inputs (default f64) and of raw inputs
@@ -205,7 +210,19 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
     if team.is_some() && args.options.out_of_core {
         bail!("--out-of-core streams through one device; on several GPUs, C = A·B of files in memory streams through all of them without it");
     }
-    if args.mappable() && team.is_none() {
+    // Complex matrices are multiplied in memory, as real products of their
+    // parts.
+    let complex = args
+        .dtype
+        .as_deref()
+        .is_some_and(|d| parse_type(d).is_ok_and(|(_, complex)| complex))
+        || [&args.a, &args.b]
+            .iter()
+            .any(|path| fastmm::io::out_of_core::holds_complex(path));
+    if complex && args.options.out_of_core {
+        bail!("--out-of-core multiplies real matrices; complex ones are multiplied in memory");
+    }
+    if args.mappable() && team.is_none() && !complex {
         if let Some(outcome) = out_of_core(args, input_dtype, budget)? {
             return Ok(outcome);
         }
@@ -251,16 +268,33 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         _ => a.matrix,
     };
     let b = b.matrix;
-    let dtype = match &args.dtype {
-        Some(d) => d.parse::<DType>()?,
-        None => promote(a.dtype(), b.dtype()),
+    let (dtype, complex) = match &args.dtype {
+        Some(d) => parse_type(d)?,
+        None => match promote(a.dtype(), b.dtype()) {
+            integer if integer.is_integer() && (a.is_complex() || b.is_complex()) => {
+                (DType::F64, true)
+            }
+            common => (common, a.is_complex() || b.is_complex()),
+        },
+    };
+    let type_name = match (complex, dtype) {
+        (true, DType::F32) => "c64".to_string(),
+        (true, _) => "c128".to_string(),
+        (false, real) => real.to_string(),
     };
     let convert = |m: AnyMatrix, path: &Path| -> Result<AnyMatrix> {
-        if m.dtype() == dtype {
+        if m.dtype() == dtype && m.is_complex() == complex {
             return Ok(m);
         }
-        m.to(dtype)
-            .map_err(|e| anyhow::anyhow!("{}: as {dtype}: {e}", path.display()))
+        match complex {
+            true => m.to_complex(dtype),
+            false if m.is_complex() => bail!(
+                "{} holds complex values; multiply them as c64 or c128",
+                path.display()
+            ),
+            false => m.to(dtype),
+        }
+        .map_err(|e| anyhow::anyhow!("{}: as {type_name}: {e}", path.display()))
     };
     let a = convert(a, &args.a)?;
     let b = convert(b, &args.b)?;
@@ -285,7 +319,13 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         (AnyMatrix::F64(a), AnyMatrix::F64(b)) => multiply(engine, a, b, &opts, args.check)?,
         (AnyMatrix::I32(a), AnyMatrix::I32(b)) => multiply(engine, a, b, &opts, args.check)?,
         (AnyMatrix::I64(a), AnyMatrix::I64(b)) => multiply(engine, a, b, &opts, args.check)?,
-        _ => unreachable!("both operands were converted to {dtype}"),
+        (AnyMatrix::C64(a), AnyMatrix::C64(b)) => {
+            multiply_complex(engine, a, b, &opts, args.check)?
+        }
+        (AnyMatrix::C128(a), AnyMatrix::C128(b)) => {
+            multiply_complex(engine, a, b, &opts, args.check)?
+        }
+        _ => bail!("A and B were not converted to one type ({type_name})"),
     };
     let ctx = engine.context();
     let on = match engine {
@@ -323,14 +363,16 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         std::fs::metadata(&args.output).map_or(0, |m| m.len())
     };
     let write_ms = start.elapsed().as_secs_f64() * 1e3;
-    let flops = 2.0 * m as f64 * k as f64 * n as f64;
+    // A complex multiply-add is four real multiplications and four
+    // additions (LAPACK's count for zgemm), whatever form ran.
+    let flops = if complex { 8.0 } else { 2.0 } * m as f64 * k as f64 * n as f64;
     // The report goes where C does not.
     let report = |line: String| match is_stdio(&args.output) {
         true => eprintln!("{line}"),
         false => println!("{line}"),
     };
     report(format!(
-        "C = A·B: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {} on {}: {multiply_ms:.3} ms, {:.2} GFLOP/s{}; read {read_ms:.1} ms, wrote {} ({}) in {write_ms:.1} ms{}",
+        "C = A·B: A {m}×{k} ({}), B {k}×{n} ({}), {type_name}, {} on {}: {multiply_ms:.3} ms, {:.2} GFLOP/s{}; read {read_ms:.1} ms, wrote {} ({}) in {write_ms:.1} ms{}",
         args.a.display(),
         args.b.display(),
         algorithm,
@@ -351,6 +393,16 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         verdict.map_or(String::new(), |(_, line)| format!("; check: {line}"))
     ));
     Ok(Outcome::AllCorrect)
+}
+
+/// An element type as `--dtype` names it: (the real type, or the parts'
+/// type, and whether it is complex).
+fn parse_type(text: &str) -> Result<(DType, bool)> {
+    Ok(match text.trim().to_ascii_lowercase().as_str() {
+        "c64" | "complex64" => (DType::F32, true),
+        "c128" | "complex128" => (DType::F64, true),
+        real => (real.parse::<DType>()?, false),
+    })
 }
 
 /// The algorithm that runs for this shape and type (`auto` decided).
@@ -446,6 +498,105 @@ where
         None
     };
     Ok((AnyMatrix::from(c), ms, verdict, plan.algorithm))
+}
+
+/// The complex C = A·B timed, and its verification when asked: four real
+/// products at `native` accuracy, three (3M) at the relaxed levels, each
+/// planned by the executor as a real product of T.
+fn multiply_complex<T: Element>(
+    engine: &Engine,
+    a: &ComplexMatrix<T>,
+    b: &ComplexMatrix<T>,
+    opts: &GemmOptions,
+    check: bool,
+) -> Result<(AnyMatrix, f64, Verdict, Algorithm)>
+where
+    AnyMatrix: From<ComplexMatrix<T>>,
+{
+    let form = match opts.accuracy {
+        fastmm::Accuracy::Native => ComplexForm::Classical,
+        _ => ComplexForm::Gauss,
+    };
+    let (m, n) = (a.shape().0, b.shape().1);
+    let mut c = ComplexMatrix::try_zeros(m, n)?;
+    let start = Instant::now();
+    let reports = match engine {
+        Engine::One(ctx) => fastmm::complex::multiply(
+            ctx,
+            a.as_split(),
+            b.as_split(),
+            c.as_split_mut(),
+            form,
+            opts,
+        ),
+        Engine::Team(team) => fastmm::complex::multiply(
+            team,
+            a.as_split(),
+            b.as_split(),
+            c.as_split_mut(),
+            form,
+            opts,
+        ),
+    }
+    .context("the complex product failed")?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let plan = &reports[0].plan;
+    let verdict = match check {
+        true => Some(check_complex(a, b, &c, plan.error_growth, form)?),
+        false => None,
+    };
+    Ok((AnyMatrix::from(c), ms, verdict, plan.algorithm))
+}
+
+/// Verifies a complex product through its real embedding, a 2m×2k by 2k×n
+/// real product with the classical complex bound: [Aᵣ −Aᵢ; Aᵢ Aᵣ]·[Bᵣ; Bᵢ]
+/// = [Cᵣ; Cᵢ]. 3M's imaginary part is bounded by (|Aᵣ|+|Aᵢ|)(|Bᵣ|+|Bᵢ|)
+/// instead (Higham §23.2.4), up to four times the embedding's bound: it
+/// is checked with that growth.
+fn check_complex<T: Element>(
+    a: &ComplexMatrix<T>,
+    b: &ComplexMatrix<T>,
+    c: &ComplexMatrix<T>,
+    growth: f64,
+    form: ComplexForm,
+) -> Result<(bool, String)> {
+    let ((m, k), n) = (a.shape(), b.shape().1);
+    let embedded_a = Matrix::try_from_fn(2 * m, 2 * k, |i, p| {
+        let (re, im) = a.get(i % m, p % k);
+        match (i < m, p < k) {
+            (true, true) | (false, false) => re,
+            (true, false) => T::ZERO.sub(im),
+            (false, true) => im,
+        }
+    })?;
+    let stacked = |z: &ComplexMatrix<T>, rows: usize| {
+        Matrix::try_from_fn(2 * rows, n, |i, j| match i < rows {
+            true => z.re().get(i, j),
+            false => z.im().get(i - rows, j),
+        })
+    };
+    let (embedded_b, embedded_c) = (stacked(b, k)?, stacked(c, m)?);
+    let growth = match form {
+        ComplexForm::Classical => growth,
+        ComplexForm::Gauss => 4.0 * growth,
+    };
+    let v = fastmm::verify::verify_with_growth(
+        embedded_a.as_ref(),
+        embedded_b.as_ref(),
+        embedded_c.as_ref(),
+        growth,
+    )?;
+    Ok((
+        v.ok,
+        format!(
+            "{} {} ({} complex form), relative error {:.2e}, {:.2e} of the bound",
+            v.method.name(),
+            if v.ok { "ok" } else { "WRONG" },
+            form.name(),
+            v.rel_error,
+            v.bound_ratio
+        ),
+    ))
 }
 
 /// The product out of core when it is asked for or A, B and C exceed the

@@ -295,3 +295,119 @@ fn nan_and_infinity_pass_through_every_format_and_the_check() {
         std::fs::read_to_string(dir.join("e.csv")).unwrap()
     );
 }
+
+#[test]
+fn complex_files_multiply_as_numpy_writes_and_reads_them() {
+    let dir = scratch("complex");
+    // Gaussian integers: every real product of the parts is exact, so
+    // both complex forms give numpy's digits exactly.
+    std::fs::write(
+        dir.join("a.txt"),
+        " (1.000000000000000000e+00+2.000000000000000000e+00j) (3.000000000000000000e+00+-1.000000000000000000e+00j)\n(0+1j) -2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.mtx"),
+        "%%MatrixMarket matrix coordinate complex hermitian\n2 2 2\n1 1 2 0\n2 1 1 -1\n",
+    )
+    .unwrap();
+    // A = [[1+2i, 3−i], [i, −2]], B = [[2, 1+i], [1−i, 0]] (Hermitian).
+    let expected = "(4.0+0.0j) (-1.0+3.0j)\n(-2.0+4.0j) (-1.0+1.0j)\n";
+    for accuracy in ["native", "bound"] {
+        let out = fastmm(
+            &dir,
+            &[
+                "multiply",
+                "a.txt",
+                "b.mtx",
+                "-o",
+                "c.txt",
+                "--check",
+                "--accuracy",
+                accuracy,
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report = text(&out.stdout);
+        assert!(report.contains("c128"), "{report}");
+        let form = if accuracy == "native" { "4m" } else { "3m" };
+        assert!(
+            report.contains(&format!("ok ({form} complex form)")),
+            "{report}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("c.txt")).unwrap(),
+            expected
+        );
+    }
+    // A real operand becomes complex; c64 is asked for; .npy and .mtx out.
+    std::fs::write(dir.join("r.csv"), "1,0\n0,1\n").unwrap();
+    let out = fastmm(
+        &dir,
+        &["multiply", "a.txt", "r.csv", "-o", "c.npy", "-d", "c64"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("c64"), "{}", text(&out.stdout));
+    let out = fastmm(&dir, &["multiply", "c.npy", "b.mtx", "-o", "c.mtx"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mtx = std::fs::read_to_string(dir.join("c.mtx")).unwrap();
+    assert!(
+        mtx.starts_with("%%MatrixMarket matrix array complex general\n"),
+        "{mtx}"
+    );
+    // Column by column: C[0][0], C[1][0], ...
+    assert!(
+        mtx.ends_with("2 2\n4.0 0.0\n-2.0 4.0\n-1.0 3.0\n-1.0 1.0\n"),
+        "{mtx}"
+    );
+    // What cannot be: a raw output, out of core, a real type asked of
+    // complex values.
+    for (args, says) in [
+        (vec!["-o", "c.bin"], "a raw file holds a real matrix"),
+        (
+            vec!["-o", "d.npy", "--out-of-core"],
+            "--out-of-core multiplies real matrices",
+        ),
+        (
+            vec!["-o", "d.npy", "-d", "f64"],
+            "holds complex values; multiply them as c64 or c128",
+        ),
+    ] {
+        let mut all = vec!["multiply", "c.npy", "b.mtx"];
+        all.extend(args);
+        let out = fastmm(&dir, &all, None);
+        assert!(!out.status.success());
+        assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
+    }
+
+    let Some(_) = numpy(
+        &dir,
+        "rng = np.random.default_rng(8)\n\
+         a = rng.standard_normal((31, 40)) + 1j * rng.standard_normal((31, 40))\n\
+         b = (rng.standard_normal((40, 7)) + 1j * rng.standard_normal((40, 7))).astype(np.complex64)\n\
+         np.save('za.npy', np.asfortranarray(a))\n\
+         np.savetxt('zb.txt', b)\n\
+         np.save('expected.npy', a @ b.astype(np.complex128))",
+    ) else {
+        return;
+    };
+    // complex128 (Fortran order) by complex64 text: c128, as numpy.
+    let out = fastmm(
+        &dir,
+        &["multiply", "za.npy", "zb.txt", "-o", "zc.npy", "--check"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let diff = numpy(
+        &dir,
+        "c = np.load('zc.npy')\n\
+         e = np.load('expected.npy')\n\
+         assert c.dtype == np.complex128, c.dtype\n\
+         print(np.abs(c - e).max() / np.abs(e).max())",
+    )
+    .unwrap();
+    let diff: f64 = diff.trim().parse().unwrap();
+    assert!(diff < 1e-13, "numpy reads back C off by {diff}");
+}

@@ -50,6 +50,109 @@ pub struct SplitMut<'a, T: Element> {
     pub im: MatMut<'a, T>,
 }
 
+/// A complex matrix that owns its parts: two real matrices of one shape,
+/// as files and front ends hand complex matrices over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComplexMatrix<T: Element> {
+    re: Matrix<T>,
+    im: Matrix<T>,
+}
+
+impl<T: Element> ComplexMatrix<T> {
+    /// The matrix re + i·im; [`Error::OutputShape`] when the parts' shapes
+    /// differ.
+    pub fn new(re: Matrix<T>, im: Matrix<T>) -> Result<Self, Error> {
+        if re.shape() != im.shape() {
+            return Err(Error::OutputShape {
+                expected: re.shape(),
+                got: im.shape(),
+            });
+        }
+        Ok(ComplexMatrix { re, im })
+    }
+
+    /// A rows×cols matrix of zeros, or [`Error::SizeOverflow`].
+    pub fn try_zeros(rows: usize, cols: usize) -> Result<Self, Error> {
+        Ok(ComplexMatrix {
+            re: Matrix::try_zeros(rows, cols)?,
+            im: Matrix::try_zeros(rows, cols)?,
+        })
+    }
+
+    /// `re` as a complex matrix (imaginary parts zero).
+    pub fn from_real(re: Matrix<T>) -> Result<Self, Error> {
+        let im = Matrix::try_zeros(re.rows(), re.cols())?;
+        Ok(ComplexMatrix { re, im })
+    }
+
+    /// The elements (re, im) of a row-major sequence of pairs, as numpy's
+    /// complex arrays and .npy files store them.
+    pub fn from_pairs(
+        rows: usize,
+        cols: usize,
+        pairs: impl IntoIterator<Item = (T, T)>,
+    ) -> Result<Self, Error> {
+        let (re, im): (Vec<T>, Vec<T>) = pairs.into_iter().unzip();
+        Self::new(
+            Matrix::from_vec(rows, cols, re)?,
+            Matrix::from_vec(rows, cols, im)?,
+        )
+    }
+
+    /// (rows, columns).
+    pub fn shape(&self) -> (usize, usize) {
+        self.re.shape()
+    }
+
+    /// The real parts.
+    pub fn re(&self) -> &Matrix<T> {
+        &self.re
+    }
+
+    /// The imaginary parts.
+    pub fn im(&self) -> &Matrix<T> {
+        &self.im
+    }
+
+    /// Element (i, j) as (re, im).
+    ///
+    /// # Panics
+    /// Out of bounds, as [`Matrix::get`].
+    pub fn get(&self, i: usize, j: usize) -> (T, T) {
+        (self.re.get(i, j), self.im.get(i, j))
+    }
+
+    /// The elements as (re, im) pairs in row-major order.
+    pub fn pairs(&self) -> impl Iterator<Item = (T, T)> + '_ {
+        self.re
+            .as_slice()
+            .iter()
+            .copied()
+            .zip(self.im.as_slice().iter().copied())
+    }
+
+    /// The parts, real first.
+    pub fn into_parts(self) -> (Matrix<T>, Matrix<T>) {
+        (self.re, self.im)
+    }
+
+    /// The matrix as split views, for [`multiply`].
+    pub fn as_split(&self) -> SplitRef<'_, T> {
+        SplitRef {
+            re: self.re.as_ref(),
+            im: self.im.as_ref(),
+        }
+    }
+
+    /// The matrix as split views to write, for [`multiply`].
+    pub fn as_split_mut(&mut self) -> SplitMut<'_, T> {
+        SplitMut {
+            re: self.re.as_mut(),
+            im: self.im.as_mut(),
+        }
+    }
+}
+
 /// How a complex product is made of real ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

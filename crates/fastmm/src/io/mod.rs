@@ -33,7 +33,12 @@
 //!
 //! Element types: .npy and raw files carry f32, f64, i32 or i64; Matrix
 //! Market `real` reads as f64 and `integer` as i64; CSV/TSV read as f64,
-//! or as the type asked for in [`ReadOptions::dtype`]. [`AnyMatrix::to`]
+//! or as the type asked for in [`ReadOptions::dtype`]. Complex matrices
+//! ([`AnyMatrix::C64`], [`AnyMatrix::C128`]) live in .npy files (`c8`,
+//! `c16`), Matrix Market `complex` (read as complex128) and text files as
+//! numpy's `savetxt` writes them (`(1.5+2e-03j)`; read as complex128, or
+//! complex64 when f32 is asked for, whenever a value has an imaginary
+//! part); raw files hold real matrices only. [`AnyMatrix::to`]
 //! converts between types, refusing any conversion that would change a
 //! value except the rounding of an explicit f64 → f32 request.
 
@@ -46,6 +51,7 @@ mod text;
 
 use std::path::Path;
 
+use crate::complex::ComplexMatrix;
 use crate::element::{DType, Element};
 use crate::error::Error;
 use crate::matrix::Matrix;
@@ -145,6 +151,10 @@ pub enum AnyMatrix {
     I32(Matrix<i32>),
     /// i64 elements.
     I64(Matrix<i64>),
+    /// complex64 elements: f32 real and imaginary parts.
+    C64(ComplexMatrix<f32>),
+    /// complex128 elements: f64 real and imaginary parts.
+    C128(ComplexMatrix<f64>),
 }
 
 macro_rules! from_matrix {
@@ -158,14 +168,29 @@ macro_rules! from_matrix {
 }
 from_matrix!(f32 => F32, f64 => F64, i32 => I32, i64 => I64);
 
-/// Applies one generic expression to whichever matrix an [`AnyMatrix`] holds.
+impl From<ComplexMatrix<f32>> for AnyMatrix {
+    fn from(m: ComplexMatrix<f32>) -> AnyMatrix {
+        AnyMatrix::C64(m)
+    }
+}
+
+impl From<ComplexMatrix<f64>> for AnyMatrix {
+    fn from(m: ComplexMatrix<f64>) -> AnyMatrix {
+        AnyMatrix::C128(m)
+    }
+}
+
+/// Applies one generic expression to whichever real matrix an
+/// [`AnyMatrix`] holds, and another to a complex one.
 macro_rules! with_any {
-    ($any:expr, $m:ident => $body:expr) => {
+    ($any:expr, $m:ident => $body:expr, $z:ident => $complex:expr) => {
         match $any {
             AnyMatrix::F32($m) => $body,
             AnyMatrix::F64($m) => $body,
             AnyMatrix::I32($m) => $body,
             AnyMatrix::I64($m) => $body,
+            AnyMatrix::C64($z) => $complex,
+            AnyMatrix::C128($z) => $complex,
         }
     };
 }
@@ -256,19 +281,35 @@ fn convert_matrix<T: Element + Convert<U>, U: Element>(m: &Matrix<T>) -> Result<
 }
 
 impl AnyMatrix {
-    /// The element type.
+    /// The element type, of the parts for a complex matrix (f32 for
+    /// complex64, f64 for complex128): see [`AnyMatrix::is_complex`].
     pub fn dtype(&self) -> DType {
         match self {
-            AnyMatrix::F32(_) => DType::F32,
-            AnyMatrix::F64(_) => DType::F64,
+            AnyMatrix::F32(_) | AnyMatrix::C64(_) => DType::F32,
+            AnyMatrix::F64(_) | AnyMatrix::C128(_) => DType::F64,
             AnyMatrix::I32(_) => DType::I32,
             AnyMatrix::I64(_) => DType::I64,
         }
     }
 
+    /// Whether the elements are complex.
+    pub fn is_complex(&self) -> bool {
+        matches!(self, AnyMatrix::C64(_) | AnyMatrix::C128(_))
+    }
+
+    /// The element type's name: "f32", "f64", "i32", "i64", "c64" or
+    /// "c128".
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AnyMatrix::C64(_) => "c64",
+            AnyMatrix::C128(_) => "c128",
+            real => real.dtype().name(),
+        }
+    }
+
     /// (rows, columns).
     pub fn shape(&self) -> (usize, usize) {
-        with_any!(self, m => (m.rows(), m.cols()))
+        with_any!(self, m => (m.rows(), m.cols()), z => z.shape())
     }
 
     /// The same elements in row-major order as a rows×cols matrix (a
@@ -281,15 +322,30 @@ impl AnyMatrix {
                 "a {r}×{c} matrix cannot be reshaped to {rows}×{cols}"
             )));
         }
-        Ok(with_any!(self, m => Matrix::from_vec(rows, cols, m.into_vec())?.into()))
+        fn complex<T: Element>(
+            z: ComplexMatrix<T>,
+            rows: usize,
+            cols: usize,
+        ) -> Result<ComplexMatrix<T>, Error> {
+            let (re, im) = z.into_parts();
+            ComplexMatrix::new(
+                Matrix::from_vec(rows, cols, re.into_vec())?,
+                Matrix::from_vec(rows, cols, im.into_vec())?,
+            )
+        }
+        Ok(with_any!(self,
+            m => Matrix::from_vec(rows, cols, m.into_vec())?.into(),
+            z => complex(z, rows, cols)?.into()))
     }
 
-    /// The same matrix as `dtype`. Widening is exact; integers become
-    /// floats only when every value is exactly representable, floats
-    /// become integers only when every value is integral and in range,
-    /// i64 becomes i32 only in range, and f64 → f32 rounds (asked for
-    /// explicitly). The error, [`Error::Inexact`], names the first element
-    /// that does not fit.
+    /// The same matrix as `dtype` (of the parts, for a complex matrix,
+    /// which stays complex: f32 gives complex64, f64 complex128; integer
+    /// types are refused). Widening is exact; integers become floats only
+    /// when every value is exactly representable, floats become integers
+    /// only when every value is integral and in range, i64 becomes i32
+    /// only in range, and f64 → f32 rounds (asked for explicitly). The
+    /// error, [`Error::Inexact`], names the first element that does not
+    /// fit.
     pub fn to(&self, dtype: DType) -> Result<AnyMatrix, Error> {
         macro_rules! from {
             ($m:expr) => {
@@ -301,7 +357,42 @@ impl AnyMatrix {
                 }
             };
         }
-        with_any!(self, m => from!(m))
+        macro_rules! complex {
+            ($z:expr) => {
+                match dtype {
+                    DType::F32 => ComplexMatrix::new(
+                        convert_matrix::<_, f32>($z.re())?,
+                        convert_matrix::<_, f32>($z.im())?,
+                    )
+                    .map(AnyMatrix::C64),
+                    DType::F64 => ComplexMatrix::new(
+                        convert_matrix::<_, f64>($z.re())?,
+                        convert_matrix::<_, f64>($z.im())?,
+                    )
+                    .map(AnyMatrix::C128),
+                    integer => Err(Error::InvalidOption(format!(
+                        "a complex matrix cannot be converted to {integer}"
+                    ))),
+                }
+            };
+        }
+        with_any!(self, m => from!(m), z => complex!(z))
+    }
+
+    /// The same matrix as complex with parts of `dtype` (f32 or f64): a
+    /// real matrix gains zero imaginary parts, exactly as [`AnyMatrix::to`]
+    /// converts its values.
+    pub fn to_complex(&self, dtype: DType) -> Result<AnyMatrix, Error> {
+        if self.is_complex() {
+            return self.to(dtype);
+        }
+        match self.to(dtype)? {
+            AnyMatrix::F32(re) => Ok(AnyMatrix::C64(ComplexMatrix::from_real(re)?)),
+            AnyMatrix::F64(re) => Ok(AnyMatrix::C128(ComplexMatrix::from_real(re)?)),
+            _ => Err(Error::InvalidOption(format!(
+                "complex numbers have float parts (f32 or f64), not {dtype}"
+            ))),
+        }
     }
 }
 
@@ -470,7 +561,7 @@ pub fn encode_matrix(format: Format, m: &AnyMatrix) -> Result<Vec<u8>, Error> {
         Format::Csv => Ok(text::write(m, ',')),
         Format::Tsv => Ok(text::write(m, '\t')),
         Format::Text => Ok(text::write(m, ' ')),
-        Format::Raw => Ok(raw::write(m)),
+        Format::Raw => raw::write(m).map_err(Error::Malformed),
     }
 }
 

@@ -1,10 +1,12 @@
 //! Matrix Market exchange format: `array` (dense, column-major) and
 //! `coordinate` (made dense), fields `real`/`double` (read as f64),
-//! `integer` (i64) and `pattern` (ones, i64), symmetries `general`,
-//! `symmetric` and `skew-symmetric`. Written as `array`, `general`.
+//! `integer` (i64), `pattern` (ones, i64) and `complex` (complex128),
+//! symmetries `general`, `symmetric`, `skew-symmetric` and `hermitian`
+//! (complex). Written as `array`, `general`.
 
 use super::text::{format_number, parse_number, utf8};
 use super::{check_declared, with_any, AnyMatrix};
+use crate::complex::ComplexMatrix;
 use crate::element::Element;
 use crate::matrix::Matrix;
 
@@ -13,6 +15,96 @@ enum Symmetry {
     General,
     Symmetric,
     Skew,
+    Hermitian,
+}
+
+/// A value of a Matrix Market field: its words on a line, and what the
+/// symmetries make of it.
+trait Value: Copy {
+    /// Words per value.
+    const WORDS: usize;
+    const ZERO: Self;
+    const ONE: Self;
+    fn parse(words: &[&str]) -> Result<Self, String>;
+    fn add(self, other: Self) -> Self;
+    fn neg(self) -> Self;
+    /// The complex conjugate (the value itself when real).
+    fn conj(self) -> Self;
+    /// Whether the value is real (a Hermitian matrix's diagonal is).
+    fn is_real(self) -> bool;
+}
+
+macro_rules! real_value {
+    ($($t:ty),*) => {$(
+        impl Value for $t {
+            const WORDS: usize = 1;
+            const ZERO: $t = <$t as Element>::ZERO;
+            const ONE: $t = <$t as Element>::ONE;
+            fn parse(words: &[&str]) -> Result<$t, String> {
+                parse_number::<$t>(words[0])
+            }
+            fn add(self, other: $t) -> $t {
+                Element::add(self, other)
+            }
+            fn neg(self) -> $t {
+                Element::sub(<$t as Element>::ZERO, self)
+            }
+            fn conj(self) -> $t {
+                self
+            }
+            fn is_real(self) -> bool {
+                true
+            }
+        }
+    )*};
+}
+real_value!(i64, f64);
+
+/// A complex value: (real, imaginary).
+#[derive(Clone, Copy)]
+struct Pair(f64, f64);
+
+impl Value for Pair {
+    const WORDS: usize = 2;
+    const ZERO: Pair = Pair(0.0, 0.0);
+    const ONE: Pair = Pair(1.0, 0.0);
+    fn parse(words: &[&str]) -> Result<Pair, String> {
+        Ok(Pair(parse_number(words[0])?, parse_number(words[1])?))
+    }
+    fn add(self, other: Pair) -> Pair {
+        Pair(self.0 + other.0, self.1 + other.1)
+    }
+    fn neg(self) -> Pair {
+        Pair(-self.0, -self.1)
+    }
+    fn conj(self) -> Pair {
+        Pair(self.0, -self.1)
+    }
+    fn is_real(self) -> bool {
+        self.1 == 0.0
+    }
+}
+
+/// A dense rows×cols matrix being filled, row-major.
+struct Dense<V> {
+    rows: usize,
+    cols: usize,
+    data: Vec<V>,
+}
+
+impl<T: Element> Dense<T> {
+    fn matrix(self) -> Result<Matrix<T>, String> {
+        Matrix::from_vec(self.rows, self.cols, self.data).map_err(|e| e.to_string())
+    }
+}
+
+impl<V: Value> Dense<V> {
+    fn get(&self, i: usize, j: usize) -> V {
+        self.data[i * self.cols + j]
+    }
+    fn set(&mut self, i: usize, j: usize, value: V) {
+        self.data[i * self.cols + j] = value;
+    }
 }
 
 pub(super) fn read(bytes: &[u8], max_bytes: Option<u64>) -> Result<AnyMatrix, String> {
@@ -39,13 +131,14 @@ pub(super) fn read(bytes: &[u8], max_bytes: Option<u64>) -> Result<AnyMatrix, St
             ))
         }
     };
-    let integer = match words[3].as_str() {
-        "real" | "double" => false,
-        "integer" => true,
-        "pattern" if coordinate => true,
+    let field = match words[3].as_str() {
+        "real" | "double" => Field::Real,
+        "integer" => Field::Integer,
+        "pattern" if coordinate => Field::Integer,
+        "complex" => Field::Complex,
         other => {
             return Err(format!(
-                "line 1: field '{other}' is not supported (real, integer, pattern)"
+                "line 1: field '{other}' is not supported (real, integer, complex, pattern)"
             ))
         }
     };
@@ -54,6 +147,7 @@ pub(super) fn read(bytes: &[u8], max_bytes: Option<u64>) -> Result<AnyMatrix, St
         "general" => Symmetry::General,
         "symmetric" => Symmetry::Symmetric,
         "skew-symmetric" => Symmetry::Skew,
+        "hermitian" if field == Field::Complex => Symmetry::Hermitian,
         other => return Err(format!("line 1: symmetry '{other}' is not supported")),
     };
     // Data lines, comments skipped.
@@ -80,146 +174,220 @@ pub(super) fn read(bytes: &[u8], max_bytes: Option<u64>) -> Result<AnyMatrix, St
             words[4]
         ));
     }
-    let dense = |rows: u64, cols: u64| -> Result<usize, String> {
+    let header = Header {
+        rows,
+        cols,
+        coordinate,
+        pattern,
+        symmetry,
+        symmetry_name: &words[4],
+        size_line,
+        entries: dims.get(2).copied().unwrap_or(0),
+        file_bytes: bytes.len(),
+        max_bytes,
+    };
+    match field {
+        Field::Integer => fill::<i64>(&header, data)?.matrix().map(AnyMatrix::I64),
+        Field::Real => fill::<f64>(&header, data)?.matrix().map(AnyMatrix::F64),
+        Field::Complex => {
+            let dense = fill::<Pair>(&header, data)?;
+            ComplexMatrix::from_pairs(
+                rows as usize,
+                cols as usize,
+                dense.data.into_iter().map(|z| (z.0, z.1)),
+            )
+            .map(AnyMatrix::C128)
+            .map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// A Matrix Market field, as read.
+#[derive(Clone, Copy, PartialEq)]
+enum Field {
+    Real,
+    Integer,
+    Complex,
+}
+
+/// What the banner and the size line declare.
+struct Header<'a> {
+    rows: u64,
+    cols: u64,
+    coordinate: bool,
+    pattern: bool,
+    symmetry: Symmetry,
+    symmetry_name: &'a str,
+    size_line: usize,
+    /// Entries of a coordinate file.
+    entries: u64,
+    file_bytes: usize,
+    max_bytes: Option<u64>,
+}
+
+/// The dense matrix of the data lines after the size line.
+fn fill<'t, V: Value>(
+    h: &Header<'_>,
+    mut data: impl Iterator<Item = (usize, &'t str)>,
+) -> Result<Dense<V>, String> {
+    let (rows, cols, size_line) = (h.rows, h.cols, h.size_line);
+    let dense = |rows: u64, cols: u64| -> Result<Dense<V>, String> {
         let elements = rows.checked_mul(cols).and_then(|e| usize::try_from(e).ok());
-        let budget = max_bytes.or_else(crate::system::available_memory_bytes);
+        let budget = h.max_bytes.or_else(crate::system::available_memory_bytes);
         let fits = elements
-            .and_then(|e| e.checked_mul(8))
+            .and_then(|e| e.checked_mul(8 * V::WORDS))
             .filter(|&b| budget.is_none_or(|most| (b as u64) <= most));
         fits.ok_or_else(|| {
             format!("line {size_line}: a dense {rows}×{cols} matrix would not fit in the memory available")
         })?;
-        Ok(elements.unwrap_or(0))
+        Ok(Dense {
+            rows: rows as usize,
+            cols: cols as usize,
+            data: vec![V::ZERO; elements.unwrap_or(0)],
+        })
     };
-    macro_rules! build {
-        ($t:ty, $variant:ident) => {{
-            let (r, c) = (rows as usize, cols as usize);
-            let m: Matrix<$t> = if coordinate {
-                let entries = dims[2];
-                let min_bytes = if pattern { 4 } else { 6 };
-                check_declared(entries, 1, bytes.len(), min_bytes)
-                    .map_err(|e| format!("line {size_line}: {e}"))?;
-                dense(rows, cols)?;
-                let mut m = Matrix::<$t>::try_filled(r, c, <$t>::ZERO).map_err(|e| e.to_string())?;
-                let mut seen = 0u64;
-                for (number, line) in data.by_ref() {
-                    if seen == entries {
-                        return Err(format!("line {number}: more than the {entries} entries declared"));
-                    }
-                    let fields: Vec<&str> = line.split_whitespace().collect();
-                    let need = if pattern { 2 } else { 3 };
-                    if fields.len() != need {
-                        return Err(format!("line {number}: {need} fields expected, found {}", fields.len()));
-                    }
-                    let index = |f: &str, limit: u64, what: &str| -> Result<usize, String> {
-                        match f.parse::<u64>() {
-                            Ok(v) if (1..=limit).contains(&v) => Ok(v as usize - 1),
-                            _ => Err(format!("line {number}: {what} '{f}' is not in 1..={limit}")),
-                        }
-                    };
-                    let i = index(fields[0], rows, "row")?;
-                    let j = index(fields[1], cols, "column")?;
-                    let value: $t = if pattern {
-                        <$t>::ONE
-                    } else {
-                        parse_number::<$t>(fields[2]).map_err(|e| format!("line {number}: {e}"))?
-                    };
-                    m.set(i, j, m.get(i, j).add(value));
-                    mirror(&mut m, symmetry, i, j, value, number)?;
-                    seen += 1;
+    let (r, c) = (rows as usize, cols as usize);
+    let symmetry = h.symmetry;
+    if h.coordinate {
+        let entries = h.entries;
+        let min_bytes = if h.pattern { 4 } else { 4 + 2 * V::WORDS };
+        check_declared(entries, 1, h.file_bytes, min_bytes)
+            .map_err(|e| format!("line {size_line}: {e}"))?;
+        let mut m = dense(rows, cols)?;
+        let mut seen = 0u64;
+        for (number, line) in data.by_ref() {
+            if seen == entries {
+                return Err(format!(
+                    "line {number}: more than the {entries} entries declared"
+                ));
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let need = if h.pattern { 2 } else { 2 + V::WORDS };
+            if fields.len() != need {
+                return Err(format!(
+                    "line {number}: {need} fields expected, found {}",
+                    fields.len()
+                ));
+            }
+            let index = |f: &str, limit: u64, what: &str| -> Result<usize, String> {
+                match f.parse::<u64>() {
+                    Ok(v) if (1..=limit).contains(&v) => Ok(v as usize - 1),
+                    _ => Err(format!("line {number}: {what} '{f}' is not in 1..={limit}")),
                 }
-                if seen != entries {
-                    return Err(format!("truncated: {seen} of the {entries} entries declared"));
-                }
-                m
-            } else {
-                let (n, n_cols) = (u128::from(rows), u128::from(cols));
-                let stored = match symmetry {
-                    Symmetry::General => n * n_cols,
-                    Symmetry::Symmetric => n * (n + 1) / 2,
-                    Symmetry::Skew => n * n.saturating_sub(1) / 2,
-                };
-                // Each value takes at least a digit and a separator.
-                if stored > bytes.len() as u128 / 2 {
-                    return Err(format!(
-                        "line {size_line}: declares {rows}×{cols} ({stored} values stored), but the file's {} bytes hold at most {}",
-                        bytes.len(),
-                        bytes.len() / 2
-                    ));
-                }
-                dense(rows, cols)?;
-                let mut m = Matrix::<$t>::try_filled(r, c, <$t>::ZERO).map_err(|e| e.to_string())?;
-                // Stored column by column; a symmetric matrix stores the
-                // lower triangle (skew: strictly lower) and mirrors it.
-                let positions = (0..c).flat_map(|j| {
-                    let first = match symmetry {
-                        Symmetry::General => 0,
-                        Symmetry::Symmetric => j,
-                        Symmetry::Skew => j + 1,
-                    };
-                    (first..r).map(move |i| (i, j))
-                });
-                let mut values = data.by_ref().flat_map(|(number, line)| {
-                    line.split_whitespace().map(move |w| (number, w))
-                });
-                for (count, (i, j)) in positions.enumerate() {
-                    let Some((number, word)) = values.next() else {
-                        return Err(format!("truncated: {count} of the {stored} values declared"));
-                    };
-                    let value = parse_number::<$t>(word).map_err(|e| format!("line {number}: {e}"))?;
-                    m.set(i, j, value);
-                    mirror(&mut m, symmetry, i, j, value, number)?;
-                }
-                if let Some((number, _)) = values.next() {
-                    return Err(format!("line {number}: more than the {stored} values declared"));
-                }
-                m
             };
-            Ok(AnyMatrix::$variant(m))
-        }};
+            let i = index(fields[0], rows, "row")?;
+            let j = index(fields[1], cols, "column")?;
+            let value = if h.pattern {
+                V::ONE
+            } else {
+                V::parse(&fields[2..]).map_err(|e| format!("line {number}: {e}"))?
+            };
+            m.set(i, j, m.get(i, j).add(value));
+            mirror(&mut m, (symmetry, h.symmetry_name), (i, j), value, number)?;
+            seen += 1;
+        }
+        if seen != entries {
+            return Err(format!(
+                "truncated: {seen} of the {entries} entries declared"
+            ));
+        }
+        return Ok(m);
     }
-    if integer {
-        build!(i64, I64)
-    } else {
-        build!(f64, F64)
+    let (n, n_cols) = (u128::from(rows), u128::from(cols));
+    let stored = match symmetry {
+        Symmetry::General => n * n_cols,
+        Symmetry::Symmetric | Symmetry::Hermitian => n * (n + 1) / 2,
+        Symmetry::Skew => n * n.saturating_sub(1) / 2,
+    };
+    // Each word takes at least a digit and a separator.
+    let most = h.file_bytes as u128 / (2 * V::WORDS as u128);
+    if stored > most {
+        return Err(format!(
+            "line {size_line}: declares {rows}×{cols} ({stored} values stored), but the file's {} bytes hold at most {most}",
+            h.file_bytes
+        ));
     }
+    let mut m = dense(rows, cols)?;
+    // Stored column by column; a symmetric matrix stores the lower
+    // triangle (skew: strictly lower) and mirrors it.
+    let positions = (0..c).flat_map(|j| {
+        let first = match symmetry {
+            Symmetry::General => 0,
+            Symmetry::Symmetric | Symmetry::Hermitian => j,
+            Symmetry::Skew => j + 1,
+        };
+        (first..r).map(move |i| (i, j))
+    });
+    let mut words = data
+        .by_ref()
+        .flat_map(|(number, line)| line.split_whitespace().map(move |w| (number, w)));
+    for (count, (i, j)) in positions.enumerate() {
+        let mut parts = [""; 2];
+        let mut number = 0;
+        for part in parts.iter_mut().take(V::WORDS) {
+            let Some((line, word)) = words.next() else {
+                return Err(format!(
+                    "truncated: {count} of the {stored} values declared"
+                ));
+            };
+            (number, *part) = (line, word);
+        }
+        let value = V::parse(&parts[..V::WORDS]).map_err(|e| format!("line {number}: {e}"))?;
+        m.set(i, j, value);
+        mirror(&mut m, (symmetry, h.symmetry_name), (i, j), value, number)?;
+    }
+    if let Some((number, _)) = words.next() {
+        return Err(format!(
+            "line {number}: more than the {stored} values declared"
+        ));
+    }
+    Ok(m)
 }
 
-/// Sets the mirror of (i, j) in a symmetric or skew-symmetric matrix.
-fn mirror<T: Element>(
-    m: &mut Matrix<T>,
-    symmetry: Symmetry,
-    i: usize,
-    j: usize,
-    value: T,
+/// Sets the mirror of (i, j) in a symmetric, skew-symmetric or Hermitian
+/// matrix.
+fn mirror<V: Value>(
+    m: &mut Dense<V>,
+    (symmetry, name): (Symmetry, &str),
+    (i, j): (usize, usize),
+    value: V,
     line: usize,
 ) -> Result<(), String> {
-    match symmetry {
-        Symmetry::General => Ok(()),
-        _ if i < j => Err(format!(
-            "line {line}: entry ({}, {}) is above the diagonal of a {} matrix",
+    if symmetry == Symmetry::General {
+        return Ok(());
+    }
+    if i < j {
+        return Err(format!(
+            "line {line}: entry ({}, {}) is above the diagonal of a {name} matrix",
             i + 1,
-            j + 1,
-            if symmetry == Symmetry::Skew {
-                "skew-symmetric"
-            } else {
-                "symmetric"
-            }
-        )),
-        Symmetry::Symmetric if i != j => {
-            m.set(j, i, m.get(j, i).add(value));
-            Ok(())
-        }
+            j + 1
+        ));
+    }
+    match symmetry {
         Symmetry::Skew if i == j => Err(format!(
             "line {line}: a skew-symmetric matrix has no diagonal entry ({}, {})",
             i + 1,
             j + 1
         )),
-        Symmetry::Skew => {
-            m.set(j, i, m.get(j, i).sub(value));
+        Symmetry::Hermitian if i == j && !value.is_real() => Err(format!(
+            "line {line}: a hermitian matrix's diagonal entry ({}, {}) is real",
+            i + 1,
+            j + 1
+        )),
+        _ if i == j => Ok(()),
+        Symmetry::Symmetric => {
+            m.set(j, i, m.get(j, i).add(value));
             Ok(())
         }
-        Symmetry::Symmetric => Ok(()),
+        Symmetry::Skew => {
+            m.set(j, i, m.get(j, i).add(value.neg()));
+            Ok(())
+        }
+        Symmetry::Hermitian => {
+            m.set(j, i, m.get(j, i).add(value.conj()));
+            Ok(())
+        }
+        Symmetry::General => Ok(()),
     }
 }
 
@@ -244,5 +412,18 @@ pub(super) fn write(m: &AnyMatrix) -> Vec<u8> {
         }
         out.into_bytes()
     }
-    with_any!(m, m => typed(m))
+    fn complex<T: Element + std::fmt::LowerExp>(z: &ComplexMatrix<T>, name: &str) -> Vec<u8> {
+        let (rows, cols) = z.shape();
+        let mut out = format!(
+            "%%MatrixMarket matrix array complex general\n% written by fastmm ({name})\n{rows} {cols}\n"
+        );
+        for j in 0..cols {
+            for i in 0..rows {
+                let (re, im) = z.get(i, j);
+                out += &format!("{} {}\n", format_number(re), format_number(im));
+            }
+        }
+        out.into_bytes()
+    }
+    with_any!(m, m => typed(m), z => complex(z, m.type_name()))
 }

@@ -1,11 +1,13 @@
 //! .npy files through `npyz`: arrays of up to 2 dimensions (a 1-D array
-//! reads as one column, a 0-D one as 1×1) of f4, f8, i4 or i8 in either
-//! byte order, C or Fortran order; written little-endian in C order.
+//! reads as one column, a 0-D one as 1×1) of f4, f8, i4 or i8, or complex
+//! c8 and c16 (interleaved real and imaginary parts), in either byte
+//! order, C or Fortran order; written little-endian in C order.
 
 use npyz::{NpyFile, Order, TypeChar, WriterBuilder};
 
 use super::{with_any, AnyMatrix, Array};
-use crate::element::Element;
+use crate::complex::ComplexMatrix;
+use crate::element::{DType, Element};
 use crate::matrix::Matrix;
 
 /// Checks the magic, the version and the header length against the file
@@ -40,7 +42,10 @@ pub(super) fn check_preamble(bytes: &[u8]) -> Result<(), String> {
 
 /// Where and how a .npy file stores its matrix.
 pub(super) struct Layout {
+    /// The element type; of each part, for a complex array.
     pub dtype: crate::element::DType,
+    /// Complex elements: pairs of `dtype` (real, imaginary).
+    pub complex: bool,
     pub rows: usize,
     pub cols: usize,
     /// The array's dimensions: 2, 1 (a vector, as one column) or 0.
@@ -76,23 +81,32 @@ fn parse_header(head: &[u8], file_len: u64) -> Result<(Layout, npyz::NpyHeader),
     let npyz::DType::Plain(ty) = file.dtype() else {
         return Err("offset 0: structured arrays are not matrices".to_string());
     };
-    let dtype = match (ty.type_char(), ty.num_bytes()) {
-        (TypeChar::Float, Some(4)) => crate::element::DType::F32,
-        (TypeChar::Float, Some(8)) => crate::element::DType::F64,
-        (TypeChar::Int, Some(4)) => crate::element::DType::I32,
-        (TypeChar::Int, Some(8)) => crate::element::DType::I64,
-        _ => return Err(format!("offset 0: dtype {ty} is not f4, f8, i4 or i8")),
+    let (dtype, complex) = match (ty.type_char(), ty.num_bytes()) {
+        (TypeChar::Float, Some(4)) => (DType::F32, false),
+        (TypeChar::Float, Some(8)) => (DType::F64, false),
+        (TypeChar::Int, Some(4)) => (DType::I32, false),
+        (TypeChar::Int, Some(8)) => (DType::I64, false),
+        (TypeChar::Complex, Some(8)) => (DType::F32, true),
+        (TypeChar::Complex, Some(16)) => (DType::F64, true),
+        _ => {
+            return Err(format!(
+                "offset 0: dtype {ty} is not f4, f8, i4, i8, c8 or c16"
+            ))
+        }
     };
-    let declared = u128::from(rows) * u128::from(cols) * dtype.size_bytes() as u128;
+    let element_bytes = dtype.size_bytes() * if complex { 2 } else { 1 };
+    let declared = u128::from(rows) * u128::from(cols) * element_bytes as u128;
     let data_len = file_len.saturating_sub(offset);
     let addressable = usize::try_from(u128::from(rows) * u128::from(cols)).is_ok();
     if declared != u128::from(data_len) || !addressable {
         return Err(format!(
-            "offset {offset}: the header declares {rows}×{cols} {dtype} ({declared} bytes of data) but {data_len} bytes follow it"
+            "offset {offset}: the header declares {rows}×{cols} {} ({declared} bytes of data) but {data_len} bytes follow it",
+            if complex { ty.to_string() } else { dtype.to_string() }
         ));
     }
     let layout = Layout {
         dtype,
+        complex,
         rows: rows as usize,
         cols: cols as usize,
         ndim,
@@ -112,11 +126,22 @@ pub(super) fn read(bytes: &[u8]) -> Result<Array, String> {
     let (l, header) = parse_header(bytes, bytes.len() as u64)?;
     let file = NpyFile::with_header(header, &bytes[l.offset as usize..]);
     let (rows, cols, fortran) = (l.rows, l.cols, l.fortran);
+    if l.complex {
+        let data = &bytes[l.offset as usize..];
+        let matrix = match l.dtype {
+            DType::F32 => pairs::<f32>(data, &l).map(AnyMatrix::C64),
+            _ => pairs::<f64>(data, &l).map(AnyMatrix::C128),
+        }?;
+        return Ok(Array {
+            matrix,
+            ndim: l.ndim,
+        });
+    }
     let matrix = match l.dtype {
-        crate::element::DType::F32 => typed::<f32>(file, rows, cols, fortran).map(AnyMatrix::F32),
-        crate::element::DType::F64 => typed::<f64>(file, rows, cols, fortran).map(AnyMatrix::F64),
-        crate::element::DType::I32 => typed::<i32>(file, rows, cols, fortran).map(AnyMatrix::I32),
-        crate::element::DType::I64 => typed::<i64>(file, rows, cols, fortran).map(AnyMatrix::I64),
+        DType::F32 => typed::<f32>(file, rows, cols, fortran).map(AnyMatrix::F32),
+        DType::F64 => typed::<f64>(file, rows, cols, fortran).map(AnyMatrix::F64),
+        DType::I32 => typed::<i32>(file, rows, cols, fortran).map(AnyMatrix::I32),
+        DType::I64 => typed::<i64>(file, rows, cols, fortran).map(AnyMatrix::I64),
     }?;
     Ok(Array {
         matrix,
@@ -139,6 +164,37 @@ fn typed<T: Element + npyz::Deserialize>(
     } else {
         Matrix::from_vec(rows, cols, data).map_err(|e| e.to_string())
     }
+}
+
+/// The (already length-checked) interleaved complex data of a .npy file,
+/// in its byte order, Fortran order made row-major.
+fn pairs<T: Element + super::LittleEndian>(
+    data: &[u8],
+    l: &Layout,
+) -> Result<ComplexMatrix<T>, String> {
+    let value = |bytes: &[u8]| match l.little_endian {
+        true => T::from_le(bytes),
+        false => {
+            let mut flipped = bytes.to_vec();
+            flipped.reverse();
+            T::from_le(&flipped)
+        }
+    };
+    let stored: Vec<(T, T)> = data
+        .chunks_exact(2 * T::SIZE)
+        .map(|pair| (value(&pair[..T::SIZE]), value(&pair[T::SIZE..])))
+        .collect();
+    let (rows, cols) = (l.rows, l.cols);
+    let z = if l.fortran {
+        ComplexMatrix::from_pairs(
+            rows,
+            cols,
+            (0..rows * cols).map(|x| stored[(x % cols) * rows + x / cols]),
+        )
+    } else {
+        ComplexMatrix::from_pairs(rows, cols, stored)
+    };
+    z.map_err(|e| e.to_string())
 }
 
 /// The file of `m` as an array of `ndim` dimensions: 2, 1 (a vector: m
@@ -172,7 +228,24 @@ pub(super) fn write(m: &AnyMatrix, ndim: usize) -> Result<Vec<u8>, String> {
         writer.finish().map_err(|e| e.to_string())?;
         Ok(out)
     }
-    with_any!(m, m => typed(m, &shape))
+    fn complex<T: Element + super::LittleEndian>(
+        z: &ComplexMatrix<T>,
+        shape: &[u64],
+    ) -> Result<Vec<u8>, String> {
+        let descr = if T::DTYPE == DType::F32 {
+            "<c8"
+        } else {
+            "<c16"
+        };
+        let mut out = header(descr, shape);
+        out.reserve(2 * T::SIZE * shape.iter().product::<u64>() as usize);
+        for (re, im) in z.pairs() {
+            re.to_le(&mut out);
+            im.to_le(&mut out);
+        }
+        Ok(out)
+    }
+    with_any!(m, m => typed(m, &shape), z => complex(z, &shape))
 }
 
 /// The preamble and header of a C-order, little-endian .npy file of a
@@ -180,13 +253,29 @@ pub(super) fn write(m: &AnyMatrix, ndim: usize) -> Result<Vec<u8>, String> {
 /// writers that stream the data after it.
 pub(crate) fn header_bytes(dtype: crate::element::DType, rows: usize, cols: usize) -> Vec<u8> {
     let descr = match dtype {
-        crate::element::DType::F32 => "<f4",
-        crate::element::DType::F64 => "<f8",
-        crate::element::DType::I32 => "<i4",
-        crate::element::DType::I64 => "<i8",
+        DType::F32 => "<f4",
+        DType::F64 => "<f8",
+        DType::I32 => "<i4",
+        DType::I64 => "<i8",
     };
-    let dict =
-        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    header(descr, &[rows as u64, cols as u64])
+}
+
+/// The preamble and header of a C-order .npy file of `descr` elements and
+/// this shape (format 1.0, padded to 64 bytes).
+fn header(descr: &str, shape: &[u64]) -> Vec<u8> {
+    let dims = match shape {
+        [len] => format!("({len},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
     // Magic (6) + version (2) + length (2) + dict + padding + '\n'.
     let unpadded = 10 + dict.len() + 1;
     let padded = unpadded.div_ceil(64) * 64;

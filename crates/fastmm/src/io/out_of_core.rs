@@ -67,6 +67,26 @@ pub struct MatrixFile {
 /// the 64 KiB a version-1 header may take.
 const NPY_HEADER_MAP_BYTES: u64 = 1 << 20;
 
+/// Whether `path` is a .npy file of complex elements, from its header:
+/// such a matrix is read whole, as the products by parts take real ones.
+/// `false` for any other file, or one that cannot be read (its reader
+/// says why).
+pub fn holds_complex(path: &Path) -> bool {
+    use std::io::Read;
+    if Format::of_path(path) != Ok(Format::Npy) {
+        return false;
+    }
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let mut head = Vec::new();
+    match file.take(NPY_HEADER_MAP_BYTES).read_to_end(&mut head) {
+        Ok(_) => npy::layout(&head, len).is_ok_and(|l| l.complex),
+        Err(_) => false,
+    }
+}
+
 impl MatrixFile {
     /// Reads the layout of a .npy file, or checks a raw file against the
     /// given shape and type.
@@ -91,6 +111,11 @@ impl MatrixFile {
                     }
                     .map_err(|e| err(&format!("cannot map: {e}")))?;
                     let l = npy::layout(&head, len).map_err(|e| err(&e))?;
+                    if l.complex {
+                        return Err(err(
+                            "a complex matrix is read whole (the products by parts take real ones)",
+                        ));
+                    }
                     (
                         l.dtype,
                         l.rows,

@@ -62,7 +62,7 @@ pub(super) fn read(
     }
 }
 
-pub(super) fn write(m: &AnyMatrix) -> Vec<u8> {
+pub(super) fn write(m: &AnyMatrix) -> Result<Vec<u8>, String> {
     fn typed<T: Element + LittleEndian>(m: &Matrix<T>) -> Vec<u8> {
         let mut out = Vec::with_capacity(m.as_slice().len() * T::SIZE);
         for &x in m.as_slice() {
@@ -70,5 +70,8 @@ pub(super) fn write(m: &AnyMatrix) -> Vec<u8> {
         }
         out
     }
-    with_any!(m, m => typed(m))
+    with_any!(m, m => Ok(typed(m)), _z => Err(format!(
+        "a raw file holds a real matrix, not {}: write complex matrices as .npy, .mtx or text",
+        m.type_name()
+    )))
 }

@@ -3,6 +3,7 @@
 //! a panic or an allocation of the declared size.
 
 use super::*;
+use crate::complex::ComplexMatrix;
 use crate::element::DType;
 use std::path::PathBuf;
 
@@ -47,6 +48,158 @@ fn every_format_round_trips_every_type() {
             }
         }
     }
+}
+
+fn complex_samples() -> Vec<AnyMatrix> {
+    let c64 = ComplexMatrix::new(
+        Matrix::from_fn(3, 2, |i, j| (i as f32 - 1.0) * 0.1 + j as f32),
+        Matrix::from_fn(3, 2, |i, j| -(i as f32) * 1e-7 + j as f32 * 1e30),
+    )
+    .unwrap();
+    let c128 = ComplexMatrix::new(
+        Matrix::from_fn(2, 4, |i, j| (i as f64).sin() * 1e300 + j as f64 / 3.0),
+        Matrix::from_fn(2, 4, |i, j| if i == j { -0.0 } else { (j as f64).exp() }),
+    )
+    .unwrap();
+    let special = ComplexMatrix::new(
+        Matrix::from_vec(1, 3, vec![f64::INFINITY, -1.0, 5e-324]).unwrap(),
+        Matrix::from_vec(1, 3, vec![-2.0, f64::NEG_INFINITY, 0.0]).unwrap(),
+    )
+    .unwrap();
+    vec![
+        AnyMatrix::C64(c64),
+        AnyMatrix::C128(c128),
+        AnyMatrix::C128(special),
+        AnyMatrix::C128(ComplexMatrix::try_zeros(0, 0).unwrap()),
+    ]
+}
+
+#[test]
+fn complex_matrices_round_trip_through_npy_mtx_and_text() {
+    let dir = dir();
+    for (n, m) in complex_samples().into_iter().enumerate() {
+        for ext in ["npy", "csv", "tsv", "txt", "mtx"] {
+            let path = dir.join(format!("z{n}.{ext}"));
+            write_matrix(&path, &m).unwrap();
+            let opts = ReadOptions::new().dtype(m.dtype());
+            let back = read_matrix(&path, &opts).unwrap();
+            // An empty text file holds no value to say it is complex.
+            if m.shape() != (0, 0) || ext == "npy" || ext == "mtx" {
+                assert!(back.is_complex(), "{ext} {n}");
+                // Matrix Market reads complex128; text reads as asked.
+                assert_eq!(back.to(m.dtype()).unwrap(), m, "{ext} {n}");
+            }
+        }
+        let raw = write_matrix(&dir.join(format!("z{n}.bin")), &m).unwrap_err();
+        assert!(
+            raw.to_string().contains("a raw file holds a real matrix"),
+            "{raw}"
+        );
+    }
+}
+
+#[test]
+fn complex_files_read_as_numpy_and_matrix_market_write_them() {
+    let dir = dir();
+    // numpy's savetxt of [[1+2j, 3-4j]]: '%.18e' parts and "+-".
+    let path = dir.join("savetxt.txt");
+    std::fs::write(
+        &path,
+        " (1.000000000000000000e+00+2.000000000000000000e+00j) (3.000000000000000000e+00+-4.000000000000000000e+00j)\n",
+    )
+    .unwrap();
+    let expected = |rows, cols, pairs: Vec<(f64, f64)>| {
+        AnyMatrix::C128(ComplexMatrix::from_pairs(rows, cols, pairs).unwrap())
+    };
+    let m = read_matrix(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(m, expected(1, 2, vec![(1.0, 2.0), (3.0, -4.0)]));
+    let as_f32 = read_matrix(&path, &ReadOptions::new().dtype(DType::F32)).unwrap();
+    assert_eq!(as_f32.type_name(), "c64");
+    let ints = read_matrix(&path, &ReadOptions::new().dtype(DType::I64)).unwrap_err();
+    assert!(ints.to_string().contains("cannot be read as i64"), "{ints}");
+    // A Hermitian coordinate file (the lower triangle stored, mirrored as
+    // conjugates) and a skew-symmetric complex array.
+    let path = dir.join("hermitian.mtx");
+    std::fs::write(
+        &path,
+        "%%MatrixMarket matrix coordinate complex hermitian\n% a comment\n2 2 3\n1 1 1.0 0\n2 1 2 3\n2 2 -5 0.0\n",
+    )
+    .unwrap();
+    let m = read_matrix(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(
+        m,
+        expected(2, 2, vec![(1.0, 0.0), (2.0, -3.0), (2.0, 3.0), (-5.0, 0.0)])
+    );
+    let path = dir.join("skew.mtx");
+    std::fs::write(
+        &path,
+        "%%MatrixMarket matrix array complex skew-symmetric\n2 2\n1.5 -2\n",
+    )
+    .unwrap();
+    let m = read_matrix(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(
+        m,
+        expected(2, 2, vec![(0.0, 0.0), (-1.5, 2.0), (1.5, -2.0), (0.0, 0.0)])
+    );
+    // A big-endian, Fortran-order c16 .npy and a c8 vector.
+    let header = "{'descr': '>c16', 'fortran_order': True, 'shape': (2, 2), }";
+    let data: Vec<u8> = [(1.0f64, -1.0f64), (3.0, -3.0), (2.0, -2.0), (4.0, -4.0)]
+        .iter()
+        .flat_map(|(re, im)| [re.to_be_bytes(), im.to_be_bytes()].concat())
+        .collect();
+    let path = dir.join("fortran-complex.npy");
+    std::fs::write(&path, npy_bytes(header, &data)).unwrap();
+    let m = read_matrix(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(
+        m,
+        expected(
+            2,
+            2,
+            vec![(1.0, -1.0), (2.0, -2.0), (3.0, -3.0), (4.0, -4.0)]
+        )
+    );
+    let header = "{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }";
+    let data: Vec<u8> = [0.5f32, 1.0, 2.0, -0.25, 0.0, 7.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let path = dir.join("vector-complex.npy");
+    std::fs::write(&path, npy_bytes(header, &data)).unwrap();
+    let array = read_array(&path, None, &ReadOptions::default()).unwrap();
+    assert_eq!(array.ndim, 1);
+    assert_eq!(array.matrix.shape(), (3, 1));
+    let back = dir.join("vector-again.npy");
+    write_array(&back, None, &array).unwrap();
+    assert_eq!(std::fs::read(&back).unwrap()[128..], data[..]);
+    let short = failure(
+        "short-complex.npy",
+        &npy_bytes(
+            "{'descr': '<c16', 'fortran_order': False, 'shape': (2, 2), }",
+            &[0u8; 48],
+        ),
+        ReadOptions::default(),
+    );
+    assert!(
+        short.contains("64 bytes of data) but 48 bytes follow"),
+        "{short}"
+    );
+}
+
+#[test]
+fn complex_matrices_convert_and_reshape() {
+    let real = AnyMatrix::I32(Matrix::from_vec(1, 2, vec![3, -4]).unwrap());
+    let z = real.to_complex(DType::F32).unwrap();
+    assert_eq!(z.type_name(), "c64");
+    assert_eq!(z.dtype(), DType::F32);
+    let wide = z.to(DType::F64).unwrap();
+    assert_eq!(
+        wide,
+        AnyMatrix::C128(ComplexMatrix::from_pairs(1, 2, [(3.0, 0.0), (-4.0, 0.0)]).unwrap())
+    );
+    assert!(wide.to(DType::I64).is_err());
+    let column = wide.reshaped(2, 1).unwrap();
+    assert_eq!(column.shape(), (2, 1));
+    assert!(real.to_complex(DType::I64).is_err());
 }
 
 #[test]
@@ -185,7 +338,10 @@ fn malformed_npy_files_are_errors_with_the_reason() {
         ),
         none,
     );
-    assert!(bytes.contains("is not f4, f8, i4 or i8"), "{bytes}");
+    assert!(
+        bytes.contains("is not f4, f8, i4, i8, c8 or c16"),
+        "{bytes}"
+    );
     // Found by the fuzzer: a version-3 header length of 4 GiB in a short
     // file must be refused before anything reads (or allocates) it.
     let mut long_header = b"\x93NUMPY\x03\x00".to_vec();
@@ -359,15 +515,39 @@ fn malformed_matrix_market_files_are_errors_with_the_line() {
         none,
     );
     assert!(banner.contains("line 1: expected"), "{banner}");
-    let complex = failure(
-        "complex.mtx",
-        b"%%MatrixMarket matrix array complex general\n1 1\n1 0\n",
+    let hermitian = failure(
+        "hermitian.mtx",
+        b"%%MatrixMarket matrix array real hermitian\n1 1\n1\n",
         none,
     );
     assert!(
-        complex.contains("field 'complex' is not supported"),
-        "{complex}"
+        hermitian.contains("symmetry 'hermitian' is not supported"),
+        "{hermitian}"
     );
+    let field = failure(
+        "quaternion.mtx",
+        b"%%MatrixMarket matrix array quaternion general\n1 1\n1 0 0 0\n",
+        none,
+    );
+    assert!(
+        field.contains("field 'quaternion' is not supported"),
+        "{field}"
+    );
+    let diagonal = failure(
+        "diagonal.mtx",
+        b"%%MatrixMarket matrix coordinate complex hermitian\n2 2 1\n1 1 1 2\n",
+        none,
+    );
+    assert!(
+        diagonal.contains("line 3: a hermitian matrix's diagonal"),
+        "{diagonal}"
+    );
+    let half = failure(
+        "half.mtx",
+        b"%%MatrixMarket matrix array complex general\n1 2\n1 0\n2\n",
+        none,
+    );
+    assert!(half.contains("truncated: 1 of the 2 values"), "{half}");
     let short = failure(
         "short.mtx",
         b"%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n",

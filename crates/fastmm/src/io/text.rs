@@ -9,8 +9,14 @@
 //! the first row has one, a tab for TSV when it has one, and otherwise any
 //! run of spaces and tabs (`np.savetxt`'s default). Floats accept `nan`,
 //! `inf` and `-inf` in any case, as numpy writes them.
+//!
+//! Complex values are read the way `loadtxt(dtype=complex)` reads them:
+//! `1.5+2j`, `(1.5+2e-03j)`, `-2j`, `3` and `savetxt`'s `(1+-2j)`; a file
+//! with any `j` in it reads as complex. They are written as Python prints
+//! them, `(1.5-2.0j)`.
 
 use super::{with_any, AnyMatrix};
+use crate::complex::ComplexMatrix;
 use crate::element::{DType, Element};
 use crate::matrix::Matrix;
 
@@ -60,11 +66,24 @@ pub(super) fn read(
     preferred: Option<char>,
     dtype: DType,
 ) -> Result<AnyMatrix, String> {
+    if bytes.iter().any(|b| b.eq_ignore_ascii_case(&b'j')) {
+        return match dtype {
+            DType::F32 => parse::<Complex<f32>>(bytes, given, preferred)
+                .and_then(Complex::matrix)
+                .map(AnyMatrix::C64),
+            DType::F64 => parse::<Complex<f64>>(bytes, given, preferred)
+                .and_then(Complex::matrix)
+                .map(AnyMatrix::C128),
+            integer => Err(format!(
+                "the file holds complex values, which cannot be read as {integer}"
+            )),
+        };
+    }
     match dtype {
-        DType::F32 => parse::<f32>(bytes, given, preferred).map(AnyMatrix::F32),
-        DType::F64 => parse::<f64>(bytes, given, preferred).map(AnyMatrix::F64),
-        DType::I32 => parse::<i32>(bytes, given, preferred).map(AnyMatrix::I32),
-        DType::I64 => parse::<i64>(bytes, given, preferred).map(AnyMatrix::I64),
+        DType::F32 => parse_matrix::<f32>(bytes, given, preferred).map(AnyMatrix::F32),
+        DType::F64 => parse_matrix::<f64>(bytes, given, preferred).map(AnyMatrix::F64),
+        DType::I32 => parse_matrix::<i32>(bytes, given, preferred).map(AnyMatrix::I32),
+        DType::I64 => parse_matrix::<i64>(bytes, given, preferred).map(AnyMatrix::I64),
     }
 }
 
@@ -106,16 +125,96 @@ fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
-fn parse<T: Element + std::str::FromStr>(
+/// A value of one field of a text file.
+trait Field: Sized {
+    fn field(text: &str) -> Result<Self, String>;
+}
+
+impl<T: Element + std::str::FromStr> Field for T {
+    fn field(text: &str) -> Result<T, String> {
+        parse_number(text)
+    }
+}
+
+/// A complex value of a text file, with the matrix its fields make.
+struct Complex<T>(T, T);
+
+impl<T: Element + std::str::FromStr> Complex<T> {
+    fn matrix(m: Values<Complex<T>>) -> Result<ComplexMatrix<T>, String> {
+        ComplexMatrix::from_pairs(m.rows, m.cols, m.data.into_iter().map(|z| (z.0, z.1)))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl<T: Element + std::str::FromStr> Field for Complex<T> {
+    fn field(text: &str) -> Result<Self, String> {
+        parse_complex(text).map(|(re, im)| Complex(re, im))
+    }
+}
+
+/// A complex number as Python's `complex()` and numpy's `loadtxt` read
+/// it: optional parentheses around `re`, `re±imj`, `imj` or `±j`; also
+/// `re+-imj`, as `savetxt` writes a negative imaginary part.
+pub(super) fn parse_complex<T: Element + std::str::FromStr>(field: &str) -> Result<(T, T), String> {
+    let bad = || format!("'{field}' is not a complex number");
+    let inner = field.trim();
+    let inner = match inner.strip_prefix('(') {
+        Some(rest) => rest.strip_suffix(')').ok_or_else(bad)?.trim(),
+        None => inner,
+    };
+    let Some(body) = inner.strip_suffix(['j', 'J']) else {
+        return Ok((parse_number(inner)?, T::ZERO));
+    };
+    let bytes = body.as_bytes();
+    // The sign that starts the imaginary part: not the first character and
+    // not an exponent's.
+    let split = (1..bytes.len())
+        .find(|&i| matches!(bytes[i], b'+' | b'-') && !matches!(bytes[i - 1], b'e' | b'E'));
+    let (re, im) = match split {
+        Some(i) => (parse_number(&body[..i])?, &body[i..]),
+        None => (T::ZERO, body),
+    };
+    let im = im.strip_prefix('+').unwrap_or(im);
+    let im = match im {
+        "" => T::ONE,
+        "-" => T::ZERO.sub(T::ONE),
+        digits => parse_number(digits).map_err(|_| bad())?,
+    };
+    Ok((re, im))
+}
+
+/// The values of a text file, row by row.
+struct Values<V> {
+    rows: usize,
+    cols: usize,
+    data: Vec<V>,
+}
+
+fn parse_matrix<T: Element + std::str::FromStr>(
     bytes: &[u8],
     given: Option<char>,
     preferred: Option<char>,
 ) -> Result<Matrix<T>, String> {
+    let values = parse::<T>(bytes, given, preferred)?;
+    Matrix::from_vec(values.rows, values.cols, values.data).map_err(|e| e.to_string())
+}
+
+fn parse<V: Field>(
+    bytes: &[u8],
+    given: Option<char>,
+    preferred: Option<char>,
+) -> Result<Values<V>, String> {
     let text = utf8(bytes)?;
     let mut lines = data_lines(text).peekable();
     let split = match lines.peek() {
         Some(&(_, first)) => Split::choose(given, preferred, first),
-        None => return Ok(Matrix::filled(0, 0, T::ZERO)),
+        None => {
+            return Ok(Values {
+                rows: 0,
+                cols: 0,
+                data: Vec::new(),
+            })
+        }
     };
     let mut data = Vec::new();
     let mut cols = None;
@@ -123,8 +222,8 @@ fn parse<T: Element + std::str::FromStr>(
     for (number, line) in lines {
         let fields = split.fields(line);
         for (f, field) in fields.iter().enumerate() {
-            let value = parse_number::<T>(field)
-                .map_err(|e| format!("line {number}, field {}: {e}", f + 1))?;
+            let value =
+                V::field(field).map_err(|e| format!("line {number}, field {}: {e}", f + 1))?;
             data.push(value);
         }
         match cols {
@@ -139,24 +238,44 @@ fn parse<T: Element + std::str::FromStr>(
         }
         rows += 1;
     }
-    Matrix::from_vec(rows, cols.unwrap_or(0), data).map_err(|e| e.to_string())
+    Ok(Values {
+        rows,
+        cols: cols.unwrap_or(0),
+        data,
+    })
 }
 
 pub(super) fn write(m: &AnyMatrix, delimiter: char) -> Vec<u8> {
-    fn typed<T: Element + std::fmt::LowerExp>(m: &Matrix<T>, delimiter: char) -> Vec<u8> {
+    fn lines(
+        (rows, cols): (usize, usize),
+        delimiter: char,
+        value: impl Fn(usize, usize) -> String,
+    ) -> Vec<u8> {
         let mut out = String::new();
-        for i in 0..m.rows() {
-            for j in 0..m.cols() {
+        for i in 0..rows {
+            for j in 0..cols {
                 if j > 0 {
                     out.push(delimiter);
                 }
-                out += &format_number(m.get(i, j));
+                out += &value(i, j);
             }
             out.push('\n');
         }
         out.into_bytes()
     }
-    with_any!(m, m => typed(m, delimiter))
+    with_any!(m,
+    m => lines(m.shape(), delimiter, |i, j| format_number(m.get(i, j))),
+    z => lines(z.shape(), delimiter, |i, j| {
+        let (re, im) = z.get(i, j);
+        format_complex(re, im)
+    }))
+}
+
+/// A complex value as Python prints it: `(1.5-2.0j)`, `(nan+infj)`.
+pub(super) fn format_complex<T: Element + std::fmt::LowerExp>(re: T, im: T) -> String {
+    let im_text = format_number(im);
+    let sign = if im_text.starts_with('-') { "" } else { "+" };
+    format!("({}{sign}{im_text}j)", format_number(re))
 }
 
 /// Integers as they are; floats as Python's `repr` and numpy print them:
@@ -241,6 +360,50 @@ mod tests {
         assert_eq!(format_number(16777216.0f32), "16777216.0");
         assert_eq!(format_number(f32::INFINITY), "inf");
         assert_eq!(format_number(-7i32), "-7");
+    }
+
+    #[test]
+    fn complex_values_read_as_numpy_and_python_write_them() {
+        let cases: [(&str, (f64, f64)); 12] = [
+            ("(1.5+2j)", (1.5, 2.0)),
+            ("1.5-2j", (1.5, -2.0)),
+            (
+                " (1.000000000000000000e+00+-2.000000000000000000e+00j)",
+                (1.0, -2.0),
+            ),
+            ("(1e-05-3e+02j)", (1e-5, -300.0)),
+            ("2j", (0.0, 2.0)),
+            ("-2.5e+03j", (0.0, -2500.0)),
+            ("-j", (0.0, -1.0)),
+            ("1+j", (1.0, 1.0)),
+            ("7", (7.0, 0.0)),
+            ("(-inf+nanj)", (f64::NEG_INFINITY, f64::NAN)),
+            ("(-0.0-0.0j)", (-0.0, -0.0)),
+            ("1E+2+3E-1J", (100.0, 0.3)),
+        ];
+        for (text, (re, im)) in cases {
+            let (x, y) = parse_complex::<f64>(text).unwrap();
+            assert_eq!(x.to_bits(), re.to_bits(), "{text}");
+            assert!(
+                y.to_bits() == im.to_bits() || (y.is_nan() && im.is_nan()),
+                "{text}"
+            );
+        }
+        for bad in ["(1+2j", "1+2i", "j2", "1+2jj", "", "()"] {
+            assert!(parse_complex::<f64>(bad).is_err(), "{bad}");
+        }
+        assert_eq!(format_complex(1.5, -2.0), "(1.5-2.0j)");
+        assert_eq!(format_complex(0.1f32, 3.0), "(0.1+3.0j)");
+        assert_eq!(format_complex(f64::NAN, f64::INFINITY), "(nan+infj)");
+        for text in [
+            "(1.5-2.0j)",
+            "(0.1+3.0j)",
+            "(-0.0-0.0j)",
+            "(1e-300+1.7976931348623157e+308j)",
+        ] {
+            let (re, im) = parse_complex::<f64>(text).unwrap();
+            assert_eq!(format_complex(re, im), text);
+        }
     }
 
     #[test]
