@@ -105,6 +105,46 @@ def test_gradcheck(device, shapes):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("accuracy", ["native", "bound"])
+@pytest.mark.parametrize("shapes", [SHAPES[0], SHAPES[2], SHAPES[3], SHAPES[7], SHAPES[10], SHAPES[12]], ids=str)
+def test_complex_products(device, dtype, accuracy, shapes):
+    # Gaussian integers: every real product of the parts, and their sums,
+    # are exact at both levels; then random values within the classical
+    # complex bound (native) or 3M's normwise one (bound).
+    gen = torch.Generator().manual_seed(9)
+    parts = lambda s: torch.randint(-40, 40, (2, *s), generator=gen)  # noqa: E731
+    a, b = (torch.complex(*parts(s).double(), ).to(dtype).to(device) for s in shapes)
+    c = ft.matmul(a, b, accuracy=accuracy)
+    assert c.dtype == dtype and c.device == a.device
+    assert torch.equal(c.cpu(), torch.matmul(a.cpu(), b.cpu()))
+    a, b = (torch.randn(s, dtype=dtype, generator=gen).to(device) for s in shapes)
+    c = ft.matmul(a, b, accuracy=accuracy).cpu().to(torch.complex128)
+    exact = torch.matmul(a.cpu().to(torch.complex128), b.cpu().to(torch.complex128))
+    u = torch.finfo(torch.float32 if dtype == torch.complex64 else torch.float64).eps / 2
+    k = a.shape[-1]
+    if accuracy == "native":
+        # Componentwise: each part within (k+2)u of its |·| sums.
+        ar, ai, br, bi = (x.cpu().to(torch.complex128) for x in (a.real, a.imag, b.real, b.imag))
+        bound_re = (ar.abs() @ br.abs() + ai.abs() @ bi.abs()).real
+        bound_im = (ar.abs() @ bi.abs() + ai.abs() @ br.abs()).real
+        assert bool(((c - exact).real.abs() <= (k + 2) * u * bound_re + 1e-300).all())
+        assert bool(((c - exact).imag.abs() <= (k + 2) * u * bound_im + 1e-300).all())
+    else:
+        scale = torch.matmul(a.cpu().abs().double(), b.cpu().abs().double())
+        assert bool(((c - exact).abs() <= 4 * (k + 4) * u * scale + 1e-300).all())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_complex_gradcheck(device):
+    gen = torch.Generator().manual_seed(6)
+    a = torch.randn(2, 5, 7, dtype=torch.complex128, generator=gen).to(device).requires_grad_()
+    b = torch.randn(7, 3, dtype=torch.complex128, generator=gen).to(device).requires_grad_()
+    assert torch.autograd.gradcheck(lambda x, y: ft.matmul(x, y), (a, b))
+    assert torch.autograd.gradcheck(lambda x, y: ft.matmul(x.mH, y), (a[0].mH.detach().requires_grad_(), b))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_gradcheck_transposed_inputs(device):
     gen = torch.Generator().manual_seed(4)
     a = torch.randn(7, 5, dtype=torch.float64, generator=gen).to(device).requires_grad_()
