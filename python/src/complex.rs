@@ -5,7 +5,7 @@
 //! library complex product (`fastmm::complex`) of real products.
 
 use fastmm::complex::{ComplexForm, SplitMut, SplitRef};
-use fastmm::{Accuracy, Element, Error, GemmOptions, MatMut, MatRef};
+use fastmm::{Element, Error, GemmOptions, MatMut, MatRef};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
@@ -52,10 +52,7 @@ pub(crate) fn complex_matmul<'py>(
     accuracy: &str,
 ) -> PyResult<&'static str> {
     let opts = options(algo, threads, accuracy)?;
-    let form = match opts.accuracy {
-        Accuracy::Native => ComplexForm::Classical,
-        _ => ComplexForm::Gauss,
-    };
+    let form = ComplexForm::for_level(opts.accuracy);
     let kind = |x: &Bound<'py, PyUntypedArray>| (x.dtype().kind(), x.dtype().itemsize());
     let item = match (kind(a), kind(b), kind(c)) {
         (x, y, z) if x == y && y == z && x.0 == b'c' && (x.1 == 8 || x.1 == 16) => x.1,

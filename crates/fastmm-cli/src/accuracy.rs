@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use fastmm::accuracy::InputClass;
-use fastmm::audit::{audit, Row};
+use fastmm::audit::{audit, audit_complex, Row};
 use fastmm::{
     Accuracy, Algorithm, Context, DType, Device, DeviceKind, Element, GemmOptions, GpuPrecision,
 };
@@ -17,8 +17,9 @@ pub struct AccuracyArgs {
     /// The device: cpu, cuda or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
-    /// Element types: a comma list of f32, f64 (integers are exact at
-    /// every level, and are audited too if named).
+    /// Element types: a comma list of f32, f64, c64 and c128 (complex:
+    /// four real products at `native`, 3M at the relaxed levels; integers
+    /// are exact at every level, and are audited too if named).
     #[arg(short = 'd', long, default_value = "f32,f64")]
     dtype: String,
     /// Shapes: a comma list of N (square) or MxKxN.
@@ -129,18 +130,30 @@ pub fn run(args: &AccuracyArgs) -> Result<Outcome> {
         .map(parse_shape)
         .collect::<Result<_>>()?;
     let mut rows = Vec::new();
-    for dtype in parse_dtypes(&args.dtype)? {
+    for name in args.dtype.split(',').map(str::trim) {
+        let complex = match name.to_ascii_lowercase().as_str() {
+            "c64" | "complex64" => Some(DType::F32),
+            "c128" | "complex128" => Some(DType::F64),
+            _ => None,
+        };
         for &shape in &shapes {
-            let step = |rows: &mut Vec<Row>| -> Result<()> {
+            if let Some(part) = complex {
+                let runs = products_for(part, &products);
+                let (seed, sample) = (args.seed, args.sample_rows);
+                rows.extend(match part {
+                    DType::F32 => audit_complex::<f32>(&ctx, shape, &classes, &runs, seed, sample)?,
+                    _ => audit_complex::<f64>(&ctx, shape, &classes, &runs, seed, sample)?,
+                });
+                continue;
+            }
+            for dtype in parse_dtypes(name)? {
                 rows.extend(match dtype {
                     DType::F32 => audit_of::<f32>(&ctx, args, shape, &classes, &products)?,
                     DType::F64 => audit_of::<f64>(&ctx, args, shape, &classes, &products)?,
                     DType::I32 => audit_of::<i32>(&ctx, args, shape, &classes, &products)?,
                     DType::I64 => audit_of::<i64>(&ctx, args, shape, &classes, &products)?,
                 });
-                Ok(())
-            };
-            step(&mut rows)?;
+            }
         }
     }
     if args.json {
@@ -165,15 +178,7 @@ fn audit_of<T: Element>(
     classes: &[InputClass],
     products: &[GemmOptions],
 ) -> Result<Vec<Row>> {
-    let runs: Vec<GemmOptions> = products
-        .iter()
-        .copied()
-        .filter(|o| o.algorithm.supports(T::DTYPE))
-        .filter(|o| {
-            matches!(o.gpu.precision, None | Some(GpuPrecision::Fp32)) || T::DTYPE == DType::F32
-        })
-        .filter(|o| !(T::DTYPE.is_integer() && matches!(o.accuracy, Accuracy::Bits(_))))
-        .collect();
+    let runs = products_for(T::DTYPE, products);
     Ok(audit::<T>(
         ctx,
         shape,
@@ -182,6 +187,20 @@ fn audit_of<T: Element>(
         args.seed,
         args.sample_rows,
     )?)
+}
+
+/// The products this device runs for `dtype` (cuBLAS has no integer
+/// product, and its 16-bit modes take f32).
+fn products_for(dtype: DType, products: &[GemmOptions]) -> Vec<GemmOptions> {
+    products
+        .iter()
+        .copied()
+        .filter(|o| o.algorithm.supports(dtype))
+        .filter(|o| {
+            matches!(o.gpu.precision, None | Some(GpuPrecision::Fp32)) || dtype == DType::F32
+        })
+        .filter(|o| !(dtype.is_integer() && matches!(o.accuracy, Accuracy::Bits(_))))
+        .collect()
 }
 
 fn print_table(ctx: &Context, rows: &[Row]) -> Result<()> {
@@ -207,7 +226,11 @@ fn print_table(ctx: &Context, rows: &[Row]) -> Result<()> {
         .iter()
         .map(|r| {
             vec![
-                r.dtype.to_string(),
+                match (r.form, r.dtype) {
+                    (None, dtype) => dtype.to_string(),
+                    (Some(_), DType::F32) => "c64".to_string(),
+                    (Some(_), _) => "c128".to_string(),
+                },
                 format!("{}×{}×{}", r.shape.0, r.shape.1, r.shape.2),
                 r.class.to_string(),
                 r.label.clone(),

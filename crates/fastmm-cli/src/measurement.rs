@@ -6,6 +6,7 @@
 //! rows for `run`, `bench`, `demo` and the cluster's rank 0.
 
 use anyhow::{Context as _, Result};
+use fastmm::complex::{ComplexForm, ComplexMatrix};
 use fastmm::system::format_bytes;
 use fastmm::verify::{Reference, Verdict};
 use fastmm::{Accuracy, Clock, Element, Executor, Gemm, GemmOptions, Matrix, Plan, Report};
@@ -111,6 +112,46 @@ impl<'a, T: Element> Product<'a, T> {
         };
         Ok(reference.check(self.c.as_ref(), growth)?)
     }
+}
+
+/// Verifies a complex product through its real embedding, a 2m×2k by 2k×n
+/// real product with the classical complex bound: [Aᵣ −Aᵢ; Aᵢ Aᵣ]·[Bᵣ; Bᵢ]
+/// = [Cᵣ; Cᵢ]. 3M's imaginary part is bounded by (|Aᵣ|+|Aᵢ|)(|Bᵣ|+|Bᵢ|)
+/// instead (Higham §23.2.4), up to four times the embedding's bound: it
+/// is checked with that growth.
+pub(crate) fn check_complex<T: Element>(
+    a: &ComplexMatrix<T>,
+    b: &ComplexMatrix<T>,
+    c: &ComplexMatrix<T>,
+    growth: f64,
+    form: ComplexForm,
+) -> Result<Verdict> {
+    let ((m, k), n) = (a.shape(), b.shape().1);
+    let embedded_a = Matrix::try_from_fn(2 * m, 2 * k, |i, p| {
+        let (re, im) = a.get(i % m, p % k);
+        match (i < m, p < k) {
+            (true, true) | (false, false) => re,
+            (true, false) => T::ZERO.sub(im),
+            (false, true) => im,
+        }
+    })?;
+    let stacked = |z: &ComplexMatrix<T>, rows: usize| {
+        Matrix::try_from_fn(2 * rows, n, |i, j| match i < rows {
+            true => z.re().get(i, j),
+            false => z.im().get(i - rows, j),
+        })
+    };
+    let (embedded_b, embedded_c) = (stacked(b, k)?, stacked(c, m)?);
+    let growth = match form {
+        ComplexForm::Classical => growth,
+        ComplexForm::Gauss => 4.0 * growth,
+    };
+    Ok(fastmm::verify::verify_with_growth(
+        embedded_a.as_ref(),
+        embedded_b.as_ref(),
+        embedded_c.as_ref(),
+        growth,
+    )?)
 }
 
 /// `--corrupt`: one wrong element, to show that verification catches it.
@@ -227,16 +268,7 @@ impl Measured {
             ),
             None => middle.describe(),
         };
-        let device = match &plan.spread {
-            Some(spread) if spread.ranks => format!("mpi:{}", spread.processors.len()),
-            Some(spread) => spread
-                .processors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-            None => plan.device.to_string(),
-        };
+        let device = device_of(plan);
         let moved = middle.communication.as_ref();
         let levels = match moved {
             Some(m) if m.levels_across > 0 => Some(m.levels_across),
@@ -278,6 +310,20 @@ impl Measured {
                 .map(|m| m.bound_ratio())
                 .filter(|r| r.is_finite() && moved.is_some_and(|m| m.lower_bound > 0.0)),
         }
+    }
+}
+
+/// Where a plan runs: its device, its team's GPUs, or `mpi:P`.
+fn device_of(plan: &Plan) -> String {
+    match &plan.spread {
+        Some(spread) if spread.ranks => format!("mpi:{}", spread.processors.len()),
+        Some(spread) => spread
+            .processors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        None => plan.device.to_string(),
     }
 }
 
@@ -415,4 +461,93 @@ pub(crate) fn print_table(
     for row in rows {
         line(row);
     }
+}
+
+/// A complex product C = A·B of `form` on `x`, run `--warmup` times and
+/// timed `--reps` times on the host clock (a GPU's include the copies of
+/// each real product's parts), C poisoned before each; its last C checked
+/// through the real embedding when `holds_c` (an MPI job's rank 0, or a
+/// single process). The row it gives, or `None` where C is elsewhere.
+pub(crate) fn complex_record<T: Element>(
+    inputs: &Inputs,
+    x: &impl Executor,
+    (a, b): (&ComplexMatrix<T>, &ComplexMatrix<T>),
+    (opts, form): (&GemmOptions, ComplexForm),
+    (label, holds_c, speedup_base): (String, bool, Option<f64>),
+) -> Result<Option<Record>> {
+    let ((m, k), n) = (a.shape(), b.shape().1);
+    let mut c = ComplexMatrix::try_zeros(m, n)?;
+    let once = |c: &mut ComplexMatrix<T>| -> Result<(f64, Vec<Report>)> {
+        let mut parts = c.as_split_mut();
+        parts.re.fill(T::poison());
+        parts.im.fill(T::poison());
+        let start = std::time::Instant::now();
+        let reports = fastmm::complex::multiply(x, a.as_split(), b.as_split(), parts, form, opts)
+            .with_context(|| format!("{label} failed"))?;
+        Ok((start.elapsed().as_secs_f64() * 1e3, reports))
+    };
+    for _ in 0..inputs.warmup {
+        once(&mut c)?;
+    }
+    let mut runs = (0..inputs.reps)
+        .map(|_| once(&mut c))
+        .collect::<Result<Vec<_>>>()?;
+    if !holds_c {
+        return Ok(None);
+    }
+    if inputs.corrupt && m > 0 && n > 0 {
+        let mut parts = c.as_split_mut();
+        let wrong = parts.re.get(0, 0).add(T::ONE);
+        parts.re.set(0, 0, wrong);
+    }
+    let plan = runs[0].1[0].plan.clone();
+    let verdict = check_complex(a, b, &c, plan.error_growth, form)?;
+    runs.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let times: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    let median_ms = median(&times);
+    let flops = 8.0 * m as f64 * k as f64 * n as f64;
+    let name = if T::DTYPE == fastmm::DType::F32 {
+        "c64"
+    } else {
+        "c128"
+    };
+    let middle = &runs[runs.len() / 2].1;
+    Ok(Some(Record {
+        algorithm: label,
+        kernel: format!("{} real products: {}", form.name(), middle[0].describe()),
+        device: device_of(&plan),
+        dtype: name,
+        m,
+        k,
+        n,
+        threads: plan.threads,
+        tile: plan.tile,
+        reps: inputs.reps,
+        median_ms,
+        min_ms: times[0],
+        max_ms: times[times.len() - 1],
+        gflops: flops / (median_ms * 1e6),
+        speedup: speedup_base.map_or(1.0, |base| base / median_ms),
+        rel_error: verdict.rel_error,
+        bound_ratio: verdict.bound_ratio,
+        check: verdict.method.name(),
+        ok: verdict.ok,
+        // 3M meets a relaxed level only (normwise): the level asked.
+        accuracy: match form {
+            ComplexForm::Classical => plan.accuracy.to_string(),
+            ComplexForm::Gauss => format!("{} (3m)", plan.accuracy_asked),
+        },
+        accuracy_asked: plan.accuracy_asked.to_string(),
+        precision: format!("{}; {}", form.name(), plan.precision),
+        seed: inputs.seed,
+        decades: inputs.decades,
+        upload_ms: None,
+        download_ms: None,
+        end_to_end_gflops: None,
+        levels: plan.fast.as_ref().map(|f| f.levels),
+        runs_as: plan.falls_back_to().map(|a| a.to_string()),
+        extra_bytes: plan.fast.as_ref().map_or(0, |f| f.workspace_bytes),
+        comm_words: None,
+        comm_bound_ratio: None,
+    }))
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use fastmm::complex::{ComplexForm, ComplexMatrix};
+use fastmm::complex::ComplexMatrix;
 use fastmm::io::{
     encode_array, parse_array, promote, read_array, write_array, AnyMatrix, Array, Format,
     ReadOptions,
@@ -21,6 +21,7 @@ use fastmm::{
 };
 
 use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
+use crate::measurement::check_complex;
 
 #[derive(Args, Debug)]
 pub struct MultiplyArgs {
@@ -513,10 +514,7 @@ fn multiply_complex<T: Element>(
 where
     AnyMatrix: From<ComplexMatrix<T>>,
 {
-    let form = match opts.accuracy {
-        fastmm::Accuracy::Native => ComplexForm::Classical,
-        _ => ComplexForm::Gauss,
-    };
+    let form = fastmm::complex::ComplexForm::for_level(opts.accuracy);
     let (m, n) = (a.shape().0, b.shape().1);
     let mut c = ComplexMatrix::try_zeros(m, n)?;
     let start = Instant::now();
@@ -542,61 +540,23 @@ where
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let plan = &reports[0].plan;
     let verdict = match check {
-        true => Some(check_complex(a, b, &c, plan.error_growth, form)?),
+        true => {
+            let v = check_complex(a, b, &c, plan.error_growth, form)?;
+            Some((
+                v.ok,
+                format!(
+                    "{} {} ({} complex form), relative error {:.2e}, {:.2e} of the bound",
+                    v.method.name(),
+                    if v.ok { "ok" } else { "WRONG" },
+                    form.name(),
+                    v.rel_error,
+                    v.bound_ratio
+                ),
+            ))
+        }
         false => None,
     };
     Ok((AnyMatrix::from(c), ms, verdict, plan.algorithm))
-}
-
-/// Verifies a complex product through its real embedding, a 2m×2k by 2k×n
-/// real product with the classical complex bound: [Aᵣ −Aᵢ; Aᵢ Aᵣ]·[Bᵣ; Bᵢ]
-/// = [Cᵣ; Cᵢ]. 3M's imaginary part is bounded by (|Aᵣ|+|Aᵢ|)(|Bᵣ|+|Bᵢ|)
-/// instead (Higham §23.2.4), up to four times the embedding's bound: it
-/// is checked with that growth.
-fn check_complex<T: Element>(
-    a: &ComplexMatrix<T>,
-    b: &ComplexMatrix<T>,
-    c: &ComplexMatrix<T>,
-    growth: f64,
-    form: ComplexForm,
-) -> Result<(bool, String)> {
-    let ((m, k), n) = (a.shape(), b.shape().1);
-    let embedded_a = Matrix::try_from_fn(2 * m, 2 * k, |i, p| {
-        let (re, im) = a.get(i % m, p % k);
-        match (i < m, p < k) {
-            (true, true) | (false, false) => re,
-            (true, false) => T::ZERO.sub(im),
-            (false, true) => im,
-        }
-    })?;
-    let stacked = |z: &ComplexMatrix<T>, rows: usize| {
-        Matrix::try_from_fn(2 * rows, n, |i, j| match i < rows {
-            true => z.re().get(i, j),
-            false => z.im().get(i - rows, j),
-        })
-    };
-    let (embedded_b, embedded_c) = (stacked(b, k)?, stacked(c, m)?);
-    let growth = match form {
-        ComplexForm::Classical => growth,
-        ComplexForm::Gauss => 4.0 * growth,
-    };
-    let v = fastmm::verify::verify_with_growth(
-        embedded_a.as_ref(),
-        embedded_b.as_ref(),
-        embedded_c.as_ref(),
-        growth,
-    )?;
-    Ok((
-        v.ok,
-        format!(
-            "{} {} ({} complex form), relative error {:.2e}, {:.2e} of the bound",
-            v.method.name(),
-            if v.ok { "ok" } else { "WRONG" },
-            form.name(),
-            v.rel_error,
-            v.bound_ratio
-        ),
-    ))
 }
 
 /// The product out of core when it is asked for or A, B and C exceed the

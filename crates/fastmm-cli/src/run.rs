@@ -10,7 +10,10 @@ use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::{DType, Element, GemmOptions, Matrix, Route, Team};
 
 use crate::common::{parse_dtypes, AlgoArgs, Devices, Outcome, Target};
-use crate::measurement::{finished, print_table, Inputs, Measured, Product, Record};
+use crate::measurement::{
+    complex_record, finished, print_table, Inputs, Measured, Product, Record,
+};
+use fastmm::complex::ComplexMatrix;
 
 /// Matrices at most this many rows and columns are printed by `--print`.
 const PRINT_MAX_DIM: usize = 8;
@@ -29,7 +32,9 @@ pub struct RunArgs {
     /// Columns of B and C.
     #[arg(short = 'n', value_name = "N")]
     pub(crate) n: Option<usize>,
-    /// Element types: a comma list of f32, f64, i32, i64, or `all`.
+    /// Element types: a comma list of f32, f64, i32, i64, c64 and c128
+    /// (complex: four real products at `native`, 3M at relaxed levels), or
+    /// `all` (the four real types).
     #[arg(short = 'd', long, default_value = "f32")]
     pub(crate) dtype: String,
     /// Algorithms: a comma list (NAME or NAME@DEVICE) or `all` (every
@@ -253,11 +258,29 @@ pub(crate) fn measure(args: &RunArgs, devices: &mut Devices) -> Result<(Shape, V
 fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>)> {
     let shape = shape_of(args)?;
     let targets = args.options.targets(&args.algo)?;
-    let dtypes = parse_dtypes(&args.dtype)?;
+    let dtypes = parse_types(&args.dtype)?;
     let base_opts = args.options.options()?;
     let mut records = Vec::new();
     let mut skipped = Vec::new();
-    for dtype in dtypes {
+    for kind in dtypes {
+        let dtype = match kind {
+            RunType::Real(dtype) => dtype,
+            RunType::Complex(part) => {
+                let (targets, unsupported): (Vec<Target>, Vec<Target>) =
+                    targets.iter().partition(|t| t.algorithm.supports(part));
+                skipped.extend(unsupported.iter().map(|t| format!("{} {part}", t.label())));
+                if targets.is_empty() {
+                    continue;
+                }
+                check_memory(shape, part, 2)?;
+                let typed = match part {
+                    DType::F32 => run_complex::<f32>(args, shape, &targets, base_opts, site),
+                    _ => run_complex::<f64>(args, shape, &targets, base_opts, site),
+                };
+                records.extend(typed?);
+                continue;
+            }
+        };
         // An algorithm that does not take this type (cuBLAS and emulated
         // take floats) is left out of its rows, with a note.
         let (targets, unsupported): (Vec<Target>, Vec<Target>) =
@@ -266,7 +289,7 @@ fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>
         if targets.is_empty() {
             continue;
         }
-        check_memory(shape, dtype)?;
+        check_memory(shape, dtype, 1)?;
         let typed = match dtype {
             DType::F32 => run_typed::<f32>(args, shape, &targets, base_opts, site),
             DType::F64 => run_typed::<f64>(args, shape, &targets, base_opts, site),
@@ -290,14 +313,86 @@ fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>
     Ok((shape, records))
 }
 
-/// Refuses, before allocating anything, a problem whose matrices (plus the
-/// verification's O(m + k + n) vectors) would not fit in available memory.
-fn check_memory(shape: Shape, dtype: DType) -> Result<()> {
+/// An element type `run` multiplies: a real one, or a complex one with
+/// parts of a float type (c64: f32, c128: f64).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RunType {
+    Real(DType),
+    Complex(DType),
+}
+
+/// `--dtype`'s list: the real types (`all` is the four) and c64, c128.
+fn parse_types(list: &str) -> Result<Vec<RunType>> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        match name.to_ascii_lowercase().as_str() {
+            "c64" | "complex64" => out.push(RunType::Complex(DType::F32)),
+            "c128" | "complex128" => out.push(RunType::Complex(DType::F64)),
+            real => out.extend(parse_dtypes(real)?.into_iter().map(RunType::Real)),
+        }
+    }
+    Ok(out)
+}
+
+/// Every target's complex product of seeded complex A and B (parts drawn
+/// as the real types' are), each as real products of T on its executor,
+/// timed and verified (see [`complex_record`]).
+fn run_complex<T: Element>(
+    args: &RunArgs,
+    (m, k, n): Shape,
+    targets: &[Target],
+    base_opts: GemmOptions,
+    site: &mut Site<'_>,
+) -> Result<Vec<Record>> {
+    let mut rng = seeded_rng(args.seed);
+    let mut random = |rows, cols| try_random_matrix_wide::<T>(rows, cols, args.decades, &mut rng);
+    let a = ComplexMatrix::new(random(m, k)?, random(m, k)?)?;
+    let b = ComplexMatrix::new(random(k, n)?, random(k, n)?)?;
+    let form = fastmm::complex::ComplexForm::for_level(base_opts.accuracy);
+    let inputs = args.inputs();
+    let mut records: Vec<Record> = Vec::with_capacity(targets.len());
+    for target in targets {
+        let opts = GemmOptions {
+            algorithm: target.algorithm,
+            ..base_opts
+        };
+        let base = records.first().map(|r| r.median_ms);
+        let how = (&opts, form);
+        let record = match site {
+            #[cfg(feature = "mpi")]
+            Site::Ranks(cluster) => {
+                let label = format!("{}@mpi", target.algorithm);
+                let rank0 = cluster.rank() == 0;
+                complex_record(&inputs, *cluster, (&a, &b), how, (label, rank0, base))?
+            }
+            Site::Here(devices) => {
+                let label = target.label();
+                match target.team {
+                    Some(spec) => {
+                        let team = devices.team(spec)?;
+                        complex_record(&inputs, team, (&a, &b), how, (label, true, base))?
+                    }
+                    None => {
+                        let ctx = devices.get(target.device)?;
+                        complex_record(&inputs, ctx, (&a, &b), how, (label, true, base))?
+                    }
+                }
+            }
+        };
+        records.extend(record);
+    }
+    Ok(records)
+}
+
+/// Refuses, before allocating anything, a problem whose matrices of
+/// `parts` planes (2 for complex) plus the verification's O(m + k + n)
+/// vectors would not fit in available memory.
+fn check_memory(shape: Shape, dtype: DType, parts: u128) -> Result<()> {
     let problem = fastmm::Problem::new(shape, dtype);
     let (m, k, n) = (shape.0 as u128, shape.1 as u128, shape.2 as u128);
     let elements = m * k + k * n + m * n;
     let verification = (m + k + n) * 8 * 4;
-    let needed = elements * dtype.size_bytes() as u128 + verification;
+    let needed = parts * elements * dtype.size_bytes() as u128 + verification;
     let fits_address_space = usize::try_from(elements).is_ok();
     match available_memory_bytes() {
         Some(available) if needed > available as u128 => bail!(

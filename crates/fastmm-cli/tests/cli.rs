@@ -1400,3 +1400,66 @@ fn accuracy_levels_are_asked_for_reported_and_audited() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn complex_types_run_as_real_products_and_are_verified() {
+    // The shape matrix around the microkernel's and the recursion's
+    // edges, both forms; every record checked through the real embedding.
+    for (m, k, n) in [
+        (1, 1, 1),
+        (7, 9, 47),
+        (49, 1, 17),
+        (97, 89, 101),
+        (130, 65, 129),
+    ] {
+        for accuracy in ["native", "bound"] {
+            let (m, k, n) = (m.to_string(), k.to_string(), n.to_string());
+            let out = fastmm(&[
+                "run",
+                "-m",
+                &m,
+                "-k",
+                &k,
+                "-n",
+                &n,
+                "--dtype",
+                "c64,c128,f64",
+                "--algo",
+                "packed,strassen,winograd,naive",
+                "--accuracy",
+                accuracy,
+                "--json",
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+            ]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let records = records.as_array().unwrap();
+            assert_eq!(records.len(), 4 * 3, "{m}×{k}×{n}");
+            for r in records {
+                assert_eq!(r["ok"], true, "{r}");
+                if r["dtype"] == "c64" || r["dtype"] == "c128" {
+                    let form = if accuracy == "native" { "4m" } else { "3m" };
+                    assert!(r["kernel"].as_str().unwrap().starts_with(form), "{r}");
+                }
+            }
+            let c128 = records.iter().find(|r| r["dtype"] == "c128").unwrap();
+            assert!(c128["rel_error"].as_f64().unwrap() < 1e-12, "{c128}");
+        }
+    }
+    // A spoiled element fails the run.
+    let out = fastmm(&[
+        "run",
+        "-s",
+        "40",
+        "--dtype",
+        "c128",
+        "--algo",
+        "packed",
+        "--corrupt",
+    ]);
+    assert!(!out.status.success());
+    assert!(stdout(&out).contains("WRONG"), "{}", stdout(&out));
+}

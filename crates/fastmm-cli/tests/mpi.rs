@@ -85,6 +85,45 @@ fn the_shape_matrix_on_three_ranks() {
     }
 }
 
+/// Complex products across the ranks: each of the four (or three) real
+/// products is the cluster's, planned by its planner; rank 0 verifies C
+/// through the real embedding.
+#[test]
+fn complex_products_across_two_and_three_ranks() {
+    for (ranks, accuracy) in [(2, "native"), (3, "bound")] {
+        let out = mpirun(
+            ranks,
+            &[
+                "run",
+                "--distributed",
+                "-m",
+                "67",
+                "-k",
+                "45",
+                "-n",
+                "89",
+                "--algo",
+                "packed,strassen",
+                "--dtype",
+                "c64,c128",
+                "--accuracy",
+                accuracy,
+                "--reps",
+                "1",
+                "--warmup",
+                "0",
+                "--json",
+            ],
+        );
+        let records = records(&out);
+        assert_eq!(records.len(), 4, "2 algorithms × 2 complex types");
+        for r in &records {
+            assert_eq!(r["ok"], true, "{r}");
+            assert_eq!(r["device"], format!("mpi:{ranks}"), "{r}");
+        }
+    }
+}
+
 /// Strassen and Winograd across the ranks (`--strassen-across`): every
 /// type exact or within
 /// the bound grown by the levels run, the words (7/4)^L·k·n·(P−1)/P

@@ -19,6 +19,7 @@
 use serde::Serialize;
 
 use crate::accuracy::{Errors, InputClass, Reference, NATIVE_RATIO};
+use crate::complex::{ComplexForm, ComplexMatrix};
 use crate::context::Context;
 use crate::element::{DType, Element};
 use crate::error::Error;
@@ -29,8 +30,11 @@ use crate::verify::FLOAT_TOLERANCE_FACTOR;
 /// One product of the audit on one input class.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// The element type.
+    /// The element type; of the parts, for a complex product.
     pub dtype: DType,
+    /// A complex product's form (its real products are `algorithm`'s);
+    /// `None` for a real product.
+    pub form: Option<ComplexForm>,
     /// (m, k, n).
     pub shape: (usize, usize, usize),
     /// The inputs.
@@ -180,6 +184,7 @@ pub fn audit<T: Element>(
             };
             rows.push(Row {
                 dtype: T::DTYPE,
+                form: None,
                 shape,
                 class,
                 label: format!("{}:{}", opts.algorithm, opts.accuracy),
@@ -193,6 +198,138 @@ pub fn audit<T: Element>(
                 errors,
                 native,
                 ms: timing.compute_ms,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// A complex matrix as the real 2m×2k block [[Aᵣ, −Aᵢ], [Aᵢ, Aᵣ]] (`left`)
+/// or the stacked 2k×n [Bᵣ; Bᵢ]: the embedding whose real product is
+/// [Cᵣ; Cᵢ], and whose |A||B| is the classical complex product's
+/// componentwise scale.
+fn embedded<T: Element>(z: &ComplexMatrix<T>, left: bool) -> Result<Matrix<T>, Error> {
+    let (m, k) = z.shape();
+    if left {
+        Matrix::try_from_fn(2 * m, 2 * k, |i, p| {
+            let (re, im) = z.get(i % m, p % k);
+            match (i < m, p < k) {
+                (true, true) | (false, false) => re,
+                (true, false) => T::ZERO.sub(im),
+                (false, true) => im,
+            }
+        })
+    } else {
+        Matrix::try_from_fn(2 * m, k, |i, j| {
+            let (re, im) = z.get(i % m, j);
+            if i < m {
+                re
+            } else {
+                im
+            }
+        })
+    }
+}
+
+/// [`audit`] of complex products with parts of T (f32: complex64, f64:
+/// complex128): each class's inputs for the real parts and, from the next
+/// seed, the imaginary parts; the errors of C = [Cᵣ; Cᵢ] against the exact
+/// product of the real embedding, beside the native complex product's
+/// (four native real products, as zgemm computes). Each product runs the
+/// form of its level ([`ComplexForm::for_level`]): at `native` within
+/// [`NATIVE_RATIO`] of the native errors; at a relaxed level, 3M within
+/// the level's bound norm-wise and grown fourfold, as its imaginary part
+/// is bounded by (|Aᵣ|+|Aᵢ|)(|Bᵣ|+|Bᵢ|) (Higham §23.2.4).
+///
+/// # Errors
+/// As [`audit`].
+pub fn audit_complex<T: Element>(
+    ctx: &Context,
+    shape: (usize, usize, usize),
+    classes: &[InputClass],
+    products: &[GemmOptions],
+    seed: u64,
+    sample_rows: usize,
+) -> Result<Vec<Row>, Error> {
+    crate::emulation::check_float::<T>()?;
+    let (m, k, n) = shape;
+    let native_opts = native_options::<T>(ctx);
+    let run = |a: &ComplexMatrix<T>,
+               b: &ComplexMatrix<T>,
+               opts: &GemmOptions,
+               form: ComplexForm|
+     -> Result<(ComplexMatrix<T>, Vec<crate::executor::Report>, f64), Error> {
+        let mut c = ComplexMatrix::new(
+            Matrix::try_filled(m, n, T::poison())?,
+            Matrix::try_filled(m, n, T::poison())?,
+        )?;
+        let start = std::time::Instant::now();
+        let reports = crate::complex::multiply(
+            ctx,
+            a.as_split(),
+            b.as_split(),
+            c.as_split_mut(),
+            form,
+            opts,
+        )?;
+        Ok((c, reports, start.elapsed().as_secs_f64() * 1e3))
+    };
+    let mut rows = Vec::new();
+    for &class in classes {
+        let (ar, br) = class.inputs::<T>(shape, seed)?;
+        let (ai, bi) = class.inputs::<T>(shape, seed.wrapping_add(1))?;
+        let (a, b) = (ComplexMatrix::new(ar, ai)?, ComplexMatrix::new(br, bi)?);
+        let reference = Reference::of_rows(
+            embedded(&a, true)?.as_ref(),
+            embedded(&b, false)?.as_ref(),
+            sample_rows,
+        )?;
+        let (c, _, _) = run(&a, &b, &native_opts, ComplexForm::Classical)?;
+        let native = reference.errors(embedded(&c, false)?.as_ref())?;
+        for opts in products {
+            let form = ComplexForm::for_level(opts.accuracy);
+            let (c, reports, ms) = run(&a, &b, opts, form)?;
+            let errors = reference.errors(embedded(&c, false)?.as_ref())?;
+            let plan = &reports[0].plan;
+            let fast_levels = plan.fast.as_ref().is_some_and(|f| f.levels > 0);
+            let (growth, normwise) = match form {
+                ComplexForm::Classical => (plan.error_growth, fast_levels),
+                ComplexForm::Gauss => (4.0 * plan.error_growth, true),
+            };
+            let given = match form {
+                ComplexForm::Classical => plan.accuracy,
+                ComplexForm::Gauss => opts.accuracy,
+            };
+            let mut why = meets(
+                given,
+                &errors,
+                &native,
+                (T::DTYPE, 2 * k),
+                (growth, normwise),
+            )
+            .err();
+            if opts.algorithm == Algorithm::Auto && !opts.accuracy.met_by(given) {
+                why = Some(format!(
+                    "auto gave {given} where {} was asked",
+                    opts.accuracy
+                ));
+            }
+            rows.push(Row {
+                dtype: T::DTYPE,
+                form: Some(form),
+                shape,
+                class,
+                label: format!("{}:{}", opts.algorithm, opts.accuracy),
+                algorithm: plan.algorithm,
+                asked: opts.accuracy,
+                given,
+                precision: format!("{}; {}", form.name(), plan.precision),
+                ratio: errors.ratio_to(&native),
+                ok: why.is_none(),
+                why,
+                errors,
+                native,
+                ms,
             });
         }
     }

@@ -29,7 +29,7 @@ use crate::error::Error;
 use crate::executor::{Executor, Report};
 use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef, Matrix};
-use crate::options::GemmOptions;
+use crate::options::{Accuracy, GemmOptions};
 
 /// A complex matrix read as two real views of one shape.
 #[derive(Debug, Clone, Copy)]
@@ -165,6 +165,17 @@ pub enum ComplexForm {
 }
 
 impl ComplexForm {
+    /// The form a level runs: the classical four real products at
+    /// `native` (the complex product's own componentwise bound, as
+    /// zgemm's), Gauss's three (3M) at the relaxed levels, which bound
+    /// products norm-wise.
+    pub fn for_level(level: Accuracy) -> ComplexForm {
+        match level {
+            Accuracy::Native => ComplexForm::Classical,
+            _ => ComplexForm::Gauss,
+        }
+    }
+
     /// The form's name: "4m" or "3m".
     pub fn name(self) -> &'static str {
         match self {

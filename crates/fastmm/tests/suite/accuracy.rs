@@ -6,7 +6,8 @@
 //! CPU's native product). `auto` must give the level asked for.
 
 use fastmm::accuracy::InputClass;
-use fastmm::audit::{audit, Row};
+use fastmm::audit::{audit, audit_complex, Row};
+use fastmm::complex::ComplexForm;
 use fastmm::{Accuracy, Algorithm, Context, Element, Error, GemmOptions, Matrix};
 
 /// Shapes: one element, a tile edge off by one, and a depth where the
@@ -87,6 +88,49 @@ fn every_cpu_algorithm_meets_the_level_it_gives_on_every_input_class() {
         assert!(at("auto:native").all(|r| r.algorithm == Algorithm::Packed));
         assert!(at("emulated:bound").any(|r| r.ratio > 2.0));
     }
+}
+
+#[test]
+fn complex_products_meet_their_level_and_3m_only_a_relaxed_one() {
+    // Complex64 and complex128 over every class: four real products at
+    // `native` within 2× of the native complex product's errors, 3M at the
+    // relaxed levels within their bound norm-wise.
+    let ctx = Context::cpu();
+    let mut products: Vec<GemmOptions> = [Algorithm::Packed, Algorithm::Naive]
+        .map(GemmOptions::new)
+        .to_vec();
+    products.push(GemmOptions::new(Algorithm::Winograd).threshold(4).depth(2));
+    for level in Accuracy::LEVELS {
+        products.push(GemmOptions::new(Algorithm::Emulated).accuracy(level));
+        products.push(GemmOptions::new(Algorithm::Auto).accuracy(level));
+    }
+    for shape in [(1, 2, 1), (17, 256, 13)] {
+        let c64 = audit_complex::<f32>(&ctx, shape, &InputClass::ALL, &products, 7, usize::MAX);
+        let c128 = audit_complex::<f64>(&ctx, shape, &InputClass::ALL, &products, 7, usize::MAX);
+        for rows in [c64.unwrap(), c128.unwrap()] {
+            assert_all_met(&rows);
+            let forms = |level| rows.iter().filter(move |r| r.asked == level);
+            assert!(forms(Accuracy::Native).all(|r| r.form == Some(ComplexForm::Classical)));
+            assert!(forms(Accuracy::Bound).all(|r| r.form == Some(ComplexForm::Gauss)));
+            // Gaussian integers with exact partial sums: exact at `native`
+            // and `bound` (3M's sums of parts included).
+            assert!(rows
+                .iter()
+                .filter(|r| r.class == InputClass::Integer)
+                .filter(|r| matches!(r.asked, Accuracy::Native | Accuracy::Bound))
+                .all(|r| r.errors.relative_frobenius == 0.0));
+            // Why `native` never runs 3M: on rows and columns of different
+            // scales its imaginary part misses the componentwise bound by
+            // orders of magnitude.
+            if shape.1 > 2 {
+                assert!(rows.iter().any(|r| r.class == InputClass::Scaled
+                    && r.form == Some(ComplexForm::Gauss)
+                    && r.ratio > 1e3));
+            }
+        }
+    }
+    // Integer parts are refused: complex products are of floats.
+    assert!(audit_complex::<i32>(&ctx, (2, 2, 2), &InputClass::ALL, &products, 7, 4).is_err());
 }
 
 #[test]
