@@ -114,46 +114,6 @@ impl<'a, T: Element> Product<'a, T> {
     }
 }
 
-/// Verifies a complex product through its real embedding, a 2m×2k by 2k×n
-/// real product with the classical complex bound: [Aᵣ −Aᵢ; Aᵢ Aᵣ]·[Bᵣ; Bᵢ]
-/// = [Cᵣ; Cᵢ]. 3M's imaginary part is bounded by (|Aᵣ|+|Aᵢ|)(|Bᵣ|+|Bᵢ|)
-/// instead (Higham §23.2.4), up to four times the embedding's bound: it
-/// is checked with that growth.
-pub(crate) fn check_complex<T: Element>(
-    a: &ComplexMatrix<T>,
-    b: &ComplexMatrix<T>,
-    c: &ComplexMatrix<T>,
-    growth: f64,
-    form: ComplexForm,
-) -> Result<Verdict> {
-    let ((m, k), n) = (a.shape(), b.shape().1);
-    let embedded_a = Matrix::try_from_fn(2 * m, 2 * k, |i, p| {
-        let (re, im) = a.get(i % m, p % k);
-        match (i < m, p < k) {
-            (true, true) | (false, false) => re,
-            (true, false) => T::ZERO.sub(im),
-            (false, true) => im,
-        }
-    })?;
-    let stacked = |z: &ComplexMatrix<T>, rows: usize| {
-        Matrix::try_from_fn(2 * rows, n, |i, j| match i < rows {
-            true => z.re().get(i, j),
-            false => z.im().get(i - rows, j),
-        })
-    };
-    let (embedded_b, embedded_c) = (stacked(b, k)?, stacked(c, m)?);
-    let growth = match form {
-        ComplexForm::Classical => growth,
-        ComplexForm::Gauss => 4.0 * growth,
-    };
-    Ok(fastmm::verify::verify_with_growth(
-        embedded_a.as_ref(),
-        embedded_b.as_ref(),
-        embedded_c.as_ref(),
-        growth,
-    )?)
-}
-
 /// `--corrupt`: one wrong element, to show that verification catches it.
 fn corrupt_if_asked<T: Element>(inputs: &Inputs, c: &mut Matrix<T>) {
     if inputs.corrupt && c.rows() > 0 && c.cols() > 0 {
@@ -501,7 +461,7 @@ pub(crate) fn complex_record<T: Element>(
         parts.re.set(0, 0, wrong);
     }
     let plan = runs[0].1[0].plan.clone();
-    let verdict = check_complex(a, b, &c, plan.error_growth, form)?;
+    let verdict = fastmm::complex::verify(a, b, &c, plan.error_growth, form)?;
     runs.sort_by(|x, y| x.0.total_cmp(&y.0));
     let times: Vec<f64> = runs.iter().map(|r| r.0).collect();
     let median_ms = median(&times);

@@ -21,7 +21,6 @@ use fastmm::{
 };
 
 use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
-use crate::measurement::check_complex;
 
 #[derive(Args, Debug)]
 pub struct MultiplyArgs {
@@ -519,29 +518,15 @@ where
     let mut c = ComplexMatrix::try_zeros(m, n)?;
     let start = Instant::now();
     let reports = match engine {
-        Engine::One(ctx) => fastmm::complex::multiply(
-            ctx,
-            a.as_split(),
-            b.as_split(),
-            c.as_split_mut(),
-            form,
-            opts,
-        ),
-        Engine::Team(team) => fastmm::complex::multiply(
-            team,
-            a.as_split(),
-            b.as_split(),
-            c.as_split_mut(),
-            form,
-            opts,
-        ),
+        Engine::One(ctx) => complex_on(ctx, (a, b), &mut c, form, opts),
+        Engine::Team(team) => complex_on(team, (a, b), &mut c, form, opts),
     }
     .context("the complex product failed")?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let plan = &reports[0].plan;
     let verdict = match check {
         true => {
-            let v = check_complex(a, b, &c, plan.error_growth, form)?;
+            let v = fastmm::complex::verify(a, b, &c, plan.error_growth, form)?;
             Some((
                 v.ok,
                 format!(
@@ -557,6 +542,17 @@ where
         false => None,
     };
     Ok((AnyMatrix::from(c), ms, verdict, plan.algorithm))
+}
+
+/// C = A·B of complex matrices on one executor, in `form`.
+fn complex_on<T: Element>(
+    x: &impl Executor,
+    (a, b): (&ComplexMatrix<T>, &ComplexMatrix<T>),
+    c: &mut ComplexMatrix<T>,
+    form: fastmm::complex::ComplexForm,
+    opts: &GemmOptions,
+) -> Result<Vec<fastmm::Report>, fastmm::Error> {
+    fastmm::complex::multiply(x, a.as_split(), b.as_split(), c.as_split_mut(), form, opts)
 }
 
 /// The product out of core when it is asked for or A, B and C exceed the

@@ -204,33 +204,6 @@ pub fn audit<T: Element>(
     Ok(rows)
 }
 
-/// A complex matrix as the real 2m×2k block [[Aᵣ, −Aᵢ], [Aᵢ, Aᵣ]] (`left`)
-/// or the stacked 2k×n [Bᵣ; Bᵢ]: the embedding whose real product is
-/// [Cᵣ; Cᵢ], and whose |A||B| is the classical complex product's
-/// componentwise scale.
-fn embedded<T: Element>(z: &ComplexMatrix<T>, left: bool) -> Result<Matrix<T>, Error> {
-    let (m, k) = z.shape();
-    if left {
-        Matrix::try_from_fn(2 * m, 2 * k, |i, p| {
-            let (re, im) = z.get(i % m, p % k);
-            match (i < m, p < k) {
-                (true, true) | (false, false) => re,
-                (true, false) => T::ZERO.sub(im),
-                (false, true) => im,
-            }
-        })
-    } else {
-        Matrix::try_from_fn(2 * m, k, |i, j| {
-            let (re, im) = z.get(i % m, j);
-            if i < m {
-                re
-            } else {
-                im
-            }
-        })
-    }
-}
-
 /// [`audit`] of complex products with parts of T (f32: complex64, f64:
 /// complex128): each class's inputs for the real parts and, from the next
 /// seed, the imaginary parts; the errors of C = [Cᵣ; Cᵢ] against the exact
@@ -279,17 +252,14 @@ pub fn audit_complex<T: Element>(
         let (ar, br) = class.inputs::<T>(shape, seed)?;
         let (ai, bi) = class.inputs::<T>(shape, seed.wrapping_add(1))?;
         let (a, b) = (ComplexMatrix::new(ar, ai)?, ComplexMatrix::new(br, bi)?);
-        let reference = Reference::of_rows(
-            embedded(&a, true)?.as_ref(),
-            embedded(&b, false)?.as_ref(),
-            sample_rows,
-        )?;
+        let reference =
+            Reference::of_rows(a.embedded()?.as_ref(), b.stacked()?.as_ref(), sample_rows)?;
         let (c, _, _) = run(&a, &b, &native_opts, ComplexForm::Classical)?;
-        let native = reference.errors(embedded(&c, false)?.as_ref())?;
+        let native = reference.errors(c.stacked()?.as_ref())?;
         for opts in products {
             let form = ComplexForm::for_level(opts.accuracy);
             let (c, reports, ms) = run(&a, &b, opts, form)?;
-            let errors = reference.errors(embedded(&c, false)?.as_ref())?;
+            let errors = reference.errors(c.stacked()?.as_ref())?;
             let plan = &reports[0].plan;
             let fast_levels = plan.fast.as_ref().is_some_and(|f| f.levels > 0);
             let (growth, normwise) = match form {

@@ -136,6 +136,31 @@ impl<T: Element> ComplexMatrix<T> {
         (self.re, self.im)
     }
 
+    /// The real 2m×2k block [[Aᵣ, −Aᵢ], [Aᵢ, Aᵣ]] of this m×k matrix A: the
+    /// left factor of the real embedding, whose product with B's
+    /// [`ComplexMatrix::stacked`] is C's, and whose |A||B| is the classical
+    /// complex product's componentwise scale.
+    pub fn embedded(&self) -> Result<Matrix<T>, Error> {
+        let (m, k) = self.shape();
+        Matrix::try_from_fn(2 * m, 2 * k, |i, p| {
+            let (re, im) = self.get(i % m, p % k);
+            match (i < m, p < k) {
+                (true, true) | (false, false) => re,
+                (true, false) => T::ZERO.sub(im),
+                (false, true) => im,
+            }
+        })
+    }
+
+    /// The parts stacked, [Aᵣ; Aᵢ] (2m×n).
+    pub fn stacked(&self) -> Result<Matrix<T>, Error> {
+        let (m, n) = self.shape();
+        Matrix::try_from_fn(2 * m, n, |i, j| match i < m {
+            true => self.re.get(i, j),
+            false => self.im.get(i - m, j),
+        })
+    }
+
     /// The matrix as split views, for [`multiply`].
     pub fn as_split(&self) -> SplitRef<'_, T> {
         SplitRef {
@@ -151,6 +176,31 @@ impl<T: Element> ComplexMatrix<T> {
             im: self.im.as_mut(),
         }
     }
+}
+
+/// Checks a complex C ≈ A·B of `form` through the real embedding
+/// [`ComplexMatrix::embedded`]·[`ComplexMatrix::stacked`] = [Cᵣ; Cᵢ] with
+/// the real verifier ([`crate::verify::verify_with_growth`]), allowing
+/// `growth` times the classical complex bound, and four times that for
+/// 3M, whose imaginary part is bounded by (|Aᵣ|+|Aᵢ|)(|Bᵣ|+|Bᵢ|) instead
+/// (Higham §23.2.4).
+pub fn verify<T: Element>(
+    a: &ComplexMatrix<T>,
+    b: &ComplexMatrix<T>,
+    c: &ComplexMatrix<T>,
+    growth: f64,
+    form: ComplexForm,
+) -> Result<crate::verify::Verdict, Error> {
+    let growth = match form {
+        ComplexForm::Classical => growth,
+        ComplexForm::Gauss => 4.0 * growth,
+    };
+    crate::verify::verify_with_growth(
+        a.embedded()?.as_ref(),
+        b.stacked()?.as_ref(),
+        c.stacked()?.as_ref(),
+        growth,
+    )
 }
 
 /// How a complex product is made of real ones.
