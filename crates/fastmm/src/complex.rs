@@ -306,14 +306,8 @@ pub fn multiply<E: Executor, T: Element>(
                     c: p2.as_mut(),
                 },
             )?);
-            let mut sum_a = Matrix::<T>::try_zeros(a.re.rows(), a.re.cols())?;
-            let mut sum_b = Matrix::<T>::try_zeros(b.re.rows(), b.re.cols())?;
-            by_rows((sum_a.as_mut(), None), |i, j, _| {
-                (a.re.get(i, j).add(a.im.get(i, j)), T::ZERO)
-            });
-            by_rows((sum_b.as_mut(), None), |i, j, _| {
-                (b.re.get(i, j).add(b.im.get(i, j)), T::ZERO)
-            });
+            let sum_a = sum_of(a.re, a.im)?;
+            let sum_b = sum_of(b.re, b.im)?;
             reports.push(executor.execute(
                 &fresh,
                 Gemm {
@@ -325,58 +319,72 @@ pub fn multiply<E: Executor, T: Element>(
                 },
             )?);
             // Cᵣ = P₁ − P₂ and Cᵢ = P₃ − P₁ − P₂ (P₁ is in Cᵣ, P₃ in Cᵢ).
-            let p2 = p2.as_ref();
-            by_rows((c.re.rb_mut(), Some(c.im.rb_mut())), |i, j, (p1, p3)| {
-                let two = p2.get(i, j);
-                (p1.sub(two), p3.sub(p1).sub(two))
-            });
+            combine(c.re.rb_mut(), c.im.rb_mut(), p2.as_ref());
         }
     }
     Ok(reports)
 }
 
-/// `first[i][j], second[i][j] = f(i, j, (first[i][j], second[i][j]))`
-/// over every element, bands of rows on the thread pool. Without a second
-/// matrix (which has the first's shape) its values read as zero and the
-/// second of each result is dropped.
-fn by_rows<T: Element>(
-    (first, second): (MatMut<'_, T>, Option<MatMut<'_, T>>),
-    f: impl Fn(usize, usize, (T, T)) -> (T, T) + Sync,
-) {
-    let (rows, cols) = first.shape();
-    let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
-    let mut bands = Vec::new();
-    let (mut first, mut second, mut start) = (first, second, 0);
-    while start < rows {
-        let take = band.min(rows - start);
-        let (head, tail) = first.split_at_row(take);
-        let (other_head, other_tail) = match second {
-            Some(second) => {
-                let (h, t) = second.split_at_row(take);
-                (Some(h), Some(t))
-            }
-            None => (None, None),
-        };
-        bands.push((start, head, other_head));
-        (first, second, start) = (tail, other_tail, start + take);
+/// X + Y as a new matrix, rows on the thread pool: slices where the rows
+/// are contiguous (the loop vectorizes), else element by element.
+fn sum_of<T: Element>(x: MatRef<'_, T>, y: MatRef<'_, T>) -> Result<Matrix<T>, Error> {
+    let (rows, cols) = x.shape();
+    debug_assert_eq!(y.shape(), (rows, cols));
+    let mut out = Matrix::<T>::try_zeros(rows, cols)?;
+    if cols == 0 {
+        return Ok(out);
     }
-    bands
-        .into_par_iter()
-        .for_each(|(start, mut head, mut other)| {
-            for i in 0..head.rows() {
-                for j in 0..cols {
-                    let old = (
-                        head.get(i, j),
-                        other.as_ref().map_or(T::ZERO, |o| o.get(i, j)),
-                    );
-                    let (x, y) = f(start + i, j, old);
-                    head.set(i, j, x);
-                    if let Some(other) = other.as_mut() {
-                        other.set(i, j, y);
-                    }
+    out.as_mut_slice()
+        .par_chunks_mut(cols)
+        .enumerate()
+        .for_each(|(i, row)| match (x.row(i), y.row(i)) {
+            (Some(xs), Some(ys)) => {
+                for ((o, &p), &q) in row.iter_mut().zip(xs).zip(ys) {
+                    *o = p.add(q);
+                }
+            }
+            _ => {
+                for (j, o) in row.iter_mut().enumerate() {
+                    *o = x.get(i, j).add(y.get(i, j));
                 }
             }
         });
+    Ok(out)
+}
+
+/// 3M's last step over bands of rows on the thread pool: Cᵣ ← P₁ − P₂ and
+/// Cᵢ ← P₃ − P₁ − P₂, with P₁ in `re` and P₃ in `im` (of P₂'s shape).
+fn combine<T: Element>(re: MatMut<'_, T>, im: MatMut<'_, T>, p2: MatRef<'_, T>) {
+    let (rows, cols) = re.shape();
+    let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let mut bands = Vec::new();
+    let (mut re, mut im, mut start) = (re, im, 0);
+    while start < rows {
+        let take = band.min(rows - start);
+        let (re_head, re_tail) = re.split_at_row(take);
+        let (im_head, im_tail) = im.split_at_row(take);
+        bands.push((start, re_head, im_head));
+        (re, im, start) = (re_tail, im_tail, start + take);
+    }
+    bands.into_par_iter().for_each(|(start, mut re, mut im)| {
+        for i in 0..re.rows() {
+            let two = p2.row(start + i);
+            if let (Some(re_row), Some(two)) = (re.row_mut(i), two) {
+                if let Some(im_row) = im.row_mut(i) {
+                    for ((r, c), &q) in re_row.iter_mut().zip(im_row).zip(two) {
+                        let p1 = *r;
+                        (*r, *c) = (p1.sub(q), c.sub(p1).sub(q));
+                    }
+                    continue;
+                }
+            }
+            for j in 0..cols {
+                let (p1, p3, q) = (re.get(i, j), im.get(i, j), p2.get(start + i, j));
+                re.set(i, j, p1.sub(q));
+                im.set(i, j, p3.sub(p1).sub(q));
+            }
+        }
+    });
 }
 
 /// That each operand's parts share a shape and the operands multiply.
