@@ -263,23 +263,9 @@ fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>
     let mut records = Vec::new();
     let mut skipped = Vec::new();
     for kind in dtypes {
-        let dtype = match kind {
-            RunType::Real(dtype) => dtype,
-            RunType::Complex(part) => {
-                let (targets, unsupported): (Vec<Target>, Vec<Target>) =
-                    targets.iter().partition(|t| t.algorithm.supports(part));
-                skipped.extend(unsupported.iter().map(|t| format!("{} {part}", t.label())));
-                if targets.is_empty() {
-                    continue;
-                }
-                check_memory(shape, part, 2)?;
-                let typed = match part {
-                    DType::F32 => run_complex::<f32>(args, shape, &targets, base_opts, site),
-                    _ => run_complex::<f64>(args, shape, &targets, base_opts, site),
-                };
-                records.extend(typed?);
-                continue;
-            }
+        let (dtype, parts) = match kind {
+            RunType::Real(dtype) => (dtype, 1),
+            RunType::Complex(part) => (part, 2),
         };
         // An algorithm that does not take this type (cuBLAS and emulated
         // take floats) is left out of its rows, with a note.
@@ -289,12 +275,16 @@ fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>
         if targets.is_empty() {
             continue;
         }
-        check_memory(shape, dtype, 1)?;
-        let typed = match dtype {
-            DType::F32 => run_typed::<f32>(args, shape, &targets, base_opts, site),
-            DType::F64 => run_typed::<f64>(args, shape, &targets, base_opts, site),
-            DType::I32 => run_typed::<i32>(args, shape, &targets, base_opts, site),
-            DType::I64 => run_typed::<i64>(args, shape, &targets, base_opts, site),
+        check_memory(shape, dtype, parts)?;
+        let typed = match (kind, dtype) {
+            (RunType::Complex(_), DType::F32) => {
+                run_complex::<f32>(args, shape, &targets, base_opts, site)
+            }
+            (RunType::Complex(_), _) => run_complex::<f64>(args, shape, &targets, base_opts, site),
+            (_, DType::F32) => run_typed::<f32>(args, shape, &targets, base_opts, site),
+            (_, DType::F64) => run_typed::<f64>(args, shape, &targets, base_opts, site),
+            (_, DType::I32) => run_typed::<i32>(args, shape, &targets, base_opts, site),
+            (_, DType::I64) => run_typed::<i64>(args, shape, &targets, base_opts, site),
         };
         records.extend(typed?);
     }
