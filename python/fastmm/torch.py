@@ -15,8 +15,10 @@ The operator is registered with ``torch.library`` as ``fastmm::matmul``:
   products are real products of the parts: four at ``native`` (the
   complex product's own bound), three (3M) at the relaxed levels.
 * **Strides** as torch makes them: CPU views are read in place; on a GPU a
-  matrix whose rows are contiguous (a row slice, a batch slice) is read in
-  place and a transposed view is copied once on its device.
+  matrix whose rows or columns are contiguous (a row slice, a batch slice,
+  a transposed view such as ``w.mT``) is read in place by cuBLAS and the
+  emulated product (the other GPU algorithms copy a transposed view once
+  on the device), and a view strided both ways is copied once.
 * **Autograd**: dA = dC·Bᴴ and dB = Aᴴ·dC, fastmm products at the same
   accuracy level, each computed only where ``needs_input_grad`` asks;
   broadcast batch dimensions are summed as torch sums them.

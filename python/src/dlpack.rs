@@ -204,18 +204,31 @@ fn gpu_tensor<'py>(
 
 /// A matrix of the batch walk as the library takes GPU matrices: rows
 /// contiguous (unit column stride) at a non-negative distance of at least
-/// a row; `None` otherwise (a transposed view, or rows that overlap).
+/// a row, or columns contiguous likewise (a transposed view, such as
+/// torch's `w.mT`); `None` otherwise (overlapping or doubly strided lines).
 fn gpu_matrix(view: View) -> Option<GpuMatrix> {
-    let columns_ok = view.cols <= 1 || view.col_stride == 1;
-    let ld = match view.rows <= 1 {
-        true => view.cols,
+    let (rows, cols) = (view.rows, view.cols);
+    let row_major = (cols <= 1 || view.col_stride == 1).then_some(match rows <= 1 {
+        true => cols,
         false => view.row_stride,
-    };
-    (columns_ok && ld >= view.cols).then_some(GpuMatrix {
+    });
+    if let Some(ld) = row_major.filter(|&ld| ld >= cols) {
+        return Some(GpuMatrix::row_major(
+            view.ptr as usize as u64,
+            (rows, cols),
+            ld,
+        ));
+    }
+    let column_major = (rows <= 1 || view.row_stride == 1).then_some(match cols <= 1 {
+        true => rows,
+        false => view.col_stride,
+    });
+    column_major.filter(|&ld| ld >= rows).map(|ld| GpuMatrix {
         ptr: view.ptr as usize as u64,
-        rows: view.rows,
-        cols: view.cols,
+        rows,
+        cols,
         ld,
+        transposed: true,
     })
 }
 
@@ -395,8 +408,8 @@ fn export<'py>(
 }
 
 /// `tensor` (`obj`'s) when the library takes its matrices in place, or a
-/// contiguous copy of `obj` on its own device when it does not (a
-/// transposed view): `viewable` says which, for a candidate.
+/// contiguous copy of `obj` on its own device when it does not (a view
+/// strided in both directions): `viewable` says which, for a candidate.
 fn in_place_or_copy<'py>(
     (obj, tensor): (&Bound<'py, PyAny>, GpuTensor<'py>),
     which: &str,
@@ -410,7 +423,7 @@ fn in_place_or_copy<'py>(
     match viewable(&copy) {
         true => Ok(copy),
         false => Err(type_error(format!(
-            "{which} is not row-major (C-contiguous) and has no contiguous() to make it so"
+            "{which}'s matrices are neither row- nor column-contiguous, and it has no contiguous() to make them so"
         ))),
     }
 }
@@ -418,8 +431,10 @@ fn in_place_or_copy<'py>(
 /// `a @ b` for GPU operands on GPU `ordinal`, with numpy's shapes (1-D
 /// operands, broadcast batches): the products in place, planned once and
 /// queued as one batch, into `out` (a GPU tensor of the result's type and
-/// shape, written in place) or a new [`GpuArray`]. Operands whose matrices
-/// are not row-major (transposed views) are copied once on their device.
+/// shape, written in place) or a new [`GpuArray`]. Row-major matrices and
+/// transposed views (column-major) are read in place; others (strided in
+/// both directions) are copied once on their device. A transposed `out`
+/// is written as the row-major Cᵀ = Bᵀ·Aᵀ.
 pub(crate) fn matmul<'py>(
     py: Python<'py>,
     ctx: &Context,
@@ -528,12 +543,12 @@ pub(crate) fn matmul<'py>(
     for job in &walk {
         let (Some(am), Some(bm)) = (gpu_matrix(job.a), gpu_matrix(job.b)) else {
             return Err(type_error(
-                "an operand's matrices are not row-major after a copy",
+                "an operand's matrices are neither row- nor column-contiguous after a copy",
             ));
         };
         let cm = gpu_matrix(job.c).ok_or_else(|| {
             value_error(
-                "out's matrices must be row-major (C-contiguous in their last two dimensions)",
+                "out's matrices must be row- or column-contiguous in their last two dimensions",
             )
         })?;
         products.push(GpuProduct {

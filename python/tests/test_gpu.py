@@ -43,7 +43,7 @@ def test_torch_tensors_in_place(dtype, algo, shape):
 def test_layouts_and_errors():
     a = torch.randn(300, 200, device="cuda")
     b = torch.randn(300, 100, device="cuda")
-    c = torch.from_dlpack(fastmm.matmul(a.t(), b))  # a transposed view: made contiguous on the GPU
+    c = torch.from_dlpack(fastmm.matmul(a.t(), b))  # a transposed view, read in place
     torch.testing.assert_close(c, a.t() @ b, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="host memory"):
         fastmm.matmul(a, np.ones((200, 3), np.float32))
@@ -56,6 +56,43 @@ def test_layouts_and_errors():
     x = fastmm.matmul(a.t(), b)
     assert x.shape == (200, 100) and x.dtype == "float32"
     assert torch.from_dlpack(x).data_ptr() == torch.from_dlpack(x).data_ptr()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+@pytest.mark.parametrize("algo", ["auto", "cublas", "emulated", "cuda-fast", "winograd"])
+@pytest.mark.parametrize("layout", ["a", "b", "ab", "out", "all"])
+def test_transposed_views_in_place(dtype, algo, layout):
+    # Transposed (column-major) views of A, B and out, as torch's .mT makes
+    # them: read in place by cuBLAS and the emulated product, copied once
+    # on the GPU for the others; a transposed out is written as C^T = B^T A^T.
+    if algo == "cublas" and not dtype.is_floating_point:
+        pytest.skip("cuBLAS has no integer GEMM")
+    g = torch.Generator(device="cuda").manual_seed(5)
+
+    def make(*shape):
+        if dtype.is_floating_point:
+            return torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+        return torch.randint(-50, 50, shape, device="cuda", dtype=dtype, generator=g)
+
+    def view(x, transposed):
+        # The same values, stored column-major when transposed.
+        return x.mT.contiguous().mT if transposed else x
+
+    for batch, (m, k, n) in [((), (1, 1, 1)), ((), (1, 9, 7)), ((), (33, 17, 65)), ((3,), (65, 130, 31)), ((), (257, 300, 129))]:
+        a, b = make(*batch, m, k), make(k, n)
+        av, bv = view(a, "a" in layout or layout == "all"), view(b, "b" in layout or layout == "all")
+        fill = float("nan") if dtype.is_floating_point else -(2**31)
+        out = torch.full((*batch, n, m), fill, device="cuda", dtype=dtype).mT
+        if layout not in ("out", "all"):
+            out = out.contiguous()
+        fastmm.matmul(av, bv, out=out, algo=algo)
+        if dtype.is_floating_point:
+            ref = a.double() @ b.double()
+            bound = a.abs().double() @ b.abs().double()
+            u = torch.finfo(dtype).eps / 2
+            assert bool(((out.double() - ref).abs() <= 4 * (k + 2) * u * bound + 1e-30).all()), (m, k, n)
+        else:
+            assert torch.equal(out, (a.cpu() @ b.cpu()).cuda()), (m, k, n)
 
 
 def test_numpy_arrays_on_the_gpu():

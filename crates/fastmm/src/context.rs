@@ -682,12 +682,7 @@ impl Context {
             Device::Cpu => unreachable!("only a CUDA context holds a GPU"),
         };
         Ok(GpuBuffer {
-            matrix: GpuMatrix {
-                ptr: memory.ptr,
-                rows,
-                cols,
-                ld: cols,
-            },
+            matrix: GpuMatrix::row_major(memory.ptr, (rows, cols), cols),
             _memory: memory,
             gpu,
             ordinal,
@@ -764,6 +759,11 @@ impl Context {
         let shape = (first.a.rows, first.a.cols, first.b.cols);
         for p in products {
             check_gpu_product(p, shape)?;
+            if p.c.transposed != first.c.transposed {
+                return Err(Error::InvalidOption(
+                    "a batch's outputs share one layout: row-major, or all transposed views".into(),
+                ));
+            }
         }
         check_disjoint_outputs::<T>(products)?;
         let mut resolved = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
@@ -792,16 +792,31 @@ impl Context {
         let operand = |m: GpuMatrix| crate::cuda::kernels::gemm::Operand {
             ptr: m.ptr,
             ld: m.ld,
+            trans: m.transposed,
+        };
+        // The batch shares one shape, so its outputs share one layout (a
+        // transposed C in one product and not another is refused above);
+        // a transposed C is the row-major Cᵀ = Bᵀ·Aᵀ.
+        let c_transposed = first.c.transposed;
+        let shape = match c_transposed {
+            false => shape,
+            true => (shape.2, shape.1, shape.0),
         };
         let device: Vec<_> = products
             .iter()
-            .map(|p| crate::cuda::kernels::gemm::DeviceGemm {
-                shape,
-                alpha,
-                a: operand(p.a),
-                b: operand(p.b),
-                beta,
-                c: operand(p.c),
+            .map(|p| {
+                let (a, b, c) = match c_transposed {
+                    false => (p.a, p.b, p.c),
+                    true => (p.b.t(), p.a.t(), p.c.t()),
+                };
+                crate::cuda::kernels::gemm::DeviceGemm {
+                    shape,
+                    alpha,
+                    a: operand(a),
+                    b: operand(b),
+                    beta,
+                    c: operand(c),
+                }
             })
             .collect();
         let ms = crate::cuda::products::in_core::multiply_resident_batch(
@@ -838,10 +853,14 @@ fn check_gpu_product(p: &GpuProduct, (m, k, n): (usize, usize, usize)) -> Result
         });
     }
     for (name, m) in [("A", a), ("B", b), ("C", c)] {
-        if m.ld < m.cols {
+        if !m.ld_ok() {
+            let line = match m.transposed {
+                false => format!("its {} columns", m.cols),
+                true => format!("its {} rows (a transposed view)", m.rows),
+            };
             return Err(Error::InvalidOption(format!(
-                "{name}'s leading dimension {} is below its {} columns",
-                m.ld, m.cols
+                "{name}'s leading dimension {} is below {line}",
+                m.ld
             )));
         }
     }
@@ -963,12 +982,7 @@ mod tests {
     #[cfg(feature = "cuda")]
     #[test]
     fn a_gpu_batch_is_checked_at_the_boundary() {
-        let m = |ptr, rows, cols, ld| GpuMatrix {
-            ptr,
-            rows,
-            cols,
-            ld,
-        };
+        let m = |ptr, rows, cols, ld| GpuMatrix::row_major(ptr, (rows, cols), ld);
         let product = |c_ptr| GpuProduct {
             a: m(0, 4, 3, 3),
             b: m(1 << 20, 3, 5, 5),

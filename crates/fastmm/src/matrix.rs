@@ -1102,10 +1102,12 @@ mod tests {
     }
 }
 
-/// A row-major matrix in a GPU's memory, owned by the caller (a DLPack
-/// tensor of PyTorch or CuPy, say, or a [`crate::GpuBuffer`]): element
-/// (i, j) of type T lives at byte `ptr + (i·ld + j)·size_of::<T>()`. Plain
-/// data: the product that takes it ([`crate::Context::gemm_gpu`]) is
+/// A matrix in a GPU's memory, owned by the caller (a DLPack tensor of
+/// PyTorch or CuPy, say, or a [`crate::GpuBuffer`]): row-major, element
+/// (i, j) of type T at byte `ptr + (i·ld + j)·size_of::<T>()`; or, when
+/// `transposed`, column-major (a transposed view of a row-major matrix,
+/// such as torch's `w.mT`), element (i, j) at `ptr + (j·ld + i)·size_of::<T>()`.
+/// Plain data: the product that takes it ([`crate::Context::gemm_gpu`]) is
 /// `unsafe`, since nothing here proves the memory is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GpuMatrix {
@@ -1115,17 +1117,56 @@ pub struct GpuMatrix {
     pub rows: usize,
     /// Columns.
     pub cols: usize,
-    /// Elements from one row to the next (at least `cols`).
+    /// Elements from one row to the next (at least `cols`); from one
+    /// column to the next (at least `rows`) when `transposed`.
     pub ld: usize,
+    /// Column-major storage: the matrix is a transposed view.
+    pub transposed: bool,
 }
 
 impl GpuMatrix {
+    /// A row-major matrix.
+    pub fn row_major(ptr: u64, (rows, cols): (usize, usize), ld: usize) -> GpuMatrix {
+        GpuMatrix {
+            ptr,
+            rows,
+            cols,
+            ld,
+            transposed: false,
+        }
+    }
+
+    /// The same memory read as the transposed matrix (cols×rows).
+    pub fn t(self) -> GpuMatrix {
+        GpuMatrix {
+            rows: self.cols,
+            cols: self.rows,
+            transposed: !self.transposed,
+            ..self
+        }
+    }
+
+    /// (lines, their length): rows and columns for a row-major matrix,
+    /// columns and rows for a transposed one, as it lies in memory.
+    fn lines(&self) -> (usize, usize) {
+        match self.transposed {
+            false => (self.rows, self.cols),
+            true => (self.cols, self.rows),
+        }
+    }
+
+    /// Whether `ld` spans a whole line (row, or column when transposed).
+    pub fn ld_ok(&self) -> bool {
+        self.ld >= self.lines().1
+    }
+
     /// The bytes from element (0, 0) to just past the last element, for
     /// elements of `item` bytes (0 for an empty matrix).
     pub fn extent(&self, item: usize) -> u64 {
-        match self.rows == 0 || self.cols == 0 {
+        let (lines, len) = self.lines();
+        match lines == 0 || len == 0 {
             true => 0,
-            false => (((self.rows - 1) * self.ld + self.cols) * item) as u64,
+            false => (((lines - 1) * self.ld + len) * item) as u64,
         }
     }
 }

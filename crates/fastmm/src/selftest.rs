@@ -143,6 +143,9 @@ pub fn run_reporting(
     }
     #[cfg(feature = "cuda")]
     if kind == DeviceKind::Cuda && whole {
+        for &dtype in &DType::ALL {
+            rows.push(crate::element::for_dtype!(dtype, T => gpu::resident_view_checks::<T>(ctx)));
+        }
         rows.extend(gpu::schedule_checks(ctx)?);
         rows.extend(gpu::out_of_core_checks(ctx));
     }
@@ -707,6 +710,7 @@ mod gpu {
     use crate::cuda::products::out_of_core::{multiply_in_bands, multiply_planned, Plan, Resident};
     use crate::cuda::runtime::device::Gpu;
     use crate::cuda::runtime::memory::round_trip;
+    use crate::matrix::{GpuMatrix, GpuProduct};
     use crate::options::{CudaKernel, GpuPrecision};
 
     /// The extra option sets of a classical GPU algorithm: pinned staging,
@@ -799,6 +803,181 @@ mod gpu {
             }
         }
         rows
+    }
+
+    /// A matrix uploaded to device memory: row-major, or, when `transposed`,
+    /// its transpose uploaded row-major and read back as a transposed view
+    /// (column-major), as torch's `w.mT` is.
+    fn resident<T: Element>(
+        gpu: &Gpu,
+        m: &Matrix<T>,
+        transposed: bool,
+    ) -> Result<(crate::cuda::runtime::memory::DeviceMatrix<T>, GpuMatrix), Error> {
+        use crate::cuda::runtime::memory::{DeviceMatrix, HostBuffer};
+        let view = match transposed {
+            false => m.as_ref(),
+            true => m.as_ref().t(),
+        };
+        let staged = HostBuffer::stage(gpu, view, false)?;
+        let memory = DeviceMatrix::upload(gpu, GpuMemory::Device, view.shape(), Some(&staged))?;
+        let matrix = GpuMatrix::row_major(memory.ptr, view.shape(), memory.ld);
+        Ok((memory, if transposed { matrix.t() } else { matrix }))
+    }
+
+    /// C of a resident product, read back (transposed back when `c` was
+    /// uploaded as a transposed view).
+    fn read_back<T: Element>(
+        gpu: &Gpu,
+        memory: &crate::cuda::runtime::memory::DeviceMatrix<T>,
+        transposed: bool,
+    ) -> Result<Matrix<T>, Error> {
+        use crate::cuda::runtime::memory::HostBuffer;
+        let mut host = HostBuffer::new(gpu, memory.rows * memory.cols, false)?;
+        memory.download(gpu, &mut host)?;
+        let mut back = Matrix::filled(memory.rows, memory.cols, T::poison());
+        host.unstage(back.as_mut())?;
+        Ok(match transposed {
+            false => back,
+            true => Matrix::from_view(back.as_ref().t()),
+        })
+    }
+
+    /// `count` products C_i = A_i·B of GPU-resident operands, each given
+    /// row-major or as a transposed view by `(ta, tb, tc)`, B shared by
+    /// the batch (a broadcast operand), C pre-filled with the poison value.
+    fn resident_batch<T: Element>(
+        ctx: &Context,
+        a: &[Matrix<T>],
+        b: &Matrix<T>,
+        (ta, tb, tc): (bool, bool, bool),
+        opts: &GemmOptions,
+    ) -> Result<Vec<Matrix<T>>, Error> {
+        let gpu = ctx.gpu()?;
+        let (m, n) = (a[0].rows(), b.cols());
+        let (_b_memory, b_matrix) = resident(gpu, b, tb)?;
+        let mut held = Vec::new();
+        let mut products = Vec::new();
+        for a in a {
+            let (a_memory, a_matrix) = resident(gpu, a, ta)?;
+            let (c_memory, c_matrix) = resident(gpu, &Matrix::filled(m, n, T::poison()), tc)?;
+            products.push(GpuProduct {
+                a: a_matrix,
+                b: b_matrix,
+                c: c_matrix,
+            });
+            held.push((a_memory, c_memory));
+        }
+        // SAFETY: every matrix is this GPU's memory of T, allocated above
+        // and alive until the reads below; the outputs are separate
+        // allocations, apart from each other and from A and B.
+        unsafe {
+            ctx.gemm_gpu_batch(
+                T::ONE,
+                &products,
+                T::ZERO,
+                opts,
+                crate::options::GpuCompletion::Complete,
+            )
+        }?;
+        held.iter()
+            .map(|(_, c_memory)| read_back(gpu, c_memory, tc))
+            .collect()
+    }
+
+    /// Products of GPU-resident operands given as transposed views (A, B,
+    /// both, a transposed C, all three), in batches that share B, against
+    /// the same batch of row-major operands: bit for bit where the views
+    /// are copied row-major first (the tile kernels, the fast algorithms)
+    /// or read by the INT8 pipelines (the same planes); cuBLAS, whose
+    /// transposed kernels may sum in another order, the emulated product,
+    /// which may route to it, and a fast algorithm writing a transposed C
+    /// (its recursion splits Cᵀ = Bᵀ·Aᵀ), bit for bit or within the plan's
+    /// bound.
+    /// Shapes of one, a tile edge off by one, primes, rectangles.
+    pub(super) fn resident_view_checks<T: Element>(ctx: &Context) -> Check {
+        let mut row = Check::new(format!("GPU-resident transposed views {}", T::DTYPE));
+        let mut rng = seeded_rng(47);
+        let algorithms = [
+            Algorithm::Cublas,
+            Algorithm::Emulated,
+            Algorithm::CudaFast,
+            Algorithm::CudaTiled,
+            Algorithm::Strassen,
+        ];
+        let layouts = [
+            (true, false, false),
+            (false, true, false),
+            (true, true, false),
+            (false, false, true),
+            (true, true, true),
+        ];
+        for algorithm in algorithms {
+            if algorithm == Algorithm::Cublas && T::DTYPE.is_integer() {
+                continue;
+            }
+            let opts = GemmOptions {
+                fast: crate::options::FastOptions {
+                    threshold: Some(16),
+                    ..GemmOptions::new(algorithm).fast
+                },
+                ..GemmOptions::new(algorithm)
+            };
+            for &(m, k, n) in &[
+                (1, 1, 1),
+                (1, 9, 7),
+                (33, 17, 65),
+                (65, 300, 31),
+                (257, 129, 130),
+            ] {
+                let a: Vec<Matrix<T>> = (0..3).map(|_| random_matrix(m, k, &mut rng)).collect();
+                let b: Matrix<T> = random_matrix(k, n, &mut rng);
+                let want = match resident_batch(ctx, &a, &b, (false, false, false), &opts) {
+                    Ok(want) => want,
+                    Err(e) => {
+                        row.failures
+                            .push(format!("{algorithm} {m}×{k}×{n} row-major: {e}"));
+                        continue;
+                    }
+                };
+                for layout in layouts {
+                    let label = format!("{algorithm} {m}×{k}×{n} transposed {layout:?}");
+                    let got = match resident_batch(ctx, &a, &b, layout, &opts) {
+                        Ok(got) => got,
+                        Err(e) => {
+                            row.failures.push(format!("{label}: {e}"));
+                            continue;
+                        }
+                    };
+                    let bitwise = got.iter().zip(&want).all(|(g, w)| {
+                        g.as_ref()
+                            .iter()
+                            .zip(w.as_ref().iter())
+                            .all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits())
+                    });
+                    // A transposed C is the product Cᵀ = Bᵀ·Aᵀ, whose
+                    // Strassen recursion splits other blocks.
+                    let reordered = matches!(algorithm, Algorithm::Cublas | Algorithm::Emulated)
+                        || (layout.2 && crate::strassen::Scheme::of(algorithm).is_some());
+                    let growth = ctx
+                        .plan(crate::gemm::Problem::of::<T>((m, k, n)), &opts)
+                        .map_or(1.0, |plan| plan.error_growth);
+                    let bounded = || {
+                        got.iter().zip(&a).all(|(c, a)| {
+                            verify_with_growth(a.as_ref(), b.as_ref(), c.as_ref(), growth)
+                                .is_ok_and(|v| v.ok)
+                        })
+                    };
+                    match bitwise || (reordered && bounded()) {
+                        true => row.passed += 1,
+                        false => row.failures.push(format!(
+                            "{label}: differs from the row-major product{}",
+                            if reordered { " beyond the bound" } else { "" }
+                        )),
+                    }
+                }
+            }
+        }
+        row
     }
 
     /// cuda-fast's schedules for the last waves of tiles, for every kernel

@@ -173,10 +173,11 @@ impl BytesGemm {
         let np = n.next_multiple_of(PAD);
         let mut clock = Clock::new();
         clock.mark(gpu, Phase::Split)?;
-        // B's planes, once: n vectors (its columns) of k entries.
+        // B's planes, once: n vectors (its columns, which are its
+        // storage's rows when B is a transposed view) of k entries.
         let b_bytes = digits * n * kp;
         let b_planes = alloc_written::<i8>(gpu, b_bytes, "B's byte planes")?;
-        self.split(gpu, (n, k, kp), b, false, ptr(gpu, &b_planes), n * kp)?;
+        self.split(gpu, (n, k, kp), b, b.trans, ptr(gpu, &b_planes), n * kp)?;
         // Rows of A per block: its planes and the INT32 planes of C.
         let (free, _) = gpu.memory_info()?;
         let budget = (free as f64 * CUDA_EMULATION_MEMORY_FRACTION) as usize;
@@ -195,16 +196,14 @@ impl BytesGemm {
         let (a_at, sums_at) = (ptr(gpu, &a_planes), ptr(gpu, &sums));
         let b_at = ptr(gpu, &b_planes);
         let depth = slice_depth(digits);
-        let elem = std::mem::size_of::<T>();
         let mut slices = 0u32;
         for i0 in (0..m).step_by(rows_max) {
             let rows = rows_max.min(m - i0);
             clock.mark(gpu, Phase::Split)?;
-            let a_block = Operand {
-                ptr: a.ptr + (i0 * a.ld * elem) as u64,
-                ld: a.ld,
-            };
-            self.split(gpu, (rows, k, kp), a_block, true, a_at, rows * kp)?;
+            // A's rows are its storage's rows, or its columns when A is
+            // a transposed view.
+            let a_block = a.at::<T>(i0, 0);
+            self.split(gpu, (rows, k, kp), a_block, !a.trans, a_at, rows * kp)?;
             let mut slice_beta = (beta, beta != T::ZERO);
             for p0 in (0..kp).step_by(depth) {
                 let p1 = (p0 + depth).min(kp);

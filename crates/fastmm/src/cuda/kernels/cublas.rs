@@ -17,7 +17,8 @@ use crate::options::GpuPrecision;
 /// of that precision's type, converted by [`to_half`] for the 16-bit
 /// modes; c stays f32). cuBLAS is column-major: row-major C = A·B is
 /// column-major Cᵀ = Bᵀ·Aᵀ, which is the same memory, so B goes first and
-/// nothing is transposed.
+/// a row-major operand is not transposed; an operand that is a transposed
+/// view (column-major) is read with cuBLAS's transpose. C is row-major.
 pub(crate) fn gemm<T: Element>(
     gpu: &Gpu,
     precision: GpuPrecision,
@@ -88,6 +89,12 @@ pub(crate) fn gemm_batched<T: Element>(
         ),
         (DType::I32 | DType::I64, _) => unreachable!("refused by ClassicalGemm::resolve"),
     };
+    if c.trans {
+        return Err(Error::Unsupported {
+            algorithm: "cublas",
+            what: "a transposed output (C is written row-major)".into(),
+        });
+    }
     let (lda, ldb, ldc) = (
         to_i32("lda", a.ld)?,
         to_i32("ldb", b.ld)?,
@@ -107,7 +114,8 @@ pub(crate) fn gemm_batched<T: Element>(
         ),
     };
     let call = GemmEx {
-        transposed: (false, false),
+        // The row-major swap: cuBLAS's A is our B.
+        transposed: (b.trans, a.trans),
         dims: (n, m, k),
         alpha,
         a: BlasMatrix {
@@ -129,8 +137,9 @@ pub(crate) fn gemm_batched<T: Element>(
         compute,
         batch,
     };
-    // SAFETY: for each of the `count` products, a and b address row-major
-    // m×k and k×n matrices of the operand type, c an m×n matrix of the
+    // SAFETY: for each of the `count` products, a and b address m×k and
+    // k×n matrices of the operand type (row-major, or column-major where
+    // transposed, which the op flags say), c an m×n matrix of the
     // result type, with these leading dimensions, at the caller's strides
     // (its contract: no two products' C share an element); α and β point
     // to host scalars of the compute type that outlive the call. Row-major

@@ -477,12 +477,15 @@ extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__
 }
 
 // The listed elements of C natively: alpha * sum_p a_ip b_pj (in f64) +
-// beta*C, one warp per element. Block 256; grid ceil(count/8).
+// beta*C, one warp per element. A's element (i, p) is a[i*ar + p*ac] and
+// B's (p, j) is b[p*br + j*bc] (row-major operands or transposed views).
+// Block 256; grid ceil(count/8).
 extern "C" __global__ void emu_fixup(const unsigned long long* __restrict__ list,
                                      unsigned int count, int n, int k,
-                                     const ELEM* __restrict__ a, long long lda,
-                                     const ELEM* __restrict__ b, long long ldb, double alpha,
-                                     double beta, ELEM* __restrict__ c, long long ldc)
+                                     const ELEM* __restrict__ a, long long ar, long long ac,
+                                     const ELEM* __restrict__ b, long long br, long long bc,
+                                     double alpha, double beta, ELEM* __restrict__ c,
+                                     long long ldc)
 {
     const unsigned int w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
@@ -490,7 +493,8 @@ extern "C" __global__ void emu_fixup(const unsigned long long* __restrict__ list
     const unsigned long long e = list[w];
     const long long i = (long long)(e / (unsigned long long)n), j = (long long)(e % (unsigned long long)n);
     double s = 0.0;
-    for (int p = lane; p < k; p += 32) s += (double)a[i * lda + p] * (double)b[(long long)p * ldb + j];
+    for (int p = lane; p < k; p += 32)
+        s += (double)a[i * ar + (long long)p * ac] * (double)b[(long long)p * br + j * bc];
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (lane == 0) {
         ELEM* out = c + i * ldc + j;

@@ -271,8 +271,10 @@ impl EmulatedGemm {
         clock.mark(gpu, Phase::Certificate)?;
         let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
         let np = n.div_ceil(PAD) * PAD;
-        let rows = self.stats(gpu, (m, k), a, true)?;
-        let cols = self.stats(gpu, (n, k), b, false)?;
+        // A's rows and B's columns are vectors of their storage's rows or
+        // columns, by whether each is a transposed view.
+        let rows = self.stats(gpu, (m, k), a, !a.trans)?;
+        let cols = self.stats(gpu, (n, k), b, b.trans)?;
         let (row_e, row_s, col_e, col_s) = (
             ptr(gpu, &rows.exps),
             ptr(gpu, &rows.states),
@@ -298,7 +300,7 @@ impl EmulatedGemm {
             self.split(
                 gpu,
                 (n, k, kp),
-                (b, false),
+                (b, b.trans),
                 (col_e, col_s),
                 (0, 1),
                 (ptr(gpu, &mag_b), n * kp),
@@ -330,7 +332,7 @@ impl EmulatedGemm {
                         self.split(
                             gpu,
                             (r, k, kp),
-                            (a.at::<T>(i0, 0), true),
+                            (a.at::<T>(i0, 0), !a.trans),
                             (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
                             (0, 1),
                             (ptr(gpu, &mag_a), r * kp),
@@ -412,7 +414,7 @@ impl EmulatedGemm {
         self.split(
             gpu,
             (n, k, kp),
-            (b, false),
+            (b, b.trans),
             (col_e, col_s),
             (bits, nmod),
             (ptr(gpu, &res_b), n * kp),
@@ -437,7 +439,7 @@ impl EmulatedGemm {
             self.split(
                 gpu,
                 (r, k, kp),
-                (a.at::<T>(i0, 0), true),
+                (a.at::<T>(i0, 0), !a.trans),
                 (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
                 (bits, nmod),
                 (ptr(gpu, &res_a), block * kp),
@@ -509,7 +511,8 @@ impl EmulatedGemm {
         }
         if listed > 0 {
             let (count, ni, ki) = (listed as u32, n as i32, k as i32);
-            let (lda, ldb, ldc) = (a.ld as i64, b.ld as i64, c.ld as i64);
+            let ((ar, ac), (br, bc)) = (a.strides(), b.strides());
+            let (ar, ac, br, bc, ldc) = (ar as i64, ac as i64, br as i64, bc as i64, c.ld as i64);
             let fl = ptr(gpu, &fix_list);
             let config = LaunchConfig {
                 grid_dim: (listed.div_ceil(8) as u32, 1, 1),
@@ -523,17 +526,20 @@ impl EmulatedGemm {
                 .arg(&ni)
                 .arg(&ki)
                 .arg(&a.ptr)
-                .arg(&lda)
+                .arg(&ar)
+                .arg(&ac)
                 .arg(&b.ptr)
-                .arg(&ldb)
+                .arg(&br)
+                .arg(&bc)
                 .arg(&alpha64)
                 .arg(&beta64)
                 .arg(&c.ptr)
                 .arg(&ldc);
             // SAFETY: (const unsigned long long*, unsigned int, int, int,
-            // const ELEM*, long long, const ELEM*, long long, double,
-            // double, ELEM*, long long): the list holds `count` element
-            // indices i·n + j of C; a, b and c are the product's operands.
+            // const ELEM*, long long, long long, const ELEM*, long long,
+            // long long, double, double, ELEM*, long long): the list holds
+            // `count` element indices i·n + j of C; a, b and c are the
+            // product's operands, addressed by their element strides.
             unsafe { launch.launch(config) }.map_err(launch_err("fix-up"))?;
         }
         // The temporaries are freed in stream order as they drop.

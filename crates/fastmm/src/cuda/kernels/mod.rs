@@ -14,3 +14,4 @@ pub(crate) mod fused;
 pub(crate) mod gemm;
 pub(crate) mod int8;
 pub(crate) mod operand;
+pub(crate) mod transpose;

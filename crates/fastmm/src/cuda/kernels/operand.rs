@@ -9,29 +9,52 @@ use crate::cuda::runtime::memory::DeviceMatrix;
 use crate::error::Error;
 
 /// A GPU matrix operand: device address of element (0, 0), row-major with
-/// `ld` elements between rows.
+/// `ld` elements between rows, or, when `trans`, column-major with `ld`
+/// elements between columns (a transposed view of a row-major matrix:
+/// element (i, j) at `ptr + (j·ld + i)` elements). cuBLAS and the INT8
+/// pipelines read either; the tile kernels and the fast algorithms take
+/// row-major operands only (see `ClassicalGemm::takes_transposed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Operand {
     pub ptr: CUdeviceptr,
     pub ld: usize,
+    pub trans: bool,
 }
 
 impl<T> From<&DeviceMatrix<T>> for Operand {
     /// The matrix's address and leading dimension.
     fn from(m: &DeviceMatrix<T>) -> Operand {
-        Operand {
-            ptr: m.ptr,
-            ld: m.ld,
-        }
+        Operand::row_major(m.ptr, m.ld)
     }
 }
 
 impl Operand {
+    /// A row-major operand at `ptr`, rows `ld` elements apart.
+    pub fn row_major(ptr: CUdeviceptr, ld: usize) -> Operand {
+        Operand {
+            ptr,
+            ld,
+            trans: false,
+        }
+    }
+
     /// The operand moved to element (row, col).
     pub fn at<T>(self, row: usize, col: usize) -> Operand {
+        let offset = match self.trans {
+            false => row * self.ld + col,
+            true => col * self.ld + row,
+        };
         Operand {
-            ptr: self.ptr + ((row * self.ld + col) * std::mem::size_of::<T>()) as CUdeviceptr,
-            ld: self.ld,
+            ptr: self.ptr + (offset * std::mem::size_of::<T>()) as CUdeviceptr,
+            ..self
+        }
+    }
+
+    /// The element strides (between rows, between columns).
+    pub fn strides(self) -> (usize, usize) {
+        match self.trans {
+            false => (self.ld, 1),
+            true => (1, self.ld),
         }
     }
 }
@@ -65,7 +88,7 @@ impl<T> DeviceGemm<T> {
     pub fn nth(self, i: usize, (sa, sb, sc): (usize, usize, usize)) -> Self {
         let offset = |o: Operand, stride: usize| Operand {
             ptr: o.ptr + (i * stride * std::mem::size_of::<T>()) as CUdeviceptr,
-            ld: o.ld,
+            ..o
         };
         DeviceGemm {
             a: offset(self.a, sa),
@@ -103,6 +126,11 @@ impl<T> DeviceGemm<T> {
         same.then_some(strides)
     }
 
+    /// Whether A or B is read transposed.
+    pub fn any_transposed(&self) -> bool {
+        self.a.trans || self.b.trans
+    }
+
     /// The product of the block of C at (row, col) with `shape`: A's rows
     /// from `row`, B's columns from `col`, the depth `shape.1` from A's
     /// column (and B's row) `depth`.
@@ -126,7 +154,7 @@ mod tests {
     use super::*;
 
     fn product(a: u64, b: u64, c: u64) -> DeviceGemm<f32> {
-        let op = |ptr| Operand { ptr, ld: 8 };
+        let op = |ptr| Operand::row_major(ptr, 8);
         DeviceGemm {
             shape: (4, 8, 8),
             alpha: 1.0,

@@ -263,10 +263,7 @@ pub(crate) fn run<T: Element>(
     }
     let mut ranks = Vec::with_capacity(gpus.len());
     for (gpu, [pa, pb, pc]) in gpus.iter().zip(&pieces) {
-        let operand = |p: &Piece| Operand {
-            ptr: p.memory.ptr,
-            ld: p.ld,
-        };
+        let operand = |p: &Piece| Operand::row_major(p.memory.ptr, p.ld);
         let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
         ranks.push(CudaBackend::new(
             gpu,

@@ -499,10 +499,7 @@ impl Fabric {
                 if c.rows == 0 || c.cols == 0 || a.cols == 0 {
                     continue;
                 }
-                let operand = |r: &Region| Operand {
-                    ptr: at(slot, r),
-                    ld: r.ld,
-                };
+                let operand = |r: &Region| Operand::row_major(at(slot, r), r.ld);
                 let beta = if *accumulate { T::ONE } else { T::ZERO };
                 let gpu: &'s Gpu = &self.gpus[slot];
                 let product = DeviceGemm {

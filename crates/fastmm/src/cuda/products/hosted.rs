@@ -779,18 +779,9 @@ impl<T: Element> Worker<'_, T> {
             if let Some(event) = &multiplied[slot] {
                 wait_on(up, event, gpu)?;
             }
-            let a_op = Operand {
-                ptr: a_dev[slot].ptr,
-                ld: k,
-            };
-            let c_op = Operand {
-                ptr: c_dev[slot].ptr,
-                ld: n,
-            };
-            let b_at = |row: usize| Operand {
-                ptr: self.b_dev + (row * n * elem) as u64,
-                ld: n,
-            };
+            let a_op = Operand::row_major(a_dev[slot].ptr, k);
+            let c_op = Operand::row_major(c_dev[slot].ptr, n);
+            let b_at = |row: usize| Operand::row_major(self.b_dev + (row * n * elem) as u64, n);
             let mut issued = Vec::new();
             let parts: Vec<(usize, usize)> = if b_ready {
                 vec![(0, k)]

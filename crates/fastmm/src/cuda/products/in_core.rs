@@ -2,10 +2,11 @@
 //! β ≠ 0) uploaded into the memory kind asked for, the product run (timed
 //! with CUDA events), C copied back.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::cuda::kernels::cublas::to_half;
 use crate::cuda::kernels::gemm::{ClassicalGemm, DeviceGemm, Operand};
@@ -86,14 +87,8 @@ pub(crate) fn multiply<T: Element>(
             let bf16 = precision == GpuPrecision::Bf16;
             let half_a = to_half(gpu, oa, m * k, bf16)?;
             let half_b = to_half(gpu, ob, k * n, bf16)?;
-            oa = Operand {
-                ptr: half_a.device_ptr(&gpu.stream).0,
-                ld: k,
-            };
-            ob = Operand {
-                ptr: half_b.device_ptr(&gpu.stream).0,
-                ld: n,
-            };
+            oa = Operand::row_major(half_a.device_ptr(&gpu.stream).0, k);
+            ob = Operand::row_major(half_b.device_ptr(&gpu.stream).0, n);
             Some((half_a, half_b))
         }
         _ => None,
@@ -301,8 +296,9 @@ fn check_resident(opts: &GemmOptions) -> Result<(), Error> {
     Ok(())
 }
 
-/// C ← α·A·B + β·C on row-major operands already in this GPU's memory
-/// (the caller's, DLPack tensors' say), for a batch of products of one
+/// C ← α·A·B + β·C on operands already in this GPU's memory (the
+/// caller's, DLPack tensors' say; A and B row-major or transposed views, C
+/// row-major), for a batch of products of one
 /// shape and one α and β: prepared once and queued on the GPU's stream
 /// without a wait between them. A strided batch of the classical product
 /// runs as one cuBLAS launch; other batches below
@@ -332,6 +328,18 @@ pub(crate) fn multiply_resident_batch<T: Element>(
     if let GpuCompletion::OnStream(stream) = completion {
         gpu.order_after(stream)?;
     }
+    // Transposed views run in place where the product reads them (cuBLAS,
+    // the INT8 pipelines); elsewhere they are copied row-major once, on
+    // this stream, and the copies freed in its order after the products.
+    let takes_views = prepared.0.is_none() && prepared.1.takes_transposed();
+    let (copied, _copies) = match takes_views || !products.iter().any(DeviceGemm::any_transposed) {
+        true => (None, Vec::new()),
+        false => {
+            let (rewritten, copies) = with_row_major_operands(gpu, products)?;
+            (Some(rewritten), copies)
+        }
+    };
+    let products = copied.as_deref().unwrap_or(products);
     match (&prepared, DeviceGemm::strided(products)) {
         ((None, ClassicalGemm::Cublas(precision)), Some(strides)) => {
             crate::cuda::kernels::cublas::gemm_batched(
@@ -346,6 +354,10 @@ pub(crate) fn multiply_resident_batch<T: Element>(
             run_lane(gpu, &prepared, products, opts, completion)?
         }
         _ => {
+            if copied.is_some() {
+                // The lanes' streams read the copies made on this one.
+                gpu.synchronize()?;
+            }
             let lanes = CUDA_BATCH_LANES.min(products.len());
             let gpus = (0..lanes)
                 .map(|_| gpu.lane())
@@ -374,6 +386,44 @@ pub(crate) fn multiply_resident_batch<T: Element>(
         }
     }
     Ok(start.elapsed().as_secs_f64() * 1e3)
+}
+
+/// `products` with each transposed view of A or B copied row-major, once
+/// per distinct view (a broadcast operand is copied once), queued on
+/// `gpu`'s stream; the copies are returned to be kept until the stream has
+/// passed the products (they are freed in stream order when they drop).
+#[allow(clippy::type_complexity)]
+fn with_row_major_operands<T: Element>(
+    gpu: &Gpu,
+    products: &[DeviceGemm<T>],
+) -> Result<(Vec<DeviceGemm<T>>, Vec<CudaSlice<T>>), Error> {
+    let mut copies: Vec<CudaSlice<T>> = Vec::new();
+    let mut made: HashMap<(u64, usize, (usize, usize)), Operand> = HashMap::new();
+    let mut row_major = |o: Operand, shape: (usize, usize)| -> Result<Operand, Error> {
+        if !o.trans {
+            return Ok(o);
+        }
+        if let Some(&copy) = made.get(&(o.ptr, o.ld, shape)) {
+            return Ok(copy);
+        }
+        let copy = crate::cuda::kernels::transpose::row_major_copy::<T>(gpu, o, shape)?;
+        let operand = Operand::row_major(copy.device_ptr(&gpu.stream).0, shape.1);
+        copies.push(copy);
+        made.insert((o.ptr, o.ld, shape), operand);
+        Ok(operand)
+    };
+    let rewritten = products
+        .iter()
+        .map(|p| {
+            let (m, k, n) = p.shape;
+            Ok(DeviceGemm {
+                a: row_major(p.a, (m, k))?,
+                b: row_major(p.b, (k, n))?,
+                ..*p
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok((rewritten, copies))
 }
 
 /// Queues `products` on `gpu`'s stream one after another and waits for

@@ -242,10 +242,7 @@ impl<'g, T: Element> CudaBackend<'g, T> {
             Store::A => self.a,
             Store::B => self.b,
             Store::C => self.c,
-            Store::Temp { id, ld } => Operand {
-                ptr: self.temp_ptrs[id],
-                ld,
-            },
+            Store::Temp { id, ld } => Operand::row_major(self.temp_ptrs[id], ld),
         };
         store.at::<T>(block.row, block.col)
     }

@@ -59,12 +59,15 @@ pub enum KernelSource {
     /// `bytes.cu`: the integer `emulated` product's byte planes and their
     /// combination ([`KernelSource::BYTES_ENTRIES`]; tile unused, 0).
     Bytes,
+    /// `transpose.cu`: a transposed (column-major) view copied row-major,
+    /// for the products that read row-major operands only (tile unused, 0).
+    Transpose,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
     #[cfg(any(test, feature = "dev"))]
-    pub const ALL: [KernelSource; 13] = [
+    pub const ALL: [KernelSource; 14] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -78,6 +81,7 @@ impl KernelSource {
         KernelSource::Fused,
         KernelSource::Emulated,
         KernelSource::Bytes,
+        KernelSource::Transpose,
     ];
 
     /// The entry points of `emulated.cu`.
@@ -137,7 +141,7 @@ impl KernelSource {
                 vec![CUDA_COMBINE_ROWS_PER_BLOCK]
             }
             KernelSource::Convert => vec![0, 1],
-            KernelSource::Emulated | KernelSource::Bytes => vec![0],
+            KernelSource::Emulated | KernelSource::Bytes | KernelSource::Transpose => vec![0],
             KernelSource::FastMma => vec![CUDA_MMA_STAGES],
             KernelSource::FastMbar => vec![MBAR_MICRO_TILE.0],
             _ => simt_micro_tiles(dtype).to_vec(),
@@ -209,6 +213,7 @@ impl KernelSource {
             ),
             KernelSource::Emulated => include_str!("../kernels/emulated.cu"),
             KernelSource::Bytes => include_str!("../kernels/bytes.cu"),
+            KernelSource::Transpose => include_str!("../kernels/transpose.cu"),
         }
     }
 
@@ -227,6 +232,7 @@ impl KernelSource {
             KernelSource::Fused => "gemm_fused",
             KernelSource::Emulated => "emu_accumulate",
             KernelSource::Bytes => "bytes_combine",
+            KernelSource::Transpose => "transpose",
         }
     }
 
@@ -245,6 +251,7 @@ impl KernelSource {
             KernelSource::FastMma => "STAGES",
             KernelSource::Emulated => "EMU_TILE",
             KernelSource::Bytes => "BYTES_TILE",
+            KernelSource::Transpose => "TRANSPOSE_TILE",
         }
     }
 }
@@ -559,7 +566,7 @@ mod tests {
                     &[crate::cuda::tunables::CUDA_COMBINE_ROWS_PER_BLOCK]
                 }
                 KernelSource::Convert => &[0, 1],
-                KernelSource::Emulated | KernelSource::Bytes => &[0],
+                KernelSource::Emulated | KernelSource::Bytes | KernelSource::Transpose => &[0],
                 // Every TM of some type; each type builds its own.
                 source if source.is_simt() => &[4, 8, 16],
                 KernelSource::FastMma => &[2, 3],

@@ -25,6 +25,14 @@ pub(crate) fn launch_tile_kernel<T: Element>(
     fast: Option<&CudaFunction>,
     product: DeviceGemm<T>,
 ) -> Result<(), Error> {
+    if product.any_transposed() || product.c.trans {
+        // The resident products copy transposed views row-major before
+        // they reach a tile kernel (`ClassicalGemm::takes_transposed`).
+        return Err(Error::Unsupported {
+            algorithm: "cuda kernels",
+            what: "a transposed operand (the tile kernels read row-major operands)".into(),
+        });
+    }
     let (m, k, n) = product.shape;
     let aligned = rows_aligned::<T>(&product.a) && rows_aligned::<T>(&product.b);
     // The schedule `FastConfig::schedule` reports is the one that runs.
@@ -298,10 +306,7 @@ fn launch_pass<T: Element>(
     };
     let (target, kernel_alpha, kernel_beta) = match &workspace {
         Some(buffer) => (
-            Operand {
-                ptr: buffer.device_ptr(&gpu.stream).0,
-                ld: n,
-            },
+            Operand::row_major(buffer.device_ptr(&gpu.stream).0, n),
             T::ONE,
             T::ZERO,
         ),
@@ -341,7 +346,7 @@ fn launch_pass<T: Element>(
         let terms: Vec<(T, Operand)> = (0..slices)
             .map(|s| {
                 let ptr = base + (s * m * n) as u64 * size;
-                (alpha, Operand { ptr, ld: n })
+                (alpha, Operand::row_major(ptr, n))
             })
             .collect();
         // SAFETY: C is the caller's m×n block; each term is one

@@ -258,6 +258,17 @@ impl ClassicalGemm {
         }
     }
 
+    /// Whether [`ClassicalGemm::run`] reads A and B as transposed views
+    /// (column-major operands) in place: cuBLAS (its op flags) and the
+    /// INT8 pipelines (their splits read rows or columns alike) do; the
+    /// tile kernels read row-major operands only.
+    pub fn takes_transposed(&self) -> bool {
+        matches!(
+            self,
+            ClassicalGemm::Cublas(_) | ClassicalGemm::Emulated(_) | ClassicalGemm::Bytes(_)
+        )
+    }
+
     /// The emulated product's routes since the last call (None for the
     /// other products).
     pub fn take_emulation_tally(&self) -> Option<crate::emulation::Tally> {

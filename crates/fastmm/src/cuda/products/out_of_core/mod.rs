@@ -259,7 +259,7 @@ impl<'g, T: Element> TileProduct<'g, T> {
                     .check_on(opts.algorithm, crate::options::DeviceKind::Cuda)?;
                 let base = crate::cuda::products::strassen::base(opts, T::DTYPE);
                 let classical = ClassicalGemm::resolve::<T>(gpu, base, opts)?;
-                let nowhere = Operand { ptr: 0, ld: 0 };
+                let nowhere = Operand::row_major(0, 0);
                 let variant = opts.fast.variant.unwrap_or_default();
                 TileProduct::Fast {
                     recursion: crate::cuda::products::strassen::plan::<T>(

@@ -391,19 +391,10 @@ pub(super) fn execute<T: Element>(
                     DeviceGemm {
                         shape: (rows, depth, cols),
                         alpha,
-                        a: Operand {
-                            ptr: slots.a[task.a_slot].ptr,
-                            ld: depth,
-                        },
-                        b: Operand {
-                            ptr: slots.b[task.b_slot].ptr,
-                            ld: cols,
-                        },
+                        a: Operand::row_major(slots.a[task.a_slot].ptr, depth),
+                        b: Operand::row_major(slots.b[task.b_slot].ptr, cols),
                         beta: if task.accumulate { T::ONE } else { T::ZERO },
-                        c: Operand {
-                            ptr: slots.c[tile.slot].ptr,
-                            ld: cols,
-                        },
+                        c: Operand::row_major(slots.c[tile.slot].ptr, cols),
                     },
                 )?;
                 let end = record(compute, CUevent_flags::CU_EVENT_DEFAULT)?;
