@@ -113,6 +113,9 @@ thread_local! {
     /// A separate spare for the fast algorithms' temporaries, so that the
     /// packed products they call keep finding their own.
     static FAST_SPARE: Cell<Lines> = const { Cell::new(Lines { ptr: NonNull::dangling(), len: 0 }) };
+    /// A separate spare for a complex product's planes, held while its
+    /// real products take the others.
+    static COMPLEX_SPARE: Cell<Lines> = const { Cell::new(Lines { ptr: NonNull::dangling(), len: 0 }) };
 }
 
 #[cfg(test)]
@@ -130,6 +133,9 @@ pub(crate) enum Pool {
     SharedPacking,
     /// Temporaries of `strassen`/`winograd`.
     Fast,
+    /// The split planes and 3M's sums of a complex product
+    /// ([`crate::complex::multiply`]), held around its real products.
+    Complex,
 }
 
 impl Pool {
@@ -138,6 +144,7 @@ impl Pool {
             Pool::Packing => SPARE.with(f),
             Pool::SharedPacking => SHARED_SPARE.with(f),
             Pool::Fast => FAST_SPARE.with(f),
+            Pool::Complex => COMPLEX_SPARE.with(f),
         }
     }
 }
