@@ -31,6 +31,7 @@ use crate::executor::{Executor, Report};
 use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Accuracy, GemmOptions};
+use crate::tunables::COMPLEX_PLANAR_OUTPUT;
 
 /// A complex matrix read as two real views of one shape.
 #[derive(Debug, Clone, Copy)]
@@ -269,6 +270,11 @@ pub fn multiply<E: Executor, T: Element>(
     let gauss = form == ComplexForm::Gauss;
     let ((m, k), n) = (a.re.shape(), b.re.cols());
     let (copy_a, copy_b) = (!rows_contiguous(a), !rows_contiguous(b));
+    let copy_c = COMPLEX_PLANAR_OUTPUT.contains(&T::DTYPE)
+        && !rows_contiguous(SplitRef {
+            re: c.re.rb(),
+            im: c.im.rb(),
+        });
     let room = |needed: bool, len: usize| if needed { len } else { 0 };
     let lens = [
         room(copy_a, m * k),
@@ -278,6 +284,8 @@ pub fn multiply<E: Executor, T: Element>(
         room(copy_b, k * n),
         room(gauss, k * n),
         room(gauss, m * n),
+        room(copy_c, m * n),
+        room(copy_c, m * n),
     ];
     // The planes, sums and P₂ come from this thread's pool, kept between
     // calls: fresh pages for them cost more than the passes that fill them
@@ -286,13 +294,26 @@ pub fn multiply<E: Executor, T: Element>(
     // steady stream of complex products makes none after the first. Every
     // buffer is written in full before it is read.
     let mut workspace = Workspace::take_from::<T>(Pool::Complex, &lens);
-    let Ok([a_re, a_im, a_sum, b_re, b_im, b_sum, p2]) =
-        <[&mut [T]; 7]>::try_from(workspace.split::<T>(&lens))
+    let Ok([a_re, a_im, a_sum, b_re, b_im, b_sum, p2, c_re, c_im]) =
+        <[&mut [T]; 9]>::try_from(workspace.split::<T>(&lens))
     else {
         unreachable!("split returns one buffer per length");
     };
     let (a, sum_a) = normalised(a, (a_re, a_im, a_sum), copy_a, gauss)?;
     let (b, sum_b) = normalised(b, (b_re, b_im, b_sum), copy_b, gauss)?;
+    // A strided C (numpy's again) of the types that gain by it is computed
+    // in contiguous planes and stored once at the end: the real products,
+    // and Winograd's updates of C's quadrants, then write whole rows.
+    let mut target = match copy_c {
+        true => SplitMut {
+            re: MatMut::from_slice(&mut *c_re, m, n)?,
+            im: MatMut::from_slice(&mut *c_im, m, n)?,
+        },
+        false => SplitMut {
+            re: c.re.rb_mut(),
+            im: c.im.rb_mut(),
+        },
+    };
     let minus_one = T::ZERO.sub(T::ONE);
     // One plan for the products that overwrite, one for those that add.
     let overwrite = Gemm {
@@ -300,7 +321,7 @@ pub fn multiply<E: Executor, T: Element>(
         a: a.re,
         b: b.re,
         beta: T::ZERO,
-        c: c.re.rb_mut(),
+        c: target.re.rb_mut(),
     };
     let fresh = executor.plan(overwrite.problem(), opts)?;
     let adding = executor.plan(overwrite.problem().reading_c(true), opts)?;
@@ -313,14 +334,18 @@ pub fn multiply<E: Executor, T: Element>(
                 (T::ONE, a.im, b.re, T::ONE, false),
             ];
             for (alpha, x, y, beta, real) in steps {
-                let target = if real { c.re.rb_mut() } else { c.im.rb_mut() };
+                let part = if real {
+                    target.re.rb_mut()
+                } else {
+                    target.im.rb_mut()
+                };
                 let plan = if beta == T::ZERO { &fresh } else { &adding };
                 let product = Gemm {
                     alpha,
                     a: x,
                     b: y,
                     beta,
-                    c: target,
+                    c: part,
                 };
                 reports.push(executor.execute(plan, product)?);
             }
@@ -338,7 +363,7 @@ pub fn multiply<E: Executor, T: Element>(
                 },
             )?);
             let (Some(sum_a), Some(sum_b)) = (sum_a, sum_b) else {
-                unreachable!("Planes::of made the sums for 3M");
+                unreachable!("normalised made the sums for 3M");
             };
             reports.push(executor.execute(
                 &fresh,
@@ -347,14 +372,54 @@ pub fn multiply<E: Executor, T: Element>(
                     a: sum_a,
                     b: sum_b,
                     beta: T::ZERO,
-                    c: c.im.rb_mut(),
+                    c: target.im.rb_mut(),
                 },
             )?);
             // Cᵣ = P₁ − P₂ and Cᵢ = P₃ − P₁ − P₂ (P₁ is in Cᵣ, P₃ in Cᵢ).
-            combine(c.re.rb_mut(), c.im.rb_mut(), p2.rb());
+            combine(target.re.rb_mut(), target.im.rb_mut(), p2.rb());
         }
     }
+    if copy_c {
+        store(
+            MatRef::from_slice(c_re, m, n)?,
+            MatRef::from_slice(c_im, m, n)?,
+            c,
+        );
+    }
     Ok(reports)
+}
+
+/// `re` and `im` (contiguous) written into `out`'s parts, over bands of
+/// rows on the thread pool.
+fn store<T: Element>(re: MatRef<'_, T>, im: MatRef<'_, T>, out: SplitMut<'_, T>) {
+    let rows = re.rows();
+    let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let mut bands = Vec::new();
+    let (mut out_re, mut out_im, mut start) = (out.re, out.im, 0);
+    while start < rows {
+        let take = band.min(rows - start);
+        let (re_head, re_tail) = out_re.split_at_row(take);
+        let (im_head, im_tail) = out_im.split_at_row(take);
+        bands.push((start, re_head, im_head));
+        (out_re, out_im, start) = (re_tail, im_tail, start + take);
+    }
+    bands
+        .into_par_iter()
+        .for_each(|(start, mut to_re, mut to_im)| {
+            for i in 0..to_re.rows() {
+                let (Some(from_re), Some(from_im)) = (re.row(start + i), im.row(start + i)) else {
+                    unreachable!("the planes are contiguous");
+                };
+                for (j, (&r, &m)) in from_re.iter().zip(from_im).enumerate() {
+                    // SAFETY: i < the band's rows and j < cols, its shape; the
+                    // two parts are distinct views that share no element.
+                    unsafe {
+                        *to_re.get_unchecked_mut(i, j) = r;
+                        *to_im.get_unchecked_mut(i, j) = m;
+                    }
+                }
+            }
+        });
 }
 
 /// Whether both parts of `x` have contiguous rows.
@@ -537,6 +602,26 @@ mod tests {
         ]
     }
 
+    /// That C is exactly the naive complex sums of A = Aᵣ + iAᵢ and
+    /// B = Bᵣ + iBᵢ (Gaussian integers: every sum is exact).
+    fn assert_naive(
+        [ar, ai, br, bi]: [&Matrix<f64>; 4],
+        (cr, ci): (&Matrix<f64>, &Matrix<f64>),
+        what: &str,
+    ) {
+        let ((m, k), n) = (ar.shape(), br.cols());
+        for i in 0..m {
+            for j in 0..n {
+                let (mut re, mut im) = (0.0, 0.0);
+                for p in 0..k {
+                    re += ar.get(i, p) * br.get(p, j) - ai.get(i, p) * bi.get(p, j);
+                    im += ar.get(i, p) * bi.get(p, j) + ai.get(i, p) * br.get(p, j);
+                }
+                assert_eq!((cr.get(i, j), ci.get(i, j)), (re, im), "{what} ({i}, {j})");
+            }
+        }
+    }
+
     #[test]
     fn both_forms_give_the_exact_product_of_gaussian_integers() {
         let ctx = Context::cpu();
@@ -564,20 +649,8 @@ mod tests {
                     )
                     .unwrap();
                     assert_eq!(reports.len(), form.products());
-                    for i in 0..m {
-                        for j in 0..n {
-                            let (mut re, mut im) = (0.0, 0.0);
-                            for p in 0..k {
-                                re += ar.get(i, p) * br.get(p, j) - ai.get(i, p) * bi.get(p, j);
-                                im += ar.get(i, p) * bi.get(p, j) + ai.get(i, p) * br.get(p, j);
-                            }
-                            assert_eq!(
-                                (cr.get(i, j), ci.get(i, j)),
-                                (re, im),
-                                "{form:?} {algorithm:?} {m}×{k}×{n}"
-                            );
-                        }
-                    }
+                    let what = format!("{form:?} {algorithm:?} {m}×{k}×{n}");
+                    assert_naive([&ar, &ai, &br, &bi], (&cr, &ci), &what);
                 }
             }
         }
@@ -696,20 +769,70 @@ mod tests {
                     &GemmOptions::default(),
                 )
                 .unwrap();
-                for i in 0..m {
-                    for j in 0..n {
-                        let (mut re, mut im) = (0.0, 0.0);
-                        for p in 0..k {
-                            re += ar.get(i, p) * br.get(p, j) - ai.get(i, p) * bi.get(p, j);
-                            im += ar.get(i, p) * bi.get(p, j) + ai.get(i, p) * br.get(p, j);
-                        }
-                        assert_eq!(
-                            (cr.get(i, j), ci.get(i, j)),
-                            (re, im),
-                            "{m}×{k}×{n} {form:?} ({i}, {j})"
-                        );
+                assert_naive(
+                    [&ar, &ai, &br, &bi],
+                    (&cr, &ci),
+                    &format!("{m}×{k}×{n} {form:?}"),
+                );
+                // The same product into interleaved storage (computed in
+                // pooled planes and stored at the end).
+                let mut c = vec![f64::NAN; 2 * m * n];
+                let base = c.as_mut_ptr();
+                // SAFETY: the two views take alternate elements of one live
+                // buffer, so they share none; each stays inside it.
+                let (c_re, c_im) = unsafe {
+                    (
+                        MatMut::from_raw_parts(base, m, n, 2 * n, 2),
+                        MatMut::from_raw_parts(base.add(1), m, n, 2 * n, 2),
+                    )
+                };
+                let out = SplitMut { re: c_re, im: c_im };
+                multiply(&Context::cpu(), x, y, out, form, &GemmOptions::default()).unwrap();
+                assert_eq!(c, pairs(&cr, &ci), "{m}×{k}×{n} {form:?} interleaved C");
+            }
+        }
+    }
+
+    /// complex64's strided output goes through pooled planes
+    /// ([`COMPLEX_PLANAR_OUTPUT`]): numpy's interleaved storage written in
+    /// full, exact on Gaussian integers, both forms, shapes in turn.
+    #[test]
+    fn interleaved_f32_output_is_stored_from_planes() {
+        assert!(COMPLEX_PLANAR_OUTPUT.contains(&crate::element::DType::F32));
+        for &(m, k, n) in &[(9, 7, 5), (1, 1, 1), (12, 11, 1), (3, 2, 4)] {
+            let [ar, ai, br, bi] = operands(m, k, n);
+            let single =
+                |x: &Matrix<f64>| Matrix::from_fn(x.rows(), x.cols(), |i, j| x.get(i, j) as f32);
+            let (sr, si, tr, ti) = (single(&ar), single(&ai), single(&br), single(&bi));
+            for form in [ComplexForm::Classical, ComplexForm::Gauss] {
+                let mut c = vec![f32::NAN; 2 * m * n];
+                let base = c.as_mut_ptr();
+                // SAFETY: the two views take alternate elements of one live
+                // buffer, so they share none; each stays inside it.
+                let out = unsafe {
+                    SplitMut {
+                        re: MatMut::from_raw_parts(base, m, n, 2 * n, 2),
+                        im: MatMut::from_raw_parts(base.add(1), m, n, 2 * n, 2),
                     }
-                }
+                };
+                let a = SplitRef {
+                    re: sr.as_ref(),
+                    im: si.as_ref(),
+                };
+                let b = SplitRef {
+                    re: tr.as_ref(),
+                    im: ti.as_ref(),
+                };
+                multiply(&Context::cpu(), a, b, out, form, &GemmOptions::default()).unwrap();
+                let (cr, ci) = (
+                    Matrix::from_fn(m, n, |i, j| f64::from(c[2 * (i * n + j)])),
+                    Matrix::from_fn(m, n, |i, j| f64::from(c[2 * (i * n + j) + 1])),
+                );
+                assert_naive(
+                    [&ar, &ai, &br, &bi],
+                    (&cr, &ci),
+                    &format!("f32 {m}×{k}×{n} {form:?}"),
+                );
             }
         }
     }

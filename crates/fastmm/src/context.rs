@@ -1003,6 +1003,35 @@ mod tests {
         assert!(check_disjoint_outputs::<f32>(&[product(7), product(7)]).is_err());
     }
 
+    /// Transposed views (column-major GPU matrices) at the boundary: their
+    /// leading dimension spans a column, their span is measured by
+    /// columns, and `t()` is an involution that swaps the shape.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn transposed_gpu_matrices_are_checked_by_their_columns() {
+        // A 4×3 matrix stored as the transpose of a 3×4 row-major one
+        // with rows 6 apart: element (i, j) at j·6 + i.
+        let a = GpuMatrix::row_major(0, (3, 4), 6).t();
+        assert_eq!((a.rows, a.cols, a.transposed), (4, 3, true));
+        assert_eq!(a.t(), GpuMatrix::row_major(0, (3, 4), 6));
+        assert!(a.ld_ok());
+        // Two whole columns of 6 and the 4 elements of the last: 16 f32.
+        assert_eq!(a.extent(4), 64);
+        assert_eq!(GpuMatrix { rows: 0, ..a }.extent(4), 0);
+        let b = GpuMatrix::row_major(1 << 20, (3, 5), 5);
+        let c = GpuMatrix::row_major(1 << 21, (4, 5), 5);
+        assert!(check_gpu_product(&GpuProduct { a, b, c }, (4, 3, 5)).is_ok());
+        // A column of 4 rows does not fit in a leading dimension of 3.
+        let short = GpuMatrix { ld: 3, ..a };
+        assert!(!short.ld_ok());
+        let err = check_gpu_product(&GpuProduct { a: short, b, c }, (4, 3, 5)).unwrap_err();
+        assert!(err.to_string().contains("transposed"), "{err}");
+        // A transposed C: its span is by columns as well.
+        let ct = GpuMatrix::row_major(1 << 21, (5, 4), 4).t();
+        assert!(check_gpu_product(&GpuProduct { a, b, c: ct }, (4, 3, 5)).is_ok());
+        assert_eq!(ct.extent(8), 8 * 20);
+    }
+
     /// Front ends share a context between threads (the Python bindings
     /// release the GIL around products).
     #[test]
