@@ -31,7 +31,7 @@ use crate::executor::{Executor, Report};
 use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Accuracy, GemmOptions};
-use crate::tunables::COMPLEX_PLANAR_OUTPUT;
+use crate::tunables::COMPLEX_PLANAR_OUTPUT_PART_BYTES;
 
 /// A complex matrix read as two real views of one shape.
 #[derive(Debug, Clone, Copy)]
@@ -270,7 +270,7 @@ pub fn multiply<E: Executor, T: Element>(
     let gauss = form == ComplexForm::Gauss;
     let ((m, k), n) = (a.re.shape(), b.re.cols());
     let (copy_a, copy_b) = (!rows_contiguous(a), !rows_contiguous(b));
-    let copy_c = COMPLEX_PLANAR_OUTPUT.contains(&T::DTYPE)
+    let copy_c = COMPLEX_PLANAR_OUTPUT_PART_BYTES.contains(&std::mem::size_of::<T>())
         && !rows_contiguous(SplitRef {
             re: c.re.rb(),
             im: c.im.rb(),
@@ -794,11 +794,11 @@ mod tests {
     }
 
     /// complex64's strided output goes through pooled planes
-    /// ([`COMPLEX_PLANAR_OUTPUT`]): numpy's interleaved storage written in
+    /// ([`COMPLEX_PLANAR_OUTPUT_PART_BYTES`]): numpy's interleaved storage written in
     /// full, exact on Gaussian integers, both forms, shapes in turn.
     #[test]
     fn interleaved_f32_output_is_stored_from_planes() {
-        assert!(COMPLEX_PLANAR_OUTPUT.contains(&crate::element::DType::F32));
+        assert!(COMPLEX_PLANAR_OUTPUT_PART_BYTES.contains(&std::mem::size_of::<f32>()));
         for &(m, k, n) in &[(9, 7, 5), (1, 1, 1), (12, 11, 1), (3, 2, 4)] {
             let [ar, ai, br, bi] = operands(m, k, n);
             let single =

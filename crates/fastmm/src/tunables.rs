@@ -471,12 +471,12 @@ pub const CLUSTER_GPU_RELEASE_PATIENCE: std::time::Duration = std::time::Duratio
 #[cfg(feature = "mpi")]
 pub const CLUSTER_MESSAGE_BYTES: usize = 1 << 30;
 
-/// The complex element types whose strided output (numpy's interleaved
-/// storage) a complex product computes in contiguous pooled planes and
-/// stores once at the end, rather than having its real products write the
-/// strided parts in place. Measured on the 2-core Zen 4 guest at 4096²,
-/// interleaved with numpy (`python/benchmarks/complex_cpu.py`): through
-/// planes, complex64's 3M product took 1.64 s instead of 1.82 s, while
-/// complex128's took 3.78 s instead of 3.50 s, so only the f32 parts go
-/// through planes.
-pub const COMPLEX_PLANAR_OUTPUT: &[crate::element::DType] = &[crate::element::DType::F32];
+/// The sizes, in bytes, of the real parts of the complex types whose
+/// strided output (numpy's interleaved storage) a complex product computes
+/// in contiguous pooled planes and stores once at the end, rather than
+/// having its real products write the strided parts in place. Measured on
+/// the 2-core Zen 4 guest at 4096², interleaved with numpy
+/// (`python/benchmarks/complex_cpu.py`): through planes, complex64's 3M
+/// product took 1.64 s instead of 1.82 s, while complex128's took 3.78 s
+/// instead of 3.50 s, so only 4-byte parts go through planes.
+pub const COMPLEX_PLANAR_OUTPUT_PART_BYTES: &[usize] = &[4];
