@@ -392,18 +392,7 @@ pub fn multiply<E: Executor, T: Element>(
 /// `re` and `im` (contiguous) written into `out`'s parts, over bands of
 /// rows on the thread pool.
 fn store<T: Element>(re: MatRef<'_, T>, im: MatRef<'_, T>, out: SplitMut<'_, T>) {
-    let rows = re.rows();
-    let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
-    let mut bands = Vec::new();
-    let (mut out_re, mut out_im, mut start) = (out.re, out.im, 0);
-    while start < rows {
-        let take = band.min(rows - start);
-        let (re_head, re_tail) = out_re.split_at_row(take);
-        let (im_head, im_tail) = out_im.split_at_row(take);
-        bands.push((start, re_head, im_head));
-        (out_re, out_im, start) = (re_tail, im_tail, start + take);
-    }
-    bands
+    row_bands(out.re, out.im)
         .into_par_iter()
         .for_each(|(start, mut to_re, mut to_im)| {
             for i in 0..to_re.rows() {
@@ -493,10 +482,15 @@ fn normalised<'r, T: Element>(
     Ok((parts, sum))
 }
 
-/// 3M's last step over bands of rows on the thread pool: Cᵣ ← P₁ − P₂ and
-/// Cᵢ ← P₃ − P₁ − P₂, with P₁ in `re` and P₃ in `im` (of P₂'s shape).
-fn combine<T: Element>(re: MatMut<'_, T>, im: MatMut<'_, T>, p2: MatRef<'_, T>) {
-    let (rows, cols) = re.shape();
+/// The two parts of a complex output cut into bands of rows for the
+/// thread pool (four per thread, to even out uneven threads): each band's
+/// first row, and its rows of either part.
+#[allow(clippy::type_complexity)]
+fn row_bands<'a, T: Element>(
+    re: MatMut<'a, T>,
+    im: MatMut<'a, T>,
+) -> Vec<(usize, MatMut<'a, T>, MatMut<'a, T>)> {
+    let rows = re.rows();
     let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
     let mut bands = Vec::new();
     let (mut re, mut im, mut start) = (re, im, 0);
@@ -507,33 +501,42 @@ fn combine<T: Element>(re: MatMut<'_, T>, im: MatMut<'_, T>, p2: MatRef<'_, T>) 
         bands.push((start, re_head, im_head));
         (re, im, start) = (re_tail, im_tail, start + take);
     }
-    bands.into_par_iter().for_each(|(start, mut re, mut im)| {
-        for i in 0..re.rows() {
-            let two = p2.row(start + i);
-            if let (Some(re_row), Some(two)) = (re.row_mut(i), two) {
-                if let Some(im_row) = im.row_mut(i) {
-                    for ((r, c), &q) in re_row.iter_mut().zip(im_row).zip(two) {
-                        let p1 = *r;
-                        (*r, *c) = (p1.sub(q), c.sub(p1).sub(q));
+    bands
+}
+
+/// 3M's last step over bands of rows on the thread pool: Cᵣ ← P₁ − P₂ and
+/// Cᵢ ← P₃ − P₁ − P₂, with P₁ in `re` and P₃ in `im` (of P₂'s shape).
+fn combine<T: Element>(re: MatMut<'_, T>, im: MatMut<'_, T>, p2: MatRef<'_, T>) {
+    let cols = re.cols();
+    row_bands(re, im)
+        .into_par_iter()
+        .for_each(|(start, mut re, mut im)| {
+            for i in 0..re.rows() {
+                let two = p2.row(start + i);
+                if let (Some(re_row), Some(two)) = (re.row_mut(i), two) {
+                    if let Some(im_row) = im.row_mut(i) {
+                        for ((r, c), &q) in re_row.iter_mut().zip(im_row).zip(two) {
+                            let p1 = *r;
+                            (*r, *c) = (p1.sub(q), c.sub(p1).sub(q));
+                        }
+                        continue;
                     }
-                    continue;
+                }
+                for j in 0..cols {
+                    // SAFETY: i < re.rows() = im.rows(), start + i < p2.rows()
+                    // and j < cols, the shapes of the band and of P₂; re and
+                    // im are distinct views that share no element.
+                    unsafe {
+                        let q = p2.get_unchecked(start + i, j);
+                        let r = re.get_unchecked_mut(i, j);
+                        let p1 = *r;
+                        *r = p1.sub(q);
+                        let c = im.get_unchecked_mut(i, j);
+                        *c = c.sub(p1).sub(q);
+                    }
                 }
             }
-            for j in 0..cols {
-                // SAFETY: i < re.rows() = im.rows(), start + i < p2.rows()
-                // and j < cols, the shapes of the band and of P₂; re and
-                // im are distinct views that share no element.
-                unsafe {
-                    let q = p2.get_unchecked(start + i, j);
-                    let r = re.get_unchecked_mut(i, j);
-                    let p1 = *r;
-                    *r = p1.sub(q);
-                    let c = im.get_unchecked_mut(i, j);
-                    *c = c.sub(p1).sub(q);
-                }
-            }
-        }
-    });
+        });
 }
 
 /// That each operand's parts share a shape and the operands multiply.
