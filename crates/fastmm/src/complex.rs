@@ -439,9 +439,7 @@ fn normalised<'r, T: Element>(
                         let (Some(p), Some(q)) = (x.re.row(i), x.im.row(i)) else {
                             unreachable!("the rows were found contiguous");
                         };
-                        for ((o, &p), &q) in out.iter_mut().zip(p).zip(q) {
-                            *o = p.add(q);
-                        }
+                        add_rows(out, p, q);
                     });
                 }
             }
@@ -459,9 +457,7 @@ fn normalised<'r, T: Element>(
                 match sums {
                     Some(sums) => lines.zip(sums).for_each(|((i, (r, m)), s)| {
                         copy_row(i, r, m);
-                        for ((o, &p), &q) in s.iter_mut().zip(r.iter()).zip(m.iter()) {
-                            *o = p.add(q);
-                        }
+                        add_rows(s, r, m);
                     }),
                     None => lines.for_each(|(i, (r, m))| copy_row(i, r, m)),
                 }
@@ -480,6 +476,13 @@ fn normalised<'r, T: Element>(
         false => None,
     };
     Ok((parts, sum))
+}
+
+/// out ← p + q, element by element (rows of one length).
+fn add_rows<T: Element>(out: &mut [T], p: &[T], q: &[T]) {
+    for ((o, &p), &q) in out.iter_mut().zip(p).zip(q) {
+        *o = p.add(q);
+    }
 }
 
 /// The two parts of a complex output cut into bands of rows for the
