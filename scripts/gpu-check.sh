@@ -8,7 +8,8 @@
 #   scripts/gpu-check.sh results   # cuda-fast, cuBLAS, Strassen/Winograd
 #   scripts/gpu-check.sh ooc       # out of core within budgets below the data
 #   scripts/gpu-check.sh multi     # every GPU: selftest --device cuda:all, n = 32768
-#                                  # device- and host-resident, cuBLASXt beside
+#                                  # device- and host-resident, Winograd across the
+#                                  # GPUs, cuBLASXt beside (tile edge swept)
 #   scripts/gpu-check.sh multi-big # every GPU at n = 65536 (no one-GPU baseline:
 #                                  # its pageable copies alone take minutes)
 #   scripts/gpu-check.sh emulated  # the INT8 rate (cuBLAS layouts, cublasLt, torch),
@@ -98,20 +99,31 @@ multi|multi-big)
   export LD_LIBRARY_PATH=$OUT/nccl:$LD_LIBRARY_PATH
   gpus=$(nvidia-smi -L | wc -l)
   nvcc -O2 -o "$OUT/cublasxt_sgemm" crates/fastmm-peers/cuda/cublasxt_sgemm.c -lcublas || status=1
-  xt() { # n, reps: cuBLASXt with pinning on over every GPU
-    timeout 240 "$OUT/cublasxt_sgemm" "$1" "$2" 1 $(seq 0 $((gpus - 1))) > "$OUT/cublasxt-$1.txt" 2>&1 || status=1
-    tail -n 1 "$OUT/cublasxt-$1.txt"
+  # cuBLASXt over every GPU, tuned as its users would tune it: its tile
+  # edge swept (the default, 1024, is its slowest on large products),
+  # pinning on (it pins the matrices per call) and the matrices
+  # allocated page-locked (PIN 2).
+  xt() { # n, reps, blocks...
+    local n=$1 reps=$2 block pin
+    shift 2
+    for block in "$@"; do
+      for pin in 1 2; do
+        timeout 240 "$OUT/cublasxt_sgemm" -b "$block" "$n" "$reps" "$pin" $(seq 0 $((gpus - 1))) \
+          > "$OUT/cublasxt-$n-b$block-p$pin.txt" 2>&1 || status=1
+        tail -n 1 "$OUT/cublasxt-$n-b$block-p$pin.txt"
+      done
+    done
   }
   if [ "$part" = multi ]; then
     step selftest-all 420 selftest --device cuda:all
     grep -E "FAIL|selftest:" "$OUT/selftest-all.log" | tail -n 20
-    timeout 400 "$bin" run --device cuda:all --json --algo cublas@cuda:0,cublas -s 32768 --warmup 0 -r 3 \
-      > "$OUT/multi-32768-f32.json" 2>> "$OUT/errors.txt" || status=1
-    xt 32768 3
+    timeout 400 "$bin" run --device cuda:all --json --algo cublas@cuda:0,cublas,winograd -s 32768 \
+      --warmup 1 -r 5 > "$OUT/multi-32768-f32.json" 2>> "$OUT/errors.txt" || status=1
+    xt 32768 3 1024 4096 8192
   else
     timeout 400 "$bin" run --device cuda:all --json --algo cublas -s 65536 --warmup 0 -r 2 \
       > "$OUT/multi-65536-f32.json" 2>> "$OUT/errors.txt" || status=1
-    xt 65536 2
+    xt 65536 2 8192 16384
   fi
   ;;
 emulated)

@@ -161,12 +161,7 @@ pub fn run(args: &AccuracyArgs) -> Result<Outcome> {
     } else {
         print_table(&ctx, &rows)?;
     }
-    let failed = rows.iter().filter(|r| !r.ok).count();
-    Ok(if failed == 0 {
-        Outcome::AllCorrect
-    } else {
-        Outcome::Failures(failed)
-    })
+    Ok(Outcome::of_failures(rows.iter().filter(|r| !r.ok).count()))
 }
 
 /// The audit of one type and shape, with the products this device runs

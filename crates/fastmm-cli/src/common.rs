@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
+use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::{
     Accuracy, Algorithm, BlockSizes, Context, CpuKernel, CpuOptions, CudaKernel, DType, Device,
     DeviceKind, DeviceList, FastOptions, GemmOptions, GpuMemory, GpuOptions, GpuPrecision,
@@ -16,6 +17,16 @@ use fastmm::{
 pub enum Outcome {
     AllCorrect,
     Failures(usize),
+}
+
+impl Outcome {
+    /// The outcome of a command whose results had `failures` failures.
+    pub fn of_failures(failures: usize) -> Outcome {
+        match failures {
+            0 => Outcome::AllCorrect,
+            n => Outcome::Failures(n),
+        }
+    }
 }
 
 /// The options of a product, besides which algorithm: the same for every
@@ -494,6 +505,51 @@ pub fn parse_dtypes(list: &str) -> Result<Vec<DType>> {
         }
     }
     Ok(out)
+}
+
+/// An element type `run` multiplies: a real one, or a complex one with
+/// parts of a float type (c64: f32, c128: f64).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunType {
+    Real(DType),
+    Complex(DType),
+}
+
+/// `--dtype`'s list: the real types (`all` is the four) and c64, c128.
+pub fn parse_types(list: &str) -> Result<Vec<RunType>> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        match name.to_ascii_lowercase().as_str() {
+            "c64" | "complex64" => out.push(RunType::Complex(DType::F32)),
+            "c128" | "complex128" => out.push(RunType::Complex(DType::F64)),
+            real => out.extend(parse_dtypes(real)?.into_iter().map(RunType::Real)),
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses, before allocating anything, a problem whose matrices of
+/// `parts` planes (2 for complex) plus the verification's O(m + k + n)
+/// vectors would not fit in available memory.
+pub fn check_memory(shape: (usize, usize, usize), dtype: DType, parts: u128) -> Result<()> {
+    let problem = fastmm::Problem::new(shape, dtype);
+    let (m, k, n) = (shape.0 as u128, shape.1 as u128, shape.2 as u128);
+    let elements = m * k + k * n + m * n;
+    let verification = (m + k + n) * 8 * 4;
+    let needed = parts * elements * dtype.size_bytes() as u128 + verification;
+    let fits_address_space = usize::try_from(elements).is_ok();
+    match available_memory_bytes() {
+        Some(available) if needed > available as u128 => bail!(
+            "{problem} needs {} for A, B, C and verification, but only {} of memory is available",
+            format_bytes(needed),
+            format_bytes(available as u128)
+        ),
+        _ if !fits_address_space => bail!(
+            "{problem} needs {}, more than this machine can address",
+            format_bytes(needed)
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// The median of sorted values.

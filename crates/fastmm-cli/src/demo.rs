@@ -33,8 +33,5 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         print_table(&problem.inputs(), shape, &records, &devices);
         failures += records.iter().filter(|r| !r.ok).count();
     }
-    Ok(match failures {
-        0 => Outcome::AllCorrect,
-        n => Outcome::Failures(n),
-    })
+    Ok(Outcome::of_failures(failures))
 }

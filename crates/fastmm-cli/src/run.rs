@@ -6,10 +6,9 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use fastmm::random::{seeded_rng, try_random_matrix_wide};
-use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::{DType, Element, GemmOptions, Matrix, Route, Team};
 
-use crate::common::{parse_dtypes, AlgoArgs, Devices, Outcome, Target};
+use crate::common::{check_memory, parse_types, AlgoArgs, Devices, Outcome, RunType, Target};
 use crate::measurement::{
     complex_record, finished, print_table, Inputs, Measured, Product, Record,
 };
@@ -139,12 +138,9 @@ fn report(args: &RunArgs, shape: Shape, records: &[Record], devices: &Devices) -
     } else {
         print_table(&args.inputs(), shape, records, devices);
     }
-    let failures = records.iter().filter(|r| !r.ok).count();
-    Ok(if failures == 0 {
-        Outcome::AllCorrect
-    } else {
-        Outcome::Failures(failures)
-    })
+    Ok(Outcome::of_failures(
+        records.iter().filter(|r| !r.ok).count(),
+    ))
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -303,27 +299,6 @@ fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>
     Ok((shape, records))
 }
 
-/// An element type `run` multiplies: a real one, or a complex one with
-/// parts of a float type (c64: f32, c128: f64).
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum RunType {
-    Real(DType),
-    Complex(DType),
-}
-
-/// `--dtype`'s list: the real types (`all` is the four) and c64, c128.
-fn parse_types(list: &str) -> Result<Vec<RunType>> {
-    let mut out = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        match name.to_ascii_lowercase().as_str() {
-            "c64" | "complex64" => out.push(RunType::Complex(DType::F32)),
-            "c128" | "complex128" => out.push(RunType::Complex(DType::F64)),
-            real => out.extend(parse_dtypes(real)?.into_iter().map(RunType::Real)),
-        }
-    }
-    Ok(out)
-}
-
 /// Every target's complex product of seeded complex A and B (parts drawn
 /// as the real types' are), each as real products of T on its executor,
 /// timed and verified (see [`complex_record`]).
@@ -372,30 +347,6 @@ fn run_complex<T: Element>(
         records.extend(record);
     }
     Ok(records)
-}
-
-/// Refuses, before allocating anything, a problem whose matrices of
-/// `parts` planes (2 for complex) plus the verification's O(m + k + n)
-/// vectors would not fit in available memory.
-fn check_memory(shape: Shape, dtype: DType, parts: u128) -> Result<()> {
-    let problem = fastmm::Problem::new(shape, dtype);
-    let (m, k, n) = (shape.0 as u128, shape.1 as u128, shape.2 as u128);
-    let elements = m * k + k * n + m * n;
-    let verification = (m + k + n) * 8 * 4;
-    let needed = parts * elements * dtype.size_bytes() as u128 + verification;
-    let fits_address_space = usize::try_from(elements).is_ok();
-    match available_memory_bytes() {
-        Some(available) if needed > available as u128 => bail!(
-            "{problem} needs {} for A, B, C and verification, but only {} of memory is available",
-            format_bytes(needed),
-            format_bytes(available as u128)
-        ),
-        _ if !fits_address_space => bail!(
-            "{problem} needs {}, more than this machine can address",
-            format_bytes(needed)
-        ),
-        _ => Ok(()),
-    }
 }
 
 fn run_typed<T: Element>(
