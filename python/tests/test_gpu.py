@@ -156,7 +156,12 @@ def test_complex_host_arrays_on_the_gpu(dtype, device, algo, accuracy):
     # Complex products on a GPU executor (and a team): the library's
     # complex form over the GPU's real products; Gaussian integers exact.
     rng = np.random.default_rng(1)
-    for m, k, n in [(1, 1, 1), (33, 17, 65), (257, 300, 129)]:
+    shapes = [(1, 1, 1), (33, 17, 65), (257, 300, 129)]
+    if device == "cuda:all":
+        # Large enough that a team of several GPUs spreads each real
+        # product over them (NCCL between the GPUs).
+        shapes.append((1025, 700, 513))
+    for m, k, n in shapes:
         a = (rng.integers(-8, 9, (m, k)) + 1j * rng.integers(-8, 9, (m, k))).astype(dtype)
         b = (rng.integers(-8, 9, (k, n)) + 1j * rng.integers(-8, 9, (k, n))).astype(dtype)
         c = fastmm.matmul(a, b, device=device, algo=algo, accuracy=accuracy)
