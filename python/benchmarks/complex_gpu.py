@@ -10,7 +10,9 @@ For each type, on CUDA tensors with uniform parts in [−1, 1):
   through ctypes on torch's stream);
 * **fastmm** `native` (four real products, each fastmm's fastest product
   of native accuracy: the emulated one at this size) and `bound` (3M: three
-  real products at the `bound` level).
+  real products at the `bound` level); and `algo="cublas"`, cuBLAS's own
+  complex products through fastmm (the same kernels as the peers' rows, to
+  show what the operator's call costs beside them).
 
 Times are CUDA events around one call, the median of `--rounds`
 interleaved rounds; the speedup is cuBLAS's `cgemm`/`zgemm` median over
@@ -116,6 +118,8 @@ def run(dtype, n, rounds, sample_rows, gemm3m):
         f"cuBLAS {name[1]}3m": lambda: gemm3m(a, b),
         "fastmm native (4 products)": lambda: ft.matmul(a, b),
         "fastmm bound (3M)": lambda: ft.matmul(a, b, accuracy="bound"),
+        f"fastmm cublas native ({name[1]})": lambda: ft.matmul(a, b, algo="cublas"),
+        f"fastmm cublas bound ({name[1]}3m)": lambda: ft.matmul(a, b, algo="cublas", accuracy="bound"),
     }
     results = {}
     for label, f in runs.items():

@@ -13,7 +13,10 @@ The operator is registered with ``torch.library`` as ``fastmm::matmul``:
   dimensions. CPU and CUDA tensors of float32, float64, complex64 and
   complex128 (gradients), and int32 and int64 (forward only). Complex
   products are real products of the parts: four at ``native`` (the
-  complex product's own bound), three (3M) at the relaxed levels.
+  complex product's own bound), three (3M) at the relaxed levels; with
+  ``algo="cublas"``, CUDA tensors run cuBLAS's own complex products on
+  the interleaved tensors instead (cgemm/zgemm at ``native``,
+  cgemm3m/zgemm3m at the relaxed levels).
 * **Strides** as torch makes them: CPU views are read in place; on a GPU a
   matrix whose rows or columns are contiguous (a row slice, a batch slice,
   a transposed view such as ``w.mT``) is read in place by cuBLAS and the
@@ -102,9 +105,12 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str, accuracy: str) -> torch
         return out
     if k == 0:
         return out.zero_()
-    if a.device.type == "cuda" and a.dtype in _COMPLEX:
+    if a.device.type == "cuda" and a.dtype in _COMPLEX and algo != "cublas":
         return _complex_on_gpu(a, b, out, algo, accuracy)
     if a.device.type == "cuda":
+        # (Complex operands with algo="cublas" come here too: cuBLAS's own
+        # complex products, cgemm/zgemm at `native` and their 3M forms at
+        # the relaxed levels, on the interleaved tensors in place.)
         # The operands and out through DLPack on fastmm's stream: torch
         # orders its current stream's pending work (out's allocation
         # included) before the product, and the current stream waits for

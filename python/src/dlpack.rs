@@ -23,9 +23,10 @@ use crate::release::{released, Wait};
 
 /// DLPack's device type of CUDA memory (kDLCUDA).
 const DL_CUDA: i32 = 2;
-/// DLPack's type codes (kDLInt, kDLFloat).
+/// DLPack's type codes (kDLInt, kDLFloat, kDLComplex).
 const DL_INT: u8 = 0;
 const DL_FLOAT: u8 = 2;
+const DL_COMPLEX: u8 = 5;
 const CAPSULE: &CStr = c"dltensor";
 
 #[repr(C)]
@@ -76,26 +77,63 @@ pub(crate) fn cuda_ordinal(obj: &Bound<'_, PyAny>) -> Option<usize> {
     }
 }
 
-fn dtype_of(dtype: DlDataType) -> Option<DType> {
+/// An element type of GPU arrays: a real type, or a complex one whose
+/// parts are of a float type (complex64: f32, complex128: f64), stored
+/// interleaved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Elem {
+    part: DType,
+    complex: bool,
+}
+
+impl Elem {
+    const fn real(part: DType) -> Elem {
+        Elem {
+            part,
+            complex: false,
+        }
+    }
+
+    /// Bytes of one element (both parts of a complex one).
+    fn size_bytes(self) -> usize {
+        self.part.size_bytes() * if self.complex { 2 } else { 1 }
+    }
+
+    /// numpy's name of the type.
+    fn name(self) -> &'static str {
+        match (self.complex, self.part) {
+            (false, part) => numpy_name(part),
+            (true, DType::F32) => "complex64",
+            (true, _) => "complex128",
+        }
+    }
+}
+
+fn dtype_of(dtype: DlDataType) -> Option<Elem> {
+    let complex = |part| Elem {
+        part,
+        complex: true,
+    };
     match (dtype.code, dtype.bits, dtype.lanes) {
-        (DL_FLOAT, 32, 1) => Some(DType::F32),
-        (DL_FLOAT, 64, 1) => Some(DType::F64),
-        (DL_INT, 32, 1) => Some(DType::I32),
-        (DL_INT, 64, 1) => Some(DType::I64),
+        (DL_FLOAT, 32, 1) => Some(Elem::real(DType::F32)),
+        (DL_FLOAT, 64, 1) => Some(Elem::real(DType::F64)),
+        (DL_INT, 32, 1) => Some(Elem::real(DType::I32)),
+        (DL_INT, 64, 1) => Some(Elem::real(DType::I64)),
+        (DL_COMPLEX, 64, 1) => Some(complex(DType::F32)),
+        (DL_COMPLEX, 128, 1) => Some(complex(DType::F64)),
         _ => None,
     }
 }
 
-fn dl_dtype(dtype: DType) -> DlDataType {
-    let (code, bits) = match dtype {
-        DType::F32 => (DL_FLOAT, 32),
-        DType::F64 => (DL_FLOAT, 64),
-        DType::I32 => (DL_INT, 32),
-        DType::I64 => (DL_INT, 64),
+fn dl_dtype(elem: Elem) -> DlDataType {
+    let code = match (elem.complex, elem.part) {
+        (true, _) => DL_COMPLEX,
+        (false, DType::F32 | DType::F64) => DL_FLOAT,
+        (false, DType::I32 | DType::I64) => DL_INT,
     };
     DlDataType {
         code,
-        bits,
+        bits: 8 * elem.size_bytes() as u8,
         lanes: 1,
     }
 }
@@ -107,7 +145,7 @@ struct GpuTensor<'py> {
     data: u64,
     dims: Vec<usize>,
     strides: Vec<isize>,
-    dtype: DType,
+    dtype: Elem,
     _capsule: Bound<'py, PyAny>,
 }
 
@@ -179,7 +217,7 @@ fn gpu_tensor<'py>(
     }
     let dtype = dtype_of(dl_type).ok_or_else(|| {
         type_error(format!(
-            "fastmm multiplies float32, float64, int32 and int64 GPU arrays; {which} has DLPack type code {} of {} bits",
+            "fastmm multiplies float32, float64, int32, int64, complex64 and complex128 GPU arrays; {which} has DLPack type code {} of {} bits",
             dl_type.code, dl_type.bits
         ))
     })?;
@@ -255,9 +293,22 @@ fn obj_or_contiguous<'py>(obj: &Bound<'py, PyAny>, attempt: usize) -> PyResult<B
 #[pyclass(module = "fastmm", frozen)]
 pub(crate) struct GpuArray {
     buffer: Arc<GpuBuffer>,
+    /// Complex elements: the buffer holds their parts interleaved, two
+    /// per element.
+    complex: bool,
     /// numpy's shape of the result: the buffer's rows are the batch's
     /// matrices' rows, one after another.
     dims: Vec<usize>,
+}
+
+impl GpuArray {
+    /// Its element type.
+    fn elem(&self) -> Elem {
+        Elem {
+            part: self.buffer.dtype(),
+            complex: self.complex,
+        }
+    }
 }
 
 #[pymethods]
@@ -271,7 +322,7 @@ impl GpuArray {
     /// The element type, as numpy names it.
     #[getter]
     fn dtype(&self) -> &'static str {
-        numpy_name(self.buffer.dtype())
+        self.elem().name()
     }
 
     /// "cuda:N".
@@ -307,7 +358,7 @@ impl GpuArray {
                 "fastmm's GPU arrays are exported without a copy",
             ));
         }
-        export(py, Arc::clone(&self.buffer), &self.dims)
+        export(py, Arc::clone(&self.buffer), self.elem(), &self.dims)
     }
 
     fn __repr__(&self) -> String {
@@ -352,10 +403,12 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut pyo3::ffi::PyObject) {
     }
 }
 
-/// A "dltensor" capsule sharing `buffer`, C-ordered with shape `dims`.
+/// A "dltensor" capsule sharing `buffer`, C-ordered with shape `dims` of
+/// elements of type `elem`.
 fn export<'py>(
     py: Python<'py>,
     buffer: Arc<GpuBuffer>,
+    elem: Elem,
     dims: &[usize],
 ) -> PyResult<Bound<'py, PyAny>> {
     let m = buffer.matrix();
@@ -376,7 +429,7 @@ fn export<'py>(
                 device_id: buffer.ordinal() as i32,
             },
             ndim: dims.len() as i32,
-            dtype: dl_dtype(buffer.dtype()),
+            dtype: dl_dtype(elem),
             shape: context.shape.as_mut_ptr(),
             strides: context.strides.as_mut_ptr(),
             byte_offset: 0,
@@ -457,8 +510,8 @@ pub(crate) fn matmul<'py>(
     if first_a.dtype != first_b.dtype {
         return Err(type_error(format!(
             "GPU operands of two types ({} and {}) are not converted; convert one on its device",
-            numpy_name(first_a.dtype),
-            numpy_name(first_b.dtype)
+            first_a.dtype.name(),
+            first_b.dtype.name()
         )));
     }
     let dtype = first_a.dtype;
@@ -498,8 +551,8 @@ pub(crate) fn matmul<'py>(
             if c.dtype != dtype {
                 return Err(type_error(format!(
                     "out is {} but the product is {}",
-                    numpy_name(c.dtype),
-                    numpy_name(dtype)
+                    c.dtype.name(),
+                    dtype.name()
                 )));
             }
             if c.dims != result_dims {
@@ -521,8 +574,10 @@ pub(crate) fn matmul<'py>(
         }
         None => {
             let count: usize = shapes.batch.iter().product();
-            let buffer = Arc::new(for_dtype!(dtype, T => ctx
-                .alloc_gpu::<T>(count * shapes.m, shapes.n)
+            // A complex result's parts interleaved: twice the columns.
+            let parts = if dtype.complex { 2 } else { 1 };
+            let buffer = Arc::new(for_dtype!(dtype.part, T => ctx
+                .alloc_gpu::<T>(count * shapes.m, parts * shapes.n)
                 .map_err(to_py)?));
             let tensor = GpuTensor {
                 data: buffer.matrix().ptr,
@@ -533,6 +588,7 @@ pub(crate) fn matmul<'py>(
             };
             let array = GpuArray {
                 buffer,
+                complex: dtype.complex,
                 dims: result_dims.clone(),
             };
             (tensor, Bound::new(py, array)?.into_any())
@@ -557,7 +613,10 @@ pub(crate) fn matmul<'py>(
             c: cm,
         });
     }
-    let timing = for_dtype!(dtype, T => released(py, Wait::Released, |_| {
+    // Complex operands run cuBLAS's complex products: cgemm/zgemm at
+    // `native`, their 3M forms at the relaxed levels.
+    let form = fastmm::ComplexForm::for_level(opts.accuracy);
+    let timing = for_dtype!(dtype.part, T => released(py, Wait::Released, |_| {
         // SAFETY: A and B are the producers' GPU memory of this type on
         // this GPU (checked above), kept alive by their capsules and
         // ordered before our stream by DLPack; each C is out's memory
@@ -565,7 +624,12 @@ pub(crate) fn matmul<'py>(
         // With GpuCompletion::OnStream, the products follow the work on
         // the caller's stream and precede its later work, so its allocator
         // reuses the tensors only after them.
-        unsafe { ctx.gemm_gpu_batch::<T>(T::ONE, &products, T::ZERO, &opts, completion) }
+        unsafe {
+            match dtype.complex {
+                false => ctx.gemm_gpu_batch::<T>(T::ONE, &products, T::ZERO, &opts, completion),
+                true => ctx.gemm_gpu_complex_batch::<T>(&products, form, &opts, completion),
+            }
+        }
     })?);
     Ok((result, timing))
 }

@@ -151,10 +151,11 @@ def test_host_arrays_over_every_gpu(dtype):
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 @pytest.mark.parametrize("device", ["cuda", "cuda:all"])
-@pytest.mark.parametrize("algo, accuracy", [("auto", "native"), ("cublas", "native"), ("winograd", "bound"), ("emulated", "native")])
+@pytest.mark.parametrize("algo, accuracy", [("auto", "native"), ("cublas", "native"), ("cublas", "bound"), ("winograd", "bound"), ("emulated", "native")])
 def test_complex_host_arrays_on_the_gpu(dtype, device, algo, accuracy):
     # Complex products on a GPU executor (and a team): the library's
-    # complex form over the GPU's real products; Gaussian integers exact.
+    # complex form over the GPU's real products, or on one GPU with
+    # `cublas` cuBLAS's own (cgemm/zgemm, 3M forms); Gaussian integers exact.
     rng = np.random.default_rng(1)
     shapes = [(1, 1, 1), (33, 17, 65), (257, 300, 129)]
     if device == "cuda:all":
@@ -167,3 +168,46 @@ def test_complex_host_arrays_on_the_gpu(dtype, device, algo, accuracy):
         c = fastmm.matmul(a, b, device=device, algo=algo, accuracy=accuracy)
         assert c.dtype == dtype
         np.testing.assert_array_equal(c, a @ b)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("accuracy", ["native", "bound"])
+def test_complex_gpu_tensors_through_cublas(dtype, accuracy):
+    # cuBLAS's own complex products (cgemm/zgemm at native, their 3M forms
+    # at bound) on interleaved CUDA tensors in place: Gaussian integers
+    # exact, row-major and transposed views, a batch sharing B, a strided
+    # `out`, and a fresh GpuArray of the complex type.
+    gen = torch.Generator().manual_seed(12)
+    gauss = lambda *s: torch.complex(*torch.randint(-8, 9, (2, *s), generator=gen).double()).to(dtype).cuda()  # noqa: E731
+    for m, k, n in [(1, 1, 1), (1, 9, 7), (33, 17, 65), (257, 300, 129)]:
+        a, b = gauss(m, k), gauss(k, n)
+        want = (a.cpu().to(torch.complex128) @ b.cpu().to(torch.complex128)).to(dtype)
+        result = fastmm.matmul(a, b, algo="cublas", accuracy=accuracy)
+        assert result.dtype == str(dtype).split(".")[1] and result.shape == (m, n)
+        assert torch.equal(torch.from_dlpack(result).cpu(), want)
+        # Transposed views of A and B, read in place, and a transposed out.
+        at, bt = a.mT.contiguous().mT, b.mT.contiguous().mT
+        out = torch.full((n, m), float("nan"), dtype=dtype, device="cuda").mT
+        fastmm.matmul(at, bt, out=out, algo="cublas", accuracy=accuracy)
+        assert torch.equal(out.cpu(), want)
+    a, b = gauss(3, 33, 17), gauss(17, 65)
+    out = torch.full((3, 33, 130), float("nan"), dtype=dtype, device="cuda")[..., :65]
+    fastmm.matmul(a, b, out=out, algo="cublas", accuracy=accuracy)
+    torch.cuda.synchronize()
+    want = a.cpu().to(torch.complex128) @ b.cpu().to(torch.complex128)
+    assert torch.equal(out.cpu(), want.to(dtype))
+    with pytest.raises(TypeError, match="complex64|complex128"):
+        fastmm.matmul(a, b.to(torch.complex128 if dtype == torch.complex64 else torch.complex64), algo="cublas")
+    with pytest.raises((TypeError, ValueError), match="split parts|cuBLAS"):
+        fastmm.matmul(a, b, algo="cuda-fast")
+
+
+def test_complex_cupy_arrays_through_cublas():
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(5)
+    a = (rng.integers(-8, 9, (65, 33)) + 1j * rng.integers(-8, 9, (65, 33))).astype(np.complex64)
+    b = (rng.integers(-8, 9, (33, 17)) + 1j * rng.integers(-8, 9, (33, 17))).astype(np.complex64)
+    result = fastmm.matmul(cupy.asarray(a), cupy.asarray(b), algo="cublas")
+    c = cupy.from_dlpack(result)
+    assert c.dtype == cupy.complex64
+    np.testing.assert_array_equal(cupy.asnumpy(c), a @ b)

@@ -108,18 +108,22 @@ def test_gradcheck(device, shapes):
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 @pytest.mark.parametrize("accuracy", ["native", "bound"])
 @pytest.mark.parametrize("shapes", [SHAPES[0], SHAPES[2], SHAPES[3], SHAPES[7], SHAPES[10], SHAPES[12]], ids=str)
-def test_complex_products(device, dtype, accuracy, shapes):
+@pytest.mark.parametrize("algo", ["auto", "cublas"])
+def test_complex_products(device, dtype, accuracy, shapes, algo):
     # Gaussian integers: every real product of the parts, and their sums,
     # are exact at both levels; then random values within the classical
-    # complex bound (native) or 3M's normwise one (bound).
+    # complex bound (native) or 3M's normwise one (bound). On CUDA tensors
+    # `cublas` is cuBLAS's own complex product (cgemm/zgemm, 3M forms).
+    if algo == "cublas" and device == "cpu":
+        pytest.skip("cuBLAS runs on CUDA tensors")
     gen = torch.Generator().manual_seed(9)
     parts = lambda s: torch.randint(-40, 40, (2, *s), generator=gen)  # noqa: E731
     a, b = (torch.complex(*parts(s).double(), ).to(dtype).to(device) for s in shapes)
-    c = ft.matmul(a, b, accuracy=accuracy)
+    c = ft.matmul(a, b, algo=algo, accuracy=accuracy)
     assert c.dtype == dtype and c.device == a.device
     assert torch.equal(c.cpu(), torch.matmul(a.cpu(), b.cpu()))
     a, b = (torch.randn(s, dtype=dtype, generator=gen).to(device) for s in shapes)
-    c = ft.matmul(a, b, accuracy=accuracy).cpu().to(torch.complex128)
+    c = ft.matmul(a, b, algo=algo, accuracy=accuracy).cpu().to(torch.complex128)
     exact = torch.matmul(a.cpu().to(torch.complex128), b.cpu().to(torch.complex128))
     u = torch.finfo(torch.float32 if dtype == torch.complex64 else torch.float64).eps / 2
     k = a.shape[-1]
@@ -136,12 +140,16 @@ def test_complex_products(device, dtype, accuracy, shapes):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_complex_gradcheck(device):
+@pytest.mark.parametrize("algo", ["auto", "cublas"])
+def test_complex_gradcheck(device, algo):
+    if algo == "cublas" and device == "cpu":
+        pytest.skip("cuBLAS runs on CUDA tensors")
     gen = torch.Generator().manual_seed(6)
     a = torch.randn(2, 5, 7, dtype=torch.complex128, generator=gen).to(device).requires_grad_()
     b = torch.randn(7, 3, dtype=torch.complex128, generator=gen).to(device).requires_grad_()
-    assert torch.autograd.gradcheck(lambda x, y: ft.matmul(x, y), (a, b))
-    assert torch.autograd.gradcheck(lambda x, y: ft.matmul(x.mH, y), (a[0].mH.detach().requires_grad_(), b))
+    assert torch.autograd.gradcheck(lambda x, y: ft.matmul(x, y, algo=algo), (a, b))
+    a_h = a[0].mH.detach().requires_grad_()
+    assert torch.autograd.gradcheck(lambda x, y: ft.matmul(x.mH, y, algo=algo), (a_h, b))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -22,7 +22,6 @@
 //!   stable; componentwise only the classical form is.
 
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::cpu::packed::workspace::{Pool, Workspace};
 use crate::element::Element;
@@ -30,7 +29,8 @@ use crate::error::Error;
 use crate::executor::{Executor, Report};
 use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef, Matrix};
-use crate::options::{Accuracy, GemmOptions};
+pub use crate::options::ComplexForm;
+use crate::options::GemmOptions;
 use crate::tunables::COMPLEX_PLANAR_OUTPUT_PART_BYTES;
 
 /// A complex matrix read as two real views of one shape.
@@ -205,46 +205,6 @@ pub fn verify<T: Element>(
     )
 }
 
-/// How a complex product is made of real ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ComplexForm {
-    /// Four real products: the complex product's own rounding bound.
-    Classical,
-    /// Three real products (Gauss's trick, "3M"): a quarter fewer
-    /// multiplications, a weaker componentwise bound on the imaginary part.
-    Gauss,
-}
-
-impl ComplexForm {
-    /// The form a level runs: the classical four real products at
-    /// `native` (the complex product's own componentwise bound, as
-    /// zgemm's), Gauss's three (3M) at the relaxed levels, which bound
-    /// products norm-wise.
-    pub fn for_level(level: Accuracy) -> ComplexForm {
-        match level {
-            Accuracy::Native => ComplexForm::Classical,
-            _ => ComplexForm::Gauss,
-        }
-    }
-
-    /// The form's name: "4m" or "3m".
-    pub fn name(self) -> &'static str {
-        match self {
-            ComplexForm::Classical => "4m",
-            ComplexForm::Gauss => "3m",
-        }
-    }
-
-    /// Real products per complex product.
-    pub fn products(self) -> usize {
-        match self {
-            ComplexForm::Classical => 4,
-            ComplexForm::Gauss => 3,
-        }
-    }
-}
-
 /// C ← A·B for complex A (m×k) and B (k×n) as split planes, on `executor`
 /// with the real products `opts` asks for; returns the real products'
 /// reports, in order.
@@ -263,6 +223,17 @@ pub fn multiply<E: Executor, T: Element>(
     opts: &GemmOptions,
 ) -> Result<Vec<Report>, Error> {
     check_parts(&a, &b, &c)?;
+    // An executor's own complex product, where it has one for `opts`
+    // (cuBLAS's on a GPU asked for `cublas`).
+    if let Some(report) = executor.complex_product(
+        (a.re, a.im),
+        (b.re, b.im),
+        (c.re.rb_mut(), c.im.rb_mut()),
+        form,
+        opts,
+    ) {
+        return report.map(|r| vec![r]);
+    }
     // The layouts are normalised once here: parts strided along their rows
     // (numpy's interleaved storage) are copied into contiguous planes in
     // one pass, so that every real product reads contiguous rows; 3M's

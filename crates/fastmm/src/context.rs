@@ -26,11 +26,11 @@ use crate::gemm::{Gemm, Problem};
 #[cfg(feature = "cuda")]
 use crate::matrix::{GpuMatrix, GpuProduct};
 use crate::matrix::{MatMut, MatRef, Matrix};
-#[cfg(feature = "cuda")]
-use crate::options::GpuCompletion;
 use crate::options::{
     Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuOptions, GpuPrecision,
 };
+#[cfg(feature = "cuda")]
+use crate::options::{ComplexForm, GpuCompletion};
 use crate::plan::{FastPlan, Plan};
 use crate::system::GpuInfo;
 use crate::tunables::AUTO_FAST_MIN_DIM;
@@ -601,6 +601,82 @@ impl Executor for Context {
     ) -> Result<Report, Error> {
         Context::execute_clocked(self, plan, product, clock)
     }
+
+    #[cfg(feature = "cuda")]
+    fn complex_product<T: Element>(
+        &self,
+        a: (MatRef<'_, T>, MatRef<'_, T>),
+        b: (MatRef<'_, T>, MatRef<'_, T>),
+        c: (MatMut<'_, T>, MatMut<'_, T>),
+        form: ComplexForm,
+        opts: &GemmOptions,
+    ) -> Option<Result<Report, Error>> {
+        use crate::element::DType;
+        let gpu = self.gpu.as_ref()?;
+        // cuBLAS's complex products run in the parts' own type, on
+        // device memory; other options are the real products'.
+        let plain = opts.algorithm == Algorithm::Cublas
+            && matches!(T::DTYPE, DType::F32 | DType::F64)
+            && opts.gpu.precision.is_none_or(|p| p == GpuPrecision::Fp32)
+            && opts
+                .gpu
+                .memory
+                .is_none_or(|m| m == crate::options::GpuMemory::Device);
+        if !plain {
+            return None;
+        }
+        let ((m, k), n) = (a.0.shape(), b.0.cols());
+        // Beyond the GPU's budget (the interleaved B counted twice, to be
+        // safe) the real products stream out of core instead.
+        match crate::cuda::products::out_of_core::needed::<T>(gpu, (m, 2 * k, 2 * n), opts) {
+            Ok(false) => {}
+            Ok(true) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        let run = || -> Result<Report, Error> {
+            let shapes = [
+                a.1.shape(),
+                b.0.shape(),
+                b.1.shape(),
+                c.0.shape(),
+                c.1.shape(),
+            ];
+            if shapes != [(m, k), (k, n), (k, n), (m, n), (m, n)] {
+                return Err(Error::InvalidOption(format!(
+                    "a complex product of {m}×{k} by {k}×{n} parts has parts of shapes {shapes:?}"
+                )));
+            }
+            let mut plan = self.plan(Problem::of::<T>((m, k, n)), opts)?;
+            let name = match (T::DTYPE, form) {
+                (DType::F32, ComplexForm::Classical) => "cgemm",
+                (DType::F32, ComplexForm::Gauss) => "cgemm3m",
+                (_, ComplexForm::Classical) => "zgemm",
+                (_, ComplexForm::Gauss) => "zgemm3m",
+            };
+            plan.kernel = format!("cuBLAS {name} on the parts interleaved");
+            if m == 0 || n == 0 {
+                return Ok(Report::new(plan, Timing::default()));
+            }
+            if k == 0 {
+                let (mut re, mut im) = c;
+                re.fill(T::ZERO);
+                im.fill(T::ZERO);
+                return Ok(Report::new(plan, Timing::default()));
+            }
+            opts.check_interrupt()?;
+            let times = crate::cuda::products::complex::multiply_host(gpu, a, b, c, form, opts)?;
+            Ok(Report::new(
+                plan,
+                Timing {
+                    compute_ms: times.kernel_ms,
+                    upload_ms: Some(times.upload_ms),
+                    download_ms: Some(times.download_ms),
+                    ..Timing::default()
+                },
+            ))
+        };
+        Some(run())
+    }
 }
 
 /// GPU memory the library allocated for one matrix
@@ -765,7 +841,7 @@ impl Context {
                 ));
             }
         }
-        check_disjoint_outputs::<T>(products)?;
+        check_disjoint_outputs(products, std::mem::size_of::<T>())?;
         let mut resolved = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
         // The 16-bit modes convert host operands on upload; on resident
         // f32 operands `auto` at `bf16` takes TF32, the fastest product
@@ -829,6 +905,117 @@ impl Context {
     }
 }
 
+#[cfg(feature = "cuda")]
+impl Context {
+    /// Complex products **C ← A·B** on matrices in this context's GPU
+    /// memory stored interleaved, each element a (real, imaginary) pair of
+    /// T (complex64 for f32 parts, complex128 for f64, as numpy, torch and
+    /// CUDA store them), with cuBLAS's own complex products: `form`
+    /// [`ComplexForm::Classical`] runs cgemm/zgemm (the complex product's
+    /// componentwise bound, the `native` level), [`ComplexForm::Gauss`]
+    /// cgemm3m/zgemm3m (three real products' worth: a weaker bound on the
+    /// imaginary part; see [`crate::complex`]). Shapes, leading dimensions
+    /// and the matrices of [`GpuMatrix`] count complex elements;
+    /// transposed views are read in place; a transposed C is written as
+    /// the row-major Cᵀ = Bᵀ·Aᵀ. The algorithm must be `auto` or `cublas`:
+    /// fastmm's own algorithms multiply complex matrices as split real
+    /// parts ([`crate::complex::multiply`]). Completion as
+    /// [`Context::gemm_gpu_batch`].
+    ///
+    /// # Safety
+    /// As [`Context::gemm_gpu_batch`], for memory of complex elements of
+    /// T's parts.
+    pub unsafe fn gemm_gpu_complex_batch<T: Element>(
+        &self,
+        products: &[GpuProduct],
+        form: ComplexForm,
+        opts: &GemmOptions,
+        completion: GpuCompletion,
+    ) -> Result<Timing, Error> {
+        let gpu = self.gpu()?;
+        if !matches!(
+            T::DTYPE,
+            crate::element::DType::F32 | crate::element::DType::F64
+        ) {
+            return Err(Error::Unsupported {
+                algorithm: "cublas",
+                what: format!("complex products with {} parts", T::DTYPE),
+            });
+        }
+        if !matches!(opts.algorithm, Algorithm::Auto | Algorithm::Cublas) {
+            return Err(Error::Unsupported {
+                algorithm: opts.algorithm.name(),
+                what: "complex GPU-resident interleaved operands (cuBLAS's complex products run them; fastmm's algorithms take split parts)".into(),
+            });
+        }
+        if matches!(
+            opts.gpu.precision,
+            Some(GpuPrecision::Tf32 | GpuPrecision::Bf16 | GpuPrecision::F16)
+        ) {
+            return Err(Error::InvalidOption(
+                "cuBLAS's complex products run in the parts' own type; a tensor-core precision applies to real f32 products".into(),
+            ));
+        }
+        opts.validate()?;
+        opts.check_interrupt()?;
+        let Some(first) = products.first() else {
+            return Ok(Timing::default());
+        };
+        let shape = (first.a.rows, first.a.cols, first.b.cols);
+        for p in products {
+            check_gpu_product(p, shape)?;
+            if p.c.transposed != first.c.transposed {
+                return Err(Error::InvalidOption(
+                    "a batch's outputs share one layout: row-major, or all transposed views".into(),
+                ));
+            }
+        }
+        check_disjoint_outputs(products, 2 * std::mem::size_of::<T>())?;
+        if shape.0 == 0 || shape.2 == 0 {
+            return Ok(Timing::default());
+        }
+        if shape.1 == 0 {
+            return Err(Error::Unsupported {
+                algorithm: "cublas",
+                what: "an empty inner dimension on GPU-resident operands".into(),
+            });
+        }
+        let operand = |m: GpuMatrix| crate::cuda::kernels::gemm::Operand {
+            ptr: m.ptr,
+            ld: m.ld,
+            trans: m.transposed,
+        };
+        let c_transposed = first.c.transposed;
+        let device: Vec<_> = products
+            .iter()
+            .map(|p| {
+                // A transposed C is the row-major Cᵀ = Bᵀ·Aᵀ (no
+                // conjugation: the transpose of a product of complex
+                // matrices is the product of their transposes).
+                let (a, b, c) = match c_transposed {
+                    false => (p.a, p.b, p.c),
+                    true => (p.b.t(), p.a.t(), p.c.t()),
+                };
+                crate::cuda::kernels::gemm::DeviceGemm {
+                    shape: (a.rows, a.cols, b.cols),
+                    alpha: T::ONE,
+                    a: operand(a),
+                    b: operand(b),
+                    beta: T::ZERO,
+                    c: operand(c),
+                }
+            })
+            .collect();
+        let ms = crate::cuda::products::in_core::multiply_complex_resident(
+            gpu, form, &device, opts, completion,
+        )?;
+        Ok(Timing {
+            compute_ms: ms,
+            ..Timing::default()
+        })
+    }
+}
+
 /// One GPU-resident product's shapes against the batch's (m, k, n), and
 /// its leading dimensions.
 #[cfg(feature = "cuda")]
@@ -870,8 +1057,7 @@ fn check_gpu_product(p: &GpuProduct, (m, k, n): (usize, usize, usize)) -> Result
 /// That no two outputs of a batch share memory: their spans, sorted by
 /// address, do not overlap.
 #[cfg(feature = "cuda")]
-fn check_disjoint_outputs<T: Element>(products: &[GpuProduct]) -> Result<(), Error> {
-    let item = std::mem::size_of::<T>();
+fn check_disjoint_outputs(products: &[GpuProduct], item: usize) -> Result<(), Error> {
     let mut spans: Vec<(u64, u64)> = products
         .iter()
         .map(|p| (p.c.ptr, p.c.ptr + p.c.extent(item)))
@@ -997,10 +1183,14 @@ mod tests {
         assert!(check_gpu_product(&narrow, (4, 3, 5)).is_err());
         // C spans (3·8 + 5)·4 = 116 bytes: 116 apart is disjoint, 112 not.
         let apart = [product(1 << 21), product((1 << 21) + 116)];
-        assert!(check_disjoint_outputs::<f32>(&apart).is_ok());
+        assert!(check_disjoint_outputs(&apart, 4).is_ok());
         let overlapping = [product(1 << 21), product((1 << 21) + 112)];
-        assert!(check_disjoint_outputs::<f32>(&overlapping).is_err());
-        assert!(check_disjoint_outputs::<f32>(&[product(7), product(7)]).is_err());
+        assert!(check_disjoint_outputs(&overlapping, 4).is_err());
+        assert!(check_disjoint_outputs(&[product(7), product(7)], 4).is_err());
+        // Complex64 elements are 8 bytes: the same C spans 232 bytes.
+        assert!(check_disjoint_outputs(&apart, 8).is_err());
+        let complex_apart = [product(1 << 21), product((1 << 21) + 232)];
+        assert!(check_disjoint_outputs(&complex_apart, 8).is_ok());
     }
 
     /// Transposed views (column-major GPU matrices) at the boundary: their

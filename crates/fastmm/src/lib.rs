@@ -120,8 +120,8 @@ pub use executor::{Clock, Communication, Executor, GpuShare, Report, Streamed, T
 pub use gemm::{Gemm, Problem};
 pub use matrix::{GpuMatrix, GpuProduct, MatMut, MatRef, Matrix};
 pub use options::{
-    Accuracy, Algorithm, AlgorithmInfo, BlockSizes, CpuKernel, CpuOptions, CudaKernel, Device,
-    DeviceKind, DeviceList, FastOptions, GemmOptions, GpuCompletion, GpuMemory, GpuOptions,
+    Accuracy, Algorithm, AlgorithmInfo, BlockSizes, ComplexForm, CpuKernel, CpuOptions, CudaKernel,
+    Device, DeviceKind, DeviceList, FastOptions, GemmOptions, GpuCompletion, GpuMemory, GpuOptions,
     GpuPrecision, Interrupt, SumStores, Variant, ALGORITHMS,
 };
 pub use plan::{FastPlan, OutOfCorePlan, Plan, Route, Spread};

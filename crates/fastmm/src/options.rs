@@ -1279,6 +1279,49 @@ impl GpuOptions {
     }
 }
 
+/// How a complex product is made of real ones (see `fastmm::complex`,
+/// which states each form's bound); cuBLAS's own complex products on
+/// GPU-resident interleaved operands are the same two forms (cgemm/zgemm
+/// and cgemm3m/zgemm3m).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComplexForm {
+    /// Four real products: the complex product's own rounding bound.
+    Classical,
+    /// Three real products (Gauss's trick, "3M"): a quarter fewer
+    /// multiplications, a weaker componentwise bound on the imaginary part.
+    Gauss,
+}
+
+impl ComplexForm {
+    /// The form a level runs: the classical four real products at
+    /// `native` (the complex product's own componentwise bound, as
+    /// zgemm's), Gauss's three (3M) at the relaxed levels, which bound
+    /// products norm-wise.
+    pub fn for_level(level: Accuracy) -> ComplexForm {
+        match level {
+            Accuracy::Native => ComplexForm::Classical,
+            _ => ComplexForm::Gauss,
+        }
+    }
+
+    /// The form's name: "4m" or "3m".
+    pub fn name(self) -> &'static str {
+        match self {
+            ComplexForm::Classical => "4m",
+            ComplexForm::Gauss => "3m",
+        }
+    }
+
+    /// Real products per complex product.
+    pub fn products(self) -> usize {
+        match self {
+            ComplexForm::Classical => 4,
+            ComplexForm::Gauss => 3,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

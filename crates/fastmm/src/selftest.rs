@@ -141,6 +141,12 @@ pub fn run_reporting(
         rows.push(gpu::emulation_twin_checks::<f32>(ctx));
         rows.push(gpu::emulation_twin_checks::<f64>(ctx));
     }
+    // cuBLAS's complex products: with the whole self-test or `cublas`.
+    #[cfg(feature = "cuda")]
+    if kind == DeviceKind::Cuda && selected(Algorithm::Cublas) {
+        rows.push(gpu::resident_complex_checks::<f32>(ctx));
+        rows.push(gpu::resident_complex_checks::<f64>(ctx));
+    }
     #[cfg(feature = "cuda")]
     if kind == DeviceKind::Cuda && whole {
         for &dtype in &DType::ALL {
@@ -703,6 +709,7 @@ fn check_algorithm<T: Element>(
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use crate::complex::{ComplexForm, ComplexMatrix};
     use crate::cuda::kernels::gemm::fast::{contiguous_rows_aligned, simt_micro_tiles, FastConfig};
     use crate::cuda::kernels::gemm::schedule::FastSchedule;
     use crate::cuda::products::hosted::Bands;
@@ -978,6 +985,205 @@ mod gpu {
             }
         }
         row
+    }
+
+    /// A complex matrix in device memory, interleaved: row-major, or, when
+    /// `transposed`, its transpose uploaded row-major and read as a
+    /// transposed view; the matrix counts complex elements.
+    fn resident_complex<T: Element>(
+        gpu: &Gpu,
+        x: &ComplexMatrix<T>,
+        transposed: bool,
+    ) -> Result<(crate::cuda::runtime::memory::DeviceMatrix<T>, GpuMatrix), Error> {
+        let (rows, cols) = x.shape();
+        let stored = match transposed {
+            false => Matrix::from_fn(rows, 2 * cols, |i, j| part(x.get(i, j / 2), j)),
+            true => Matrix::from_fn(cols, 2 * rows, |i, j| part(x.get(j / 2, i), j)),
+        };
+        let (memory, real) = resident(gpu, &stored, false)?;
+        if !real.ld.is_multiple_of(2) {
+            return Err(Error::Cuda(format!(
+                "an odd pitch of {} elements for complex rows",
+                real.ld
+            )));
+        }
+        let matrix = GpuMatrix {
+            ptr: real.ptr,
+            rows,
+            cols,
+            ld: real.ld / 2,
+            transposed,
+        };
+        Ok((memory, matrix))
+    }
+
+    /// The real part of an interleaved pair at even columns, the imaginary
+    /// at odd ones.
+    fn part<T: Element>((re, im): (T, T), column: usize) -> T {
+        if column.is_multiple_of(2) {
+            re
+        } else {
+            im
+        }
+    }
+
+    /// A complex C of `shape` read back from interleaved device memory.
+    fn read_back_complex<T: Element>(
+        gpu: &Gpu,
+        memory: &crate::cuda::runtime::memory::DeviceMatrix<T>,
+        (rows, cols): (usize, usize),
+        transposed: bool,
+    ) -> Result<ComplexMatrix<T>, Error> {
+        let stored = read_back(gpu, memory, false)?;
+        let at = |i: usize, j: usize, imaginary: usize| match transposed {
+            false => stored.get(i, 2 * j + imaginary),
+            true => stored.get(j, 2 * i + imaginary),
+        };
+        ComplexMatrix::new(
+            Matrix::from_fn(rows, cols, |i, j| at(i, j, 0)),
+            Matrix::from_fn(rows, cols, |i, j| at(i, j, 1)),
+        )
+    }
+
+    /// cuBLAS's complex products of GPU-resident interleaved operands
+    /// (cgemm/zgemm, cgemm3m/zgemm3m): Gaussian integers exact in both
+    /// forms and floats within each form's bound, row-major and
+    /// transposed views of A, B and C, batches sharing B, outputs
+    /// pre-filled with the poison value; shapes of one, primes, rectangles.
+    pub(super) fn resident_complex_checks<T: Element>(ctx: &Context) -> Check {
+        let mut row = Check::new(format!("GPU-resident complex (cuBLAS) {}", T::DTYPE));
+        let mut rng = seeded_rng(59);
+        let layouts = [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (false, false, true),
+            (true, true, true),
+        ];
+        let shapes = [(1, 1, 1), (1, 9, 7), (33, 17, 65), (257, 129, 130)];
+        for form in [ComplexForm::Classical, ComplexForm::Gauss] {
+            for &(m, k, n) in &shapes {
+                for integers in [true, false] {
+                    let mut draw = |rows, cols| -> Result<ComplexMatrix<T>, Error> {
+                        let part = |rng: &mut SeededRng| match integers {
+                            true => Matrix::from_fn(rows, cols, |_, _| {
+                                T::from_f64(rand::Rng::random_range(rng, -8i32..=8) as f64)
+                            }),
+                            false => random_matrix::<T>(rows, cols, rng),
+                        };
+                        ComplexMatrix::new(part(&mut rng), part(&mut rng))
+                    };
+                    let drawn = (0..2).map(|_| draw(m, k)).collect::<Result<Vec<_>, _>>();
+                    let (a, b) = match drawn.and_then(|a| Ok((a, draw(k, n)?))) {
+                        Ok(ab) => ab,
+                        Err(e) => {
+                            row.failures.push(format!("{m}×{k}×{n}: {e}"));
+                            continue;
+                        }
+                    };
+                    for layout in layouts {
+                        let label = format!(
+                            "{} {m}×{k}×{n} {} layout {layout:?}",
+                            form.name(),
+                            if integers { "integers" } else { "floats" }
+                        );
+                        match complex_batch(ctx, &a, &b, layout, form) {
+                            Err(e) => row.failures.push(format!("{label}: {e}")),
+                            Ok(got) => {
+                                let checked = got.iter().zip(&a).try_for_each(|(c, a)| {
+                                    let want = crate::complex::ComplexMatrix::new(
+                                        exact_product(a.re(), b.re(), a.im(), b.im(), true),
+                                        exact_product(a.re(), b.im(), a.im(), b.re(), false),
+                                    )?;
+                                    let ok = match integers {
+                                        true => c == &want,
+                                        false => crate::complex::verify(a, &b, c, 1.0, form)?.ok,
+                                    };
+                                    match ok {
+                                        true => Ok(()),
+                                        false => Err(Error::InvalidOption(
+                                            "differs from the product beyond its bound".into(),
+                                        )),
+                                    }
+                                });
+                                match checked {
+                                    Ok(()) => row.passed += 1,
+                                    Err(e) => row.failures.push(format!("{label}: {e}")),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        row
+    }
+
+    /// x·y ∓ z·w in f64 (exact for the small integers the checks draw),
+    /// rounded to T: the real part (−) or the imaginary (+) of a complex
+    /// product.
+    fn exact_product<T: Element>(
+        x: &Matrix<T>,
+        y: &Matrix<T>,
+        z: &Matrix<T>,
+        w: &Matrix<T>,
+        minus: bool,
+    ) -> Matrix<T> {
+        let dot = |p: &Matrix<T>, q: &Matrix<T>, i: usize, j: usize| -> f64 {
+            (0..p.cols())
+                .map(|l| p.get(i, l).to_f64() * q.get(l, j).to_f64())
+                .sum()
+        };
+        Matrix::from_fn(x.rows(), y.cols(), |i, j| {
+            let second = dot(z, w, i, j);
+            T::from_f64(dot(x, y, i, j) + if minus { -second } else { second })
+        })
+    }
+
+    /// C_i = A_i·B for interleaved complex operands on the GPU, B shared,
+    /// each operand row-major or a transposed view by `(ta, tb, tc)`.
+    fn complex_batch<T: Element>(
+        ctx: &Context,
+        a: &[ComplexMatrix<T>],
+        b: &ComplexMatrix<T>,
+        (ta, tb, tc): (bool, bool, bool),
+        form: ComplexForm,
+    ) -> Result<Vec<ComplexMatrix<T>>, Error> {
+        let gpu = ctx.gpu()?;
+        let ((m, _), n) = (a[0].shape(), b.shape().1);
+        let poison = ComplexMatrix::new(
+            Matrix::filled(m, n, T::poison()),
+            Matrix::filled(m, n, T::poison()),
+        )?;
+        let (_b_memory, b_matrix) = resident_complex(gpu, b, tb)?;
+        let mut held = Vec::new();
+        let mut products = Vec::new();
+        for a in a {
+            let (a_memory, a_matrix) = resident_complex(gpu, a, ta)?;
+            let (c_memory, c_matrix) = resident_complex(gpu, &poison, tc)?;
+            products.push(GpuProduct {
+                a: a_matrix,
+                b: b_matrix,
+                c: c_matrix,
+            });
+            held.push((a_memory, c_memory));
+        }
+        let opts = GemmOptions::new(Algorithm::Cublas);
+        // SAFETY: every matrix is this GPU's memory of interleaved complex
+        // elements of T's parts, allocated above and alive until the reads
+        // below; the outputs are separate allocations, apart from each
+        // other and from A and B.
+        unsafe {
+            ctx.gemm_gpu_complex_batch::<T>(
+                &products,
+                form,
+                &opts,
+                crate::options::GpuCompletion::Complete,
+            )
+        }?;
+        held.iter()
+            .map(|(_, c_memory)| read_back_complex(gpu, c_memory, (m, n), tc))
+            .collect()
     }
 
     /// cuda-fast's schedules for the last waves of tiles, for every kernel

@@ -1,16 +1,19 @@
 //! cuBLAS: sgemm and dgemm, and the tensor-core modes of f32 data, through
-//! the row-major swap C = A·B ⇔ Cᵀ = Bᵀ·Aᵀ.
+//! the row-major swap C = A·B ⇔ Cᵀ = Bᵀ·Aᵀ; and its complex products
+//! (cgemm, zgemm and their 3M forms) on interleaved operands, likewise.
 
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
 use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
-use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx, StridedBatch};
+use crate::cuda::runtime::blas::{
+    complex_gemm as blas_complex_gemm, gemm_ex, BlasMatrix, GemmEx, StridedBatch,
+};
 use crate::cuda::runtime::compile::{KernelKey, KernelSource};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
 use crate::element::{DType, Element};
 use crate::error::Error;
-use crate::options::GpuPrecision;
+use crate::options::{ComplexForm, GpuPrecision};
 
 /// c ← α·a·b + β·c with `cublasGemmEx`: sgemm's and dgemm's arithmetic,
 /// or for f32 data a tensor-core `precision` (a and b then hold operands
@@ -145,6 +148,107 @@ pub(crate) fn gemm_batched<T: Element>(
     // to host scalars of the compute type that outlive the call. Row-major
     // C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B first, n × m.
     unsafe { gemm_ex(gpu, &call, "cublasGemmEx failed") }
+}
+
+/// c ← α·a·b + β·c for complex matrices stored interleaved (each element
+/// a (real, imaginary) pair of T: complex64 for f32, complex128 for f64,
+/// as numpy, torch and CUDA store them), with cuBLAS's own complex
+/// product: `form` Classical is cgemm/zgemm (the complex product's own
+/// componentwise bound), Gauss their 3M forms. The shape, leading dimensions and α, β (real here) count complex
+/// elements; layouts as [`gemm`]'s.
+pub(crate) fn complex_gemm<T: Element>(
+    gpu: &Gpu,
+    form: ComplexForm,
+    DeviceGemm {
+        shape: (m, k, n),
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    }: DeviceGemm<T>,
+) -> Result<(), Error> {
+    use cudarc::cublas::sys::{cublasComputeType_t as Compute, cudaDataType as Data};
+    let (data, compute) = match T::DTYPE {
+        DType::F32 => (Data::CUDA_C_32F, Compute::CUBLAS_COMPUTE_32F),
+        DType::F64 => (Data::CUDA_C_64F, Compute::CUBLAS_COMPUTE_64F),
+        other => {
+            return Err(Error::Unsupported {
+                algorithm: "cublas",
+                what: format!("complex products with {other} parts"),
+            })
+        }
+    };
+    if c.trans {
+        return Err(Error::Unsupported {
+            algorithm: "cublas",
+            what: "a transposed output (C is written row-major)".into(),
+        });
+    }
+    let (m, k, n) = (to_i32("m", m)?, to_i32("k", k)?, to_i32("n", n)?);
+    let (lda, ldb, ldc) = (
+        to_i32("lda", a.ld)?,
+        to_i32("ldb", b.ld)?,
+        to_i32("ldc", c.ld)?,
+    );
+    // α and β as complex host scalars of the parts' type, in cuBLAS's own
+    // types: cuDoubleComplex is 16-byte aligned, and cuBLAS reads it with
+    // aligned loads (an f64 pair at an 8-byte boundary crashed the
+    // process on a complex128 product).
+    use cudarc::cublas::sys::{double2, float2};
+    let complex64 = |x: T| float2 {
+        x: x.to_f64() as f32,
+        y: 0.0,
+    };
+    let complex128 = |x: T| double2 {
+        x: x.to_f64(),
+        y: 0.0,
+    };
+    let (singles, doubles) = (
+        [complex64(alpha), complex64(beta)],
+        [complex128(alpha), complex128(beta)],
+    );
+    let (alpha, beta): (*const std::ffi::c_void, *const std::ffi::c_void) = match T::DTYPE {
+        DType::F64 => (
+            (&doubles[0] as *const double2).cast(),
+            (&doubles[1] as *const double2).cast(),
+        ),
+        _ => (
+            (&singles[0] as *const float2).cast(),
+            (&singles[1] as *const float2).cast(),
+        ),
+    };
+    let matrix = |ptr, ld| BlasMatrix {
+        ptr,
+        dtype: data,
+        ld,
+    };
+    let call = GemmEx {
+        // The row-major swap: cuBLAS's A is our B.
+        transposed: (b.trans, a.trans),
+        dims: (n, m, k),
+        alpha,
+        a: matrix(b.ptr, ldb),
+        b: matrix(a.ptr, lda),
+        beta,
+        c: matrix(c.ptr, ldc),
+        compute,
+        batch: StridedBatch::ONE,
+    };
+    // SAFETY: a and b address m×k and k×n interleaved complex matrices of
+    // T's parts (row-major, or column-major where transposed, as the op
+    // flags say), c an m×n one, with these leading dimensions in complex
+    // elements (the caller's contract); α and β point to complex host
+    // scalars that outlive the call. Row-major C = A·B is column-major
+    // Cᵀ = Bᵀ·Aᵀ: B first, n × m.
+    unsafe {
+        blas_complex_gemm(
+            gpu,
+            &call,
+            form == ComplexForm::Gauss,
+            "cuBLAS's complex product failed",
+        )
+    }
 }
 
 /// A contiguous f32 matrix of `len` elements at `src`, converted on the GPU

@@ -388,6 +388,38 @@ pub(crate) fn multiply_resident_batch<T: Element>(
     Ok(start.elapsed().as_secs_f64() * 1e3)
 }
 
+/// Complex products of GPU-resident interleaved operands with cuBLAS's own
+/// complex GEMM (`form`: cgemm/zgemm, or their 3M forms), queued on
+/// `gpu`'s stream one after another (after the caller's stream's work,
+/// with [`GpuCompletion::OnStream`]), then waited for or ordered before
+/// that stream; returns the host milliseconds from the first queued to
+/// that point.
+pub(crate) fn multiply_complex_resident<T: Element>(
+    gpu: &Gpu,
+    form: crate::options::ComplexForm,
+    products: &[DeviceGemm<T>],
+    opts: &GemmOptions,
+    completion: GpuCompletion,
+) -> Result<f64, Error> {
+    check_resident(opts)?;
+    let start = Instant::now();
+    if let GpuCompletion::OnStream(stream) = completion {
+        gpu.order_after(stream)?;
+    }
+    let queued = products.iter().try_for_each(|product| {
+        opts.check_interrupt()?;
+        crate::cuda::kernels::cublas::complex_gemm(gpu, form, *product)
+    });
+    // What was queued is waited for, or ordered before the caller's
+    // stream, on a failure too: the caller may free the operands next.
+    let finished = match queued {
+        Ok(()) => finish(gpu, completion),
+        Err(e) => gpu.synchronize().and(Err(e)),
+    };
+    finished?;
+    Ok(start.elapsed().as_secs_f64() * 1e3)
+}
+
 /// `products` with each transposed view of A or B copied row-major, once
 /// per distinct view (a broadcast operand is copied once), queued on
 /// `gpu`'s stream; the copies are returned to be kept until the stream has

@@ -3,9 +3,11 @@
 //! memory ([`out_of_core`]), Strassen/Winograd with GPU temporaries
 //! ([`strassen`]), and over several GPUs: a schedule's pieces
 //! ([`distributed`]), host-resident bands ([`hosted`]) and Strassen's
-//! levels across the GPUs ([`caps`]).
+//! levels across the GPUs ([`caps`]); and cuBLAS's own complex products
+//! of host matrices ([`complex`]).
 
 pub(crate) mod caps;
+pub(crate) mod complex;
 pub(crate) mod distributed;
 pub(crate) mod hosted;
 pub(crate) mod in_core;

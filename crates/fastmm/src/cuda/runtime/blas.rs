@@ -2,7 +2,8 @@
 //! column-major `cublasGemmEx`, or its strided batch, on this GPU's
 //! handle, described as a value so that the float products
 //! (`kernels::cublas`) and the INT8 products (`kernels::int8`) name no raw
-//! cuBLAS call.
+//! cuBLAS call; and for complex operands the same value through cuBLAS's
+//! typed complex GEMMs (`cublasCgemm`, `cublasZgemm` and their 3M forms).
 
 use std::ffi::c_void;
 
@@ -133,5 +134,105 @@ pub(crate) unsafe fn gemm_ex(gpu: &Gpu, call: &GemmEx, what: &str) -> Result<(),
             )
         }
         .map_err(|e| cuda_err(what, e))
+    })
+}
+
+/// Queues `call`, one complex product (`CUDA_C_32F` or `CUDA_C_64F`
+/// operands, α and β complex host scalars of that type), with cuBLAS's
+/// typed complex GEMM: `cublasCgemm`/`cublasZgemm`, or with `three_m`
+/// their 3M forms `cublasCgemm3m`/`cublasZgemm3m` (one family of calls
+/// for both forms; `cublasGemmEx` has no 3M). A batch is refused here
+/// (cuBLAS has no strided batch of `cublasZgemm3m`) and queued product by
+/// product by the caller.
+///
+/// # Safety
+/// As [`gemm_ex`]; α and β point to `cuComplex` or `cuDoubleComplex`
+/// values at those types' alignment (8 and 16 bytes), which cuBLAS's
+/// aligned loads need.
+pub(crate) unsafe fn complex_gemm(
+    gpu: &Gpu,
+    call: &GemmEx,
+    three_m: bool,
+    what: &str,
+) -> Result<(), Error> {
+    use cudarc::cublas::sys::{
+        cuComplex, cuDoubleComplex, cublasCgemm3m, cublasCgemm_v2, cublasZgemm3m, cublasZgemm_v2,
+    };
+    if call.batch.count != 1 {
+        return Err(Error::Unsupported {
+            algorithm: "cublas",
+            what: "a strided batch of complex products".into(),
+        });
+    }
+    let op = |t: bool| if t { CUBLAS_OP_T } else { CUBLAS_OP_N };
+    let (m, n, k) = call.dims;
+    let (ta, tb) = (op(call.transposed.0), op(call.transposed.1));
+    let (lda, ldb, ldc) = (call.a.ld, call.b.ld, call.c.ld);
+    gpu.with_blas(|blas| {
+        let h = *blas.handle();
+        let status = match (call.a.dtype, three_m) {
+            (cudaDataType::CUDA_C_32F, _) => {
+                let f = if three_m {
+                    cublasCgemm3m
+                } else {
+                    cublasCgemm_v2
+                };
+                let p = |ptr: u64| ptr as *const cuComplex;
+                // SAFETY: the caller's contract covers every pointer; the
+                // operands and scalars are single-precision complex.
+                unsafe {
+                    f(
+                        h,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        call.alpha.cast(),
+                        p(call.a.ptr),
+                        lda,
+                        p(call.b.ptr),
+                        ldb,
+                        call.beta.cast(),
+                        call.c.ptr as *mut cuComplex,
+                        ldc,
+                    )
+                }
+            }
+            (cudaDataType::CUDA_C_64F, _) => {
+                let f = if three_m {
+                    cublasZgemm3m
+                } else {
+                    cublasZgemm_v2
+                };
+                let p = |ptr: u64| ptr as *const cuDoubleComplex;
+                // SAFETY: as above, double-precision complex.
+                unsafe {
+                    f(
+                        h,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        call.alpha.cast(),
+                        p(call.a.ptr),
+                        lda,
+                        p(call.b.ptr),
+                        ldb,
+                        call.beta.cast(),
+                        call.c.ptr as *mut cuDoubleComplex,
+                        ldc,
+                    )
+                }
+            }
+            (other, _) => {
+                return Err(Error::Unsupported {
+                    algorithm: "cublas",
+                    what: format!("a complex product of {other:?} operands"),
+                })
+            }
+        };
+        status.result().map_err(|e| cuda_err(what, e))
     })
 }
