@@ -829,19 +829,9 @@ impl Context {
         completion: GpuCompletion,
     ) -> Result<Timing, Error> {
         let gpu = self.gpu()?;
-        let Some(first) = products.first() else {
+        let Some(shape) = check_batch(products, std::mem::size_of::<T>())? else {
             return Ok(Timing::default());
         };
-        let shape = (first.a.rows, first.a.cols, first.b.cols);
-        for p in products {
-            check_gpu_product(p, shape)?;
-            if p.c.transposed != first.c.transposed {
-                return Err(Error::InvalidOption(
-                    "a batch's outputs share one layout: row-major, or all transposed views".into(),
-                ));
-            }
-        }
-        check_disjoint_outputs(products, std::mem::size_of::<T>())?;
         let mut resolved = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
         // The 16-bit modes convert host operands on upload; on resident
         // f32 operands `auto` at `bf16` takes TF32, the fastest product
@@ -865,36 +855,7 @@ impl Context {
                 what: "an empty inner dimension on GPU-resident operands".into(),
             });
         }
-        let operand = |m: GpuMatrix| crate::cuda::kernels::gemm::Operand {
-            ptr: m.ptr,
-            ld: m.ld,
-            trans: m.transposed,
-        };
-        // The batch shares one shape, so its outputs share one layout (a
-        // transposed C in one product and not another is refused above);
-        // a transposed C is the row-major Cᵀ = Bᵀ·Aᵀ.
-        let c_transposed = first.c.transposed;
-        let shape = match c_transposed {
-            false => shape,
-            true => (shape.2, shape.1, shape.0),
-        };
-        let device: Vec<_> = products
-            .iter()
-            .map(|p| {
-                let (a, b, c) = match c_transposed {
-                    false => (p.a, p.b, p.c),
-                    true => (p.b.t(), p.a.t(), p.c.t()),
-                };
-                crate::cuda::kernels::gemm::DeviceGemm {
-                    shape,
-                    alpha,
-                    a: operand(a),
-                    b: operand(b),
-                    beta,
-                    c: operand(c),
-                }
-            })
-            .collect();
+        let device = device_batch(products, alpha, beta);
         let ms = crate::cuda::products::in_core::multiply_resident_batch(
             gpu, &device, &opts, completion,
         )?;
@@ -958,19 +919,9 @@ impl Context {
         }
         opts.validate()?;
         opts.check_interrupt()?;
-        let Some(first) = products.first() else {
+        let Some(shape) = check_batch(products, 2 * std::mem::size_of::<T>())? else {
             return Ok(Timing::default());
         };
-        let shape = (first.a.rows, first.a.cols, first.b.cols);
-        for p in products {
-            check_gpu_product(p, shape)?;
-            if p.c.transposed != first.c.transposed {
-                return Err(Error::InvalidOption(
-                    "a batch's outputs share one layout: row-major, or all transposed views".into(),
-                ));
-            }
-        }
-        check_disjoint_outputs(products, 2 * std::mem::size_of::<T>())?;
         if shape.0 == 0 || shape.2 == 0 {
             return Ok(Timing::default());
         }
@@ -980,32 +931,9 @@ impl Context {
                 what: "an empty inner dimension on GPU-resident operands".into(),
             });
         }
-        let operand = |m: GpuMatrix| crate::cuda::kernels::gemm::Operand {
-            ptr: m.ptr,
-            ld: m.ld,
-            trans: m.transposed,
-        };
-        let c_transposed = first.c.transposed;
-        let device: Vec<_> = products
-            .iter()
-            .map(|p| {
-                // A transposed C is the row-major Cᵀ = Bᵀ·Aᵀ (no
-                // conjugation: the transpose of a product of complex
-                // matrices is the product of their transposes).
-                let (a, b, c) = match c_transposed {
-                    false => (p.a, p.b, p.c),
-                    true => (p.b.t(), p.a.t(), p.c.t()),
-                };
-                crate::cuda::kernels::gemm::DeviceGemm {
-                    shape: (a.rows, a.cols, b.cols),
-                    alpha: T::ONE,
-                    a: operand(a),
-                    b: operand(b),
-                    beta: T::ZERO,
-                    c: operand(c),
-                }
-            })
-            .collect();
+        // (A transposed C needs no conjugation: the transpose of a product
+        // of complex matrices is the product of their transposes.)
+        let device = device_batch(products, T::ONE, T::ZERO);
         let ms = crate::cuda::products::in_core::multiply_complex_resident(
             gpu, form, &device, opts, completion,
         )?;
@@ -1014,6 +942,63 @@ impl Context {
             ..Timing::default()
         })
     }
+}
+
+/// A batch's shape (m, k, n), `None` for an empty batch: every product
+/// of that shape with valid leading dimensions, the outputs of one layout
+/// and apart from each other (elements of `item` bytes).
+#[cfg(feature = "cuda")]
+fn check_batch(
+    products: &[GpuProduct],
+    item: usize,
+) -> Result<Option<(usize, usize, usize)>, Error> {
+    let Some(first) = products.first() else {
+        return Ok(None);
+    };
+    let shape = (first.a.rows, first.a.cols, first.b.cols);
+    for p in products {
+        check_gpu_product(p, shape)?;
+        if p.c.transposed != first.c.transposed {
+            return Err(Error::InvalidOption(
+                "a batch's outputs share one layout: row-major, or all transposed views".into(),
+            ));
+        }
+    }
+    check_disjoint_outputs(products, item)?;
+    Ok(Some(shape))
+}
+
+/// A checked batch as the kernels take it, each product C ← α·A·B + β·C
+/// with a row-major C: the batch shares one shape, so its outputs share
+/// one layout, and a transposed C is the row-major Cᵀ = Bᵀ·Aᵀ.
+#[cfg(feature = "cuda")]
+fn device_batch<T: Element>(
+    products: &[GpuProduct],
+    alpha: T,
+    beta: T,
+) -> Vec<crate::cuda::kernels::gemm::DeviceGemm<T>> {
+    let operand = |m: GpuMatrix| crate::cuda::kernels::gemm::Operand {
+        ptr: m.ptr,
+        ld: m.ld,
+        trans: m.transposed,
+    };
+    products
+        .iter()
+        .map(|p| {
+            let (a, b, c) = match p.c.transposed {
+                false => (p.a, p.b, p.c),
+                true => (p.b.t(), p.a.t(), p.c.t()),
+            };
+            crate::cuda::kernels::gemm::DeviceGemm {
+                shape: (a.rows, a.cols, b.cols),
+                alpha,
+                a: operand(a),
+                b: operand(b),
+                beta,
+                c: operand(c),
+            }
+        })
+        .collect()
 }
 
 /// One GPU-resident product's shapes against the batch's (m, k, n), and

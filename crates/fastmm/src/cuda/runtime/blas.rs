@@ -168,65 +168,38 @@ pub(crate) unsafe fn complex_gemm(
     let (m, n, k) = call.dims;
     let (ta, tb) = (op(call.transposed.0), op(call.transposed.1));
     let (lda, ldb, ldc) = (call.a.ld, call.b.ld, call.c.ld);
+    // The two precisions' calls differ only in the element type.
+    macro_rules! typed {
+        ($element:ty, $classical:ident, $gauss:ident, $h:expr) => {{
+            let f = if three_m { $gauss } else { $classical };
+            // SAFETY: the caller's contract covers every pointer, and the
+            // operands and scalars are of this element type.
+            unsafe {
+                f(
+                    $h,
+                    ta,
+                    tb,
+                    m,
+                    n,
+                    k,
+                    call.alpha.cast(),
+                    call.a.ptr as *const $element,
+                    lda,
+                    call.b.ptr as *const $element,
+                    ldb,
+                    call.beta.cast(),
+                    call.c.ptr as *mut $element,
+                    ldc,
+                )
+            }
+        }};
+    }
     gpu.with_blas(|blas| {
         let h = *blas.handle();
-        let status = match (call.a.dtype, three_m) {
-            (cudaDataType::CUDA_C_32F, _) => {
-                let f = if three_m {
-                    cublasCgemm3m
-                } else {
-                    cublasCgemm_v2
-                };
-                let p = |ptr: u64| ptr as *const cuComplex;
-                // SAFETY: the caller's contract covers every pointer; the
-                // operands and scalars are single-precision complex.
-                unsafe {
-                    f(
-                        h,
-                        ta,
-                        tb,
-                        m,
-                        n,
-                        k,
-                        call.alpha.cast(),
-                        p(call.a.ptr),
-                        lda,
-                        p(call.b.ptr),
-                        ldb,
-                        call.beta.cast(),
-                        call.c.ptr as *mut cuComplex,
-                        ldc,
-                    )
-                }
-            }
-            (cudaDataType::CUDA_C_64F, _) => {
-                let f = if three_m {
-                    cublasZgemm3m
-                } else {
-                    cublasZgemm_v2
-                };
-                let p = |ptr: u64| ptr as *const cuDoubleComplex;
-                // SAFETY: as above, double-precision complex.
-                unsafe {
-                    f(
-                        h,
-                        ta,
-                        tb,
-                        m,
-                        n,
-                        k,
-                        call.alpha.cast(),
-                        p(call.a.ptr),
-                        lda,
-                        p(call.b.ptr),
-                        ldb,
-                        call.beta.cast(),
-                        call.c.ptr as *mut cuDoubleComplex,
-                        ldc,
-                    )
-                }
-            }
-            (other, _) => {
+        let status = match call.a.dtype {
+            cudaDataType::CUDA_C_32F => typed!(cuComplex, cublasCgemm_v2, cublasCgemm3m, h),
+            cudaDataType::CUDA_C_64F => typed!(cuDoubleComplex, cublasZgemm_v2, cublasZgemm3m, h),
+            other => {
                 return Err(Error::Unsupported {
                     algorithm: "cublas",
                     what: format!("a complex product of {other:?} operands"),
