@@ -634,6 +634,37 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_context_has_no_complex_product_of_its_own() {
+        // Only a GPU context has one (cuBLAS's); on the CPU every
+        // algorithm goes through the real products, and `cublas` is
+        // refused there with a typed error, C untouched by a product.
+        let ctx = Context::cpu();
+        let (m, k, n) = (3, 4, 5);
+        let [ar, ai, br, bi] = operands(m, k, n);
+        let mut cr = Matrix::<f64>::zeros(m, n);
+        let mut ci = Matrix::<f64>::zeros(m, n);
+        for algorithm in [Algorithm::Cublas, Algorithm::Packed, Algorithm::Auto] {
+            let own = ctx.complex_product(
+                (ar.as_ref(), ai.as_ref()),
+                (br.as_ref(), bi.as_ref()),
+                (cr.as_mut(), ci.as_mut()),
+                ComplexForm::Classical,
+                &GemmOptions::new(algorithm),
+            );
+            assert!(own.is_none(), "{algorithm:?}");
+        }
+        let refused = multiply(
+            &ctx,
+            split(&ar, &ai),
+            split(&br, &bi),
+            split_mut(&mut cr, &mut ci),
+            ComplexForm::Classical,
+            &GemmOptions::new(Algorithm::Cublas),
+        );
+        assert!(refused.is_err());
+    }
+
+    #[test]
     fn interleaved_storage_is_read_and_written_through_strided_views() {
         // numpy's complex128 layout: re, im, re, im, ... row by row.
         let (m, k, n) = (6, 5, 4);
