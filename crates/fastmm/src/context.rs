@@ -864,10 +864,7 @@ impl Context {
             ..Timing::default()
         })
     }
-}
 
-#[cfg(feature = "cuda")]
-impl Context {
     /// Complex products **C ← A·B** on matrices in this context's GPU
     /// memory stored interleaved, each element a (real, imaginary) pair of
     /// T (complex64 for f32 parts, complex128 for f64, as numpy, torch and
