@@ -13,10 +13,13 @@ The operator is registered with ``torch.library`` as ``fastmm::matmul``:
   dimensions. CPU and CUDA tensors of float32, float64, complex64 and
   complex128 (gradients), and int32 and int64 (forward only). Complex
   products are real products of the parts: four at ``native`` (the
-  complex product's own bound), three (3M) at the relaxed levels; with
-  ``algo="cublas"``, CUDA tensors run cuBLAS's own complex products on
-  the interleaved tensors instead (cgemm/zgemm at ``native``,
-  cgemm3m/zgemm3m at the relaxed levels).
+  complex product's own bound), three (3M) at the relaxed levels; on a
+  GPU the parts are split on the device, and ``auto`` there runs
+  cuBLAS's own complex product (cgemm/zgemm, as fast as its real ones)
+  where its real products would be cuBLAS's anyway. With
+  ``algo="cublas"``, CUDA tensors run cuBLAS's complex products on the
+  interleaved tensors (cgemm/zgemm at ``native``, cgemm3m/zgemm3m at the
+  relaxed levels).
 * **Strides** as torch makes them: CPU views are read in place; on a GPU a
   matrix whose rows or columns are contiguous (a row slice, a batch slice,
   a transposed view such as ``w.mT``) is read in place by cuBLAS and the
@@ -105,12 +108,10 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str, accuracy: str) -> torch
         return out
     if k == 0:
         return out.zero_()
-    if a.device.type == "cuda" and a.dtype in _COMPLEX and algo != "cublas":
-        return _complex_on_gpu(a, b, out, algo, accuracy)
     if a.device.type == "cuda":
-        # (Complex operands with algo="cublas" come here too: cuBLAS's own
-        # complex products, cgemm/zgemm at `native` and their 3M forms at
-        # the relaxed levels, on the interleaved tensors in place.)
+        # (Complex operands come here too: split into real planes on the
+        # device for fastmm's real products, or cuBLAS's own complex
+        # products on the interleaved tensors in place.)
         # The operands and out through DLPack on fastmm's stream: torch
         # orders its current stream's pending work (out's allocation
         # included) before the product, and the current stream waits for
@@ -129,30 +130,6 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str, accuracy: str) -> torch
         a.detach().numpy(), b.detach().numpy(), out=out.numpy(), algo=algo,
         accuracy=accuracy,
     )
-    return out
-
-
-def _complex_on_gpu(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, algo: str, accuracy: str
-) -> torch.Tensor:
-    """A complex product of CUDA tensors as real products of their parts,
-    split once: four (Cᵣ = AᵣBᵣ − AᵢBᵢ, Cᵢ = AᵣBᵢ + AᵢBᵣ: the complex
-    product's own componentwise bound) at ``native``, three (3M, Gauss's
-    Cᵢ = (Aᵣ + Aᵢ)(Bᵣ + Bᵢ) − AᵣBᵣ − AᵢBᵢ, whose imaginary part is bounded
-    normwise only: Higham §23.2.4) at the relaxed levels. Each real product
-    is fastmm's at that level (the emulated one where it is fastest)."""
-    a, b = a.detach(), b.detach()
-    ar, ai = a.real.contiguous(), a.imag.contiguous()
-    br, bi = b.real.contiguous(), b.imag.contiguous()
-    real = lambda x, y: torch.ops.fastmm.matmul(x, y, algo, accuracy)  # noqa: E731
-    p1, p2 = real(ar, br), real(ai, bi)
-    if accuracy == "native":
-        out.real.copy_(p1 - p2)
-        out.imag.copy_(real(ar, bi) + real(ai, br))
-    else:
-        p3 = real(ar + ai, br + bi)
-        out.real.copy_(p1 - p2)
-        out.imag.copy_(p3 - p1 - p2)
     return out
 
 

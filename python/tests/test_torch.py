@@ -108,14 +108,15 @@ def test_gradcheck(device, shapes):
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 @pytest.mark.parametrize("accuracy", ["native", "bound"])
 @pytest.mark.parametrize("shapes", [SHAPES[0], SHAPES[2], SHAPES[3], SHAPES[7], SHAPES[10], SHAPES[12]], ids=str)
-@pytest.mark.parametrize("algo", ["auto", "cublas"])
+@pytest.mark.parametrize("algo", ["auto", "cublas", "emulated"])
 def test_complex_products(device, dtype, accuracy, shapes, algo):
     # Gaussian integers: every real product of the parts, and their sums,
     # are exact at both levels; then random values within the classical
     # complex bound (native) or 3M's normwise one (bound). On CUDA tensors
-    # `cublas` is cuBLAS's own complex product (cgemm/zgemm, 3M forms).
-    if algo == "cublas" and device == "cpu":
-        pytest.skip("cuBLAS runs on CUDA tensors")
+    # `cublas` is cuBLAS's own complex product (cgemm/zgemm, 3M forms), and
+    # `emulated` real products of the parts split on the device.
+    if algo != "auto" and device == "cpu":
+        pytest.skip(f"{algo} runs here on CUDA tensors")
     gen = torch.Generator().manual_seed(9)
     parts = lambda s: torch.randint(-40, 40, (2, *s), generator=gen)  # noqa: E731
     a, b = (torch.complex(*parts(s).double(), ).to(dtype).to(device) for s in shapes)
@@ -140,10 +141,10 @@ def test_complex_products(device, dtype, accuracy, shapes, algo):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("algo", ["auto", "cublas"])
+@pytest.mark.parametrize("algo", ["auto", "cublas", "emulated"])
 def test_complex_gradcheck(device, algo):
-    if algo == "cublas" and device == "cpu":
-        pytest.skip("cuBLAS runs on CUDA tensors")
+    if algo != "auto" and device == "cpu":
+        pytest.skip(f"{algo} runs here on CUDA tensors")
     gen = torch.Generator().manual_seed(6)
     a = torch.randn(2, 5, 7, dtype=torch.complex128, generator=gen).to(device).requires_grad_()
     b = torch.randn(7, 3, dtype=torch.complex128, generator=gen).to(device).requires_grad_()

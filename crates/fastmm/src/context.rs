@@ -832,19 +832,7 @@ impl Context {
         let Some(shape) = check_batch(products, std::mem::size_of::<T>())? else {
             return Ok(Timing::default());
         };
-        let mut resolved = self.resolve_for::<T>(opts, shape, beta == T::ZERO)?;
-        // The 16-bit modes convert host operands on upload; on resident
-        // f32 operands `auto` at `bf16` takes TF32, the fastest product
-        // there that meets the level.
-        if opts.algorithm == Algorithm::Auto
-            && matches!(
-                resolved.gpu.precision,
-                Some(GpuPrecision::Bf16 | GpuPrecision::F16)
-            )
-        {
-            resolved.gpu.precision = Some(GpuPrecision::Tf32);
-        }
-        let opts = resolved;
+        let opts = self.resolve_resident::<T>(opts, shape, beta == T::ZERO)?;
         opts.check_interrupt()?;
         if shape.0 == 0 || shape.2 == 0 {
             return Ok(Timing::default());
@@ -865,20 +853,54 @@ impl Context {
         })
     }
 
+    /// [`Context::resolve_for`] for GPU-resident operands: the 16-bit
+    /// modes convert host operands on upload, so on resident f32 operands
+    /// `auto` at `bf16` takes TF32, the fastest product there that meets
+    /// the level.
+    fn resolve_resident<T: Element>(
+        &self,
+        opts: &GemmOptions,
+        shape: (usize, usize, usize),
+        beta_is_zero: bool,
+    ) -> Result<GemmOptions, Error> {
+        let mut resolved = self.resolve_for::<T>(opts, shape, beta_is_zero)?;
+        if opts.algorithm == Algorithm::Auto
+            && matches!(
+                resolved.gpu.precision,
+                Some(GpuPrecision::Bf16 | GpuPrecision::F16)
+            )
+        {
+            resolved.gpu.precision = Some(GpuPrecision::Tf32);
+        }
+        Ok(resolved)
+    }
+
     /// Complex products **C ← A·B** on matrices in this context's GPU
     /// memory stored interleaved, each element a (real, imaginary) pair of
     /// T (complex64 for f32 parts, complex128 for f64, as numpy, torch and
-    /// CUDA store them), with cuBLAS's own complex products: `form`
-    /// [`ComplexForm::Classical`] runs cgemm/zgemm (the complex product's
-    /// componentwise bound, the `native` level), [`ComplexForm::Gauss`]
-    /// cgemm3m/zgemm3m (three real products' worth: a weaker bound on the
-    /// imaginary part; see [`crate::complex`]). Shapes, leading dimensions
-    /// and the matrices of [`GpuMatrix`] count complex elements;
-    /// transposed views are read in place; a transposed C is written as
-    /// the row-major Cᵀ = Bᵀ·Aᵀ. The algorithm must be `auto` or `cublas`:
-    /// fastmm's own algorithms multiply complex matrices as split real
-    /// parts ([`crate::complex::multiply`]). Completion as
-    /// [`Context::gemm_gpu_batch`].
+    /// CUDA store them). Shapes, leading dimensions and the matrices of
+    /// [`GpuMatrix`] count complex elements; transposed views are read in
+    /// place; a transposed C is written as the row-major Cᵀ = Bᵀ·Aᵀ.
+    ///
+    /// `form` is the complex product's: [`ComplexForm::Classical`] (four
+    /// real products' worth, the complex product's componentwise bound, the
+    /// `native` level) or [`ComplexForm::Gauss`] (three, 3M: a weaker bound
+    /// on the imaginary part; see [`crate::complex`]). The algorithm
+    /// chooses who multiplies:
+    /// * `cublas`: cuBLAS's own complex products on the interleaved
+    ///   matrices, cgemm/zgemm or cgemm3m/zgemm3m;
+    /// * fastmm's algorithms (`emulated`, `winograd`, ...): the operands
+    ///   split into real planes on the GPU once (a broadcast operand once),
+    ///   fastmm's real products of them at the options' level, and C
+    ///   interleaved from their results ([`crate::complex::multiply`]'s
+    ///   steps, with GPU memory for the planes: two or three per operand,
+    ///   two or three per product);
+    /// * `auto`: the split parts where `auto` would give the real products
+    ///   to anything but cuBLAS in the parts' own type (the emulated
+    ///   product on large shapes, TF32 at `tf32`), else cuBLAS's complex
+    ///   product, which is as fast as its real ones with no split.
+    ///
+    /// Completion as [`Context::gemm_gpu_batch`].
     ///
     /// # Safety
     /// As [`Context::gemm_gpu_batch`], for memory of complex elements of
@@ -896,44 +918,54 @@ impl Context {
             crate::element::DType::F32 | crate::element::DType::F64
         ) {
             return Err(Error::Unsupported {
-                algorithm: "cublas",
+                algorithm: opts.algorithm.name(),
                 what: format!("complex products with {} parts", T::DTYPE),
             });
-        }
-        if !matches!(opts.algorithm, Algorithm::Auto | Algorithm::Cublas) {
-            return Err(Error::Unsupported {
-                algorithm: opts.algorithm.name(),
-                what: "complex GPU-resident interleaved operands (cuBLAS's complex products run them; fastmm's algorithms take split parts)".into(),
-            });
-        }
-        if matches!(
-            opts.gpu.precision,
-            Some(GpuPrecision::Tf32 | GpuPrecision::Bf16 | GpuPrecision::F16)
-        ) {
-            return Err(Error::InvalidOption(
-                "cuBLAS's complex products run in the parts' own type; a tensor-core precision applies to real f32 products".into(),
-            ));
         }
         opts.validate()?;
         opts.check_interrupt()?;
         let Some(shape) = check_batch(products, 2 * std::mem::size_of::<T>())? else {
             return Ok(Timing::default());
         };
+        let real = self.resolve_resident::<T>(opts, shape, true)?;
+        let split = match opts.algorithm {
+            Algorithm::Cublas => false,
+            Algorithm::Auto => {
+                real.algorithm != Algorithm::Cublas
+                    || !matches!(real.gpu.precision, None | Some(GpuPrecision::Fp32))
+            }
+            _ => true,
+        };
+        if !split
+            && matches!(
+                opts.gpu.precision,
+                Some(GpuPrecision::Tf32 | GpuPrecision::Bf16 | GpuPrecision::F16)
+            )
+        {
+            return Err(Error::InvalidOption(
+                "cuBLAS's complex products run in the parts' own type; a tensor-core precision applies to real f32 products (fastmm's algorithms run complex products as real ones)".into(),
+            ));
+        }
         if shape.0 == 0 || shape.2 == 0 {
             return Ok(Timing::default());
         }
         if shape.1 == 0 {
             return Err(Error::Unsupported {
-                algorithm: "cublas",
+                algorithm: opts.algorithm.name(),
                 what: "an empty inner dimension on GPU-resident operands".into(),
             });
         }
         // (A transposed C needs no conjugation: the transpose of a product
         // of complex matrices is the product of their transposes.)
         let device = device_batch(products, T::ONE, T::ZERO);
-        let ms = crate::cuda::products::in_core::multiply_complex_resident(
-            gpu, form, &device, opts, completion,
-        )?;
+        let ms = match split {
+            true => crate::cuda::products::complex::multiply_resident_split(
+                gpu, form, &device, &real, completion,
+            )?,
+            false => crate::cuda::products::in_core::multiply_complex_resident(
+                gpu, form, &device, opts, completion,
+            )?,
+        };
         Ok(Timing {
             compute_ms: ms,
             ..Timing::default()

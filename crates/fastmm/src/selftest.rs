@@ -141,11 +141,21 @@ pub fn run_reporting(
         rows.push(gpu::emulation_twin_checks::<f32>(ctx));
         rows.push(gpu::emulation_twin_checks::<f64>(ctx));
     }
-    // cuBLAS's complex products: with the whole self-test or `cublas`.
+    // Complex products of interleaved GPU-resident operands: cuBLAS's own,
+    // and fastmm's real products of their split parts (the emulated one,
+    // a SIMT kernel that copies transposed planes, and auto's choice).
     #[cfg(feature = "cuda")]
-    if kind == DeviceKind::Cuda && selected(Algorithm::Cublas) {
-        rows.push(gpu::resident_complex_checks::<f32>(ctx));
-        rows.push(gpu::resident_complex_checks::<f64>(ctx));
+    if kind == DeviceKind::Cuda {
+        let algorithms = [
+            Algorithm::Cublas,
+            Algorithm::Emulated,
+            Algorithm::CudaFast,
+            Algorithm::Auto,
+        ];
+        for algorithm in algorithms.into_iter().filter(|&a| selected(a)) {
+            rows.push(gpu::resident_complex_checks::<f32>(ctx, algorithm));
+            rows.push(gpu::resident_complex_checks::<f64>(ctx, algorithm));
+        }
     }
     #[cfg(feature = "cuda")]
     if kind == DeviceKind::Cuda && whole {
@@ -1045,13 +1055,21 @@ mod gpu {
         )
     }
 
-    /// cuBLAS's complex products of GPU-resident interleaved operands
-    /// (cgemm/zgemm, cgemm3m/zgemm3m): Gaussian integers exact in both
+    /// Complex products of GPU-resident interleaved operands with
+    /// `algorithm` (`cublas`: cgemm/zgemm, cgemm3m/zgemm3m; fastmm's: real
+    /// products of the parts split on the GPU): Gaussian integers exact in both
     /// forms and floats within each form's bound, row-major and
     /// transposed views of A, B and C, batches sharing B, outputs
     /// pre-filled with the poison value; shapes of one, primes, rectangles.
-    pub(super) fn resident_complex_checks<T: Element>(ctx: &Context) -> Check {
-        let mut row = Check::new(format!("GPU-resident complex (cuBLAS) {}", T::DTYPE));
+    pub(super) fn resident_complex_checks<T: Element>(
+        ctx: &Context,
+        algorithm: Algorithm,
+    ) -> Check {
+        let mut row = Check::new(format!(
+            "GPU-resident complex ({}) {}",
+            algorithm.name(),
+            T::DTYPE
+        ));
         let mut rng = seeded_rng(59);
         let layouts = [
             (false, false, false),
@@ -1087,7 +1105,7 @@ mod gpu {
                             form.name(),
                             if integers { "integers" } else { "floats" }
                         );
-                        match complex_batch(ctx, &a, &b, layout, form) {
+                        match complex_batch(ctx, &a, &b, layout, (form, algorithm)) {
                             Err(e) => row.failures.push(format!("{label}: {e}")),
                             Ok(got) => {
                                 let checked = got.iter().zip(&a).try_for_each(|(c, a)| {
@@ -1141,13 +1159,14 @@ mod gpu {
     }
 
     /// C_i = A_i·B for interleaved complex operands on the GPU, B shared,
-    /// each operand row-major or a transposed view by `(ta, tb, tc)`.
+    /// each operand row-major or a transposed view by `(ta, tb, tc)`, in
+    /// `form` with `algorithm`.
     fn complex_batch<T: Element>(
         ctx: &Context,
         a: &[ComplexMatrix<T>],
         b: &ComplexMatrix<T>,
         (ta, tb, tc): (bool, bool, bool),
-        form: ComplexForm,
+        (form, algorithm): (ComplexForm, Algorithm),
     ) -> Result<Vec<ComplexMatrix<T>>, Error> {
         let gpu = ctx.gpu()?;
         let ((m, _), n) = (a[0].shape(), b.shape().1);
@@ -1168,7 +1187,7 @@ mod gpu {
             });
             held.push((a_memory, c_memory));
         }
-        let opts = GemmOptions::new(Algorithm::Cublas);
+        let opts = GemmOptions::new(algorithm);
         // SAFETY: every matrix is this GPU's memory of interleaved complex
         // elements of T's parts, allocated above and alive until the reads
         // below; the outputs are separate allocations, apart from each

@@ -485,7 +485,7 @@ fn run_lane<T: Element>(
 
 /// The end of a call whose queued work holds no temporaries: the host
 /// waits for it, or the caller's stream is ordered after it.
-fn finish(gpu: &Gpu, completion: GpuCompletion) -> Result<(), Error> {
+pub(crate) fn finish(gpu: &Gpu, completion: GpuCompletion) -> Result<(), Error> {
     match completion {
         GpuCompletion::Complete => gpu.synchronize(),
         GpuCompletion::OnStream(stream) => gpu.order_before(stream),

@@ -62,12 +62,16 @@ pub enum KernelSource {
     /// `transpose.cu`: a transposed (column-major) view copied row-major,
     /// for the products that read row-major operands only (tile unused, 0).
     Transpose,
+    /// `complex.cu`: interleaved complex matrices split into real planes
+    /// and combined back from the real products
+    /// ([`KernelSource::COMPLEX_ENTRIES`]; tile unused, 0).
+    Complex,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
     #[cfg(any(test, feature = "dev"))]
-    pub const ALL: [KernelSource; 14] = [
+    pub const ALL: [KernelSource; 15] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -82,6 +86,7 @@ impl KernelSource {
         KernelSource::Emulated,
         KernelSource::Bytes,
         KernelSource::Transpose,
+        KernelSource::Complex,
     ];
 
     /// The entry points of `emulated.cu`.
@@ -93,6 +98,9 @@ impl KernelSource {
         "emu_accumulate",
         "emu_fixup",
     ];
+
+    /// The entry points of `complex.cu`.
+    pub const COMPLEX_ENTRIES: [&'static str; 2] = ["cx_split", "cx_combine"];
 
     /// The entry points of `bytes.cu`.
     pub const BYTES_ENTRIES: [&'static str; 2] = ["bytes_split", "bytes_combine"];
@@ -121,6 +129,7 @@ impl KernelSource {
             KernelSource::FastMma | KernelSource::FastMbar => dtype == DType::F64,
             KernelSource::Emulated => !dtype.is_integer(),
             KernelSource::Bytes => dtype.is_integer(),
+            KernelSource::Complex => !dtype.is_integer(),
             _ => true,
         }
     }
@@ -141,7 +150,10 @@ impl KernelSource {
                 vec![CUDA_COMBINE_ROWS_PER_BLOCK]
             }
             KernelSource::Convert => vec![0, 1],
-            KernelSource::Emulated | KernelSource::Bytes | KernelSource::Transpose => vec![0],
+            KernelSource::Emulated
+            | KernelSource::Bytes
+            | KernelSource::Transpose
+            | KernelSource::Complex => vec![0],
             KernelSource::FastMma => vec![CUDA_MMA_STAGES],
             KernelSource::FastMbar => vec![MBAR_MICRO_TILE.0],
             _ => simt_micro_tiles(dtype).to_vec(),
@@ -214,6 +226,7 @@ impl KernelSource {
             KernelSource::Emulated => include_str!("../kernels/emulated.cu"),
             KernelSource::Bytes => include_str!("../kernels/bytes.cu"),
             KernelSource::Transpose => include_str!("../kernels/transpose.cu"),
+            KernelSource::Complex => include_str!("../kernels/complex.cu"),
         }
     }
 
@@ -233,6 +246,7 @@ impl KernelSource {
             KernelSource::Emulated => "emu_accumulate",
             KernelSource::Bytes => "bytes_combine",
             KernelSource::Transpose => "transpose",
+            KernelSource::Complex => "cx_combine",
         }
     }
 
@@ -252,6 +266,7 @@ impl KernelSource {
             KernelSource::Emulated => "EMU_TILE",
             KernelSource::Bytes => "BYTES_TILE",
             KernelSource::Transpose => "TRANSPOSE_TILE",
+            KernelSource::Complex => "COMPLEX_TILE",
         }
     }
 }
@@ -566,7 +581,10 @@ mod tests {
                     &[crate::cuda::tunables::CUDA_COMBINE_ROWS_PER_BLOCK]
                 }
                 KernelSource::Convert => &[0, 1],
-                KernelSource::Emulated | KernelSource::Bytes | KernelSource::Transpose => &[0],
+                KernelSource::Emulated
+                | KernelSource::Bytes
+                | KernelSource::Transpose
+                | KernelSource::Complex => &[0],
                 // Every TM of some type; each type builds its own.
                 source if source.is_simt() => &[4, 8, 16],
                 KernelSource::FastMma => &[2, 3],
@@ -601,21 +619,17 @@ mod tests {
                             text.contains(&format!(".entry {}", source.entry())),
                             "{source:?} {dtype} tile {tile} {arch}: no entry point in the PTX"
                         );
-                        if source == KernelSource::Emulated {
-                            for entry in KernelSource::EMULATED_ENTRIES {
-                                assert!(
-                                    text.contains(&format!(".entry {entry}")),
-                                    "{dtype}: no {entry} in the PTX"
-                                );
-                            }
-                        }
-                        if source == KernelSource::Bytes {
-                            for entry in KernelSource::BYTES_ENTRIES {
-                                assert!(
-                                    text.contains(&format!(".entry {entry}")),
-                                    "{dtype}: no {entry} in the PTX"
-                                );
-                            }
+                        let entries: &[&str] = match source {
+                            KernelSource::Emulated => &KernelSource::EMULATED_ENTRIES,
+                            KernelSource::Bytes => &KernelSource::BYTES_ENTRIES,
+                            KernelSource::Complex => &KernelSource::COMPLEX_ENTRIES,
+                            _ => &[],
+                        };
+                        for entry in entries {
+                            assert!(
+                                text.contains(&format!(".entry {entry}")),
+                                "{dtype}: no {entry} in the PTX"
+                            );
                         }
                         if source == KernelSource::FastStream {
                             assert!(
