@@ -2,9 +2,12 @@
 // its INT8 tensor-core products; the reference twin of every step is
 // fastmm::emulation (Rust), whose doc comments state the arithmetic.
 //
-//   emu_stats_rows / emu_stats_cols  E = floor(log2 max|x|), the 1-norm in
-//                                    units of 2^E, and the vector's state
-//                                    (0 zero, 1 scales, 2 NaN or inf)
+//   emu_stats_rows   E = floor(log2 max|x|), the 1-norm in units of 2^E,
+//                    and the vector's state (0 zero, 1 scales, 2 NaN or
+//                    inf), one block per row
+//   emu_cols_max / emu_cols_sum / emu_cols_finish
+//                    the same of columns, in chunks of the length spread
+//                    over the grid, then combined per column in order
 //   emu_split        rows of A or columns of B, k-contiguous (transposed
 //                    through shared memory for B): 7-bit magnitudes
 //                    (bits = 0) or the residues of rint(x*2^(bits-1-E))
@@ -144,7 +147,7 @@ __device__ __forceinline__ double emu_crt(const int* __restrict__ p, long long p
 // double: ldexp's general code costs more than the rest of a split.
 __device__ __forceinline__ double emu_scale(double x, int e)
 {
-    if (e >= -1022 && e <= 1023) return x * __longlong_as_double((long long)(e + 1023) << 52);
+    if (e >= -1022 && e <= 1023) return __dmul_rn(x, __longlong_as_double((long long)(e + 1023) << 52));
     return ldexp(x, e);
 }
 
@@ -238,45 +241,99 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
 }
 
 // Statistics of `count` columns of `len` entries, entry p of column v at
-// x[p*ld + v]; blocks of 32 columns x 8 lanes down them.
-extern "C" __global__ void emu_stats_cols(int count, int len, const ELEM* __restrict__ x,
-                                          long long ld, int* __restrict__ exps,
-                                          double* __restrict__ norms, int* __restrict__ states)
+// x[p*ld + v], in three steps so that a few long columns still spread over
+// every SM. Blocks of 32 columns x 8 lanes, grid (ceil(count/32), chunks),
+// block row c taking entries c*chunk.. of its columns:
+// (1) emu_cols_max: each column's largest finite |x| into top_bits (the
+//     bits of a non-negative double order as the double does, so an
+//     atomic max of the bits is one of the values) and any NaN or inf into
+//     bad, both zeroed first;
+// (2) emu_cols_sum: each chunk's sum of |x| in units of 2^E into
+//     partial[c*count + v];
+// (3) emu_cols_finish (one thread per column): the chunks' sums added in
+//     order, E and the state. Every result is the same on every run.
+extern "C" __global__ void emu_cols_max(int count, int len, int chunk,
+                                        const ELEM* __restrict__ x, long long ld,
+                                        unsigned long long* __restrict__ top_bits,
+                                        int* __restrict__ bad)
+{
+    __shared__ double part[8][33];
+    __shared__ int flag[8][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int v = blockIdx.x * 32 + tx;
+    const int p0 = blockIdx.y * chunk, p1 = min(len, p0 + chunk);
+    double top = 0.0;
+    int b = 0;
+    if (v < count)
+        for (int p = p0 + ty; p < p1; p += 8) {
+            const double a = fabs((double)x[(long long)p * ld + v]);
+            if (emu_finite(a)) top = fmax(top, a);
+            else b = 1;
+        }
+    part[ty][tx] = top;
+    flag[ty][tx] = b;
+    __syncthreads();
+    if (ty == 0 && v < count) {
+        for (int r = 1; r < 8; ++r) {
+            top = fmax(top, part[r][tx]);
+            b |= flag[r][tx];
+        }
+        if (top > 0.0) atomicMax(&top_bits[v], (unsigned long long)__double_as_longlong(top));
+        if (b) atomicOr(&bad[v], 1);
+    }
+}
+
+// A column's state (0 zero, 1 scales, 2 NaN or inf) and its largest |x|.
+__device__ __forceinline__ int emu_col_state(unsigned long long bits, int bad, double* top)
+{
+    *top = __longlong_as_double((long long)bits);
+    return bad != 0 ? 2 : (*top == 0.0 ? 0 : 1);
+}
+
+extern "C" __global__ void emu_cols_sum(int count, int len, int chunk,
+                                        const ELEM* __restrict__ x, long long ld,
+                                        const unsigned long long* __restrict__ top_bits,
+                                        const int* __restrict__ bad,
+                                        double* __restrict__ partial)
 {
     __shared__ double part[8][33];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int v = blockIdx.x * 32 + tx;
-    double top = 0.0, bad = 0.0;
-    if (v < count)
-        for (int p = ty; p < len; p += 8) {
-            const double a = fabs((double)x[(long long)p * ld + v]);
-            if (emu_finite(a)) top = fmax(top, a);
-            else bad = 1.0;
-        }
-    part[ty][tx] = bad;
-    __syncthreads();
-    bad = part[0][tx];
-    for (int r = 1; r < 8; ++r) bad = fmax(bad, part[r][tx]);
-    __syncthreads();
-    part[ty][tx] = top;
-    __syncthreads();
-    top = part[0][tx];
-    for (int r = 1; r < 8; ++r) top = fmax(top, part[r][tx]);
-    const int state = bad != 0.0 ? 2 : (top == 0.0 ? 0 : 1);
-    const int e = state == 1 ? ilogb(top) : 0;
+    const int p0 = blockIdx.y * chunk, p1 = min(len, p0 + chunk);
     double sum = 0.0;
-    if (v < count && state == 1)
-        for (int p = ty; p < len; p += 8) sum += emu_scale(fabs((double)x[(long long)p * ld + v]), -e);
-    __syncthreads();
+    if (v < count) {
+        double top;
+        if (emu_col_state(top_bits[v], bad[v], &top) == 1) {
+            const int e = ilogb(top);
+            for (int p = p0 + ty; p < p1; p += 8)
+                sum += emu_scale(fabs((double)x[(long long)p * ld + v]), -e);
+        }
+    }
     part[ty][tx] = sum;
     __syncthreads();
     if (ty == 0 && v < count) {
         double s = part[0][tx];
         for (int r = 1; r < 8; ++r) s += part[r][tx];
-        exps[v] = e;
-        norms[v] = state == 1 ? s : 0.0;
-        states[v] = state;
+        partial[(long long)blockIdx.y * count + v] = s;
     }
+}
+
+extern "C" __global__ void emu_cols_finish(int count, int chunks,
+                                           const unsigned long long* __restrict__ top_bits,
+                                           const int* __restrict__ bad,
+                                           const double* __restrict__ partial,
+                                           int* __restrict__ exps, double* __restrict__ norms,
+                                           int* __restrict__ states)
+{
+    const int v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= count) return;
+    double top;
+    const int state = emu_col_state(top_bits[v], bad[v], &top);
+    double s = 0.0;
+    for (int c = 0; c < chunks; ++c) s += partial[(long long)c * count + v];
+    exps[v] = state == 1 ? ilogb(top) : 0;
+    norms[v] = state == 1 ? s : 0.0;
+    states[v] = state;
 }
 
 // Vectors v0.. of `len` entries into k-contiguous INT8 planes:
@@ -370,12 +427,12 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
     if (rs == 0 || cs == 0) return 0;
     if (g <= 0.0) return EMU_UNCERTIFIED;
     const double p = __dmul_rn(__dadd_rn(rn, cn), slack);
-    const double allowed = __dmul_rn(tau, ldexp(g, -2 * (EMU_MAG_BITS - 1)));
+    const double allowed = __dmul_rn(tau, emu_scale(g, -2 * (EMU_MAG_BITS - 1)));
     const double guess = ceil(log2(__ddiv_rn(p, allowed)));
     int b = emu_finite(guess) ? (int)fmin(fmax(guess, 1.0), (double)EMU_MAX_BITS)
                               : (guess < 0.0 ? 1 : EMU_MAX_BITS);
-    while (b > 1 && __dadd_rn(ldexp(p, -(b - 1)), ldexp(k, -2 * (b - 1))) <= allowed) --b;
-    while (b <= EMU_MAX_BITS && !(__dadd_rn(ldexp(p, -b), ldexp(k, -2 * b)) <= allowed)) ++b;
+    while (b > 1 && __dadd_rn(emu_scale(p, -(b - 1)), emu_scale(k, -2 * (b - 1))) <= allowed) --b;
+    while (b <= EMU_MAX_BITS && !(__dadd_rn(emu_scale(p, -b), emu_scale(k, -2 * b)) <= allowed)) ++b;
     return b > EMU_MAX_BITS ? EMU_UNCERTIFIED : b;
 }
 

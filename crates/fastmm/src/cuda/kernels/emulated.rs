@@ -53,7 +53,8 @@ const PAD: usize = 16;
 /// did since the tally was last taken.
 pub(crate) struct EmulatedGemm {
     stats_rows: CudaFunction,
-    stats_cols: CudaFunction,
+    /// The column statistics' three steps: maxima, chunk sums, totals.
+    stats_cols: [CudaFunction; 3],
     split: CudaFunction,
     need: CudaFunction,
     accumulate: CudaFunction,
@@ -99,11 +100,15 @@ impl EmulatedGemm {
             dtype: T::DTYPE,
             tile: 0,
         };
-        let [stats_rows, stats_cols, split, need, accumulate, fixup] =
+        let [stats_rows, cols_max, cols_sum, cols_finish, split, need, accumulate, fixup] =
             KernelSource::EMULATED_ENTRIES;
         Ok(EmulatedGemm {
             stats_rows: gpu.entry_function(key, stats_rows)?,
-            stats_cols: gpu.entry_function(key, stats_cols)?,
+            stats_cols: [
+                gpu.entry_function(key, cols_max)?,
+                gpu.entry_function(key, cols_sum)?,
+                gpu.entry_function(key, cols_finish)?,
+            ],
             split: gpu.entry_function(key, split)?,
             need: gpu.entry_function(key, need)?,
             accumulate: gpu.entry_function(key, accumulate)?,
@@ -157,32 +162,22 @@ impl EmulatedGemm {
             norms: alloc(gpu, count, "norms")?,
             states: alloc(gpu, count, "states")?,
         };
+        if !rows {
+            self.column_stats(gpu, (count, len), x, &stats)?;
+            return Ok(stats);
+        }
         let (ci, li, ld) = (to_i32("count", count)?, to_i32("len", len)?, x.ld as i64);
         let (e, nr, s) = (
             ptr(gpu, &stats.exps),
             ptr(gpu, &stats.norms),
             ptr(gpu, &stats.states),
         );
-        let (function, config) = if rows {
-            (
-                &self.stats_rows,
-                LaunchConfig {
-                    grid_dim: (count as u32, 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                },
-            )
-        } else {
-            (
-                &self.stats_cols,
-                LaunchConfig {
-                    grid_dim: (count.div_ceil(32) as u32, 1, 1),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: 0,
-                },
-            )
+        let config = LaunchConfig {
+            grid_dim: (count as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
         };
-        let mut launch = gpu.stream.launch_builder(function);
+        let mut launch = gpu.stream.launch_builder(&self.stats_rows);
         launch
             .arg(&ci)
             .arg(&li)
@@ -192,10 +187,98 @@ impl EmulatedGemm {
             .arg(&nr)
             .arg(&s);
         // SAFETY: (int, int, const ELEM*, long long, int*, double*, int*):
-        // x addresses count vectors of len entries with this ld, and the
+        // x addresses count rows of len entries with this ld, and the
         // outputs hold count entries each.
         unsafe { launch.launch(config) }.map_err(launch_err("statistics"))?;
         Ok(stats)
+    }
+
+    /// The statistics of `count` columns of `len` entries (entry p of
+    /// column v at x[p·ld + v]) into `stats`: the columns' maxima and
+    /// chunk sums over a grid of 32 columns × a chunk of the length per
+    /// block, so that a short row of long columns still fills the GPU,
+    /// then the chunks' sums added in order per column.
+    fn column_stats(
+        &self,
+        gpu: &Gpu,
+        (count, len): (usize, usize),
+        x: Operand,
+        stats: &Stats,
+    ) -> Result<(), Error> {
+        // At least 8 entries per lane, at most 64 chunks.
+        let chunk = len.div_ceil(64).max(256).div_ceil(8) * 8;
+        let chunks = len.div_ceil(chunk).max(1);
+        let top_bits: CudaSlice<u64> = alloc(gpu, count, "column maxima")?;
+        let bad: CudaSlice<i32> = alloc(gpu, count, "column flags")?;
+        let partial: CudaSlice<f64> = alloc_written(gpu, chunks * count, "column sums")?;
+        let (ci, li, chi, chunks_i, ld) = (
+            to_i32("count", count)?,
+            to_i32("len", len)?,
+            to_i32("chunk", chunk)?,
+            to_i32("chunks", chunks)?,
+            x.ld as i64,
+        );
+        let (tp, bp, pp) = (ptr(gpu, &top_bits), ptr(gpu, &bad), ptr(gpu, &partial));
+        let grid = LaunchConfig {
+            grid_dim: (count.div_ceil(32) as u32, chunks as u32, 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        };
+        let [max, sum, finish] = &self.stats_cols;
+        let mut launch = gpu.stream.launch_builder(max);
+        launch
+            .arg(&ci)
+            .arg(&li)
+            .arg(&chi)
+            .arg(&x.ptr)
+            .arg(&ld)
+            .arg(&tp)
+            .arg(&bp);
+        // SAFETY: (int, int, int, const ELEM*, long long, unsigned long
+        // long*, int*): x addresses count columns of len entries with this
+        // ld; top_bits and bad hold count zeroed entries.
+        unsafe { launch.launch(grid) }.map_err(launch_err("column maxima"))?;
+        let mut launch = gpu.stream.launch_builder(sum);
+        launch
+            .arg(&ci)
+            .arg(&li)
+            .arg(&chi)
+            .arg(&x.ptr)
+            .arg(&ld)
+            .arg(&tp)
+            .arg(&bp)
+            .arg(&pp);
+        // SAFETY: as above, and partial holds chunks·count doubles, one
+        // written by each (chunk, column) of the grid.
+        unsafe { launch.launch(grid) }.map_err(launch_err("column sums"))?;
+        let (e, nr, s) = (
+            ptr(gpu, &stats.exps),
+            ptr(gpu, &stats.norms),
+            ptr(gpu, &stats.states),
+        );
+        let mut launch = gpu.stream.launch_builder(finish);
+        launch
+            .arg(&ci)
+            .arg(&chunks_i)
+            .arg(&tp)
+            .arg(&bp)
+            .arg(&pp)
+            .arg(&e)
+            .arg(&nr)
+            .arg(&s);
+        // SAFETY: (int, int, const unsigned long long*, const int*, const
+        // double*, int*, double*, int*): the inputs as written above; the
+        // outputs hold count entries each. The temporaries are freed in
+        // stream order after this launch as they drop.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (count.div_ceil(256) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map(|_| ())
+        .map_err(launch_err("column statistics"))
     }
 
     /// `count` vectors of `len` entries (rows of x when `rows`, else

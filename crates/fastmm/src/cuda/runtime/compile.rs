@@ -90,9 +90,11 @@ impl KernelSource {
     ];
 
     /// The entry points of `emulated.cu`.
-    pub const EMULATED_ENTRIES: [&'static str; 6] = [
+    pub const EMULATED_ENTRIES: [&'static str; 8] = [
         "emu_stats_rows",
-        "emu_stats_cols",
+        "emu_cols_max",
+        "emu_cols_sum",
+        "emu_cols_finish",
         "emu_split",
         "emu_need",
         "emu_accumulate",
