@@ -928,14 +928,7 @@ impl Context {
             return Ok(Timing::default());
         };
         let real = self.resolve_resident::<T>(opts, shape, true)?;
-        let split = match opts.algorithm {
-            Algorithm::Cublas => false,
-            Algorithm::Auto => {
-                real.algorithm != Algorithm::Cublas
-                    || !matches!(real.gpu.precision, None | Some(GpuPrecision::Fp32))
-            }
-            _ => true,
-        };
+        let split = splits_complex(opts.algorithm, &real);
         if !split
             && matches!(
                 opts.gpu.precision,
@@ -970,6 +963,24 @@ impl Context {
             compute_ms: ms,
             ..Timing::default()
         })
+    }
+}
+
+/// Whether complex GPU-resident operands asked for with `asked` run as
+/// fastmm's real products of split parts (resolved as `real`) rather than
+/// cuBLAS's complex product: `cublas` never, fastmm's algorithms always,
+/// `auto` where its real products would not be cuBLAS's in the parts' own
+/// type (cuBLAS's complex product is as fast as its real ones, with no
+/// split).
+#[cfg(feature = "cuda")]
+fn splits_complex(asked: Algorithm, real: &GemmOptions) -> bool {
+    match asked {
+        Algorithm::Cublas => false,
+        Algorithm::Auto => {
+            real.algorithm != Algorithm::Cublas
+                || !matches!(real.gpu.precision, None | Some(GpuPrecision::Fp32))
+        }
+        _ => true,
     }
 }
 
@@ -1176,6 +1187,43 @@ fn all_finite<T: Element>(m: MatRef<'_, T>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every choice of who multiplies complex GPU-resident operands.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn complex_resident_operands_split_unless_cublas_would_run_the_parts() {
+        let real = |algorithm, precision| GemmOptions {
+            gpu: GpuOptions {
+                precision,
+                ..GemmOptions::new(algorithm).gpu
+            },
+            ..GemmOptions::new(algorithm)
+        };
+        let cublas = real(Algorithm::Cublas, None);
+        let tf32 = real(Algorithm::Cublas, Some(GpuPrecision::Tf32));
+        let emulated = real(Algorithm::Emulated, None);
+        // auto: cuBLAS's complex product where the parts would be sgemm's.
+        assert!(!splits_complex(Algorithm::Auto, &cublas));
+        assert!(!splits_complex(
+            Algorithm::Auto,
+            &real(Algorithm::Cublas, Some(GpuPrecision::Fp32))
+        ));
+        assert!(splits_complex(Algorithm::Auto, &emulated));
+        assert!(splits_complex(Algorithm::Auto, &tf32));
+        assert!(splits_complex(
+            Algorithm::Auto,
+            &real(Algorithm::Winograd, None)
+        ));
+        // Asked by name: cuBLAS's own, or fastmm's real products.
+        assert!(!splits_complex(Algorithm::Cublas, &cublas));
+        for algorithm in [
+            Algorithm::Emulated,
+            Algorithm::CudaFast,
+            Algorithm::Winograd,
+        ] {
+            assert!(splits_complex(algorithm, &real(algorithm, None)));
+        }
+    }
 
     /// A batch on GPU-resident operands is checked before any GPU is
     /// touched: one shape, leading dimensions, and outputs apart.
