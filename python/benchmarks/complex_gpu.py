@@ -8,9 +8,10 @@ For each type, on CUDA tensors with uniform parts in [−1, 1):
 * **cuBLAS** `cgemm`/`zgemm` (as `torch.matmul` calls them, TF32 off) and
   `cgemm3m`/`zgemm3m` (Gauss's three real products inside cuBLAS, called
   through ctypes on torch's stream);
-* **fastmm** `native` (four real products, each fastmm's fastest product
-  of native accuracy: the emulated one at this size) and `bound` (3M: three
-  real products at the `bound` level); and `algo="cublas"`, cuBLAS's own
+* **fastmm** `native` (four real products of the parts, split on the
+  device, each fastmm's fastest product of native accuracy: the emulated
+  one at this size) and `bound` (3M: three real products at the `bound`
+  level); and `algo="cublas"`, cuBLAS's own
   complex products through fastmm (the same kernels as the peers' rows, to
   show what the operator's call costs beside them).
 
