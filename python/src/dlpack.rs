@@ -613,8 +613,10 @@ pub(crate) fn matmul<'py>(
             c: cm,
         });
     }
-    // Complex operands run cuBLAS's complex products: cgemm/zgemm at
-    // `native`, their 3M forms at the relaxed levels.
+    // Complex operands take the complex product's form of the level: the
+    // classical one at `native`, 3M at the relaxed levels (cuBLAS's
+    // cgemm/zgemm and their 3M forms, or fastmm's real products of the
+    // parts split on the device, by the algorithm).
     let form = fastmm::ComplexForm::for_level(opts.accuracy);
     let timing = for_dtype!(dtype.part, T => released(py, Wait::Released, |_| {
         // SAFETY: A and B are the producers' GPU memory of this type on
