@@ -834,14 +834,8 @@ impl Context {
         };
         let opts = self.resolve_resident::<T>(opts, shape, beta == T::ZERO)?;
         opts.check_interrupt()?;
-        if shape.0 == 0 || shape.2 == 0 {
+        if nothing_to_multiply(shape, opts.algorithm)? {
             return Ok(Timing::default());
-        }
-        if shape.1 == 0 {
-            return Err(Error::Unsupported {
-                algorithm: opts.algorithm.name(),
-                what: "an empty inner dimension on GPU-resident operands".into(),
-            });
         }
         let device = device_batch(products, alpha, beta);
         let ms = crate::cuda::products::in_core::multiply_resident_batch(
@@ -939,14 +933,8 @@ impl Context {
                 "cuBLAS's complex products run in the parts' own type; a tensor-core precision applies to real f32 products (fastmm's algorithms run complex products as real ones)".into(),
             ));
         }
-        if shape.0 == 0 || shape.2 == 0 {
+        if nothing_to_multiply(shape, opts.algorithm)? {
             return Ok(Timing::default());
-        }
-        if shape.1 == 0 {
-            return Err(Error::Unsupported {
-                algorithm: opts.algorithm.name(),
-                what: "an empty inner dimension on GPU-resident operands".into(),
-            });
         }
         // (A transposed C needs no conjugation: the transpose of a product
         // of complex matrices is the product of their transposes.)
@@ -964,6 +952,26 @@ impl Context {
             ..Timing::default()
         })
     }
+}
+
+/// Whether a GPU-resident batch of `shape` has nothing to multiply (C
+/// empty); an empty inner dimension with a non-empty C is refused, as the
+/// kernels take k ≥ 1.
+#[cfg(feature = "cuda")]
+fn nothing_to_multiply(
+    (m, k, n): (usize, usize, usize),
+    algorithm: Algorithm,
+) -> Result<bool, Error> {
+    if m == 0 || n == 0 {
+        return Ok(true);
+    }
+    if k == 0 {
+        return Err(Error::Unsupported {
+            algorithm: algorithm.name(),
+            what: "an empty inner dimension on GPU-resident operands".into(),
+        });
+    }
+    Ok(false)
 }
 
 /// Whether complex GPU-resident operands asked for with `asked` run as
@@ -1187,6 +1195,24 @@ fn all_finite<T: Element>(m: MatRef<'_, T>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An empty C is nothing to do; an empty depth beside a non-empty C is
+    /// refused with the algorithm's name.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn an_empty_resident_batch_is_settled_before_the_gpu() {
+        assert!(nothing_to_multiply((0, 5, 3), Algorithm::Cublas).unwrap());
+        assert!(nothing_to_multiply((4, 0, 0), Algorithm::Cublas).unwrap());
+        assert!(!nothing_to_multiply((4, 5, 3), Algorithm::Cublas).unwrap());
+        let refused = nothing_to_multiply((4, 0, 3), Algorithm::Emulated);
+        assert!(matches!(
+            refused,
+            Err(Error::Unsupported {
+                algorithm: "emulated",
+                ..
+            })
+        ));
+    }
 
     /// Every choice of who multiplies complex GPU-resident operands.
     #[cfg(feature = "cuda")]

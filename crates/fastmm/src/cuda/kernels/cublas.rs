@@ -154,8 +154,9 @@ pub(crate) fn gemm_batched<T: Element>(
 /// a (real, imaginary) pair of T: complex64 for f32, complex128 for f64,
 /// as numpy, torch and CUDA store them), with cuBLAS's own complex
 /// product: `form` Classical is cgemm/zgemm (the complex product's own
-/// componentwise bound), Gauss their 3M forms. The shape, leading dimensions and α, β (real here) count complex
-/// elements; layouts as [`gemm`]'s.
+/// componentwise bound), Gauss their 3M forms. The shape and leading
+/// dimensions count complex elements (α and β are real here); layouts as
+/// [`gemm`]'s.
 pub(crate) fn complex_gemm<T: Element>(
     gpu: &Gpu,
     form: ComplexForm,

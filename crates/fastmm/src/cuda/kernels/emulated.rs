@@ -225,29 +225,27 @@ impl EmulatedGemm {
             shared_mem_bytes: 0,
         };
         let [max, sum, finish] = &self.stats_cols;
-        let mut launch = gpu.stream.launch_builder(max);
-        launch
-            .arg(&ci)
-            .arg(&li)
-            .arg(&chi)
-            .arg(&x.ptr)
-            .arg(&ld)
-            .arg(&tp)
-            .arg(&bp);
+        // The two passes over the columns share their first seven
+        // arguments; the sums' pass adds its partial sums.
+        let pass = |step| {
+            let mut launch = gpu.stream.launch_builder(step);
+            launch
+                .arg(&ci)
+                .arg(&li)
+                .arg(&chi)
+                .arg(&x.ptr)
+                .arg(&ld)
+                .arg(&tp)
+                .arg(&bp);
+            launch
+        };
+        let mut launch = pass(max);
         // SAFETY: (int, int, int, const ELEM*, long long, unsigned long
         // long*, int*): x addresses count columns of len entries with this
         // ld; top_bits and bad hold count zeroed entries.
         unsafe { launch.launch(grid) }.map_err(launch_err("column maxima"))?;
-        let mut launch = gpu.stream.launch_builder(sum);
-        launch
-            .arg(&ci)
-            .arg(&li)
-            .arg(&chi)
-            .arg(&x.ptr)
-            .arg(&ld)
-            .arg(&tp)
-            .arg(&bp)
-            .arg(&pp);
+        let mut launch = pass(sum);
+        launch.arg(&pp);
         // SAFETY: as above, and partial holds chunks·count doubles, one
         // written by each (chunk, column) of the grid.
         unsafe { launch.launch(grid) }.map_err(launch_err("column sums"))?;
