@@ -2,6 +2,7 @@
 
     python python/benchmarks/torch_model.py [--width 8192] [--batch 8192]
         [--steps 100] [--timed 10] [--bmm 64x2048] [--rounds 10] [--queue 8]
+        [--algo auto]
 
 Two targets of the torch operator, float32 with TF32 off in torch (IEEE
 float32 products, as fastmm's `native` level gives):
@@ -20,7 +21,8 @@ float32 products, as fastmm's `native` level gives):
   one call on an idle GPU (its launch latency counted) and around
   `--queue` calls queued back to back, as a model issues them (the host's
   work hidden behind the GPU's); the result checked against a float64
-  product within the componentwise bound.
+  product within the componentwise bound. `--algo` forces fastmm's
+  algorithm for them (`auto` by default).
 """
 
 import argparse
@@ -124,7 +126,7 @@ def batched(args):
     g = torch.Generator(device="cuda").manual_seed(2)
     a = torch.randn(count, n, n, device="cuda", generator=g)
     b = torch.randn(count, n, n, device="cuda", generator=g)
-    runs = {"torch.bmm": lambda: torch.bmm(a, b), "fastmm": lambda: ft.matmul(a, b)}
+    runs = {"torch.bmm": lambda: torch.bmm(a, b), "fastmm": lambda: ft.matmul(a, b, algo=args.algo)}
     for run in runs.values():
         run()
     times = {(name, q): [] for name in runs for q in (1, args.queue)}
@@ -139,13 +141,13 @@ def batched(args):
                 end.record()
                 end.synchronize()
                 times[(name, q)].append(start.elapsed_time(end) / q)
-    c = ft.matmul(a, b)
+    c = ft.matmul(a, b, algo=args.algo)
     sample = slice(0, count, max(1, count // 8))
     exact = a[sample].double() @ b[sample].double()
     bound = a[sample].double().abs() @ b[sample].double().abs()
     u = torch.finfo(torch.float32).eps / 2
     worst = float(((c[sample].double() - exact).abs() / ((n + 2) * u * bound)).max())
-    plan = fastmm.plan((n, n), (n, n), device="cuda", dtype="float32")
+    plan = fastmm.plan((n, n), (n, n), device="cuda", dtype="float32", algo=args.algo)
     medians = {key: statistics.median(t) for key, t in times.items()}
     tflops = lambda ms: 2 * count * n**3 / ms / 1e9  # noqa: E731
     print(f"batched: {count} float32 products of {n}³, median of {args.rounds} interleaved rounds "
@@ -169,6 +171,7 @@ def main():
     parser.add_argument("--bmm", default="64x2048")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--queue", type=int, default=8)
+    parser.add_argument("--algo", default="auto", help="fastmm's algorithm for the batched products")
     parser.add_argument("--only", choices=["training", "batched"])
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False

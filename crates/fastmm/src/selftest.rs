@@ -140,6 +140,8 @@ pub fn run_reporting(
     if kind == DeviceKind::Cuda && emulated {
         rows.push(gpu::emulation_twin_checks::<f32>(ctx));
         rows.push(gpu::emulation_twin_checks::<f64>(ctx));
+        rows.push(gpu::strided_batch_checks::<f32>(ctx));
+        rows.push(gpu::strided_batch_checks::<f64>(ctx));
     }
     // Complex products of interleaved GPU-resident operands: cuBLAS's own,
     // and fastmm's real products of their split parts (the emulated one,
@@ -1284,6 +1286,180 @@ mod gpu {
     /// β = −3; for cuBLAS and cuda-fast, and for Strassen and Winograd per
     /// tile (recursing from 16). Then the planner itself through the
     /// context, with a budget of a third of A, B and C.
+    /// Strided batches of the emulated product (each operand one
+    /// allocation, the products at fixed distances in it, run as one launch
+    /// per step over the batch) against the same products one call each:
+    /// bit for bit, since each product takes the route it takes alone. The
+    /// batches mix routes (a row of wide exponents, which needs more
+    /// moduli; a NaN, which needs the native product; a zero A), share B or
+    /// not, read A transposed or not, and overwrite C (pre-filled with the
+    /// poison value) or add to it (β = 1); where C is overwritten, the
+    /// products without a NaN are also held to the bound against the f64
+    /// product.
+    pub(super) fn strided_batch_checks<T: Element>(ctx: &Context) -> Check {
+        let mut row = Check::new(format!(
+            "GPU-resident strided batches, emulated {}",
+            T::DTYPE
+        ));
+        let mut rng = seeded_rng(53);
+        let opts = GemmOptions::new(Algorithm::Emulated);
+        let count = 5;
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (2, 9, 7),
+            (33, 17, 65),
+            (65, 300, 31),
+            (130, 257, 129),
+        ] {
+            let a: Vec<Matrix<T>> = (0..count)
+                .map(|z| {
+                    let x: Matrix<T> = random_matrix(m, k, &mut rng);
+                    Matrix::from_fn(m, k, |i, p| match z {
+                        1 => {
+                            T::from_f64(x.get(i, p).to_f64() * 2f64.powi((i * 7 % 41) as i32 - 20))
+                        }
+                        3 if i + p == 0 => T::from_f64(f64::NAN),
+                        4 => T::ZERO,
+                        _ => x.get(i, p),
+                    })
+                })
+                .collect();
+            let b: Vec<Matrix<T>> = (0..count).map(|_| random_matrix(k, n, &mut rng)).collect();
+            let c0: Matrix<T> = random_matrix(count * m, n, &mut rng);
+            for (share_b, trans_a, beta) in [
+                (false, false, T::ZERO),
+                (true, false, T::ZERO),
+                (false, true, T::ONE),
+                (true, true, T::ONE),
+            ] {
+                let label = format!(
+                    "{m}×{k}×{n}{}{}{}",
+                    if share_b { " B shared" } else { "" },
+                    if trans_a { " A transposed" } else { "" },
+                    if beta == T::ONE { " β = 1" } else { "" }
+                );
+                match strided_batch(ctx, (&a, &b, &c0), (share_b, trans_a, beta), &opts) {
+                    Ok((batched, single)) => {
+                        let same = batched.as_ref().iter().zip(single.as_ref().iter());
+                        let differ = same
+                            .enumerate()
+                            .find(|(_, (x, y))| x.to_f64().to_bits() != y.to_f64().to_bits());
+                        match differ {
+                            Some((e, _)) => row.failures.push(format!(
+                                "{label}: product {} differs from its single product at ({}, {})",
+                                e / n / m,
+                                e / n % m,
+                                e % n
+                            )),
+                            None => row.passed += 1,
+                        }
+                        // β = 1 adds C's own rounding, which the bound
+                        // of the product alone does not cover.
+                        for z in [0, 1, 2, 4].into_iter().filter(|_| beta == T::ZERO) {
+                            let c = Matrix::from_fn(m, n, |i, j| batched.get(z * m + i, j));
+                            let bz = &b[if share_b { 0 } else { z }];
+                            match verify_with_growth(a[z].as_ref(), bz.as_ref(), c.as_ref(), 1.0) {
+                                Ok(v) if v.ok => row.passed += 1,
+                                Ok(v) => row.failures.push(format!("{label}: product {z}: {v:?}")),
+                                Err(e) => row.failures.push(format!("{label}: product {z}: {e}")),
+                            }
+                        }
+                    }
+                    Err(e) => row.failures.push(format!("{label}: {e}")),
+                }
+            }
+        }
+        row
+    }
+
+    /// The products C_z = A_z·B_z (+ β·C_z) of `strided_batch_checks` in
+    /// one call over operands stacked in one allocation each (B_0 for
+    /// every product where `share_b`, A_zᵀ stacked and read as views where
+    /// `trans_a`), and the same products one call each into a second C:
+    /// both Cs, stacked, read back.
+    #[allow(clippy::type_complexity)]
+    fn strided_batch<T: Element>(
+        ctx: &Context,
+        (a, b, c0): (&[Matrix<T>], &[Matrix<T>], &Matrix<T>),
+        (share_b, trans_a, beta): (bool, bool, T),
+        opts: &GemmOptions,
+    ) -> Result<(Matrix<T>, Matrix<T>), Error> {
+        let gpu = ctx.gpu()?;
+        let (count, m, k, n) = (a.len(), a[0].rows(), a[0].cols(), b[0].cols());
+        let size = std::mem::size_of::<T>() as u64;
+        let stacked_a = match trans_a {
+            false => Matrix::from_fn(count * m, k, |r, p| a[r / m].get(r % m, p)),
+            true => Matrix::from_fn(count * k, m, |r, i| a[r / k].get(i, r % k)),
+        };
+        let stacked_b = Matrix::from_fn(count * k, n, |r, j| b[r / k].get(r % k, j));
+        let start = match beta == T::ONE {
+            true => c0.clone(),
+            false => Matrix::filled(count * m, n, T::poison()),
+        };
+        let (_a_memory, a_all) = resident(gpu, &stacked_a, false)?;
+        let (_b_memory, b_all) = resident(gpu, &stacked_b, false)?;
+        let (c_batched, c_all) = resident(gpu, &start, false)?;
+        let (c_single, c_one) = resident(gpu, &start, false)?;
+        let product = |z: usize, c: GpuMatrix| {
+            let a = match trans_a {
+                false => GpuMatrix::row_major(
+                    a_all.ptr + z as u64 * m as u64 * a_all.ld as u64 * size,
+                    (m, k),
+                    a_all.ld,
+                ),
+                true => GpuMatrix::row_major(
+                    a_all.ptr + z as u64 * k as u64 * a_all.ld as u64 * size,
+                    (k, m),
+                    a_all.ld,
+                )
+                .t(),
+            };
+            let zb = if share_b { 0 } else { z as u64 };
+            GpuProduct {
+                a,
+                b: GpuMatrix::row_major(
+                    b_all.ptr + zb * k as u64 * b_all.ld as u64 * size,
+                    (k, n),
+                    b_all.ld,
+                ),
+                c: GpuMatrix::row_major(
+                    c.ptr + z as u64 * m as u64 * c.ld as u64 * size,
+                    (m, n),
+                    c.ld,
+                ),
+            }
+        };
+        let batch: Vec<GpuProduct> = (0..count).map(|z| product(z, c_all)).collect();
+        // SAFETY: every matrix lies in this GPU's memory of T allocated
+        // above and alive until the reads below; the Cs are disjoint rows
+        // of their own allocations, apart from A and B.
+        unsafe {
+            ctx.gemm_gpu_batch(
+                T::ONE,
+                &batch,
+                beta,
+                opts,
+                crate::options::GpuCompletion::Complete,
+            )
+        }?;
+        for z in 0..count {
+            // SAFETY: as above, one product per call.
+            unsafe {
+                ctx.gemm_gpu_batch(
+                    T::ONE,
+                    &[product(z, c_one)],
+                    beta,
+                    opts,
+                    crate::options::GpuCompletion::Complete,
+                )
+            }?;
+        }
+        Ok((
+            read_back(gpu, &c_batched, false)?,
+            read_back(gpu, &c_single, false)?,
+        ))
+    }
+
     /// The GPU's emulated product against its CPU twin: where both took
     /// the same route with no native fix-ups, every step is exact or
     /// rounded the same way, so C must agree bit for bit; where the routes

@@ -22,6 +22,12 @@
 //                    elements go to the fix-up list
 //   emu_fixup        the listed elements natively (f64 sums), one warp each
 //
+// Every kernel but emu_fixup takes a batch of products along a grid
+// dimension (z, or y for the statistics of rows and the columns' totals):
+// product z reads its input xs (or gs) elements further on and writes its
+// outputs one product's extent further on; a stride of 0 repeats one
+// operand (a broadcast B is read, split and counted once).
+//
 // ELEM is float or double (-DELEM). Arithmetic whose result the Rust twin
 // must reproduce bit for bit uses the _rn intrinsics, which are never
 // contracted into fused multiply-adds.
@@ -210,14 +216,19 @@ __device__ double emu_block_sum(double v, double* scratch)
 }
 
 // Statistics of `count` rows of `len` entries, row v at x + v*ld; one
-// block per row.
+// block per row, grid (count, products).
 extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __restrict__ x,
-                                          long long ld, int* __restrict__ exps,
+                                          long long ld, long long xs, int* __restrict__ exps,
                                           double* __restrict__ norms, int* __restrict__ states)
 {
     __shared__ double scratch[32];
     const int v = blockIdx.x;
     if (v >= count) return;
+    const long long z = blockIdx.y;
+    x += z * xs;
+    exps += z * count;
+    norms += z * count;
+    states += z * count;
     const ELEM* row = x + (long long)v * ld;
     double top = 0.0, bad = 0.0;
     for (int p = threadIdx.x; p < len; p += blockDim.x) {
@@ -250,15 +261,20 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
 //     bad, both zeroed first;
 // (2) emu_cols_sum: each chunk's sum of |x| in units of 2^E into
 //     partial[c*count + v];
-// (3) emu_cols_finish (one thread per column): the chunks' sums added in
-//     order, E and the state. Every result is the same on every run.
+// (3) emu_cols_finish (one thread per column, grid (.., products)): the
+//     chunks' sums added in order, E and the state. Every result is the
+//     same on every run. The passes' grids take the products along z.
 extern "C" __global__ void emu_cols_max(int count, int len, int chunk,
-                                        const ELEM* __restrict__ x, long long ld,
+                                        const ELEM* __restrict__ x, long long ld, long long xs,
                                         unsigned long long* __restrict__ top_bits,
                                         int* __restrict__ bad)
 {
     __shared__ double part[8][33];
     __shared__ int flag[8][33];
+    const long long z = blockIdx.z;
+    x += z * xs;
+    top_bits += z * count;
+    bad += z * count;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int v = blockIdx.x * 32 + tx;
     const int p0 = blockIdx.y * chunk, p1 = min(len, p0 + chunk);
@@ -291,12 +307,17 @@ __device__ __forceinline__ int emu_col_state(unsigned long long bits, int bad, d
 }
 
 extern "C" __global__ void emu_cols_sum(int count, int len, int chunk,
-                                        const ELEM* __restrict__ x, long long ld,
+                                        const ELEM* __restrict__ x, long long ld, long long xs,
                                         const unsigned long long* __restrict__ top_bits,
                                         const int* __restrict__ bad,
                                         double* __restrict__ partial)
 {
     __shared__ double part[8][33];
+    const long long z = blockIdx.z;
+    x += z * xs;
+    top_bits += z * count;
+    bad += z * count;
+    partial += z * gridDim.y * (long long)count;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int v = blockIdx.x * 32 + tx;
     const int p0 = blockIdx.y * chunk, p1 = min(len, p0 + chunk);
@@ -327,6 +348,13 @@ extern "C" __global__ void emu_cols_finish(int count, int chunks,
 {
     const int v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= count) return;
+    const long long z = blockIdx.y;
+    top_bits += z * count;
+    bad += z * count;
+    partial += z * chunks * (long long)count;
+    exps += z * count;
+    norms += z * count;
+    states += z * count;
     double top;
     const int state = emu_col_state(top_bits[v], bad[v], &top);
     double s = 0.0;
@@ -341,13 +369,21 @@ extern "C" __global__ void emu_cols_finish(int count, int chunks,
 // x[v*ld + p] when `rows`, else at x[p*ld + v] (columns of B, transposed
 // here through a 32x32 tile). bits = 0: one plane of magnitudes
 // floor(|x|*2^(6-E)); else nmod planes of residues of rint(x*2^(bits-1-E)).
-// Block 32x8; grid (kp/32, ceil(count/32)).
+// Block 32x8; grid (kp/32, ceil(count/32), products), product z's planes
+// os bytes after the previous product's.
 extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __restrict__ x,
-                                     long long ld, int rows, const int* __restrict__ exps,
+                                     long long ld, long long xs, int rows,
+                                     const int* __restrict__ exps,
                                      const int* __restrict__ states, int bits, int nmod,
-                                     signed char* __restrict__ out, long long plane)
+                                     signed char* __restrict__ out, long long plane,
+                                     long long os)
 {
     __shared__ double tile[32][33];
+    const long long z = blockIdx.z;
+    x += z * xs;
+    exps += z * count;
+    states += z * count;
+    out += z * os;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int v0 = blockIdx.y * 32, p0 = blockIdx.x * 32;
     for (int r = 0; r < 32; r += 8) {
@@ -438,16 +474,26 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
 
 // Rows i0..i0+rows of the need of every element, from the magnitude
 // product g (rows x n, ld ldg), and their histogram (256 bins, added to).
-// Block 256 threads; grid (ceil(n/256), rows).
+// Block 256 threads; grid (ceil(n/256), rows, products): product z's g gs
+// entries on, its row and column statistics rs and cs entries on, its
+// needs ns bytes on and its own histogram.
 extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict__ g, long long ldg,
-                                    const int* __restrict__ row_states,
-                                    const double* __restrict__ row_norms,
+                                    long long gs, const int* __restrict__ row_states,
+                                    const double* __restrict__ row_norms, long long rs,
                                     const int* __restrict__ col_states,
-                                    const double* __restrict__ col_norms, double tau, double slack,
-                                    unsigned char* __restrict__ need,
-                                    unsigned long long* __restrict__ histogram)
+                                    const double* __restrict__ col_norms, long long cs,
+                                    double tau, double slack, unsigned char* __restrict__ need,
+                                    long long ns, unsigned long long* __restrict__ histogram)
 {
     __shared__ unsigned int bins[256];
+    const long long z = blockIdx.z;
+    g += z * gs;
+    row_states += z * rs;
+    row_norms += z * rs;
+    col_states += z * cs;
+    col_norms += z * cs;
+    need += z * ns;
+    histogram += z * 256;
     for (int t = threadIdx.x; t < 256; t += blockDim.x) bins[t] = 0;
     __syncthreads();
     const int r = blockIdx.y, i = i0 + r;
@@ -486,17 +532,28 @@ __device__ double emu_i128_to_double(__int128 x)
 // Rows i0..i0+rows of C from the nmod INT32 products (plane l at
 // planes + l*plane, rows x n with ld ldp): C = alpha*x*2^(E_i+F_j+2-2b) +
 // beta*C (beta = 0 never reads C). Elements whose need exceeds `bits` are
-// appended to the fix-up list instead. Block 256; grid (ceil(n/256), rows).
+// appended to the fix-up list instead. Block 256; grid (ceil(n/256), rows,
+// products): product z's planes ps entries on, its needs ns, its
+// exponents rs and cs, its C cs_c elements, its count and list its own.
 extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__ planes,
-                                          long long plane, long long ldp, int nmod, int bits,
-                                          const unsigned char* __restrict__ need,
-                                          const int* __restrict__ row_exps,
-                                          const int* __restrict__ col_exps, double alpha,
-                                          double beta, ELEM* __restrict__ c, long long ldc,
+                                          long long plane, long long ldp, long long ps, int nmod,
+                                          int bits, const unsigned char* __restrict__ need,
+                                          long long ns, const int* __restrict__ row_exps,
+                                          long long rs, const int* __restrict__ col_exps,
+                                          long long cs, double alpha, double beta,
+                                          ELEM* __restrict__ c, long long ldc, long long cs_c,
                                           unsigned int* __restrict__ fix_count,
                                           unsigned long long* __restrict__ fix_list,
                                           unsigned int fix_cap)
 {
+    const long long z = blockIdx.z;
+    planes += z * ps;
+    need += z * ns;
+    row_exps += z * rs;
+    col_exps += z * cs;
+    c += z * cs_c;
+    fix_count += z;
+    fix_list += z * (long long)fix_cap;
     const int r = blockIdx.y, i = i0 + r;
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;

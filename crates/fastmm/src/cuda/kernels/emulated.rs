@@ -28,16 +28,18 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::cuda::kernels::cublas;
 use crate::cuda::kernels::int8::{
-    alloc_written, int8_product, int8_product_part, launch_err, ptr, Clock, MAX_GRID_Y,
+    alloc_written, int8_product, int8_product_batch, int8_product_part, launch_err, ptr, Clock,
+    MAX_GRID_Y,
 };
 use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::runtime::compile::{KernelKey, KernelSource};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
-use crate::cuda::tunables::CUDA_EMULATION_MEMORY_FRACTION;
+use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
 use crate::emulation::certify::{
-    certificate_depth, route, settle, wants_full_depth, Goal, Route, Target, NORM_SLACK,
+    certificate_depth, fixup_allowance, max_bits, moduli_for_bits, route, settle, wants_full_depth,
+    Goal, Route, Target, NORM_SLACK,
 };
 use crate::emulation::{Phase, Tally};
 use crate::error::Error;
@@ -71,6 +73,65 @@ struct Stats {
     states: CudaSlice<i32>,
 }
 
+/// The device addresses of [`Stats`]' three arrays, advanced together.
+#[derive(Debug, Clone, Copy)]
+struct StatsAt {
+    exps: CUdeviceptr,
+    norms: CUdeviceptr,
+    states: CUdeviceptr,
+}
+
+impl Stats {
+    fn at(&self, gpu: &Gpu) -> StatsAt {
+        StatsAt {
+            exps: ptr(gpu, &self.exps),
+            norms: ptr(gpu, &self.norms),
+            states: ptr(gpu, &self.states),
+        }
+    }
+}
+
+impl StatsAt {
+    /// The statistics from entry `entries` on.
+    fn skip(self, entries: usize) -> StatsAt {
+        let e = entries as u64;
+        StatsAt {
+            exps: self.exps + 4 * e,
+            norms: self.norms + 8 * e,
+            states: self.states + 4 * e,
+        }
+    }
+}
+
+/// Products along the kernels' batch dimension: how many, and how far
+/// product z's input (in its elements) and output (in its entries) lie
+/// after product z − 1's; a stride of 0 repeats one operand.
+#[derive(Debug, Clone, Copy)]
+struct Batch {
+    products: usize,
+    input: usize,
+    output: usize,
+}
+
+impl Batch {
+    const ONE: Batch = Batch {
+        products: 1,
+        input: 0,
+        output: 0,
+    };
+
+    /// The grid extent of the products.
+    fn grid(self) -> Result<u32, Error> {
+        if self.products > MAX_GRID_Y {
+            return Err(Error::Cuda(format!(
+                "emulated product: a batch of {} products exceeds a grid's {MAX_GRID_Y}",
+                self.products
+            )));
+        }
+        Ok(self.products as u32)
+    }
+}
+
 fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     gpu: &Gpu,
     len: usize,
@@ -81,13 +142,23 @@ fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
         .map_err(|e| cuda_err(&format!("cannot allocate the emulated product's {what}"), e))
 }
 
-/// One thread per element of `rows` rows of C, 256 per block: the launch
-/// of `emu_need` and `emu_accumulate`.
-fn per_element((rows, n): (usize, usize)) -> LaunchConfig {
+/// One thread per element of `rows` rows of C, 256 per block, for each of
+/// `products`: the launch of `emu_need` and `emu_accumulate`.
+fn per_element((rows, n): (usize, usize), products: u32) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (n.div_ceil(256) as u32, rows as u32, 1),
+        grid_dim: (n.div_ceil(256) as u32, rows as u32, products),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
+    }
+}
+
+/// A distinct operand per product, or one repeated (stride 0): how many
+/// there are, and how far apart `unit` entries of their derived arrays
+/// lie.
+fn distinct(stride: usize, count: usize, unit: usize) -> (usize, usize) {
+    match stride {
+        0 => (1, 0),
+        _ => (count, unit),
     }
 }
 
@@ -149,31 +220,34 @@ impl EmulatedGemm {
     }
 
     /// Statistics of `count` vectors of `len` entries: rows of x (ld) when
-    /// `rows`, else columns.
+    /// `rows`, else columns; for each product of `batch` (its input stride
+    /// in x's elements), `count` entries after the previous product's.
     fn stats(
         &self,
         gpu: &Gpu,
         (count, len): (usize, usize),
-        x: Operand,
-        rows: bool,
+        (x, rows): (Operand, bool),
+        batch: Batch,
     ) -> Result<Stats, Error> {
+        let entries = count * batch.products;
         let stats = Stats {
-            exps: alloc(gpu, count, "exponents")?,
-            norms: alloc(gpu, count, "norms")?,
-            states: alloc(gpu, count, "states")?,
+            exps: alloc(gpu, entries, "exponents")?,
+            norms: alloc(gpu, entries, "norms")?,
+            states: alloc(gpu, entries, "states")?,
         };
         if !rows {
-            self.column_stats(gpu, (count, len), x, &stats)?;
+            self.column_stats(gpu, (count, len), x, batch, &stats)?;
             return Ok(stats);
         }
-        let (ci, li, ld) = (to_i32("count", count)?, to_i32("len", len)?, x.ld as i64);
-        let (e, nr, s) = (
-            ptr(gpu, &stats.exps),
-            ptr(gpu, &stats.norms),
-            ptr(gpu, &stats.states),
+        let (ci, li, ld, xs) = (
+            to_i32("count", count)?,
+            to_i32("len", len)?,
+            x.ld as i64,
+            batch.input as i64,
         );
+        let at = stats.at(gpu);
         let config = LaunchConfig {
-            grid_dim: (count as u32, 1, 1),
+            grid_dim: (count as u32, batch.grid()?, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -183,49 +257,56 @@ impl EmulatedGemm {
             .arg(&li)
             .arg(&x.ptr)
             .arg(&ld)
-            .arg(&e)
-            .arg(&nr)
-            .arg(&s);
-        // SAFETY: (int, int, const ELEM*, long long, int*, double*, int*):
-        // x addresses count rows of len entries with this ld, and the
-        // outputs hold count entries each.
+            .arg(&xs)
+            .arg(&at.exps)
+            .arg(&at.norms)
+            .arg(&at.states);
+        // SAFETY: (int, int, const ELEM*, long long, long long, int*,
+        // double*, int*): x addresses, for each product xs elements after
+        // the previous one's, count rows of len entries with this ld; the
+        // outputs hold count entries per product.
         unsafe { launch.launch(config) }.map_err(launch_err("statistics"))?;
         Ok(stats)
     }
 
     /// The statistics of `count` columns of `len` entries (entry p of
-    /// column v at x[p·ld + v]) into `stats`: the columns' maxima and
-    /// chunk sums over a grid of 32 columns × a chunk of the length per
-    /// block, so that a short row of long columns still fills the GPU,
-    /// then the chunks' sums added in order per column.
+    /// column v at x[p·ld + v]) into `stats`, for each product of `batch`:
+    /// the columns' maxima and chunk sums over a grid of 32 columns × a
+    /// chunk of the length per block, so that a short row of long columns
+    /// still fills the GPU, then the chunks' sums added in order per
+    /// column.
     fn column_stats(
         &self,
         gpu: &Gpu,
         (count, len): (usize, usize),
         x: Operand,
+        batch: Batch,
         stats: &Stats,
     ) -> Result<(), Error> {
         // At least 8 entries per lane, at most 64 chunks.
         let chunk = len.div_ceil(64).max(256).div_ceil(8) * 8;
         let chunks = len.div_ceil(chunk).max(1);
-        let top_bits: CudaSlice<u64> = alloc(gpu, count, "column maxima")?;
-        let bad: CudaSlice<i32> = alloc(gpu, count, "column flags")?;
-        let partial: CudaSlice<f64> = alloc_written(gpu, chunks * count, "column sums")?;
-        let (ci, li, chi, chunks_i, ld) = (
+        let entries = count * batch.products;
+        let top_bits: CudaSlice<u64> = alloc(gpu, entries, "column maxima")?;
+        let bad: CudaSlice<i32> = alloc(gpu, entries, "column flags")?;
+        let partial: CudaSlice<f64> = alloc_written(gpu, chunks * entries, "column sums")?;
+        let (ci, li, chi, chunks_i, ld, xs) = (
             to_i32("count", count)?,
             to_i32("len", len)?,
             to_i32("chunk", chunk)?,
             to_i32("chunks", chunks)?,
             x.ld as i64,
+            batch.input as i64,
         );
         let (tp, bp, pp) = (ptr(gpu, &top_bits), ptr(gpu, &bad), ptr(gpu, &partial));
+        let products = batch.grid()?;
         let grid = LaunchConfig {
-            grid_dim: (count.div_ceil(32) as u32, chunks as u32, 1),
+            grid_dim: (count.div_ceil(32) as u32, chunks as u32, products),
             block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };
         let [max, sum, finish] = &self.stats_cols;
-        // The two passes over the columns share their first seven
+        // The two passes over the columns share their first eight
         // arguments; the sums' pass adds its partial sums.
         let pass = |step| {
             let mut launch = gpu.stream.launch_builder(step);
@@ -235,25 +316,24 @@ impl EmulatedGemm {
                 .arg(&chi)
                 .arg(&x.ptr)
                 .arg(&ld)
+                .arg(&xs)
                 .arg(&tp)
                 .arg(&bp);
             launch
         };
         let mut launch = pass(max);
-        // SAFETY: (int, int, int, const ELEM*, long long, unsigned long
-        // long*, int*): x addresses count columns of len entries with this
-        // ld; top_bits and bad hold count zeroed entries.
+        // SAFETY: (int, int, int, const ELEM*, long long, long long,
+        // unsigned long long*, int*): x addresses, for each product xs
+        // elements after the previous one's, count columns of len entries
+        // with this ld; top_bits and bad hold count zeroed entries per
+        // product.
         unsafe { launch.launch(grid) }.map_err(launch_err("column maxima"))?;
         let mut launch = pass(sum);
         launch.arg(&pp);
-        // SAFETY: as above, and partial holds chunks·count doubles, one
-        // written by each (chunk, column) of the grid.
+        // SAFETY: as above, and partial holds chunks·count doubles per
+        // product, one written by each (chunk, column) of the grid.
         unsafe { launch.launch(grid) }.map_err(launch_err("column sums"))?;
-        let (e, nr, s) = (
-            ptr(gpu, &stats.exps),
-            ptr(gpu, &stats.norms),
-            ptr(gpu, &stats.states),
-        );
+        let at = stats.at(gpu);
         let mut launch = gpu.stream.launch_builder(finish);
         launch
             .arg(&ci)
@@ -261,16 +341,16 @@ impl EmulatedGemm {
             .arg(&tp)
             .arg(&bp)
             .arg(&pp)
-            .arg(&e)
-            .arg(&nr)
-            .arg(&s);
+            .arg(&at.exps)
+            .arg(&at.norms)
+            .arg(&at.states);
         // SAFETY: (int, int, const unsigned long long*, const int*, const
         // double*, int*, double*, int*): the inputs as written above; the
-        // outputs hold count entries each. The temporaries are freed in
-        // stream order after this launch as they drop.
+        // outputs hold count entries per product. The temporaries are
+        // freed in stream order after this launch as they drop.
         unsafe {
             launch.launch(LaunchConfig {
-                grid_dim: (count.div_ceil(256) as u32, 1, 1),
+                grid_dim: (count.div_ceil(256) as u32, products, 1),
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             })
@@ -282,13 +362,15 @@ impl EmulatedGemm {
     /// `count` vectors of `len` entries (rows of x when `rows`, else
     /// columns) into k-contiguous INT8 planes of width kp at `out`, plane
     /// after plane `plane` bytes apart: magnitudes (bits = 0) or `nmod`
-    /// residue planes.
+    /// residue planes; for each product of `batch`, its input and its
+    /// planes the batch's strides on (elements of x, bytes), its
+    /// statistics `count` entries on.
     fn split(
         &self,
         gpu: &Gpu,
         (count, len, kp): (usize, usize, usize),
-        (x, rows): (Operand, bool),
-        (exps, states): (CUdeviceptr, CUdeviceptr),
+        (x, rows, batch): (Operand, bool, Batch),
+        stats: StatsAt,
         (bits, nmod): (u32, usize),
         (out, plane): (CUdeviceptr, usize),
     ) -> Result<(), Error> {
@@ -297,15 +379,21 @@ impl EmulatedGemm {
             to_i32("len", len)?,
             to_i32("kp", kp)?,
         );
-        let (ld, rows_i, bits_i, nmod_i, plane_i) = (
+        let (ld, xs, rows_i, bits_i, nmod_i, plane_i, os) = (
             x.ld as i64,
+            batch.input as i64,
             i32::from(rows),
             bits as i32,
             nmod as i32,
             plane as i64,
+            batch.output as i64,
         );
         let config = LaunchConfig {
-            grid_dim: ((kp / 32).max(1) as u32, count.div_ceil(32) as u32, 1),
+            grid_dim: (
+                (kp / 32).max(1) as u32,
+                count.div_ceil(32) as u32,
+                batch.grid()?,
+            ),
             block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };
@@ -316,23 +404,90 @@ impl EmulatedGemm {
             .arg(&kpi)
             .arg(&x.ptr)
             .arg(&ld)
+            .arg(&xs)
             .arg(&rows_i)
-            .arg(&exps)
-            .arg(&states)
+            .arg(&stats.exps)
+            .arg(&stats.states)
             .arg(&bits_i)
             .arg(&nmod_i)
             .arg(&out)
-            .arg(&plane_i);
-        // SAFETY: (int, int, int, const ELEM*, long long, int, const int*,
-        // const int*, int, int, signed char*, long long): x addresses count
-        // vectors of len entries; exps and states hold count entries; out
-        // holds max(nmod, 1) planes of count×kp bytes, `plane` apart; kp
-        // is a multiple of 32, so the grid covers every column.
+            .arg(&plane_i)
+            .arg(&os);
+        // SAFETY: (int, int, int, const ELEM*, long long, long long, int,
+        // const int*, const int*, int, int, signed char*, long long, long
+        // long): x addresses count vectors of len entries per product, xs
+        // elements apart; exps and states hold count entries per product;
+        // out holds, per product os bytes apart, max(nmod, 1) planes of
+        // count×kp bytes `plane` apart; kp is a multiple of 32, so the
+        // grid covers every column.
         unsafe { launch.launch(config) }
             .map(|_| ())
             .map_err(launch_err("split"))
     }
 
+    /// The needs of rows i0..i0+r of each product of `batch` (its `gs`,
+    /// `rs`, `cs` and `ns` strides on G, the row and column statistics
+    /// and the needs), from the magnitude product G (ld ldg), counted in
+    /// the product's histogram of 256 bins.
+    #[allow(clippy::too_many_arguments)]
+    fn needs(
+        &self,
+        gpu: &Gpu,
+        (i0, r, n, k): (usize, usize, usize, usize),
+        (g, ldg, gs): (CUdeviceptr, usize, usize),
+        (rows, rs): (StatsAt, usize),
+        (cols, cs): (StatsAt, usize),
+        t: f64,
+        (need, ns, histogram): (CUdeviceptr, usize, CUdeviceptr),
+        products: usize,
+    ) -> Result<(), Error> {
+        let (i0i, ni, ki, ldg, gs, rs, cs, ns) = (
+            to_i32("row", i0)?,
+            to_i32("n", n)?,
+            to_i32("k", k)?,
+            ldg as i64,
+            gs as i64,
+            rs as i64,
+            cs as i64,
+            ns as i64,
+        );
+        let config = per_element(
+            (r, n),
+            Batch {
+                products,
+                ..Batch::ONE
+            }
+            .grid()?,
+        );
+        let mut launch = gpu.stream.launch_builder(&self.need);
+        launch
+            .arg(&i0i)
+            .arg(&ni)
+            .arg(&ki)
+            .arg(&g)
+            .arg(&ldg)
+            .arg(&gs)
+            .arg(&rows.states)
+            .arg(&rows.norms)
+            .arg(&rs)
+            .arg(&cols.states)
+            .arg(&cols.norms)
+            .arg(&cs)
+            .arg(&t)
+            .arg(&NORM_SLACK)
+            .arg(&need)
+            .arg(&ns)
+            .arg(&histogram);
+        // SAFETY: (int, int, int, const int*, long long, long long, const
+        // int*, const double*, long long, const int*, const double*, long
+        // long, double, double, unsigned char*, long long, unsigned long
+        // long*): per product at its strides, g holds r rows of ldg INT32;
+        // the statistics cover rows i0..i0+r and every column; need holds
+        // the product's m·n bytes; its histogram 256 counters.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_err("certificate"))
+    }
     /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route and the
     /// GPU time of its phases (zero on the native route).
     fn run_slice<T: Element>(
@@ -354,23 +509,11 @@ impl EmulatedGemm {
         let np = n.div_ceil(PAD) * PAD;
         // A's rows and B's columns are vectors of their storage's rows or
         // columns, by whether each is a transposed view.
-        let rows = self.stats(gpu, (m, k), a, !a.trans)?;
-        let cols = self.stats(gpu, (n, k), b, b.trans)?;
-        let (row_e, row_s, col_e, col_s) = (
-            ptr(gpu, &rows.exps),
-            ptr(gpu, &rows.states),
-            ptr(gpu, &cols.exps),
-            ptr(gpu, &cols.states),
-        );
-        let budget = {
-            let (free, _) = gpu.memory_info()?;
-            (free as f64 * CUDA_EMULATION_MEMORY_FRACTION) as usize
-        };
-        let too_big = |what: &str, needed: usize| Error::OutOfMemory {
-            what: format!("the emulated product's {what}"),
-            needed: crate::system::format_bytes(needed as u128),
-            available: crate::system::format_bytes(budget as u128),
-        };
+        let rows = self.stats(gpu, (m, k), (a, !a.trans), Batch::ONE)?;
+        let cols = self.stats(gpu, (n, k), (b, b.trans), Batch::ONE)?;
+        let (rows, cols) = (rows.at(gpu), cols.at(gpu));
+        let budget = memory_budget(gpu)?;
+        let too_big = |what: &str, needed: usize| too_big(what, needed, budget);
 
         // Phase 1: the certificate, from the first part of the depth and
         // then, where that could pay, the whole.
@@ -381,8 +524,8 @@ impl EmulatedGemm {
             self.split(
                 gpu,
                 (n, k, kp),
-                (b, b.trans),
-                (col_e, col_s),
+                (b, b.trans, Batch::ONE),
+                cols,
                 (0, 1),
                 (ptr(gpu, &mag_b), n * kp),
             )?;
@@ -413,8 +556,8 @@ impl EmulatedGemm {
                         self.split(
                             gpu,
                             (r, k, kp),
-                            (a.at::<T>(i0, 0), !a.trans),
-                            (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
+                            (a.at::<T>(i0, 0), !a.trans, Batch::ONE),
+                            rows.skip(i0),
                             (0, 1),
                             (ptr(gpu, &mag_a), r * kp),
                         )?;
@@ -428,37 +571,16 @@ impl EmulatedGemm {
                         ptr(gpu, &mag_b),
                         ptr(gpu, &g),
                     )?;
-                    let (i0i, ni, ki, ldg) = (i0 as i32, n as i32, k as i32, np as i64);
-                    let config = per_element((r, n));
-                    let (gp, rn, cn, np_, hp) = (
-                        ptr(gpu, &g),
-                        ptr(gpu, &rows.norms),
-                        ptr(gpu, &cols.norms),
-                        ptr(gpu, &need),
-                        ptr(gpu, &histogram),
-                    );
-                    let mut launch = gpu.stream.launch_builder(&self.need);
-                    launch
-                        .arg(&i0i)
-                        .arg(&ni)
-                        .arg(&ki)
-                        .arg(&gp)
-                        .arg(&ldg)
-                        .arg(&row_s)
-                        .arg(&rn)
-                        .arg(&col_s)
-                        .arg(&cn)
-                        .arg(&t)
-                        .arg(&NORM_SLACK)
-                        .arg(&np_)
-                        .arg(&hp);
-                    // SAFETY: (int, int, int, const int*, long long, const
-                    // int*, const double*, const int*, const double*,
-                    // double, double, unsigned char*, unsigned long long*):
-                    // g holds r rows of np INT32; the statistics cover rows
-                    // i0.. and every column; need holds m·n bytes;
-                    // histogram 256 counters.
-                    unsafe { launch.launch(config) }.map_err(launch_err("certificate"))?;
+                    self.needs(
+                        gpu,
+                        (i0, r, n, k),
+                        (ptr(gpu, &g), np, 0),
+                        (rows, 0),
+                        (cols, 0),
+                        t,
+                        (ptr(gpu, &need), 0, ptr(gpu, &histogram)),
+                        1,
+                    )?;
                     i0 += r;
                 }
                 let mut counts = vec![0u64; 256];
@@ -495,8 +617,8 @@ impl EmulatedGemm {
         self.split(
             gpu,
             (n, k, kp),
-            (b, b.trans),
-            (col_e, col_s),
+            (b, b.trans, Batch::ONE),
+            cols,
             (bits, nmod),
             (ptr(gpu, &res_b), n * kp),
         )?;
@@ -512,7 +634,6 @@ impl EmulatedGemm {
         let fix_count: CudaSlice<u32> = alloc(gpu, 1, "fix-up count")?;
         let cap = usize::try_from(fixups).unwrap_or(usize::MAX).max(1);
         let fix_list: CudaSlice<u64> = alloc(gpu, cap, "fix-up list")?;
-        let (alpha64, beta64) = (alpha.to_f64(), beta.to_f64());
         let mut i0 = 0;
         while i0 < m {
             let r = block.min(m - i0);
@@ -520,8 +641,8 @@ impl EmulatedGemm {
             self.split(
                 gpu,
                 (r, k, kp),
-                (a.at::<T>(i0, 0), !a.trans),
-                (row_e + 4 * i0 as u64, row_s + 4 * i0 as u64),
+                (a.at::<T>(i0, 0), !a.trans, Batch::ONE),
+                rows.skip(i0),
                 (bits, nmod),
                 (ptr(gpu, &res_a), block * kp),
             )?;
@@ -535,48 +656,17 @@ impl EmulatedGemm {
                     ptr(gpu, &planes) + (4 * l * block * np) as u64,
                 )?;
             }
-            let (i0i, ni, nmodi, bitsi, capi) = (
-                i0 as i32,
-                n as i32,
-                nmod as i32,
-                bits as i32,
-                u32::try_from(cap).unwrap_or(u32::MAX),
-            );
-            let (plane, ldp, ldc) = ((block * np) as i64, np as i64, c.ld as i64);
-            let (pp, needp, fc, fl) = (
-                ptr(gpu, &planes),
-                ptr(gpu, &need),
-                ptr(gpu, &fix_count),
-                ptr(gpu, &fix_list),
-            );
-            let config = per_element((r, n));
             clock.mark(gpu, Phase::Accumulate)?;
-            let mut launch = gpu.stream.launch_builder(&self.accumulate);
-            launch
-                .arg(&i0i)
-                .arg(&ni)
-                .arg(&pp)
-                .arg(&plane)
-                .arg(&ldp)
-                .arg(&nmodi)
-                .arg(&bitsi)
-                .arg(&needp)
-                .arg(&row_e)
-                .arg(&col_e)
-                .arg(&alpha64)
-                .arg(&beta64)
-                .arg(&c.ptr)
-                .arg(&ldc)
-                .arg(&fc)
-                .arg(&fl)
-                .arg(&capi);
-            // SAFETY: (int, int, const int*, long long, long long, int,
-            // int, const unsigned char*, const int*, const int*, double,
-            // double, ELEM*, long long, unsigned int*, unsigned long long*,
-            // unsigned int): planes holds nmod planes of r rows of np INT32
-            // `plane` apart; need, the exponents and C cover rows i0..i0+r
-            // and n columns; the list holds `cap` entries.
-            unsafe { launch.launch(config) }.map_err(launch_err("accumulation"))?;
+            self.accumulate(
+                gpu,
+                (i0, r, n),
+                (ptr(gpu, &planes), block * np, np, 0),
+                (bits, nmod),
+                (ptr(gpu, &need), (rows.exps, 0), (cols.exps, 0), 0),
+                (alpha, beta, c, 0),
+                (ptr(gpu, &fix_count), ptr(gpu, &fix_list), cap),
+                1,
+            )?;
             i0 += r;
         }
         let mut listed = [0u32];
@@ -584,46 +674,503 @@ impl EmulatedGemm {
             .memcpy_dtoh(&fix_count, &mut listed[..])
             .map_err(|e| cuda_err("cannot read the fix-up count", e))?;
         gpu.synchronize()?;
-        let listed = listed[0] as usize;
-        if listed as u64 != fixups {
-            return Err(Error::Cuda(format!(
-                "emulated product: {listed} elements listed for native recomputation, the certificate counted {fixups}"
-            )));
-        }
-        if listed > 0 {
-            let (count, ni, ki) = (listed as u32, n as i32, k as i32);
-            let ((ar, ac), (br, bc)) = (a.strides(), b.strides());
-            let (ar, ac, br, bc, ldc) = (ar as i64, ac as i64, br as i64, bc as i64, c.ld as i64);
-            let fl = ptr(gpu, &fix_list);
-            let config = LaunchConfig {
-                grid_dim: (listed.div_ceil(8) as u32, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut launch = gpu.stream.launch_builder(&self.fixup);
-            launch
-                .arg(&fl)
-                .arg(&count)
-                .arg(&ni)
-                .arg(&ki)
-                .arg(&a.ptr)
-                .arg(&ar)
-                .arg(&ac)
-                .arg(&b.ptr)
-                .arg(&br)
-                .arg(&bc)
-                .arg(&alpha64)
-                .arg(&beta64)
-                .arg(&c.ptr)
-                .arg(&ldc);
-            // SAFETY: (const unsigned long long*, unsigned int, int, int,
-            // const ELEM*, long long, long long, const ELEM*, long long,
-            // long long, double, double, ELEM*, long long): the list holds
-            // `count` element indices i·n + j of C; a, b and c are the
-            // product's operands, addressed by their element strides.
-            unsafe { launch.launch(config) }.map_err(launch_err("fix-up"))?;
-        }
+        self.fix_up(gpu, product, (listed[0], fixups), ptr(gpu, &fix_list))?;
         // The temporaries are freed in stream order as they drop.
         Ok((chosen, clock.finish(gpu)?))
     }
+
+    /// The CRT accumulation of rows i0..i0+r of each of `products`, at its
+    /// strides: INT32 planes `plane` apart (ld ldp, the next product's
+    /// `ps` entries on), its needs (`ns` bytes on) and exponents (`rs`,
+    /// `cs` on), C (`cs_c` elements on) and its fix-up count and list
+    /// (`cap` entries each).
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn accumulate<T: Element>(
+        &self,
+        gpu: &Gpu,
+        (i0, r, n): (usize, usize, usize),
+        (planes, plane, ldp, ps): (CUdeviceptr, usize, usize, usize),
+        (bits, nmod): (u32, usize),
+        (need, (row_e, rs), (col_e, cs), ns): (
+            CUdeviceptr,
+            (CUdeviceptr, usize),
+            (CUdeviceptr, usize),
+            usize,
+        ),
+        (alpha, beta, c, cs_c): (T, T, Operand, usize),
+        (fix_count, fix_list, cap): (CUdeviceptr, CUdeviceptr, usize),
+        products: usize,
+    ) -> Result<(), Error> {
+        let (i0i, ni, nmodi, bitsi, capi) = (
+            to_i32("row", i0)?,
+            to_i32("n", n)?,
+            nmod as i32,
+            bits as i32,
+            u32::try_from(cap).unwrap_or(u32::MAX),
+        );
+        let (plane, ldp, ps, ns, rs, cs, ldc, cs_c) = (
+            plane as i64,
+            ldp as i64,
+            ps as i64,
+            ns as i64,
+            rs as i64,
+            cs as i64,
+            c.ld as i64,
+            cs_c as i64,
+        );
+        let (alpha64, beta64) = (alpha.to_f64(), beta.to_f64());
+        let config = per_element(
+            (r, n),
+            Batch {
+                products,
+                ..Batch::ONE
+            }
+            .grid()?,
+        );
+        let mut launch = gpu.stream.launch_builder(&self.accumulate);
+        launch
+            .arg(&i0i)
+            .arg(&ni)
+            .arg(&planes)
+            .arg(&plane)
+            .arg(&ldp)
+            .arg(&ps)
+            .arg(&nmodi)
+            .arg(&bitsi)
+            .arg(&need)
+            .arg(&ns)
+            .arg(&row_e)
+            .arg(&rs)
+            .arg(&col_e)
+            .arg(&cs)
+            .arg(&alpha64)
+            .arg(&beta64)
+            .arg(&c.ptr)
+            .arg(&ldc)
+            .arg(&cs_c)
+            .arg(&fix_count)
+            .arg(&fix_list)
+            .arg(&capi);
+        // SAFETY: (int, int, const int*, long long, long long, long long,
+        // int, int, const unsigned char*, long long, const int*, long long,
+        // const int*, long long, double, double, ELEM*, long long, long
+        // long, unsigned int*, unsigned long long*, unsigned int): per
+        // product at its strides, planes holds nmod planes of r rows of ldp
+        // INT32 `plane` apart; need, the exponents and C cover rows
+        // i0..i0+r and n columns (no product's C another's); each product
+        // has one count and a list of `cap` entries.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_err("accumulation"))
+    }
+
+    /// Recomputes natively the `listed` elements of `product`'s C whose
+    /// indices the accumulation wrote to `list`, once the count is known to
+    /// be the certificate's (`counted`).
+    fn fix_up<T: Element>(
+        &self,
+        gpu: &Gpu,
+        product: DeviceGemm<T>,
+        (listed, counted): (u32, u64),
+        list: CUdeviceptr,
+    ) -> Result<(), Error> {
+        if u64::from(listed) != counted {
+            return Err(Error::Cuda(format!(
+                "emulated product: {listed} elements listed for native recomputation, the certificate counted {counted}"
+            )));
+        }
+        if listed == 0 {
+            return Ok(());
+        }
+        let DeviceGemm {
+            shape: (_, k, n),
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+        } = product;
+        let (ni, ki) = (to_i32("n", n)?, to_i32("k", k)?);
+        let ((ar, ac), (br, bc)) = (a.strides(), b.strides());
+        let (ar, ac, br, bc, ldc) = (ar as i64, ac as i64, br as i64, bc as i64, c.ld as i64);
+        let (alpha64, beta64) = (alpha.to_f64(), beta.to_f64());
+        let config = LaunchConfig {
+            grid_dim: (listed.div_ceil(8), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = gpu.stream.launch_builder(&self.fixup);
+        launch
+            .arg(&list)
+            .arg(&listed)
+            .arg(&ni)
+            .arg(&ki)
+            .arg(&a.ptr)
+            .arg(&ar)
+            .arg(&ac)
+            .arg(&b.ptr)
+            .arg(&br)
+            .arg(&bc)
+            .arg(&alpha64)
+            .arg(&beta64)
+            .arg(&c.ptr)
+            .arg(&ldc);
+        // SAFETY: (const unsigned long long*, unsigned int, int, int,
+        // const ELEM*, long long, long long, const ELEM*, long long,
+        // long long, double, double, ELEM*, long long): the list holds
+        // `listed` element indices i·n + j of C; a, b and c are the
+        // product's operands, addressed by their element strides.
+        unsafe { launch.launch(config) }
+            .map(|_| ())
+            .map_err(launch_err("fix-up"))
+    }
+
+    /// A strided batch of `count` products (product i is
+    /// `first.nth(i, strides)`, a stride of 0 repeating an operand), each
+    /// with the route [`EmulatedGemm::run`] would give it and the same
+    /// result, but every step one launch over as many products as the
+    /// GPU's memory holds: two host reads per group of products instead of
+    /// two per product, and the INT8 products of each modulus one strided
+    /// batch. Shapes a group cannot take (depth beyond
+    /// [`EMULATION_K_CHUNK`], sides beyond one INT8 tile, too little
+    /// memory for two products) run product by product.
+    pub fn run_strided<T: Element>(
+        &self,
+        gpu: &Gpu,
+        first: DeviceGemm<T>,
+        (count, strides): (usize, (usize, usize, usize)),
+    ) -> Result<(), Error> {
+        let (m, k, n) = first.shape;
+        if m == 0 || n == 0 || count == 0 {
+            return Ok(());
+        }
+        let group =
+            match k <= EMULATION_K_CHUNK && m <= MAX_GRID_Y && m.max(n) <= CUDA_EMULATION_INT8_TILE
+            {
+                true => (memory_budget(gpu)? / group_bytes((m, k, n)))
+                    .min(MAX_GRID_Y)
+                    .min(count),
+                false => 0,
+            };
+        if group < 2 {
+            return (0..count).try_for_each(|i| self.run(gpu, first.nth(i, strides)));
+        }
+        let mut i0 = 0;
+        while i0 < count {
+            let len = group.min(count - i0);
+            let (routes, phase_us) = self.run_group(gpu, first.nth(i0, strides), (len, strides))?;
+            let mut tally = self.tally.lock().expect("tally lock");
+            for (i, route) in routes.into_iter().enumerate() {
+                tally.add(route, if i == 0 { phase_us } else { [0; Phase::COUNT] });
+            }
+            i0 += len;
+        }
+        Ok(())
+    }
+
+    /// One group of [`EmulatedGemm::run_strided`]: the routes of its
+    /// products and the GPU time of its phases.
+    fn run_group<T: Element>(
+        &self,
+        gpu: &Gpu,
+        first: DeviceGemm<T>,
+        (count, strides): (usize, (usize, usize, usize)),
+    ) -> Result<(Vec<Route>, [u64; Phase::COUNT]), Error> {
+        let DeviceGemm {
+            shape: (m, k, n),
+            a,
+            b,
+            ..
+        } = first;
+        let (sa, sb, _) = strides;
+        let mut clock = Clock::new();
+        clock.mark(gpu, Phase::Certificate)?;
+        let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
+        let np = n.div_ceil(PAD) * PAD;
+        // A repeated operand's statistics and planes are made once; `rs`
+        // and `cs` are how far one product's row and column statistics lie
+        // from the previous one's.
+        let (na, rs) = distinct(sa, count, m);
+        let (nb, cs) = distinct(sb, count, n);
+        let batch_a = |output| Batch {
+            products: na,
+            input: sa,
+            output,
+        };
+        let batch_b = |output| Batch {
+            products: nb,
+            input: sb,
+            output,
+        };
+        let rows = self.stats(gpu, (m, k), (a, !a.trans), batch_a(0))?;
+        let cols = self.stats(gpu, (n, k), (b, b.trans), batch_b(0))?;
+        let (rows, cols) = (rows.at(gpu), cols.at(gpu));
+        let target = Target::of(self.goal, (m, k, n), T::DTYPE);
+        let t = target.tau();
+        let need: CudaSlice<u8> = alloc_written(gpu, count * m * n, "needs")?;
+        let histograms: CudaSlice<u64> = alloc(gpu, count * 256, "histograms")?;
+        let (need_at, hist_at) = (ptr(gpu, &need), ptr(gpu, &histograms));
+
+        // Phase 1: the certificates, from the first part of the depth and
+        // then, for the products where that could pay, the whole.
+        let routes = {
+            let mag_b: CudaSlice<i8> = alloc_written(gpu, nb * n * kp, "magnitudes of B")?;
+            let mag_a: CudaSlice<i8> = alloc_written(gpu, na * m * kp, "magnitudes of A")?;
+            let g: CudaSlice<i32> = alloc_written(gpu, count * m * np, "magnitude products")?;
+            let (mb, ma, gp) = (ptr(gpu, &mag_b), ptr(gpu, &mag_a), ptr(gpu, &g));
+            self.split(
+                gpu,
+                (n, k, kp),
+                (b, b.trans, batch_b(n * kp)),
+                cols,
+                (0, 1),
+                (mb, n * kp),
+            )?;
+            self.split(
+                gpu,
+                (m, k, kp),
+                (a, !a.trans, batch_a(m * kp)),
+                rows,
+                (0, 1),
+                (ma, m * kp),
+            )?;
+            // The padding beyond k is zeros: a first depth of k is kp.
+            let depth = match certificate_depth(k, target) {
+                d if d < k => d,
+                _ => kp,
+            };
+            let plane_strides = (rs * kp, cs * kp, m * np);
+            int8_product_batch(
+                gpu,
+                (m, n, kp, np),
+                (0, depth),
+                false,
+                (ma, mb, gp),
+                (count, plane_strides),
+            )?;
+            self.needs(
+                gpu,
+                (0, m, n, k),
+                (gp, np, m * np),
+                (rows, rs),
+                (cols, cs),
+                t,
+                (need_at, m * n, hist_at),
+                count,
+            )?;
+            let first_counts = read_histograms(gpu, &histograms, count)?;
+            let found: Vec<Route> = first_counts
+                .iter()
+                .map(|h| route(h, m, k, n, target))
+                .collect();
+            let again: Vec<usize> = (0..count)
+                .filter(|&i| depth < kp && wants_full_depth(found[i], k, target))
+                .collect();
+            // The products that want it add the rest of the depth to their
+            // G and count their needs again, each as it would alone.
+            let second: CudaSlice<u64> = alloc(gpu, again.len() * 256, "histograms")?;
+            for (slot, &i) in again.iter().enumerate() {
+                let gi = gp + (4 * i * m * np) as u64;
+                int8_product_batch(
+                    gpu,
+                    (m, n, kp, np),
+                    (depth, kp),
+                    true,
+                    (ma + (i * rs * kp) as u64, mb + (i * cs * kp) as u64, gi),
+                    (1, (0, 0, 0)),
+                )?;
+                self.needs(
+                    gpu,
+                    (0, m, n, k),
+                    (gi, np, 0),
+                    (rows.skip(i * rs), 0),
+                    (cols.skip(i * cs), 0),
+                    t,
+                    (
+                        need_at + (i * m * n) as u64,
+                        0,
+                        ptr(gpu, &second) + (8 * 256 * slot) as u64,
+                    ),
+                    1,
+                )?;
+            }
+            let second_counts = match again.is_empty() {
+                true => Vec::new(),
+                false => read_histograms(gpu, &second, again.len())?,
+            };
+            let mut routes: Vec<Route> = found
+                .iter()
+                .zip(&first_counts)
+                .map(|(&r, h)| settle(r, h, k, target))
+                .collect();
+            for (&i, h) in again.iter().zip(&second_counts) {
+                routes[i] = settle(route(h, m, k, n, target), h, k, target);
+            }
+            routes
+        };
+        drop(histograms);
+
+        // Phase 2 over each run of consecutive products on one emulated
+        // route: residues, INT8 products, CRT; the native ones by cuBLAS.
+        let fixups_of = |r: &Route| match r {
+            Route::Emulated { fixups, .. } => *fixups,
+            Route::Native { .. } => 0,
+        };
+        let cap = routes.iter().map(fixups_of).max().unwrap_or(0);
+        let cap = usize::try_from(cap).unwrap_or(usize::MAX).max(1);
+        let fix_count: CudaSlice<u32> = alloc(gpu, count, "fix-up counts")?;
+        let fix_list: CudaSlice<u64> = alloc(gpu, count * cap, "fix-up lists")?;
+        let (fc, fl) = (ptr(gpu, &fix_count), ptr(gpu, &fix_list));
+        let mut i = 0;
+        while i < count {
+            let Route::Emulated {
+                bits, moduli: nmod, ..
+            } = routes[i]
+            else {
+                cublas::gemm(gpu, GpuPrecision::Fp32, first.nth(i, strides))?;
+                i += 1;
+                continue;
+            };
+            let run = routes[i..]
+                .iter()
+                .take_while(|r| {
+                    matches!(r, Route::Emulated { bits: b, moduli: l, .. } if *b == bits && *l == nmod)
+                })
+                .count();
+            let head = first.nth(i, strides);
+            let (ra, rb) = (distinct(sa, run, 0).0, distinct(sb, run, 0).0);
+            let (rows_i, cols_i) = (rows.skip(i * rs), cols.skip(i * cs));
+            clock.mark(gpu, Phase::Split)?;
+            // Plane l of every product lies after plane l − 1 of every
+            // product, so that each modulus is one strided batch.
+            let res_b: CudaSlice<i8> = alloc_written(gpu, nmod * rb * n * kp, "residues of B")?;
+            let res_a: CudaSlice<i8> = alloc_written(gpu, nmod * ra * m * kp, "residues of A")?;
+            let (pb, pa) = (ptr(gpu, &res_b), ptr(gpu, &res_a));
+            let over_b = Batch {
+                products: rb,
+                input: sb,
+                output: n * kp,
+            };
+            let over_a = Batch {
+                products: ra,
+                input: sa,
+                output: m * kp,
+            };
+            self.split(
+                gpu,
+                (n, k, kp),
+                (head.b, b.trans, over_b),
+                cols_i,
+                (bits, nmod),
+                (pb, rb * n * kp),
+            )?;
+            self.split(
+                gpu,
+                (m, k, kp),
+                (head.a, !a.trans, over_a),
+                rows_i,
+                (bits, nmod),
+                (pa, ra * m * kp),
+            )?;
+            let planes: CudaSlice<i32> = alloc_written(gpu, nmod * run * m * np, "INT32 products")?;
+            let pp = ptr(gpu, &planes);
+            clock.mark(gpu, Phase::Products)?;
+            for l in 0..nmod {
+                int8_product_batch(
+                    gpu,
+                    (m, n, kp, np),
+                    (0, kp),
+                    false,
+                    (
+                        pa + (l * ra * m * kp) as u64,
+                        pb + (l * rb * n * kp) as u64,
+                        pp + (4 * l * run * m * np) as u64,
+                    ),
+                    (run, (rs * kp, cs * kp, m * np)),
+                )?;
+            }
+            clock.mark(gpu, Phase::Accumulate)?;
+            self.accumulate(
+                gpu,
+                (0, m, n),
+                (pp, run * m * np, np, m * np),
+                (bits, nmod),
+                (
+                    need_at + (i * m * n) as u64,
+                    (rows_i.exps, rs),
+                    (cols_i.exps, cs),
+                    m * n,
+                ),
+                (head.alpha, head.beta, head.c, strides.2),
+                (fc + 4 * i as u64, fl + (8 * i * cap) as u64, cap),
+                run,
+            )?;
+            // The run's planes are freed in stream order as they drop.
+            i += run;
+        }
+        let mut listed = vec![0u32; count];
+        gpu.stream
+            .memcpy_dtoh(&fix_count, &mut listed[..])
+            .map_err(|e| cuda_err("cannot read the fix-up counts", e))?;
+        gpu.synchronize()?;
+        for (i, route) in routes.iter().enumerate() {
+            if let Route::Emulated { fixups, .. } = route {
+                let list = fl + (8 * i * cap) as u64;
+                self.fix_up(gpu, first.nth(i, strides), (listed[i], *fixups), list)?;
+            }
+        }
+        Ok((routes, clock.finish(gpu)?))
+    }
+}
+
+/// The bytes of GPU memory the emulated product may take: a share of what
+/// is free now.
+fn memory_budget(gpu: &Gpu) -> Result<usize, Error> {
+    let (free, _) = gpu.memory_info()?;
+    Ok((free as f64 * CUDA_EMULATION_MEMORY_FRACTION) as usize)
+}
+
+/// The error for a step that does not fit in `budget` bytes.
+fn too_big(what: &str, needed: usize, budget: usize) -> Error {
+    Error::OutOfMemory {
+        what: format!("the emulated product's {what}"),
+        needed: crate::system::format_bytes(needed as u128),
+        available: crate::system::format_bytes(budget as u128),
+    }
+}
+
+/// The most bytes one product of a group of [`EmulatedGemm::run_strided`]
+/// holds at once, with as many moduli as any route of depth k may take:
+/// its needs, its share of the magnitudes and G or of the residues and
+/// INT32 planes, its fix-up list and statistics.
+fn group_bytes((m, k, n): (usize, usize, usize)) -> usize {
+    let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
+    let np = n.div_ceil(PAD) * PAD;
+    let moduli = moduli_for_bits(k, max_bits(k)).unwrap_or(16);
+    let planes = (m + n) * kp + 4 * m * np;
+    let fixups = usize::try_from(fixup_allowance(m, n)).unwrap_or(usize::MAX);
+    (m * n)
+        .saturating_add(planes.saturating_mul(moduli.max(1)))
+        .saturating_add(fixups.saturating_mul(8))
+        .saturating_add(64 * (m + n) + 4096)
+        .max(1)
+}
+
+/// `count` histograms of 256 bins, read back: the host waits for the
+/// stream.
+fn read_histograms(
+    gpu: &Gpu,
+    histograms: &CudaSlice<u64>,
+    count: usize,
+) -> Result<Vec<[u64; 256]>, Error> {
+    let mut flat = vec![0u64; histograms.len()];
+    gpu.stream
+        .memcpy_dtoh(histograms, &mut flat[..])
+        .map_err(|e| cuda_err("cannot read the certificates' histograms", e))?;
+    gpu.synchronize()?;
+    Ok(flat
+        .chunks_exact(256)
+        .take(count)
+        .map(|h| h.try_into().expect("256 bins"))
+        .collect())
 }

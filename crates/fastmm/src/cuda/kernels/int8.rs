@@ -115,14 +115,46 @@ pub(crate) fn int8_product_part(
                 a + (i0 * kp + p0) as u64,
                 bt + (j0 * kp + p0) as u64,
                 c + (4 * (i0 * np + j0)) as u64,
+                StridedBatch::ONE,
             )?;
         }
     }
     Ok(())
 }
 
+/// A strided batch of `count` products [`int8_product_part`] would make,
+/// each one tile (rows and n at most [`CUDA_EMULATION_INT8_TILE`]), as one
+/// cuBLAS launch: product z's A, Bᵀ and C lie z·`strides` elements (bytes,
+/// bytes, INT32) after the first's (0 repeats an operand).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn int8_product_batch(
+    gpu: &Gpu,
+    (rows, n, kp, np): (usize, usize, usize, usize),
+    (p0, p1): (usize, usize),
+    accumulate: bool,
+    (a, bt, c): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+    (count, (sa, sb, sc)): (usize, (usize, usize, usize)),
+) -> Result<(), Error> {
+    debug_assert!(rows.max(n) <= CUDA_EMULATION_INT8_TILE);
+    let batch = StridedBatch {
+        count: to_i32("batch", count)?,
+        // cuBLAS's A is Bᵀ and its B is A (column-major Cᵀ = Bᵀᵀ·Aᵀ).
+        strides: (sb as i64, sa as i64, sc as i64),
+    };
+    int8_tile(
+        gpu,
+        (rows, n, p1 - p0, np),
+        (kp, accumulate),
+        a + p0 as u64,
+        bt + p0 as u64,
+        c,
+        batch,
+    )
+}
+
 /// One tile of [`int8_product_part`]: C (rows×n of ld np) = A·Bᵀ (+ C
-/// where `accumulate`) over depth `depth`, A and Bᵀ rows `ld` apart.
+/// where `accumulate`) over depth `depth`, A and Bᵀ rows `ld` apart, for
+/// each product of `batch` (strides in cuBLAS's order: Bᵀ, A, C).
 /// Column-major that is Cᵀ = op_T(B)·A.
 fn int8_tile(
     gpu: &Gpu,
@@ -131,6 +163,7 @@ fn int8_tile(
     a: CUdeviceptr,
     bt: CUdeviceptr,
     c: CUdeviceptr,
+    batch: StridedBatch,
 ) -> Result<(), Error> {
     let (one, beta) = (1i32, i32::from(accumulate));
     let (ni, ri, ki, ldk, ldc) = (
@@ -158,12 +191,13 @@ fn int8_tile(
             ld: ldc,
         },
         compute: cublasComputeType_t::CUBLAS_COMPUTE_32I,
-        batch: StridedBatch::ONE,
+        batch,
     };
     // SAFETY: `bt` holds n rows of `depth` INT8 `ld` apart (column-major
     // depth×n, ld ≥ depth), `a` rows rows likewise, `c` room for rows rows
     // of ld np INT32 (column-major np×rows ⊇ n×rows, read only where
-    // accumulating); α and β are host i32 scalars of the compute type that
-    // outlive the call.
+    // accumulating), for each product of the batch at its strides (the
+    // caller's contract: no product's C another's); α and β are host i32
+    // scalars of the compute type that outlive the call.
     unsafe { gemm_ex(gpu, &call, "cublasGemmEx (INT8) failed") }
 }

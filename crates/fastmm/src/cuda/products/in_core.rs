@@ -301,7 +301,8 @@ fn check_resident(opts: &GemmOptions) -> Result<(), Error> {
 /// row-major), for a batch of products of one
 /// shape and one α and β: prepared once and queued on the GPU's stream
 /// without a wait between them. A strided batch of the classical product
-/// runs as one cuBLAS launch; other batches below
+/// runs as one cuBLAS launch, one of the emulated product as one launch
+/// per step over as many products as memory holds; other batches below
 /// [`CUDA_BATCH_LANES_BELOW_MN`] run on several lanes; otherwise each
 /// product is queued in turn (the emulated product still waits on its own
 /// certificate). `completion` says whether the host then waits, or
@@ -349,6 +350,15 @@ pub(crate) fn multiply_resident_batch<T: Element>(
                 (products.len(), strides),
             )?;
             finish(gpu, completion)?;
+        }
+        ((None, ClassicalGemm::Emulated(emulated)), Some(strides)) if products.len() > 1 => {
+            let queued = emulated.run_strided(gpu, *first, (products.len(), strides));
+            // What was queued is waited for on a failure too: the caller
+            // may free the operands next.
+            match queued {
+                Ok(()) => finish(gpu, completion)?,
+                Err(e) => return gpu.synchronize().and(Err(e)),
+            }
         }
         _ if products.len() == 1 || first.shape.0 * first.shape.2 >= CUDA_BATCH_LANES_BELOW_MN => {
             run_lane(gpu, &prepared, products, opts, completion)?
