@@ -4,7 +4,7 @@
 //
 //   emu_stats_rows   E = floor(log2 max|x|), the 1-norm in units of 2^E,
 //                    and the vector's state (0 zero, 1 scales, 2 NaN or
-//                    inf), one block per row
+//                    inf), one warp per row
 //   emu_cols_max / emu_cols_sum / emu_cols_finish
 //                    the same of columns, in chunks of the length spread
 //                    over the grid, then combined per column in order
@@ -112,8 +112,7 @@ __device__ __forceinline__ void emu_residues(long long x, signed char* out, long
 
 __device__ double emu_i128_to_double(__int128 x);
 
-// Garner's balanced mixed-radix digits of the residues p[l * plane]
-// (l < N), and the integer they stand for by Horner's rule: in 64 bits
+// Garner's balanced mixed-radix digits of the residues p[l] (l < N), and the integer they stand for by Horner's rule: in 64 bits
 // while M/2 < 2^63 (N <= 8), else in 128; rounded once to a double.
 template <typename Acc> __device__ __forceinline__ double emu_round(Acc x);
 template <> __device__ __forceinline__ double emu_round<long long>(long long x)
@@ -128,7 +127,7 @@ template <bool Small> struct EmuAcc { typedef __int128 type; };
 template <> struct EmuAcc<true> { typedef long long type; };
 
 template <int N>
-__device__ __forceinline__ double emu_crt(const int* __restrict__ p, long long plane)
+__device__ __forceinline__ double emu_crt(const int* p)
 {
     int d[N];
 #pragma unroll
@@ -139,7 +138,7 @@ __device__ __forceinline__ double emu_crt(const int* __restrict__ p, long long p
         for (int q = 0; q < l; ++q) s += d[q] * EMU_WEIGHT[l][q];
         // Reduced lazily: |p % m - s| < 2^20 and times the inverse < 2^28,
         // so one balanced reduction at the end gives the same digit.
-        d[l] = emu_balanced((p[l * plane] % m - s) * EMU_INVERSE[l], m);
+        d[l] = emu_balanced((p[l] % m - s) * EMU_INVERSE[l], m);
     }
     typedef typename EmuAcc<(N <= 8)>::type Acc;
     Acc x = 0;
@@ -181,73 +180,68 @@ __device__ __forceinline__ void emu_residues_f64(double x, signed char* out, lon
     }
 }
 
+// The balanced residues of four integers x[i] (|x| <= 2^30) modulo the
+// first N moduli, packed into one word per plane (byte i from x[i]) at
+// out[l * plane], which is 4-byte aligned. x + K_m, K_m = 2^30 plus the
+// remainder of floor(m/2) - 2^30 modulo m, lies in [0, 2^31 + m) and is
+// x + floor(m/2) modulo m, so its unsigned remainder (a multiply and a
+// shift for a constant m) less floor(m/2) is the balanced residue: about
+// five integer operations per modulus where the FP64 path takes a dozen.
+template <int N>
+__device__ __forceinline__ void emu_residues_x4(const int* x, signed char* out, long long plane)
+{
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const int m = emu_modulus(l);
+        const unsigned int k = (1u << 30) + (unsigned int)((((m / 2) - (1 << 30)) % m + m) % m);
+        unsigned int word = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = (int)(((unsigned int)x[i] + k) % (unsigned int)m) - m / 2;
+            word |= ((unsigned int)r & 0xffu) << (8 * i);
+        }
+        *(unsigned int*)(out + l * plane) = word;
+    }
+}
+
 // |x| <= DBL_MAX, false for NaN and inf.
 __device__ __forceinline__ bool emu_finite(double x)
 {
     return fabs(x) <= 1.7976931348623157e308;
 }
 
-// Block-wide reductions over blockDim.x * blockDim.y threads (a multiple
-// of 32, at most 1024): every thread gets the result.
-__device__ double emu_block_max(double v, double* scratch)
-{
-    const int t = threadIdx.y * blockDim.x + threadIdx.x;
-    const int warps = blockDim.x * blockDim.y / 32;
-    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
-    __syncthreads();
-    if (t % 32 == 0) scratch[t / 32] = v;
-    __syncthreads();
-    double r = scratch[0];
-    for (int w = 1; w < warps; ++w) r = fmax(r, scratch[w]);
-    return r;
-}
-
-__device__ double emu_block_sum(double v, double* scratch)
-{
-    const int t = threadIdx.y * blockDim.x + threadIdx.x;
-    const int warps = blockDim.x * blockDim.y / 32;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if (t % 32 == 0) scratch[t / 32] = v;
-    __syncthreads();
-    double r = 0.0;
-    for (int w = 0; w < warps; ++w) r += scratch[w];
-    return r;
-}
-
 // Statistics of `count` rows of `len` entries, row v at x + v*ld; one
-// block per row, grid (count, products).
+// warp per row, 8 rows per block of 32x8 (shuffles, no barriers, so that
+// short rows do not leave the GPU waiting on block-wide reductions), grid
+// (ceil(count/8), products).
 extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __restrict__ x,
                                           long long ld, long long xs, int* __restrict__ exps,
                                           double* __restrict__ norms, int* __restrict__ states)
 {
-    __shared__ double scratch[32];
-    const int v = blockIdx.x;
+    const int v = blockIdx.x * 8 + threadIdx.y;
     if (v >= count) return;
     const long long z = blockIdx.y;
-    x += z * xs;
-    exps += z * count;
-    norms += z * count;
-    states += z * count;
-    const ELEM* row = x + (long long)v * ld;
-    double top = 0.0, bad = 0.0;
-    for (int p = threadIdx.x; p < len; p += blockDim.x) {
+    const ELEM* row = x + z * xs + (long long)v * ld;
+    double top = 0.0;
+    int bad = 0;
+    for (int p = threadIdx.x; p < len; p += 32) {
         const double a = fabs((double)row[p]);
         if (emu_finite(a)) top = fmax(top, a);
-        else bad = 1.0;
+        else bad = 1;
     }
-    bad = emu_block_max(bad, scratch);
-    top = emu_block_max(top, scratch);
-    const int state = bad != 0.0 ? 2 : (top == 0.0 ? 0 : 1);
+    for (int o = 16; o > 0; o >>= 1) top = fmax(top, __shfl_xor_sync(0xffffffffu, top, o));
+    bad = __any_sync(0xffffffffu, bad);
+    const int state = bad ? 2 : (top == 0.0 ? 0 : 1);
     const int e = state == 1 ? ilogb(top) : 0;
     double sum = 0.0;
     if (state == 1)
-        for (int p = threadIdx.x; p < len; p += blockDim.x) sum += emu_scale(fabs((double)row[p]), -e);
-    sum = emu_block_sum(sum, scratch);
+        for (int p = threadIdx.x; p < len; p += 32) sum += emu_scale(fabs((double)row[p]), -e);
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (threadIdx.x == 0) {
-        exps[v] = e;
-        norms[v] = state == 1 ? sum : 0.0;
-        states[v] = state;
+        const long long at = z * count + v;
+        exps[at] = e;
+        norms[at] = state == 1 ? sum : 0.0;
+        states[at] = state;
     }
 }
 
@@ -399,57 +393,94 @@ extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __r
         }
     }
     __syncthreads();
-    for (int r = 0; r < 32; r += 8) {
-        const int v = v0 + ty + r, p = p0 + tx;
-        if (v >= count || p >= kp) continue;
-        const double value = tile[ty + r][tx];
-        const bool scales = p < len && states[v] == 1;
-        const long long at = (long long)v * kp + p;
-        if (bits == 0) {
-            out[at] = scales ? (signed char)floor(emu_scale(fabs(value), EMU_MAG_BITS - 1 - exps[v])) : 0;
-            continue;
+    // Each thread takes four consecutive entries of one vector, so that
+    // each plane gets one 4-byte store of them (kp, plane and os are
+    // multiples of 32 bytes, p of 4).
+    const int t = ty * 32 + tx;
+    const int tv = t / 8, tp = (t % 8) * 4;
+    const int v = v0 + tv, p = p0 + tp;
+    if (v >= count || p >= kp) return;
+    const bool live = states[v] == 1;
+    const int e = exps[v];
+    signed char* o = out + (long long)v * kp + p;
+    if (bits == 0) {
+        unsigned int word = 0;
+        for (int i = 0; i < 4; ++i) {
+            const bool scales = live && p + i < len;
+            const int mag = scales ? (int)floor(emu_scale(fabs(tile[tv][tp + i]), EMU_MAG_BITS - 1 - e)) : 0;
+            word |= ((unsigned int)mag & 0xffu) << (8 * i);
         }
-        const double xd = scales ? rint(emu_scale(value, bits - 1 - exps[v])) : 0.0;
-        signed char* o = out + at;
+        *(unsigned int*)o = word;
+        return;
+    }
+    if (bits <= 30) {
+        // |x| < 2^(E+1), so |rint(x*2^(bits-1-E))| <= 2^bits <= 2^30.
+        int xi[4];
+        for (int i = 0; i < 4; ++i)
+            xi[i] = live && p + i < len ? __double2int_rn(emu_scale(tile[tv][tp + i], bits - 1 - e)) : 0;
+        switch (nmod) {
+        case 1: emu_residues_x4<1>(xi, o, plane); break;
+        case 2: emu_residues_x4<2>(xi, o, plane); break;
+        case 3: emu_residues_x4<3>(xi, o, plane); break;
+        case 4: emu_residues_x4<4>(xi, o, plane); break;
+        case 5: emu_residues_x4<5>(xi, o, plane); break;
+        case 6: emu_residues_x4<6>(xi, o, plane); break;
+        case 7: emu_residues_x4<7>(xi, o, plane); break;
+        case 8: emu_residues_x4<8>(xi, o, plane); break;
+        case 9: emu_residues_x4<9>(xi, o, plane); break;
+        case 10: emu_residues_x4<10>(xi, o, plane); break;
+        case 11: emu_residues_x4<11>(xi, o, plane); break;
+        case 12: emu_residues_x4<12>(xi, o, plane); break;
+        case 13: emu_residues_x4<13>(xi, o, plane); break;
+        case 14: emu_residues_x4<14>(xi, o, plane); break;
+        case 15: emu_residues_x4<15>(xi, o, plane); break;
+        default: emu_residues_x4<16>(xi, o, plane); break;
+        }
+        return;
+    }
+    for (int i = 0; i < 4; ++i) {
+        const bool scales = live && p + i < len;
+        const double xd = scales ? rint(emu_scale(tile[tv][tp + i], bits - 1 - e)) : 0.0;
+        signed char* oi = o + i;
         if (bits <= 52) {
             switch (nmod) {
-            case 1: emu_residues_f64<1>(xd, o, plane); break;
-            case 2: emu_residues_f64<2>(xd, o, plane); break;
-            case 3: emu_residues_f64<3>(xd, o, plane); break;
-            case 4: emu_residues_f64<4>(xd, o, plane); break;
-            case 5: emu_residues_f64<5>(xd, o, plane); break;
-            case 6: emu_residues_f64<6>(xd, o, plane); break;
-            case 7: emu_residues_f64<7>(xd, o, plane); break;
-            case 8: emu_residues_f64<8>(xd, o, plane); break;
-            case 9: emu_residues_f64<9>(xd, o, plane); break;
-            case 10: emu_residues_f64<10>(xd, o, plane); break;
-            case 11: emu_residues_f64<11>(xd, o, plane); break;
-            case 12: emu_residues_f64<12>(xd, o, plane); break;
-            case 13: emu_residues_f64<13>(xd, o, plane); break;
-            case 14: emu_residues_f64<14>(xd, o, plane); break;
-            case 15: emu_residues_f64<15>(xd, o, plane); break;
-            default: emu_residues_f64<16>(xd, o, plane); break;
+            case 1: emu_residues_f64<1>(xd, oi, plane); break;
+            case 2: emu_residues_f64<2>(xd, oi, plane); break;
+            case 3: emu_residues_f64<3>(xd, oi, plane); break;
+            case 4: emu_residues_f64<4>(xd, oi, plane); break;
+            case 5: emu_residues_f64<5>(xd, oi, plane); break;
+            case 6: emu_residues_f64<6>(xd, oi, plane); break;
+            case 7: emu_residues_f64<7>(xd, oi, plane); break;
+            case 8: emu_residues_f64<8>(xd, oi, plane); break;
+            case 9: emu_residues_f64<9>(xd, oi, plane); break;
+            case 10: emu_residues_f64<10>(xd, oi, plane); break;
+            case 11: emu_residues_f64<11>(xd, oi, plane); break;
+            case 12: emu_residues_f64<12>(xd, oi, plane); break;
+            case 13: emu_residues_f64<13>(xd, oi, plane); break;
+            case 14: emu_residues_f64<14>(xd, oi, plane); break;
+            case 15: emu_residues_f64<15>(xd, oi, plane); break;
+            default: emu_residues_f64<16>(xd, oi, plane); break;
             }
             continue;
         }
-        const long long xi = (long long)xd;
+        const long long xl = (long long)xd;
         switch (nmod) {
-        case 1: emu_residues<1>(xi, o, plane); break;
-        case 2: emu_residues<2>(xi, o, plane); break;
-        case 3: emu_residues<3>(xi, o, plane); break;
-        case 4: emu_residues<4>(xi, o, plane); break;
-        case 5: emu_residues<5>(xi, o, plane); break;
-        case 6: emu_residues<6>(xi, o, plane); break;
-        case 7: emu_residues<7>(xi, o, plane); break;
-        case 8: emu_residues<8>(xi, o, plane); break;
-        case 9: emu_residues<9>(xi, o, plane); break;
-        case 10: emu_residues<10>(xi, o, plane); break;
-        case 11: emu_residues<11>(xi, o, plane); break;
-        case 12: emu_residues<12>(xi, o, plane); break;
-        case 13: emu_residues<13>(xi, o, plane); break;
-        case 14: emu_residues<14>(xi, o, plane); break;
-        case 15: emu_residues<15>(xi, o, plane); break;
-        default: emu_residues<16>(xi, o, plane); break;
+        case 1: emu_residues<1>(xl, oi, plane); break;
+        case 2: emu_residues<2>(xl, oi, plane); break;
+        case 3: emu_residues<3>(xl, oi, plane); break;
+        case 4: emu_residues<4>(xl, oi, plane); break;
+        case 5: emu_residues<5>(xl, oi, plane); break;
+        case 6: emu_residues<6>(xl, oi, plane); break;
+        case 7: emu_residues<7>(xl, oi, plane); break;
+        case 8: emu_residues<8>(xl, oi, plane); break;
+        case 9: emu_residues<9>(xl, oi, plane); break;
+        case 10: emu_residues<10>(xl, oi, plane); break;
+        case 11: emu_residues<11>(xl, oi, plane); break;
+        case 12: emu_residues<12>(xl, oi, plane); break;
+        case 13: emu_residues<13>(xl, oi, plane); break;
+        case 14: emu_residues<14>(xl, oi, plane); break;
+        case 15: emu_residues<15>(xl, oi, plane); break;
+        default: emu_residues<16>(xl, oi, plane); break;
         }
     }
 }
@@ -464,9 +495,16 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
     if (g <= 0.0) return EMU_UNCERTIFIED;
     const double p = __dmul_rn(__dadd_rn(rn, cn), slack);
     const double allowed = __dmul_rn(tau, emu_scale(g, -2 * (EMU_MAG_BITS - 1)));
-    const double guess = ceil(log2(__ddiv_rn(p, allowed)));
-    int b = emu_finite(guess) ? (int)fmin(fmax(guess, 1.0), (double)EMU_MAX_BITS)
-                              : (guess < 0.0 ? 1 : EMU_MAX_BITS);
+    // The fewest b with p*2^-b + k*2^-2b <= allowed: the test only grows
+    // truer as b grows, so the two walks below end on that b from any
+    // start; a start one or two off log2(p / allowed), from the two
+    // exponents, spares a logarithm and a division. A non-finite p or an
+    // allowance of 0 or inf starts at an end.
+    int b;
+    if (!emu_finite(p) || !emu_finite(allowed) || allowed == 0.0)
+        b = !emu_finite(p) || allowed == 0.0 ? EMU_MAX_BITS : 1;
+    else
+        b = min(max(ilogb(p) - ilogb(allowed) + 1, 1), EMU_MAX_BITS);
     while (b > 1 && __dadd_rn(emu_scale(p, -(b - 1)), emu_scale(k, -2 * (b - 1))) <= allowed) --b;
     while (b <= EMU_MAX_BITS && !(__dadd_rn(emu_scale(p, -b), emu_scale(k, -2 * b)) <= allowed)) ++b;
     return b > EMU_MAX_BITS ? EMU_UNCERTIFIED : b;
@@ -474,7 +512,9 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
 
 // Rows i0..i0+rows of the need of every element, from the magnitude
 // product g (rows x n, ld ldg), and their histogram (256 bins, added to).
-// Block 256 threads; grid (ceil(n/256), rows, products): product z's g gs
+// Block 256 threads, each taking 4 elements 256 apart, so that a block's
+// fixed work (its bins, two barriers) and each element's latency spread
+// over more elements; grid (ceil(n/1024), rows, products): product z's g gs
 // entries on, its row and column statistics rs and cs entries on, its
 // needs ns bytes on and its own histogram.
 extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict__ g, long long ldg,
@@ -497,12 +537,35 @@ extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict_
     for (int t = threadIdx.x; t < 256; t += blockDim.x) bins[t] = 0;
     __syncthreads();
     const int r = blockIdx.y, i = i0 + r;
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) {
-        const int b = emu_bits_needed(row_states[i], row_norms[i], col_states[j], col_norms[j],
-                                      (double)g[(long long)r * ldg + j], (double)k, tau, slack);
-        need[(long long)i * n + j] = (unsigned char)b;
-        atomicAdd(&bins[b], 1u);
+    const int rs_ = row_states[i];
+    const double rn = row_norms[i];
+    // The four elements' inputs are read first, so that their loads are in
+    // flight together.
+    int cst[4], gv[4];
+    double cnv[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int j = blockIdx.x * 1024 + q * 256 + threadIdx.x;
+        cst[q] = j < n ? col_states[j] : 0;
+        cnv[q] = j < n ? col_norms[j] : 0.0;
+        gv[q] = j < n ? g[(long long)r * ldg + j] : 0;
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int j = blockIdx.x * 1024 + q * 256 + threadIdx.x;
+        int b = -1;
+        if (j < n) {
+            b = emu_bits_needed(rs_, rn, cst[q], cnv[q], (double)gv[q], (double)k, tau, slack);
+            need[(long long)i * n + j] = (unsigned char)b;
+        }
+        // Most warps' elements all need the same bits: one lane then
+        // counts the warp's 32, not each lane its own.
+        const int b0 = __shfl_sync(0xffffffffu, b, 0);
+        if (__all_sync(0xffffffffu, b == b0)) {
+            if (threadIdx.x % 32 == 0 && b0 >= 0) atomicAdd(&bins[b0], 32u);
+        } else if (b >= 0) {
+            atomicAdd(&bins[b], 1u);
+        }
     }
     __syncthreads();
     for (int t = threadIdx.x; t < 256; t += blockDim.x)
@@ -529,12 +592,58 @@ __device__ double emu_i128_to_double(__int128 x)
     return negative ? -r : r;
 }
 
+// One thread's share of a row of C in emu_accumulate: row i, columns j0,
+// j0 + 256, j0 + 512 and j0 + 768 (those below n), the row's INT32
+// products (plane l at planes + l * plane), needs, exponent and C.
+template <typename T> struct EmuRow {
+    int i, j0, n;
+    const int* __restrict__ planes;
+    long long plane;
+    int bits;
+    const unsigned char* __restrict__ need;
+    int row_e;
+    const int* __restrict__ col_exps;
+    double alpha, beta;
+    T* __restrict__ c;
+    unsigned int* __restrict__ fix_count;
+    unsigned long long* __restrict__ fix_list;
+    unsigned int fix_cap;
+};
+
+// The four elements of an EmuRow, one after another: each element's
+// residues, digits, scaling and store, or its place on the fix-up list.
+// (Reading all four elements' residues first holds 4N of them in
+// registers, which at N = 16 cuts the kernel's occupancy to a quarter and
+// made it slower at every N.)
+template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4(const EmuRow<T>& w)
+{
+#pragma unroll 1
+    for (int q = 0; q < 4; ++q) {
+        const int j = w.j0 + 256 * q;
+        if (j >= w.n) return;
+        if ((int)w.need[j] > w.bits) {
+            const unsigned int slot = atomicAdd(w.fix_count, 1u);
+            if (slot < w.fix_cap) w.fix_list[slot] = (unsigned long long)((long long)w.i * w.n + j);
+            continue;
+        }
+        int v[N];
+#pragma unroll
+        for (int l = 0; l < N; ++l) v[l] = w.planes[l * w.plane + j];
+        const double product = emu_scale(emu_crt<N>(v), w.row_e + w.col_exps[j] + 2 - 2 * w.bits);
+        double value = __dmul_rn(w.alpha, product);
+        if (w.beta != 0.0) value = __dadd_rn(value, __dmul_rn(w.beta, (double)w.c[j]));
+        w.c[j] = (T)value;
+    }
+}
+
 // Rows i0..i0+rows of C from the nmod INT32 products (plane l at
 // planes + l*plane, rows x n with ld ldp): C = alpha*x*2^(E_i+F_j+2-2b) +
 // beta*C (beta = 0 never reads C). Elements whose need exceeds `bits` are
 // appended to the fix-up list instead. Block 256; grid (ceil(n/256), rows,
 // products): product z's planes ps entries on, its needs ns, its
 // exponents rs and cs, its C cs_c elements, its count and list its own.
+// Each thread takes 4 elements 256 apart: grid (ceil(n/1024), rows,
+// products).
 extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__ planes,
                                           long long plane, long long ldp, long long ps, int nmod,
                                           int bits, const unsigned char* __restrict__ need,
@@ -555,39 +664,27 @@ extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__
     fix_count += z;
     fix_list += z * (long long)fix_cap;
     const int r = blockIdx.y, i = i0 + r;
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= n) return;
-    const long long e = (long long)i * n + j;
-    if ((int)need[e] > bits) {
-        const unsigned int slot = atomicAdd(fix_count, 1u);
-        if (slot < fix_cap) fix_list[slot] = (unsigned long long)e;
-        return;
-    }
-    const int* p = planes + (long long)r * ldp + j;
-    double rounded;
+    const EmuRow<ELEM> row = {i, blockIdx.x * 1024 + (int)threadIdx.x, n, planes + (long long)r * ldp,
+                              plane, bits, need + (long long)i * n, row_exps[i], col_exps,
+                              alpha, beta, c + (long long)i * ldc, fix_count, fix_list, fix_cap};
     switch (nmod) {
-    case 1: rounded = emu_crt<1>(p, plane); break;
-    case 2: rounded = emu_crt<2>(p, plane); break;
-    case 3: rounded = emu_crt<3>(p, plane); break;
-    case 4: rounded = emu_crt<4>(p, plane); break;
-    case 5: rounded = emu_crt<5>(p, plane); break;
-    case 6: rounded = emu_crt<6>(p, plane); break;
-    case 7: rounded = emu_crt<7>(p, plane); break;
-    case 8: rounded = emu_crt<8>(p, plane); break;
-    case 9: rounded = emu_crt<9>(p, plane); break;
-    case 10: rounded = emu_crt<10>(p, plane); break;
-    case 11: rounded = emu_crt<11>(p, plane); break;
-    case 12: rounded = emu_crt<12>(p, plane); break;
-    case 13: rounded = emu_crt<13>(p, plane); break;
-    case 14: rounded = emu_crt<14>(p, plane); break;
-    case 15: rounded = emu_crt<15>(p, plane); break;
-    default: rounded = emu_crt<16>(p, plane); break;
+    case 1: emu_accumulate_x4<1>(row); break;
+    case 2: emu_accumulate_x4<2>(row); break;
+    case 3: emu_accumulate_x4<3>(row); break;
+    case 4: emu_accumulate_x4<4>(row); break;
+    case 5: emu_accumulate_x4<5>(row); break;
+    case 6: emu_accumulate_x4<6>(row); break;
+    case 7: emu_accumulate_x4<7>(row); break;
+    case 8: emu_accumulate_x4<8>(row); break;
+    case 9: emu_accumulate_x4<9>(row); break;
+    case 10: emu_accumulate_x4<10>(row); break;
+    case 11: emu_accumulate_x4<11>(row); break;
+    case 12: emu_accumulate_x4<12>(row); break;
+    case 13: emu_accumulate_x4<13>(row); break;
+    case 14: emu_accumulate_x4<14>(row); break;
+    case 15: emu_accumulate_x4<15>(row); break;
+    default: emu_accumulate_x4<16>(row); break;
     }
-    const double product = emu_scale(rounded, row_exps[i] + col_exps[j] + 2 - 2 * bits);
-    double value = __dmul_rn(alpha, product);
-    ELEM* out = c + (long long)i * ldc + j;
-    if (beta != 0.0) value = __dadd_rn(value, __dmul_rn(beta, (double)*out));
-    *out = (ELEM)value;
 }
 
 // The listed elements of C natively: alpha * sum_p a_ip b_pj (in f64) +

@@ -142,11 +142,11 @@ fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
         .map_err(|e| cuda_err(&format!("cannot allocate the emulated product's {what}"), e))
 }
 
-/// One thread per element of `rows` rows of C, 256 per block, for each of
-/// `products`: the launch of `emu_need` and `emu_accumulate`.
+/// Four elements of `rows` rows of C per thread, 1024 per block of 256,
+/// for each of `products`: the launch of `emu_need` and `emu_accumulate`.
 fn per_element((rows, n): (usize, usize), products: u32) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (n.div_ceil(256) as u32, rows as u32, products),
+        grid_dim: (n.div_ceil(1024) as u32, rows as u32, products),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     }
@@ -247,8 +247,8 @@ impl EmulatedGemm {
         );
         let at = stats.at(gpu);
         let config = LaunchConfig {
-            grid_dim: (count as u32, batch.grid()?, 1),
-            block_dim: (256, 1, 1),
+            grid_dim: (count.div_ceil(8) as u32, batch.grid()?, 1),
+            block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };
         let mut launch = gpu.stream.launch_builder(&self.stats_rows);
