@@ -488,6 +488,7 @@ impl EmulatedGemm {
             .map(|_| ())
             .map_err(launch_err("certificate"))
     }
+
     /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route and the
     /// GPU time of its phases (zero on the native route).
     fn run_slice<T: Element>(
@@ -1173,4 +1174,44 @@ fn read_histograms(
         .take(count)
         .map(|h| h.try_into().expect("256 bins"))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_operand_is_one_with_no_stride() {
+        assert_eq!(distinct(0, 64, 2048), (1, 0));
+        assert_eq!(distinct(2048 * 2048, 64, 2048), (64, 2048));
+        // A batch of one with a stride still counts its one product.
+        assert_eq!(distinct(7, 1, 3), (1, 3));
+    }
+
+    #[test]
+    fn a_group_holds_every_buffer_of_the_widest_route() {
+        let (m, k, n) = (2048, 2048, 2048);
+        let bytes = group_bytes((m, k, n));
+        let moduli = moduli_for_bits(k, max_bits(k)).expect("a route exists at k = 2048");
+        // The needs, and the residues and INT32 planes at the most moduli.
+        assert!(bytes >= m * n + moduli * ((m + n) * k + 4 * m * n));
+        // Padding: rows to 16 entries, depths to 32.
+        assert!(group_bytes((3, 5, 7)) >= 3 * 7 + (3 + 7) * 32 + 4 * 3 * 16);
+        assert!(group_bytes((1, 1, 1)) > 0);
+        assert!(group_bytes((m, 2 * k, n)) > bytes);
+    }
+
+    #[test]
+    fn a_batch_beyond_a_grid_is_an_error() {
+        let within = Batch {
+            products: MAX_GRID_Y,
+            ..Batch::ONE
+        };
+        assert_eq!(within.grid().ok(), Some(MAX_GRID_Y as u32));
+        let beyond = Batch {
+            products: MAX_GRID_Y + 1,
+            ..Batch::ONE
+        };
+        assert!(beyond.grid().is_err());
+    }
 }
