@@ -122,14 +122,24 @@ impl Batch {
 
     /// The grid extent of the products.
     fn grid(self) -> Result<u32, Error> {
-        if self.products > MAX_GRID_Y {
-            return Err(Error::Cuda(format!(
-                "emulated product: a batch of {} products exceeds a grid's {MAX_GRID_Y}",
-                self.products
-            )));
-        }
-        Ok(self.products as u32)
+        products_grid(self.products)
     }
+}
+
+/// `products` as the extent of a grid's batch dimension.
+fn products_grid(products: usize) -> Result<u32, Error> {
+    if products > MAX_GRID_Y {
+        return Err(Error::Cuda(format!(
+            "emulated product: a batch of {products} products exceeds a grid's {MAX_GRID_Y}"
+        )));
+    }
+    Ok(products as u32)
+}
+
+/// The depth padded for the INT8 planes (a multiple of 32, at least 32)
+/// and the width of C's INT32 planes (a multiple of 16).
+fn padded(k: usize, n: usize) -> (usize, usize) {
+    (k.div_ceil(2 * PAD).max(1) * 2 * PAD, n.div_ceil(PAD) * PAD)
 }
 
 fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
@@ -451,14 +461,7 @@ impl EmulatedGemm {
             cs as i64,
             ns as i64,
         );
-        let config = per_element(
-            (r, n),
-            Batch {
-                products,
-                ..Batch::ONE
-            }
-            .grid()?,
-        );
+        let config = per_element((r, n), products_grid(products)?);
         let mut launch = gpu.stream.launch_builder(&self.need);
         launch
             .arg(&i0i)
@@ -506,8 +509,7 @@ impl EmulatedGemm {
         } = product;
         let mut clock = Clock::new();
         clock.mark(gpu, Phase::Certificate)?;
-        let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
-        let np = n.div_ceil(PAD) * PAD;
+        let (kp, np) = padded(k, n);
         // A's rows and B's columns are vectors of their storage's rows or
         // columns, by whether each is a transposed view.
         let rows = self.stats(gpu, (m, k), (a, !a.trans), Batch::ONE)?;
@@ -720,14 +722,7 @@ impl EmulatedGemm {
             cs_c as i64,
         );
         let (alpha64, beta64) = (alpha.to_f64(), beta.to_f64());
-        let config = per_element(
-            (r, n),
-            Batch {
-                products,
-                ..Batch::ONE
-            }
-            .grid()?,
-        );
+        let config = per_element((r, n), products_grid(products)?);
         let mut launch = gpu.stream.launch_builder(&self.accumulate);
         launch
             .arg(&i0i)
@@ -886,8 +881,7 @@ impl EmulatedGemm {
         let (sa, sb, _) = strides;
         let mut clock = Clock::new();
         clock.mark(gpu, Phase::Certificate)?;
-        let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
-        let np = n.div_ceil(PAD) * PAD;
+        let (kp, np) = padded(k, n);
         // A repeated operand's statistics and planes are made once; `rs`
         // and `cs` are how far one product's row and column statistics lie
         // from the previous one's.
@@ -1145,8 +1139,7 @@ fn too_big(what: &str, needed: usize, budget: usize) -> Error {
 /// its needs, its share of the magnitudes and G or of the residues and
 /// INT32 planes, its fix-up list and statistics.
 fn group_bytes((m, k, n): (usize, usize, usize)) -> usize {
-    let kp = k.div_ceil(2 * PAD).max(1) * 2 * PAD;
-    let np = n.div_ceil(PAD) * PAD;
+    let (kp, np) = padded(k, n);
     let moduli = moduli_for_bits(k, max_bits(k)).unwrap_or(16);
     let planes = (m + n) * kp + 4 * m * np;
     let fixups = usize::try_from(fixup_allowance(m, n)).unwrap_or(usize::MAX);
