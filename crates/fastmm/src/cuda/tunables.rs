@@ -344,6 +344,15 @@ pub(crate) const CUDA_BATCH_LANES: usize = 4;
 /// workspaces and memory traffic competing.
 pub(crate) const CUDA_BATCH_LANES_BELOW_MN: usize = 8192 * 8192;
 
+/// GPU scratch ([`crate::cuda::runtime::device::Gpu::workspace`]) grows
+/// in steps of 2 MiB, the pool's page.
+pub(crate) const CUDA_WORKSPACE_GRANULE: usize = 2 << 20;
+
+/// A GPU's scratch is kept after a call while it holds at most this share
+/// of the GPU's memory (12.3 GiB of an H200's 140 for 64 emulated f32
+/// products of 2048³); more goes back to the pool, for the other products.
+pub(crate) const CUDA_WORKSPACE_KEEP_FRACTION: f64 = 0.25;
+
 /// The workspace each cuBLAS handle is given: 32 MiB, PyTorch's size on
 /// Hopper. Without one, 64 × 2048³ strided-batch sgemm ran 1% slower in
 /// torch itself (21.20 against 20.99 ms, `CUBLAS_WORKSPACE_CONFIG=:0:0`,

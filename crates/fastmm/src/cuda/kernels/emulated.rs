@@ -34,7 +34,7 @@ use crate::cuda::kernels::int8::{
 use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::runtime::compile::{KernelKey, KernelSource};
 use crate::cuda::runtime::cuda_err;
-use crate::cuda::runtime::device::Gpu;
+use crate::cuda::runtime::device::{Gpu, Workspace};
 use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
 use crate::emulation::certify::{
@@ -142,6 +142,30 @@ fn padded(k: usize, n: usize) -> (usize, usize) {
     (k.div_ceil(2 * PAD).max(1) * 2 * PAD, n.div_ceil(PAD) * PAD)
 }
 
+/// Consecutive regions of a scratch buffer: each starts at a multiple of
+/// 256 bytes (every plane's rows are then as aligned as the pool's own
+/// allocations, which cuBLAS's INT8 kernels and the word stores want).
+#[derive(Debug, Default, Clone, Copy)]
+struct Carve {
+    end: usize,
+}
+
+impl Carve {
+    const ALIGN: usize = 256;
+
+    /// The offset of the next `bytes` bytes.
+    fn take(&mut self, bytes: usize) -> usize {
+        let at = self.end;
+        self.end = (at + bytes.max(1)).next_multiple_of(Self::ALIGN);
+        at
+    }
+
+    /// The bytes taken so far.
+    fn end(self) -> usize {
+        self.end
+    }
+}
+
 fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     gpu: &Gpu,
     len: usize,
@@ -207,6 +231,16 @@ impl EmulatedGemm {
     /// c ← α·a·b + β·c (β = 0 never reads c), on the GPU's stream; waits
     /// for the certificate's histogram midway.
     pub fn run<T: Element>(&self, gpu: &Gpu, product: DeviceGemm<T>) -> Result<(), Error> {
+        self.run_in(gpu, &mut gpu.workspace(), product)
+    }
+
+    /// [`EmulatedGemm::run`] in the GPU's scratch, held.
+    fn run_in<T: Element>(
+        &self,
+        gpu: &Gpu,
+        scratch: &mut Workspace<'_>,
+        product: DeviceGemm<T>,
+    ) -> Result<(), Error> {
         let (m, k, n) = product.shape;
         if m == 0 || n == 0 {
             return Ok(());
@@ -219,7 +253,7 @@ impl EmulatedGemm {
                 beta,
                 ..product.block((0, p0, 0), (m, depth, n))
             };
-            let (route, phase_us) = self.run_slice(gpu, slice)?;
+            let (route, phase_us) = self.run_slice(gpu, scratch, slice)?;
             self.tally.lock().expect("tally lock").add(route, phase_us);
             p0 += depth;
             beta = T::ONE;
@@ -497,6 +531,7 @@ impl EmulatedGemm {
     fn run_slice<T: Element>(
         &self,
         gpu: &Gpu,
+        scratch: &mut Workspace<'_>,
         product: DeviceGemm<T>,
     ) -> Result<(Route, [u64; Phase::COUNT]), Error> {
         let DeviceGemm {
@@ -515,23 +550,19 @@ impl EmulatedGemm {
         let rows = self.stats(gpu, (m, k), (a, !a.trans), Batch::ONE)?;
         let cols = self.stats(gpu, (n, k), (b, b.trans), Batch::ONE)?;
         let (rows, cols) = (rows.at(gpu), cols.at(gpu));
-        let budget = memory_budget(gpu)?;
+        let budget = memory_budget(gpu, scratch.capacity())?;
         let too_big = |what: &str, needed: usize| too_big(what, needed, budget);
+
+        // The needs lie at the start of the scratch through both phases,
+        // each phase's planes after them.
+        let mut carve = Carve::default();
+        carve.take(m * n);
+        let kept = carve.end();
+        let mut histogram: CudaSlice<u64> = alloc(gpu, 256, "histogram")?;
 
         // Phase 1: the certificate, from the first part of the depth and
         // then, where that could pay, the whole.
-        let need: CudaSlice<u8> = alloc_written(gpu, m * n, "needs")?;
-        let mut histogram: CudaSlice<u64> = alloc(gpu, 256, "histogram")?;
         let chosen = {
-            let mag_b: CudaSlice<i8> = alloc_written(gpu, n * kp, "magnitudes of B")?;
-            self.split(
-                gpu,
-                (n, k, kp),
-                (b, b.trans, Batch::ONE),
-                cols,
-                (0, 1),
-                (ptr(gpu, &mag_b), n * kp),
-            )?;
             let fixed = m * n + n * kp;
             let per_row = kp + 4 * np;
             let block = budget.saturating_sub(fixed) / per_row;
@@ -539,8 +570,23 @@ impl EmulatedGemm {
                 return Err(too_big("certificate", fixed + per_row));
             }
             let block = block.min(m).min(MAX_GRID_Y);
-            let mag_a: CudaSlice<i8> = alloc_written(gpu, block * kp, "magnitudes of A")?;
-            let g: CudaSlice<i32> = alloc_written(gpu, block * np, "magnitude product")?;
+            let mut carve = carve;
+            let at = [
+                carve.take(n * kp),
+                carve.take(block * kp),
+                carve.take(4 * block * np),
+            ];
+            let base = scratch.reserve(carve.end(), 0)?;
+            let need = base;
+            let [mag_b, mag_a, g] = at.map(|o| base + o as u64);
+            self.split(
+                gpu,
+                (n, k, kp),
+                (b, b.trans, Batch::ONE),
+                cols,
+                (0, 1),
+                (mag_b, n * kp),
+            )?;
             let target = Target::of(self.goal, (m, k, n), T::DTYPE);
             let t = target.tau();
             // The padding beyond k is zeros: a first depth of k is kp.
@@ -562,26 +608,18 @@ impl EmulatedGemm {
                             (a.at::<T>(i0, 0), !a.trans, Batch::ONE),
                             rows.skip(i0),
                             (0, 1),
-                            (ptr(gpu, &mag_a), r * kp),
+                            (mag_a, r * kp),
                         )?;
                     }
-                    int8_product_part(
-                        gpu,
-                        (r, n, kp, np),
-                        span,
-                        span.0 > 0,
-                        ptr(gpu, &mag_a),
-                        ptr(gpu, &mag_b),
-                        ptr(gpu, &g),
-                    )?;
+                    int8_product_part(gpu, (r, n, kp, np), span, span.0 > 0, mag_a, mag_b, g)?;
                     self.needs(
                         gpu,
                         (i0, r, n, k),
-                        (ptr(gpu, &g), np, 0),
+                        (g, np, 0),
                         (rows, 0),
                         (cols, 0),
                         t,
-                        (ptr(gpu, &need), 0, ptr(gpu, &histogram)),
+                        (need, 0, ptr(gpu, &histogram)),
                         1,
                     )?;
                     i0 += r;
@@ -616,15 +654,6 @@ impl EmulatedGemm {
 
         // Phase 2: residues, INT8 products, CRT.
         clock.mark(gpu, Phase::Split)?;
-        let res_b: CudaSlice<i8> = alloc_written(gpu, nmod * n * kp, "residues of B")?;
-        self.split(
-            gpu,
-            (n, k, kp),
-            (b, b.trans, Batch::ONE),
-            cols,
-            (bits, nmod),
-            (ptr(gpu, &res_b), n * kp),
-        )?;
         let fixed = m * n + nmod * n * kp;
         let per_row = nmod * (kp + 4 * np);
         let block = budget.saturating_sub(fixed) / per_row;
@@ -632,8 +661,22 @@ impl EmulatedGemm {
             return Err(too_big("residues", fixed + per_row));
         }
         let block = block.min(m).min(MAX_GRID_Y);
-        let res_a: CudaSlice<i8> = alloc_written(gpu, nmod * block * kp, "residues of A")?;
-        let planes: CudaSlice<i32> = alloc_written(gpu, nmod * block * np, "INT32 products")?;
+        let at = [
+            carve.take(nmod * n * kp),
+            carve.take(nmod * block * kp),
+            carve.take(4 * nmod * block * np),
+        ];
+        let base = scratch.reserve(carve.end(), kept)?;
+        let need = base;
+        let [res_b, res_a, planes] = at.map(|o| base + o as u64);
+        self.split(
+            gpu,
+            (n, k, kp),
+            (b, b.trans, Batch::ONE),
+            cols,
+            (bits, nmod),
+            (res_b, n * kp),
+        )?;
         let fix_count: CudaSlice<u32> = alloc(gpu, 1, "fix-up count")?;
         let cap = usize::try_from(fixups).unwrap_or(usize::MAX).max(1);
         let fix_list: CudaSlice<u64> = alloc(gpu, cap, "fix-up list")?;
@@ -647,25 +690,25 @@ impl EmulatedGemm {
                 (a.at::<T>(i0, 0), !a.trans, Batch::ONE),
                 rows.skip(i0),
                 (bits, nmod),
-                (ptr(gpu, &res_a), block * kp),
+                (res_a, block * kp),
             )?;
             clock.mark(gpu, Phase::Products)?;
             for l in 0..nmod {
                 int8_product(
                     gpu,
                     (r, n, kp, np),
-                    ptr(gpu, &res_a) + (l * block * kp) as u64,
-                    ptr(gpu, &res_b) + (l * n * kp) as u64,
-                    ptr(gpu, &planes) + (4 * l * block * np) as u64,
+                    res_a + (l * block * kp) as u64,
+                    res_b + (l * n * kp) as u64,
+                    planes + (4 * l * block * np) as u64,
                 )?;
             }
             clock.mark(gpu, Phase::Accumulate)?;
             self.accumulate(
                 gpu,
                 (i0, r, n),
-                (ptr(gpu, &planes), block * np, np, 0),
+                (planes, block * np, np, 0),
                 (bits, nmod),
-                (ptr(gpu, &need), (rows.exps, 0), (cols.exps, 0), 0),
+                (need, (rows.exps, 0), (cols.exps, 0), 0),
                 (alpha, beta, c, 0),
                 (ptr(gpu, &fix_count), ptr(gpu, &fix_list), cap),
                 1,
@@ -678,7 +721,8 @@ impl EmulatedGemm {
             .map_err(|e| cuda_err("cannot read the fix-up count", e))?;
         gpu.synchronize()?;
         self.fix_up(gpu, product, (listed[0], fixups), ptr(gpu, &fix_list))?;
-        // The temporaries are freed in stream order as they drop.
+        // The small temporaries are freed in stream order as they drop; the
+        // scratch stays for the next product on the stream.
         Ok((chosen, clock.finish(gpu)?))
     }
 
@@ -840,21 +884,24 @@ impl EmulatedGemm {
         if m == 0 || n == 0 || count == 0 {
             return Ok(());
         }
+        let mut scratch = gpu.workspace();
         let group =
             match k <= EMULATION_K_CHUNK && m <= MAX_GRID_Y && m.max(n) <= CUDA_EMULATION_INT8_TILE
             {
-                true => (memory_budget(gpu)? / group_bytes((m, k, n)))
+                true => (memory_budget(gpu, scratch.capacity())? / group_bytes((m, k, n)))
                     .min(MAX_GRID_Y)
                     .min(count),
                 false => 0,
             };
         if group < 2 {
-            return (0..count).try_for_each(|i| self.run(gpu, first.nth(i, strides)));
+            return (0..count)
+                .try_for_each(|i| self.run_in(gpu, &mut scratch, first.nth(i, strides)));
         }
         let mut i0 = 0;
         while i0 < count {
             let len = group.min(count - i0);
-            let (routes, phase_us) = self.run_group(gpu, first.nth(i0, strides), (len, strides))?;
+            let (routes, phase_us) =
+                self.run_group(gpu, &mut scratch, first.nth(i0, strides), (len, strides))?;
             let mut tally = self.tally.lock().expect("tally lock");
             for (i, route) in routes.into_iter().enumerate() {
                 tally.add(route, if i == 0 { phase_us } else { [0; Phase::COUNT] });
@@ -869,6 +916,7 @@ impl EmulatedGemm {
     fn run_group<T: Element>(
         &self,
         gpu: &Gpu,
+        scratch: &mut Workspace<'_>,
         first: DeviceGemm<T>,
         (count, strides): (usize, (usize, usize, usize)),
     ) -> Result<(Vec<Route>, [u64; Phase::COUNT]), Error> {
@@ -902,17 +950,25 @@ impl EmulatedGemm {
         let (rows, cols) = (rows.at(gpu), cols.at(gpu));
         let target = Target::of(self.goal, (m, k, n), T::DTYPE);
         let t = target.tau();
-        let need: CudaSlice<u8> = alloc_written(gpu, count * m * n, "needs")?;
         let histograms: CudaSlice<u64> = alloc(gpu, count * 256, "histograms")?;
-        let (need_at, hist_at) = (ptr(gpu, &need), ptr(gpu, &histograms));
+        let hist_at = ptr(gpu, &histograms);
+        // The needs lie at the start of the scratch through both phases,
+        // each phase's planes after them.
+        let mut carve = Carve::default();
+        carve.take(count * m * n);
+        let kept = carve.end();
 
         // Phase 1: the certificates, from the first part of the depth and
         // then, for the products where that could pay, the whole.
         let routes = {
-            let mag_b: CudaSlice<i8> = alloc_written(gpu, nb * n * kp, "magnitudes of B")?;
-            let mag_a: CudaSlice<i8> = alloc_written(gpu, na * m * kp, "magnitudes of A")?;
-            let g: CudaSlice<i32> = alloc_written(gpu, count * m * np, "magnitude products")?;
-            let (mb, ma, gp) = (ptr(gpu, &mag_b), ptr(gpu, &mag_a), ptr(gpu, &g));
+            let mut carve = carve;
+            let at = [
+                carve.take(nb * n * kp),
+                carve.take(na * m * kp),
+                carve.take(4 * count * m * np),
+            ];
+            let need_at = scratch.reserve(carve.end(), 0)?;
+            let [mb, ma, gp] = at.map(|o| need_at + o as u64);
             self.split(
                 gpu,
                 (n, k, kp),
@@ -1037,10 +1093,16 @@ impl EmulatedGemm {
             let (rows_i, cols_i) = (rows.skip(i * rs), cols.skip(i * cs));
             clock.mark(gpu, Phase::Split)?;
             // Plane l of every product lies after plane l − 1 of every
-            // product, so that each modulus is one strided batch.
-            let res_b: CudaSlice<i8> = alloc_written(gpu, nmod * rb * n * kp, "residues of B")?;
-            let res_a: CudaSlice<i8> = alloc_written(gpu, nmod * ra * m * kp, "residues of A")?;
-            let (pb, pa) = (ptr(gpu, &res_b), ptr(gpu, &res_a));
+            // product, so that each modulus is one strided batch. A later
+            // run reuses the scratch after this one in stream order.
+            let mut carve = carve;
+            let at = [
+                carve.take(nmod * rb * n * kp),
+                carve.take(nmod * ra * m * kp),
+                carve.take(4 * nmod * run * m * np),
+            ];
+            let need_at = scratch.reserve(carve.end(), kept)?;
+            let [pb, pa, pp] = at.map(|o| need_at + o as u64);
             let over_b = Batch {
                 products: rb,
                 input: sb,
@@ -1067,8 +1129,6 @@ impl EmulatedGemm {
                 (bits, nmod),
                 (pa, ra * m * kp),
             )?;
-            let planes: CudaSlice<i32> = alloc_written(gpu, nmod * run * m * np, "INT32 products")?;
-            let pp = ptr(gpu, &planes);
             clock.mark(gpu, Phase::Products)?;
             for l in 0..nmod {
                 int8_product_batch(
@@ -1100,7 +1160,6 @@ impl EmulatedGemm {
                 (fc + 4 * i as u64, fl + (8 * i * cap) as u64, cap),
                 run,
             )?;
-            // The run's planes are freed in stream order as they drop.
             i += run;
         }
         let mut listed = vec![0u32; count];
@@ -1119,10 +1178,10 @@ impl EmulatedGemm {
 }
 
 /// The bytes of GPU memory the emulated product may take: a share of what
-/// is free now.
-fn memory_budget(gpu: &Gpu) -> Result<usize, Error> {
+/// is free now and of the scratch it holds (`held` bytes).
+fn memory_budget(gpu: &Gpu, held: usize) -> Result<usize, Error> {
     let (free, _) = gpu.memory_info()?;
-    Ok((free as f64 * CUDA_EMULATION_MEMORY_FRACTION) as usize)
+    Ok(((free + held) as f64 * CUDA_EMULATION_MEMORY_FRACTION) as usize)
 }
 
 /// The error for a step that does not fit in `budget` bytes.
@@ -1206,5 +1265,18 @@ mod tests {
             ..Batch::ONE
         };
         assert!(beyond.grid().is_err());
+    }
+
+    #[test]
+    fn carved_regions_are_aligned_and_apart() {
+        let mut carve = Carve::default();
+        let sizes = [1000, 0, 1, 256, 4097];
+        let at: Vec<usize> = sizes.iter().map(|&b| carve.take(b)).collect();
+        assert_eq!(at, [0, 1024, 1280, 1536, 1792]);
+        assert_eq!(carve.end(), 6144);
+        for (w, &b) in at.windows(2).zip(&sizes) {
+            assert_eq!(w[0] % Carve::ALIGN, 0);
+            assert!(w[0] + b <= w[1]);
+        }
     }
 }

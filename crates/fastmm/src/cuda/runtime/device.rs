@@ -4,15 +4,18 @@
 //! is missing, so presence is checked before any call.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute_enum};
+use cudarc::driver::sys::{CUdevice_attribute as Attr, CUdeviceptr, CUfunction_attribute_enum};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
 
 use crate::cuda::runtime::compile::{self, KernelKey};
 use crate::cuda::runtime::cuda_err;
-use crate::cuda::tunables::{CUDA_CUBLAS_WORKSPACE_BYTES, CUDA_POOL_RELEASE_THRESHOLD};
+use crate::cuda::tunables::{
+    CUDA_CUBLAS_WORKSPACE_BYTES, CUDA_POOL_RELEASE_THRESHOLD, CUDA_WORKSPACE_GRANULE,
+    CUDA_WORKSPACE_KEEP_FRACTION,
+};
 use crate::error::Error;
 use crate::system::GpuInfo;
 
@@ -28,6 +31,9 @@ pub struct Gpu {
     functions: Arc<Mutex<HashMap<(KernelKey, &'static str), CudaFunction>>>,
     /// The cuBLAS handle, on this stream, and the workspace it was given.
     blas: Mutex<Option<(CudaBlas, CudaSlice<u8>)>>,
+    /// Scratch memory of this stream kept from call to call
+    /// ([`Gpu::workspace`]).
+    scratch: Mutex<Option<CudaSlice<u8>>>,
 }
 
 /// The CUDA libraries the backend loads, and whether each one loads here.
@@ -112,6 +118,7 @@ impl Gpu {
             modules: Arc::new(Mutex::new(HashMap::new())),
             functions: Arc::new(Mutex::new(HashMap::new())),
             blas: Mutex::new(None),
+            scratch: Mutex::new(None),
         })
     }
 
@@ -131,7 +138,22 @@ impl Gpu {
             modules: Arc::clone(&self.modules),
             functions: Arc::clone(&self.functions),
             blas: Mutex::new(None),
+            scratch: Mutex::new(None),
         })
+    }
+
+    /// The scratch memory of this GPU's stream, held by one caller at a
+    /// time until the returned value drops; the work queued meanwhile may
+    /// use it, and later work on the stream may reuse it after that work
+    /// in stream order. Kept from call to call: the stream-ordered pool
+    /// maps its memory afresh (about a millisecond per gigabyte, H200) for
+    /// most requests that differ from the block it last freed, which left
+    /// the GPU idle between an emulated batch's steps.
+    pub(crate) fn workspace(&self) -> Workspace<'_> {
+        Workspace {
+            gpu: self,
+            held: self.scratch.lock().unwrap_or_else(PoisonError::into_inner),
+        }
     }
 
     /// What the GPU is.
@@ -346,6 +368,70 @@ impl Gpu {
         self.ctx
             .check_err()
             .map_err(|e| cuda_err("the CUDA context reported an error", e))
+    }
+}
+
+/// A GPU's scratch memory, held ([`Gpu::workspace`]).
+pub(crate) struct Workspace<'g> {
+    gpu: &'g Gpu,
+    held: MutexGuard<'g, Option<CudaSlice<u8>>>,
+}
+
+impl Workspace<'_> {
+    /// The bytes held now.
+    pub(crate) fn capacity(&self) -> usize {
+        self.held.as_ref().map_or(0, CudaSlice::len)
+    }
+
+    /// The device address of at least `bytes` bytes, valid for the work
+    /// queued on the stream while this is held. The first `keep` bytes
+    /// are those the last reservation left there (copied on the stream
+    /// where the memory grows); the rest are undefined.
+    pub(crate) fn reserve(&mut self, bytes: usize, keep: usize) -> Result<CUdeviceptr, Error> {
+        if self.capacity() < bytes {
+            let size = bytes.next_multiple_of(CUDA_WORKSPACE_GRANULE);
+            // Without a prefix to keep, the old memory goes back first (in
+            // stream order, after the work that used it) so that the pool
+            // may hand it out again.
+            let old = match keep {
+                0 => {
+                    *self.held = None;
+                    None
+                }
+                _ => self.held.take(),
+            };
+            // SAFETY: scratch that its users write before they read, but
+            // for the kept prefix, copied below in stream order.
+            let mut grown = unsafe { self.gpu.stream.alloc::<u8>(size) }.map_err(|e| {
+                cuda_err(&format!("cannot allocate {size} bytes of GPU scratch"), e)
+            })?;
+            if let Some(old) = old {
+                let keep = keep.min(old.len());
+                if keep > 0 {
+                    self.gpu
+                        .stream
+                        .memcpy_dtod(&old.slice(..keep), &mut grown.slice_mut(..keep))
+                        .map_err(|e| cuda_err("cannot copy GPU scratch", e))?;
+                }
+            }
+            *self.held = Some(grown);
+        }
+        let held = self
+            .held
+            .as_ref()
+            .ok_or_else(|| Error::Cuda("GPU scratch missing after its reservation".into()))?;
+        Ok(held.device_ptr(&self.gpu.stream).0)
+    }
+}
+
+impl Drop for Workspace<'_> {
+    /// Scratch beyond a share of the GPU's memory goes back to the pool (in
+    /// stream order), where the other products may use it.
+    fn drop(&mut self) {
+        let limit = (self.gpu.info.total_memory as f64 * CUDA_WORKSPACE_KEEP_FRACTION) as usize;
+        if self.capacity() > limit {
+            *self.held = None;
+        }
     }
 }
 
