@@ -147,7 +147,9 @@ def batched(args):
     bound = a[sample].double().abs() @ b[sample].double().abs()
     u = torch.finfo(torch.float32).eps / 2
     worst = float(((c[sample].double() - exact).abs() / ((n + 2) * u * bound)).max())
-    plan = fastmm.plan((n, n), (n, n), device="cuda", dtype="float32", algo=args.algo)
+    # The batch's plan: a GPU batch runs as one strided batch.
+    plan = fastmm.plan(tuple(a.shape), tuple(b.shape), device="cuda", dtype="float32",
+                       algo=args.algo)
     medians = {key: statistics.median(t) for key, t in times.items()}
     tflops = lambda ms: 2 * count * n**3 / ms / 1e9  # noqa: E731
     print(f"batched: {count} float32 products of {n}³, median of {args.rounds} interleaved rounds "

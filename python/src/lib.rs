@@ -365,7 +365,9 @@ fn dtype_named(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
 /// algorithm, kernel, threads, recursion (levels, workspace_bytes),
 /// error_growth, the accuracy level asked for (accuracy_asked) and given
 /// (accuracy) with the precision it carries, the shapes and the type. `a` and `b` are arrays, or
-/// shapes as tuples (then `dtype`, default float64, names the type).
+/// shapes as tuples (then `dtype`, default float64, names the type). A
+/// batch on a GPU is planned as the strided batch that stacked or
+/// broadcast GPU operands run as, whose `auto` has crossovers of its own.
 #[pyfunction]
 #[pyo3(signature = (a, b, *, algo = "auto", device = "cpu", threads = None, dtype = None, accuracy = "native"))]
 #[allow(clippy::too_many_arguments)]
@@ -401,8 +403,17 @@ fn plan<'py>(
     let runner = runner(py, device)?;
     let ctx = runner.context();
     let mnk = (shapes.m, shapes.k, shapes.n);
+    let count: usize = shapes.batch.iter().product();
+    // A batch on a GPU runs as one strided batch (stacked or broadcast
+    // operands), whose `auto` has crossovers of its own.
+    let on_gpu = ctx.gpu_stream_handle().is_ok() && count > 1;
     let plan = py
-        .detach(|| for_dtype!(dtype, T => ctx.plan(fastmm::Problem::of::<T>(mnk), &opts)))
+        .detach(|| {
+            for_dtype!(dtype, T => match on_gpu {
+                true => ctx.plan_gpu_batch(fastmm::Problem::of::<T>(mnk), count, &opts),
+                false => ctx.plan(fastmm::Problem::of::<T>(mnk), &opts),
+            })
+        })
         .map_err(to_py)?;
     let text = serde_json::to_string(&plan).map_err(|e| value_error(e.to_string()))?;
     let dict = from_json(py, &text)?;

@@ -293,6 +293,23 @@ def test_batched_gpu_products(algo):
 
 
 @pytest.mark.skipif(not CUDA, reason="no CUDA GPU")
+@pytest.mark.parametrize("count", [16, 15])
+def test_auto_on_strided_batches_follows_the_batch_rule(count):
+    # From 16 products of 2048³ auto runs the emulated product (one launch
+    # per step over the batch), below them cuBLAS; the plan says the same.
+    gen = torch.Generator(device="cuda").manual_seed(count)
+    a = torch.randn(count, 2048, 2048, device="cuda", generator=gen)
+    b = torch.randn(count, 2048, 2048, device="cuda", generator=gen)
+    named = "emulated" if count >= 16 else "cublas"
+    other = "cublas" if named == "emulated" else "emulated"
+    auto, forced, apart = (ft.matmul(a, b, algo=algo) for algo in ("auto", named, other))
+    assert torch.equal(auto, forced) and not torch.equal(auto, apart)
+    plan = fastmm.plan(tuple(a.shape), tuple(b.shape), device="cuda", dtype="float32")
+    assert plan["algorithm"] == named and plan["batch"] == count
+    assert_matches(auto[::5], a[::5], b[::5])
+
+
+@pytest.mark.skipif(not CUDA, reason="no CUDA GPU")
 def test_gpu_out_argument():
     a = torch.randn(3, 40, 50, device="cuda")
     b = torch.randn(50, 30, device="cuda")

@@ -801,6 +801,25 @@ impl Context {
         }
     }
 
+    /// [`Context::plan`] of a strided batch of `count` GPU-resident
+    /// products of `problem`'s shape (operands at fixed distances, as
+    /// stacked or broadcast arrays give them), as
+    /// [`Context::gemm_gpu_batch`] runs one: `auto`'s batch crossovers
+    /// apply ([`crate::emulation::auto_emulates_batch`]).
+    pub fn plan_gpu_batch(
+        &self,
+        problem: Problem,
+        count: usize,
+        opts: &GemmOptions,
+    ) -> Result<Plan, Error> {
+        let beta_is_zero = !problem.reads_c;
+        for_dtype!(problem.dtype, T => {
+            let resolved =
+                self.resolve_resident::<T>(opts, problem.shape(), beta_is_zero, count)?;
+            self.plan_resolved::<T>(problem.shape(), beta_is_zero, &resolved)
+        })
+    }
+
     /// A batch of [`Context::gemm_gpu`]'s products, all of one shape: C ←
     /// α·A·B + β·C for each. The plan is made once; the products are
     /// queued on the GPU's stream with no wait between them (cuBLAS runs a
@@ -832,12 +851,18 @@ impl Context {
         let Some(shape) = check_batch(products, std::mem::size_of::<T>())? else {
             return Ok(Timing::default());
         };
-        let opts = self.resolve_resident::<T>(opts, shape, beta == T::ZERO)?;
+        let device = device_batch(products, alpha, beta);
+        // A strided batch runs as one (its steps one launch over the
+        // batch), which moves `auto`'s crossovers.
+        let strided = match crate::cuda::kernels::gemm::DeviceGemm::strided(&device) {
+            Some(_) => device.len(),
+            None => 1,
+        };
+        let opts = self.resolve_resident::<T>(opts, shape, beta == T::ZERO, strided)?;
         opts.check_interrupt()?;
         if nothing_to_multiply(shape, opts.algorithm)? {
             return Ok(Timing::default());
         }
-        let device = device_batch(products, alpha, beta);
         let ms = crate::cuda::products::in_core::multiply_resident_batch(
             gpu, &device, &opts, completion,
         )?;
@@ -850,14 +875,23 @@ impl Context {
     /// [`Context::resolve_for`] for GPU-resident operands: the 16-bit
     /// modes convert host operands on upload, so on resident f32 operands
     /// `auto` at `bf16` takes TF32, the fastest product there that meets
-    /// the level.
+    /// the level; a strided batch of `strided` products (1: none) takes
+    /// the emulated product past the batches' own crossovers
+    /// ([`crate::emulation::auto_emulates_batch`]).
     fn resolve_resident<T: Element>(
         &self,
         opts: &GemmOptions,
         shape: (usize, usize, usize),
         beta_is_zero: bool,
+        strided: usize,
     ) -> Result<GemmOptions, Error> {
         let mut resolved = self.resolve_for::<T>(opts, shape, beta_is_zero)?;
+        if opts.algorithm == Algorithm::Auto
+            && matches!(opts.gpu.precision, None | Some(GpuPrecision::Fp32))
+            && crate::emulation::auto_emulates_batch(T::DTYPE, opts.accuracy, shape, strided)
+        {
+            resolved.algorithm = Algorithm::Emulated;
+        }
         if opts.algorithm == Algorithm::Auto
             && matches!(
                 resolved.gpu.precision,
@@ -921,7 +955,7 @@ impl Context {
         let Some(shape) = check_batch(products, 2 * std::mem::size_of::<T>())? else {
             return Ok(Timing::default());
         };
-        let real = self.resolve_resident::<T>(opts, shape, true)?;
+        let real = self.resolve_resident::<T>(opts, shape, true, 1)?;
         let split = splits_complex(opts.algorithm, &real);
         if !split
             && matches!(

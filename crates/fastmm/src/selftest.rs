@@ -142,6 +142,7 @@ pub fn run_reporting(
         rows.push(gpu::emulation_twin_checks::<f64>(ctx));
         rows.push(gpu::strided_batch_checks::<f32>(ctx));
         rows.push(gpu::strided_batch_checks::<f64>(ctx));
+        rows.push(gpu::strided_auto_checks(ctx));
     }
     // Complex products of interleaved GPU-resident operands: cuBLAS's own,
     // and fastmm's real products of their split parts (the emulated one,
@@ -1370,6 +1371,93 @@ mod gpu {
             }
         }
         row
+    }
+
+    /// `auto` at `native` on strided f32 batches on either side of its
+    /// batch rule ([`crate::emulation::auto_emulates_batch`]: 16 products
+    /// of 2048³ emulated, 15 not): the batch's C bit for bit that of the
+    /// product the rule names, forced, and apart from the other's.
+    pub(super) fn strided_auto_checks(ctx: &Context) -> Check {
+        let mut row = Check::new("auto on GPU-resident strided batches f32".into());
+        let mut rng = seeded_rng(59);
+        let side = crate::tunables::EMULATION_NATIVE_AUTO_BATCH_SMALL_DIM_F32;
+        let most = crate::tunables::EMULATION_NATIVE_AUTO_BATCH_MIN_COUNT_F32;
+        let a: Matrix<f32> = random_matrix(most * side, side, &mut rng);
+        let b: Matrix<f32> = random_matrix(most * side, side, &mut rng);
+        for count in [most, most - 1] {
+            let shape = (side, side, side);
+            let emulates = crate::emulation::auto_emulates_batch(
+                DType::F32,
+                crate::options::Accuracy::Native,
+                shape,
+                count,
+            );
+            let (named, other) = match emulates {
+                true => (Algorithm::Emulated, Algorithm::Cublas),
+                false => (Algorithm::Cublas, Algorithm::Emulated),
+            };
+            let label = format!("{count} × {side}³ ({named})");
+            let run = |algorithm| {
+                stacked_batch(ctx, (&a, &b), (count, shape), &GemmOptions::new(algorithm))
+            };
+            match (run(Algorithm::Auto), run(named), run(other)) {
+                (Ok(auto), Ok(forced), Ok(apart)) => {
+                    let bits = |x: &Matrix<f32>| -> Vec<u32> {
+                        x.as_ref().iter().map(|v| v.to_bits()).collect()
+                    };
+                    let (auto, forced, apart) = (bits(&auto), bits(&forced), bits(&apart));
+                    match (auto == forced, auto != apart) {
+                        (true, true) => row.passed += 1,
+                        (false, _) => row.failures.push(format!("{label}: auto is not {named}")),
+                        (true, false) => row.failures.push(format!(
+                            "{label}: {named} and {other} agree bit for bit, so auto's choice is not shown"
+                        )),
+                    }
+                }
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                    row.failures.push(format!("{label}: {e}"))
+                }
+            }
+        }
+        row
+    }
+
+    /// C_z = A_z·B_z for z < `count`, A_z and B_z the z-th `m`×`k` and
+    /// `k`×`n` blocks of rows of `a` and `b`, as one strided batch over
+    /// GPU-resident copies (C pre-filled with NaN), read back stacked.
+    fn stacked_batch(
+        ctx: &Context,
+        (a, b): (&Matrix<f32>, &Matrix<f32>),
+        (count, (m, k, n)): (usize, (usize, usize, usize)),
+        opts: &GemmOptions,
+    ) -> Result<Matrix<f32>, Error> {
+        let gpu = ctx.gpu()?;
+        let (_a_memory, a_all) = resident(gpu, a, false)?;
+        let (_b_memory, b_all) = resident(gpu, b, false)?;
+        let (c_memory, c_all) = resident(gpu, &Matrix::filled(count * m, n, f32::NAN), false)?;
+        let at = |x: GpuMatrix, z: usize, (rows, cols): (usize, usize)| {
+            GpuMatrix::row_major(x.ptr + (z * rows * x.ld * 4) as u64, (rows, cols), x.ld)
+        };
+        let batch: Vec<GpuProduct> = (0..count)
+            .map(|z| GpuProduct {
+                a: at(a_all, z, (m, k)),
+                b: at(b_all, z, (k, n)),
+                c: at(c_all, z, (m, n)),
+            })
+            .collect();
+        // SAFETY: every matrix lies in this GPU's memory of f32 allocated
+        // above and alive until the read below; the Cs are disjoint rows
+        // of their own allocation, apart from A and B.
+        unsafe {
+            ctx.gemm_gpu_batch(
+                1.0f32,
+                &batch,
+                0.0,
+                opts,
+                crate::options::GpuCompletion::Complete,
+            )
+        }?;
+        read_back(gpu, &c_memory, false)
     }
 
     /// The products C_z = A_z·B_z (+ β·C_z) of `strided_batch_checks` in

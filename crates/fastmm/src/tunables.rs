@@ -401,6 +401,27 @@ pub const NATIVE_ERROR_DGEMM: (f64, f64) = (4.5, 0.3);
 /// (median of 7; `scripts/accuracy-gpu.sh targets`).
 pub const EMULATION_NATIVE_AUTO_MIN_DIM_F32: usize = 4096;
 
+/// `auto` at the `native` level on a GPU picks `emulated` for a strided
+/// batch of at least two f32 products (one launch per step over the
+/// batch) whose m, k and n are all at least this: on the lent H200 it ran
+/// 1.33× `torch.bmm` at 2 × 3072³, 1.34× at 8 × 3072³ and 1.55–1.59× at
+/// 2, 4 and 8 × 4096³, but 0.82–0.93× at 1536³ (8 to 64 products;
+/// median of 5 interleaved rounds, `torch.bmm` in the same process).
+pub const EMULATION_NATIVE_AUTO_BATCH_MIN_DIM_F32: usize = 3072;
+
+/// Below [`EMULATION_NATIVE_AUTO_BATCH_MIN_DIM_F32`], `auto` at `native`
+/// takes `emulated` for a strided batch of f32 products whose sides are
+/// all at least [`EMULATION_NATIVE_AUTO_BATCH_SMALL_DIM_F32`] when there
+/// are at least this many: at 2048³ it ran 0.74× `torch.bmm` for 2
+/// products, 0.90× for 4, 1.00× for 8, 1.06× for 16, 1.14× for 32 and
+/// 1.07× for 64 (H200, as above).
+pub const EMULATION_NATIVE_AUTO_BATCH_MIN_COUNT_F32: usize = 16;
+
+/// The sides of [`EMULATION_NATIVE_AUTO_BATCH_MIN_COUNT_F32`]'s rule.
+/// f64 has no batch rule: its 15 moduli ran 0.31× `torch.bmm` at
+/// 64 × 2048³, 0.53× at 16 × 4096³ and 0.82× at 4 × 8192³.
+pub const EMULATION_NATIVE_AUTO_BATCH_SMALL_DIM_F32: usize = 2048;
+
 /// As [`EMULATION_NATIVE_AUTO_MIN_DIM_F32`] for f64 (15 moduli): 1.00×
 /// cuBLAS dgemm at 8192³, 1.13× at 12288³, 1.27× at 16384³.
 pub const EMULATION_NATIVE_AUTO_MIN_DIM_F64: usize = 12288;

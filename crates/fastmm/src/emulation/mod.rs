@@ -79,6 +79,33 @@ pub fn auto_emulates(
     }
 }
 
+/// Whether `auto` on a GPU takes the emulated product for a strided batch
+/// of `count` products of one shape (run as one launch per step over the
+/// batch, whose fixed costs the products share): where a single product
+/// would ([`auto_emulates`]), and for f32 at the `native` level past the
+/// batches' own measured crossovers (`EMULATION_NATIVE_AUTO_BATCH_*`).
+pub fn auto_emulates_batch(
+    dtype: crate::element::DType,
+    accuracy: crate::options::Accuracy,
+    (m, k, n): (usize, usize, usize),
+    count: usize,
+) -> bool {
+    use crate::tunables::{
+        EMULATION_NATIVE_AUTO_BATCH_MIN_COUNT_F32, EMULATION_NATIVE_AUTO_BATCH_MIN_DIM_F32,
+        EMULATION_NATIVE_AUTO_BATCH_SMALL_DIM_F32,
+    };
+    if auto_emulates(dtype, accuracy, (m, k, n)) {
+        return true;
+    }
+    let side = m.min(k).min(n);
+    dtype == crate::element::DType::F32
+        && accuracy == crate::options::Accuracy::Native
+        && count >= 2
+        && (side >= EMULATION_NATIVE_AUTO_BATCH_MIN_DIM_F32
+            || (side >= EMULATION_NATIVE_AUTO_BATCH_SMALL_DIM_F32
+                && count >= EMULATION_NATIVE_AUTO_BATCH_MIN_COUNT_F32))
+}
+
 /// What the emulated products of one call did, summed over its pieces
 /// (out-of-core tiles, a fast algorithm's leaves): the route of each, so
 /// that a front end reports where accuracy forced more moduli, native
@@ -226,5 +253,27 @@ mod auto_tests {
         assert!(auto_emulates(DType::I64, (8192, 1024, 8192)));
         assert!(!auto_emulates(DType::I64, (1024, 1024, 1024)));
         assert!(auto_emulates(DType::I64, (16384, 16384, 16384)));
+    }
+
+    #[test]
+    fn strided_f32_batches_emulate_past_their_own_crossovers() {
+        use super::auto_emulates_batch as batch;
+        let native = Accuracy::Native;
+        let cube = |n| (n, n, n);
+        // One product follows the single products' rule, 4096 at native.
+        assert!(!batch(DType::F32, native, cube(3072), 1));
+        assert!(batch(DType::F32, native, cube(4096), 1));
+        // From 3072 any batch; from 2048 sixteen products or more.
+        assert!(batch(DType::F32, native, cube(3072), 2));
+        assert!(!batch(DType::F32, native, (3072, 3071, 3072), 2));
+        assert!(!batch(DType::F32, native, cube(2048), 15));
+        assert!(batch(DType::F32, native, cube(2048), 16));
+        assert!(batch(DType::F32, native, (2048, 8192, 2048), 64));
+        assert!(!batch(DType::F32, native, (2047, 2048, 2048), 64));
+        assert!(!batch(DType::F32, native, cube(1536), 256));
+        // No batch rule for f64 (15 moduli) or the other levels.
+        assert!(!batch(DType::F64, native, cube(8192), 64));
+        assert!(!batch(DType::F32, Accuracy::Tf32, cube(4096), 64));
+        assert!(!batch(DType::F32, Accuracy::Bound, cube(4096), 64));
     }
 }
