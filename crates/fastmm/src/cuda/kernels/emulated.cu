@@ -127,7 +127,7 @@ template <bool Small> struct EmuAcc { typedef __int128 type; };
 template <> struct EmuAcc<true> { typedef long long type; };
 
 template <int N>
-__device__ __forceinline__ double emu_crt(const int* p)
+__device__ __forceinline__ double emu_crt_wide(const int* p)
 {
     int d[N];
 #pragma unroll
@@ -145,6 +145,53 @@ __device__ __forceinline__ double emu_crt(const int* p)
 #pragma unroll
     for (int l = N - 1; l >= 0; --l) x = x * emu_modulus(l) + d[l];
     return emu_round<Acc>(x);
+}
+
+// emu_crt_wide's integer for N <= 8 in fewer, unsigned operations: |p| <=
+// 2^30 (EMULATION_K_CHUNK products of residues |r| <= 128) plus the
+// multiple of m from 2^30 up is a nonnegative int below 2^31 + m with p's
+// remainder, and each digit's sum s < 7*255*m stays below m*2048, so
+// every remainder is one unsigned multiply-and-shift with no sign fix-up.
+// The digits in [0, m) give x in [0, M); the balanced digits' range is
+// [top - M + 1, top], top = sum of (ceil(m_l/2) - 1) * m_0...m_{l-1}, so
+// x - M where x > top is the same integer as emu_crt_wide's. Horner's rule
+// runs in two 32-bit halves (m_0...m_3 and m_4...m_7 are each below
+// 2^32) joined by one wide multiply-add.
+template <int N>
+__device__ __forceinline__ double emu_crt_narrow(const int* p)
+{
+    unsigned int d[N];
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const unsigned int m = (unsigned int)emu_modulus(l);
+        const unsigned int lift = ((1u << 30) + m - 1) / m * m;
+        const unsigned int r = ((unsigned int)p[l] + lift) % m;
+        unsigned int s = 0;
+#pragma unroll
+        for (int q = 0; q < l; ++q) s += d[q] * (unsigned int)EMU_WEIGHT[l][q];
+        d[l] = ((r + 2048u * m - s) * (unsigned int)EMU_INVERSE[l]) % m;
+    }
+    unsigned int lo = 0, hi = 0;
+#pragma unroll
+    for (int l = (N < 4 ? N : 4) - 1; l >= 0; --l) lo = lo * (unsigned int)emu_modulus(l) + d[l];
+#pragma unroll
+    for (int l = N - 1; l >= 4; --l) hi = hi * (unsigned int)emu_modulus(l) + d[l];
+    unsigned long long low_radix = 1, M = 1, top = 0;
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const unsigned long long m = (unsigned long long)emu_modulus(l);
+        top += ((m + 1) / 2 - 1) * M;
+        M *= m;
+        if (l < 4) low_radix = M;
+    }
+    const unsigned long long x = (unsigned long long)hi * low_radix + lo;
+    return __ll2double_rn(x > top ? (long long)(x - M) : (long long)x);
+}
+
+template <int N>
+__device__ __forceinline__ double emu_crt(const int* p)
+{
+    return N <= 8 ? emu_crt_narrow<(N <= 8 ? N : 8)>(p) : emu_crt_wide<N>(p);
 }
 
 // x * 2^e, the same double as ldexp(x, e) (the exact product, rounded once
@@ -610,29 +657,76 @@ template <typename T> struct EmuRow {
     unsigned int fix_cap;
 };
 
-// The four elements of an EmuRow, one after another: each element's
-// residues, digits, scaling and store, or its place on the fix-up list.
-// (Reading all four elements' residues first holds 4N of them in
-// registers, which at N = 16 cuts the kernel's occupancy to a quarter and
-// made it slower at every N.)
+// One element of an EmuRow from its INT32 products v: its digits,
+// scaling and store, or its place on the fix-up list.
+template <int N, typename T>
+__device__ __forceinline__ void emu_accumulate_one(const EmuRow<T>& w, int j, int need, int col_e,
+                                                   const int* v)
+{
+    if (need > w.bits) {
+        const unsigned int slot = atomicAdd(w.fix_count, 1u);
+        if (slot < w.fix_cap) w.fix_list[slot] = (unsigned long long)((long long)w.i * w.n + j);
+        return;
+    }
+    const double product = emu_scale(emu_crt<N>(v), w.row_e + col_e + 2 - 2 * w.bits);
+    double value = __dmul_rn(w.alpha, product);
+    if (w.beta != 0.0) value = __dadd_rn(value, __dmul_rn(w.beta, (double)w.c[j]));
+    w.c[j] = (T)value;
+}
+
+// The four elements of an EmuRow, one after another, each element's
+// products, need and exponent loaded while the one before is computed
+// (N <= 8): without them in flight, ncu saw the kernel at 47% of DRAM's
+// bandwidth and 71% of the SMs' issue rate, waiting on its loads.
+template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4_ahead(const EmuRow<T>& w)
+{
+    if (w.j0 >= w.n) return;
+    int v[N], ahead[N];
+#pragma unroll
+    for (int l = 0; l < N; ++l) v[l] = w.planes[l * w.plane + w.j0];
+    int need = w.need[w.j0], col_e = w.col_exps[w.j0];
+#pragma unroll 1
+    for (int q = 0; q < 4; ++q) {
+        const int j = w.j0 + 256 * q, next = j + 256;
+        const bool more = q < 3 && next < w.n;
+        int need_ahead = 0, col_ahead = 0;
+        if (more) {
+#pragma unroll
+            for (int l = 0; l < N; ++l) ahead[l] = w.planes[l * w.plane + next];
+            need_ahead = w.need[next];
+            col_ahead = w.col_exps[next];
+        }
+        emu_accumulate_one<N, T>(w, j, need, col_e, v);
+        if (!more) return;
+#pragma unroll
+        for (int l = 0; l < N; ++l) v[l] = ahead[l];
+        need = need_ahead;
+        col_e = col_ahead;
+    }
+}
+
+// The four elements of an EmuRow, one after another (N > 8). (Reading all
+// four elements' residues first holds 4N of them in registers, which at
+// N = 16 cuts the kernel's occupancy to a quarter and made it slower at
+// every N; the registers of emu_accumulate_x4_ahead at N = 16 would set
+// every N's occupancy, the kernel's registers being its widest path's.)
 template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4(const EmuRow<T>& w)
 {
+    if (N <= 8) {
+        emu_accumulate_x4_ahead<(N <= 8 ? N : 8), T>(w);
+        return;
+    }
 #pragma unroll 1
     for (int q = 0; q < 4; ++q) {
         const int j = w.j0 + 256 * q;
         if (j >= w.n) return;
-        if ((int)w.need[j] > w.bits) {
-            const unsigned int slot = atomicAdd(w.fix_count, 1u);
-            if (slot < w.fix_cap) w.fix_list[slot] = (unsigned long long)((long long)w.i * w.n + j);
-            continue;
-        }
+        const int need = w.need[j];
         int v[N];
+        if (need <= w.bits) {
 #pragma unroll
-        for (int l = 0; l < N; ++l) v[l] = w.planes[l * w.plane + j];
-        const double product = emu_scale(emu_crt<N>(v), w.row_e + w.col_exps[j] + 2 - 2 * w.bits);
-        double value = __dmul_rn(w.alpha, product);
-        if (w.beta != 0.0) value = __dadd_rn(value, __dmul_rn(w.beta, (double)w.c[j]));
-        w.c[j] = (T)value;
+            for (int l = 0; l < N; ++l) v[l] = w.planes[l * w.plane + j];
+        }
+        emu_accumulate_one<N, T>(w, j, need, need <= w.bits ? w.col_exps[j] : 0, v);
     }
 }
 
