@@ -164,6 +164,20 @@ impl Carve {
     fn end(self) -> usize {
         self.end
     }
+
+    /// Regions of `sizes` bytes after those taken, in `scratch` reserved
+    /// for them all (its first `keep` bytes kept): the scratch's start and
+    /// each region's address.
+    fn place<const R: usize>(
+        mut self,
+        scratch: &mut Workspace<'_>,
+        sizes: [usize; R],
+        keep: usize,
+    ) -> Result<(CUdeviceptr, [CUdeviceptr; R]), Error> {
+        let at = sizes.map(|bytes| self.take(bytes));
+        let base = scratch.reserve(self.end, keep)?;
+        Ok((base, at.map(|offset| base + offset as u64)))
+    }
 }
 
 fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
@@ -570,15 +584,8 @@ impl EmulatedGemm {
                 return Err(too_big("certificate", fixed + per_row));
             }
             let block = block.min(m).min(MAX_GRID_Y);
-            let mut carve = carve;
-            let at = [
-                carve.take(n * kp),
-                carve.take(block * kp),
-                carve.take(4 * block * np),
-            ];
-            let base = scratch.reserve(carve.end(), 0)?;
-            let need = base;
-            let [mag_b, mag_a, g] = at.map(|o| base + o as u64);
+            let (need, [mag_b, mag_a, g]) =
+                carve.place(scratch, [n * kp, block * kp, 4 * block * np], 0)?;
             self.split(
                 gpu,
                 (n, k, kp),
@@ -661,14 +668,11 @@ impl EmulatedGemm {
             return Err(too_big("residues", fixed + per_row));
         }
         let block = block.min(m).min(MAX_GRID_Y);
-        let at = [
-            carve.take(nmod * n * kp),
-            carve.take(nmod * block * kp),
-            carve.take(4 * nmod * block * np),
-        ];
-        let base = scratch.reserve(carve.end(), kept)?;
-        let need = base;
-        let [res_b, res_a, planes] = at.map(|o| base + o as u64);
+        let (need, [res_b, res_a, planes]) = carve.place(
+            scratch,
+            [nmod * n * kp, nmod * block * kp, 4 * nmod * block * np],
+            kept,
+        )?;
         self.split(
             gpu,
             (n, k, kp),
@@ -961,14 +965,8 @@ impl EmulatedGemm {
         // Phase 1: the certificates, from the first part of the depth and
         // then, for the products where that could pay, the whole.
         let routes = {
-            let mut carve = carve;
-            let at = [
-                carve.take(nb * n * kp),
-                carve.take(na * m * kp),
-                carve.take(4 * count * m * np),
-            ];
-            let need_at = scratch.reserve(carve.end(), 0)?;
-            let [mb, ma, gp] = at.map(|o| need_at + o as u64);
+            let (need_at, [mb, ma, gp]) =
+                carve.place(scratch, [nb * n * kp, na * m * kp, 4 * count * m * np], 0)?;
             self.split(
                 gpu,
                 (n, k, kp),
@@ -1095,14 +1093,15 @@ impl EmulatedGemm {
             // Plane l of every product lies after plane l − 1 of every
             // product, so that each modulus is one strided batch. A later
             // run reuses the scratch after this one in stream order.
-            let mut carve = carve;
-            let at = [
-                carve.take(nmod * rb * n * kp),
-                carve.take(nmod * ra * m * kp),
-                carve.take(4 * nmod * run * m * np),
-            ];
-            let need_at = scratch.reserve(carve.end(), kept)?;
-            let [pb, pa, pp] = at.map(|o| need_at + o as u64);
+            let (need_at, [pb, pa, pp]) = carve.place(
+                scratch,
+                [
+                    nmod * rb * n * kp,
+                    nmod * ra * m * kp,
+                    4 * nmod * run * m * np,
+                ],
+                kept,
+            )?;
             let over_b = Batch {
                 products: rb,
                 input: sb,
