@@ -91,7 +91,7 @@ impl<'a, T: Element> Product<'a, T> {
     ) -> Result<Vec<Report>> {
         let (a, b) = (self.a.as_ref(), self.b.as_ref());
         let once = |c: &mut Matrix<T>| -> Result<Report> {
-            c.as_mut_slice().fill(T::poison());
+            c.fill(T::poison());
             x.execute_clocked(plan, Gemm::new(a, b, c.as_mut()), Clock::Benchmark)
                 .with_context(|| format!("{label} failed"))
         };

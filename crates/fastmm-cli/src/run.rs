@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use fastmm::random::{seeded_rng, try_random_matrix_wide};
+use fastmm::random::{seeded_rng, try_seeded_matrix_wide};
 use fastmm::{DType, Element, GemmOptions, Matrix, Route, Team};
 
 use crate::common::{check_memory, parse_types, AlgoArgs, Devices, Outcome, RunType, Target};
@@ -217,8 +217,8 @@ fn shape_of(args: &RunArgs) -> Result<Shape> {
 /// the same arguments.
 fn operands<T: Element>(args: &RunArgs, (m, k, n): Shape) -> Result<(Matrix<T>, Matrix<T>)> {
     let mut rng = seeded_rng(args.seed);
-    let a = try_random_matrix_wide(m, k, args.decades, &mut rng)?;
-    let b = try_random_matrix_wide(k, n, args.decades, &mut rng)?;
+    let a = try_seeded_matrix_wide(m, k, args.decades, &mut rng)?;
+    let b = try_seeded_matrix_wide(k, n, args.decades, &mut rng)?;
     Ok((a, b))
 }
 
@@ -310,7 +310,7 @@ fn run_complex<T: Element>(
     site: &mut Site<'_>,
 ) -> Result<Vec<Record>> {
     let mut rng = seeded_rng(args.seed);
-    let mut random = |rows, cols| try_random_matrix_wide::<T>(rows, cols, args.decades, &mut rng);
+    let mut random = |rows, cols| try_seeded_matrix_wide::<T>(rows, cols, args.decades, &mut rng);
     let a = ComplexMatrix::new(random(m, k)?, random(m, k)?)?;
     let b = ComplexMatrix::new(random(k, n)?, random(k, n)?)?;
     let form = fastmm::complex::ComplexForm::for_level(base_opts.accuracy);

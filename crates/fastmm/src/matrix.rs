@@ -52,6 +52,10 @@ pub(crate) fn advise_huge_pages(start: *mut u8, bytes: usize) {
 
 /// [`advise_huge_pages`] over a large vector's allocation, before it is
 /// filled.
+/// Elements a thread writes at a time when a matrix is filled in
+/// parallel (512 KiB of f64: long enough to stream, many per thread).
+const FILL_CHUNK: usize = 1 << 16;
+
 fn advise_huge_storage<T>(data: &mut Vec<T>) {
     let bytes = data.capacity() * std::mem::size_of::<T>();
     if bytes >= HUGE_STORAGE_BYTES {
@@ -179,8 +183,13 @@ impl<T: Element> Matrix<T> {
         Self::try_filled(rows, cols, value).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Like [`Matrix::filled`], with overflow reported as an error.
+    /// Like [`Matrix::filled`], with overflow reported as an error. Large
+    /// matrices of a value other than zero are filled on every thread (a
+    /// poisoned 32768² f64 output is 8 GiB).
     pub fn try_filled(rows: usize, cols: usize, value: T) -> Result<Self, Error> {
+        if value != T::ZERO {
+            return Self::try_from_chunks(rows, cols, |_, chunk| chunk.fill(value));
+        }
         let len = rows
             .checked_mul(cols)
             .ok_or(Error::SizeOverflow { rows, cols })?;
@@ -189,6 +198,40 @@ impl<T: Element> Matrix<T> {
         let mut data = vec![value; len];
         advise_huge_storage(&mut data);
         Ok(Matrix { data, rows, cols })
+    }
+
+    /// A rows×cols matrix written on every thread: `fill(start, chunk)`
+    /// writes the row-major elements start..start + chunk.len(). The
+    /// chunks are disjoint, cover the matrix and run in any order, so
+    /// `fill` must make each element from its index alone.
+    ///
+    /// # Errors
+    /// [`Error::SizeOverflow`] when rows·cols overflows `usize`.
+    pub fn try_from_chunks(
+        rows: usize,
+        cols: usize,
+        fill: impl Fn(usize, &mut [T]) + Sync,
+    ) -> Result<Self, Error> {
+        use rayon::prelude::*;
+        let len = rows
+            .checked_mul(cols)
+            .ok_or(Error::SizeOverflow { rows, cols })?;
+        // Fresh zeroed pages (calloc), each first touched by the thread
+        // that fills it.
+        let mut data = vec![T::ZERO; len];
+        advise_huge_storage(&mut data);
+        data.par_chunks_mut(FILL_CHUNK)
+            .enumerate()
+            .for_each(|(c, chunk)| fill(c * FILL_CHUNK, chunk));
+        Ok(Matrix { data, rows, cols })
+    }
+
+    /// Every element set to `value`, on every thread.
+    pub fn fill(&mut self, value: T) {
+        use rayon::prelude::*;
+        self.data
+            .par_chunks_mut(FILL_CHUNK)
+            .for_each(|chunk| chunk.fill(value));
     }
 
     /// Takes ownership of row-major `data`, which must hold exactly rows·cols elements.
