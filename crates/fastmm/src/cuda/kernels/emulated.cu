@@ -84,77 +84,20 @@ __constant__ int EMU_INVERSE[16] = {
     1, 1, 211, 182, 246, 184, 41, 115, 161, 54, 163, 149, 46, 142, 91, 116,
 };
 
-// x mod m in [-floor(m/2), ceil(m/2) - 1].
-__device__ __forceinline__ int emu_balanced(int x, int m)
-{
-    int r = x % m;
-    if (r < 0) r += m;
-    return r >= m - m / 2 ? r - m : r;
-}
-
-// The balanced residues of x (|x| <= 2^62) modulo the first N moduli,
-// plane l at out[l * plane]. x = hi*2^32 + lo, reduced piecewise in
-// 32-bit integers (every m is a constant once the loop is unrolled, so
-// each % is a multiply and shift: a 64-bit % costs several times that).
-template <int N>
-__device__ __forceinline__ void emu_residues(long long x, signed char* out, long long plane)
-{
-    const int hi = (int)(x >> 32);
-    const unsigned int lo = (unsigned int)(x & 0xffffffffll);
-#pragma unroll
-    for (int l = 0; l < N; ++l) {
-        const int m = emu_modulus(l);
-        const int wrap = (int)(4294967296ll % m);
-        const int r = (hi % m) * wrap + (int)(lo % (unsigned int)m);
-        out[l * plane] = (signed char)emu_balanced(r, m);
-    }
-}
-
 __device__ double emu_i128_to_double(__int128 x);
 
-// Garner's balanced mixed-radix digits of the residues p[l] (l < N), and the integer they stand for by Horner's rule: in 64 bits
-// while M/2 < 2^63 (N <= 8), else in 128; rounded once to a double.
-template <typename Acc> __device__ __forceinline__ double emu_round(Acc x);
-template <> __device__ __forceinline__ double emu_round<long long>(long long x)
-{
-    return __ll2double_rn(x);
-}
-template <> __device__ __forceinline__ double emu_round<__int128>(__int128 x)
-{
-    return emu_i128_to_double(x);
-}
-template <bool Small> struct EmuAcc { typedef __int128 type; };
-template <> struct EmuAcc<true> { typedef long long type; };
+// Garner's balanced mixed-radix digits of the residues p[l] (l < N), and
+// the integer they stand for by Horner's rule, rounded once to a double:
+// emu_crt_narrow for N <= 8 (64 bits), emu_crt_wide beyond (128).
 
-template <int N>
-__device__ __forceinline__ double emu_crt_wide(const int* p)
-{
-    int d[N];
-#pragma unroll
-    for (int l = 0; l < N; ++l) {
-        const int m = emu_modulus(l);
-        int s = 0;
-#pragma unroll
-        for (int q = 0; q < l; ++q) s += d[q] * EMU_WEIGHT[l][q];
-        // Reduced lazily: |p % m - s| < 2^20 and times the inverse < 2^28,
-        // so one balanced reduction at the end gives the same digit.
-        d[l] = emu_balanced((p[l] % m - s) * EMU_INVERSE[l], m);
-    }
-    typedef typename EmuAcc<(N <= 8)>::type Acc;
-    Acc x = 0;
-#pragma unroll
-    for (int l = N - 1; l >= 0; --l) x = x * emu_modulus(l) + d[l];
-    return emu_round<Acc>(x);
-}
-
-// emu_crt_wide's integer for N <= 8 in fewer, unsigned operations: |p| <=
+// The balanced digits' integer for N <= 8 in unsigned operations: |p| <=
 // 2^30 (EMULATION_K_CHUNK products of residues |r| <= 128) plus the
 // multiple of m from 2^30 up is a nonnegative int below 2^31 + m with p's
 // remainder, and each digit's sum s < 7*255*m stays below m*2048, so
 // every remainder is one unsigned multiply-and-shift with no sign fix-up.
 // The digits in [0, m) give x in [0, M); the balanced digits' range is
 // [top - M + 1, top], top = sum of (ceil(m_l/2) - 1) * m_0...m_{l-1}, so
-// x - M where x > top is the same integer as emu_crt_wide's. Horner's rule
+// x - M where x > top is the balanced digits' integer. Horner's rule
 // runs in two 32-bit halves (m_0...m_3 and m_4...m_7 are each below
 // 2^32) joined by one wide multiply-add.
 template <int N>
@@ -188,6 +131,48 @@ __device__ __forceinline__ double emu_crt_narrow(const int* p)
     return __ll2double_rn(x > top ? (long long)(x - M) : (long long)x);
 }
 
+// The integer of Garner's balanced digits for 8 < N <= 16, in unsigned
+// operations as emu_crt_narrow takes them: each residue lifted to a
+// nonnegative int, each digit one unsigned remainder (its sum s < 15*255*m
+// stays below 4096*m), so the digits lie in [0, m) and give x in [0, M).
+// Horner's rule runs in two 64-bit pieces, digits 0..7 (m_0...m_7 < 2^64)
+// and 8..N-1 (m_8...m_15 < 2^62), joined by one 64x64 -> 128-bit
+// multiply-add; x above the balanced range's top is x - M. The integer is
+// the balanced digits' own, so the double is the same to the bit; the
+// signed digits and a 128-bit Horner step per modulus took about half as
+// many instructions again.
+template <int N>
+__device__ __forceinline__ double emu_crt_wide(const int* p)
+{
+    unsigned int d[N];
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const unsigned int m = (unsigned int)emu_modulus(l);
+        const unsigned int lift = ((1u << 30) + m - 1) / m * m;
+        const unsigned int r = ((unsigned int)p[l] + lift) % m;
+        unsigned int s = 0;
+#pragma unroll
+        for (int q = 0; q < l; ++q) s += d[q] * (unsigned int)EMU_WEIGHT[l][q];
+        d[l] = ((r + 4096u * m - s) * (unsigned int)EMU_INVERSE[l]) % m;
+    }
+    unsigned long long lo = 0, hi = 0;
+#pragma unroll
+    for (int l = 7; l >= 0; --l) lo = lo * (unsigned long long)emu_modulus(l) + d[l];
+#pragma unroll
+    for (int l = N - 1; l >= 8; --l) hi = hi * (unsigned long long)emu_modulus(l) + d[l];
+    unsigned long long low_radix = 1;
+    unsigned __int128 M = 1, top = 0;
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const unsigned long long m = (unsigned long long)emu_modulus(l);
+        top += (unsigned __int128)((m + 1) / 2 - 1) * M;
+        M *= m;
+        if (l < 8) low_radix *= m;
+    }
+    const unsigned __int128 x = (unsigned __int128)hi * low_radix + lo;
+    return emu_i128_to_double(x > top ? (__int128)(x - M) : (__int128)x);
+}
+
 template <int N>
 __device__ __forceinline__ double emu_crt(const int* p)
 {
@@ -201,30 +186,6 @@ __device__ __forceinline__ double emu_scale(double x, int e)
 {
     if (e >= -1022 && e <= 1023) return __dmul_rn(x, __longlong_as_double((long long)(e + 1023) << 52));
     return ldexp(x, e);
-}
-
-// The balanced residues of an integer-valued double x (|x| < 2^53) modulo
-// the first N moduli, plane l at out[l * plane]: q = rint(x/m) may be off
-// by one through the rounding of x*(1/m), but x - q*m is exact (one fma
-// of integers below 2^53), and steps of m bring it into
-// [-floor(m/2), ceil(m/2) - 1].
-template <int N>
-__device__ __forceinline__ void emu_residues_f64(double x, signed char* out, long long plane)
-{
-#pragma unroll
-    for (int l = 0; l < N; ++l) {
-        const int m = emu_modulus(l);
-        const double md = (double)m;
-        const double hi = (double)(m - m / 2 - 1), lo = (double)(-(m / 2));
-        double r = fma(-rint(x * (1.0 / md)), md, x);
-        // |r| < 1.5m: the balanced residue plus at most one m either way
-        // (m = 256 can land one further up), so two steps each way.
-        if (r > hi) r -= md;
-        if (r > hi) r -= md;
-        if (r < lo) r += md;
-        if (r < lo) r += md;
-        out[l * plane] = (signed char)(int)r;
-    }
 }
 
 // The balanced residues of four integers x[i] (|x| <= 2^30) modulo the
@@ -245,6 +206,49 @@ __device__ __forceinline__ void emu_residues_x4(const int* x, signed char* out, 
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int r = (int)(((unsigned int)x[i] + k) % (unsigned int)m) - m / 2;
+            word |= ((unsigned int)r & 0xffu) << (8 * i);
+        }
+        *(unsigned int*)(out + l * plane) = word;
+    }
+}
+
+// The balanced residues of four integers x[i] (|x| <= 2^52 for S = 26,
+// |x| <= 2^62 for S = 32) modulo the first N moduli, one word per plane
+// as in emu_residues_x4. x = hi*2^S + lo with hi = x >> S (floor) and lo in
+// [0, 2^S): hi + K (K the multiple of m from the largest |hi| up) is a
+// nonnegative integer below 2^32 whose remainder t is hi's modulo m, so x + H
+// (H = floor(m/2)) is t*W + lo' + H modulo m, W = 2^S mod m, lo' = lo
+// (S = 26, the sum below 2^27) or lo mod m (S = 32); its remainder less H
+// is the balanced residue. Every m is a constant once the loop is
+// unrolled, so each remainder is a multiply-high and a shift: about a
+// dozen integer operations per modulus and four entries, where the FP64
+// path took a conversion and a dozen FP64 operations per entry.
+template <int N, int S>
+__device__ __forceinline__ void emu_residues_x4_wide(const long long* x, signed char* out, long long plane)
+{
+    int hi[4];
+    unsigned int lo[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        hi[i] = (int)(x[i] >> S);
+        lo[i] = (unsigned int)((unsigned long long)x[i] & ((1ull << S) - 1ull));
+    }
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const unsigned int m = (unsigned int)emu_modulus(l);
+        // The multiple of m from the largest |hi| up: 2^26 for |x| <= 2^52
+        // split at 26 bits, 2^30 for |x| <= 2^62 split at 32.
+        const unsigned int reach = S == 26 ? (1u << 26) : (1u << 30);
+        const unsigned int k = (reach + m - 1u) / m * m;
+        const unsigned int w = (unsigned int)((1ull << S) % m);
+        const unsigned int h = m / 2u;
+        unsigned int word = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            // In unsigned arithmetic: hi + k < 2^31 + m, past int's range.
+            const unsigned int t = ((unsigned int)hi[i] + k) % m;
+            const unsigned int low = S == 26 ? lo[i] : lo[i] % m;
+            const int r = (int)((t * w + low + h) % m) - (int)h;
             word |= ((unsigned int)r & 0xffu) << (8 * i);
         }
         *(unsigned int*)(out + l * plane) = word;
@@ -485,50 +489,50 @@ extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __r
         }
         return;
     }
-    for (int i = 0; i < 4; ++i) {
-        const bool scales = live && p + i < len;
-        const double xd = scales ? rint(emu_scale(tile[tv][tp + i], bits - 1 - e)) : 0.0;
-        signed char* oi = o + i;
-        if (bits <= 52) {
-            switch (nmod) {
-            case 1: emu_residues_f64<1>(xd, oi, plane); break;
-            case 2: emu_residues_f64<2>(xd, oi, plane); break;
-            case 3: emu_residues_f64<3>(xd, oi, plane); break;
-            case 4: emu_residues_f64<4>(xd, oi, plane); break;
-            case 5: emu_residues_f64<5>(xd, oi, plane); break;
-            case 6: emu_residues_f64<6>(xd, oi, plane); break;
-            case 7: emu_residues_f64<7>(xd, oi, plane); break;
-            case 8: emu_residues_f64<8>(xd, oi, plane); break;
-            case 9: emu_residues_f64<9>(xd, oi, plane); break;
-            case 10: emu_residues_f64<10>(xd, oi, plane); break;
-            case 11: emu_residues_f64<11>(xd, oi, plane); break;
-            case 12: emu_residues_f64<12>(xd, oi, plane); break;
-            case 13: emu_residues_f64<13>(xd, oi, plane); break;
-            case 14: emu_residues_f64<14>(xd, oi, plane); break;
-            case 15: emu_residues_f64<15>(xd, oi, plane); break;
-            default: emu_residues_f64<16>(xd, oi, plane); break;
-            }
-            continue;
-        }
-        const long long xl = (long long)xd;
+    // Wider integers (|x| <= 2^62, exact in a double: a power-of-two
+    // scaling of a double is rounded to an integer only below 2^53) are
+    // converted once and reduced in 32-bit pieces, one word per plane.
+    long long xl[4];
+    for (int i = 0; i < 4; ++i)
+        xl[i] = live && p + i < len ? __double2ll_rn(emu_scale(tile[tv][tp + i], bits - 1 - e)) : 0;
+    if (bits <= 52) {
         switch (nmod) {
-        case 1: emu_residues<1>(xl, oi, plane); break;
-        case 2: emu_residues<2>(xl, oi, plane); break;
-        case 3: emu_residues<3>(xl, oi, plane); break;
-        case 4: emu_residues<4>(xl, oi, plane); break;
-        case 5: emu_residues<5>(xl, oi, plane); break;
-        case 6: emu_residues<6>(xl, oi, plane); break;
-        case 7: emu_residues<7>(xl, oi, plane); break;
-        case 8: emu_residues<8>(xl, oi, plane); break;
-        case 9: emu_residues<9>(xl, oi, plane); break;
-        case 10: emu_residues<10>(xl, oi, plane); break;
-        case 11: emu_residues<11>(xl, oi, plane); break;
-        case 12: emu_residues<12>(xl, oi, plane); break;
-        case 13: emu_residues<13>(xl, oi, plane); break;
-        case 14: emu_residues<14>(xl, oi, plane); break;
-        case 15: emu_residues<15>(xl, oi, plane); break;
-        default: emu_residues<16>(xl, oi, plane); break;
+        case 1: emu_residues_x4_wide<1, 26>(xl, o, plane); break;
+        case 2: emu_residues_x4_wide<2, 26>(xl, o, plane); break;
+        case 3: emu_residues_x4_wide<3, 26>(xl, o, plane); break;
+        case 4: emu_residues_x4_wide<4, 26>(xl, o, plane); break;
+        case 5: emu_residues_x4_wide<5, 26>(xl, o, plane); break;
+        case 6: emu_residues_x4_wide<6, 26>(xl, o, plane); break;
+        case 7: emu_residues_x4_wide<7, 26>(xl, o, plane); break;
+        case 8: emu_residues_x4_wide<8, 26>(xl, o, plane); break;
+        case 9: emu_residues_x4_wide<9, 26>(xl, o, plane); break;
+        case 10: emu_residues_x4_wide<10, 26>(xl, o, plane); break;
+        case 11: emu_residues_x4_wide<11, 26>(xl, o, plane); break;
+        case 12: emu_residues_x4_wide<12, 26>(xl, o, plane); break;
+        case 13: emu_residues_x4_wide<13, 26>(xl, o, plane); break;
+        case 14: emu_residues_x4_wide<14, 26>(xl, o, plane); break;
+        case 15: emu_residues_x4_wide<15, 26>(xl, o, plane); break;
+        default: emu_residues_x4_wide<16, 26>(xl, o, plane); break;
         }
+        return;
+    }
+    switch (nmod) {
+    case 1: emu_residues_x4_wide<1, 32>(xl, o, plane); break;
+    case 2: emu_residues_x4_wide<2, 32>(xl, o, plane); break;
+    case 3: emu_residues_x4_wide<3, 32>(xl, o, plane); break;
+    case 4: emu_residues_x4_wide<4, 32>(xl, o, plane); break;
+    case 5: emu_residues_x4_wide<5, 32>(xl, o, plane); break;
+    case 6: emu_residues_x4_wide<6, 32>(xl, o, plane); break;
+    case 7: emu_residues_x4_wide<7, 32>(xl, o, plane); break;
+    case 8: emu_residues_x4_wide<8, 32>(xl, o, plane); break;
+    case 9: emu_residues_x4_wide<9, 32>(xl, o, plane); break;
+    case 10: emu_residues_x4_wide<10, 32>(xl, o, plane); break;
+    case 11: emu_residues_x4_wide<11, 32>(xl, o, plane); break;
+    case 12: emu_residues_x4_wide<12, 32>(xl, o, plane); break;
+    case 13: emu_residues_x4_wide<13, 32>(xl, o, plane); break;
+    case 14: emu_residues_x4_wide<14, 32>(xl, o, plane); break;
+    case 15: emu_residues_x4_wide<15, 32>(xl, o, plane); break;
+    default: emu_residues_x4_wide<16, 32>(xl, o, plane); break;
     }
 }
 

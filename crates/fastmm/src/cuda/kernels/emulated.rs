@@ -1231,6 +1231,136 @@ fn read_histograms(
 mod tests {
     use super::*;
 
+    /// `emu_residues_x4_wide`'s arithmetic, operation for operation in
+    /// 32-bit unsigned integers: x split at S bits, hi lifted by the
+    /// multiple of m above its reach, the pieces' remainders joined.
+    fn wide_residue(x: i64, m: u32, s: u32) -> i8 {
+        let hi = (x >> s) as i32;
+        let lo = (x as u64 & ((1u64 << s) - 1)) as u32;
+        let reach: u32 = if s == 26 { 1 << 26 } else { 1 << 30 };
+        let k = reach.div_ceil(m) * m;
+        let w = ((1u64 << s) % u64::from(m)) as u32;
+        let h = m / 2;
+        let t = (hi as u32).wrapping_add(k) % m;
+        let low = if s == 26 { lo } else { lo % m };
+        let sum = t.checked_mul(w).and_then(|v| v.checked_add(low + h));
+        let sum = sum.expect("the kernel's sum stays below 2^32");
+        ((sum % m) as i32 - h as i32) as i8
+    }
+
+    /// `emu_crt_wide`'s arithmetic for 8 < N ≤ 16, operation for
+    /// operation: unsigned digits, Horner's rule in two 64-bit pieces
+    /// joined in 128 bits, the top of the balanced range.
+    fn wide_crt(p: &[i32]) -> i128 {
+        use crate::emulation::moduli::MODULI;
+        let n = p.len();
+        let radix = |l: usize, m: u64| MODULI[..l].iter().fold(1u64, |r, &x| r * u64::from(x) % m);
+        let mut d = [0u32; 16];
+        for l in 0..n {
+            let m = MODULI[l];
+            let lift = (1u32 << 30).div_ceil(m) * m;
+            let r = (p[l] as u32).wrapping_add(lift) % m;
+            let s: u32 = (0..l).map(|q| d[q] * radix(q, u64::from(m)) as u32).sum();
+            let r_l = radix(l, u64::from(m)) as u32;
+            let inv = (1..m).find(|&v| r_l * v % m == 1).unwrap();
+            d[l] = (r + 4096 * m - s) * inv % m;
+        }
+        let (mut lo, mut hi) = (0u64, 0u64);
+        for l in (0..8).rev() {
+            lo = lo * u64::from(MODULI[l]) + u64::from(d[l]);
+        }
+        for l in (8..n).rev() {
+            hi = hi * u64::from(MODULI[l]) + u64::from(d[l]);
+        }
+        let (mut low_radix, mut big_m, mut top) = (1u64, 1u128, 0u128);
+        for (l, &m) in MODULI[..n].iter().enumerate() {
+            top += u128::from(m.div_ceil(2) - 1) * big_m;
+            big_m *= u128::from(m);
+            if l < 8 {
+                low_radix *= u64::from(m);
+            }
+        }
+        let x = u128::from(hi) * u128::from(low_radix) + u128::from(lo);
+        if x > top {
+            x.wrapping_sub(big_m) as i128
+        } else {
+            x as i128
+        }
+    }
+
+    /// The accumulation's CRT beyond 8 moduli gives Garner's balanced
+    /// integer, for INT32 sums anywhere in ±2^30 and integers up to ±M/2.
+    #[test]
+    fn the_unsigned_crt_beyond_eight_moduli_is_garners() {
+        use crate::emulation::moduli::{modulus, Garner, MODULI};
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in 9..=16 {
+            let garner = Garner::new(n);
+            let half = (modulus(n) / 2) as i128;
+            for t in 0..4000 {
+                // A target integer, its residues, then each residue moved
+                // by a multiple of its modulus within ±2^30.
+                let want: i128 = match t {
+                    0 => -half,
+                    1 => half - 1,
+                    2 => 0,
+                    _ => {
+                        ((u128::from(next()) << 64 | u128::from(next())) % (2 * half as u128))
+                            as i128
+                            - half
+                    }
+                };
+                let p: Vec<i32> = MODULI[..n]
+                    .iter()
+                    .map(|&m| {
+                        let r = want.rem_euclid(i128::from(m)) as i64;
+                        let steps = (1i64 << 30) / i64::from(m);
+                        let k = (next() % (2 * steps as u64)) as i64 - steps;
+                        (r + k * i64::from(m)) as i32
+                    })
+                    .collect();
+                let wide: Vec<i64> = p.iter().map(|&v| i64::from(v)).collect();
+                assert_eq!(garner.reconstruct(&wide), want, "{n} moduli");
+                assert_eq!(wide_crt(&p), want, "{n} moduli: {p:?}");
+            }
+        }
+    }
+
+    /// The split's integer residues of wide scaled entries (f64 at more
+    /// than 30 bits) are the twin's symmetric residues, at every modulus,
+    /// up to the ends of each split's range.
+    #[test]
+    fn wide_residues_in_32_bit_pieces_are_the_symmetric_residues() {
+        use crate::emulation::moduli::{symmetric_residue, MODULI};
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for (s, top) in [(26u32, 52u32), (32, 62)] {
+            let edge = 1i64 << top;
+            let mut values = vec![0, 1, -1, edge, -edge, edge - 1, 1 - edge, 1 << s, -(1 << s)];
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                values.push((x as i64) >> (63 - top));
+            }
+            for &v in &values {
+                assert!(v.unsigned_abs() <= 1 << top);
+                for &m in &MODULI {
+                    assert_eq!(
+                        wide_residue(v, m, s),
+                        symmetric_residue(i128::from(v), m),
+                        "{v} mod {m}, split at {s}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_repeated_operand_is_one_with_no_stride() {
         assert_eq!(distinct(0, 64, 2048), (1, 0));
