@@ -132,7 +132,9 @@ extern "C" {
 
 size_t peer_gemmul8_work(int f64, size_t m, size_t k, size_t n, unsigned moduli) {
     (void)f64;
-    return gemmul8::workSize<false, gemmul8::Backend::INT8>(n, m, k, moduli);
+    // The library's real workSize, whose exported specialisation lives in
+    // the gemmul8.cu that is not compiled here.
+    return real::workSize<gemmul8::Backend::INT8>(n, m, k, moduli, false, false, nullptr, nullptr);
 }
 
 int peer_gemmul8(int f64, unsigned long long stream, size_t m, size_t k, size_t n, const void *a,

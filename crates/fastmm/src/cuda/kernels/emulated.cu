@@ -176,7 +176,7 @@ __device__ __forceinline__ double emu_crt_wide(const int* p)
 template <int N>
 __device__ __forceinline__ double emu_crt(const int* p)
 {
-    return N <= 8 ? emu_crt_narrow<(N <= 8 ? N : 8)>(p) : emu_crt_wide<N>(p);
+    return N <= 8 ? emu_crt_narrow<(N <= 8 ? N : 8)>(p) : emu_crt_wide<(N > 8 ? N : 9)>(p);
 }
 
 // x * 2^e, the same double as ldexp(x, e) (the exact product, rounded once
@@ -212,43 +212,75 @@ __device__ __forceinline__ void emu_residues_x4(const int* x, signed char* out, 
     }
 }
 
-// The balanced residues of four integers x[i] (|x| <= 2^52 for S = 26,
-// |x| <= 2^62 for S = 32) modulo the first N moduli, one word per plane
-// as in emu_residues_x4. x = hi*2^S + lo with hi = x >> S (floor) and lo in
-// [0, 2^S): hi + K (K the multiple of m from the largest |hi| up) is a
-// nonnegative integer below 2^32 whose remainder t is hi's modulo m, so x + H
-// (H = floor(m/2)) is t*W + lo' + H modulo m, W = 2^S mod m, lo' = lo
-// (S = 26, the sum below 2^27) or lo mod m (S = 32); its remainder less H
-// is the balanced residue. Every m is a constant once the loop is
-// unrolled, so each remainder is a multiply-high and a shift: about a
-// dozen integer operations per modulus and four entries, where the FP64
-// path took a conversion and a dozen FP64 operations per entry.
-template <int N, int S>
+// The balanced residues of four integers x[i] (|x| <= 2^52) modulo the
+// first N moduli, one word per plane as in emu_residues_x4: x = x2*2^36 +
+// x1*2^18 + x0 with x0, x1 in [0, 2^18) and x2 = x >> 36 (floor, |x2| <=
+// 2^16). Lifted by K (the multiple of m from 2^16 up), x2 + K is
+// nonnegative, and x + H (H = floor(m/2)) is congruent modulo m to
+// (x2 + K)*C2 + x1*C1 + x0 + H with C1 = 2^18 mod m, C2 = 2^36 mod m, a sum
+// below 2^27; its remainder less H is the balanced residue. One
+// remainder by a constant (a multiply-high and a shift) and two
+// multiply-adds per entry and modulus: ncu had the two-piece form
+// (two remainders) issue-bound at 81% of the SMs.
+template <int N>
+__device__ __forceinline__ void emu_residues_x4_limbs(const long long* x, signed char* out, long long plane)
+{
+    unsigned int x0[4], x1[4];
+    int x2[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const unsigned long long u = (unsigned long long)x[i];
+        x0[i] = (unsigned int)(u & 0x3ffffull);
+        x1[i] = (unsigned int)((u >> 18) & 0x3ffffull);
+        x2[i] = (int)(x[i] >> 36);
+    }
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const unsigned int m = (unsigned int)emu_modulus(l);
+        const unsigned int k = ((1u << 16) + m - 1u) / m * m;
+        const unsigned int c1 = (unsigned int)((1ull << 18) % m);
+        const unsigned int c2 = (unsigned int)((1ull << 36) % m);
+        const unsigned int h = m / 2u;
+        unsigned int word = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const unsigned int sum = ((unsigned int)x2[i] + k) * c2 + x1[i] * c1 + x0[i] + h;
+            const int r = (int)(sum % m) - (int)h;
+            word |= ((unsigned int)r & 0xffu) << (8 * i);
+        }
+        *(unsigned int*)(out + l * plane) = word;
+    }
+}
+
+// The balanced residues of four integers x[i] (|x| <= 2^62) modulo the
+// first N moduli, one word per plane as in emu_residues_x4: x = hi*2^32 +
+// lo with hi = x >> 32 (floor, |hi| <= 2^30) and lo in [0, 2^32). hi + K
+// (K the multiple of m from 2^30 up) is a nonnegative integer below 2^32
+// whose remainder t is hi's modulo m, so x + H (H = floor(m/2)) is
+// t*W + (lo mod m) + H modulo m, W = 2^32 mod m; its remainder less H is
+// the balanced residue.
+template <int N>
 __device__ __forceinline__ void emu_residues_x4_wide(const long long* x, signed char* out, long long plane)
 {
     int hi[4];
     unsigned int lo[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        hi[i] = (int)(x[i] >> S);
-        lo[i] = (unsigned int)((unsigned long long)x[i] & ((1ull << S) - 1ull));
+        hi[i] = (int)(x[i] >> 32);
+        lo[i] = (unsigned int)((unsigned long long)x[i] & 0xffffffffull);
     }
 #pragma unroll
     for (int l = 0; l < N; ++l) {
         const unsigned int m = (unsigned int)emu_modulus(l);
-        // The multiple of m from the largest |hi| up: 2^26 for |x| <= 2^52
-        // split at 26 bits, 2^30 for |x| <= 2^62 split at 32.
-        const unsigned int reach = S == 26 ? (1u << 26) : (1u << 30);
-        const unsigned int k = (reach + m - 1u) / m * m;
-        const unsigned int w = (unsigned int)((1ull << S) % m);
+        const unsigned int k = ((1u << 30) + m - 1u) / m * m;
+        const unsigned int w = (unsigned int)((1ull << 32) % m);
         const unsigned int h = m / 2u;
         unsigned int word = 0;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             // In unsigned arithmetic: hi + k < 2^31 + m, past int's range.
             const unsigned int t = ((unsigned int)hi[i] + k) % m;
-            const unsigned int low = S == 26 ? lo[i] : lo[i] % m;
-            const int r = (int)((t * w + low + h) % m) - (int)h;
+            const int r = (int)((t * w + lo[i] % m + h) % m) - (int)h;
             word |= ((unsigned int)r & 0xffu) << (8 * i);
         }
         *(unsigned int*)(out + l * plane) = word;
@@ -497,42 +529,42 @@ extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __r
         xl[i] = live && p + i < len ? __double2ll_rn(emu_scale(tile[tv][tp + i], bits - 1 - e)) : 0;
     if (bits <= 52) {
         switch (nmod) {
-        case 1: emu_residues_x4_wide<1, 26>(xl, o, plane); break;
-        case 2: emu_residues_x4_wide<2, 26>(xl, o, plane); break;
-        case 3: emu_residues_x4_wide<3, 26>(xl, o, plane); break;
-        case 4: emu_residues_x4_wide<4, 26>(xl, o, plane); break;
-        case 5: emu_residues_x4_wide<5, 26>(xl, o, plane); break;
-        case 6: emu_residues_x4_wide<6, 26>(xl, o, plane); break;
-        case 7: emu_residues_x4_wide<7, 26>(xl, o, plane); break;
-        case 8: emu_residues_x4_wide<8, 26>(xl, o, plane); break;
-        case 9: emu_residues_x4_wide<9, 26>(xl, o, plane); break;
-        case 10: emu_residues_x4_wide<10, 26>(xl, o, plane); break;
-        case 11: emu_residues_x4_wide<11, 26>(xl, o, plane); break;
-        case 12: emu_residues_x4_wide<12, 26>(xl, o, plane); break;
-        case 13: emu_residues_x4_wide<13, 26>(xl, o, plane); break;
-        case 14: emu_residues_x4_wide<14, 26>(xl, o, plane); break;
-        case 15: emu_residues_x4_wide<15, 26>(xl, o, plane); break;
-        default: emu_residues_x4_wide<16, 26>(xl, o, plane); break;
+        case 1: emu_residues_x4_limbs<1>(xl, o, plane); break;
+        case 2: emu_residues_x4_limbs<2>(xl, o, plane); break;
+        case 3: emu_residues_x4_limbs<3>(xl, o, plane); break;
+        case 4: emu_residues_x4_limbs<4>(xl, o, plane); break;
+        case 5: emu_residues_x4_limbs<5>(xl, o, plane); break;
+        case 6: emu_residues_x4_limbs<6>(xl, o, plane); break;
+        case 7: emu_residues_x4_limbs<7>(xl, o, plane); break;
+        case 8: emu_residues_x4_limbs<8>(xl, o, plane); break;
+        case 9: emu_residues_x4_limbs<9>(xl, o, plane); break;
+        case 10: emu_residues_x4_limbs<10>(xl, o, plane); break;
+        case 11: emu_residues_x4_limbs<11>(xl, o, plane); break;
+        case 12: emu_residues_x4_limbs<12>(xl, o, plane); break;
+        case 13: emu_residues_x4_limbs<13>(xl, o, plane); break;
+        case 14: emu_residues_x4_limbs<14>(xl, o, plane); break;
+        case 15: emu_residues_x4_limbs<15>(xl, o, plane); break;
+        default: emu_residues_x4_limbs<16>(xl, o, plane); break;
         }
         return;
     }
     switch (nmod) {
-    case 1: emu_residues_x4_wide<1, 32>(xl, o, plane); break;
-    case 2: emu_residues_x4_wide<2, 32>(xl, o, plane); break;
-    case 3: emu_residues_x4_wide<3, 32>(xl, o, plane); break;
-    case 4: emu_residues_x4_wide<4, 32>(xl, o, plane); break;
-    case 5: emu_residues_x4_wide<5, 32>(xl, o, plane); break;
-    case 6: emu_residues_x4_wide<6, 32>(xl, o, plane); break;
-    case 7: emu_residues_x4_wide<7, 32>(xl, o, plane); break;
-    case 8: emu_residues_x4_wide<8, 32>(xl, o, plane); break;
-    case 9: emu_residues_x4_wide<9, 32>(xl, o, plane); break;
-    case 10: emu_residues_x4_wide<10, 32>(xl, o, plane); break;
-    case 11: emu_residues_x4_wide<11, 32>(xl, o, plane); break;
-    case 12: emu_residues_x4_wide<12, 32>(xl, o, plane); break;
-    case 13: emu_residues_x4_wide<13, 32>(xl, o, plane); break;
-    case 14: emu_residues_x4_wide<14, 32>(xl, o, plane); break;
-    case 15: emu_residues_x4_wide<15, 32>(xl, o, plane); break;
-    default: emu_residues_x4_wide<16, 32>(xl, o, plane); break;
+    case 1: emu_residues_x4_wide<1>(xl, o, plane); break;
+    case 2: emu_residues_x4_wide<2>(xl, o, plane); break;
+    case 3: emu_residues_x4_wide<3>(xl, o, plane); break;
+    case 4: emu_residues_x4_wide<4>(xl, o, plane); break;
+    case 5: emu_residues_x4_wide<5>(xl, o, plane); break;
+    case 6: emu_residues_x4_wide<6>(xl, o, plane); break;
+    case 7: emu_residues_x4_wide<7>(xl, o, plane); break;
+    case 8: emu_residues_x4_wide<8>(xl, o, plane); break;
+    case 9: emu_residues_x4_wide<9>(xl, o, plane); break;
+    case 10: emu_residues_x4_wide<10>(xl, o, plane); break;
+    case 11: emu_residues_x4_wide<11>(xl, o, plane); break;
+    case 12: emu_residues_x4_wide<12>(xl, o, plane); break;
+    case 13: emu_residues_x4_wide<13>(xl, o, plane); break;
+    case 14: emu_residues_x4_wide<14>(xl, o, plane); break;
+    case 15: emu_residues_x4_wide<15>(xl, o, plane); break;
+    default: emu_residues_x4_wide<16>(xl, o, plane); break;
     }
 }
 
@@ -679,9 +711,10 @@ __device__ __forceinline__ void emu_accumulate_one(const EmuRow<T>& w, int j, in
 }
 
 // The four elements of an EmuRow, one after another, each element's
-// products, need and exponent loaded while the one before is computed
-// (N <= 8): without them in flight, ncu saw the kernel at 47% of DRAM's
-// bandwidth and 71% of the SMs' issue rate, waiting on its loads.
+// products, need and exponent loaded while the one before is computed:
+// without them in flight, ncu saw the kernel at 47% of DRAM's bandwidth
+// and 71% of the SMs' issue rate, waiting on its loads (N <= 8), and at
+// 48% and 50% beyond 8 moduli.
 template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4_ahead(const EmuRow<T>& w)
 {
     if (w.j0 >= w.n) return;
@@ -709,79 +742,62 @@ template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4_a
     }
 }
 
-// The four elements of an EmuRow, one after another (N > 8). (Reading all
-// four elements' residues first holds 4N of them in registers, which at
-// N = 16 cuts the kernel's occupancy to a quarter and made it slower at
-// every N; the registers of emu_accumulate_x4_ahead at N = 16 would set
-// every N's occupancy, the kernel's registers being its widest path's.)
-template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4(const EmuRow<T>& w)
-{
-    if (N <= 8) {
-        emu_accumulate_x4_ahead<(N <= 8 ? N : 8), T>(w);
-        return;
-    }
-#pragma unroll 1
-    for (int q = 0; q < 4; ++q) {
-        const int j = w.j0 + 256 * q;
-        if (j >= w.n) return;
-        const int need = w.need[j];
-        int v[N];
-        if (need <= w.bits) {
-#pragma unroll
-            for (int l = 0; l < N; ++l) v[l] = w.planes[l * w.plane + j];
-        }
-        emu_accumulate_one<N, T>(w, j, need, need <= w.bits ? w.col_exps[j] : 0, v);
-    }
-}
-
 // Rows i0..i0+rows of C from the nmod INT32 products (plane l at
 // planes + l*plane, rows x n with ld ldp): C = alpha*x*2^(E_i+F_j+2-2b) +
 // beta*C (beta = 0 never reads C). Elements whose need exceeds `bits` are
-// appended to the fix-up list instead. Block 256; grid (ceil(n/256), rows,
-// products): product z's planes ps entries on, its needs ns, its
-// exponents rs and cs, its C cs_c elements, its count and list its own.
-// Each thread takes 4 elements 256 apart: grid (ceil(n/1024), rows,
-// products).
-extern "C" __global__ void emu_accumulate(int i0, int n, const int* __restrict__ planes,
-                                          long long plane, long long ldp, long long ps, int nmod,
-                                          int bits, const unsigned char* __restrict__ need,
-                                          long long ns, const int* __restrict__ row_exps,
-                                          long long rs, const int* __restrict__ col_exps,
-                                          long long cs, double alpha, double beta,
-                                          ELEM* __restrict__ c, long long ldc, long long cs_c,
-                                          unsigned int* __restrict__ fix_count,
-                                          unsigned long long* __restrict__ fix_list,
-                                          unsigned int fix_cap)
+// appended to the fix-up list instead. Block 256; each thread takes 4
+// elements 256 apart: grid (ceil(n/1024), rows, products), product z's
+// planes ps entries on, its needs ns, its exponents rs and cs, its C cs_c
+// elements, its count and list its own. emu_accumulate takes 1 to 8
+// moduli and emu_accumulate_wide 9 to 16: a kernel's registers are its
+// widest path's, and 16 moduli loaded ahead would set f32's occupancy.
+#define EMU_ACCUMULATE_ARGS                                                                    \
+    int i0, int n, const int* __restrict__ planes, long long plane, long long ldp, long long ps, \
+        int nmod, int bits, const unsigned char* __restrict__ need, long long ns,               \
+        const int* __restrict__ row_exps, long long rs, const int* __restrict__ col_exps,       \
+        long long cs, double alpha, double beta, ELEM* __restrict__ c, long long ldc,           \
+        long long cs_c, unsigned int* __restrict__ fix_count,                                   \
+        unsigned long long* __restrict__ fix_list, unsigned int fix_cap
+#define EMU_ACCUMULATE_ROW                                                                        \
+    const long long z = blockIdx.z;                                                               \
+    const int r = blockIdx.y, i = i0 + r;                                                         \
+    const EmuRow<ELEM> row = {i, blockIdx.x * 1024 + (int)threadIdx.x, n,                        \
+                              planes + z * ps + (long long)r * ldp, plane, bits,                  \
+                              need + z * ns + (long long)i * n, row_exps[z * rs + i],             \
+                              col_exps + z * cs, alpha, beta, c + z * cs_c + (long long)i * ldc, \
+                              fix_count + z, fix_list + z * (long long)fix_cap, fix_cap};
+
+extern "C" __global__ void emu_accumulate(EMU_ACCUMULATE_ARGS)
 {
-    const long long z = blockIdx.z;
-    planes += z * ps;
-    need += z * ns;
-    row_exps += z * rs;
-    col_exps += z * cs;
-    c += z * cs_c;
-    fix_count += z;
-    fix_list += z * (long long)fix_cap;
-    const int r = blockIdx.y, i = i0 + r;
-    const EmuRow<ELEM> row = {i, blockIdx.x * 1024 + (int)threadIdx.x, n, planes + (long long)r * ldp,
-                              plane, bits, need + (long long)i * n, row_exps[i], col_exps,
-                              alpha, beta, c + (long long)i * ldc, fix_count, fix_list, fix_cap};
+    EMU_ACCUMULATE_ROW
     switch (nmod) {
-    case 1: emu_accumulate_x4<1>(row); break;
-    case 2: emu_accumulate_x4<2>(row); break;
-    case 3: emu_accumulate_x4<3>(row); break;
-    case 4: emu_accumulate_x4<4>(row); break;
-    case 5: emu_accumulate_x4<5>(row); break;
-    case 6: emu_accumulate_x4<6>(row); break;
-    case 7: emu_accumulate_x4<7>(row); break;
-    case 8: emu_accumulate_x4<8>(row); break;
-    case 9: emu_accumulate_x4<9>(row); break;
-    case 10: emu_accumulate_x4<10>(row); break;
-    case 11: emu_accumulate_x4<11>(row); break;
-    case 12: emu_accumulate_x4<12>(row); break;
-    case 13: emu_accumulate_x4<13>(row); break;
-    case 14: emu_accumulate_x4<14>(row); break;
-    case 15: emu_accumulate_x4<15>(row); break;
-    default: emu_accumulate_x4<16>(row); break;
+    case 1: emu_accumulate_x4_ahead<1>(row); break;
+    case 2: emu_accumulate_x4_ahead<2>(row); break;
+    case 3: emu_accumulate_x4_ahead<3>(row); break;
+    case 4: emu_accumulate_x4_ahead<4>(row); break;
+    case 5: emu_accumulate_x4_ahead<5>(row); break;
+    case 6: emu_accumulate_x4_ahead<6>(row); break;
+    case 7: emu_accumulate_x4_ahead<7>(row); break;
+    case 8: emu_accumulate_x4_ahead<8>(row); break;
+    // The host sends wider routes to emu_accumulate_wide.
+    default: __trap();
+    }
+}
+
+extern "C" __global__ void emu_accumulate_wide(EMU_ACCUMULATE_ARGS)
+{
+    EMU_ACCUMULATE_ROW
+    switch (nmod) {
+    case 9: emu_accumulate_x4_ahead<9>(row); break;
+    case 10: emu_accumulate_x4_ahead<10>(row); break;
+    case 11: emu_accumulate_x4_ahead<11>(row); break;
+    case 12: emu_accumulate_x4_ahead<12>(row); break;
+    case 13: emu_accumulate_x4_ahead<13>(row); break;
+    case 14: emu_accumulate_x4_ahead<14>(row); break;
+    case 15: emu_accumulate_x4_ahead<15>(row); break;
+    case 16: emu_accumulate_x4_ahead<16>(row); break;
+    // The host sends narrower routes to emu_accumulate.
+    default: __trap();
     }
 }
 

@@ -59,7 +59,8 @@ pub(crate) struct EmulatedGemm {
     stats_cols: [CudaFunction; 3],
     split: CudaFunction,
     need: CudaFunction,
-    accumulate: CudaFunction,
+    /// The CRT accumulation for 1 to 8 moduli, and for 9 to 16.
+    accumulate: [CudaFunction; 2],
     fixup: CudaFunction,
     /// What every product's certificate makes its elements meet.
     goal: Goal,
@@ -219,7 +220,7 @@ impl EmulatedGemm {
             dtype: T::DTYPE,
             tile: 0,
         };
-        let [stats_rows, cols_max, cols_sum, cols_finish, split, need, accumulate, fixup] =
+        let [stats_rows, cols_max, cols_sum, cols_finish, split, need, accumulate, accumulate_wide, fixup] =
             KernelSource::EMULATED_ENTRIES;
         Ok(EmulatedGemm {
             stats_rows: gpu.entry_function(key, stats_rows)?,
@@ -230,7 +231,10 @@ impl EmulatedGemm {
             ],
             split: gpu.entry_function(key, split)?,
             need: gpu.entry_function(key, need)?,
-            accumulate: gpu.entry_function(key, accumulate)?,
+            accumulate: [
+                gpu.entry_function(key, accumulate)?,
+                gpu.entry_function(key, accumulate_wide)?,
+            ],
             fixup: gpu.entry_function(key, fixup)?,
             goal: Goal::on_cublas(accuracy, T::DTYPE),
             tally: Mutex::new(Tally::default()),
@@ -771,7 +775,9 @@ impl EmulatedGemm {
         );
         let (alpha64, beta64) = (alpha.to_f64(), beta.to_f64());
         let config = per_element((r, n), products_grid(products)?);
-        let mut launch = gpu.stream.launch_builder(&self.accumulate);
+        let mut launch = gpu
+            .stream
+            .launch_builder(&self.accumulate[usize::from(nmod > 8)]);
         launch
             .arg(&i0i)
             .arg(&ni)
@@ -1231,19 +1237,42 @@ fn read_histograms(
 mod tests {
     use super::*;
 
-    /// `emu_residues_x4_wide`'s arithmetic, operation for operation in
-    /// 32-bit unsigned integers: x split at S bits, hi lifted by the
-    /// multiple of m above its reach, the pieces' remainders joined.
-    fn wide_residue(x: i64, m: u32, s: u32) -> i8 {
-        let hi = (x >> s) as i32;
-        let lo = (x as u64 & ((1u64 << s) - 1)) as u32;
-        let reach: u32 = if s == 26 { 1 << 26 } else { 1 << 30 };
-        let k = reach.div_ceil(m) * m;
-        let w = ((1u64 << s) % u64::from(m)) as u32;
+    /// `emu_residues_x4_limbs`' arithmetic (|x| ≤ 2^52), operation for
+    /// operation in 32-bit unsigned integers: three limbs of 18 bits, the
+    /// top one lifted by the multiple of m from 2^16 up, one remainder.
+    fn limb_residue(x: i64, m: u32) -> i8 {
+        let u = x as u64;
+        let (x0, x1, x2) = (
+            (u & 0x3ffff) as u32,
+            ((u >> 18) & 0x3ffff) as u32,
+            (x >> 36) as i32,
+        );
+        let k = (1u32 << 16).div_ceil(m) * m;
+        let (c1, c2) = (
+            ((1u64 << 18) % u64::from(m)) as u32,
+            ((1u64 << 36) % u64::from(m)) as u32,
+        );
+        let h = m / 2;
+        let sum = (x2 as u32)
+            .wrapping_add(k)
+            .checked_mul(c2)
+            .and_then(|v| v.checked_add(x1 * c1)?.checked_add(x0)?.checked_add(h));
+        let sum = sum.expect("the kernel's sum stays below 2^32");
+        assert!(sum < 1 << 27);
+        ((sum % m) as i32 - h as i32) as i8
+    }
+
+    /// `emu_residues_x4_wide`'s arithmetic (|x| ≤ 2^62): x split at 32
+    /// bits, hi lifted by the multiple of m from 2^30 up, the pieces'
+    /// remainders joined.
+    fn wide_residue(x: i64, m: u32) -> i8 {
+        let hi = (x >> 32) as i32;
+        let lo = (x as u64 & 0xffff_ffff) as u32;
+        let k = (1u32 << 30).div_ceil(m) * m;
+        let w = ((1u64 << 32) % u64::from(m)) as u32;
         let h = m / 2;
         let t = (hi as u32).wrapping_add(k) % m;
-        let low = if s == 26 { lo } else { lo % m };
-        let sum = t.checked_mul(w).and_then(|v| v.checked_add(low + h));
+        let sum = t.checked_mul(w).and_then(|v| v.checked_add(lo % m + h));
         let sum = sum.expect("the kernel's sum stays below 2^32");
         ((sum % m) as i32 - h as i32) as i8
     }
@@ -1333,15 +1362,17 @@ mod tests {
     }
 
     /// The split's integer residues of wide scaled entries (f64 at more
-    /// than 30 bits) are the twin's symmetric residues, at every modulus,
-    /// up to the ends of each split's range.
+    /// than 30 bits: limbs to 52 bits, two pieces beyond) are the twin's
+    /// symmetric residues, at every modulus, up to the ends of each range.
     #[test]
-    fn wide_residues_in_32_bit_pieces_are_the_symmetric_residues() {
+    fn wide_residues_in_32_bit_integers_are_the_symmetric_residues() {
         use crate::emulation::moduli::{symmetric_residue, MODULI};
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for (s, top) in [(26u32, 52u32), (32, 62)] {
+        for top in [52u32, 62] {
             let edge = 1i64 << top;
-            let mut values = vec![0, 1, -1, edge, -edge, edge - 1, 1 - edge, 1 << s, -(1 << s)];
+            let mut values = vec![0, 1, -1, edge, -edge, edge - 1, 1 - edge];
+            values.extend([18, 32, 36].map(|s| 1i64 << s));
+            values.extend([18, 32, 36].map(|s| -(1i64 << s)));
             for _ in 0..20_000 {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -1351,11 +1382,11 @@ mod tests {
             for &v in &values {
                 assert!(v.unsigned_abs() <= 1 << top);
                 for &m in &MODULI {
-                    assert_eq!(
-                        wide_residue(v, m, s),
-                        symmetric_residue(i128::from(v), m),
-                        "{v} mod {m}, split at {s}"
-                    );
+                    let want = symmetric_residue(i128::from(v), m);
+                    assert_eq!(wide_residue(v, m), want, "{v} mod {m}, split at 32");
+                    if top <= 52 {
+                        assert_eq!(limb_residue(v, m), want, "{v} mod {m}, in limbs");
+                    }
                 }
             }
         }

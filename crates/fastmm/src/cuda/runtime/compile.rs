@@ -90,7 +90,7 @@ impl KernelSource {
     ];
 
     /// The entry points of `emulated.cu`.
-    pub const EMULATED_ENTRIES: [&'static str; 8] = [
+    pub const EMULATED_ENTRIES: [&'static str; 9] = [
         "emu_stats_rows",
         "emu_cols_max",
         "emu_cols_sum",
@@ -98,6 +98,7 @@ impl KernelSource {
         "emu_split",
         "emu_need",
         "emu_accumulate",
+        "emu_accumulate_wide",
         "emu_fixup",
     ];
 
