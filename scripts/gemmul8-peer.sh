@@ -29,9 +29,11 @@ if [ ! -f "$lib" ] || [ crates/fastmm-peers/cuda/gemmul8_peer.cu -nt "$lib" ]; t
     crates/fastmm-peers/cuda/gemmul8_peer.cu -o "$lib" -lcublas -lcublasLt -lcudart
   echo "# built $lib for sm_$arch in $(( $(date +%s) - start )) s"
 fi
-if ls target/wheels/fastmm-*.whl >/dev/null 2>&1; then
+# The newest wheel: pip refuses two builds of one version side by side.
+wheel=$(ls -t target/wheels/fastmm-*.whl 2>/dev/null | head -n 1)
+if [ -n "$wheel" ]; then
   site=$build/site
-  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" target/wheels/fastmm-*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" "$wheel"
   export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 fi
 PYTHONUNBUFFERED=1 python3 scripts/gemmul8_peer.py --lib "$lib" "$@"

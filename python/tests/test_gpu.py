@@ -111,6 +111,20 @@ def test_numpy_arrays_on_the_gpu():
     torch.testing.assert_close(torch.from_dlpack(result), x @ y)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gpu_resident_emulated_products_report_their_route(dtype):
+    g = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.rand(257, 512, device="cuda", dtype=dtype, generator=g) - 0.5
+    b = torch.rand(512, 129, device="cuda", dtype=dtype, generator=g) - 0.5
+    result, timing = fastmm.matmul_timed(a, b, algo="emulated")
+    route = timing["emulation"]
+    assert route["emulated"] + route["native"] == 1
+    assert route["emulated"] == 0 or route["moduli"] >= 2
+    torch.testing.assert_close(torch.from_dlpack(result), a @ b)
+    _, timing = fastmm.matmul_timed(a, b, algo="cublas")
+    assert timing["emulation"] is None
+
+
 def test_cupy_arrays_in_place():
     cupy = pytest.importorskip("cupy")
     a = cupy.random.standard_normal((257, 129), dtype=cupy.float64)

@@ -863,11 +863,12 @@ impl Context {
         if nothing_to_multiply(shape, opts.algorithm)? {
             return Ok(Timing::default());
         }
-        let ms = crate::cuda::products::in_core::multiply_resident_batch(
+        let (ms, emulation) = crate::cuda::products::in_core::multiply_resident_batch(
             gpu, &device, &opts, completion,
         )?;
         Ok(Timing {
             compute_ms: ms,
+            emulation,
             ..Timing::default()
         })
     }

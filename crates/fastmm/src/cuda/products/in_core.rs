@@ -309,7 +309,8 @@ fn check_resident(opts: &GemmOptions) -> Result<(), Error> {
 /// whether the products run as on the caller's stream (after its work,
 /// and, with one stream and no temporaries, before its later work without
 /// a host wait).
-/// Returns the milliseconds the call took, host clock. β = 0 never reads
+/// Returns the milliseconds the call took, host clock, and the emulated
+/// products' routes (for the emulated and byte-plane products). β = 0 never reads
 /// C. The checks of shapes and of the outputs' independence are the
 /// caller's; the 16-bit cuBLAS modes and memory kinds other than device
 /// memory are for host operands, converted or placed on upload, and
@@ -319,10 +320,10 @@ pub(crate) fn multiply_resident_batch<T: Element>(
     products: &[DeviceGemm<T>],
     opts: &GemmOptions,
     completion: GpuCompletion,
-) -> Result<f64, Error> {
+) -> Result<(f64, Option<crate::emulation::Tally>), Error> {
     check_resident(opts)?;
     let Some(first) = products.first() else {
-        return Ok(0.0);
+        return Ok((0.0, None));
     };
     let start = Instant::now();
     let prepared = prepare::<T>(gpu, first.shape, first.beta == T::ZERO, opts)?;
@@ -395,7 +396,12 @@ pub(crate) fn multiply_resident_batch<T: Element>(
             outcomes.into_iter().collect::<Result<Vec<()>, Error>>()?;
         }
     }
-    Ok(start.elapsed().as_secs_f64() * 1e3)
+    // The routes are decided on the host as the products are queued, so
+    // the tally is whole even where the caller's stream is still running.
+    Ok((
+        start.elapsed().as_secs_f64() * 1e3,
+        prepared.1.take_emulation_tally(),
+    ))
 }
 
 /// Complex products of GPU-resident interleaved operands with cuBLAS's own
