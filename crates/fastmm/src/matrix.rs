@@ -56,6 +56,10 @@ pub(crate) fn advise_huge_pages(start: *mut u8, bytes: usize) {
 /// parallel (512 KiB of f64: long enough to stream, many per thread).
 const FILL_CHUNK: usize = 1 << 16;
 
+/// Fills of fewer elements stay on the calling thread (the pool's
+/// dispatch costs more than they do).
+const PARALLEL_FILL_MIN: usize = 4 * FILL_CHUNK;
+
 fn advise_huge_storage<T>(data: &mut Vec<T>) {
     let bytes = data.capacity() * std::mem::size_of::<T>();
     if bytes >= HUGE_STORAGE_BYTES {
@@ -187,12 +191,12 @@ impl<T: Element> Matrix<T> {
     /// matrices of a value other than zero are filled on every thread (a
     /// poisoned 32768² f64 output is 8 GiB).
     pub fn try_filled(rows: usize, cols: usize, value: T) -> Result<Self, Error> {
-        if value != T::ZERO {
-            return Self::try_from_chunks(rows, cols, |_, chunk| chunk.fill(value));
-        }
         let len = rows
             .checked_mul(cols)
             .ok_or(Error::SizeOverflow { rows, cols })?;
+        if value != T::ZERO && len >= PARALLEL_FILL_MIN {
+            return Self::try_from_chunks(rows, cols, |_, chunk| chunk.fill(value));
+        }
         // Zeros come from calloc, whose large blocks are fresh pages not
         // yet touched, so the advice still applies to them.
         let mut data = vec![value; len];
@@ -226,9 +230,14 @@ impl<T: Element> Matrix<T> {
         Ok(Matrix { data, rows, cols })
     }
 
-    /// Every element set to `value`, on every thread.
+    /// Every element set to `value`, on every thread where the matrix is
+    /// large.
     pub fn fill(&mut self, value: T) {
         use rayon::prelude::*;
+        if self.data.len() < PARALLEL_FILL_MIN {
+            self.data.fill(value);
+            return;
+        }
         self.data
             .par_chunks_mut(FILL_CHUNK)
             .for_each(|chunk| chunk.fill(value));
@@ -1054,6 +1063,26 @@ pub(crate) fn check_product_shapes<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fills and chunked construction write every element once, on one
+    /// thread or many, at the sizes either side of the parallel threshold.
+    #[test]
+    fn parallel_fills_and_chunks_cover_every_element() {
+        for (rows, cols) in [(0, 3), (1, 1), (3, 5), (511, 513), (1, 4 * FILL_CHUNK + 7)] {
+            let mut m = Matrix::<f64>::try_filled(rows, cols, f64::NAN).unwrap();
+            assert!(m.as_slice().iter().all(|x| x.is_nan()));
+            m.fill(1.5);
+            assert!(m.as_slice().iter().all(|&x| x == 1.5));
+            let n = Matrix::<i64>::try_from_chunks(rows, cols, |start, chunk| {
+                for (o, x) in chunk.iter_mut().enumerate() {
+                    *x = (start + o) as i64;
+                }
+            })
+            .unwrap();
+            assert!(n.as_slice().iter().enumerate().all(|(i, &x)| x == i as i64));
+            assert_eq!(n.shape(), (rows, cols));
+        }
+    }
 
     /// Every panicking accessor has a `try_` twin that returns the error
     /// instead, and agrees with it where both succeed.
