@@ -26,11 +26,12 @@ use crate::gemm::{Gemm, Problem};
 #[cfg(feature = "cuda")]
 use crate::matrix::{GpuMatrix, GpuProduct};
 use crate::matrix::{MatMut, MatRef, Matrix};
+use crate::options::ComplexForm;
+#[cfg(feature = "cuda")]
+use crate::options::GpuCompletion;
 use crate::options::{
     Accuracy, Algorithm, Device, DeviceKind, GemmOptions, GpuOptions, GpuPrecision,
 };
-#[cfg(feature = "cuda")]
-use crate::options::{ComplexForm, GpuCompletion};
 use crate::plan::{FastPlan, Plan};
 use crate::system::GpuInfo;
 use crate::tunables::AUTO_FAST_MIN_DIM;
@@ -602,8 +603,53 @@ impl Executor for Context {
         Context::execute_clocked(self, plan, product, clock)
     }
 
-    #[cfg(feature = "cuda")]
     fn complex_product<T: Element>(
+        &self,
+        a: (MatRef<'_, T>, MatRef<'_, T>),
+        b: (MatRef<'_, T>, MatRef<'_, T>),
+        c: (MatMut<'_, T>, MatMut<'_, T>),
+        form: ComplexForm,
+        opts: &GemmOptions,
+    ) -> Option<Result<Report, Error>> {
+        // The CPU's emulated complex product at the classical form
+        // (`native`): Karatsuba on the residues, three INT8 products per
+        // modulus where four real emulated products take four.
+        let karatsuba = self.device == Device::Cpu
+            && opts.algorithm == Algorithm::Emulated
+            && form == ComplexForm::Classical
+            && !T::DTYPE.is_integer()
+            && crate::emulation::complex::takes_depth(a.0.cols());
+        if karatsuba {
+            let start = Instant::now();
+            let run = || -> Result<Report, Error> {
+                let ((m, k), n) = (a.0.shape(), b.0.cols());
+                let mut plan = self.plan(Problem::of::<T>((m, k, n)), opts)?;
+                plan.kernel += "; complex: Karatsuba on the residues";
+                let goal = crate::emulation::Goal::on_cpu(opts.accuracy);
+                let tally = crate::emulation::complex::gemm_complex(a, b, c, goal)?;
+                Ok(Report::new(
+                    plan,
+                    Timing {
+                        compute_ms: start.elapsed().as_secs_f64() * 1e3,
+                        emulation: Some(tally),
+                        ..Timing::default()
+                    },
+                ))
+            };
+            return Some(run());
+        }
+        #[cfg(feature = "cuda")]
+        return self.gpu_complex_product(a, b, c, form, opts);
+        #[cfg(not(feature = "cuda"))]
+        None
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Context {
+    /// [`Executor::complex_product`] on a GPU: cuBLAS's own complex
+    /// products, where `opts` asks for `cublas`.
+    fn gpu_complex_product<T: Element>(
         &self,
         a: (MatRef<'_, T>, MatRef<'_, T>),
         b: (MatRef<'_, T>, MatRef<'_, T>),

@@ -27,6 +27,7 @@ use serde::Serialize;
 
 pub(crate) mod bytes;
 pub(crate) mod certify;
+pub(crate) mod complex;
 pub(crate) mod moduli;
 pub(crate) mod reference;
 pub(crate) mod scaling;

@@ -18,7 +18,7 @@ use crate::tunables::EMULATION_K_CHUNK;
 /// An INT8 product with INT32 sums, as the tensor cores compute it: rows
 /// of `a` (m×k) against rows of `bt` (n×k), both k-contiguous, k at most
 /// [`EMULATION_K_CHUNK`] so that no sum overflows.
-fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i32> {
+pub(super) fn int8_product(a: &[i8], bt: &[i8], m: usize, n: usize, k: usize) -> Vec<i32> {
     int8_product_to(a, bt, (m, n, k), k)
 }
 
