@@ -29,7 +29,7 @@
 //! scalar loops with the same contract, used as the portable fallback and as
 //! the oracle the fast kernels are tested against.
 
-use crate::cpu::packed::packing;
+use crate::cpu::packed::panels;
 use crate::element::Element;
 use crate::matrix::MatRef;
 
@@ -213,7 +213,7 @@ pub unsafe trait Microkernel<T: Element>: Send + Sync + 'static {
     /// If `dst` is shorter than ⌈w/width⌉·width·kb.
     #[inline]
     fn pack(src: MatRef<'_, T>, width: usize, dst: &mut [T]) {
-        packing::pack_panels(src, width, dst);
+        panels::pack_panels(src, width, dst);
     }
 }
 

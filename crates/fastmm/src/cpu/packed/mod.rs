@@ -16,6 +16,7 @@ pub(crate) mod driver;
 pub(crate) mod kernel;
 pub(crate) mod kernels;
 pub(crate) mod packing;
+pub(crate) mod panels;
 pub(crate) mod workspace;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

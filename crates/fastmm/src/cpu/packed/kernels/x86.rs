@@ -32,7 +32,7 @@
 use std::arch::x86_64::*;
 
 use crate::cpu::packed::kernel::Microkernel;
-use crate::cpu::packed::packing;
+use crate::cpu::packed::panels;
 use crate::element::Element;
 use crate::matrix::MatRef;
 
@@ -597,7 +597,7 @@ macro_rules! simd_kernel {
 
             #[target_feature(enable = $features)]
             fn pack_with_features(src: MatRef<'_, $t>, width: usize, dst: &mut [$t]) {
-                packing::pack_panels(src, width, dst);
+                panels::pack_panels(src, width, dst);
             }
         }
 
