@@ -522,7 +522,13 @@ pub fn parse_types(list: &str) -> Result<Vec<RunType>> {
         match name.to_ascii_lowercase().as_str() {
             "c64" | "complex64" => out.push(RunType::Complex(DType::F32)),
             "c128" | "complex128" => out.push(RunType::Complex(DType::F64)),
-            real => out.extend(parse_dtypes(real)?.into_iter().map(RunType::Real)),
+            real => match parse_dtypes(real) {
+                Ok(types) => out.extend(types.into_iter().map(RunType::Real)),
+                // The library's own message names the real types only.
+                Err(_) => anyhow::bail!(
+                    "unknown dtype '{name}' (expected one of: f32, f64, i32, i64, c64, c128, all)"
+                ),
+            },
         }
     }
     Ok(out)
@@ -628,6 +634,18 @@ pub fn utc_now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dtype_lists_take_complex_types_and_an_unknown_name_lists_them_all() {
+        let types = parse_types("f32,c128,all").unwrap();
+        assert_eq!(
+            types[..2],
+            [RunType::Real(DType::F32), RunType::Complex(DType::F64)]
+        );
+        assert_eq!(types.len(), 2 + DType::ALL.len());
+        let err = parse_types("f32,c32").unwrap_err().to_string();
+        assert!(err.contains("'c32'") && err.contains("c64, c128"), "{err}");
+    }
 
     #[test]
     fn targets_run_where_asked_or_where_auto_puts_them() {
