@@ -80,29 +80,21 @@ pub(crate) fn gemm_complex<T: Element>(
     let target = Target::of(goal, (m, depth, n), T::DTYPE);
     let at = |x: MatRef<'_, T>, i: usize, j: usize| x.get(i, j).to_f64();
     // One scale per complex row of A and column of B: the statistics of
-    // the row [Aᵣ Aᵢ] and of the column [Bᵣ; Bᵢ].
-    let rows: Vec<VectorStats> = (0..m)
-        .map(|i| {
-            VectorStats::of(depth, |q| {
-                if q < k {
-                    at(ar, i, q)
-                } else {
-                    at(ai, i, q - k)
-                }
+    // the row [Aᵣ Aᵢ] and of the column [Bᵣ; Bᵢ] (a row of Bᵀ's parts).
+    let stats = |re: MatRef<'_, T>, im: MatRef<'_, T>| -> Vec<VectorStats> {
+        (0..re.rows())
+            .map(|v| {
+                VectorStats::of(depth, |q| {
+                    if q < k {
+                        at(re, v, q)
+                    } else {
+                        at(im, v, q - k)
+                    }
+                })
             })
-        })
-        .collect();
-    let cols: Vec<VectorStats> = (0..n)
-        .map(|j| {
-            VectorStats::of(depth, |q| {
-                if q < k {
-                    at(br, q, j)
-                } else {
-                    at(bi, q - k, j)
-                }
-            })
-        })
-        .collect();
+            .collect()
+    };
+    let (rows, cols) = (stats(ar, ai), stats(br.t(), bi.t()));
     // The elements no certificate covers, compensated: Re from the pairs
     // (Aᵣ, Bᵣ) and (−Aᵢ, Bᵢ), Im from (Aᵣ, Bᵢ) and (Aᵢ, Bᵣ).
     let native = |i: usize, j: usize| -> (f64, f64) {
