@@ -313,14 +313,16 @@ pub(crate) fn accuracy_given<T: Element>(
     }
     match algorithm {
         Algorithm::Emulated => {
-            use crate::emulation::certify::{max_bits, moduli_for_bits, Target};
+            use crate::emulation::certify::{max_bits, moduli_for_bits, Sums, Target};
             let target = Target::of(goal, (m, k, n), dtype);
             let what = match target {
                 Target::Tau(tau) => format!("every element certified within {tau:.1e}·(|A||B|)_ij"),
                 Target::Bits(bits) => format!("{bits} bits per scaled entry"),
             };
-            let typical = target.typical_bits().min(max_bits(k));
-            let moduli = moduli_for_bits(k, typical).map_or(String::new(), |n| {
+            // Uniform data in [−1, 1): every row's and column's norm ≈ k.
+            let uniform = Sums::with_norms(k, k as f64, k as f64);
+            let typical = target.typical_bits().min(max_bits(uniform));
+            let moduli = moduli_for_bits(uniform, typical).map_or(String::new(), |n| {
                 format!("; uniform data: about {n} moduli")
             });
             (opts.accuracy, format!("Ozaki scheme II, {what}{moduli}"))

@@ -29,8 +29,9 @@
 //! m·n/256 (`EMULATION_FIXUP_FRACTION`) elements, and those few are recomputed
 //! natively. Where no b that the moduli allow does that (entries whose
 //! magnitudes cancel across rows and columns, NaN or ∞ in many rows), the
-//! whole product runs natively. N moduli are then the fewest with
-//! M/2 > k·2^{2b}, which bounds every |Σ_p a′_ip·b′_pj|.
+//! whole product runs natively. N moduli are then the fewest with M/2
+//! above a bound of every |Σ_p a′_ip·b′_pj| ([`Sums`]): k·2^{2b}, or from
+//! the largest 1-norms, about half that on evenly spread magnitudes.
 
 use super::moduli::{moduli_for, modulus, MODULI};
 use super::scaling::{ldexp, VectorStats, MAGNITUDE_BITS};
@@ -243,19 +244,92 @@ pub fn bits_needed(row: &VectorStats, col: &VectorStats, g: f64, k: usize, tau: 
     }
 }
 
-/// The most bits that all the moduli allow at depth k: the largest b
-/// with k·2^{2b} < M/2 (M the product of every modulus), at most
-/// [`MAX_BITS`]; 0 where none does.
-pub fn max_bits(k: usize) -> u32 {
+/// A safety factor on the largest norms in the moduli's bound: the norms
+/// are sums of up to [`crate::tunables::EMULATION_K_CHUNK`] terms rounded
+/// in f64 (relative error below 2^17·2^−53), and the bound's own f64
+/// arithmetic adds a few roundings more.
+const SUMS_SLACK: f64 = 1.0 + 1.0 / (1u64 << 20) as f64;
+
+/// What bounds every exact integer sum |Σ_p a′_ip·b′_pj| of a product at
+/// b bits, and so sets its moduli: its depth k and, where known, the
+/// largest 1-norm ν (in units of 2^E, [`VectorStats::norm`]) of A's rows
+/// and of B's columns.
+///
+/// Every scaled entry has |x′| ≤ 2^b, so k·2^{2b} bounds each sum. A
+/// row's entries are |a′_ip| ≤ |a_ip|·2^{b−1−E_i} + ½, so
+/// Σ_p |a′_ip| ≤ 2^{b−1}·ν^A_i + k/2 and, with |b′_pj| ≤ 2^b,
+///
+/// |Σ_p a′_ip·b′_pj| ≤ 2^{2b−1}·ν^A_i + 2^{b−1}·k,
+///
+/// and the same with B's column norm. The largest sum over (i, j) is
+/// then at most the smaller of the two bounds at the largest ν^A and the
+/// largest ν^B. Uniform data in [−1, 1) has ν ≈ k, a bound of about
+/// k·2^{2b−1}: a bit of the product, which is often a modulus.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sums {
+    /// The depth k.
+    pub k: usize,
+    /// min(max_i ν^A_i, max_j ν^B_j), or ∞ where not known.
+    norm: f64,
+}
+
+impl Sums {
+    /// The bound from the depth alone.
+    pub fn depth(k: usize) -> Sums {
+        Sums {
+            k,
+            norm: f64::INFINITY,
+        }
+    }
+
+    /// The bound from the depth and the largest norms of A's rows and
+    /// B's columns (a NaN counts as unknown).
+    pub fn with_norms(k: usize, rows: f64, cols: f64) -> Sums {
+        let norm = rows.min(cols);
+        Sums {
+            k,
+            norm: if norm >= 0.0 { norm } else { f64::INFINITY },
+        }
+    }
+
+    /// The bound at b bits (None past u128).
+    fn at(self, b: u32) -> Option<u128> {
+        let depth = product_bound(self.k, b);
+        let by_norm = if self.norm.is_finite() {
+            let kf = self.k.max(1) as f64;
+            let b = b as i32;
+            let x = (ldexp(self.norm, 2 * b - 1) + ldexp(kf, b - 1)) * SUMS_SLACK;
+            (x < ldexp(1.0, 127)).then(|| x.ceil() as u128)
+        } else {
+            None
+        };
+        match (depth, by_norm) {
+            (Some(d), Some(v)) => Some(d.min(v)),
+            (d, v) => d.or(v),
+        }
+    }
+}
+
+impl From<usize> for Sums {
+    fn from(k: usize) -> Sums {
+        Sums::depth(k)
+    }
+}
+
+/// The most bits that all the moduli allow: the largest b whose bound
+/// ([`Sums`]; a depth alone is k·2^{2b}) is below M/2 (M the product of
+/// every modulus), at most [`MAX_BITS`]; 0 where none does.
+pub fn max_bits(sums: impl Into<Sums>) -> u32 {
+    let sums = sums.into();
     let half = modulus(MODULI.len()) / 2;
     (1..=MAX_BITS)
         .rev()
-        .find(|&b| product_bound(k, b).is_some_and(|bound| bound < half))
+        .find(|&b| sums.at(b).is_some_and(|bound| bound < half))
         .unwrap_or(0)
 }
 
-/// k·2^{2b}, the bound on every |Σ_p a′_ip·b′_pj| at b bits (None past
-/// u128).
+/// k·2^{2b}, the bound on every |Σ_p a′_ip·b′_pj| at b bits from the
+/// depth alone (None past u128).
 fn product_bound(k: usize, b: u32) -> Option<u128> {
     let k = k.max(1) as u128;
     if k.leading_zeros() <= 2 * b {
@@ -265,9 +339,10 @@ fn product_bound(k: usize, b: u32) -> Option<u128> {
     }
 }
 
-/// The moduli of a product of depth k at b bits.
-pub fn moduli_for_bits(k: usize, b: u32) -> Option<usize> {
-    product_bound(k, b).and_then(|bound| moduli_for(bound).ok())
+/// The moduli of a product at b bits, its sums bounded by `sums` (a
+/// depth, or [`Sums`]).
+pub fn moduli_for_bits(sums: impl Into<Sums>, b: u32) -> Option<usize> {
+    sums.into().at(b).and_then(|bound| moduli_for(bound).ok())
 }
 
 /// The log₂ of the share s of the depth the certificate's first
@@ -275,21 +350,24 @@ pub fn moduli_for_bits(k: usize, b: u32) -> Option<usize> {
 /// `EMULATION_CERTIFICATE_SAMPLE`, …, 1 whose bits a partial G costs (a
 /// sum over k/s of nonnegative terms is about G/s) would typically not
 /// cost a modulus.
-pub fn certificate_sample(k: usize, target: Target) -> u32 {
+pub fn certificate_sample(sums: impl Into<Sums>, target: Target) -> u32 {
+    let sums = sums.into();
     let typical = target.typical_bits();
-    let Some(full) = moduli_for_bits(k, typical) else {
+    let Some(full) = moduli_for_bits(sums, typical) else {
         return 0;
     };
     (1..=EMULATION_CERTIFICATE_SAMPLE.ilog2())
         .rev()
-        .find(|&saved| moduli_for_bits(k, typical + saved) == Some(full))
+        .find(|&saved| moduli_for_bits(sums, typical + saved) == Some(full))
         .unwrap_or(0)
 }
 
 /// The depth of the certificate's first magnitude product: ⌈k/s⌉ rounded
 /// up to a multiple of 32, s = 2^[`certificate_sample`], or k.
-pub fn certificate_depth(k: usize, target: Target) -> usize {
-    match certificate_sample(k, target) {
+pub fn certificate_depth(sums: impl Into<Sums>, target: Target) -> usize {
+    let sums = sums.into();
+    let k = sums.k;
+    match certificate_sample(sums, target) {
         0 => k,
         saved => (k.div_ceil(1 << saved).div_ceil(32) * 32).min(k),
     }
@@ -298,14 +376,15 @@ pub fn certificate_depth(k: usize, target: Target) -> usize {
 /// Whether the certificate should add the rest of the depth to a route
 /// found from the first [`certificate_depth`]: where it went native, or
 /// where its bits less the sample's would need fewer moduli.
-pub fn wants_full_depth(route: Route, k: usize, target: Target) -> bool {
+pub fn wants_full_depth(route: Route, sums: impl Into<Sums>, target: Target) -> bool {
+    let sums = sums.into();
     match route {
         Route::Native { .. } => true,
         Route::Emulated { bits, moduli, .. } => {
-            let saved = certificate_sample(k, target);
+            let saved = certificate_sample(sums, target);
             saved > 0
                 && bits > saved
-                && moduli_for_bits(k, bits - saved).is_some_and(|fewer| fewer < moduli)
+                && moduli_for_bits(sums, bits - saved).is_some_and(|fewer| fewer < moduli)
         }
     }
 }
@@ -339,14 +418,22 @@ pub fn fixup_allowance(m: usize, n: usize) -> u64 {
 
 /// The route of an m×k×n product whose elements' needs are counted in
 /// `histogram` (index = bits needed, [`UNCERTIFIED`] last), for
-/// `target`: the fewest bits that certify all but the allowance (for
+/// `target`, its sums bounded by `sums` (its depth k, or [`Sums`]): the
+/// fewest bits that certify all but the allowance (for
 /// [`wants_full_depth`]); [`settle`] then widens it.
-pub fn route(histogram: &[u64; 256], m: usize, k: usize, n: usize, target: Target) -> Route {
+pub fn route(
+    histogram: &[u64; 256],
+    m: usize,
+    sums: impl Into<Sums>,
+    n: usize,
+    target: Target,
+) -> Route {
+    let sums = sums.into();
     let allowance = fixup_allowance(m, n);
     if let Target::Bits(bits) = target {
-        let bits = bits.min(max_bits(k)).max(1);
+        let bits = bits.min(max_bits(sums)).max(1);
         let above = histogram[bits as usize + 1..].iter().sum::<u64>();
-        return match moduli_for_bits(k, bits) {
+        return match moduli_for_bits(sums, bits) {
             Some(moduli) if above <= allowance => Route::Emulated {
                 bits,
                 moduli,
@@ -355,13 +442,13 @@ pub fn route(histogram: &[u64; 256], m: usize, k: usize, n: usize, target: Targe
             _ => Route::Native { uncertified: above },
         };
     }
-    let top = max_bits(k);
+    let top = max_bits(sums);
     // above[b] = the elements that need more than b bits.
     let mut above = histogram.iter().sum::<u64>();
     for b in 0..=top {
         above -= histogram[b as usize];
         if b >= 1 && above <= allowance {
-            if let Some(moduli) = moduli_for_bits(k, b) {
+            if let Some(moduli) = moduli_for_bits(sums, b) {
                 return Route::Emulated {
                     bits: b,
                     moduli,
@@ -374,10 +461,16 @@ pub fn route(histogram: &[u64; 256], m: usize, k: usize, n: usize, target: Targe
 }
 
 /// The route as it runs: an emulated route certified at b bits takes the
-/// most bits its moduli hold at depth k (the same INT8 products, so more
-/// accuracy at no cost), and fixes up only the elements that need more
-/// than those. A fixed number of bits stays as asked.
-pub fn settle(found: Route, histogram: &[u64; 256], k: usize, target: Target) -> Route {
+/// most bits its moduli hold under `sums` (the same INT8 products, so
+/// more accuracy at no cost), and fixes up only the elements that need
+/// more than those. A fixed number of bits stays as asked.
+pub fn settle(
+    found: Route,
+    histogram: &[u64; 256],
+    sums: impl Into<Sums>,
+    target: Target,
+) -> Route {
+    let sums = sums.into();
     match (found, target) {
         (
             Route::Emulated {
@@ -386,7 +479,7 @@ pub fn settle(found: Route, histogram: &[u64; 256], k: usize, target: Target) ->
             Target::Tau(_),
         ) => {
             let widest = (bits..=MAX_BITS)
-                .take_while(|&b| moduli_for_bits(k, b).is_some_and(|m| m <= n))
+                .take_while(|&b| moduli_for_bits(sums, b).is_some_and(|m| m <= n))
                 .last()
                 .unwrap_or(bits);
             Route::Emulated {
@@ -467,6 +560,90 @@ mod tests {
         // f32 at k = 16384 with 13 bits: 6 moduli; f64 at 42 bits: 13.
         assert_eq!(moduli_for_bits(16384, 13), Some(6));
         assert_eq!(moduli_for_bits(16384, 42), Some(13));
+    }
+
+    /// The norms' bound holds for the scaled integers of any data, the
+    /// depth's too, and is never looser than the depth's.
+    #[test]
+    fn the_norms_bound_every_integer_sum() {
+        use super::super::scaling::{scaled, VectorStats};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        for (k, spread) in [(1usize, 0), (7, 3), (64, 0), (257, 40), (1000, 1)] {
+            for bits in [1u32, 2, 7, 20, 40, 53] {
+                // Entries near their vectors' largest magnitudes (the
+                // worst case of the norms) or over wide ranges.
+                let draw = |rng: &mut rand_pcg::Pcg64| {
+                    let e = rng.random_range(0..=spread) as i32;
+                    let x: f64 = rng.random_range(0.9..2.0);
+                    if rng.random::<bool>() {
+                        -ldexp(x, -e)
+                    } else {
+                        ldexp(x, -e)
+                    }
+                };
+                let a: Vec<Vec<f64>> = (0..5)
+                    .map(|_| (0..k).map(|_| draw(&mut rng)).collect())
+                    .collect();
+                let b: Vec<Vec<f64>> = (0..4)
+                    .map(|_| (0..k).map(|_| draw(&mut rng)).collect())
+                    .collect();
+                let stats = |v: &Vec<f64>| VectorStats::of(k, |p| v[p]);
+                let (sa, sb): (Vec<_>, Vec<_>) =
+                    (a.iter().map(stats).collect(), b.iter().map(stats).collect());
+                let widest = |s: &[VectorStats]| s.iter().fold(0.0f64, |w, x| w.max(x.norm));
+                let sums = Sums::with_norms(k, widest(&sa), widest(&sb));
+                let mut largest = 0u128;
+                for (x, s) in a.iter().zip(&sa) {
+                    for (y, t) in b.iter().zip(&sb) {
+                        let dot: i128 = (0..k)
+                            .map(|p| scaled(x[p], s, bits) as i128 * scaled(y[p], t, bits) as i128)
+                            .sum();
+                        largest = largest.max(dot.unsigned_abs());
+                    }
+                }
+                let bound = sums.at(bits).unwrap();
+                assert!(largest <= bound, "k {k}, {bits} bits: {largest} > {bound}");
+                assert!(bound <= Sums::depth(k).at(bits).unwrap());
+                assert!(largest <= Sums::depth(k).at(bits).unwrap());
+            }
+        }
+    }
+
+    /// Uniform data at k = 16384 (ν ≈ k) holds a bit more per modulus
+    /// count: f64 at the native level beside cuBLAS typically needs 48
+    /// bits, 14 moduli under the norms' bound and 15 under the depth's;
+    /// f32's 19 bits stay at 7 moduli either way.
+    #[test]
+    fn the_norms_bound_saves_a_modulus_on_uniform_data() {
+        let k = 16384;
+        let uniform = Sums::with_norms(k, k as f64 * 1.02, k as f64 * 1.03);
+        assert_eq!(moduli_for_bits(k, 48), Some(15));
+        assert_eq!(moduli_for_bits(uniform, 48), Some(14));
+        assert_eq!(moduli_for_bits(k, 19), Some(7));
+        assert_eq!(moduli_for_bits(uniform, 19), Some(7));
+        assert!(max_bits(uniform) >= max_bits(k));
+        // The widest norms (2k, every entry at its vector's top) bound no
+        // better than the depth; an unknown norm is the depth's bound.
+        let top = Sums::with_norms(k, 2.0 * k as f64, 2.0 * k as f64);
+        assert_eq!(moduli_for_bits(top, 48), Some(15));
+        assert_eq!(
+            Sums::with_norms(k, f64::NAN, 3.0),
+            Sums::with_norms(k, 3.0, 3.0)
+        );
+        assert_eq!(Sums::with_norms(k, f64::NAN, f64::NAN), Sums::depth(k));
+        // A route widens to the most bits its moduli hold under the bound.
+        let mut h = [0u64; 256];
+        h[48] = 1000;
+        let target = Target::Tau(1e-14);
+        assert_eq!(
+            settle(route(&h, 32, uniform, 32, target), &h, uniform, target),
+            Route::Emulated {
+                bits: 48,
+                moduli: 14,
+                fixups: 0
+            }
+        );
     }
 
     #[test]

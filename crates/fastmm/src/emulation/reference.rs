@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::certify::{
-    bits_needed, certificate_depth, route, settle, wants_full_depth, Goal, Route, Target,
+    bits_needed, certificate_depth, route, settle, wants_full_depth, Goal, Route, Sums, Target,
 };
 use super::moduli::{symmetric_residue, Garner, MODULI};
 use super::scaling::{col_stats, ldexp, magnitude, row_stats, scaled, VectorStats};
@@ -120,6 +120,8 @@ fn slice<T: Element>(
     // 1. Statistics of rows and columns; 2. the magnitude product.
     let rows = row_stats(a);
     let cols = col_stats(b);
+    let widest = |stats: &[VectorStats]| stats.iter().fold(0.0f64, |w, s| w.max(s.norm));
+    let sums = Sums::with_norms(k, widest(&rows), widest(&cols));
     let mag_a: Vec<i8> = (0..m * k)
         .map(|x| magnitude(a.get(x / k, x % k).to_f64(), &rows[x / k]))
         .collect();
@@ -138,14 +140,14 @@ fn slice<T: Element>(
         for &v in &need {
             histogram[v as usize] += 1;
         }
-        (need, histogram, route(&histogram, m, k, n, target))
+        (need, histogram, route(&histogram, m, sums, n, target))
     };
-    let first = certificate_depth(k, target);
+    let first = certificate_depth(sums, target);
     let (mut need, mut histogram, mut route) = certify(first);
-    if first < k && wants_full_depth(route, k, target) {
+    if first < k && wants_full_depth(route, sums, target) {
         (need, histogram, route) = certify(k);
     }
-    let route = settle(route, &histogram, k, target);
+    let route = settle(route, &histogram, sums, target);
     let (bits, moduli) = match route {
         Route::Emulated { bits, moduli, .. } => (bits, moduli),
         Route::Native { .. } => {

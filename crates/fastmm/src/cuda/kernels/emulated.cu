@@ -296,10 +296,13 @@ __device__ __forceinline__ bool emu_finite(double x)
 // Statistics of `count` rows of `len` entries, row v at x + v*ld; one
 // warp per row, 8 rows per block of 32x8 (shuffles, no barriers, so that
 // short rows do not leave the GPU waiting on block-wide reductions), grid
-// (ceil(count/8), products).
+// (ceil(count/8), products). Each product's largest norm goes into
+// tops[z] (zeroed first) as the bits of a non-negative double, whose
+// order is the double's: an atomic max of the bits is one of the norms.
 extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __restrict__ x,
                                           long long ld, long long xs, int* __restrict__ exps,
-                                          double* __restrict__ norms, int* __restrict__ states)
+                                          double* __restrict__ norms, int* __restrict__ states,
+                                          unsigned long long* __restrict__ tops)
 {
     const int v = blockIdx.x * 8 + threadIdx.y;
     if (v >= count) return;
@@ -325,6 +328,7 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
         exps[at] = e;
         norms[at] = state == 1 ? sum : 0.0;
         states[at] = state;
+        if (state == 1) atomicMax(&tops[z], (unsigned long long)__double_as_longlong(sum));
     }
 }
 
@@ -339,8 +343,9 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
 // (2) emu_cols_sum: each chunk's sum of |x| in units of 2^E into
 //     partial[c*count + v];
 // (3) emu_cols_finish (one thread per column, grid (.., products)): the
-//     chunks' sums added in order, E and the state. Every result is the
-//     same on every run. The passes' grids take the products along z.
+//     chunks' sums added in order, E and the state, and each product's
+//     largest norm into tops[z] as emu_stats_rows does. Every result is
+//     the same on every run. The passes' grids take the products along z.
 extern "C" __global__ void emu_cols_max(int count, int len, int chunk,
                                         const ELEM* __restrict__ x, long long ld, long long xs,
                                         unsigned long long* __restrict__ top_bits,
@@ -421,7 +426,8 @@ extern "C" __global__ void emu_cols_finish(int count, int chunks,
                                            const int* __restrict__ bad,
                                            const double* __restrict__ partial,
                                            int* __restrict__ exps, double* __restrict__ norms,
-                                           int* __restrict__ states)
+                                           int* __restrict__ states,
+                                           unsigned long long* __restrict__ tops)
 {
     const int v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= count) return;
@@ -439,6 +445,7 @@ extern "C" __global__ void emu_cols_finish(int count, int chunks,
     exps[v] = state == 1 ? ilogb(top) : 0;
     norms[v] = state == 1 ? s : 0.0;
     states[v] = state;
+    if (state == 1) atomicMax(&tops[z], (unsigned long long)__double_as_longlong(s));
 }
 
 // Vectors v0.. of `len` entries into k-contiguous INT8 planes:

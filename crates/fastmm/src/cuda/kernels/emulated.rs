@@ -38,9 +38,10 @@ use crate::cuda::runtime::device::{Gpu, Workspace};
 use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
 use crate::emulation::certify::{
-    certificate_depth, fixup_allowance, max_bits, moduli_for_bits, route, settle, wants_full_depth,
-    Goal, Route, Target, NORM_SLACK,
+    certificate_depth, fixup_allowance, route, settle, wants_full_depth, Goal, Route, Sums, Target,
+    NORM_SLACK,
 };
+use crate::emulation::moduli::MODULI;
 use crate::emulation::{Phase, Tally};
 use crate::error::Error;
 use crate::options::{Accuracy, GpuPrecision};
@@ -67,11 +68,14 @@ pub(crate) struct EmulatedGemm {
     tally: Mutex<Tally>,
 }
 
-/// Where the statistics of a set of vectors live on the GPU.
+/// Where the statistics of a set of vectors live on the GPU, with each
+/// product's largest norm (the bits of a non-negative f64), which bounds
+/// its INT8 products' sums ([`Sums`]).
 struct Stats {
     exps: CudaSlice<i32>,
     norms: CudaSlice<f64>,
     states: CudaSlice<i32>,
+    tops: CudaSlice<u64>,
 }
 
 /// The device addresses of [`Stats`]' three arrays, advanced together.
@@ -83,6 +87,17 @@ struct StatsAt {
 }
 
 impl Stats {
+    /// Each product's largest norm, read back: the host waits for the
+    /// stream.
+    fn widest(&self, gpu: &Gpu) -> Result<Vec<f64>, Error> {
+        let mut bits = vec![0u64; self.tops.len()];
+        gpu.stream
+            .memcpy_dtoh(&self.tops, &mut bits[..])
+            .map_err(|e| cuda_err("cannot read the largest norms", e))?;
+        gpu.synchronize()?;
+        Ok(bits.into_iter().map(f64::from_bits).collect())
+    }
+
     fn at(&self, gpu: &Gpu) -> StatsAt {
         StatsAt {
             exps: ptr(gpu, &self.exps),
@@ -296,6 +311,7 @@ impl EmulatedGemm {
             exps: alloc(gpu, entries, "exponents")?,
             norms: alloc(gpu, entries, "norms")?,
             states: alloc(gpu, entries, "states")?,
+            tops: alloc(gpu, batch.products, "largest norms")?,
         };
         if !rows {
             self.column_stats(gpu, (count, len), x, batch, &stats)?;
@@ -322,11 +338,13 @@ impl EmulatedGemm {
             .arg(&xs)
             .arg(&at.exps)
             .arg(&at.norms)
-            .arg(&at.states);
+            .arg(&at.states)
+            .arg(&stats.tops);
         // SAFETY: (int, int, const ELEM*, long long, long long, int*,
-        // double*, int*): x addresses, for each product xs elements after
-        // the previous one's, count rows of len entries with this ld; the
-        // outputs hold count entries per product.
+        // double*, int*, unsigned long long*): x addresses, for each
+        // product xs elements after the previous one's, count rows of len
+        // entries with this ld; the outputs hold count entries per
+        // product, tops one zeroed entry per product.
         unsafe { launch.launch(config) }.map_err(launch_err("statistics"))?;
         Ok(stats)
     }
@@ -405,11 +423,13 @@ impl EmulatedGemm {
             .arg(&pp)
             .arg(&at.exps)
             .arg(&at.norms)
-            .arg(&at.states);
+            .arg(&at.states)
+            .arg(&stats.tops);
         // SAFETY: (int, int, const unsigned long long*, const int*, const
-        // double*, int*, double*, int*): the inputs as written above; the
-        // outputs hold count entries per product. The temporaries are
-        // freed in stream order after this launch as they drop.
+        // double*, int*, double*, int*, unsigned long long*): the inputs as
+        // written above; the outputs hold count entries per product, tops
+        // one zeroed entry per product. The temporaries are freed in
+        // stream order after this launch as they drop.
         unsafe {
             launch.launch(LaunchConfig {
                 grid_dim: (count.div_ceil(256) as u32, products, 1),
@@ -565,9 +585,9 @@ impl EmulatedGemm {
         let (kp, np) = padded(k, n);
         // A's rows and B's columns are vectors of their storage's rows or
         // columns, by whether each is a transposed view.
-        let rows = self.stats(gpu, (m, k), (a, !a.trans), Batch::ONE)?;
-        let cols = self.stats(gpu, (n, k), (b, b.trans), Batch::ONE)?;
-        let (rows, cols) = (rows.at(gpu), cols.at(gpu));
+        let row_stats = self.stats(gpu, (m, k), (a, !a.trans), Batch::ONE)?;
+        let col_stats = self.stats(gpu, (n, k), (b, b.trans), Batch::ONE)?;
+        let (rows, cols) = (row_stats.at(gpu), col_stats.at(gpu));
         let budget = memory_budget(gpu, scratch.capacity())?;
         let too_big = |what: &str, needed: usize| too_big(what, needed, budget);
 
@@ -641,9 +661,11 @@ impl EmulatedGemm {
                     .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
                 gpu.synchronize()?;
                 let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
-                let found = route(&histogram_host, m, k, n, target);
-                if span.1 == kp || !wants_full_depth(found, k, target) {
-                    break settle(found, &histogram_host, k, target);
+                let sums =
+                    Sums::with_norms(k, row_stats.widest(gpu)?[0], col_stats.widest(gpu)?[0]);
+                let found = route(&histogram_host, m, sums, n, target);
+                if span.1 == kp || !wants_full_depth(found, sums, target) {
+                    break settle(found, &histogram_host, sums, target);
                 }
                 gpu.stream
                     .memset_zeros(&mut histogram)
@@ -955,9 +977,9 @@ impl EmulatedGemm {
             input: sb,
             output,
         };
-        let rows = self.stats(gpu, (m, k), (a, !a.trans), batch_a(0))?;
-        let cols = self.stats(gpu, (n, k), (b, b.trans), batch_b(0))?;
-        let (rows, cols) = (rows.at(gpu), cols.at(gpu));
+        let row_stats = self.stats(gpu, (m, k), (a, !a.trans), batch_a(0))?;
+        let col_stats = self.stats(gpu, (n, k), (b, b.trans), batch_b(0))?;
+        let (rows, cols) = (row_stats.at(gpu), col_stats.at(gpu));
         let target = Target::of(self.goal, (m, k, n), T::DTYPE);
         let t = target.tau();
         let histograms: CudaSlice<u64> = alloc(gpu, count * 256, "histograms")?;
@@ -1014,12 +1036,22 @@ impl EmulatedGemm {
                 count,
             )?;
             let first_counts = read_histograms(gpu, &histograms, count)?;
+            // Product i's largest norms: its own, or the one operand's
+            // where a stride of 0 repeats it.
+            let (row_tops, col_tops) = (row_stats.widest(gpu)?, col_stats.widest(gpu)?);
+            let sums: Vec<Sums> = (0..count)
+                .map(|i| {
+                    let (ia, ib) = (if rs == 0 { 0 } else { i }, if cs == 0 { 0 } else { i });
+                    Sums::with_norms(k, row_tops[ia], col_tops[ib])
+                })
+                .collect();
             let found: Vec<Route> = first_counts
                 .iter()
-                .map(|h| route(h, m, k, n, target))
+                .zip(&sums)
+                .map(|(h, &s)| route(h, m, s, n, target))
                 .collect();
             let again: Vec<usize> = (0..count)
-                .filter(|&i| depth < kp && wants_full_depth(found[i], k, target))
+                .filter(|&i| depth < kp && wants_full_depth(found[i], sums[i], target))
                 .collect();
             // The products that want it add the rest of the depth to their
             // G and count their needs again, each as it would alone.
@@ -1056,10 +1088,11 @@ impl EmulatedGemm {
             let mut routes: Vec<Route> = found
                 .iter()
                 .zip(&first_counts)
-                .map(|(&r, h)| settle(r, h, k, target))
+                .zip(&sums)
+                .map(|((&r, h), &s)| settle(r, h, s, target))
                 .collect();
             for (&i, h) in again.iter().zip(&second_counts) {
-                routes[i] = settle(route(h, m, k, n, target), h, k, target);
+                routes[i] = settle(route(h, m, sums[i], n, target), h, sums[i], target);
             }
             routes
         };
@@ -1204,7 +1237,9 @@ fn too_big(what: &str, needed: usize, budget: usize) -> Error {
 /// INT32 planes, its fix-up list and statistics.
 fn group_bytes((m, k, n): (usize, usize, usize)) -> usize {
     let (kp, np) = padded(k, n);
-    let moduli = moduli_for_bits(k, max_bits(k)).unwrap_or(16);
+    // Any route's moduli: the norms' bound may take more bits than the
+    // depth's, never more moduli than there are.
+    let moduli = MODULI.len();
     let planes = (m + n) * kp + 4 * m * np;
     let fixups = usize::try_from(fixup_allowance(m, n)).unwrap_or(usize::MAX);
     (m * n)
@@ -1404,7 +1439,8 @@ mod tests {
     fn a_group_holds_every_buffer_of_the_widest_route() {
         let (m, k, n) = (2048, 2048, 2048);
         let bytes = group_bytes((m, k, n));
-        let moduli = moduli_for_bits(k, max_bits(k)).expect("a route exists at k = 2048");
+        // Any route's moduli, whatever bound of its sums it takes.
+        let moduli = MODULI.len();
         // The needs, and the residues and INT32 planes at the most moduli.
         assert!(bytes >= m * n + moduli * ((m + n) * k + 4 * m * n));
         // Padding: rows to 16 entries, depths to 32.
