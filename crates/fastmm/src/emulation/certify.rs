@@ -574,7 +574,7 @@ mod tests {
                 // Entries near their vectors' largest magnitudes (the
                 // worst case of the norms) or over wide ranges.
                 let draw = |rng: &mut rand_pcg::Pcg64| {
-                    let e = rng.random_range(0..=spread) as i32;
+                    let e: i32 = rng.random_range(0..=spread);
                     let x: f64 = rng.random_range(0.9..2.0);
                     if rng.random::<bool>() {
                         -ldexp(x, -e)
