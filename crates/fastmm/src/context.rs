@@ -659,6 +659,18 @@ impl Context {
     ) -> Option<Result<Report, Error>> {
         use crate::element::DType;
         let gpu = self.gpu.as_ref()?;
+        // The emulated classical form: Karatsuba on the residues, three
+        // INT8 products per modulus, on device memory.
+        let karatsuba = opts.algorithm == Algorithm::Emulated
+            && form == ComplexForm::Classical
+            && matches!(T::DTYPE, DType::F32 | DType::F64)
+            && opts
+                .gpu
+                .memory
+                .is_none_or(|m| m == crate::options::GpuMemory::Device);
+        if karatsuba {
+            return Some(self.gpu_karatsuba(gpu, a, b, c, opts));
+        }
         // cuBLAS's complex products run in the parts' own type, on
         // device memory; other options are the real products'.
         let plain = opts.algorithm == Algorithm::Cublas
@@ -722,6 +734,49 @@ impl Context {
             ))
         };
         Some(run())
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Context {
+    /// The emulated complex product on a GPU by Karatsuba on the residues
+    /// ([`crate::cuda::products::complex::multiply_host_emulated`]).
+    fn gpu_karatsuba<T: Element>(
+        &self,
+        gpu: &crate::cuda::runtime::device::Gpu,
+        a: (MatRef<'_, T>, MatRef<'_, T>),
+        b: (MatRef<'_, T>, MatRef<'_, T>),
+        c: (MatMut<'_, T>, MatMut<'_, T>),
+        opts: &GemmOptions,
+    ) -> Result<Report, Error> {
+        let ((m, k), n) = (a.0.shape(), b.0.cols());
+        let shapes = [
+            a.1.shape(),
+            b.0.shape(),
+            b.1.shape(),
+            c.0.shape(),
+            c.1.shape(),
+        ];
+        if shapes != [(m, k), (k, n), (k, n), (m, n), (m, n)] {
+            return Err(Error::InvalidOption(format!(
+                "a complex product of {m}×{k} by {k}×{n} parts has parts of shapes {shapes:?}"
+            )));
+        }
+        let mut plan = self.plan(Problem::of::<T>((m, k, n)), opts)?;
+        plan.kernel += "; complex: Karatsuba on the residues";
+        opts.check_interrupt()?;
+        let (times, tally) =
+            crate::cuda::products::complex::multiply_host_emulated(gpu, a, b, c, opts)?;
+        Ok(Report::new(
+            plan,
+            Timing {
+                compute_ms: times.kernel_ms,
+                upload_ms: Some(times.upload_ms),
+                download_ms: Some(times.download_ms),
+                emulation: Some(tally),
+                ..Timing::default()
+            },
+        ))
     }
 }
 

@@ -143,6 +143,8 @@ pub fn run_reporting(
         rows.push(gpu::strided_batch_checks::<f32>(ctx));
         rows.push(gpu::strided_batch_checks::<f64>(ctx));
         rows.push(gpu::strided_auto_checks(ctx));
+        rows.push(gpu::karatsuba_checks::<f32>(ctx));
+        rows.push(gpu::karatsuba_checks::<f64>(ctx));
     }
     // Complex products of interleaved GPU-resident operands: cuBLAS's own,
     // and fastmm's real products of their split parts (the emulated one,
@@ -1621,6 +1623,157 @@ mod gpu {
                     }
                 }
                 Err(e) => row.failures.push(format!("{label}: {e}")),
+            }
+        }
+        row
+    }
+
+    /// The emulated complex product of host parts on the GPU (Karatsuba
+    /// on the residues) against its CPU twin
+    /// ([`crate::emulation::complex`]): on one route, with no native
+    /// fix-ups, C must agree bit for bit; otherwise both must be within
+    /// the classical form's bound. Gaussian integers exact; rows scaled
+    /// over 2^±40; a depth past one slice (verified alone, beyond the
+    /// twin's); C pre-filled with the poison value.
+    pub(super) fn karatsuba_checks<T: Element>(ctx: &Context) -> Check {
+        use crate::complex::{ComplexForm, ComplexMatrix};
+        let mut row = Check::new(format!("emulated GPU complex = CPU twin {}", T::DTYPE));
+        let mut rng = seeded_rng(61);
+        let opts = GemmOptions::new(Algorithm::Emulated);
+        let deep = crate::tunables::EMULATION_K_CHUNK / 2 + 33;
+        for &(m, k, n) in EMULATION_SHAPES.iter().chain(&[(64, deep, 48)]) {
+            for class in ["uniform", "integers", "scaled rows"] {
+                let label = format!("{m}×{k}×{n} {class}");
+                let mut part = |rows: usize, cols: usize, scaled: bool| -> Matrix<T> {
+                    let mut x: Matrix<T> = match class {
+                        "integers" => Matrix::from_fn(rows, cols, |_, _| {
+                            T::from_f64(rand::Rng::random_range(&mut rng, -8i32..=8) as f64)
+                        }),
+                        _ => random_matrix(rows, cols, &mut rng),
+                    };
+                    if scaled && class == "scaled rows" {
+                        for i in 0..rows {
+                            let s = 2f64.powi((i as i32 * 37) % 81 - 40);
+                            for j in 0..cols {
+                                x.set(i, j, T::from_f64(x.get(i, j).to_f64() * s));
+                            }
+                        }
+                    }
+                    x
+                };
+                let a = ComplexMatrix::new(part(m, k, true), part(m, k, true));
+                let b = ComplexMatrix::new(part(k, n, false), part(k, n, false));
+                let (a, b) = match (a, b) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    (Err(e), _) | (_, Err(e)) => {
+                        row.failures.push(format!("{label}: {e}"));
+                        continue;
+                    }
+                };
+                let poison = || Matrix::filled(m, n, T::poison());
+                let mut gpu_c = match ComplexMatrix::new(poison(), poison()) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        row.failures.push(format!("{label}: {e}"));
+                        continue;
+                    }
+                };
+                let ran = crate::complex::multiply(
+                    ctx,
+                    a.as_split(),
+                    b.as_split(),
+                    gpu_c.as_split_mut(),
+                    ComplexForm::Classical,
+                    &opts,
+                );
+                let gpu_tally = match ran {
+                    Ok(reports) => reports.first().and_then(|r| r.timing.emulation),
+                    Err(e) => {
+                        row.failures.push(format!("{label}: {e}"));
+                        continue;
+                    }
+                };
+                let Some(gpu_tally) = gpu_tally else {
+                    row.failures
+                        .push(format!("{label}: no emulated route reported"));
+                    continue;
+                };
+                let within = |c: &ComplexMatrix<T>| {
+                    crate::complex::verify(&a, &b, c, 1.0, ComplexForm::Classical).map(|v| v.ok)
+                };
+                let exact = |c: &ComplexMatrix<T>| -> bool {
+                    (0..m * n).all(|x| {
+                        let (i, j) = (x / n, x % n);
+                        let (mut re, mut im) = (0.0, 0.0);
+                        for p in 0..k {
+                            let (ar, ai) = (a.re().get(i, p).to_f64(), a.im().get(i, p).to_f64());
+                            let (br, bi) = (b.re().get(p, j).to_f64(), b.im().get(p, j).to_f64());
+                            re += ar * br - ai * bi;
+                            im += ar * bi + ai * br;
+                        }
+                        c.re().get(i, j).to_f64() == re && c.im().get(i, j).to_f64() == im
+                    })
+                };
+                if !crate::emulation::complex::takes_depth(k) {
+                    match within(&gpu_c) {
+                        Ok(true) if class != "integers" || exact(&gpu_c) => row.passed += 1,
+                        Ok(_) => row
+                            .failures
+                            .push(format!("{label} ({}): beyond the bound", gpu_tally.label())),
+                        Err(e) => row.failures.push(format!("{label}: {e}")),
+                    }
+                    continue;
+                }
+                let mut cpu_c = match ComplexMatrix::new(poison(), poison()) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        row.failures.push(format!("{label}: {e}"));
+                        continue;
+                    }
+                };
+                let twin = {
+                    let c = cpu_c.as_split_mut();
+                    crate::emulation::complex::gemm_complex(
+                        (a.re().as_ref(), a.im().as_ref()),
+                        (b.re().as_ref(), b.im().as_ref()),
+                        (c.re, c.im),
+                        crate::emulation::Goal::on_cublas(opts.accuracy, T::DTYPE),
+                    )
+                };
+                let cpu_tally = match twin {
+                    Ok(t) => t,
+                    Err(e) => {
+                        row.failures.push(format!("{label}: twin: {e}"));
+                        continue;
+                    }
+                };
+                let same = |x: &Matrix<T>, y: &Matrix<T>| {
+                    (0..m * n).all(|e| {
+                        x.get(e / n, e % n).to_f64().to_bits()
+                            == y.get(e / n, e % n).to_f64().to_bits()
+                    })
+                };
+                let route = |t: &crate::emulation::Tally| (t.emulated, t.native, t.moduli, t.bits);
+                let agree = route(&gpu_tally) == route(&cpu_tally)
+                    && gpu_tally.fixups == 0
+                    && cpu_tally.fixups == 0;
+                let ok = match agree {
+                    true => Ok(same(gpu_c.re(), cpu_c.re()) && same(gpu_c.im(), cpu_c.im())),
+                    false => within(&gpu_c).and_then(|g| within(&cpu_c).map(|c| g && c)),
+                };
+                match ok {
+                    Ok(true) if class != "integers" || exact(&gpu_c) => row.passed += 1,
+                    Ok(_) => row.failures.push(format!(
+                        "{label}: GPU {} and twin {}: {}",
+                        gpu_tally.label(),
+                        cpu_tally.label(),
+                        match agree {
+                            true => "C differs",
+                            false => "not both within the bound",
+                        }
+                    )),
+                    Err(e) => row.failures.push(format!("{label}: {e}")),
+                }
             }
         }
         row

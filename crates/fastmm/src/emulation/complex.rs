@@ -13,9 +13,10 @@
 //! Re ≡ P₁ − P₂ and Im ≡ P₃ − P₁ − P₂ (mod m):
 //!
 //! three INT8 products per modulus where four real emulated products take
-//! four. Both parts are integers of magnitude at most 2k·2^{2b} (the real
-//! product's bound at depth 2k), so the moduli are the real product's at
-//! depth 2k, and one Garner reconstruction per part gives each exactly.
+//! four. Both parts are sums of 2k products of scaled entries, bounded as
+//! the real product's of depth 2k ([`super::certify::Sums`], from the
+//! complex rows' and columns' norms), so the moduli are that product's,
+//! and one Garner reconstruction per part gives each exactly.
 //!
 //! **The certificate.** The real part is the real product [Aᵣ −Aᵢ]·[Bᵣ; Bᵢ]
 //! of depth 2k, whose scaled entries are those above; its error bound is
@@ -26,7 +27,7 @@
 //! parts' bits; the route, the moduli and the native fix-ups are then the
 //! real product's ([`super::certify`]).
 
-use super::certify::{bits_needed, route, settle, Goal, Route, Target};
+use super::certify::{bits_needed, route, settle, Goal, Route, Sums, Target};
 use super::moduli::{symmetric_residue, Garner, MODULI};
 use super::reference::{int8_product, unscale};
 use super::scaling::{magnitude, scaled, VectorStats};
@@ -144,10 +145,14 @@ pub(crate) fn gemm_complex<T: Element>(
     for &v in &need {
         histogram[usize::from(v)] += 1;
     }
+    // Both parts' sums are bounded as a real product's of depth 2k whose
+    // rows and columns are the complex ones ([`super::certify::Sums`]).
+    let widest = |s: &[VectorStats]| s.iter().fold(0.0f64, |w, x| w.max(x.norm));
+    let sums = Sums::with_norms(depth, widest(&rows), widest(&cols));
     let chosen = settle(
-        route(&histogram, m, depth, n, target),
+        route(&histogram, m, sums, n, target),
         &histogram,
-        depth,
+        sums,
         target,
     );
     tally.add(chosen, [0; super::Phase::COUNT]);

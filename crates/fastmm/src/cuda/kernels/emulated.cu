@@ -606,8 +606,11 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
 // fixed work (its bins, two barriers) and each element's latency spread
 // over more elements; grid (ceil(n/1024), rows, products): product z's g gs
 // entries on, its row and column statistics rs and cs entries on, its
-// needs ns bytes on and its own histogram.
-extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict__ g, long long ldg,
+// needs ns bytes on and its own histogram. A second magnitude product g2
+// (a complex product's imaginary part's, at g's ld and strides; null
+// where there is none) makes the need the larger of the two.
+extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict__ g,
+                                    const int* __restrict__ g2, long long ldg,
                                     long long gs, const int* __restrict__ row_states,
                                     const double* __restrict__ row_norms, long long rs,
                                     const int* __restrict__ col_states,
@@ -618,6 +621,7 @@ extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict_
     __shared__ unsigned int bins[256];
     const long long z = blockIdx.z;
     g += z * gs;
+    if (g2 != nullptr) g2 += z * gs;
     row_states += z * rs;
     row_norms += z * rs;
     col_states += z * cs;
@@ -631,7 +635,7 @@ extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict_
     const double rn = row_norms[i];
     // The four elements' inputs are read first, so that their loads are in
     // flight together.
-    int cst[4], gv[4];
+    int cst[4], gv[4], gv2[4];
     double cnv[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -639,6 +643,7 @@ extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict_
         cst[q] = j < n ? col_states[j] : 0;
         cnv[q] = j < n ? col_norms[j] : 0.0;
         gv[q] = j < n ? g[(long long)r * ldg + j] : 0;
+        gv2[q] = (j < n && g2 != nullptr) ? g2[(long long)r * ldg + j] : 0;
     }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -646,6 +651,9 @@ extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict_
         int b = -1;
         if (j < n) {
             b = emu_bits_needed(rs_, rn, cst[q], cnv[q], (double)gv[q], (double)k, tau, slack);
+            if (g2 != nullptr)
+                b = max(b, emu_bits_needed(rs_, rn, cst[q], cnv[q], (double)gv2[q], (double)k,
+                                           tau, slack));
             need[(long long)i * n + j] = (unsigned char)b;
         }
         // Most warps' elements all need the same bits: one lane then
@@ -833,5 +841,150 @@ extern "C" __global__ void emu_fixup(const unsigned long long* __restrict__ list
         double value = alpha * s;
         if (beta != 0.0) value += beta * (double)*out;
         *out = (ELEM)value;
+    }
+}
+
+// ---------------------------------------------------------------------
+// Complex products by Karatsuba on the residues (the twin is
+// fastmm::emulation::complex): one scale per complex row of A and column
+// of B, the residues of both parts and of their sum modulo each m, three
+// INT8 products per modulus, and one CRT pass writing both parts.
+
+// The statistics of `count` complex vectors from those of their real
+// parts (s1, the real parts; s2, the imaginary): E the larger exponent of
+// the parts that scale, the norm each part's in units of 2^E added, the
+// state 2 where either part has a NaN or inf and 0 where both are zero;
+// the largest norm into *top as emu_stats_rows does. One thread per
+// vector.
+extern "C" __global__ void emu_stats_merge(int count, const int* __restrict__ e1,
+                                           const double* __restrict__ n1,
+                                           const int* __restrict__ s1,
+                                           const int* __restrict__ e2,
+                                           const double* __restrict__ n2,
+                                           const int* __restrict__ s2, int* __restrict__ exps,
+                                           double* __restrict__ norms, int* __restrict__ states,
+                                           unsigned long long* __restrict__ top)
+{
+    const int v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= count) return;
+    const int a = s1[v], b = s2[v];
+    const int state = (a == 2 || b == 2) ? 2 : ((a == 0 && b == 0) ? 0 : 1);
+    int e = 0;
+    double nu = 0.0;
+    if (state == 1) {
+        e = a == 1 ? (b == 1 ? max(e1[v], e2[v]) : e1[v]) : e2[v];
+        if (a == 1) nu = emu_scale(n1[v], e1[v] - e);
+        if (b == 1) nu = __dadd_rn(nu, emu_scale(n2[v], e2[v] - e));
+        atomicMax(top, (unsigned long long)__double_as_longlong(nu));
+    }
+    exps[v] = e;
+    norms[v] = nu;
+    states[v] = state;
+}
+
+// out = x + y modulo m_l in the balanced range, byte by byte, for the
+// planes l < nmod (plane l of each `plane` words after plane l - 1), each
+// of `words` words: the residues of the sum of two scaled parts from
+// theirs. Block 256, grid (ceil(words/256), nmod).
+extern "C" __global__ void emu_add_residues(long long words, long long plane,
+                                            const unsigned int* __restrict__ x,
+                                            const unsigned int* __restrict__ y,
+                                            unsigned int* __restrict__ out)
+{
+    const long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= words) return;
+    const int l = blockIdx.y;
+    const int m = emu_modulus(l), lo = -(m / 2), hi = m - m / 2 - 1;
+    const long long at = l * plane + w;
+    const unsigned int xw = x[at], yw = y[at];
+    unsigned int word = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        int s = (int)(signed char)(xw >> (8 * i)) + (int)(signed char)(yw >> (8 * i));
+        if (s > hi) s -= m;
+        else if (s < lo) s += m;
+        word |= ((unsigned int)s & 0xffu) << (8 * i);
+    }
+    out[at] = word;
+}
+
+// One complex element (row i, column j) from its three INT32 products per
+// modulus (P1 = Ar*Br at planes[l*plane], P2 = Ai*Bi `part` entries on,
+// P3 = (Ar+Ai)(Br+Bi) 2*part on): Re = P1 - P2 (|.| <= 2^30 for depths up
+// to 2^15) and Im = P3 - P1 - P2 reduced modulo m, one CRT each, scaled
+// back; cr = Re + beta*cr, ci = Im + beta*ci (beta = 0 never reads C). An element
+// whose need exceeds `bits` goes to the fix-up list instead.
+template <int N, typename T>
+__device__ __forceinline__ void emu_complex_one(const int* __restrict__ planes, long long plane,
+                                                long long part, int bits, int need, int e,
+                                                double beta, T* __restrict__ cr,
+                                                T* __restrict__ ci, unsigned long long index,
+                                                unsigned int* __restrict__ fix_count,
+                                                unsigned long long* __restrict__ fix_list,
+                                                unsigned int fix_cap)
+{
+    if (need > bits) {
+        const unsigned int slot = atomicAdd(fix_count, 1u);
+        if (slot < fix_cap) fix_list[slot] = index;
+        return;
+    }
+    int re[N], im[N];
+#pragma unroll
+    for (int l = 0; l < N; ++l) {
+        const int p1 = planes[l * plane], p2 = planes[part + l * plane],
+                  p3 = planes[2 * part + l * plane];
+        re[l] = p1 - p2;
+        im[l] = (int)(((long long)p3 - p1 - p2) % emu_modulus(l));
+    }
+    double xr = emu_scale(emu_crt<N>(re), e), xi = emu_scale(emu_crt<N>(im), e);
+    if (beta != 0.0) {
+        xr = __dadd_rn(xr, __dmul_rn(beta, (double)*cr));
+        xi = __dadd_rn(xi, __dmul_rn(beta, (double)*ci));
+    }
+    *cr = (T)xr;
+    *ci = (T)xi;
+}
+
+// Rows i0..i0+rows of complex C (parts cr and ci, ld ldc) from the
+// products of emu_complex_one (rows x n with ld ldp), the needs and the
+// exponents, and beta times C's old value (beta = 0 never reads it). Block 256, each thread 4
+// elements 256 apart: grid (ceil(n/1024), rows).
+extern "C" __global__ void emu_accumulate_complex(int i0, int n, const int* __restrict__ planes,
+                                                  long long plane, long long part, long long ldp,
+                                                  int nmod, int bits,
+                                                  const unsigned char* __restrict__ need,
+                                                  const int* __restrict__ row_exps,
+                                                  const int* __restrict__ col_exps, double beta,
+                                                  ELEM* __restrict__ cr, ELEM* __restrict__ ci,
+                                                  long long ldc,
+                                                  unsigned int* __restrict__ fix_count,
+                                                  unsigned long long* __restrict__ fix_list,
+                                                  unsigned int fix_cap)
+{
+    const int r = blockIdx.y, i = i0 + r;
+    const int row_e = row_exps[i];
+#pragma unroll 1
+    for (int q = 0; q < 4; ++q) {
+        const int j = blockIdx.x * 1024 + q * 256 + threadIdx.x;
+        if (j >= n) return;
+        const int* at = planes + (long long)r * ldp + j;
+        const int nd = need[(long long)i * n + j];
+        const int e = row_e + col_exps[j] + 2 - 2 * bits;
+        ELEM* re = cr + (long long)i * ldc + j;
+        ELEM* im = ci + (long long)i * ldc + j;
+        const unsigned long long index = (unsigned long long)((long long)i * n + j);
+#define EMU_COMPLEX(N)                                                                         \
+    case N:                                                                                    \
+        emu_complex_one<N, ELEM>(at, plane, part, bits, nd, e, beta, re, im, index, fix_count, \
+                                 fix_list, fix_cap);                                           \
+        break;
+        switch (nmod) {
+            EMU_COMPLEX(1) EMU_COMPLEX(2) EMU_COMPLEX(3) EMU_COMPLEX(4)
+            EMU_COMPLEX(5) EMU_COMPLEX(6) EMU_COMPLEX(7) EMU_COMPLEX(8)
+            EMU_COMPLEX(9) EMU_COMPLEX(10) EMU_COMPLEX(11) EMU_COMPLEX(12)
+            EMU_COMPLEX(13) EMU_COMPLEX(14) EMU_COMPLEX(15) EMU_COMPLEX(16)
+        default: __trap();
+        }
+#undef EMU_COMPLEX
     }
 }

@@ -23,6 +23,9 @@
 
 use std::sync::Mutex;
 
+mod complex;
+pub(crate) use complex::ComplexGemm;
+
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
@@ -63,6 +66,9 @@ pub(crate) struct EmulatedGemm {
     /// The CRT accumulation for 1 to 8 moduli, and for 9 to 16.
     accumulate: [CudaFunction; 2],
     fixup: CudaFunction,
+    /// Complex products: the parts' statistics merged, residues of the
+    /// parts' sums, and the CRT of both parts from three products.
+    complex: [CudaFunction; 3],
     /// What every product's certificate makes its elements meet.
     goal: Goal,
     tally: Mutex<Tally>,
@@ -235,7 +241,7 @@ impl EmulatedGemm {
             dtype: T::DTYPE,
             tile: 0,
         };
-        let [stats_rows, cols_max, cols_sum, cols_finish, split, need, accumulate, accumulate_wide, fixup] =
+        let [stats_rows, cols_max, cols_sum, cols_finish, split, need, accumulate, accumulate_wide, fixup, merge, add, complex] =
             KernelSource::EMULATED_ENTRIES;
         Ok(EmulatedGemm {
             stats_rows: gpu.entry_function(key, stats_rows)?,
@@ -251,6 +257,11 @@ impl EmulatedGemm {
                 gpu.entry_function(key, accumulate_wide)?,
             ],
             fixup: gpu.entry_function(key, fixup)?,
+            complex: [
+                gpu.entry_function(key, merge)?,
+                gpu.entry_function(key, add)?,
+                gpu.entry_function(key, complex)?,
+            ],
             goal: Goal::on_cublas(accuracy, T::DTYPE),
             tally: Mutex::new(Tally::default()),
         })
@@ -516,7 +527,7 @@ impl EmulatedGemm {
         &self,
         gpu: &Gpu,
         (i0, r, n, k): (usize, usize, usize, usize),
-        (g, ldg, gs): (CUdeviceptr, usize, usize),
+        (g, g2, ldg, gs): (CUdeviceptr, CUdeviceptr, usize, usize),
         (rows, rs): (StatsAt, usize),
         (cols, cs): (StatsAt, usize),
         t: f64,
@@ -540,6 +551,7 @@ impl EmulatedGemm {
             .arg(&ni)
             .arg(&ki)
             .arg(&g)
+            .arg(&g2)
             .arg(&ldg)
             .arg(&gs)
             .arg(&rows.states)
@@ -553,10 +565,11 @@ impl EmulatedGemm {
             .arg(&need)
             .arg(&ns)
             .arg(&histogram);
-        // SAFETY: (int, int, int, const int*, long long, long long, const
-        // int*, const double*, long long, const int*, const double*, long
-        // long, double, double, unsigned char*, long long, unsigned long
-        // long*): per product at its strides, g holds r rows of ldg INT32;
+        // SAFETY: (int, int, int, const int*, const int*, long long, long
+        // long, const int*, const double*, long long, const int*, const
+        // double*, long long, double, double, unsigned char*, long long,
+        // unsigned long long*): per product at its strides, g (and g2,
+        // unless null) holds r rows of ldg INT32;
         // the statistics cover rows i0..i0+r and every column; need holds
         // the product's m·n bytes; its histogram 256 counters.
         unsafe { launch.launch(config) }
@@ -646,7 +659,7 @@ impl EmulatedGemm {
                     self.needs(
                         gpu,
                         (i0, r, n, k),
-                        (g, np, 0),
+                        (g, 0, np, 0),
                         (rows, 0),
                         (cols, 0),
                         t,
@@ -1028,7 +1041,7 @@ impl EmulatedGemm {
             self.needs(
                 gpu,
                 (0, m, n, k),
-                (gp, np, m * np),
+                (gp, 0, np, m * np),
                 (rows, rs),
                 (cols, cs),
                 t,
@@ -1069,7 +1082,7 @@ impl EmulatedGemm {
                 self.needs(
                     gpu,
                     (0, m, n, k),
-                    (gi, np, 0),
+                    (gi, 0, np, 0),
                     (rows.skip(i * rs), 0),
                     (cols.skip(i * cs), 0),
                     t,

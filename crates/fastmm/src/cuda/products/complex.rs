@@ -320,3 +320,76 @@ fn queue_split<T: Element>(
     }
     Ok(vec![a_parts.buffer, b_parts.buffer, c_buffer])
 }
+
+/// C ← A·B for complex A (m×k) and B (k×n) given as split parts on the
+/// host (shapes checked by the caller), by the emulated product's
+/// Karatsuba on the residues ([`EmulatedGemm::run_complex`]) at `opts`'
+/// accuracy: the four parts uploaded as they are (no interleaving), C's
+/// parts written only once the product is done. Returns the times and
+/// the route.
+pub(crate) fn multiply_host_emulated<T: Element>(
+    gpu: &Gpu,
+    a: (MatRef<'_, T>, MatRef<'_, T>),
+    b: (MatRef<'_, T>, MatRef<'_, T>),
+    c: (MatMut<'_, T>, MatMut<'_, T>),
+    opts: &GemmOptions,
+) -> Result<(ComplexTimes, crate::emulation::Tally), Error> {
+    use crate::cuda::kernels::emulated::{ComplexGemm, EmulatedGemm};
+    let ((m, k), n) = (a.0.shape(), b.0.cols());
+    let pinned = opts.gpu.pinned;
+    let emulated = EmulatedGemm::resolve::<T>(gpu, opts.accuracy)?;
+    let stage = |x: MatRef<'_, T>| HostBuffer::stage(gpu, x, pinned);
+    let staged = [stage(a.0)?, stage(a.1)?, stage(b.0)?, stage(b.1)?];
+    let start = Instant::now();
+    let shapes = [(m, k), (m, k), (k, n), (k, n)];
+    let mut parts = Vec::with_capacity(6);
+    for (s, shape) in staged.iter().zip(shapes) {
+        parts.push(DeviceMatrix::upload(
+            gpu,
+            GpuMemory::Device,
+            shape,
+            Some(s),
+        )?);
+    }
+    for _ in 0..2 {
+        parts.push(DeviceMatrix::<T>::upload(
+            gpu,
+            GpuMemory::Device,
+            (m, n),
+            None,
+        )?);
+    }
+    gpu.synchronize()?;
+    let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+    let op = |d: &DeviceMatrix<T>| Operand::row_major(d.ptr, d.ld);
+    let product = ComplexGemm {
+        shape: (m, k, n),
+        a: (op(&parts[0]), op(&parts[1])),
+        b: (op(&parts[2]), op(&parts[3])),
+        beta: T::ZERO,
+        c: (op(&parts[4]), op(&parts[5])),
+    };
+    opts.check_interrupt()?;
+    let launched = Instant::now();
+    let ran = emulated.run_complex(gpu, product);
+    // Waited for on a failure too: the buffers are freed next.
+    let synced = gpu.synchronize();
+    ran.and(synced)?;
+    let kernel_ms = launched.elapsed().as_secs_f64() * 1e3;
+    let downloaded = Instant::now();
+    let (mut re, mut im) = c;
+    for (d, out) in [(&parts[4], re.rb_mut()), (&parts[5], im.rb_mut())] {
+        let mut host = HostBuffer::new(gpu, m * n, pinned)?;
+        d.download(gpu, &mut host)?;
+        host.unstage(out)?;
+    }
+    let download_ms = downloaded.elapsed().as_secs_f64() * 1e3;
+    Ok((
+        ComplexTimes {
+            upload_ms,
+            kernel_ms,
+            download_ms,
+        },
+        emulated.take_tally(),
+    ))
+}

@@ -90,7 +90,7 @@ impl KernelSource {
     ];
 
     /// The entry points of `emulated.cu`.
-    pub const EMULATED_ENTRIES: [&'static str; 9] = [
+    pub const EMULATED_ENTRIES: [&'static str; 12] = [
         "emu_stats_rows",
         "emu_cols_max",
         "emu_cols_sum",
@@ -100,6 +100,9 @@ impl KernelSource {
         "emu_accumulate",
         "emu_accumulate_wide",
         "emu_fixup",
+        "emu_stats_merge",
+        "emu_add_residues",
+        "emu_accumulate_complex",
     ];
 
     /// The entry points of `complex.cu`.
