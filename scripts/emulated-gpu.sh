@@ -15,6 +15,8 @@
 #                                     # split, INT8 products, CRT at 16384
 #   scripts/emulated-gpu.sh ncu       # each emulated kernel's time and
 #                                     # DRAM / SM throughput at 8192
+#   scripts/emulated-gpu.sh complex   # c128 and c64 beside zgemm and cgemm
+#                                     # (SIZE, default 16384)
 #   scripts/emulated-gpu.sh selftest  # selftest --device cuda --algo emulated
 #
 # GEMMUL8_DIR names a copy of GEMMul8's sources (default .peers/GEMMul8);
@@ -63,6 +65,10 @@ for part in "$@"; do
       SHOW=4 step "ncu-$dtype" 200 ncu -k regex:emu_ --metrics "$metrics" --csv \
         "$bin" run --device cuda -s 8192 -d "$dtype" --algo emulated -r 1 --warmup 0
     done
+    ;;
+  complex)
+    SHOW=12 step "complex-${SIZE:-16384}" 560 "$bin" run --device cuda -s "${SIZE:-16384}" -d c128,c64 \
+      --algo cublas,emulated -r 3
     ;;
   selftest) SHOW=12 step selftest 500 "$bin" selftest --device cuda --algo emulated ;;
   *)
