@@ -345,16 +345,17 @@ pub const EMULATION_FIXUP_FRACTION: usize = 256;
 /// their sums added modulo each modulus.
 pub const EMULATION_K_CHUNK: usize = 1 << 16;
 
-/// The certificate's magnitude product first runs over at most the first
-/// 1/`EMULATION_CERTIFICATE_SAMPLE` of the depth (or a half; rounded up
-/// to 32), the largest share whose bits cannot typically cost a modulus
-/// ([`crate::emulation::certify::certificate_sample`]): its partial sums
-/// of nonnegative terms are still lower bounds of |A||B|, log₂ s bits
+/// The certificate's magnitude product first runs over the first q parts
+/// of `EMULATION_CERTIFICATE_SAMPLE` of the depth (rounded up to 32), the
+/// smallest share whose bits cannot typically cost a modulus
+/// ([`crate::emulation::certify::certificate_share`]): its partial sums
+/// of nonnegative terms are still lower bounds of |A||B|, log₂ s/q bits
 /// lower for evenly spread magnitudes. The rest of the depth runs only
 /// where those bits could save a modulus or the route went native
-/// ([`crate::emulation::certify::wants_full_depth`]). At n = 16384 in f64
-/// that saves three quarters of one of 14 INT8 products; f32 at the
-/// native level (19 bits of the 20 that 7 moduli hold) half of one.
+/// ([`crate::emulation::certify::wants_full_depth`]). At n = 16384 on
+/// uniform data, f64 at the native level (47.5 bits of the 48 that 14
+/// moduli hold) saves a quarter of one INT8 product; f32 (19 bits of
+/// the 20 that 7 moduli hold) half of one.
 pub const EMULATION_CERTIFICATE_SAMPLE: usize = 4;
 
 /// The `native` accuracy level's certificate: every element of an

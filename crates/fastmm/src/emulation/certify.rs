@@ -195,9 +195,14 @@ impl Target {
     /// at k = 16384, the native level beside cuBLAS: every uniform or
     /// cancelling element needed exactly that, f32 and f64).
     pub fn typical_bits(self) -> u32 {
+        self.typical_need().ceil().max(0.0) as u32
+    }
+
+    /// [`Target::typical_bits`] before it is rounded up: log₂ 2.5/τ.
+    pub fn typical_need(self) -> f64 {
         match self {
-            Target::Tau(t) => (2.5 / t).log2().ceil().max(0.0) as u32,
-            Target::Bits(bits) => bits,
+            Target::Tau(t) => (2.5 / t).log2(),
+            Target::Bits(bits) => f64::from(bits),
         }
     }
 }
@@ -345,43 +350,55 @@ pub fn moduli_for_bits(sums: impl Into<Sums>, b: u32) -> Option<usize> {
     sums.into().at(b).and_then(|bound| moduli_for(bound).ok())
 }
 
-/// The log₂ of the share s of the depth the certificate's first
-/// magnitude product sums (0: the whole depth): the largest of log₂
-/// `EMULATION_CERTIFICATE_SAMPLE`, …, 1 whose bits a partial G costs (a
-/// sum over k/s of nonnegative terms is about G/s) would typically not
-/// cost a modulus.
-pub fn certificate_sample(sums: impl Into<Sums>, target: Target) -> u32 {
+/// The share of the depth that the certificate's first magnitude product
+/// sums, in parts of s = `EMULATION_CERTIFICATE_SAMPLE` (s: the whole
+/// depth): the fewest parts q < s whose bits would typically not cost a
+/// modulus. A sum of nonnegative terms over q/s of the depth is about
+/// G·q/s, so a typical element needs log₂(s/q) bits more than
+/// [`Target::typical_need`] from it; f64 at the native level beside
+/// cuBLAS on uniform data at k = 16384 needs 47.5 bits of the 48 that 14
+/// moduli hold: three quarters of the depth cost 0.4 of a bit, a half a
+/// whole one.
+pub fn certificate_share(sums: impl Into<Sums>, target: Target) -> usize {
     let sums = sums.into();
-    let typical = target.typical_bits();
-    let Some(full) = moduli_for_bits(sums, typical) else {
-        return 0;
+    let parts = EMULATION_CERTIFICATE_SAMPLE;
+    let Some(full) = moduli_for_bits(sums, target.typical_bits()) else {
+        return parts;
     };
-    (1..=EMULATION_CERTIFICATE_SAMPLE.ilog2())
-        .rev()
-        .find(|&saved| moduli_for_bits(sums, typical + saved) == Some(full))
-        .unwrap_or(0)
+    let need = target.typical_need();
+    (1..parts)
+        .find(|&q| {
+            let bits = (need + (parts as f64 / q as f64).log2()).ceil();
+            bits >= 0.0
+                && bits <= MAX_BITS as f64
+                && moduli_for_bits(sums, bits as u32) == Some(full)
+        })
+        .unwrap_or(parts)
 }
 
-/// The depth of the certificate's first magnitude product: ⌈k/s⌉ rounded
-/// up to a multiple of 32, s = 2^[`certificate_sample`], or k.
+/// The depth of the certificate's first magnitude product: k·q/s for the
+/// [`certificate_share`] q/s, rounded up to a multiple of 32, at most k.
 pub fn certificate_depth(sums: impl Into<Sums>, target: Target) -> usize {
     let sums = sums.into();
-    let k = sums.k;
-    match certificate_sample(sums, target) {
-        0 => k,
-        saved => (k.div_ceil(1 << saved).div_ceil(32) * 32).min(k),
+    let (k, parts) = (sums.k, EMULATION_CERTIFICATE_SAMPLE);
+    match certificate_share(sums, target) {
+        q if q >= parts => k,
+        q => ((k * q).div_ceil(parts).div_ceil(32) * 32).min(k),
     }
 }
 
 /// Whether the certificate should add the rest of the depth to a route
 /// found from the first [`certificate_depth`]: where it went native, or
-/// where its bits less the sample's would need fewer moduli.
+/// where its bits less the sample's (⌈log₂ s/q⌉, the most a whole depth
+/// typically saves) would need fewer moduli.
 pub fn wants_full_depth(route: Route, sums: impl Into<Sums>, target: Target) -> bool {
     let sums = sums.into();
+    let parts = EMULATION_CERTIFICATE_SAMPLE;
     match route {
         Route::Native { .. } => true,
         Route::Emulated { bits, moduli, .. } => {
-            let saved = certificate_sample(sums, target);
+            let q = certificate_share(sums, target);
+            let saved = (parts as f64 / q as f64).log2().ceil() as u32;
             saved > 0
                 && bits > saved
                 && moduli_for_bits(sums, bits - saved).is_some_and(|fewer| fewer < moduli)
@@ -659,10 +676,10 @@ mod tests {
         ] {
             assert_eq!(certificate_depth(k, bound(k, u64_)), depth, "k = {k}");
         }
-        // f32 at k = 16384: typically 12 bits (5 moduli); 13 or 14 would
-        // take 6.
+        // f32 at k = 16384: typically 11.3 bits, 12 (5 moduli); from a
+        // quarter or a half 13 or 14 would take 6, from three quarters 12.
         let u32_ = f64::from(f32::EPSILON) / 2.0;
-        assert_eq!(certificate_depth(16384, bound(16384, u32_)), 16384);
+        assert_eq!(certificate_depth(16384, bound(16384, u32_)), 12288);
         assert_eq!(certificate_depth(8192, bound(8192, u32_)), 2048);
         // At the native level beside cuBLAS: f32 typically 19 bits (7
         // moduli, which hold 20 but not 21), so half the depth; f64 48
@@ -679,6 +696,11 @@ mod tests {
         assert_eq!(certificate_depth(16384, native(DType::F32)), 8192);
         assert_eq!(native(DType::F64).typical_bits(), 48);
         assert_eq!(certificate_depth(16384, native(DType::F64)), 4096);
+        // With the norms of uniform data f64 takes 14 moduli, which hold
+        // 48 bits and no more: three quarters of the depth.
+        let uniform = Sums::with_norms(16384, 16384.0, 16384.0);
+        assert_eq!(certificate_depth(uniform, native(DType::F64)), 12288);
+        assert_eq!(certificate_depth(uniform, native(DType::F32)), 8192);
     }
 
     #[test]

@@ -601,6 +601,9 @@ impl EmulatedGemm {
         let row_stats = self.stats(gpu, (m, k), (a, !a.trans), Batch::ONE)?;
         let col_stats = self.stats(gpu, (n, k), (b, b.trans), Batch::ONE)?;
         let (rows, cols) = (row_stats.at(gpu), col_stats.at(gpu));
+        // The largest norms bound the sums, and so the moduli and the
+        // certificate's first depth: the host waits for the statistics.
+        let sums = Sums::with_norms(k, row_stats.widest(gpu)?[0], col_stats.widest(gpu)?[0]);
         let budget = memory_budget(gpu, scratch.capacity())?;
         let too_big = |what: &str, needed: usize| too_big(what, needed, budget);
 
@@ -634,7 +637,7 @@ impl EmulatedGemm {
             let target = Target::of(self.goal, (m, k, n), T::DTYPE);
             let t = target.tau();
             // The padding beyond k is zeros: a first depth of k is kp.
-            let first = match certificate_depth(k, target) {
+            let first = match certificate_depth(sums, target) {
                 d if d < k => d,
                 _ => kp,
             };
@@ -674,8 +677,6 @@ impl EmulatedGemm {
                     .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
                 gpu.synchronize()?;
                 let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
-                let sums =
-                    Sums::with_norms(k, row_stats.widest(gpu)?[0], col_stats.widest(gpu)?[0]);
                 let found = route(&histogram_host, m, sums, n, target);
                 if span.1 == kp || !wants_full_depth(found, sums, target) {
                     break settle(found, &histogram_host, sums, target);
@@ -995,6 +996,21 @@ impl EmulatedGemm {
         let (rows, cols) = (row_stats.at(gpu), col_stats.at(gpu));
         let target = Target::of(self.goal, (m, k, n), T::DTYPE);
         let t = target.tau();
+        // Product i's largest norms, its own or the one operand's where a
+        // stride of 0 repeats it: the host waits for the statistics.
+        let (row_tops, col_tops) = (row_stats.widest(gpu)?, col_stats.widest(gpu)?);
+        let sums: Vec<Sums> = (0..count)
+            .map(|i| {
+                let (ia, ib) = (if rs == 0 { 0 } else { i }, if cs == 0 { 0 } else { i });
+                Sums::with_norms(k, row_tops[ia], col_tops[ib])
+            })
+            .collect();
+        // One first depth for the group: the widest of its products'.
+        let first_depth = sums
+            .iter()
+            .map(|&s| certificate_depth(s, target))
+            .max()
+            .unwrap_or(k);
         let histograms: CudaSlice<u64> = alloc(gpu, count * 256, "histograms")?;
         let hist_at = ptr(gpu, &histograms);
         // The needs lie at the start of the scratch through both phases,
@@ -1025,7 +1041,7 @@ impl EmulatedGemm {
                 (ma, m * kp),
             )?;
             // The padding beyond k is zeros: a first depth of k is kp.
-            let depth = match certificate_depth(k, target) {
+            let depth = match first_depth {
                 d if d < k => d,
                 _ => kp,
             };
@@ -1049,15 +1065,6 @@ impl EmulatedGemm {
                 count,
             )?;
             let first_counts = read_histograms(gpu, &histograms, count)?;
-            // Product i's largest norms: its own, or the one operand's
-            // where a stride of 0 repeats it.
-            let (row_tops, col_tops) = (row_stats.widest(gpu)?, col_stats.widest(gpu)?);
-            let sums: Vec<Sums> = (0..count)
-                .map(|i| {
-                    let (ia, ib) = (if rs == 0 { 0 } else { i }, if cs == 0 { 0 } else { i });
-                    Sums::with_norms(k, row_tops[ia], col_tops[ib])
-                })
-                .collect();
             let found: Vec<Route> = first_counts
                 .iter()
                 .zip(&sums)
