@@ -577,6 +577,78 @@ impl EmulatedGemm {
             .map_err(launch_err("certificate"))
     }
 
+    /// The certificate of a central block of the product, `SAMPLE` rows
+    /// by `SAMPLE` columns over the whole depth, for products at least
+    /// four such blocks on each side: the native route where more than
+    /// `SAMPLE_NATIVE` times the fix-up allowance of its elements need
+    /// more bits than the moduli hold (wide exponent ranges, NaN or ∞ in
+    /// many rows), decided before any statistics of the whole operands,
+    /// so that such a product costs about its native one (the rest of
+    /// the certificate would read A and B three times more and run an
+    /// INT8 product to reach the same route). None otherwise: a product
+    /// the sample cannot condemn takes the whole certificate.
+    fn sample_goes_native<T: Element>(
+        &self,
+        gpu: &Gpu,
+        product: DeviceGemm<T>,
+    ) -> Result<Option<Route>, Error> {
+        const SAMPLE: usize = 256;
+        const SAMPLE_NATIVE: u64 = 4;
+        let (m, k, n) = product.shape;
+        if m < 4 * SAMPLE || n < 4 * SAMPLE {
+            return Ok(None);
+        }
+        let (i0, j0) = ((m - SAMPLE) / 2, (n - SAMPLE) / 2);
+        let (a, b) = (product.a.at::<T>(i0, 0), product.b.at::<T>(0, j0));
+        let (kp, np) = padded(k, SAMPLE);
+        let rows = self.stats(gpu, (SAMPLE, k), (a, !a.trans), Batch::ONE)?;
+        let cols = self.stats(gpu, (SAMPLE, k), (b, b.trans), Batch::ONE)?;
+        let mag_a: CudaSlice<i8> = alloc(gpu, SAMPLE * kp, "sample magnitudes")?;
+        let mag_b: CudaSlice<i8> = alloc(gpu, SAMPLE * kp, "sample magnitudes")?;
+        let g: CudaSlice<i32> = alloc(gpu, SAMPLE * np, "sample magnitude product")?;
+        let need: CudaSlice<u8> = alloc(gpu, SAMPLE * SAMPLE, "sample needs")?;
+        let histogram: CudaSlice<u64> = alloc(gpu, 256, "sample histogram")?;
+        let (ma, mb) = (ptr(gpu, &mag_a), ptr(gpu, &mag_b));
+        self.split(
+            gpu,
+            (SAMPLE, k, kp),
+            (a, !a.trans, Batch::ONE),
+            rows.at(gpu),
+            (0, 1),
+            (ma, SAMPLE * kp),
+        )?;
+        self.split(
+            gpu,
+            (SAMPLE, k, kp),
+            (b, b.trans, Batch::ONE),
+            cols.at(gpu),
+            (0, 1),
+            (mb, SAMPLE * kp),
+        )?;
+        int8_product(gpu, (SAMPLE, SAMPLE, kp, np), ma, mb, ptr(gpu, &g))?;
+        let target = Target::of(self.goal, (m, k, n), T::DTYPE);
+        self.needs(
+            gpu,
+            (0, SAMPLE, SAMPLE, k),
+            (ptr(gpu, &g), 0, np, 0),
+            (rows.at(gpu), 0),
+            (cols.at(gpu), 0),
+            target.tau(),
+            (ptr(gpu, &need), 0, ptr(gpu, &histogram)),
+            1,
+        )?;
+        let counts = read_histograms(gpu, &histogram, 1)?[0];
+        let sums = Sums::with_norms(k, rows.widest(gpu)?[0], cols.widest(gpu)?[0]);
+        Ok(match route(&counts, SAMPLE, sums, SAMPLE, target) {
+            Route::Native { uncertified }
+                if uncertified > SAMPLE_NATIVE * fixup_allowance(SAMPLE, SAMPLE) =>
+            {
+                Some(Route::Native { uncertified })
+            }
+            _ => None,
+        })
+    }
+
     /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route and the
     /// GPU time of its phases (zero on the native route).
     fn run_slice<T: Element>(
@@ -595,6 +667,10 @@ impl EmulatedGemm {
         } = product;
         let mut clock = Clock::new();
         clock.mark(gpu, Phase::Certificate)?;
+        if let Some(route) = self.sample_goes_native::<T>(gpu, product)? {
+            cublas::gemm(gpu, GpuPrecision::Fp32, product)?;
+            return Ok((route, [0; Phase::COUNT]));
+        }
         let (kp, np) = padded(k, n);
         // A's rows and B's columns are vectors of their storage's rows or
         // columns, by whether each is a transposed view.
