@@ -5,7 +5,7 @@
 //   emu_stats_rows   E = floor(log2 max|x|), the 1-norm in units of 2^E,
 //                    and the vector's state (0 zero, 1 scales, 2 NaN or
 //                    inf), one warp per row
-//   emu_cols_max / emu_cols_sum / emu_cols_finish
+//   emu_cols_max / emu_cols_finish
 //                    the same of columns, in chunks of the length spread
 //                    over the grid, then combined per column in order
 //   emu_split        rows of A or columns of B, k-contiguous (transposed
@@ -308,20 +308,37 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
     if (v >= count) return;
     const long long z = blockIdx.y;
     const ELEM* row = x + z * xs + (long long)v * ld;
-    double top = 0.0;
-    int bad = 0;
+    // One pass: each lane sums its entries in units of 2^el, el the
+    // exponent of its largest so far, rescaling its sum when a larger
+    // exponent comes; the lanes' sums are then rescaled to the row's E and
+    // added as before. Powers of two rescale exactly (short of
+    // subnormals, far below the certificate's slack), so the norm is the
+    // one a second pass in units of 2^E would give, for one read of the
+    // row instead of two.
+    double top = 0.0, sum = 0.0, above = 0.0;
+    int el = 0, bad = 0;
     for (int p = threadIdx.x; p < len; p += 32) {
         const double a = fabs((double)row[p]);
-        if (emu_finite(a)) top = fmax(top, a);
-        else bad = 1;
+        if (!emu_finite(a)) {
+            bad = 1;
+            continue;
+        }
+        if (a >= above && a > 0.0) {
+            const int e = ilogb(a);
+            if (top > 0.0) sum = emu_scale(sum, el - e);
+            el = e;
+            above = emu_scale(1.0, e + 1);
+        }
+        top = fmax(top, a);
+        if (a > 0.0) sum += emu_scale(a, -el);
     }
-    for (int o = 16; o > 0; o >>= 1) top = fmax(top, __shfl_xor_sync(0xffffffffu, top, o));
+    double row_top = top;
+    for (int o = 16; o > 0; o >>= 1)
+        row_top = fmax(row_top, __shfl_xor_sync(0xffffffffu, row_top, o));
     bad = __any_sync(0xffffffffu, bad);
-    const int state = bad ? 2 : (top == 0.0 ? 0 : 1);
-    const int e = state == 1 ? ilogb(top) : 0;
-    double sum = 0.0;
-    if (state == 1)
-        for (int p = threadIdx.x; p < len; p += 32) sum += emu_scale(fabs((double)row[p]), -e);
+    const int state = bad ? 2 : (row_top == 0.0 ? 0 : 1);
+    const int e = state == 1 ? ilogb(row_top) : 0;
+    sum = (state == 1 && top > 0.0) ? emu_scale(sum, el - e) : 0.0;
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (threadIdx.x == 0) {
         const long long at = z * count + v;
@@ -333,42 +350,63 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
 }
 
 // Statistics of `count` columns of `len` entries, entry p of column v at
-// x[p*ld + v], in three steps so that a few long columns still spread over
-// every SM. Blocks of 32 columns x 8 lanes, grid (ceil(count/32), chunks),
-// block row c taking entries c*chunk.. of its columns:
+// x[p*ld + v], in two steps so that a few long columns still spread over
+// every SM, with one read of the columns. Blocks of 32 columns x 8 lanes,
+// grid (ceil(count/32), chunks), block row c taking entries c*chunk.. of
+// its columns:
 // (1) emu_cols_max: each column's largest finite |x| into top_bits (the
 //     bits of a non-negative double order as the double does, so an
 //     atomic max of the bits is one of the values) and any NaN or inf into
-//     bad, both zeroed first;
-// (2) emu_cols_sum: each chunk's sum of |x| in units of 2^E into
-//     partial[c*count + v];
-// (3) emu_cols_finish (one thread per column, grid (.., products)): the
-//     chunks' sums added in order, E and the state, and each product's
-//     largest norm into tops[z] as emu_stats_rows does. Every result is
-//     the same on every run. The passes' grids take the products along z.
+//     bad, both zeroed first; and the chunk's sum of |x| in units of 2^ec,
+//     ec the exponent of the chunk's largest, into partial[c*count + v]
+//     and ec into pexp (each lane summing in units of its own largest so
+//     far, rescaled exactly by powers of two as emu_stats_rows does);
+// (2) emu_cols_finish (one thread per column, grid (.., products)): the
+//     chunks' sums rescaled to the column's E and added in order, E and
+//     the state, and each product's largest norm into tops[z] as
+//     emu_stats_rows does. The sums are those a second pass in units of
+//     2^E would give, and the same on every run. The passes' grids take
+//     the products along z.
 extern "C" __global__ void emu_cols_max(int count, int len, int chunk,
                                         const ELEM* __restrict__ x, long long ld, long long xs,
                                         unsigned long long* __restrict__ top_bits,
-                                        int* __restrict__ bad)
+                                        int* __restrict__ bad, double* __restrict__ partial,
+                                        int* __restrict__ pexp)
 {
     __shared__ double part[8][33];
+    __shared__ double psum[8][33];
+    __shared__ int pe[8][33];
     __shared__ int flag[8][33];
     const long long z = blockIdx.z;
     x += z * xs;
     top_bits += z * count;
     bad += z * count;
+    partial += z * gridDim.y * (long long)count;
+    pexp += z * gridDim.y * (long long)count;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int v = blockIdx.x * 32 + tx;
     const int p0 = blockIdx.y * chunk, p1 = min(len, p0 + chunk);
-    double top = 0.0;
-    int b = 0;
+    double top = 0.0, sum = 0.0, above = 0.0;
+    int el = 0, b = 0;
     if (v < count)
         for (int p = p0 + ty; p < p1; p += 8) {
             const double a = fabs((double)x[(long long)p * ld + v]);
-            if (emu_finite(a)) top = fmax(top, a);
-            else b = 1;
+            if (!emu_finite(a)) {
+                b = 1;
+                continue;
+            }
+            if (a >= above && a > 0.0) {
+                const int e = ilogb(a);
+                if (top > 0.0) sum = emu_scale(sum, el - e);
+                el = e;
+                above = emu_scale(1.0, e + 1);
+            }
+            top = fmax(top, a);
+            if (a > 0.0) sum += emu_scale(a, -el);
         }
     part[ty][tx] = top;
+    psum[ty][tx] = sum;
+    pe[ty][tx] = el;
     flag[ty][tx] = b;
     __syncthreads();
     if (ty == 0 && v < count) {
@@ -376,6 +414,12 @@ extern "C" __global__ void emu_cols_max(int count, int len, int chunk,
             top = fmax(top, part[r][tx]);
             b |= flag[r][tx];
         }
+        const int ec = top > 0.0 ? ilogb(top) : 0;
+        double s = 0.0;
+        for (int r = 0; r < 8; ++r)
+            if (part[r][tx] > 0.0) s += emu_scale(psum[r][tx], pe[r][tx] - ec);
+        partial[(long long)blockIdx.y * count + v] = s;
+        pexp[(long long)blockIdx.y * count + v] = ec;
         if (top > 0.0) atomicMax(&top_bits[v], (unsigned long long)__double_as_longlong(top));
         if (b) atomicOr(&bad[v], 1);
     }
@@ -388,43 +432,11 @@ __device__ __forceinline__ int emu_col_state(unsigned long long bits, int bad, d
     return bad != 0 ? 2 : (*top == 0.0 ? 0 : 1);
 }
 
-extern "C" __global__ void emu_cols_sum(int count, int len, int chunk,
-                                        const ELEM* __restrict__ x, long long ld, long long xs,
-                                        const unsigned long long* __restrict__ top_bits,
-                                        const int* __restrict__ bad,
-                                        double* __restrict__ partial)
-{
-    __shared__ double part[8][33];
-    const long long z = blockIdx.z;
-    x += z * xs;
-    top_bits += z * count;
-    bad += z * count;
-    partial += z * gridDim.y * (long long)count;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int v = blockIdx.x * 32 + tx;
-    const int p0 = blockIdx.y * chunk, p1 = min(len, p0 + chunk);
-    double sum = 0.0;
-    if (v < count) {
-        double top;
-        if (emu_col_state(top_bits[v], bad[v], &top) == 1) {
-            const int e = ilogb(top);
-            for (int p = p0 + ty; p < p1; p += 8)
-                sum += emu_scale(fabs((double)x[(long long)p * ld + v]), -e);
-        }
-    }
-    part[ty][tx] = sum;
-    __syncthreads();
-    if (ty == 0 && v < count) {
-        double s = part[0][tx];
-        for (int r = 1; r < 8; ++r) s += part[r][tx];
-        partial[(long long)blockIdx.y * count + v] = s;
-    }
-}
-
 extern "C" __global__ void emu_cols_finish(int count, int chunks,
                                            const unsigned long long* __restrict__ top_bits,
                                            const int* __restrict__ bad,
                                            const double* __restrict__ partial,
+                                           const int* __restrict__ pexp,
                                            int* __restrict__ exps, double* __restrict__ norms,
                                            int* __restrict__ states,
                                            unsigned long long* __restrict__ tops)
@@ -435,14 +447,20 @@ extern "C" __global__ void emu_cols_finish(int count, int chunks,
     top_bits += z * count;
     bad += z * count;
     partial += z * chunks * (long long)count;
+    pexp += z * chunks * (long long)count;
     exps += z * count;
     norms += z * count;
     states += z * count;
     double top;
     const int state = emu_col_state(top_bits[v], bad[v], &top);
+    const int e = state == 1 ? ilogb(top) : 0;
     double s = 0.0;
-    for (int c = 0; c < chunks; ++c) s += partial[(long long)c * count + v];
-    exps[v] = state == 1 ? ilogb(top) : 0;
+    if (state == 1)
+        for (int c = 0; c < chunks; ++c) {
+            const long long at = (long long)c * count + v;
+            s += emu_scale(partial[at], pexp[at] - e);
+        }
+    exps[v] = e;
     norms[v] = state == 1 ? s : 0.0;
     states[v] = state;
     if (state == 1) atomicMax(&tops[z], (unsigned long long)__double_as_longlong(s));
@@ -656,14 +674,13 @@ extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict_
                                            tau, slack));
             need[(long long)i * n + j] = (unsigned char)b;
         }
-        // Most warps' elements all need the same bits: one lane then
-        // counts the warp's 32, not each lane its own.
-        const int b0 = __shfl_sync(0xffffffffu, b, 0);
-        if (__all_sync(0xffffffffu, b == b0)) {
-            if (threadIdx.x % 32 == 0 && b0 >= 0) atomicAdd(&bins[b0], 32u);
-        } else if (b >= 0) {
-            atomicAdd(&bins[b], 1u);
-        }
+        // The lanes that need the same bits count together, one atomic
+        // per distinct need in the warp: a lane per element contended on
+        // the few bins that uniform data fills (ncu had the kernel
+        // SM-bound at 92% with 2.2 ms at n = 16384).
+        const unsigned int peers = __match_any_sync(0xffffffffu, b);
+        if (b >= 0 && (int)(threadIdx.x % 32) == __ffs(peers) - 1)
+            atomicAdd(&bins[b], (unsigned int)__popc(peers));
     }
     __syncthreads();
     for (int t = threadIdx.x; t < 256; t += blockDim.x)

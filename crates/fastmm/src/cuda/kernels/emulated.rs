@@ -59,8 +59,9 @@ const PAD: usize = 16;
 /// did since the tally was last taken.
 pub(crate) struct EmulatedGemm {
     stats_rows: CudaFunction,
-    /// The column statistics' three steps: maxima, chunk sums, totals.
-    stats_cols: [CudaFunction; 3],
+    /// The column statistics' two steps: the chunks' maxima and sums,
+    /// then the columns' totals.
+    stats_cols: [CudaFunction; 2],
     split: CudaFunction,
     need: CudaFunction,
     /// The CRT accumulation for 1 to 8 moduli, and for 9 to 16.
@@ -241,13 +242,12 @@ impl EmulatedGemm {
             dtype: T::DTYPE,
             tile: 0,
         };
-        let [stats_rows, cols_max, cols_sum, cols_finish, split, need, accumulate, accumulate_wide, fixup, merge, add, complex] =
+        let [stats_rows, cols_max, cols_finish, split, need, accumulate, accumulate_wide, fixup, merge, add, complex] =
             KernelSource::EMULATED_ENTRIES;
         Ok(EmulatedGemm {
             stats_rows: gpu.entry_function(key, stats_rows)?,
             stats_cols: [
                 gpu.entry_function(key, cols_max)?,
-                gpu.entry_function(key, cols_sum)?,
                 gpu.entry_function(key, cols_finish)?,
             ],
             split: gpu.entry_function(key, split)?,
@@ -362,10 +362,10 @@ impl EmulatedGemm {
 
     /// The statistics of `count` columns of `len` entries (entry p of
     /// column v at x[p·ld + v]) into `stats`, for each product of `batch`:
-    /// the columns' maxima and chunk sums over a grid of 32 columns × a
-    /// chunk of the length per block, so that a short row of long columns
-    /// still fills the GPU, then the chunks' sums added in order per
-    /// column.
+    /// each chunk's maxima and sums over a grid of 32 columns × a chunk of
+    /// the length per block, so that a short row of long columns still
+    /// fills the GPU, then the chunks' sums rescaled and added in order
+    /// per column.
     fn column_stats(
         &self,
         gpu: &Gpu,
@@ -381,6 +381,7 @@ impl EmulatedGemm {
         let top_bits: CudaSlice<u64> = alloc(gpu, entries, "column maxima")?;
         let bad: CudaSlice<i32> = alloc(gpu, entries, "column flags")?;
         let partial: CudaSlice<f64> = alloc_written(gpu, chunks * entries, "column sums")?;
+        let pexp: CudaSlice<i32> = alloc_written(gpu, chunks * entries, "column sums' exponents")?;
         let (ci, li, chi, chunks_i, ld, xs) = (
             to_i32("count", count)?,
             to_i32("len", len)?,
@@ -389,41 +390,38 @@ impl EmulatedGemm {
             x.ld as i64,
             batch.input as i64,
         );
-        let (tp, bp, pp) = (ptr(gpu, &top_bits), ptr(gpu, &bad), ptr(gpu, &partial));
+        let (tp, bp, pp, ep) = (
+            ptr(gpu, &top_bits),
+            ptr(gpu, &bad),
+            ptr(gpu, &partial),
+            ptr(gpu, &pexp),
+        );
         let products = batch.grid()?;
         let grid = LaunchConfig {
             grid_dim: (count.div_ceil(32) as u32, chunks as u32, products),
             block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };
-        let [max, sum, finish] = &self.stats_cols;
-        // The two passes over the columns share their first eight
-        // arguments; the sums' pass adds its partial sums.
-        let pass = |step| {
-            let mut launch = gpu.stream.launch_builder(step);
-            launch
-                .arg(&ci)
-                .arg(&li)
-                .arg(&chi)
-                .arg(&x.ptr)
-                .arg(&ld)
-                .arg(&xs)
-                .arg(&tp)
-                .arg(&bp);
-            launch
-        };
-        let mut launch = pass(max);
+        let [chunked, finish] = &self.stats_cols;
+        let mut launch = gpu.stream.launch_builder(chunked);
+        launch
+            .arg(&ci)
+            .arg(&li)
+            .arg(&chi)
+            .arg(&x.ptr)
+            .arg(&ld)
+            .arg(&xs)
+            .arg(&tp)
+            .arg(&bp)
+            .arg(&pp)
+            .arg(&ep);
         // SAFETY: (int, int, int, const ELEM*, long long, long long,
-        // unsigned long long*, int*): x addresses, for each product xs
-        // elements after the previous one's, count columns of len entries
-        // with this ld; top_bits and bad hold count zeroed entries per
-        // product.
-        unsafe { launch.launch(grid) }.map_err(launch_err("column maxima"))?;
-        let mut launch = pass(sum);
-        launch.arg(&pp);
-        // SAFETY: as above, and partial holds chunks·count doubles per
-        // product, one written by each (chunk, column) of the grid.
-        unsafe { launch.launch(grid) }.map_err(launch_err("column sums"))?;
+        // unsigned long long*, int*, double*, int*): x addresses, for each
+        // product xs elements after the previous one's, count columns of
+        // len entries with this ld; top_bits and bad hold count zeroed
+        // entries per product, partial and pexp chunks·count per product,
+        // one written by each (chunk, column) of the grid.
+        unsafe { launch.launch(grid) }.map_err(launch_err("column maxima and sums"))?;
         let at = stats.at(gpu);
         let mut launch = gpu.stream.launch_builder(finish);
         launch
@@ -432,15 +430,16 @@ impl EmulatedGemm {
             .arg(&tp)
             .arg(&bp)
             .arg(&pp)
+            .arg(&ep)
             .arg(&at.exps)
             .arg(&at.norms)
             .arg(&at.states)
             .arg(&stats.tops);
         // SAFETY: (int, int, const unsigned long long*, const int*, const
-        // double*, int*, double*, int*, unsigned long long*): the inputs as
-        // written above; the outputs hold count entries per product, tops
-        // one zeroed entry per product. The temporaries are freed in
-        // stream order after this launch as they drop.
+        // double*, const int*, int*, double*, int*, unsigned long long*):
+        // the inputs as written above; the outputs hold count entries per
+        // product, tops one zeroed entry per product. The temporaries are
+        // freed in stream order after this launch as they drop.
         unsafe {
             launch.launch(LaunchConfig {
                 grid_dim: (count.div_ceil(256) as u32, products, 1),

@@ -90,10 +90,9 @@ impl KernelSource {
     ];
 
     /// The entry points of `emulated.cu`.
-    pub const EMULATED_ENTRIES: [&'static str; 12] = [
+    pub const EMULATED_ENTRIES: [&'static str; 11] = [
         "emu_stats_rows",
         "emu_cols_max",
-        "emu_cols_sum",
         "emu_cols_finish",
         "emu_split",
         "emu_need",
