@@ -358,6 +358,17 @@ pub const EMULATION_K_CHUNK: usize = 1 << 16;
 /// the 20 that 7 moduli hold) half of one.
 pub const EMULATION_CERTIFICATE_SAMPLE: usize = 4;
 
+/// The depth from which an emulated product's moduli come from the
+/// largest norms of its rows and columns
+/// ([`crate::emulation::certify::Sums`]), a bit below the depth's bound
+/// on evenly spread data. Shallower products keep the depth's bound and
+/// its spare bits: a native product of a few terms is nearly
+/// exact-rounded, and the `native` level's audit compares with it (f32
+/// at 1×2×1 on scaled rows: 23 bits gave 46× its error where 27 had met
+/// it). 256 is where the native errors were measured from
+/// (`NATIVE_ERROR_*`).
+pub const EMULATION_NORMS_MIN_DEPTH: usize = 256;
+
 /// The `native` accuracy level's certificate: every element of an
 /// emulated product within c·λ(k)·u·(|A||B|)_ij, c this constant and λ
 /// the native product's error ([`crate::emulation::certify::Target::of`]).

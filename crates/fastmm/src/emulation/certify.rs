@@ -39,7 +39,7 @@ use crate::element::DType;
 use crate::options::Accuracy;
 use crate::tunables::{
     EMULATION_CERTIFICATE_SAMPLE, EMULATION_FIXUP_FRACTION, EMULATION_NATIVE_TAU,
-    NATIVE_ERROR_PACKED,
+    EMULATION_NORMS_MIN_DEPTH, NATIVE_ERROR_PACKED,
 };
 
 /// The need of an element that no number of bits certifies (a NaN or ∞ in
@@ -288,12 +288,29 @@ impl Sums {
     }
 
     /// The bound from the depth and the largest norms of A's rows and
-    /// B's columns (a NaN counts as unknown).
+    /// B's columns (a NaN counts as unknown), from a depth of
+    /// [`EMULATION_NORMS_MIN_DEPTH`] on; shallower products take the
+    /// depth's bound alone, whose spare bits keep them near exact-rounded
+    /// (a native product of few terms is, and the `native` level is
+    /// measured against it).
     pub fn with_norms(k: usize, rows: f64, cols: f64) -> Sums {
         let norm = rows.min(cols);
         Sums {
             k,
-            norm: if norm >= 0.0 { norm } else { f64::INFINITY },
+            norm: if norm >= 0.0 && k >= EMULATION_NORMS_MIN_DEPTH {
+                norm
+            } else {
+                f64::INFINITY
+            },
+        }
+    }
+
+    /// The bound from the norms at any depth (the tests' own).
+    #[cfg(test)]
+    fn with_norms_at_any_depth(k: usize, rows: f64, cols: f64) -> Sums {
+        Sums {
+            k,
+            norm: rows.min(cols),
         }
     }
 
@@ -609,7 +626,7 @@ mod tests {
                 let (sa, sb): (Vec<_>, Vec<_>) =
                     (a.iter().map(stats).collect(), b.iter().map(stats).collect());
                 let widest = |s: &[VectorStats]| s.iter().fold(0.0f64, |w, x| w.max(x.norm));
-                let sums = Sums::with_norms(k, widest(&sa), widest(&sb));
+                let sums = Sums::with_norms_at_any_depth(k, widest(&sa), widest(&sb));
                 let mut largest = 0u128;
                 for (x, s) in a.iter().zip(&sa) {
                     for (y, t) in b.iter().zip(&sb) {
@@ -649,6 +666,8 @@ mod tests {
             Sums::with_norms(k, 3.0, 3.0)
         );
         assert_eq!(Sums::with_norms(k, f64::NAN, f64::NAN), Sums::depth(k));
+        // Shallow products keep the depth's bound.
+        assert_eq!(Sums::with_norms(255, 3.0, 3.0), Sums::depth(255));
         // A route widens to the most bits its moduli hold under the bound.
         let mut h = [0u64; 256];
         h[48] = 1000;

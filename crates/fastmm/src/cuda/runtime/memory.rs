@@ -297,6 +297,18 @@ impl<T: Element> HostBuffer<T> {
 }
 
 impl<T: Element> DeviceMatrix<T> {
+    /// A rows×cols row-major matrix (ld = cols) in `memory`, which it
+    /// holds and frees.
+    pub fn from_raw(memory: RawDeviceMemory, (rows, cols): (usize, usize)) -> DeviceMatrix<T> {
+        DeviceMatrix {
+            ptr: memory.ptr,
+            rows,
+            cols,
+            ld: cols,
+            storage: Storage::Pitched(memory),
+        }
+    }
+
     /// Copies a staged rows×cols matrix to the GPU (or, with `None`, only
     /// allocates room for it: an output whose old value is never read).
     pub fn upload(

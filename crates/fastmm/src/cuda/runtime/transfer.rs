@@ -17,7 +17,7 @@ use crate::cuda::runtime::memory::{PinnedStaging, RawDeviceMemory};
 use crate::cuda::tunables::CUDA_TRANSFER_BAND_BYTES;
 use crate::element::Element;
 use crate::error::Error;
-use crate::matrix::MatRef;
+use crate::matrix::{MatMut, MatRef};
 
 /// Rows per band of a matrix of `cols` columns of T.
 fn band_rows<T>(cols: usize) -> usize {
@@ -161,6 +161,70 @@ pub(crate) unsafe fn download_vec<T: Element>(
     })();
     let done = gpu.synchronize();
     copied.and(done).map(|()| out)
+}
+
+/// The rows×cols row-major matrix at `src` on `gpu` (ld = cols) copied
+/// into `out`, band by band through the two page-locked buffers: band
+/// b's copy is queued before band b − 1 is scattered into `out` by the
+/// CPU's threads.
+///
+/// # Safety
+/// `src` is on `gpu`, holds out.rows()·out.cols() elements of T, and is
+/// not written meanwhile.
+pub(crate) unsafe fn download_view<T: Element>(
+    gpu: &Gpu,
+    src: CUdeviceptr,
+    mut out: MatMut<'_, T>,
+) -> Result<(), Error> {
+    let (rows, cols) = out.shape();
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    let elem = std::mem::size_of::<T>();
+    let band = band_rows::<T>(cols).min(rows);
+    let mut pair = Pair::new(gpu, band * cols * elem)?;
+    let bands: Vec<(usize, usize)> = (0..rows)
+        .step_by(band)
+        .map(|start| (start, band.min(rows - start)))
+        .collect();
+    let mut place = |pair: &mut Pair, slot: usize, (start, height): (usize, usize)| {
+        pair.settle(slot)?;
+        // SAFETY: its copy has completed, and none other is queued into it.
+        let from = unsafe { pair.buffers[slot].as_mut_slice::<T>(height * cols) };
+        host_copy::scatter(
+            from,
+            out.rb_mut().submatrix(start, 0, height, cols),
+            T::ZERO,
+        );
+        Ok::<(), Error>(())
+    };
+    let copied = (|| {
+        for (index, &(start, height)) in bands.iter().enumerate() {
+            let slot = index % 2;
+            pair.settle(slot)?;
+            gpu.bind()?;
+            // SAFETY: `height` rows from row `start` lie inside `src` (the
+            // caller's contract) and fit the buffer, which no copy uses
+            // (settled above).
+            unsafe {
+                download_async(
+                    &gpu.stream,
+                    src + (start * cols * elem) as u64,
+                    pair.buffers[slot].ptr(),
+                    height * cols * elem,
+                )
+            }
+            .map_err(|e| cuda_err("a copy from the GPU failed", e))?;
+            pair.mark(gpu, slot)?;
+            if index > 0 {
+                place(&mut pair, 1 - slot, bands[index - 1])?;
+            }
+        }
+        let last = bands.len() - 1;
+        place(&mut pair, last % 2, bands[last])
+    })();
+    let done = gpu.synchronize();
+    copied.and(done)
 }
 
 /// Waits for buffer `slot`'s copy, then moves its `count` elements into
