@@ -692,18 +692,7 @@ impl Context {
             Err(e) => return Some(Err(e)),
         }
         let run = || -> Result<Report, Error> {
-            let shapes = [
-                a.1.shape(),
-                b.0.shape(),
-                b.1.shape(),
-                c.0.shape(),
-                c.1.shape(),
-            ];
-            if shapes != [(m, k), (k, n), (k, n), (m, n), (m, n)] {
-                return Err(Error::InvalidOption(format!(
-                    "a complex product of {m}×{k} by {k}×{n} parts has parts of shapes {shapes:?}"
-                )));
-            }
+            check_complex_parts(&a, &b, &c)?;
             let mut plan = self.plan(Problem::of::<T>((m, k, n)), opts)?;
             let name = match (T::DTYPE, form) {
                 (DType::F32, ComplexForm::Classical) => "cgemm",
@@ -737,6 +726,30 @@ impl Context {
     }
 }
 
+/// The parts of a complex product of A's real part's shape by B's
+/// columns: every part of the shape its partner and the product ask.
+#[cfg(feature = "cuda")]
+fn check_complex_parts<T: Element>(
+    a: &(MatRef<'_, T>, MatRef<'_, T>),
+    b: &(MatRef<'_, T>, MatRef<'_, T>),
+    c: &(MatMut<'_, T>, MatMut<'_, T>),
+) -> Result<(), Error> {
+    let ((m, k), n) = (a.0.shape(), b.0.cols());
+    let shapes = [
+        a.1.shape(),
+        b.0.shape(),
+        b.1.shape(),
+        c.0.shape(),
+        c.1.shape(),
+    ];
+    if shapes != [(m, k), (k, n), (k, n), (m, n), (m, n)] {
+        return Err(Error::InvalidOption(format!(
+            "a complex product of {m}×{k} by {k}×{n} parts has parts of shapes {shapes:?}"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(feature = "cuda")]
 impl Context {
     /// The emulated complex product on a GPU by Karatsuba on the residues
@@ -750,18 +763,7 @@ impl Context {
         opts: &GemmOptions,
     ) -> Result<Report, Error> {
         let ((m, k), n) = (a.0.shape(), b.0.cols());
-        let shapes = [
-            a.1.shape(),
-            b.0.shape(),
-            b.1.shape(),
-            c.0.shape(),
-            c.1.shape(),
-        ];
-        if shapes != [(m, k), (k, n), (k, n), (m, n), (m, n)] {
-            return Err(Error::InvalidOption(format!(
-                "a complex product of {m}×{k} by {k}×{n} parts has parts of shapes {shapes:?}"
-            )));
-        }
+        check_complex_parts(&a, &b, &c)?;
         let mut plan = self.plan(Problem::of::<T>((m, k, n)), opts)?;
         plan.kernel += "; complex: Karatsuba on the residues";
         opts.check_interrupt()?;

@@ -293,6 +293,27 @@ __device__ __forceinline__ bool emu_finite(double x)
     return fabs(x) <= 1.7976931348623157e308;
 }
 
+// One entry |a| of a one-pass norm: the running largest `top`, the sum
+// of the entries in units of 2^el (el the exponent of the largest so
+// far, `above` = 2^(el+1)), rescaled exactly by a power of two when a
+// larger exponent comes; a NaN or inf sets `bad` instead.
+__device__ __forceinline__ void emu_norm_step(double a, double& top, double& sum, double& above,
+                                              int& el, int& bad)
+{
+    if (!emu_finite(a)) {
+        bad = 1;
+        return;
+    }
+    if (a >= above && a > 0.0) {
+        const int e = ilogb(a);
+        if (top > 0.0) sum = emu_scale(sum, el - e);
+        el = e;
+        above = emu_scale(1.0, e + 1);
+    }
+    top = fmax(top, a);
+    if (a > 0.0) sum += emu_scale(a, -el);
+}
+
 // Statistics of `count` rows of `len` entries, row v at x + v*ld; one
 // warp per row, 8 rows per block of 32x8 (shuffles, no barriers, so that
 // short rows do not leave the GPU waiting on block-wide reductions), grid
@@ -317,21 +338,8 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
     // row instead of two.
     double top = 0.0, sum = 0.0, above = 0.0;
     int el = 0, bad = 0;
-    for (int p = threadIdx.x; p < len; p += 32) {
-        const double a = fabs((double)row[p]);
-        if (!emu_finite(a)) {
-            bad = 1;
-            continue;
-        }
-        if (a >= above && a > 0.0) {
-            const int e = ilogb(a);
-            if (top > 0.0) sum = emu_scale(sum, el - e);
-            el = e;
-            above = emu_scale(1.0, e + 1);
-        }
-        top = fmax(top, a);
-        if (a > 0.0) sum += emu_scale(a, -el);
-    }
+    for (int p = threadIdx.x; p < len; p += 32)
+        emu_norm_step(fabs((double)row[p]), top, sum, above, el, bad);
     double row_top = top;
     for (int o = 16; o > 0; o >>= 1)
         row_top = fmax(row_top, __shfl_xor_sync(0xffffffffu, row_top, o));
@@ -389,21 +397,8 @@ extern "C" __global__ void emu_cols_max(int count, int len, int chunk,
     double top = 0.0, sum = 0.0, above = 0.0;
     int el = 0, b = 0;
     if (v < count)
-        for (int p = p0 + ty; p < p1; p += 8) {
-            const double a = fabs((double)x[(long long)p * ld + v]);
-            if (!emu_finite(a)) {
-                b = 1;
-                continue;
-            }
-            if (a >= above && a > 0.0) {
-                const int e = ilogb(a);
-                if (top > 0.0) sum = emu_scale(sum, el - e);
-                el = e;
-                above = emu_scale(1.0, e + 1);
-            }
-            top = fmax(top, a);
-            if (a > 0.0) sum += emu_scale(a, -el);
-        }
+        for (int p = p0 + ty; p < p1; p += 8)
+            emu_norm_step(fabs((double)x[(long long)p * ld + v]), top, sum, above, el, b);
     part[ty][tx] = top;
     psum[ty][tx] = sum;
     pe[ty][tx] = el;

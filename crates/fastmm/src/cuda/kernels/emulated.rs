@@ -746,12 +746,7 @@ impl EmulatedGemm {
                     )?;
                     i0 += r;
                 }
-                let mut counts = vec![0u64; 256];
-                gpu.stream
-                    .memcpy_dtoh(&histogram, &mut counts[..])
-                    .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
-                gpu.synchronize()?;
-                let histogram_host: [u64; 256] = counts.try_into().expect("256 bins");
+                let histogram_host = read_histograms(gpu, &histogram, 1)?[0];
                 let found = route(&histogram_host, m, sums, n, target);
                 if span.1 == kp || !wants_full_depth(found, sums, target) {
                     break settle(found, &histogram_host, sums, target);

@@ -133,34 +133,56 @@ pub(crate) unsafe fn download_vec<T: Element>(
         .step_by(band)
         .map(|start| (start, band.min(len - start)))
         .collect();
-    let copied = (|| {
-        // Band b's copy is queued before band b − 1 is unpacked.
-        for (index, &(start, count)) in bands.iter().enumerate() {
-            let slot = index % 2;
-            pair.settle(slot)?;
-            gpu.bind()?;
-            // SAFETY: `count` elements from element `start` lie inside
-            // `src` (the caller's contract) and fit the buffer, which no
-            // copy uses (settled above).
-            unsafe {
-                download_async(
-                    &gpu.stream,
-                    src.ptr + (start * elem) as u64,
-                    pair.buffers[slot].ptr(),
-                    count * elem,
-                )
-            }
-            .map_err(|e| cuda_err("a copy from the GPU failed", e))?;
-            pair.mark(gpu, slot)?;
-            if index > 0 {
-                unpack(&mut pair, 1 - slot, bands[index - 1], &mut out)?;
-            }
-        }
-        let last = bands.len() - 1;
-        unpack(&mut pair, last % 2, bands[last], &mut out)
-    })();
+    // SAFETY: the bands lie inside `src` (the caller's contract).
+    let copied = unsafe {
+        download_bands(gpu, src.ptr, elem, &bands, &mut pair, |pair, slot, band| {
+            unpack(pair, slot, band, &mut out)
+        })
+    };
     let done = gpu.synchronize();
     copied.and(done).map(|()| out)
+}
+
+/// Copies each band (first element, count) of T (`elem` bytes each) of
+/// `src` into a buffer of `pair`, band b's copy queued before band b − 1
+/// is handed to `place` with its buffer's slot.
+///
+/// # Safety
+/// Every band lies inside `src`, on `gpu`, not written meanwhile, and
+/// fits a buffer of `pair`.
+unsafe fn download_bands(
+    gpu: &Gpu,
+    src: CUdeviceptr,
+    elem: usize,
+    bands: &[(usize, usize)],
+    pair: &mut Pair,
+    mut place: impl FnMut(&mut Pair, usize, (usize, usize)) -> Result<(), Error>,
+) -> Result<(), Error> {
+    for (index, &(start, count)) in bands.iter().enumerate() {
+        let slot = index % 2;
+        pair.settle(slot)?;
+        gpu.bind()?;
+        // SAFETY: `count` elements from element `start` lie inside `src`
+        // and fit the buffer (the caller's contract), which no copy uses
+        // (settled above).
+        unsafe {
+            download_async(
+                &gpu.stream,
+                src + (start * elem) as u64,
+                pair.buffers[slot].ptr(),
+                count * elem,
+            )
+        }
+        .map_err(|e| cuda_err("a copy from the GPU failed", e))?;
+        pair.mark(gpu, slot)?;
+        if index > 0 {
+            place(pair, 1 - slot, bands[index - 1])?;
+        }
+    }
+    match bands.len() {
+        0 => Ok(()),
+        len => place(pair, (len - 1) % 2, bands[len - 1]),
+    }
 }
 
 /// The rows×cols row-major matrix at `src` on `gpu` (ld = cols) copied
@@ -183,46 +205,21 @@ pub(crate) unsafe fn download_view<T: Element>(
     let elem = std::mem::size_of::<T>();
     let band = band_rows::<T>(cols).min(rows);
     let mut pair = Pair::new(gpu, band * cols * elem)?;
+    // Bands of whole rows, in elements.
     let bands: Vec<(usize, usize)> = (0..rows)
         .step_by(band)
-        .map(|start| (start, band.min(rows - start)))
+        .map(|start| (start * cols, band.min(rows - start) * cols))
         .collect();
-    let mut place = |pair: &mut Pair, slot: usize, (start, height): (usize, usize)| {
+    let place = |pair: &mut Pair, slot: usize, (start, count): (usize, usize)| {
         pair.settle(slot)?;
         // SAFETY: its copy has completed, and none other is queued into it.
-        let from = unsafe { pair.buffers[slot].as_mut_slice::<T>(height * cols) };
-        host_copy::scatter(
-            from,
-            out.rb_mut().submatrix(start, 0, height, cols),
-            T::ZERO,
-        );
-        Ok::<(), Error>(())
+        let from = unsafe { pair.buffers[slot].as_mut_slice::<T>(count) };
+        let (row, height) = (start / cols, count / cols);
+        host_copy::scatter(from, out.rb_mut().submatrix(row, 0, height, cols), T::ZERO);
+        Ok(())
     };
-    let copied = (|| {
-        for (index, &(start, height)) in bands.iter().enumerate() {
-            let slot = index % 2;
-            pair.settle(slot)?;
-            gpu.bind()?;
-            // SAFETY: `height` rows from row `start` lie inside `src` (the
-            // caller's contract) and fit the buffer, which no copy uses
-            // (settled above).
-            unsafe {
-                download_async(
-                    &gpu.stream,
-                    src + (start * cols * elem) as u64,
-                    pair.buffers[slot].ptr(),
-                    height * cols * elem,
-                )
-            }
-            .map_err(|e| cuda_err("a copy from the GPU failed", e))?;
-            pair.mark(gpu, slot)?;
-            if index > 0 {
-                place(&mut pair, 1 - slot, bands[index - 1])?;
-            }
-        }
-        let last = bands.len() - 1;
-        place(&mut pair, last % 2, bands[last])
-    })();
+    // SAFETY: the rows lie inside `src` (the caller's contract).
+    let copied = unsafe { download_bands(gpu, src, elem, &bands, &mut pair, place) };
     let done = gpu.synchronize();
     copied.and(done)
 }

@@ -11,8 +11,8 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{
-    alloc, launch_err, memory_budget, padded, per_element, ptr, too_big, Batch, Carve, Clock,
-    EmulatedGemm, Stats, MAX_GRID_Y,
+    alloc, launch_err, memory_budget, padded, per_element, ptr, read_histograms, too_big, Batch,
+    Carve, Clock, EmulatedGemm, Stats, MAX_GRID_Y,
 };
 use crate::cuda::kernels::cublas;
 use crate::cuda::kernels::int8::{int8_product, int8_product_part};
@@ -296,12 +296,7 @@ impl EmulatedGemm {
                 )?;
                 i0 += r;
             }
-            let mut counts = vec![0u64; 256];
-            gpu.stream
-                .memcpy_dtoh(&histogram, &mut counts[..])
-                .map_err(|e| cuda_err("cannot read the certificate's histogram", e))?;
-            gpu.synchronize()?;
-            let counts: [u64; 256] = counts.try_into().expect("256 bins");
+            let counts = read_histograms(gpu, &histogram, 1)?[0];
             let sums =
                 Sums::with_norms(depth, row_stats.widest(gpu)?[0], col_stats.widest(gpu)?[0]);
             settle(route(&counts, m, sums, n, target), &counts, sums, target)
