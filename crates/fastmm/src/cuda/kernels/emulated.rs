@@ -680,7 +680,6 @@ impl EmulatedGemm {
         // certificate's first depth: the host waits for the statistics.
         let sums = Sums::with_norms(k, row_stats.widest(gpu)?[0], col_stats.widest(gpu)?[0]);
         let budget = memory_budget(gpu, scratch.capacity())?;
-        let too_big = |what: &str, needed: usize| too_big(what, needed, budget);
 
         // The needs lie at the start of the scratch through both phases,
         // each phase's planes after them.
@@ -694,11 +693,7 @@ impl EmulatedGemm {
         let chosen = {
             let fixed = m * n + n * kp;
             let per_row = kp + 4 * np;
-            let block = budget.saturating_sub(fixed) / per_row;
-            if block == 0 {
-                return Err(too_big("certificate", fixed + per_row));
-            }
-            let block = block.min(m).min(MAX_GRID_Y);
+            let block = block_rows(budget, (fixed, per_row), m, "certificate")?;
             let (need, [mag_b, mag_a, g]) =
                 carve.place(scratch, [n * kp, block * kp, 4 * block * np], 0)?;
             self.split(
@@ -773,11 +768,7 @@ impl EmulatedGemm {
         clock.mark(gpu, Phase::Split)?;
         let fixed = m * n + nmod * n * kp;
         let per_row = nmod * (kp + 4 * np);
-        let block = budget.saturating_sub(fixed) / per_row;
-        if block == 0 {
-            return Err(too_big("residues", fixed + per_row));
-        }
-        let block = block.min(m).min(MAX_GRID_Y);
+        let block = block_rows(budget, (fixed, per_row), m, "residues")?;
         let (need, [res_b, res_a, planes]) = carve.place(
             scratch,
             [nmod * n * kp, nmod * block * kp, 4 * nmod * block * np],
@@ -1310,6 +1301,21 @@ impl EmulatedGemm {
 fn memory_budget(gpu: &Gpu, held: usize) -> Result<usize, Error> {
     let (free, _) = gpu.memory_info()?;
     Ok(((free + held) as f64 * CUDA_EMULATION_MEMORY_FRACTION) as usize)
+}
+
+/// The rows of A per block of a phase that holds `fixed` bytes and
+/// `per_row` more per row, within `budget`: at most m and a grid's
+/// extent.
+fn block_rows(
+    budget: usize,
+    (fixed, per_row): (usize, usize),
+    m: usize,
+    what: &str,
+) -> Result<usize, Error> {
+    match budget.saturating_sub(fixed) / per_row.max(1) {
+        0 => Err(too_big(what, fixed + per_row, budget)),
+        block => Ok(block.min(m).min(MAX_GRID_Y)),
+    }
 }
 
 /// The error for a step that does not fit in `budget` bytes.

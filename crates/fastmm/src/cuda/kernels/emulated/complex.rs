@@ -11,8 +11,8 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{
-    alloc, launch_err, memory_budget, padded, per_element, ptr, read_histograms, too_big, Batch,
-    Carve, Clock, EmulatedGemm, Stats, MAX_GRID_Y,
+    alloc, block_rows, launch_err, memory_budget, padded, per_element, ptr, read_histograms, Batch,
+    Carve, Clock, EmulatedGemm, Stats,
 };
 use crate::cuda::kernels::cublas;
 use crate::cuda::kernels::int8::{int8_product, int8_product_part};
@@ -227,7 +227,6 @@ impl EmulatedGemm {
         drop((row_parts, col_parts));
         let (rows, cols) = (row_stats.at(gpu), col_stats.at(gpu));
         let budget = memory_budget(gpu, scratch.capacity())?;
-        let too_big = |what: &str, needed: usize| too_big(what, needed, budget);
         let mut carve = Carve::default();
         carve.take(m * n);
         let kept = carve.end();
@@ -239,11 +238,7 @@ impl EmulatedGemm {
         let chosen = {
             let fixed = m * n + 2 * n * kp;
             let per_row = 2 * kp + 8 * np;
-            let block = budget.saturating_sub(fixed) / per_row;
-            if block == 0 {
-                return Err(too_big("complex certificate", fixed + per_row));
-            }
-            let block = block.min(m).min(MAX_GRID_Y);
+            let block = block_rows(budget, (fixed, per_row), m, "complex certificate")?;
             let (need, [mbr, mbi, mar, mai, g_re, g_im]) = carve.place(
                 scratch,
                 [
@@ -320,11 +315,7 @@ impl EmulatedGemm {
         clock.mark(gpu, Phase::Split)?;
         let fixed = m * n + 3 * nmod * n * kp;
         let per_row = nmod * (3 * kp + 12 * np);
-        let block = budget.saturating_sub(fixed) / per_row;
-        if block == 0 {
-            return Err(too_big("complex residues", fixed + per_row));
-        }
-        let block = block.min(m).min(MAX_GRID_Y);
+        let block = block_rows(budget, (fixed, per_row), m, "complex residues")?;
         let (need, [rbr, rbi, rbs, rar, rai, ras, planes]) = carve.place(
             scratch,
             [
