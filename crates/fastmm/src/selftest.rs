@@ -729,7 +729,9 @@ mod gpu {
     use crate::cuda::kernels::gemm::schedule::FastSchedule;
     use crate::cuda::products::hosted::Bands;
     use crate::cuda::products::out_of_core::plan::Slots;
-    use crate::cuda::products::out_of_core::{multiply_in_bands, multiply_planned, Plan, Resident};
+    use crate::cuda::products::out_of_core::{
+        multiply_in_bands, multiply_planned, Resident, Tiling,
+    };
     use crate::cuda::runtime::device::Gpu;
     use crate::cuda::runtime::memory::round_trip;
     use crate::matrix::{GpuMatrix, GpuProduct};
@@ -1851,8 +1853,8 @@ mod gpu {
         };
         for &(m, k, n) in SHAPES {
             let (rows, cols) = (m.div_ceil(3), n.div_ceil(2));
-            let whole = Plan::one_step((m, k, n), elem);
-            let tiled = |resident, depth, slots| Plan {
+            let whole = Tiling::one_step((m, k, n), elem);
+            let tiled = |resident, depth, slots| Tiling {
                 tile_rows: rows,
                 tile_cols: cols,
                 depth,

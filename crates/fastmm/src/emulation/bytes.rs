@@ -24,7 +24,7 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 
-use super::{Route, Tally};
+use super::{EmulationRoute, Tally};
 
 /// INT8 products per slice for D digits: the pairs p + q < D.
 pub fn products_per_slice(digits: usize) -> usize {
@@ -106,7 +106,7 @@ pub fn gemm_bytes<T: Element>(
         return Ok(tally);
     }
     let width = 8 * digits as u32;
-    let route = Route::Emulated {
+    let route = EmulationRoute::Emulated {
         bits: width,
         moduli: products_per_slice(digits),
         fixups: 0,

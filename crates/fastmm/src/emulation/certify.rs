@@ -408,12 +408,12 @@ pub fn certificate_depth(sums: impl Into<Sums>, target: Target) -> usize {
 /// found from the first [`certificate_depth`]: where it went native, or
 /// where its bits less the sample's (⌈log₂ s/q⌉, the most a whole depth
 /// typically saves) would need fewer moduli.
-pub fn wants_full_depth(route: Route, sums: impl Into<Sums>, target: Target) -> bool {
+pub fn wants_full_depth(route: EmulationRoute, sums: impl Into<Sums>, target: Target) -> bool {
     let sums = sums.into();
     let parts = EMULATION_CERTIFICATE_SAMPLE;
     match route {
-        Route::Native { .. } => true,
-        Route::Emulated { bits, moduli, .. } => {
+        EmulationRoute::Native { .. } => true,
+        EmulationRoute::Emulated { bits, moduli, .. } => {
             let q = certificate_share(sums, target);
             let saved = (parts as f64 / q as f64).log2().ceil() as u32;
             saved > 0
@@ -426,7 +426,7 @@ pub fn wants_full_depth(route: Route, sums: impl Into<Sums>, target: Target) -> 
 /// How a product is computed, decided from the histogram of its
 /// elements' needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
+pub enum EmulationRoute {
     /// Emulated with `bits` bits per scaled entry and `moduli` INT8
     /// products; `fixups` elements recomputed natively.
     Emulated {
@@ -461,19 +461,19 @@ pub fn route(
     sums: impl Into<Sums>,
     n: usize,
     target: Target,
-) -> Route {
+) -> EmulationRoute {
     let sums = sums.into();
     let allowance = fixup_allowance(m, n);
     if let Target::Bits(bits) = target {
         let bits = bits.min(max_bits(sums)).max(1);
         let above = histogram[bits as usize + 1..].iter().sum::<u64>();
         return match moduli_for_bits(sums, bits) {
-            Some(moduli) if above <= allowance => Route::Emulated {
+            Some(moduli) if above <= allowance => EmulationRoute::Emulated {
                 bits,
                 moduli,
                 fixups: above,
             },
-            _ => Route::Native { uncertified: above },
+            _ => EmulationRoute::Native { uncertified: above },
         };
     }
     let top = max_bits(sums);
@@ -483,7 +483,7 @@ pub fn route(
         above -= histogram[b as usize];
         if b >= 1 && above <= allowance {
             if let Some(moduli) = moduli_for_bits(sums, b) {
-                return Route::Emulated {
+                return EmulationRoute::Emulated {
                     bits: b,
                     moduli,
                     fixups: above,
@@ -491,7 +491,7 @@ pub fn route(
             }
         }
     }
-    Route::Native { uncertified: above }
+    EmulationRoute::Native { uncertified: above }
 }
 
 /// The route as it runs: an emulated route certified at b bits takes the
@@ -499,15 +499,15 @@ pub fn route(
 /// more accuracy at no cost), and fixes up only the elements that need
 /// more than those. A fixed number of bits stays as asked.
 pub fn settle(
-    found: Route,
+    found: EmulationRoute,
     histogram: &[u64; 256],
     sums: impl Into<Sums>,
     target: Target,
-) -> Route {
+) -> EmulationRoute {
     let sums = sums.into();
     match (found, target) {
         (
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits, moduli: n, ..
             },
             Target::Tau(_),
@@ -516,7 +516,7 @@ pub fn settle(
                 .take_while(|&b| moduli_for_bits(sums, b).is_some_and(|m| m <= n))
                 .last()
                 .unwrap_or(bits);
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits: widest,
                 moduli: n,
                 fixups: histogram[widest as usize + 1..].iter().sum(),
@@ -674,7 +674,7 @@ mod tests {
         let target = Target::Tau(1e-14);
         assert_eq!(
             settle(route(&h, 32, uniform, 32, target), &h, uniform, target),
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits: 48,
                 moduli: 14,
                 fixups: 0
@@ -726,10 +726,10 @@ mod tests {
     fn the_whole_depth_runs_only_where_the_sample_could_save_a_modulus() {
         let k = 16384;
         let f64_bound = bound(k, f64::EPSILON / 2.0);
-        let native = Route::Native { uncertified: 9 };
+        let native = EmulationRoute::Native { uncertified: 9 };
         assert!(wants_full_depth(native, k, f64_bound));
         // f64 at n = 16384: 43 bits and 41 bits both take 13 moduli.
-        let at = |bits| Route::Emulated {
+        let at = |bits| EmulationRoute::Emulated {
             bits,
             moduli: moduli_for_bits(k, bits).unwrap(),
             fixups: 0,
@@ -757,7 +757,7 @@ mod tests {
         h[30] = 10;
         h[UNCERTIFIED as usize] = 6;
         match route(&h, 64, 100, 64, any) {
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits,
                 moduli,
                 fixups,
@@ -770,14 +770,14 @@ mod tests {
         h[UNCERTIFIED as usize] = 17;
         assert_eq!(
             route(&h, 64, 100, 64, any),
-            Route::Native { uncertified: 17 }
+            EmulationRoute::Native { uncertified: 17 }
         );
         // All zeros: one bit, nothing fixed up.
         let mut z = [0u64; 256];
         z[0] = 9;
         assert!(matches!(
             route(&z, 3, 5, 3, any),
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits: 1,
                 fixups: 0,
                 ..
@@ -843,7 +843,7 @@ mod tests {
         // 18 bits take 7 moduli at this depth, which hold 20.
         assert_eq!(
             found,
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits: 18,
                 moduli: 7,
                 fixups: 4
@@ -852,7 +852,7 @@ mod tests {
         let settled = settle(found, &h, k, target);
         assert_eq!(
             settled,
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits: 20,
                 moduli: 7,
                 fixups: 4
@@ -864,7 +864,7 @@ mod tests {
         let fixed = route(&h, 32, k, 32, Target::Bits(20));
         assert_eq!(
             fixed,
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits: 20,
                 moduli: 7,
                 fixups: 4
@@ -873,7 +873,7 @@ mod tests {
         assert_eq!(settle(fixed, &h, k, Target::Bits(20)), fixed);
         assert_eq!(
             route(&h, 32, k, 32, Target::Bits(17)),
-            Route::Native { uncertified: 1004 }
+            EmulationRoute::Native { uncertified: 1004 }
         );
     }
 }

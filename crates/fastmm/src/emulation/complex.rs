@@ -27,7 +27,7 @@
 //! parts' bits; the route, the moduli and the native fix-ups are then the
 //! real product's ([`super::certify`]).
 
-use super::certify::{bits_needed, route, settle, Goal, Route, Sums, Target};
+use super::certify::{bits_needed, route, settle, EmulationRoute, Goal, Sums, Target};
 use super::moduli::{symmetric_residue, Garner, MODULI};
 use super::reference::{int8_product, unscale};
 use super::scaling::{magnitude, scaled, VectorStats};
@@ -161,8 +161,8 @@ pub(crate) fn gemm_complex<T: Element>(
         ci.set(i, j, T::from_f64(im));
     };
     let (bits, moduli) = match chosen {
-        Route::Emulated { bits, moduli, .. } => (bits, moduli),
-        Route::Native { .. } => {
+        EmulationRoute::Emulated { bits, moduli, .. } => (bits, moduli),
+        EmulationRoute::Native { .. } => {
             for i in 0..m {
                 for j in 0..n {
                     store(i, j, native(i, j));

@@ -32,7 +32,7 @@ pub(crate) mod moduli;
 pub(crate) mod reference;
 pub(crate) mod scaling;
 
-pub(crate) use certify::{Goal, Route};
+pub(crate) use certify::{EmulationRoute, Goal};
 pub(crate) use reference::gemm_reference;
 
 /// Ozaki scheme II takes f32 and f64; the `emulated` algorithm gives
@@ -166,12 +166,12 @@ impl Phase {
 
 impl Tally {
     /// Counts one piece's route.
-    pub fn add(&mut self, route: Route, phase_us: [u64; Phase::COUNT]) {
+    pub fn add(&mut self, route: EmulationRoute, phase_us: [u64; Phase::COUNT]) {
         for (sum, t) in self.phase_us.iter_mut().zip(phase_us) {
             *sum += t;
         }
         match route {
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits,
                 moduli,
                 fixups,
@@ -181,7 +181,7 @@ impl Tally {
                 self.bits = self.bits.max(bits);
                 self.fixups += fixups;
             }
-            Route::Native { .. } => self.native += 1,
+            EmulationRoute::Native { .. } => self.native += 1,
         }
     }
 

@@ -5,7 +5,8 @@
 use rayon::prelude::*;
 
 use super::certify::{
-    bits_needed, certificate_depth, route, settle, wants_full_depth, Goal, Route, Sums, Target,
+    bits_needed, certificate_depth, route, settle, wants_full_depth, EmulationRoute, Goal, Sums,
+    Target,
 };
 use super::moduli::{symmetric_residue, Garner, MODULI};
 use super::scaling::{col_stats, ldexp, magnitude, row_stats, scaled, VectorStats};
@@ -100,7 +101,7 @@ fn slice<T: Element>(
     beta: T,
     mut c: MatMut<'_, T>,
     goal: Goal,
-) -> Route {
+) -> EmulationRoute {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let target = Target::of(goal, (m, k, n), T::DTYPE);
     let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
@@ -149,8 +150,8 @@ fn slice<T: Element>(
     }
     let route = settle(route, &histogram, sums, target);
     let (bits, moduli) = match route {
-        Route::Emulated { bits, moduli, .. } => (bits, moduli),
-        Route::Native { .. } => {
+        EmulationRoute::Emulated { bits, moduli, .. } => (bits, moduli),
+        EmulationRoute::Native { .. } => {
             for i in 0..m {
                 for j in 0..n {
                     store(&mut c, i, j, native(i, j));

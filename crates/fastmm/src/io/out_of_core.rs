@@ -492,7 +492,7 @@ fn convert_piece(
 
 /// How an out-of-core product is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plan {
+pub struct Blocking {
     /// Rows of C per block (a).
     pub block_rows: usize,
     /// Columns of C per block (b).
@@ -504,14 +504,14 @@ pub struct Plan {
     pub c_block_bytes: u64,
 }
 
-impl Plan {
+impl Blocking {
     /// Blocks of C as large as `budget` bytes allow, whole rows first: a
     /// = rows that fit whole, else one row in blocks of b columns. Half of
     /// the budget is left to the product's packing buffers and the
     /// operating system's pages of A and B. (A second C block, written by
     /// another thread while this one is computed, measured no faster on
     /// two vCPUs.)
-    pub fn new((m, k, n): (usize, usize, usize), elem: usize, budget: u64) -> Plan {
+    pub fn new((m, k, n): (usize, usize, usize), elem: usize, budget: u64) -> Blocking {
         let for_c = (budget / 2).max(elem as u64);
         let row_bytes = (n.max(1) * elem) as u64;
         let (a, b) = if row_bytes <= for_c {
@@ -520,7 +520,7 @@ impl Plan {
             (1, ((for_c / elem as u64) as usize).clamp(1, n.max(1)))
         };
         let (a64, b64, k64) = (a as u64, b as u64, k as u64);
-        Plan {
+        Blocking {
             block_rows: a,
             block_cols: b,
             seed_formula_bytes: (k64 * (a64 + b64) + a64 * b64) * elem as u64,
@@ -543,7 +543,7 @@ pub struct Report {
     /// (m, k, n).
     pub shape: (usize, usize, usize),
     /// The blocking.
-    pub plan: Plan,
+    pub plan: Blocking,
     /// Blocks of C computed and written.
     pub blocks: usize,
     /// Seconds from mapping to the renamed output.
@@ -578,7 +578,7 @@ pub fn multiply<T: Element>(
             b: (b.rows, b.cols),
         });
     }
-    let plan = Plan::new((m, k, n), std::mem::size_of::<T>(), budget);
+    let plan = Blocking::new((m, k, n), std::mem::size_of::<T>(), budget);
     let (multiply_seconds, worst) = write_through_map::<T, _>(c_path, (m, n), |mut c| {
         let mut multiply_seconds = 0.0;
         let mut worst: Option<BlockCheck> = None;

@@ -24,7 +24,7 @@ use crate::cuda::runtime::device::Gpu;
 use crate::cuda::tunables::CUDA_EMULATION_MEMORY_FRACTION;
 use crate::element::Element;
 use crate::emulation::bytes::{products_per_slice, slice_depth};
-use crate::emulation::{Phase, Route, Tally};
+use crate::emulation::{EmulationRoute, Phase, Tally};
 use crate::error::Error;
 
 /// Widths of the planes are padded to this many elements (cuBLAS's
@@ -230,7 +230,7 @@ impl BytesGemm {
             }
         }
         let phase_us = clock.finish(gpu)?;
-        let route = Route::Emulated {
+        let route = EmulationRoute::Emulated {
             bits: 8 * digits as u32,
             moduli: products_per_slice(digits),
             fixups: 0,

@@ -41,8 +41,8 @@ use crate::cuda::runtime::device::{Gpu, Workspace};
 use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
 use crate::element::Element;
 use crate::emulation::certify::{
-    certificate_depth, fixup_allowance, route, settle, wants_full_depth, Goal, Route, Sums, Target,
-    NORM_SLACK,
+    certificate_depth, fixup_allowance, route, settle, wants_full_depth, EmulationRoute, Goal,
+    Sums, Target, NORM_SLACK,
 };
 use crate::emulation::moduli::MODULI;
 use crate::emulation::{Phase, Tally};
@@ -590,7 +590,7 @@ impl EmulatedGemm {
         &self,
         gpu: &Gpu,
         product: DeviceGemm<T>,
-    ) -> Result<Option<Route>, Error> {
+    ) -> Result<Option<EmulationRoute>, Error> {
         const SAMPLE: usize = 256;
         const SAMPLE_NATIVE: u64 = 4;
         let (m, k, n) = product.shape;
@@ -639,10 +639,10 @@ impl EmulatedGemm {
         let counts = read_histograms(gpu, &histogram, 1)?[0];
         let sums = Sums::with_norms(k, rows.widest(gpu)?[0], cols.widest(gpu)?[0]);
         Ok(match route(&counts, SAMPLE, sums, SAMPLE, target) {
-            Route::Native { uncertified }
+            EmulationRoute::Native { uncertified }
                 if uncertified > SAMPLE_NATIVE * fixup_allowance(SAMPLE, SAMPLE) =>
             {
-                Some(Route::Native { uncertified })
+                Some(EmulationRoute::Native { uncertified })
             }
             _ => None,
         })
@@ -655,7 +655,7 @@ impl EmulatedGemm {
         gpu: &Gpu,
         scratch: &mut Workspace<'_>,
         product: DeviceGemm<T>,
-    ) -> Result<(Route, [u64; Phase::COUNT]), Error> {
+    ) -> Result<(EmulationRoute, [u64; Phase::COUNT]), Error> {
         let DeviceGemm {
             shape: (m, k, n),
             alpha,
@@ -753,11 +753,11 @@ impl EmulatedGemm {
             }
         };
         let (bits, nmod, fixups) = match chosen {
-            Route::Native { .. } => {
+            EmulationRoute::Native { .. } => {
                 cublas::gemm(gpu, GpuPrecision::Fp32, product)?;
                 return Ok((chosen, [0; Phase::COUNT]));
             }
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits,
                 moduli,
                 fixups,
@@ -1026,7 +1026,7 @@ impl EmulatedGemm {
         scratch: &mut Workspace<'_>,
         first: DeviceGemm<T>,
         (count, strides): (usize, (usize, usize, usize)),
-    ) -> Result<(Vec<Route>, [u64; Phase::COUNT]), Error> {
+    ) -> Result<(Vec<EmulationRoute>, [u64; Phase::COUNT]), Error> {
         let DeviceGemm {
             shape: (m, k, n),
             a,
@@ -1126,7 +1126,7 @@ impl EmulatedGemm {
                 count,
             )?;
             let first_counts = read_histograms(gpu, &histograms, count)?;
-            let found: Vec<Route> = first_counts
+            let found: Vec<EmulationRoute> = first_counts
                 .iter()
                 .zip(&sums)
                 .map(|(h, &s)| route(h, m, s, n, target))
@@ -1166,7 +1166,7 @@ impl EmulatedGemm {
                 true => Vec::new(),
                 false => read_histograms(gpu, &second, again.len())?,
             };
-            let mut routes: Vec<Route> = found
+            let mut routes: Vec<EmulationRoute> = found
                 .iter()
                 .zip(&first_counts)
                 .zip(&sums)
@@ -1181,9 +1181,9 @@ impl EmulatedGemm {
 
         // Phase 2 over each run of consecutive products on one emulated
         // route: residues, INT8 products, CRT; the native ones by cuBLAS.
-        let fixups_of = |r: &Route| match r {
-            Route::Emulated { fixups, .. } => *fixups,
-            Route::Native { .. } => 0,
+        let fixups_of = |r: &EmulationRoute| match r {
+            EmulationRoute::Emulated { fixups, .. } => *fixups,
+            EmulationRoute::Native { .. } => 0,
         };
         let cap = routes.iter().map(fixups_of).max().unwrap_or(0);
         let cap = usize::try_from(cap).unwrap_or(usize::MAX).max(1);
@@ -1192,7 +1192,7 @@ impl EmulatedGemm {
         let (fc, fl) = (ptr(gpu, &fix_count), ptr(gpu, &fix_list));
         let mut i = 0;
         while i < count {
-            let Route::Emulated {
+            let EmulationRoute::Emulated {
                 bits, moduli: nmod, ..
             } = routes[i]
             else {
@@ -1203,7 +1203,7 @@ impl EmulatedGemm {
             let run = routes[i..]
                 .iter()
                 .take_while(|r| {
-                    matches!(r, Route::Emulated { bits: b, moduli: l, .. } if *b == bits && *l == nmod)
+                    matches!(r, EmulationRoute::Emulated { bits: b, moduli: l, .. } if *b == bits && *l == nmod)
                 })
                 .count();
             let head = first.nth(i, strides);
@@ -1287,7 +1287,7 @@ impl EmulatedGemm {
             .map_err(|e| cuda_err("cannot read the fix-up counts", e))?;
         gpu.synchronize()?;
         for (i, route) in routes.iter().enumerate() {
-            if let Route::Emulated { fixups, .. } = route {
+            if let EmulationRoute::Emulated { fixups, .. } = route {
                 let list = fl + (8 * i * cap) as u64;
                 self.fix_up(gpu, first.nth(i, strides), (listed[i], *fixups), list)?;
             }

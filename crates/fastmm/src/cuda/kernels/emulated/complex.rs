@@ -20,7 +20,7 @@ use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::{Gpu, Workspace};
 use crate::element::Element;
-use crate::emulation::certify::{route, settle, Route, Sums, Target};
+use crate::emulation::certify::{route, settle, EmulationRoute, Sums, Target};
 use crate::emulation::Phase;
 use crate::error::Error;
 use crate::options::GpuPrecision;
@@ -202,7 +202,7 @@ impl EmulatedGemm {
         gpu: &Gpu,
         scratch: &mut Workspace<'_>,
         product: ComplexGemm<T>,
-    ) -> Result<(Route, [u64; Phase::COUNT]), Error> {
+    ) -> Result<(EmulationRoute, [u64; Phase::COUNT]), Error> {
         let ComplexGemm {
             shape: (m, k, n),
             a: (ar, ai),
@@ -297,13 +297,13 @@ impl EmulatedGemm {
             settle(route(&counts, m, sums, n, target), &counts, sums, target)
         };
         let (bits, nmod, fixups) = match chosen {
-            Route::Native { .. } => {
+            EmulationRoute::Native { .. } => {
                 for p in product.real_products() {
                     cublas::gemm(gpu, GpuPrecision::Fp32, p)?;
                 }
                 return Ok((chosen, [0; Phase::COUNT]));
             }
-            Route::Emulated {
+            EmulationRoute::Emulated {
                 bits,
                 moduli,
                 fixups,

@@ -10,7 +10,7 @@
 //! Where B fits with room for two bands each of A and C, a classical
 //! product takes the host-resident pipeline of [`hosted`] on a team of
 //! one instead: B crosses once, in chunks that the first band multiplies
-//! as they arrive, and A and C cross once each ([`Route`]).
+//! as they arrive, and A and C cross once each ([`Streaming`]).
 //!
 //! Each tile's product C_ij ← α·A_i·B_j is any GPU algorithm: a classical
 //! one (cuBLAS, `cuda-fast`, `cuda-tiled`, `cuda-naive`) or Strassen or
@@ -24,7 +24,7 @@ pub(crate) mod plan;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(crate) use plan::{Plan, Resident};
+pub(crate) use plan::{Resident, Tiling};
 
 use crate::cuda::kernels::gemm::{ClassicalGemm, DeviceGemm, Operand};
 use crate::cuda::products::hosted::{self, Bands, StagingPools};
@@ -167,29 +167,29 @@ fn workspace_bytes<T: Element>(
 
 /// How an out-of-core product on one GPU runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Route {
+pub(crate) enum Streaming {
     /// B resident, bands of A and C through two buffers each: the
     /// host-resident pipeline on a team of one. Classical algorithms,
     /// where B and two bands fit.
     Bands(Bands),
-    /// Tiles of C, panels of A and B ([`Plan`]).
-    Tiles(Plan),
+    /// Tiles of C, panels of A and B ([`Tiling`]).
+    Tiles(Tiling),
 }
 
-impl Route {
+impl Streaming {
     /// A line for reports.
     pub fn describe<T: Element>(&self, shape: (usize, usize, usize)) -> String {
         match self {
-            Route::Bands(cut) => cut.describe::<T>(shape),
-            Route::Tiles(plan) => plan.describe(),
+            Streaming::Bands(cut) => cut.describe::<T>(shape),
+            Streaming::Tiles(plan) => plan.describe(),
         }
     }
 
     /// (rows, depth, columns) of its largest product.
     pub fn product_shape(&self, (m, k, n): (usize, usize, usize)) -> (usize, usize, usize) {
         match self {
-            Route::Bands(cut) => (cut.rows.min(m), k, n),
-            Route::Tiles(plan) => (plan.tile_rows, plan.depth, plan.tile_cols),
+            Streaming::Bands(cut) => (cut.rows.min(m), k, n),
+            Streaming::Tiles(plan) => (plan.tile_rows, plan.depth, plan.tile_cols),
         }
     }
 }
@@ -202,12 +202,12 @@ pub(crate) fn plan_for<T: Element>(
     gpu: &Gpu,
     shape: (usize, usize, usize),
     opts: &GemmOptions,
-) -> Result<(Route, u64, GemmOptions), Error> {
+) -> Result<(Streaming, u64, GemmOptions), Error> {
     let budget = budget(gpu, opts)?;
     let classical = Scheme::of(opts.algorithm).is_none() && opts.algorithm != Algorithm::Emulated;
     if classical {
         if let Some(cut) = Bands::within::<T>(shape, 1, budget) {
-            return Ok((Route::Bands(cut), budget, *opts));
+            return Ok((Streaming::Bands(cut), budget, *opts));
         }
     }
     let tile_opts = tile_options::<T>(gpu, shape, budget, opts);
@@ -231,13 +231,13 @@ pub(crate) fn plan_for<T: Element>(
             crate::system::format_bytes(budget.into())
         )));
     }
-    let plan = Plan::new(
+    let plan = Tiling::new(
         shape,
         std::mem::size_of::<T>(),
         budget - temporaries,
         CUDA_OUT_OF_CORE_TILE,
     )?;
-    Ok((Route::Tiles(plan), budget, tile_opts))
+    Ok((Streaming::Tiles(plan), budget, tile_opts))
 }
 
 /// The product each tile runs: a classical GPU algorithm, or Strassen or
@@ -301,7 +301,7 @@ impl<'g, T: Element> TileProduct<'g, T> {
 }
 
 /// C ← α·A·B + β·C on the GPU within the [`budget`], for host matrices
-/// of any size (β = 0 never reads C), by the [`Route`] of [`plan_for`];
+/// of any size (β = 0 never reads C), by the [`Streaming`] of [`plan_for`];
 /// `pools` keeps the page-locked staging of the bands route between
 /// products. The caller checks shapes; m, k and n are at least 1.
 pub(crate) fn multiply<T: Element>(
@@ -311,8 +311,8 @@ pub(crate) fn multiply<T: Element>(
     opts: &GemmOptions,
 ) -> Result<Report, Error> {
     match plan_for::<T>(gpu, product.shape(), opts)? {
-        (Route::Tiles(plan), _, tile_opts) => multiply_planned(gpu, plan, product, &tile_opts),
-        (Route::Bands(cut), _, opts) => multiply_in_bands(gpu, pools, cut, product, &opts),
+        (Streaming::Tiles(plan), _, tile_opts) => multiply_planned(gpu, plan, product, &tile_opts),
+        (Streaming::Bands(cut), _, opts) => multiply_in_bands(gpu, pools, cut, product, &opts),
     }
 }
 
@@ -342,7 +342,7 @@ pub(crate) fn multiply_in_bands<T: Element>(
 /// tests of every kind of schedule on small matrices, and for sweeps.
 pub(crate) fn multiply_planned<T: Element>(
     gpu: &Gpu,
-    plan: Plan,
+    plan: Tiling,
     operands: Gemm<'_, T>,
     opts: &GemmOptions,
 ) -> Result<Report, Error> {

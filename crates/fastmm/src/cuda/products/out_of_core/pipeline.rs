@@ -207,7 +207,7 @@ fn feed<T: Element>(
                 let offset = ((piece.row * cols + piece.col) * elem) as u64;
                 gpu.bind()?;
                 // SAFETY: the slot holds the panel (rows·cols elements at
-                // its depth and width, `Plan::device_bytes`), the staging
+                // its depth and width, `Tiling::device_bytes`), the staging
                 // buffer `bytes` bytes; the buffer is not touched again
                 // until the event recorded next completes.
                 unsafe { upload_async(stream, buffer.ptr(), slot.ptr + offset, bytes) }

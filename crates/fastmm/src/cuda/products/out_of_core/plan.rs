@@ -38,7 +38,7 @@ pub struct Slots {
 
 /// The cut of an m×k×n product.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plan {
+pub struct Tiling {
     /// (m, k, n).
     pub shape: (usize, usize, usize),
     /// Bytes per element.
@@ -166,7 +166,7 @@ pub fn split(len: usize, max: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-impl Plan {
+impl Tiling {
     /// The plan for an m×k×n product of `elem`-byte elements in `budget`
     /// bytes of GPU memory, with C tiles of at most `max_tile` a side.
     ///
@@ -183,7 +183,7 @@ impl Plan {
         elem: usize,
         budget: u64,
         max_tile: usize,
-    ) -> Result<Plan, Error> {
+    ) -> Result<Tiling, Error> {
         if m == 0 || k == 0 || n == 0 {
             return Err(Error::InvalidOption(format!(
                 "an out-of-core product needs m, k and n of at least 1, not {m}×{k}×{n}"
@@ -191,7 +191,7 @@ impl Plan {
         }
         let words = budget / elem.max(1) as u64;
         let (m64, k64, n64) = (m as u64, k as u64, n as u64);
-        let whole = Plan::one_step((m, k, n), elem);
+        let whole = Tiling::one_step((m, k, n), elem);
         if m64 * k64 + k64 * n64 + m64 * n64 <= words {
             return Ok(whole);
         }
@@ -201,7 +201,7 @@ impl Plan {
             let (panels_a, panels_b) = (m.div_ceil(a), n.div_ceil(b));
             let c_slots = (panels_a * panels_b).min(2);
             let fixed_c = c_slots as u64 * (a * b) as u64;
-            let mut best: Option<(u64, Plan)> = None;
+            let mut best: Option<(u64, Tiling)> = None;
             for resident in [Resident::B, Resident::A] {
                 let (resident_words, resident_count, streamed_words, streamed_count) =
                     match resident {
@@ -229,7 +229,7 @@ impl Plan {
                         c: c_slots,
                     },
                 };
-                let plan = Plan {
+                let plan = Tiling {
                     tile_rows: a,
                     tile_cols: b,
                     resident,
@@ -265,7 +265,7 @@ impl Plan {
             )));
         }
         let depth = split(k, depth as usize)[0].1;
-        Ok(Plan {
+        Ok(Tiling {
             tile_rows: a,
             tile_cols: b,
             depth,
@@ -276,8 +276,8 @@ impl Plan {
     }
 
     /// The whole m×k×n product in one step: one buffer each for A, B, C.
-    pub fn one_step((m, k, n): (usize, usize, usize), elem: usize) -> Plan {
-        Plan {
+    pub fn one_step((m, k, n): (usize, usize, usize), elem: usize) -> Tiling {
+        Tiling {
             shape: (m, k, n),
             elem,
             tile_rows: m,
@@ -513,7 +513,7 @@ mod tests {
     /// every product reads the panels it needs, every C element is
     /// produced exactly once over the whole depth, no upload overwrites a
     /// panel before its last reader ran, and the buffers fit the budget.
-    fn check(plan: &Plan, budget: u64) -> Schedule {
+    fn check(plan: &Tiling, budget: u64) -> Schedule {
         let (m, k, n) = plan.shape;
         assert!(
             plan.device_bytes() <= budget,
@@ -608,7 +608,7 @@ mod tests {
 
     #[test]
     fn a_product_that_fits_is_one_step() {
-        let plan = Plan::new((100, 200, 300), 4, 10 * GB, 8192).unwrap();
+        let plan = Tiling::new((100, 200, 300), 4, 10 * GB, 8192).unwrap();
         assert!(plan.in_one_step());
         let s = check(&plan, 10 * GB);
         assert_eq!((s.uploads.len(), s.tasks.len(), s.tiles.len()), (2, 1, 1));
@@ -617,7 +617,7 @@ mod tests {
     #[test]
     fn f32_at_90000_on_an_80_gb_card_keeps_b_and_streams_a_once() {
         let (n, budget) = (90_000, 78 * GB);
-        let plan = Plan::new((n, n, n), 4, budget, 8192).unwrap();
+        let plan = Tiling::new((n, n, n), 4, budget, 8192).unwrap();
         assert_eq!(plan.resident, Resident::B);
         assert_eq!(
             (plan.tile_rows, plan.tile_cols, plan.depth),
@@ -638,7 +638,7 @@ mod tests {
     #[test]
     fn a_small_budget_keeps_groups_of_panels_and_streams_the_other_operand_per_group() {
         let n = 90_000;
-        let plan = Plan::new((n, n, n), 4, 16 * GB, 8192).unwrap();
+        let plan = Tiling::new((n, n, n), 4, 16 * GB, 8192).unwrap();
         assert_eq!(plan.tile_rows, 8192);
         assert_eq!(plan.slots.b, 3, "{plan:?}");
         let s = plan.schedule();
@@ -651,7 +651,7 @@ mod tests {
         // A is 20000×20000 (1.6 GB), B 20000×100000 (8 GB), 8 GB of GPU
         // memory: all of A stays while B streams once; keeping B would
         // hold 10 of its 13 panels and stream A twice.
-        let plan = Plan::new((20_000, 20_000, 100_000), 4, 8 * GB, 8192).unwrap();
+        let plan = Tiling::new((20_000, 20_000, 100_000), 4, 8 * GB, 8192).unwrap();
         assert_eq!(plan.resident, Resident::A, "{plan:?}");
         assert_eq!(plan.slots.a, 3);
         let s = plan.schedule();
@@ -679,7 +679,7 @@ mod tests {
             let total = (m * k + k * n + m * n) as u64 * 4;
             for divisor in [1, 2, 3, 5, 8, 20, 60] {
                 let budget = total / divisor;
-                let Ok(plan) = Plan::new((m, k, n), 4, budget, 1024) else {
+                let Ok(plan) = Tiling::new((m, k, n), 4, budget, 1024) else {
                     continue;
                 };
                 check(&plan, budget);
@@ -711,7 +711,7 @@ mod tests {
         // Two 512×512 tiles and 2·(512+512)·kc fit only for kc ≤ ~ 3500.
         let (m, k, n) = (1024, 100_000, 1024);
         let budget = (2 * 512 * 512 + 2 * 1024 * 3500) * 4;
-        let plan = Plan::new((m, k, n), 4, budget, 8192).unwrap();
+        let plan = Tiling::new((m, k, n), 4, budget, 8192).unwrap();
         assert!(plan.depth < k && plan.depth <= 3500, "{plan:?}");
         let s = check(&plan, budget);
         assert!(s.tasks.iter().any(|t| t.accumulate));
@@ -719,7 +719,7 @@ mod tests {
 
     #[test]
     fn a_budget_too_small_for_anything_is_an_error_naming_the_minimum() {
-        let e = Plan::new((4096, 4096, 4096), 4, 1 << 20, 8192).unwrap_err();
+        let e = Tiling::new((4096, 4096, 4096), 4, 1 << 20, 8192).unwrap_err();
         assert!(e.to_string().contains("allow at least"), "{e}");
     }
 }
