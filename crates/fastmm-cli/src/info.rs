@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 use clap::Args;
-use fastmm::info::Report;
+use fastmm::info::MachineInfo;
 use fastmm::system::format_bytes;
 
 use crate::common::write_stdout;
@@ -29,7 +29,7 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     write_stdout(&text)
 }
 
-fn text(r: &Report) -> Result<String, std::fmt::Error> {
+fn text(r: &MachineInfo) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
     let c = &r.cpu;
     writeln!(out, "CPU: {} ({} hardware threads)", c.model, c.threads)?;

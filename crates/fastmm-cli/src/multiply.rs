@@ -682,7 +682,7 @@ fn on_cpu<T: Element>(
     opts: &GemmOptions,
     budget: u64,
     shape: (usize, usize, usize),
-) -> Result<fastmm::io::out_of_core::Report> {
+) -> Result<fastmm::io::out_of_core::FileProduct> {
     let growth = match args.check {
         true => Some(
             ctx.plan(fastmm::Problem::of::<T>(shape), opts)?

@@ -19,9 +19,9 @@ use crate::system::{available_memory_bytes, available_threads, cache_sizes, cpu_
 
 /// The machine and fastmm's choices on it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct MachineInfo {
     /// The CPU.
-    pub cpu: CpuReport,
+    pub cpu: CpuInfo,
     /// `packed`'s kernel and blocks per type.
     pub packed: Vec<PackedChoice>,
     /// Where Strassen/Winograd recurse under `auto`, per device and type.
@@ -32,7 +32,7 @@ pub struct Report {
     /// The CUDA libraries fastmm loads, and whether each loads here.
     pub cuda_libraries: Vec<(String, bool)>,
     /// The GPUs.
-    pub gpus: Vec<GpuReport>,
+    pub gpus: Vec<GpuChoices>,
     /// Why there is no GPU, when there is none.
     pub gpu_unavailable: Option<String>,
     /// Where `auto` gets its parameters: the tuning file and what of it
@@ -44,7 +44,7 @@ pub struct Report {
 
 /// The CPU.
 #[derive(Debug, Clone, Serialize)]
-pub struct CpuReport {
+pub struct CpuInfo {
     /// The model string.
     pub model: String,
     /// Hardware threads this process may use.
@@ -107,7 +107,7 @@ pub struct Crossover {
 
 /// One GPU.
 #[derive(Debug, Clone, Serialize)]
-pub struct GpuReport {
+pub struct GpuChoices {
     /// Its properties.
     pub info: GpuInfo,
     /// Its architecture, e.g. sm_90.
@@ -247,11 +247,11 @@ pub fn tuning_summary(gpu_names: &[String]) -> String {
 }
 
 /// The report of this machine, with every GPU the driver reports.
-pub fn report() -> Result<Report, Error> {
+pub fn report() -> Result<MachineInfo, Error> {
     let caches = cache_sizes();
     let config = Config::get();
     let kernel_in_use = default_cpu_kernel()?;
-    let cpu = CpuReport {
+    let cpu = CpuInfo {
         model: cpu_model(),
         threads: available_threads(),
         available_memory_bytes: available_memory_bytes(),
@@ -282,7 +282,7 @@ pub fn report() -> Result<Report, Error> {
         strassen_auto.extend(crossovers(&ctx)?);
     }
     let names: Vec<String> = gpus.iter().map(|g| g.info.name.clone()).collect();
-    Ok(Report {
+    Ok(MachineInfo {
         cpu,
         packed,
         strassen_auto,
@@ -309,7 +309,7 @@ fn cuda_libraries() -> Vec<(String, bool)> {
 }
 
 /// Every GPU, or why there is none.
-fn gpus() -> (Vec<GpuReport>, Option<String>) {
+fn gpus() -> (Vec<GpuChoices>, Option<String>) {
     #[cfg(feature = "cuda")]
     {
         use crate::cuda::kernels::gemm::fast::FastConfig;
@@ -329,7 +329,7 @@ fn gpus() -> (Vec<GpuReport>, Option<String>) {
                     let config = FastConfig::resolve(&opts, dtype, gpu, (8192, 8192))?;
                     cuda_fast.push((dtype, config.describe()));
                 }
-                Ok(GpuReport {
+                Ok(GpuChoices {
                     info: gpu.info().clone(),
                     arch: gpu.arch().to_string(),
                     cuda_fast,

@@ -539,7 +539,7 @@ pub type BlockCheck = (bool, f64, f64);
 
 /// What an out-of-core product did.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct FileProduct {
     /// (m, k, n).
     pub shape: (usize, usize, usize),
     /// The blocking.
@@ -567,7 +567,7 @@ pub fn multiply<T: Element>(
     opts: &GemmOptions,
     budget: u64,
     check: Option<f64>,
-) -> Result<Report, Error> {
+) -> Result<FileProduct, Error> {
     let start = Instant::now();
     let a_view = a.view::<T>()?;
     let b_view = b.view::<T>()?;
@@ -609,7 +609,7 @@ pub fn multiply<T: Element>(
         }
         Ok(((multiply_seconds, worst), true))
     })?;
-    Ok(Report {
+    Ok(FileProduct {
         shape: (m, k, n),
         plan,
         blocks: plan.blocks(m, n),

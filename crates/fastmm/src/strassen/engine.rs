@@ -171,7 +171,7 @@ impl Plan {
 
 /// What a product used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Report {
+pub struct Recursed {
     /// Recursion levels applied (0: the classical product ran).
     pub levels: usize,
     /// Elements of temporary workspace, all levels together.
@@ -199,7 +199,7 @@ pub(crate) fn run<T: Element, B: Backend<T>>(
     alpha: T,
     beta: T,
     (m, k, n): (usize, usize, usize),
-) -> Result<Report, Error> {
+) -> Result<Recursed, Error> {
     let mut dry = Engine::<T, B>::new(plan, alpha, None);
     dry.top(operands(m, k, n), beta)?;
     let report = dry.report();
@@ -219,7 +219,7 @@ pub(crate) fn dry_run<T: Element, B: Backend<T>>(
     plan: Plan,
     beta_is_zero: bool,
     (m, k, n): (usize, usize, usize),
-) -> Report {
+) -> Recursed {
     let beta = if beta_is_zero { T::ZERO } else { T::ONE };
     let mut dry = Engine::<T, B>::new(plan, T::ONE, None);
     dry.top(operands(m, k, n), beta)
@@ -248,8 +248,8 @@ impl<'b, T: Element, B: Backend<T>> Engine<'b, T, B> {
         }
     }
 
-    fn report(&self) -> Report {
-        Report {
+    fn report(&self) -> Recursed {
+        Recursed {
             levels: self.levels,
             workspace_elements: self.capacities.iter().sum(),
         }

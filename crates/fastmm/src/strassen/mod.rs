@@ -47,7 +47,7 @@ pub(crate) mod backend;
 pub(crate) mod engine;
 pub(crate) mod schedule;
 
-pub(crate) use engine::Report;
+pub(crate) use engine::Recursed;
 
 use crate::element::DType;
 use crate::options::{Algorithm, GemmOptions, Variant};
@@ -165,5 +165,5 @@ pub(crate) struct Explained {
     /// The classical product at the leaves.
     pub base: Algorithm,
     /// Levels and workspace.
-    pub report: Report,
+    pub report: Recursed,
 }

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::{Algorithm, CpuKernel, DeviceKind, GemmOptions, Variant};
 use crate::strassen::engine::{self, Plan};
-use crate::strassen::{Crossover, Explained, Report, Scheme};
+use crate::strassen::{Crossover, Explained, Recursed, Scheme};
 use crate::threads::run_in_pool;
 use crate::tunables::{
     L2_STREAM_MAX_BYTES_PER_CYCLE, STRASSEN_AUTO_START_4_BYTE, STRASSEN_AUTO_START_4_BYTE_SLOW_FMA,
@@ -98,7 +98,7 @@ fn dry_run<T: Element>(
     shape: (usize, usize, usize),
     beta_is_zero: bool,
     opts: &GemmOptions,
-) -> Report {
+) -> Recursed {
     engine::dry_run::<T, CpuBackend<'static, T>>(
         plan::<T>(scheme, variant, opts),
         beta_is_zero,

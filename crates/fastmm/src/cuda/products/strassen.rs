@@ -24,7 +24,7 @@ use crate::error::Error;
 use crate::options::{Algorithm, GemmOptions, Variant};
 use crate::strassen::backend::{Backend, Block, Combination, Primitive, Store};
 use crate::strassen::engine::{self, Plan};
-use crate::strassen::{Crossover, Explained, Report, Scheme};
+use crate::strassen::{Crossover, Explained, Recursed, Scheme};
 
 /// Where the recursion stops on the GPU named `gpu_name`: an explicit
 /// threshold (applying a first level from it too), else the tuning file's
@@ -95,7 +95,7 @@ pub(crate) fn dry_run<T: Element>(
     shape: (usize, usize, usize),
     beta_is_zero: bool,
     opts: &GemmOptions,
-) -> Report {
+) -> Recursed {
     engine::dry_run::<T, CudaBackend<'static, T>>(
         plan::<T>(gpu_name, scheme, variant, opts),
         beta_is_zero,
