@@ -165,7 +165,7 @@ impl Context {
 
     /// The opened GPU with the staging its out-of-core products keep, or
     /// an error naming the device that is not one.
-    #[cfg(feature = "cuda")]
+    #[cfg(all(feature = "cuda", feature = "selftest"))]
     #[allow(clippy::type_complexity)]
     pub(crate) fn gpu_and_staging(
         &self,

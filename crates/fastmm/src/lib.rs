@@ -59,7 +59,8 @@
 //! ladder and `packed`, the CUDA kernels and cuBLAS, and Strassen's
 //! recursion written once over both); and on top the [`Context`] that
 //! dispatches a product to its device, with [`verify()`], files in [`io`],
-//! the machine report in [`info`] and the device check in [`selftest`].
+//! the machine report in [`info`] and, with the `selftest` feature, the
+//! device check in `selftest`.
 //! docs/design.md explains the design.
 
 #![warn(missing_docs)]
@@ -105,6 +106,7 @@ mod executor;
 pub mod info;
 pub mod io;
 mod plan;
+#[cfg(feature = "selftest")]
 pub mod selftest;
 mod team;
 

@@ -1220,6 +1220,7 @@ mod tests {
 
     /// The team self-test with the CPU as 3 processors (a grid that cuts
     /// unevenly): every CPU algorithm, every type, every shape.
+    #[cfg(feature = "selftest")]
     #[test]
     fn simulated_team_selftest_passes() {
         // The team's own paths with the blocked and fast local products;

@@ -452,6 +452,7 @@ impl<T: Element> DeviceMatrix<T> {
 /// Copies `view` to the GPU in `memory` and back into a new matrix, staged
 /// in pageable or page-locked host memory: the host↔device round trip of
 /// seed 002 §10.4, for `fastmm selftest`.
+#[cfg(feature = "selftest")]
 pub fn round_trip<T: Element>(
     gpu: &Gpu,
     memory: GpuMemory,

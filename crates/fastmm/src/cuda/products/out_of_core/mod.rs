@@ -24,7 +24,9 @@ pub(crate) mod plan;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(crate) use plan::{Resident, Tiling};
+#[cfg(feature = "selftest")]
+pub(crate) use plan::Resident;
+pub(crate) use plan::Tiling;
 
 use crate::cuda::kernels::gemm::{ClassicalGemm, DeviceGemm, Operand};
 use crate::cuda::products::hosted::{self, Bands, StagingPools};
