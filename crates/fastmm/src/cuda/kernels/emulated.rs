@@ -1368,6 +1368,81 @@ fn read_histograms(
 mod tests {
     use super::*;
 
+    /// `emu_norm_step` of emulated.cu, operation for operation: one lane's
+    /// largest, and its sum in units of 2^el rescaled when a larger
+    /// exponent comes.
+    fn norm_step(a: f64, (top, sum, above, el): &mut (f64, f64, f64, i32)) {
+        use crate::emulation::scaling::{exponent, ldexp};
+        if a >= *above && a > 0.0 {
+            let e = exponent(a);
+            if *top > 0.0 {
+                *sum = ldexp(*sum, *el - e);
+            }
+            *el = e;
+            *above = ldexp(1.0, e + 1);
+        }
+        *top = top.max(a);
+        if a > 0.0 {
+            *sum += ldexp(a, -*el);
+        }
+    }
+
+    /// The statistics kernels' one pass gives the norms the two-pass code
+    /// gave: lanes (a row's 32, a column chunk's 8) sum their strided
+    /// entries in their own units, each lane's sum is rescaled to the
+    /// vector's E and the lanes are added in order — the same doubles as
+    /// every lane summing in units of 2^E from the start, since scaling
+    /// by a power of two commutes with rounding away from subnormals.
+    #[test]
+    fn one_pass_norms_are_the_two_pass_norms() {
+        use crate::emulation::scaling::{exponent, ldexp};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        for (len, lanes, spread) in [
+            (1, 32, 0),
+            (100, 32, 0),
+            (4099, 32, 30),
+            (777, 8, 60),
+            (64, 8, 3),
+        ] {
+            for _ in 0..20 {
+                let x: Vec<f64> = (0..len)
+                    .map(|_| {
+                        let v: f64 = rng.random_range(-1.0..1.0);
+                        let e: i32 = rng.random_range(-spread..=spread);
+                        if rng.random_bool(0.05) {
+                            0.0
+                        } else {
+                            ldexp(v, e)
+                        }
+                    })
+                    .collect();
+                let top = x.iter().fold(0.0f64, |t, v| t.max(v.abs()));
+                if top == 0.0 {
+                    continue;
+                }
+                let e = exponent(top);
+                for lane in 0..lanes {
+                    let mut direct = 0.0;
+                    let mut state = (0.0, 0.0, 0.0, 0);
+                    for v in x.iter().skip(lane).step_by(lanes) {
+                        direct += ldexp(v.abs(), -e);
+                        norm_step(v.abs(), &mut state);
+                    }
+                    let rescaled = match state.0 > 0.0 {
+                        true => ldexp(state.1, state.3 - e),
+                        false => 0.0,
+                    };
+                    assert_eq!(
+                        rescaled.to_bits(),
+                        f64::to_bits(direct),
+                        "len {len}, spread {spread}, lane {lane}"
+                    );
+                }
+            }
+        }
+    }
+
     /// `emu_residues_x4_limbs`' arithmetic (|x| ≤ 2^52), operation for
     /// operation in 32-bit unsigned integers: three limbs of 18 bits, the
     /// top one lifted by the multiple of m from 2^16 up, one remainder.
