@@ -445,6 +445,21 @@ pub enum EmulationRoute {
     },
 }
 
+impl EmulationRoute {
+    /// An emulated route's bits, moduli and native fix-ups (None for the
+    /// native route).
+    pub fn emulated(self) -> Option<(u32, usize, u64)> {
+        match self {
+            EmulationRoute::Emulated {
+                bits,
+                moduli,
+                fixups,
+            } => Some((bits, moduli, fixups)),
+            EmulationRoute::Native { .. } => None,
+        }
+    }
+}
+
 /// The most elements of an m×n product recomputed natively.
 pub fn fixup_allowance(m: usize, n: usize) -> u64 {
     (m as u64 * n as u64) / EMULATION_FIXUP_FRACTION as u64

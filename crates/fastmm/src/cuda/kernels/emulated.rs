@@ -752,16 +752,9 @@ impl EmulatedGemm {
                 span = if block >= m { (span.1, kp) } else { (0, kp) };
             }
         };
-        let (bits, nmod, fixups) = match chosen {
-            EmulationRoute::Native { .. } => {
-                cublas::gemm(gpu, GpuPrecision::Fp32, product)?;
-                return Ok((chosen, [0; Phase::COUNT]));
-            }
-            EmulationRoute::Emulated {
-                bits,
-                moduli,
-                fixups,
-            } => (bits, moduli, fixups),
+        let Some((bits, nmod, fixups)) = chosen.emulated() else {
+            cublas::gemm(gpu, GpuPrecision::Fp32, product)?;
+            return Ok((chosen, [0; Phase::COUNT]));
         };
 
         // Phase 2: residues, INT8 products, CRT.

@@ -296,18 +296,11 @@ impl EmulatedGemm {
                 Sums::with_norms(depth, row_stats.widest(gpu)?[0], col_stats.widest(gpu)?[0]);
             settle(route(&counts, m, sums, n, target), &counts, sums, target)
         };
-        let (bits, nmod, fixups) = match chosen {
-            EmulationRoute::Native { .. } => {
-                for p in product.real_products() {
-                    cublas::gemm(gpu, GpuPrecision::Fp32, p)?;
-                }
-                return Ok((chosen, [0; Phase::COUNT]));
+        let Some((bits, nmod, fixups)) = chosen.emulated() else {
+            for p in product.real_products() {
+                cublas::gemm(gpu, GpuPrecision::Fp32, p)?;
             }
-            EmulationRoute::Emulated {
-                bits,
-                moduli,
-                fixups,
-            } => (bits, moduli, fixups),
+            return Ok((chosen, [0; Phase::COUNT]));
         };
 
         // Phase 2: residues of both parts and their sums, three INT8
