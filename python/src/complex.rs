@@ -5,13 +5,13 @@
 //! library complex product (`fastmm::complex`) of real products.
 
 use fastmm::complex::{ComplexForm, SplitMut, SplitRef};
-use fastmm::{Element, Error, GemmOptions, MatMut, MatRef};
+use fastmm::{Element, Error, GemmOptions, Machine, MatMut, MatRef};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use crate::errors::{type_error, value_error};
 use crate::operand::Layout;
-use crate::options::{options, runner, Runner};
+use crate::options::{machine, options};
 use crate::product::{jobs, Shapes, View};
 use crate::release::{released, Wait};
 
@@ -78,7 +78,7 @@ pub(crate) fn complex_matmul<'py>(
         return Err(value_error("c must have the product's shape"));
     }
     let walk = jobs(&a_layout, &b_layout, &c_layout, &shapes);
-    let ctx = runner(py, device)?;
+    let ctx = machine(py, device)?;
     let run = move |_| -> Result<(), Error> {
         for job in &walk {
             let views = [job.a, job.b, job.c];
@@ -95,7 +95,7 @@ pub(crate) fn complex_matmul<'py>(
 
 /// One complex product of the batch on the caller's executor.
 fn product<T: Element>(
-    ctx: &Runner,
+    ctx: &Machine,
     [a, b, c]: [View; 3],
     form: ComplexForm,
     opts: &GemmOptions,
@@ -119,9 +119,6 @@ fn product<T: Element>(
             },
         )
     };
-    match ctx {
-        Runner::One(ctx) => fastmm::complex::multiply(ctx, a, b, c, form, opts)?,
-        Runner::Team(team) => fastmm::complex::multiply(team.as_ref(), a, b, c, form, opts)?,
-    };
+    fastmm::complex::multiply(ctx, a, b, c, form, opts)?;
     Ok(())
 }

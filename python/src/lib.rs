@@ -51,7 +51,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::{numpy_name, operand};
-use crate::options::{context, options, runner};
+use crate::options::{context, machine, options};
 use crate::product::{Request, Shapes};
 
 /// The product's request from the Python arguments.
@@ -67,7 +67,7 @@ fn request<'py>(
     let opts = options(algo, threads, accuracy)?;
     let a = operand(a, "a")?;
     let b = operand(b, "b")?;
-    let ctx = runner(py, device)?;
+    let ctx = machine(py, device)?;
     Ok(Request { ctx, opts, a, b })
 }
 
@@ -400,19 +400,12 @@ fn plan<'py>(
         (None, None) => DType::F64,
     };
     let shapes = Shapes::of(&a_shape, &b_shape)?;
-    let runner = runner(py, device)?;
-    let ctx = runner.context();
+    let machine = machine(py, device)?;
     let mnk = (shapes.m, shapes.k, shapes.n);
     let count: usize = shapes.batch.iter().product();
-    // A batch on a GPU runs as one strided batch (stacked or broadcast
-    // operands), whose `auto` has crossovers of its own.
-    let on_gpu = ctx.gpu_stream_handle().is_ok() && count > 1;
     let plan = py
         .detach(|| {
-            for_dtype!(dtype, T => match on_gpu {
-                true => ctx.plan_gpu_batch(fastmm::Problem::of::<T>(mnk), count, &opts),
-                false => ctx.plan(fastmm::Problem::of::<T>(mnk), &opts),
-            })
+            for_dtype!(dtype, T => machine.plan_batch(fastmm::Problem::of::<T>(mnk), count, &opts))
         })
         .map_err(to_py)?;
     let text = serde_json::to_string(&plan).map_err(|e| value_error(e.to_string()))?;

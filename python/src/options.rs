@@ -4,11 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use std::sync::Arc;
-
 use fastmm::{
-    Accuracy, Algorithm, Clock, Context, Device, DeviceList, Element, Error, Gemm, GemmOptions,
-    Plan, Problem, Streamed, Team, Timing,
+    Accuracy, Algorithm, Context, Device, DeviceList, GemmOptions, Machine, Report, Streamed,
+    Timing,
 };
 use pyo3::prelude::*;
 
@@ -36,77 +34,43 @@ pub(crate) fn context(py: Python<'_>, device: &str) -> PyResult<Context> {
     Ok(lock().entry(device).or_insert(ctx).clone())
 }
 
-/// Where a product of host arrays runs: one device, or several GPUs as a
-/// team (`"cuda:0,1"`, `"cuda:all"`).
-#[derive(Clone)]
-pub(crate) enum Runner {
-    One(Context),
-    Team(Arc<Team>),
-}
-
-impl Runner {
-    /// The context that plans (a team's first GPU's).
-    pub(crate) fn context(&self) -> &Context {
-        match self {
-            Runner::One(ctx) => ctx,
-            Runner::Team(team) => team.context(0),
-        }
-    }
-
-    /// What `problem` runs with `opts` here: the executor's plan, made
-    /// once for every matrix of a batch.
-    pub(crate) fn plan(&self, problem: Problem, opts: &GemmOptions) -> Result<Plan, Error> {
-        match self {
-            Runner::One(ctx) => ctx.plan(problem, opts),
-            Runner::Team(team) => team.plan(problem, opts),
-        }
-    }
-
-    /// Runs `plan` on one product: where the time went, by a benchmark's
-    /// clock when `timed` (see [`Clock::Benchmark`]). A team's time is its
-    /// whole product (streamed through the GPUs: copies included); how
-    /// much of it the GPUs spent in products a team does not measure.
-    pub(crate) fn execute<T: Element>(
-        &self,
-        plan: &Plan,
-        product: Gemm<'_, T>,
-        timed: bool,
-    ) -> Result<Timing, Error> {
-        let clock = if timed { Clock::Benchmark } else { Clock::Once };
-        match self {
-            Runner::One(ctx) => Ok(ctx.execute_clocked(plan, product, clock)?.timing),
-            Runner::Team(team) => {
-                let report = team.execute(plan, product)?;
-                let moved = report.communication.unwrap_or_default();
-                Ok(Timing {
-                    streamed: Some(Streamed {
-                        upload_bytes: moved.upload_bytes,
-                        download_bytes: moved.download_bytes,
-                        products_fraction: f64::NAN,
-                        staging_seconds: (
-                            moved.shares.iter().map(|s| s.staging_ms).sum::<f64>() / 1e3,
-                            0.0,
-                        ),
-                    }),
-                    ..report.timing
-                })
-            }
-        }
+/// The timing of an executed plan as Python reports it: a team's host
+/// traffic (what its GPUs' bands moved) as a streamed product's, the
+/// share of the time in products being a team's to measure, not ours.
+pub(crate) fn timing_of(report: Report) -> Timing {
+    let Some(moved) = report
+        .communication
+        .filter(|_| report.timing.streamed.is_none())
+    else {
+        return report.timing;
+    };
+    Timing {
+        streamed: Some(Streamed {
+            upload_bytes: moved.upload_bytes,
+            download_bytes: moved.download_bytes,
+            products_fraction: f64::NAN,
+            staging_seconds: (
+                moved.shares.iter().map(|s| s.staging_ms).sum::<f64>() / 1e3,
+                0.0,
+            ),
+        }),
+        ..report.timing
     }
 }
 
-/// The device or team named `device`, opened once per process and kept.
-pub(crate) fn runner(py: Python<'_>, device: &str) -> PyResult<Runner> {
+/// The machine named `device` (one device, or several GPUs as a team:
+/// `"cuda:0,1"`, `"cuda:all"`), opened once per process and kept.
+pub(crate) fn machine(py: Python<'_>, device: &str) -> PyResult<Machine> {
     // The default, without parsing: a small product's whole call is a
     // microsecond or two.
     if device == "cpu" {
-        return Ok(Runner::One(Context::cpu()));
+        return Ok(Context::cpu().into());
     }
     let list: DeviceList = device.parse().map_err(to_py)?;
     if !list.is_team() {
-        return context(py, device).map(Runner::One);
+        return context(py, device).map(Machine::from);
     }
-    static OPENED: OnceLock<Mutex<HashMap<String, Arc<Team>>>> = OnceLock::new();
+    static OPENED: OnceLock<Mutex<HashMap<String, Machine>>> = OnceLock::new();
     let opened = OPENED.get_or_init(Default::default);
     let lock = || {
         opened
@@ -114,13 +78,11 @@ pub(crate) fn runner(py: Python<'_>, device: &str) -> PyResult<Runner> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
     let key = list.to_string();
-    if let Some(team) = lock().get(&key) {
-        return Ok(Runner::Team(Arc::clone(team)));
+    if let Some(machine) = lock().get(&key) {
+        return Ok(machine.clone());
     }
-    let team = py.detach(|| Team::open_list(&list)).map_err(to_py)?;
-    Ok(Runner::Team(Arc::clone(
-        lock().entry(key).or_insert_with(|| Arc::new(team)),
-    )))
+    let machine = py.detach(|| Machine::open_list(&list)).map_err(to_py)?;
+    Ok(lock().entry(key).or_insert(machine).clone())
 }
 
 /// The options of `algo`, `threads` and `accuracy`, checked: at least one

@@ -2,14 +2,17 @@
 //! broadcast batches), the output written whole or not at all, and the
 //! library's product on each matrix of the batch.
 
-use fastmm::{DType, Element, Error, Gemm, GemmOptions, MatMut, MatRef, Plan, Timing, Verdict};
+use fastmm::{
+    Clock, DType, Element, Error, Executor, Gemm, GemmOptions, Machine, MatMut, MatRef, Plan,
+    Timing, Verdict,
+};
 use numpy::{IxDyn, PyArray, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyTuple};
 
 use crate::errors::{to_py, type_error, value_error};
 use crate::operand::{contiguous, converted, is_writeable, numpy_name, Layout, Operand};
-use crate::options::Runner;
+use crate::options::timing_of;
 use crate::release::{released, Wait};
 use crate::tunables::{GIL_HELD_MNK, LONG_PRODUCT_MNK, MEMORY_CHECK_BYTES};
 
@@ -252,7 +255,7 @@ pub(crate) fn jobs(a: &Layout<'_>, b: &Layout<'_>, c: &Layout<'_>, s: &Shapes) -
 /// timed by a benchmark's clock (the sum of the jobs' timings) when
 /// `timed`.
 fn run_jobs<T: Element>(
-    ctx: &Runner,
+    ctx: &Machine,
     opts: &GemmOptions,
     (alpha, beta): (T, T),
     jobs: &[Job],
@@ -278,7 +281,8 @@ fn run_jobs<T: Element>(
             Some(plan) => plan,
             none => none.insert(ctx.plan(product.problem(), opts)?),
         };
-        let t = ctx.execute(plan, product, timed)?;
+        let clock = if timed { Clock::Benchmark } else { Clock::Once };
+        let t = timing_of(ctx.execute_clocked(plan, product, clock)?);
         if !timed {
             continue;
         }
@@ -298,8 +302,8 @@ fn run_jobs<T: Element>(
 }
 
 /// How the caller waits for a product of `work` multiply-adds on `ctx`.
-fn wait_for(ctx: &Runner, work: u128) -> Wait {
-    let on_cpu = matches!(ctx, Runner::One(c) if c.device() == fastmm::Device::Cpu);
+fn wait_for(ctx: &Machine, work: u128) -> Wait {
+    let on_cpu = ctx.cpu_only();
     if work > LONG_PRODUCT_MNK {
         Wait::Interruptible
     } else if on_cpu && work <= GIL_HELD_MNK {
@@ -396,7 +400,7 @@ fn prepared<'py>(op: Operand<'py>, dtype: DType) -> PyResult<Bound<'py, PyUntype
 
 /// The product as asked: the operands, the product's device and options.
 pub(crate) struct Request<'py> {
-    pub(crate) ctx: Runner,
+    pub(crate) ctx: Machine,
     pub(crate) opts: GemmOptions,
     pub(crate) a: Operand<'py>,
     pub(crate) b: Operand<'py>,

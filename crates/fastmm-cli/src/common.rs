@@ -9,8 +9,8 @@ use clap::Args;
 use fastmm::system::{available_memory_bytes, format_bytes};
 use fastmm::{
     Accuracy, Algorithm, BlockSizes, Context, CpuKernel, CpuOptions, CudaKernel, DType, Device,
-    DeviceKind, DeviceList, FastOptions, GemmOptions, GpuMemory, GpuOptions, GpuPrecision,
-    SumStores, Team, Variant,
+    DeviceKind, DeviceList, FastOptions, GemmOptions, GpuMemory, GpuOptions, GpuPrecision, Machine,
+    SumStores, Variant,
 };
 
 /// How a command ended when no input error stopped it.
@@ -354,6 +354,14 @@ impl Target {
         }
     }
 
+    /// The devices that run it: its one device, or its team's.
+    pub fn list(&self) -> DeviceList {
+        match self.team {
+            Some(team) => team.list(),
+            None => DeviceList::Listed(vec![self.device]),
+        }
+    }
+
     /// Parses `NAME` (placed by `placement`) or `NAME@DEVICE`; the
     /// algorithm must run on that device's kind.
     pub fn parse(text: &str, placement: Placement) -> Result<Target> {
@@ -411,46 +419,65 @@ impl Target {
     }
 }
 
-/// The devices (and teams) a command has opened, each once, on first use.
+/// The machines a command has opened, each once, on first use: one per
+/// device or team its targets name, or, for an MPI job, the job's ranks,
+/// which run every target.
 #[derive(Default)]
 pub struct Devices {
-    opened: Vec<Context>,
-    teams: Vec<(TeamSpec, Team)>,
+    /// Keyed by the device list a target names.
+    opened: Vec<(String, Machine)>,
+    /// An MPI job's ranks: every target runs on them.
+    ranks: Option<Machine>,
 }
 
 impl Devices {
-    /// The context of `device`, opened the first time it is asked for.
-    pub fn get(&mut self, device: Device) -> Result<&Context> {
-        let index = match self.opened.iter().position(|c| c.device() == device) {
-            Some(index) => index,
-            None => {
-                let ctx = Context::open(device).with_context(|| format!("cannot open {device}"))?;
-                self.opened.push(ctx);
-                self.opened.len() - 1
-            }
-        };
-        Ok(&self.opened[index])
+    /// Every target on `machine` (an MPI job's ranks).
+    #[cfg(feature = "mpi")]
+    pub fn all_on(machine: Machine) -> Devices {
+        Devices {
+            opened: Vec::new(),
+            ranks: Some(machine),
+        }
     }
 
-    /// The team of `spec`, opened the first time it is asked for.
-    pub fn team(&mut self, spec: TeamSpec) -> Result<&Team> {
-        let index = match self.teams.iter().position(|(s, _)| *s == spec) {
-            Some(index) => index,
+    /// The machine that runs `target`, opened the first time it is asked
+    /// for, and the target's name in tables there.
+    pub fn machine(&mut self, target: &Target) -> Result<(Machine, String)> {
+        if let Some(ranks) = &self.ranks {
+            return Ok((
+                ranks.clone(),
+                format!("{}@{}", target.algorithm, ranks.name()),
+            ));
+        }
+        let list = target.list();
+        let key = list.to_string();
+        let machine = match self.opened.iter().find(|(k, _)| *k == key) {
+            Some((_, machine)) => machine.clone(),
             None => {
-                let list = spec.list();
-                let team = Team::open_list(&list).with_context(|| format!("cannot open {list}"))?;
-                self.teams.push((spec, team));
-                self.teams.len() - 1
+                let machine =
+                    Machine::open_list(&list).with_context(|| format!("cannot open {list}"))?;
+                self.opened.push((key, machine.clone()));
+                machine
             }
         };
-        Ok(&self.teams[index].1)
+        Ok((machine, target.label()))
     }
 
-    /// The GPUs opened so far.
-    pub fn gpus(&self) -> impl Iterator<Item = &Context> {
-        self.opened
-            .iter()
-            .filter(|c| c.device().kind() == DeviceKind::Cuda)
+    /// Whether this process receives the products' results (not the
+    /// ranks of an MPI job other than 0).
+    pub fn holds_results(&self) -> bool {
+        self.ranks.as_ref().is_none_or(Machine::holds_results)
+    }
+
+    /// The GPUs opened so far, each once.
+    pub fn gpus(&self) -> Vec<&Context> {
+        let mut gpus: Vec<&Context> = Vec::new();
+        for gpu in self.opened.iter().flat_map(|(_, m)| m.gpus()) {
+            if gpus.iter().all(|g| g.device() != gpu.device()) {
+                gpus.push(gpu);
+            }
+        }
+        gpus
     }
 }
 

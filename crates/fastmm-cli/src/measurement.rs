@@ -63,23 +63,6 @@ impl<'a, T: Element> Product<'a, T> {
             .with_context(|| format!("{label} {}", T::DTYPE))
     }
 
-    /// `plan` repeated on `x` and its last C checked.
-    pub(crate) fn measure(
-        &mut self,
-        inputs: &Inputs,
-        x: &impl Executor,
-        plan: &Plan,
-        label: &str,
-    ) -> Result<Measured> {
-        let reports = self.repeat(inputs, x, plan, label)?;
-        let verdict = self.check(inputs, &reports)?;
-        Ok(Measured {
-            reports,
-            verdict,
-            hosted: None,
-        })
-    }
-
     /// `plan` executed `--warmup` times untimed and `--reps` times timed
     /// (the benchmark clock), C poisoned before each.
     pub(crate) fn repeat(
@@ -340,7 +323,7 @@ pub(crate) fn print_table(
         inputs.warmup,
         machine_line(devices.gpus())
     );
-    if devices.gpus().next().is_some() {
+    if !devices.gpus().is_empty() {
         println!("GPU GFLOP/s is the kernel alone (CUDA events); e2e counts the copies too");
     }
     // (header, right-aligned): columns sized to their longest entry, so a

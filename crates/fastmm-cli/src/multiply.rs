@@ -17,7 +17,7 @@ use fastmm::io::{
 use fastmm::system::format_bytes;
 use fastmm::{
     Algorithm, Clock, Context, DType, DeviceKind, Element, Executor, Gemm, GemmOptions, GpuOptions,
-    Matrix, Problem, Team,
+    Machine, Matrix, Problem,
 };
 
 use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
@@ -93,36 +93,39 @@ pub struct MultiplyArgs {
 }
 
 impl MultiplyArgs {
-    /// The team of GPUs the product runs on, when `--device` or `--algo`
-    /// names several, and its options.
-    fn team(&self) -> Result<Option<(Team, GemmOptions)>> {
+    /// Whether `--device` or `--algo` names several GPUs.
+    fn names_team(&self) -> Result<bool> {
         let target = Target::parse(self.algo.trim(), self.options.placement()?)?;
-        let Some(spec) = target.team else {
-            return Ok(None);
-        };
-        let list = spec.list();
-        let team = Team::open_list(&list).with_context(|| format!("cannot open {list}"))?;
-        let opts = GemmOptions {
-            algorithm: target.algorithm,
-            ..self.options.options()?
-        };
-        Ok(Some((team, opts)))
+        Ok(target.team.is_some())
+    }
+
+    /// The machine the product runs on (the device or the team of GPUs
+    /// `--device` or `--algo` names) and its options.
+    fn machine(&self) -> Result<(Machine, GemmOptions)> {
+        let target = Target::parse(self.algo.trim(), self.options.placement()?)?;
+        let list = target.list();
+        let machine = Machine::open_list(&list).with_context(|| format!("cannot open {list}"))?;
+        Ok((machine, self.options_of(&target)?))
     }
 
     /// The product's device and options, as given.
     fn product(&self) -> Result<(Context, GemmOptions)> {
         let target = Target::parse(self.algo.trim(), self.options.placement()?)?;
-        let opts = GemmOptions {
+        let ctx = Context::open(target.device)
+            .with_context(|| format!("cannot open {}", target.device))?;
+        Ok((ctx, self.options_of(&target)?))
+    }
+
+    /// The options of `target`'s product, as given.
+    fn options_of(&self, target: &Target) -> Result<GemmOptions> {
+        Ok(GemmOptions {
             algorithm: target.algorithm,
             gpu: GpuOptions {
                 out_of_core: self.options.out_of_core,
                 ..self.options.options()?.gpu
             },
             ..self.options.options()?
-        };
-        let ctx = Context::open(target.device)
-            .with_context(|| format!("cannot open {}", target.device))?;
-        Ok((ctx, opts))
+        })
     }
 }
 
@@ -206,8 +209,8 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         Some(text) => parse_bytes(text)?,
         None => fastmm::system::available_memory_bytes().unwrap_or(u64::MAX),
     };
-    let team = args.team()?;
-    if team.is_some() && args.options.out_of_core {
+    let team = args.names_team()?;
+    if team && args.options.out_of_core {
         bail!("--out-of-core streams through one device; on several GPUs, C = A·B of files in memory streams through all of them without it");
     }
     // Complex matrices are multiplied in memory, as real products of their
@@ -222,7 +225,7 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
     if complex && args.options.out_of_core {
         bail!("--out-of-core multiplies real matrices; complex ones are multiplied in memory");
     }
-    if args.mappable() && team.is_none() && !complex {
+    if args.mappable() && !team && !complex {
         if let Some(outcome) = out_of_core(args, input_dtype, budget)? {
             return Ok(outcome);
         }
@@ -306,14 +309,8 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
             args.b.display()
         );
     }
-    let engine = match team {
-        Some((team, opts)) => (Engine::Team(team), opts),
-        None => {
-            let (ctx, opts) = args.product()?;
-            (Engine::One(ctx), opts)
-        }
-    };
-    let (engine, opts) = (&engine.0, engine.1);
+    let (machine, opts) = args.machine()?;
+    let engine = &machine;
     let (c, multiply_ms, verdict, algorithm) = match (&a, &b) {
         (AnyMatrix::F32(a), AnyMatrix::F32(b)) => multiply(engine, a, b, &opts, args.check)?,
         (AnyMatrix::F64(a), AnyMatrix::F64(b)) => multiply(engine, a, b, &opts, args.check)?,
@@ -327,16 +324,7 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         }
         _ => bail!("A and B were not converted to one type ({type_name})"),
     };
-    let ctx = engine.context();
-    let on = match engine {
-        Engine::One(ctx) => ctx.device().to_string(),
-        Engine::Team(team) => team
-            .devices()
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-    };
+    let on = machine.name();
     if let Some((ok, line)) = &verdict {
         if !ok {
             eprintln!("check: {line}");
@@ -380,7 +368,7 @@ pub fn run(args: &MultiplyArgs) -> Result<Outcome> {
         flops / (multiply_ms * 1e6),
         // One product, timed from the host: on a GPU it includes the
         // copies and, in a fresh process, compiling or loading kernels.
-        if ctx.device().kind() == DeviceKind::Cuda {
+        if !machine.gpus().is_empty() {
             " (wall time with host↔device copies and kernel loading)"
         } else {
             ""
@@ -420,43 +408,9 @@ fn resolved(
 /// A verification's verdict and its one-line report.
 type Verdict = Option<(bool, String)>;
 
-/// Where a product runs: one device, or a team of GPUs.
-enum Engine {
-    One(Context),
-    Team(Team),
-}
-
-impl Engine {
-    /// The context that plans (a team's first device's).
-    fn context(&self) -> &Context {
-        match self {
-            Engine::One(ctx) => ctx,
-            Engine::Team(team) => team.context(0),
-        }
-    }
-}
-
 /// C = A·B timed, and its verification when asked: (C, ms, verdict, the
 /// algorithm that ran).
 fn multiply<T: Element>(
-    engine: &Engine,
-    a: &Matrix<T>,
-    b: &Matrix<T>,
-    opts: &GemmOptions,
-    check: bool,
-) -> Result<(AnyMatrix, f64, Verdict, Algorithm)>
-where
-    AnyMatrix: From<Matrix<T>>,
-{
-    match engine {
-        Engine::One(ctx) => multiply_on(ctx, a, b, opts, check),
-        Engine::Team(team) => multiply_on(team, a, b, opts, check),
-    }
-}
-
-/// [`multiply`] on one executor: planned, executed, the plan that ran
-/// verified against.
-fn multiply_on<T: Element>(
     x: &impl Executor,
     a: &Matrix<T>,
     b: &Matrix<T>,
@@ -504,7 +458,7 @@ where
 /// products at `native` accuracy, three (3M) at the relaxed levels, each
 /// planned by the executor as a real product of T.
 fn multiply_complex<T: Element>(
-    engine: &Engine,
+    x: &impl Executor,
     a: &ComplexMatrix<T>,
     b: &ComplexMatrix<T>,
     opts: &GemmOptions,
@@ -517,11 +471,9 @@ where
     let (m, n) = (a.shape().0, b.shape().1);
     let mut c = ComplexMatrix::try_zeros(m, n)?;
     let start = Instant::now();
-    let reports = match engine {
-        Engine::One(ctx) => complex_on(ctx, (a, b), &mut c, form, opts),
-        Engine::Team(team) => complex_on(team, (a, b), &mut c, form, opts),
-    }
-    .context("the complex product failed")?;
+    let reports =
+        fastmm::complex::multiply(x, a.as_split(), b.as_split(), c.as_split_mut(), form, opts)
+            .context("the complex product failed")?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let plan = &reports[0].plan;
     let verdict = match check {
@@ -542,17 +494,6 @@ where
         false => None,
     };
     Ok((AnyMatrix::from(c), ms, verdict, plan.algorithm))
-}
-
-/// C = A·B of complex matrices on one executor, in `form`.
-fn complex_on<T: Element>(
-    x: &impl Executor,
-    (a, b): (&ComplexMatrix<T>, &ComplexMatrix<T>),
-    c: &mut ComplexMatrix<T>,
-    form: fastmm::complex::ComplexForm,
-    opts: &GemmOptions,
-) -> Result<Vec<fastmm::Report>, fastmm::Error> {
-    fastmm::complex::multiply(x, a.as_split(), b.as_split(), c.as_split_mut(), form, opts)
 }
 
 /// The product out of core when it is asked for or A, B and C exceed the

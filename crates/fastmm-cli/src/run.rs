@@ -6,7 +6,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use fastmm::random::{seeded_rng, try_seeded_matrix_wide};
-use fastmm::{DType, Element, GemmOptions, Matrix, Route, Team};
+use fastmm::{DType, Element, GemmOptions, Machine, Matrix};
 
 use crate::common::{check_memory, parse_types, AlgoArgs, Devices, Outcome, RunType, Target};
 use crate::measurement::{
@@ -173,6 +173,7 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
     if let Some(bytes) = memory {
         cluster = cluster.with_memory_per_rank(bytes);
     }
+    let cluster = std::rc::Rc::new(cluster);
     match run_ranks(args, &cluster) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
@@ -184,11 +185,12 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
 }
 
 #[cfg(feature = "mpi")]
-fn run_ranks(args: &RunArgs, cluster: &fastmm::Cluster) -> Result<Outcome> {
+fn run_ranks(args: &RunArgs, cluster: &std::rc::Rc<fastmm::Cluster>) -> Result<Outcome> {
     // Every rank makes its inputs from the same arguments (the seed too).
     let line: Vec<String> = std::env::args().skip(1).collect();
     cluster.check_same("arguments", &line)?;
-    let (shape, records) = measure_at(args, &mut Site::Ranks(cluster))?;
+    let mut ranks = Devices::all_on(Machine::from(std::rc::Rc::clone(cluster)));
+    let (shape, records) = measure(args, &mut ranks)?;
     if cluster.rank() != 0 {
         return Ok(Outcome::AllCorrect);
     }
@@ -222,36 +224,11 @@ fn operands<T: Element>(args: &RunArgs, (m, k, n): Shape) -> Result<(Matrix<T>, 
     Ok((a, b))
 }
 
-/// Where `run` multiplies: the devices of this process, opened as the
-/// targets name them, or the ranks of an MPI job (each target's product
-/// spread over them, C and the records on rank 0).
-enum Site<'a> {
-    Here(&'a mut Devices),
-    #[cfg(feature = "mpi")]
-    Ranks(&'a fastmm::Cluster),
-}
-
-impl Site<'_> {
-    /// Whether this process holds the results (and prints).
-    fn holds_results(&self) -> bool {
-        match self {
-            Site::Here(_) => true,
-            #[cfg(feature = "mpi")]
-            Site::Ranks(cluster) => cluster.rank() == 0,
-        }
-    }
-}
-
 /// Runs, times and verifies every algorithm × dtype that `args` names, on
 /// one problem, opening the devices they run on in `devices`: the records
 /// `run` prints (and `bench` and `tune` collect).
+/// On the ranks of an MPI job other than 0, no records.
 pub(crate) fn measure(args: &RunArgs, devices: &mut Devices) -> Result<(Shape, Vec<Record>)> {
-    measure_at(args, &mut Site::Here(devices))
-}
-
-/// [`measure`] at `site`; on the ranks of an MPI job other than 0, no
-/// records.
-fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>)> {
     let shape = shape_of(args)?;
     let targets = args.options.targets(&args.algo)?;
     let dtypes = parse_types(&args.dtype)?;
@@ -274,13 +251,15 @@ fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>
         check_memory(shape, dtype, parts)?;
         let typed = match (kind, dtype) {
             (RunType::Complex(_), DType::F32) => {
-                run_complex::<f32>(args, shape, &targets, base_opts, site)
+                run_complex::<f32>(args, shape, &targets, base_opts, devices)
             }
-            (RunType::Complex(_), _) => run_complex::<f64>(args, shape, &targets, base_opts, site),
-            (_, DType::F32) => run_typed::<f32>(args, shape, &targets, base_opts, site),
-            (_, DType::F64) => run_typed::<f64>(args, shape, &targets, base_opts, site),
-            (_, DType::I32) => run_typed::<i32>(args, shape, &targets, base_opts, site),
-            (_, DType::I64) => run_typed::<i64>(args, shape, &targets, base_opts, site),
+            (RunType::Complex(_), _) => {
+                run_complex::<f64>(args, shape, &targets, base_opts, devices)
+            }
+            (_, DType::F32) => run_typed::<f32>(args, shape, &targets, base_opts, devices),
+            (_, DType::F64) => run_typed::<f64>(args, shape, &targets, base_opts, devices),
+            (_, DType::I32) => run_typed::<i32>(args, shape, &targets, base_opts, devices),
+            (_, DType::I64) => run_typed::<i64>(args, shape, &targets, base_opts, devices),
         };
         records.extend(typed?);
     }
@@ -289,10 +268,10 @@ fn measure_at(args: &RunArgs, site: &mut Site<'_>) -> Result<(Shape, Vec<Record>
             "{} (cublas and emulated multiply floats; integers are exact natively)",
             skipped.join(", ")
         );
-        if records.is_empty() && site.holds_results() {
+        if records.is_empty() && devices.holds_results() {
             bail!("nothing to run: {note}");
         }
-        if site.holds_results() {
+        if devices.holds_results() {
             eprintln!("note: skipped {note}");
         }
     }
@@ -307,7 +286,7 @@ fn run_complex<T: Element>(
     (m, k, n): Shape,
     targets: &[Target],
     base_opts: GemmOptions,
-    site: &mut Site<'_>,
+    devices: &mut Devices,
 ) -> Result<Vec<Record>> {
     let mut rng = seeded_rng(args.seed);
     let mut random = |rows, cols| try_seeded_matrix_wide::<T>(rows, cols, args.decades, &mut rng);
@@ -322,29 +301,16 @@ fn run_complex<T: Element>(
             ..base_opts
         };
         let base = records.first().map(|r| r.median_ms);
+        let (machine, label) = devices.machine(target)?;
+        let holds_c = machine.holds_results();
         let how = (&opts, form);
-        let record = match site {
-            #[cfg(feature = "mpi")]
-            Site::Ranks(cluster) => {
-                let label = format!("{}@mpi", target.algorithm);
-                let rank0 = cluster.rank() == 0;
-                complex_record(&inputs, *cluster, (&a, &b), how, (label, rank0, base))?
-            }
-            Site::Here(devices) => {
-                let label = target.label();
-                match target.team {
-                    Some(spec) => {
-                        let team = devices.team(spec)?;
-                        complex_record(&inputs, team, (&a, &b), how, (label, true, base))?
-                    }
-                    None => {
-                        let ctx = devices.get(target.device)?;
-                        complex_record(&inputs, ctx, (&a, &b), how, (label, true, base))?
-                    }
-                }
-            }
-        };
-        records.extend(record);
+        records.extend(complex_record(
+            &inputs,
+            &machine,
+            (&a, &b),
+            how,
+            (label, holds_c, base),
+        )?);
     }
     Ok(records)
 }
@@ -354,10 +320,10 @@ fn run_typed<T: Element>(
     shape: Shape,
     targets: &[Target],
     base_opts: GemmOptions,
-    site: &mut Site<'_>,
+    devices: &mut Devices,
 ) -> Result<Vec<Record>> {
     let started = std::time::Instant::now();
-    let prints = site.holds_results();
+    let prints = devices.holds_results();
     let progress = |what: &str| {
         if args.progress && prints {
             eprintln!("[{:7.1} s] {what}", started.elapsed().as_secs_f64());
@@ -385,36 +351,24 @@ fn run_typed<T: Element>(
             ..base_opts
         };
         let speedup_base = records.first().map(|r: &Record| r.median_ms);
-        let (label, record) = match site {
-            #[cfg(feature = "mpi")]
-            Site::Ranks(cluster) => {
-                let label = format!("{}@mpi", target.algorithm);
-                // The cluster's errors name the ranks that failed, first.
-                let plan = cluster.plan(product.problem(), &opts)?;
-                let reports = product.repeat(&args.inputs(), *cluster, &plan, &label)?;
-                // Rank 0 holds C.
-                if cluster.rank() != 0 {
+        let (machine, label) = devices.machine(target)?;
+        // A cluster's errors name the ranks that failed, first.
+        let plan = product.plan(&machine, &opts, &label)?;
+        let record = match machine.resident_twin(&plan, &opts)? {
+            Some(resident) => {
+                beside_resident(args, &label, &machine, (&plan, &resident), &mut product)?
+            }
+            None => {
+                let reports = product.repeat(&args.inputs(), &machine, &plan, &label)?;
+                if !machine.holds_results() {
                     continue;
                 }
                 let verdict = product.check(&args.inputs(), &reports)?;
-                let measured = Measured {
+                Measured {
                     reports,
                     verdict,
                     hosted: None,
-                };
-                (label, measured)
-            }
-            Site::Here(devices) => {
-                let label = target.label();
-                let measured = match target.team {
-                    Some(spec) => on_team(args, &label, devices.team(spec)?, &opts, &mut product)?,
-                    None => {
-                        let ctx = devices.get(target.device)?;
-                        let plan = product.plan(ctx, &opts, &label)?;
-                        product.measure(&args.inputs(), ctx, &plan, &label)?
-                    }
-                };
-                (label, measured)
+                }
             }
         };
         if printable {
@@ -432,30 +386,21 @@ fn run_typed<T: Element>(
     Ok(records)
 }
 
-/// One target on a team, by the route its plan takes. Where that keeps
-/// the matrices in host memory (GPUs' bands or rows), the device-resident
-/// product (A and B placed in their pieces once per run, the product
-/// timed apart) runs too: its time is the row's, the host-resident
-/// product's its end-to-end figure, and both results are verified.
-fn on_team<T: Element>(
+/// A plan that keeps the matrices in host memory (a team's GPU bands or
+/// rows) beside its resident twin (A and B placed in their pieces once
+/// per run, the product timed apart): the twin's time is the row's, the
+/// host-resident product's its end-to-end figure, and both results are
+/// verified.
+fn beside_resident<T: Element>(
     args: &RunArgs,
     label: &str,
-    team: &Team,
-    opts: &GemmOptions,
+    machine: &Machine,
+    (plan, pieces): (&fastmm::Plan, &fastmm::Plan),
     product: &mut Product<'_, T>,
 ) -> Result<Measured> {
-    let plan = product.plan(team, opts, label)?;
-    let hosted = plan
-        .spread
-        .as_ref()
-        .is_some_and(|s| matches!(s.route, Route::Bands | Route::Rows));
-    if !hosted {
-        return product.measure(&args.inputs(), team, &plan, label);
-    }
-    let pieces = team.plan_pieces(product.problem(), opts)?;
-    let reports = product.repeat(&args.inputs(), team, &pieces, label)?;
+    let reports = product.repeat(&args.inputs(), machine, pieces, label)?;
     let resident = product.check(&args.inputs(), &reports)?;
-    let hosted = product.repeat(&args.inputs(), team, &plan, label)?;
+    let hosted = product.repeat(&args.inputs(), machine, plan, label)?;
     let streamed = product.check(&args.inputs(), &hosted)?;
     // The worse of the two verdicts.
     let verdict = if !streamed.ok || (resident.ok && streamed.bound_ratio > resident.bound_ratio) {

@@ -105,6 +105,7 @@ pub mod dev;
 mod executor;
 pub mod info;
 pub mod io;
+mod machine;
 mod plan;
 #[cfg(feature = "selftest")]
 pub mod selftest;
@@ -120,6 +121,7 @@ pub use element::{DType, Element};
 pub use error::Error;
 pub use executor::{Clock, Communication, Executor, GpuShare, Report, Streamed, Timing};
 pub use gemm::{Gemm, Problem};
+pub use machine::Machine;
 pub use matrix::{GpuMatrix, GpuProduct, MatMut, MatRef, Matrix};
 pub use options::{
     Accuracy, Algorithm, AlgorithmInfo, BlockSizes, ComplexForm, CpuKernel, CpuOptions, CudaKernel,

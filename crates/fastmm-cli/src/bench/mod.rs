@@ -256,7 +256,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     let (measured, skipped) = measure_sweep(&sweep, &args.python, interrupted, &mut devices)?;
     let sms = devices
         .gpus()
-        .next()
+        .first()
         .and_then(|gpu| gpu.gpu_info())
         .map(|info| info.multiprocessors);
     let points = report::derive(measured, &sweep.baseline, sms);
@@ -380,7 +380,7 @@ fn add_peers(sweep: &mut Sweep, peers: &str, devices: &mut Devices) -> Result<()
                     device,
                     team: None,
                 };
-                match devices.get(device) {
+                match devices.machine(&cublas) {
                     Ok(_) if !sweep.targets.contains(&cublas) => sweep.targets.push(cublas),
                     Ok(_) => {}
                     Err(e) => eprintln!("note: peer cuBLAS skipped: {e:#}"),
