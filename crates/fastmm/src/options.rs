@@ -905,6 +905,10 @@ pub struct FastOptions {
     /// Recurse while m, k, n are all at least this (default: the measured
     /// crossover of the device and type).
     pub threshold: Option<usize>,
+    /// With `threshold`: apply a first level only from this size (default
+    /// 0: from the threshold). A plan pins the crossover it chose here,
+    /// so that its product runs that crossover and decides nothing again.
+    pub start: Option<usize>,
     /// Most recursion levels (default: the accuracy rule: f32 2, f64 4,
     /// integers unlimited).
     pub depth: Option<usize>,

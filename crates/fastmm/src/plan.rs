@@ -218,12 +218,22 @@ impl Plan {
     }
 }
 
-/// `opts` with the memory schedule the plan chose (from the free memory,
-/// say) pinned, so that the product runs the schedule its plan names.
+/// `opts` with what the plan chose for the fast recursion pinned: the
+/// memory schedule (from the free memory, say), the crossover (from the
+/// tuning file or the device's measured one), the most levels and the
+/// lazy sums, so that the product runs the recursion its plan names and
+/// decides none of it again.
 fn pinned(opts: &GemmOptions, fast: Option<&FastPlan>) -> GemmOptions {
+    let Some(fast) = fast else {
+        return *opts;
+    };
     GemmOptions {
         fast: FastOptions {
-            variant: fast.map(|f| f.variant).or(opts.fast.variant),
+            variant: Some(fast.variant),
+            threshold: Some(fast.threshold),
+            start: Some(fast.start),
+            depth: Some(fast.max_levels),
+            lazy_sums: Some(fast.lazy_sums),
             ..opts.fast
         },
         ..*opts

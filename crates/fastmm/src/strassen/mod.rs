@@ -132,6 +132,18 @@ pub(crate) struct Crossover {
     pub start: usize,
 }
 
+impl Crossover {
+    /// The crossover `fast` gives (its threshold, and the first level's
+    /// size a plan pinned beside it); `None` where the device and type
+    /// decide.
+    pub(crate) fn given(fast: &crate::options::FastOptions) -> Option<Crossover> {
+        fast.threshold.map(|threshold| Crossover {
+            threshold,
+            start: fast.start.unwrap_or(0),
+        })
+    }
+}
+
 /// The recursion of `scheme` with `variant`, stopping at `crossover`, at
 /// most `opts.depth` levels (else the accuracy rule), leaf sums of at most
 /// `lazy_sum_terms` terms formed while packing.

@@ -202,6 +202,44 @@ fn the_report_names_the_plan_that_ran() {
     assert!(c.get(2, 0).is_finite());
 }
 
+/// A plan pins what it chose for the recursion (schedule, crossover, most
+/// levels, lazy sums) in the options it runs with: planning those options
+/// again gives the same recursion, so executing the plan decides nothing
+/// of it again, whatever the tuning or the free memory say by then.
+#[test]
+fn a_plan_pins_its_recursion() {
+    let cpu = Context::cpu();
+    for (algorithm, dtype, shape) in [
+        (Algorithm::Strassen, DType::F64, (600, 520, 700)),
+        (Algorithm::Winograd, DType::F32, (4100, 4097, 4099)),
+        (Algorithm::Strassen, DType::I64, (256, 300, 290)),
+    ] {
+        let plan = cpu
+            .plan(Problem::new(shape, dtype), &GemmOptions::new(algorithm))
+            .unwrap();
+        let fast = plan.fast.clone().expect("a recursion");
+        let pinned = plan.options.fast;
+        assert_eq!(pinned.variant, Some(fast.variant));
+        assert_eq!(pinned.threshold, Some(fast.threshold));
+        assert_eq!(pinned.start, Some(fast.start));
+        assert_eq!(pinned.depth, Some(fast.max_levels));
+        assert_eq!(pinned.lazy_sums, Some(fast.lazy_sums));
+        let again = cpu.plan(plan.problem, &plan.options).unwrap();
+        assert_eq!(again.fast, plan.fast, "{algorithm} {dtype}");
+        assert_eq!(again.kernel, plan.kernel, "{algorithm} {dtype}");
+    }
+    let shape = (130, 70, 90);
+    let (a, b) = (int_matrix(130, 70, 1), int_matrix(70, 90, 2));
+    let opts = GemmOptions::new(Algorithm::Strassen).threshold(16);
+    let mut c = Matrix::filled(shape.0, shape.2, i64::MIN);
+    let report = product(&cpu, (1, a.as_ref(), b.as_ref(), 0), &mut c, &opts).unwrap();
+    assert!(report.plan.fast.as_ref().is_some_and(|f| f.levels > 0));
+    let mut expected = Matrix::filled(shape.0, shape.2, i64::MIN);
+    let naive = GemmOptions::new(Algorithm::Naive);
+    product(&cpu, (1, a.as_ref(), b.as_ref(), 0), &mut expected, &naive).unwrap();
+    assert_eq!(c, expected);
+}
+
 /// A team's plan states its route and decomposition, and its report the
 /// words it moved: the decomposition's for pieces; Strassen's levels
 /// across where the blocks align.

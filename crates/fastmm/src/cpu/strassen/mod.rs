@@ -29,11 +29,8 @@ use backend::CpuBackend;
 /// types, from a size that depends on the kernel `packed` runs
 /// ([`start_4_byte`]).
 pub(crate) fn crossover(opts: &GemmOptions, dtype: DType) -> Crossover {
-    if let Some(threshold) = opts.fast.threshold {
-        return Crossover {
-            threshold,
-            start: 0,
-        };
+    if let Some(given) = Crossover::given(&opts.fast) {
+        return given;
     }
     if let Some((threshold, start)) = Config::get()
         .tuned_cpu_type(dtype)

@@ -54,16 +54,10 @@ pub(crate) struct Outcome {
 /// Where the recursion across GPUs stops: an explicit threshold, else
 /// [`CUDA_CAPS_THRESHOLD`] (a first level from [`CUDA_CAPS_START`]).
 pub(crate) fn crossover(opts: &GemmOptions) -> Crossover {
-    match opts.fast.threshold {
-        Some(threshold) => Crossover {
-            threshold,
-            start: 0,
-        },
-        None => Crossover {
-            threshold: CUDA_CAPS_THRESHOLD,
-            start: CUDA_CAPS_START,
-        },
-    }
+    Crossover::given(&opts.fast).unwrap_or(Crossover {
+        threshold: CUDA_CAPS_THRESHOLD,
+        start: CUDA_CAPS_START,
+    })
 }
 
 /// The recursion across every GPU of `fabric` that an m×k×n product with

@@ -31,11 +31,8 @@ use crate::strassen::{Crossover, Explained, Recursed, Scheme};
 /// crossover for a GPU of that name, else the measured one for the type
 /// (see the tunables).
 pub(crate) fn crossover(gpu_name: &str, opts: &GemmOptions, dtype: DType) -> Crossover {
-    if let Some(threshold) = opts.fast.threshold {
-        return Crossover {
-            threshold,
-            start: 0,
-        };
+    if let Some(given) = Crossover::given(&opts.fast) {
+        return given;
     }
     let tuned = Config::get()
         .tuned_cuda(gpu_name)
