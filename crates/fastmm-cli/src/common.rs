@@ -182,6 +182,8 @@ impl AlgoArgs {
                         anyhow::anyhow!("--threshold '{text}' is neither a size nor 'auto'")
                     })?),
                 },
+                // The first level's size is a plan's to pin.
+                start: None,
                 depth: self.depth,
                 lazy_sums: self.lazy_sums,
                 sum_stores: auto_or::<SumStores>(&self.sum_stores)?,

@@ -57,10 +57,12 @@ impl<'a, T: Element> Product<'a, T> {
         fastmm::Problem::of::<T>((self.a.rows(), self.a.cols(), self.b.cols()))
     }
 
-    /// `opts` planned by `x` for this problem; errors name the target.
+    /// `opts` planned by `x` for this problem; errors name the target
+    /// after their own text (a cluster's name the ranks that failed
+    /// first).
     pub(crate) fn plan(&self, x: &impl Executor, opts: &GemmOptions, label: &str) -> Result<Plan> {
         x.plan(self.problem(), opts)
-            .with_context(|| format!("{label} {}", T::DTYPE))
+            .map_err(|e| anyhow::anyhow!("{e} ({label} {})", T::DTYPE))
     }
 
     /// `plan` executed `--warmup` times untimed and `--reps` times timed

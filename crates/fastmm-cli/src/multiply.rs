@@ -775,7 +775,7 @@ fn distributed(args: &MultiplyArgs) -> Result<Outcome> {
                     report.dtype,
                     report.product.processors,
                     report.product.compute_ms,
-                    report.product.words_per_processor,
+                    report.product.moved.words_per_processor,
                     start.elapsed().as_secs_f64(),
                     report.mapped_bytes_per_rank,
                     report.bound_ratio,

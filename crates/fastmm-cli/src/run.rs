@@ -173,8 +173,11 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
     if let Some(bytes) = memory {
         cluster = cluster.with_memory_per_rank(bytes);
     }
-    let cluster = std::rc::Rc::new(cluster);
-    match run_ranks(args, &cluster) {
+    let machine = Machine::from(cluster);
+    let Some(cluster) = machine.cluster() else {
+        bail!("the MPI job's cluster is out of reach on this thread");
+    };
+    match run_ranks(args, &machine, cluster) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
             let text = format!("{e:#}");
@@ -185,11 +188,11 @@ fn run_distributed(args: &RunArgs) -> Result<Outcome> {
 }
 
 #[cfg(feature = "mpi")]
-fn run_ranks(args: &RunArgs, cluster: &std::rc::Rc<fastmm::Cluster>) -> Result<Outcome> {
+fn run_ranks(args: &RunArgs, machine: &Machine, cluster: &fastmm::Cluster) -> Result<Outcome> {
     // Every rank makes its inputs from the same arguments (the seed too).
     let line: Vec<String> = std::env::args().skip(1).collect();
     cluster.check_same("arguments", &line)?;
-    let mut ranks = Devices::all_on(Machine::from(std::rc::Rc::clone(cluster)));
+    let mut ranks = Devices::all_on(machine.clone());
     let (shape, records) = measure(args, &mut ranks)?;
     if cluster.rank() != 0 {
         return Ok(Outcome::AllCorrect);

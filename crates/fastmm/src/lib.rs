@@ -122,6 +122,8 @@ pub use error::Error;
 pub use executor::{Clock, Communication, Executor, GpuShare, Report, Streamed, Timing};
 pub use gemm::{Gemm, Problem};
 pub use machine::Machine;
+#[cfg(feature = "mpi")]
+pub use machine::OnItsThread;
 pub use matrix::{GpuMatrix, GpuProduct, MatMut, MatRef, Matrix};
 pub use options::{
     Accuracy, Algorithm, AlgorithmInfo, BlockSizes, ComplexForm, CpuKernel, CpuOptions, CudaKernel,

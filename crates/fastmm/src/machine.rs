@@ -20,8 +20,6 @@
 //! # }
 //! ```
 
-#[cfg(feature = "mpi")]
-use std::rc::Rc;
 use std::sync::Arc;
 
 #[cfg(feature = "mpi")]
@@ -46,11 +44,11 @@ pub enum Machine {
     /// in for several processors: [`Team::simulated`]).
     Team(Arc<Team>),
     /// The ranks of an MPI job: every rank calls each product with the
-    /// same A and B, and rank 0 holds C. (MPI's communicators belong to
-    /// the thread that started MPI, so this one is shared by `Rc`: with
-    /// feature `mpi` a machine stays on its thread.)
+    /// same A and B, and rank 0 holds C. MPI's communicators belong to
+    /// the thread that opened the cluster: the machine may travel, but
+    /// its products run on that thread only (elsewhere a typed error).
     #[cfg(feature = "mpi")]
-    Cluster(Rc<Cluster>),
+    Cluster(Arc<OnItsThread<Cluster>>),
 }
 
 impl std::fmt::Debug for Machine {
@@ -74,15 +72,62 @@ impl From<Team> for Machine {
 #[cfg(feature = "mpi")]
 impl From<Cluster> for Machine {
     fn from(cluster: Cluster) -> Machine {
-        Machine::Cluster(Rc::new(cluster))
+        Machine::Cluster(Arc::new(OnItsThread::new(cluster)))
     }
 }
 
-/// A cluster its caller keeps a handle on (to abort the job on an error).
+/// A value that only the thread which made it may use: it may be moved
+/// and shared (a machine lives in caches and crosses `Send` bounds), but
+/// [`OnItsThread::get`] answers an error on any other thread, and a drop
+/// elsewhere leaks the value rather than run its destructor there. For
+/// MPI's communicators, which rsmpi marks neither `Send` nor `Sync`.
 #[cfg(feature = "mpi")]
-impl From<Rc<Cluster>> for Machine {
-    fn from(cluster: Rc<Cluster>) -> Machine {
-        Machine::Cluster(cluster)
+pub struct OnItsThread<T> {
+    owner: std::thread::ThreadId,
+    value: std::mem::ManuallyDrop<T>,
+}
+
+// SAFETY: the value is reached only through `get`, which checks that the
+// caller is the thread that made it, and dropped only on that thread
+// (see `Drop`); other threads hold the wrapper but never touch the value.
+#[cfg(feature = "mpi")]
+unsafe impl<T> Send for OnItsThread<T> {}
+// SAFETY: as for `Send`: a shared reference from another thread cannot
+// reach the value.
+#[cfg(feature = "mpi")]
+unsafe impl<T> Sync for OnItsThread<T> {}
+
+#[cfg(feature = "mpi")]
+impl<T> OnItsThread<T> {
+    fn new(value: T) -> OnItsThread<T> {
+        OnItsThread {
+            owner: std::thread::current().id(),
+            value: std::mem::ManuallyDrop::new(value),
+        }
+    }
+
+    /// The value, on the thread that made it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] on any other thread.
+    pub fn get(&self) -> Result<&T, Error> {
+        if std::thread::current().id() != self.owner {
+            return Err(Error::InvalidOption(
+                "an MPI cluster runs its products on the thread that joined the job".into(),
+            ));
+        }
+        Ok(&self.value)
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl<T> Drop for OnItsThread<T> {
+    fn drop(&mut self) {
+        if std::thread::current().id() == self.owner {
+            // SAFETY: dropped once, here, on the thread that owns it; the
+            // field is not used again.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.value) }
+        }
     }
 }
 
@@ -160,13 +205,24 @@ impl Machine {
         }
     }
 
+    /// The cluster, on the thread that joined the job (for what only an
+    /// MPI job does: its rank, aborting it); `None` for another machine
+    /// or on another thread.
+    #[cfg(feature = "mpi")]
+    pub fn cluster(&self) -> Option<&Cluster> {
+        match self {
+            Machine::Cluster(cluster) => cluster.get().ok(),
+            _ => None,
+        }
+    }
+
     /// Whether this process receives C: everywhere but the ranks of a
     /// cluster other than 0 (which run their parts and return).
     pub fn holds_results(&self) -> bool {
         match self {
             Machine::Device(_) | Machine::Team(_) => true,
             #[cfg(feature = "mpi")]
-            Machine::Cluster(cluster) => cluster.rank() == 0,
+            Machine::Cluster(cluster) => cluster.get().is_ok_and(|c| c.rank() == 0),
         }
     }
 
@@ -223,7 +279,10 @@ impl Executor for Machine {
             Machine::Device(ctx) => ctx.describe(),
             Machine::Team(team) => team.describe(),
             #[cfg(feature = "mpi")]
-            Machine::Cluster(cluster) => cluster.describe(),
+            Machine::Cluster(cluster) => match cluster.get() {
+                Ok(cluster) => cluster.describe(),
+                Err(_) => "MPI ranks (reached from another thread)".into(),
+            },
         }
     }
 
@@ -232,7 +291,7 @@ impl Executor for Machine {
             Machine::Device(ctx) => ctx.plan(problem, opts),
             Machine::Team(team) => team.plan(problem, opts),
             #[cfg(feature = "mpi")]
-            Machine::Cluster(cluster) => cluster.plan(problem, opts),
+            Machine::Cluster(cluster) => cluster.get()?.plan(problem, opts),
         }
     }
 
@@ -246,7 +305,7 @@ impl Executor for Machine {
             Machine::Device(ctx) => ctx.execute_clocked(plan, product, clock),
             Machine::Team(team) => team.execute_clocked(plan, product, clock),
             #[cfg(feature = "mpi")]
-            Machine::Cluster(cluster) => cluster.execute_clocked(plan, product, clock),
+            Machine::Cluster(cluster) => cluster.get()?.execute_clocked(plan, product, clock),
         }
     }
 
@@ -262,7 +321,10 @@ impl Executor for Machine {
             Machine::Device(ctx) => ctx.complex_product(a, b, c, form, opts),
             Machine::Team(team) => team.complex_product(a, b, c, form, opts),
             #[cfg(feature = "mpi")]
-            Machine::Cluster(cluster) => cluster.complex_product(a, b, c, form, opts),
+            Machine::Cluster(cluster) => match cluster.get() {
+                Ok(cluster) => cluster.complex_product(a, b, c, form, opts),
+                Err(e) => Some(Err(e)),
+            },
         }
     }
 }

@@ -356,12 +356,14 @@ pub(crate) fn check_team_words(team: &Team, shapes: &[(usize, usize, usize)]) ->
             Ok((_, _, false)) => words
                 .failures
                 .push(format!("{m}×{k}×{n}: the distributed product differs")),
-            Ok((report, plan, true)) if report.words_per_processor == plan.words_per_processor => {
+            Ok((report, plan, true))
+                if report.moved.words_per_processor == plan.words_per_processor =>
+            {
                 words.passed += 1
             }
             Ok((report, plan, _)) => words.failures.push(format!(
                 "{m}×{k}×{n}: {} words, the plan {}",
-                report.words_per_processor, plan.words_per_processor
+                report.moved.words_per_processor, plan.words_per_processor
             )),
             Err(e) => words.failures.push(format!("{m}×{k}×{n}: {e}")),
         }

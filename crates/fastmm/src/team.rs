@@ -18,7 +18,7 @@
 //! let db = team.distribute(&plan, Role::B, b.as_ref())?;
 //! let (dc, report) = team.multiply(&da, &db, &GemmOptions::new(Algorithm::Naive))?;
 //! assert_eq!(team.collect(&dc)?, fastmm::matmul(&a, &b)?);
-//! assert_eq!(report.words_per_processor, plan.words_per_processor);
+//! assert_eq!(report.moved.words_per_processor, plan.words_per_processor);
 //! # Ok(())
 //! # }
 //! ```
@@ -70,7 +70,7 @@ impl std::fmt::Debug for Team {
     }
 }
 
-/// What a distributed product did.
+/// What a product of distributed matrices ([`Team::multiply`]) did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TeamReport {
     /// The grid, pm×pn×pk.
@@ -80,35 +80,9 @@ pub struct TeamReport {
     /// Milliseconds from the first operation to the last device done
     /// (communication included; distributing and collecting are not).
     pub compute_ms: f64,
-    /// Words the busiest device received (counted from the operations
-    /// run).
-    pub words_per_processor: u128,
-    /// Words all devices received.
-    pub total_words: u128,
-    /// The lower bound on the words per processor for this shape, grid
-    /// and memory (see the planner); 0 for Strassen's levels across the
-    /// processors, whose bound this report does not compute.
-    pub lower_bound: f64,
-    /// Host-resident products on GPUs: each GPU's part (empty for a
-    /// product of distributed matrices).
-    pub shares: Vec<GpuShare>,
-    /// Host-resident products: when B was on every GPU, ms from the start.
-    pub b_loaded_ms: Option<f64>,
-    /// Host-resident products: bytes copied to the GPUs.
-    pub upload_bytes: u64,
-    /// Host-resident products: bytes copied back.
-    pub download_bytes: u64,
-    /// Strassen or Winograd levels run across the devices (CAPS's
-    /// depth-first steps); 0 for the classical distribution.
-    pub levels_across: usize,
-}
-
-impl TeamReport {
-    /// words_per_processor / lower_bound (1 when both are 0, ∞ when only
-    /// the bound is).
-    pub fn bound_ratio(&self) -> f64 {
-        planner::bound_ratio(self.words_per_processor, self.lower_bound)
-    }
+    /// What moved between the devices, counted from the operations run:
+    /// the one description of traffic every executor's report uses.
+    pub moved: Communication,
 }
 
 /// A matrix spread over a team's devices in a plan's layout: each device
@@ -522,14 +496,12 @@ impl Team {
             grid: (plan.grid.pm, plan.grid.pn, plan.grid.pk),
             processors: plan.processors,
             compute_ms: ms,
-            words_per_processor: words.iter().copied().max().unwrap_or(0),
-            total_words: words.iter().sum(),
-            lower_bound: plan.lower_bound,
-            shares: Vec::new(),
-            b_loaded_ms: None,
-            upload_bytes: 0,
-            download_bytes: 0,
-            levels_across: 0,
+            moved: Communication {
+                words_per_processor: words.iter().copied().max().unwrap_or(0),
+                total_words: words.iter().sum(),
+                lower_bound: plan.lower_bound,
+                ..Communication::default()
+            },
         };
         Ok((
             DistMatrix {
@@ -885,13 +857,7 @@ impl Team {
             download_ms: Some(start.elapsed().as_secs_f64() * 1e3),
             ..Timing::default()
         };
-        let communication = Communication {
-            words_per_processor: report.words_per_processor,
-            total_words: report.total_words,
-            lower_bound: report.lower_bound,
-            ..Communication::default()
-        };
-        Ok((timing, communication))
+        Ok((timing, report.moved))
     }
 
     /// [`Route::Across`]: Strassen's levels across the devices.
@@ -1318,8 +1284,9 @@ mod tests {
             team.collect(&dc).unwrap(),
             crate::context::matmul(&a, &b).unwrap()
         );
-        assert_eq!(report.words_per_processor, plan.words_per_processor);
-        assert!(report.bound_ratio() <= 1.2, "{}", report.bound_ratio());
+        assert_eq!(report.moved.words_per_processor, plan.words_per_processor);
+        let ratio = report.moved.bound_ratio();
+        assert!(ratio <= 1.2, "{ratio}");
     }
 
     #[test]

@@ -383,14 +383,12 @@ impl Cluster {
         };
         let classical = self.decompose::<T>((m, k, n)).ok();
         let bound = classical.map_or(0.0, |p| p.lower_bound);
-        Ok(Some((
-            c,
-            ClusterReport {
-                levels_across: 1,
-                breadth_first: true,
-                error_growth: scheme.error_growth(1) * local_growth,
-                ..ClusterReport::measured((parts, 1, 1), parts, timing, bound)
-            },
-        )))
+        Ok(Some((c, {
+            let mut report = ClusterReport::measured((parts, 1, 1), parts, timing, bound);
+            report.moved.levels_across = 1;
+            report.moved.breadth_first = true;
+            report.error_growth = scheme.error_growth(1) * local_growth;
+            report
+        })))
     }
 }

@@ -204,14 +204,11 @@ impl Cluster {
         };
         let classical = self.decompose::<T>((m, k, n)).ok();
         let bound = classical.map_or(0.0, |p| p.lower_bound);
-        Ok(Some((
-            c,
-            ClusterReport {
-                levels_across: levels,
-                breadth_first: false,
-                error_growth: scheme.error_growth(levels),
-                ..ClusterReport::measured((parts, 1, 1), parts, timing, bound)
-            },
-        )))
+        Ok(Some((c, {
+            let mut report = ClusterReport::measured((parts, 1, 1), parts, timing, bound);
+            report.moved.levels_across = levels;
+            report.error_growth = scheme.error_growth(levels);
+            report
+        })))
     }
 }

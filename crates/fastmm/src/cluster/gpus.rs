@@ -118,16 +118,13 @@ impl Cluster {
         self.world
             .all_reduce_into(&staging_mine, &mut staging_ms, SystemOperation::max());
         let grid = (plan.grid.pm, plan.grid.pn, plan.grid.pk);
-        Ok(Some((
-            schedule,
-            mine,
-            ClusterReport {
-                local_gpus: true,
-                pieces_on_gpus: true,
-                staging_ms,
-                ..ClusterReport::measured(grid, self.size(), timing, plan.lower_bound)
-            },
-        )))
+        Ok(Some((schedule, mine, {
+            let mut report = ClusterReport::measured(grid, self.size(), timing, plan.lower_bound);
+            report.moved.local_gpus = true;
+            report.moved.pieces_on_gpus = true;
+            report.staging_ms = staging_ms;
+            report
+        })))
     }
 
     /// This rank's GPU as a member of the job's groups, made once.

@@ -19,7 +19,7 @@
 //! if let Some(c) = c {
 //!     // rank 0 holds C
 //!     assert_eq!(c, fastmm::matmul(&a, &b)?);
-//!     println!("{} words received by the busiest rank", report.words_per_processor);
+//!     println!("{} words received by the busiest rank", report.moved.words_per_processor);
 //! }
 //! # Ok(())
 //! # }
@@ -104,28 +104,14 @@ pub struct ClusterReport {
     /// Milliseconds from the start (all ranks ready) to the last rank
     /// done, communication included; distributing and collecting not.
     pub compute_ms: f64,
-    /// Words the busiest rank received in the product's collectives.
-    pub words_per_processor: u128,
-    /// Words all ranks received.
-    pub total_words: u128,
-    /// The lower bound on the words per processor of a classical
-    /// product of this shape on these ranks (see the planner).
-    pub lower_bound: f64,
-    /// Strassen or Winograd levels run across the ranks (CAPS), 0 for
-    /// a classical distribution.
-    pub levels_across: usize,
-    /// Whether those levels were a breadth-first step (the seven
-    /// products on seven ranks at once) rather than depth-first steps.
-    pub breadth_first: bool,
+    /// What moved between the ranks (words counted from the product's
+    /// collectives, their lower bound, levels across, whether the local
+    /// products and the pieces were on the ranks' GPUs): the one
+    /// description of traffic every executor's report uses.
+    pub moved: Communication,
     /// The factor by which those levels may raise the classical error
     /// bound (1 for none).
     pub error_growth: f64,
-    /// Whether the local products ran on the ranks' GPUs.
-    pub local_gpus: bool,
-    /// Whether the pieces lived on the ranks' GPUs, NCCL moving them
-    /// between the GPUs (rather than in host memory, MPI moving them and
-    /// each local product copying its blocks to the GPU and back).
-    pub pieces_on_gpus: bool,
     /// Milliseconds the slowest rank took to copy its pieces of A and B
     /// to its GPU and its piece of C back (not in `compute_ms`; 0 where
     /// the pieces stay in host memory).
@@ -174,21 +160,15 @@ impl ClusterReport {
             grid,
             processors,
             compute_ms,
-            words_per_processor: u128::from(most),
-            total_words: u128::from(total),
-            lower_bound,
-            levels_across: 0,
-            breadth_first: false,
+            moved: Communication {
+                words_per_processor: u128::from(most),
+                total_words: u128::from(total),
+                lower_bound,
+                ..Communication::default()
+            },
             error_growth: 1.0,
-            local_gpus: false,
-            pieces_on_gpus: false,
             staging_ms: 0.0,
         }
-    }
-
-    /// words_per_processor / lower_bound.
-    pub fn bound_ratio(&self) -> f64 {
-        planner::bound_ratio(self.words_per_processor, self.lower_bound)
     }
 }
 
@@ -508,19 +488,10 @@ impl Cluster {
         }
         report.plan.error_growth = report.plan.error_growth.max(done.error_growth);
         report.timing.compute_ms = done.compute_ms;
-        if done.pieces_on_gpus {
+        if done.moved.pieces_on_gpus {
             report.timing.upload_ms = Some(done.staging_ms);
         }
-        report.communication = Some(Communication {
-            words_per_processor: done.words_per_processor,
-            total_words: done.total_words,
-            lower_bound: done.lower_bound,
-            levels_across: done.levels_across,
-            breadth_first: done.breadth_first,
-            local_gpus: done.local_gpus,
-            pieces_on_gpus: done.pieces_on_gpus,
-            ..Communication::default()
-        });
+        report.communication = Some(done.moved);
         Ok(report)
     }
 
@@ -672,14 +643,11 @@ impl Cluster {
         let timing = self.timing_and_words(mine_ms, words as u64);
         let mine = stores.take_c();
         let grid = (plan.grid.pm, plan.grid.pn, plan.grid.pk);
-        Ok((
-            schedule,
-            mine,
-            ClusterReport {
-                local_gpus: gpu.is_some(),
-                ..ClusterReport::measured(grid, self.size(), timing, plan.lower_bound)
-            },
-        ))
+        Ok((schedule, mine, {
+            let mut report = ClusterReport::measured(grid, self.size(), timing, plan.lower_bound);
+            report.moved.local_gpus = gpu.is_some();
+            report
+        }))
     }
 
     /// The slowest rank's milliseconds, and the most and the total words
