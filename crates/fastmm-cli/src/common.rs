@@ -218,11 +218,8 @@ impl AlgoArgs {
     /// Where the algorithms without a device of their own run.
     pub fn placement(&self) -> Result<Placement> {
         match self.device.trim() {
-            auto if auto.eq_ignore_ascii_case("auto") => Ok(Placement::Auto),
-            text => match text.parse::<DeviceList>()? {
-                list if list.is_team() => Ok(Placement::Team(TeamSpec::of(&list)?)),
-                _ => Ok(Placement::On(text.parse::<Device>()?)),
-            },
+            auto if auto.eq_ignore_ascii_case("auto") => Ok(Placement::AUTO),
+            text => Placement::on(text),
         }
     }
 
@@ -232,39 +229,50 @@ impl AlgoArgs {
     }
 }
 
-/// Several GPUs that run each product together (`cuda:0,1` or
-/// `cuda:all`), as a set of ordinals below 64 so that targets stay `Copy`.
+/// The devices `--device` or `@` name: one device, or several GPUs that
+/// run each product together (`cuda:0,1`, `cuda:all`), as a set (GPU
+/// ordinals below 64) so that targets stay `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TeamSpec {
+pub struct DeviceSet {
     /// Every GPU of the host.
     all: bool,
+    /// The CPU (alone: it joins no GPU).
+    cpu: bool,
     /// Bit i: GPU i.
     mask: u64,
 }
 
-impl TeamSpec {
-    /// The team of a list of several GPUs.
-    pub fn of(list: &DeviceList) -> Result<TeamSpec> {
-        let mut mask = 0u64;
+impl DeviceSet {
+    /// The set of a device list.
+    pub fn of(list: &DeviceList) -> Result<DeviceSet> {
+        let mut set = DeviceSet {
+            all: false,
+            cpu: false,
+            mask: 0,
+        };
         match list {
-            DeviceList::AllGpus => return Ok(TeamSpec { all: true, mask }),
+            DeviceList::AllGpus => set.all = true,
             DeviceList::Listed(devices) => {
                 for device in devices {
                     match device {
-                        Device::Cuda(ordinal) if *ordinal < 64 => mask |= 1 << ordinal,
+                        Device::Cuda(ordinal) if *ordinal < 64 => set.mask |= 1 << ordinal,
                         Device::Cuda(ordinal) => bail!("GPU ordinal {ordinal} is above 63"),
+                        Device::Cpu if devices.len() == 1 => set.cpu = true,
                         Device::Cpu => bail!("a team is GPUs: cpu cannot join one"),
                     }
                 }
             }
         }
-        Ok(TeamSpec { all: false, mask })
+        Ok(set)
     }
 
     /// The list it stands for.
     pub fn list(self) -> DeviceList {
         if self.all {
             return DeviceList::AllGpus;
+        }
+        if self.cpu {
+            return DeviceList::Listed(vec![Device::Cpu]);
         }
         DeviceList::Listed(
             (0..64)
@@ -274,52 +282,48 @@ impl TeamSpec {
         )
     }
 
+    /// Whether several devices run each product together.
+    pub fn is_team(self) -> bool {
+        self.all || self.mask.count_ones() > 1
+    }
+
     /// The device that stands for it where one is needed (its kind, `@`).
     fn first(self) -> Device {
-        Device::Cuda(if self.all {
-            0
-        } else {
-            self.mask.trailing_zeros() as usize
-        })
+        match (self.cpu, self.all) {
+            (true, _) => Device::Cpu,
+            (_, true) => Device::Cuda(0),
+            _ => Device::Cuda(self.mask.trailing_zeros() as usize),
+        }
     }
 }
 
-/// Where an algorithm named without a device runs.
+/// Where an algorithm named without a device runs: on the devices named,
+/// or (`auto`, none named) on the CPU where it runs there, else on GPU 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    /// On the CPU where it runs there, else on GPU 0.
-    Auto,
-    /// On this device.
-    On(Device),
-    /// On these GPUs together.
-    Team(TeamSpec),
-}
+pub struct Placement(Option<DeviceSet>);
 
 impl Placement {
+    /// `--device auto`.
+    pub const AUTO: Placement = Placement(None);
+
+    /// On the devices of `text` (`cpu`, `cuda:1`, `cuda:0,1`, `cuda:all`).
+    pub fn on(text: &str) -> Result<Placement> {
+        Ok(Placement(Some(DeviceSet::of(&text.parse::<DeviceList>()?)?)))
+    }
+
     /// The device `algorithm` runs on (a team's first GPU for a team).
     pub fn device_for(self, algorithm: Algorithm) -> Device {
-        match self {
-            Placement::On(device) => device,
-            Placement::Team(team) => team.first(),
-            Placement::Auto => home(algorithm),
-        }
+        self.0.map_or_else(|| home(algorithm), DeviceSet::first)
     }
 
     /// The team, if it is one.
-    fn team(self) -> Option<TeamSpec> {
-        match self {
-            Placement::Team(team) => Some(team),
-            _ => None,
-        }
+    fn team(self) -> Option<DeviceSet> {
+        self.0.filter(|set| set.is_team())
     }
 
     /// The kind of device `all` expands over.
     fn kind(self) -> DeviceKind {
-        match self {
-            Placement::On(device) => device.kind(),
-            Placement::Team(_) => DeviceKind::Cuda,
-            Placement::Auto => DeviceKind::Cpu,
-        }
+        self.0.map_or(DeviceKind::Cpu, |set| set.first().kind())
     }
 }
 
@@ -339,7 +343,7 @@ pub struct Target {
     pub algorithm: Algorithm,
     pub device: Device,
     /// The GPUs that run it together (`device` is the first of them).
-    pub team: Option<TeamSpec>,
+    pub team: Option<DeviceSet>,
 }
 
 impl Target {
@@ -368,13 +372,7 @@ impl Target {
     /// algorithm must run on that device's kind.
     pub fn parse(text: &str, placement: Placement) -> Result<Target> {
         let (algorithm, placement) = match text.split_once('@') {
-            Some((name, device)) => {
-                let placement = match device.parse::<DeviceList>()? {
-                    list if list.is_team() => Placement::Team(TeamSpec::of(&list)?),
-                    _ => Placement::On(device.parse::<Device>()?),
-                };
-                (name.parse::<Algorithm>()?, placement)
-            }
+            Some((name, device)) => (name.parse::<Algorithm>()?, Placement::on(device)?),
             None => (text.parse::<Algorithm>()?, placement),
         };
         let device = placement.device_for(algorithm);
@@ -678,12 +676,12 @@ mod tests {
 
     #[test]
     fn targets_run_where_asked_or_where_auto_puts_them() {
-        let auto = Placement::Auto;
+        let auto = Placement::AUTO;
         let list = Target::parse_list("naive,cublas,strassen@cuda:1", auto).unwrap();
         let labels: Vec<String> = list.iter().map(Target::label).collect();
         assert_eq!(labels, ["naive", "cublas", "strassen@cuda:1"]);
         assert_eq!(list[1].device, Device::Cuda(0));
-        let on_gpu = Placement::On(Device::Cuda(0));
+        let on_gpu = Placement::on("cuda:0").unwrap();
         let gpu = Target::parse_list("strassen,cuda-fast", on_gpu).unwrap();
         assert_eq!(gpu[0].label(), "strassen@cuda:0");
         assert_eq!(gpu[1].label(), "cuda-fast");

@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn axes_know_what_they_change() {
-        let at = |text: &str| Target::parse(text, crate::common::Placement::Auto).unwrap();
+        let at = |text: &str| Target::parse(text, crate::common::Placement::AUTO).unwrap();
         assert!(AxisKind::Tile.affects(at("tiled")));
         assert!(AxisKind::Tile.affects(at("cuda-tiled")));
         assert!(!AxisKind::Tile.affects(at("packed")));

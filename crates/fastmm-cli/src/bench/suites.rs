@@ -275,7 +275,7 @@ pub fn sweep(name: &str, quick: bool, defaults: &RunArgs) -> Result<Sweep> {
         } else {
             suite.sizes
         })?,
-        targets: Target::parse_list(suite.algorithms, Placement::Auto)?,
+        targets: Target::parse_list(suite.algorithms, Placement::AUTO)?,
         axes,
         baseline: suite.baseline.to_string(),
         run,
