@@ -308,7 +308,9 @@ impl Placement {
 
     /// On the devices of `text` (`cpu`, `cuda:1`, `cuda:0,1`, `cuda:all`).
     pub fn on(text: &str) -> Result<Placement> {
-        Ok(Placement(Some(DeviceSet::of(&text.parse::<DeviceList>()?)?)))
+        Ok(Placement(Some(DeviceSet::of(
+            &text.parse::<DeviceList>()?,
+        )?)))
     }
 
     /// The device `algorithm` runs on (a team's first GPU for a team).

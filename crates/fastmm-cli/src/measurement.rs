@@ -5,7 +5,7 @@
 //! ([`Record`], what `--json` prints); and the one table that prints the
 //! rows for `run`, `bench`, `demo` and the cluster's rank 0.
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use fastmm::complex::{ComplexForm, ComplexMatrix};
 use fastmm::system::format_bytes;
 use fastmm::verify::{Reference, Verdict};
@@ -77,8 +77,18 @@ impl<'a, T: Element> Product<'a, T> {
         let (a, b) = (self.a.as_ref(), self.b.as_ref());
         let once = |c: &mut Matrix<T>| -> Result<Report> {
             c.fill(T::poison());
-            x.execute_clocked(plan, Gemm::new(a, b, c.as_mut()), Clock::Benchmark)
-                .with_context(|| format!("{label} failed"))
+            let report = x
+                .execute_clocked(plan, Gemm::new(a, b, c.as_mut()), Clock::Benchmark)
+                .with_context(|| format!("{label} failed"))?;
+            // The plan shown is the plan that ran: only data a plan cannot
+            // know (NaN or ∞ under a fast algorithm) changes it.
+            if report.plan != *plan && report.plan.algorithm == plan.algorithm {
+                bail!(
+                    "{label}: {} ran another plan than the one it was given",
+                    x.describe()
+                );
+            }
+            Ok(report)
         };
         for _ in 0..inputs.warmup {
             once(&mut self.c)?;

@@ -394,6 +394,25 @@ impl Cluster {
         {
             growth = growth.max(scheme.error_growth(*levels));
         }
+        // A breadth-first step multiplies its level's growth by that of
+        // the half-size products each group runs on the CPU: planned here,
+        // so that the plan's allowance is the one the product is held to.
+        if let (
+            Some(Route::Across {
+                breadth_first: true,
+                ..
+            }),
+            Some(scheme),
+        ) = (&across, crate::strassen::Scheme::of(local.algorithm))
+        {
+            let half = (
+                (shape.0 / 2).max(1),
+                (shape.1 / 2).max(1),
+                (shape.2 / 2).max(1),
+            );
+            let halves = Context::cpu().plan(Problem::of::<T>(half), &local)?;
+            growth = growth.max(scheme.error_growth(1) * halves.error_growth);
+        }
         plan.error_growth = plan.error_growth.max(growth);
         if !T::DTYPE.is_integer() && (across.is_some() || grid.pk > 1) {
             plan.accuracy = crate::options::Accuracy::Bound;
