@@ -229,13 +229,8 @@ pub(crate) fn multiply_mapped<'py>(
                 true => b,
                 false => b.converted(dtype, &scratch)?,
             };
-            let shape = (a.rows, a.cols, b.cols);
             for_dtype!(dtype, T => {
-                let growth = match check {
-                    true => Some(ctx.plan(fastmm::Problem::of::<T>(shape), &opts)?.error_growth),
-                    false => None,
-                };
-                fastmm::io::out_of_core::multiply::<T>(&ctx, &a, &b, &out_path, &opts, budget, growth)
+                fastmm::io::out_of_core::multiply::<T>(&ctx, &a, &b, &out_path, &opts, budget, check)
             })
         })
         .map_err(to_py)?;

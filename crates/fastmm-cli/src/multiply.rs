@@ -16,8 +16,8 @@ use fastmm::io::{
 };
 use fastmm::system::format_bytes;
 use fastmm::{
-    Algorithm, Clock, Context, DType, DeviceKind, Element, Executor, Gemm, GemmOptions, GpuOptions,
-    Machine, Matrix, Problem,
+    Algorithm, Context, DType, Element, Executor, Gemm, GemmOptions, GpuOptions, Machine, Matrix,
+    Problem,
 };
 
 use crate::common::{parse_bytes, AlgoArgs, Outcome, Target};
@@ -393,18 +393,6 @@ fn parse_type(text: &str) -> Result<(DType, bool)> {
     })
 }
 
-/// The algorithm that runs for this shape and type (`auto` decided).
-fn resolved(
-    ctx: &Context,
-    opts: &GemmOptions,
-    dtype: DType,
-    shape: (usize, usize, usize),
-) -> Result<Algorithm> {
-    Ok(ctx
-        .plan(fastmm::Problem::new(shape, dtype), opts)?
-        .algorithm)
-}
-
 /// A verification's verdict and its one-line report.
 type Verdict = Option<(bool, String)>;
 
@@ -555,179 +543,64 @@ fn out_of_core(
     };
     let a = convert(a, "A", &args.a)?;
     let b = convert(b, "B", &args.b)?;
-    let shape = (a.rows, a.cols, b.cols);
-    if ctx.device().kind() == DeviceKind::Cuda {
-        let budget_text = format_bytes(budget.into());
-        // Mapped inputs stream through the GPU in tiles whatever their
-        // size, so that neither is copied whole in host memory.
-        let opts = GemmOptions {
-            gpu: GpuOptions {
-                out_of_core: true,
-                ..opts.gpu
-            },
-            ..opts
-        };
-        return match dtype {
-            DType::F32 => on_gpu::<f32>(args, &ctx, &a, &b, &opts, &budget_text),
-            DType::F64 => on_gpu::<f64>(args, &ctx, &a, &b, &opts, &budget_text),
-            DType::I32 => on_gpu::<i32>(args, &ctx, &a, &b, &opts, &budget_text),
-            DType::I64 => on_gpu::<i64>(args, &ctx, &a, &b, &opts, &budget_text),
-        }
-        .map(Some);
-    }
+    use fastmm::io::out_of_core::multiply as mapped;
+    let (c, check) = (&args.output, args.check);
     let report = match dtype {
-        DType::F32 => on_cpu::<f32>(args, &ctx, &a, &b, &opts, budget, shape),
-        DType::F64 => on_cpu::<f64>(args, &ctx, &a, &b, &opts, budget, shape),
-        DType::I32 => on_cpu::<i32>(args, &ctx, &a, &b, &opts, budget, shape),
-        DType::I64 => on_cpu::<i64>(args, &ctx, &a, &b, &opts, budget, shape),
+        DType::F32 => mapped::<f32>(&ctx, &a, &b, c, &opts, budget, check),
+        DType::F64 => mapped::<f64>(&ctx, &a, &b, c, &opts, budget, check),
+        DType::I32 => mapped::<i32>(&ctx, &a, &b, c, &opts, budget, check),
+        DType::I64 => mapped::<i64>(&ctx, &a, &b, c, &opts, budget, check),
     }?;
-    let plan = report.plan;
+    let blocking = report.plan;
+    let plan = &report.product;
     let flops = 2.0 * (m * k * n) as f64;
+    let how = match &report.streamed {
+        // A GPU streamed the whole product in tiles from the maps.
+        Some(s) => format!(
+            "on {}, {}; host memory budget {}, inputs mapped; {} up, {} down; products {:.1}% of the time",
+            plan.device,
+            plan.label(),
+            format_bytes(budget.into()),
+            format_bytes(s.upload_bytes.into()),
+            format_bytes(s.download_bytes.into()),
+            100.0 * s.products_fraction
+        ),
+        None => format!(
+            "budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} each, written through a map; the seed's (k(a+b)+ab)·size = {})",
+            format_bytes(budget.into()),
+            format_bytes(total),
+            report.blocks,
+            blocking.block_rows,
+            blocking.block_cols,
+            format_bytes(blocking.c_block_bytes.into()),
+            format_bytes(blocking.seed_formula_bytes.into()),
+        ),
+    };
+    let failed = report.check.is_some_and(|c| !c.0);
     println!(
-        "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; budget {} for {} of A, B and C: C in {} blocks of {}×{} ({} each, written through a map; the seed's (k(a+b)+ab)·size = {}); {:.3} s, {:.2} GFLOP/s ({:.2} in the products); wrote {}{}",
+        "C = A·B out of core: A {m}×{k} ({}), B {k}×{n} ({}), {dtype}, {}; {how}; {:.3} s, {:.2} GFLOP/s ({:.2} in the products); {}{}",
         args.a.display(),
         args.b.display(),
-        resolved(&ctx, &opts, dtype, shape)?,
-        format_bytes(budget.into()),
-        format_bytes(total),
-        report.blocks,
-        plan.block_rows,
-        plan.block_cols,
-        format_bytes(plan.c_block_bytes.into()),
-        format_bytes(plan.seed_formula_bytes.into()),
+        plan.algorithm,
         report.seconds,
         flops / report.seconds / 1e9,
         flops / report.multiply_seconds / 1e9,
-        args.output.display(),
+        match failed {
+            true => "not written".to_string(),
+            false => format!("wrote {}", args.output.display()),
+        },
         report.check.map_or(String::new(), |(ok, err, bound)| format!(
             "; check of every block: {}, worst relative error {err:.2e}, {bound:.2e} of the bound",
             if ok { "ok" } else { "WRONG" }
         ))
     );
-    if report.check.is_some_and(|c| !c.0) {
+    if failed {
         bail!(
             "a block of C failed verification; {} was not written",
             args.output.display()
         );
     }
     Ok(Some(Outcome::AllCorrect))
-}
-
-/// The mapped product on the CPU, block by block into the mapped output,
-/// each block verified with the plan's allowance under `--check`.
-fn on_cpu<T: Element>(
-    args: &MultiplyArgs,
-    ctx: &Context,
-    a: &fastmm::io::out_of_core::MappedMatrix,
-    b: &fastmm::io::out_of_core::MappedMatrix,
-    opts: &GemmOptions,
-    budget: u64,
-    shape: (usize, usize, usize),
-) -> Result<fastmm::io::out_of_core::FileProduct> {
-    let growth = match args.check {
-        true => Some(
-            ctx.plan(fastmm::Problem::of::<T>(shape), opts)?
-                .error_growth,
-        ),
-        false => None,
-    };
-    Ok(fastmm::io::out_of_core::multiply::<T>(
-        ctx,
-        a,
-        b,
-        &args.output,
-        opts,
-        budget,
-        growth,
-    )?)
-}
-
-/// A mapped product on the GPU, streamed in tiles from the mapped A and B
-/// into a mapped C (so that neither is copied whole in host memory), then
-/// verified when asked before C is renamed into place.
-fn on_gpu<T: Element>(
-    args: &MultiplyArgs,
-    ctx: &Context,
-    a: &fastmm::io::out_of_core::MappedMatrix,
-    b: &fastmm::io::out_of_core::MappedMatrix,
-    opts: &GemmOptions,
-    host_budget: &str,
-) -> Result<Outcome> {
-    let err = |which: &str, path: &Path, e: fastmm::Error| {
-        anyhow::anyhow!("{} ({which}): {e}", path.display())
-    };
-    let a_view = a.view::<T>().map_err(|e| err("A", &args.a, e))?;
-    let b_view = b.view::<T>().map_err(|e| err("B", &args.b, e))?;
-    let (m, k, n) = (a.rows, a.cols, b.cols);
-    if b.rows != k {
-        bail!(
-            "cannot multiply A ({m}×{k}, {}) by B ({}×{n}, {}): A has {k} columns but B has {} rows",
-            args.a.display(),
-            b.rows,
-            args.b.display(),
-            b.rows
-        );
-    }
-    let plan = ctx.plan(Problem::of::<T>((m, k, n)), opts)?;
-    let (timing, verdict) =
-        fastmm::io::out_of_core::write_through_map::<T, _>(&args.output, (m, n), |mut c| {
-            let product = Gemm::new(a_view, b_view, c.rb_mut());
-            let report = ctx.execute_clocked(&plan, product, Clock::Benchmark)?;
-            let timing = report.timing;
-            let verdict = if args.check {
-                let growth = report.plan.error_growth;
-                Some(fastmm::verify::verify_with_growth(
-                    a_view,
-                    b_view,
-                    c.rb(),
-                    growth,
-                )?)
-            } else {
-                None
-            };
-            let keep = verdict.as_ref().is_none_or(|v| v.ok);
-            Ok(((timing, verdict), keep))
-        })?;
-    let seconds = timing.compute_ms / 1e3;
-    let streamed = timing.streamed.unwrap_or(fastmm::Streamed {
-        upload_bytes: 0,
-        download_bytes: 0,
-        products_fraction: 1.0,
-        staging_seconds: (0.0, 0.0),
-    });
-    let flops = 2.0 * m as f64 * k as f64 * n as f64;
-    println!(
-        "C = A·B on {} out of core: A {m}×{k} ({}), B {k}×{n} ({}), {}, {}; host memory budget {host_budget}, inputs mapped; {}; {} up, {} down; {:.3} s, {:.2} GFLOP/s (products {:.1}% of the time); {}{}",
-        ctx.device(),
-        args.a.display(),
-        args.b.display(),
-        T::DTYPE,
-        plan.algorithm,
-        plan.label(),
-        format_bytes(streamed.upload_bytes.into()),
-        format_bytes(streamed.download_bytes.into()),
-        seconds,
-        flops / seconds / 1e9,
-        100.0 * streamed.products_fraction,
-        match &verdict {
-            Some(v) if !v.ok => "not written".to_string(),
-            _ => format!("wrote {}", args.output.display()),
-        },
-        verdict.as_ref().map_or(String::new(), |v| format!(
-            "; check: {} {}, relative error {:.2e}, {:.2e} of the bound",
-            v.method.name(),
-            if v.ok { "ok" } else { "WRONG" },
-            v.rel_error,
-            v.bound_ratio
-        ))
-    );
-    if verdict.is_some_and(|v| !v.ok) {
-        bail!(
-            "C failed verification; {} was not written",
-            args.output.display()
-        );
-    }
-    Ok(Outcome::AllCorrect)
 }
 
 #[cfg(not(feature = "mpi"))]

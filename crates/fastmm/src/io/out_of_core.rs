@@ -22,8 +22,11 @@ use super::{file_error, npy, Format};
 use crate::context::Context;
 use crate::element::{DType, Element};
 use crate::error::Error;
+use crate::executor::{Clock, Streamed};
+use crate::gemm::{Gemm, Problem};
 use crate::matrix::{MatMut, MatRef};
-use crate::options::GemmOptions;
+use crate::options::{DeviceKind, GemmOptions, GpuOptions};
+use crate::plan::Plan;
 
 /// An input matrix mapped from a file.
 pub struct MappedMatrix {
@@ -542,7 +545,8 @@ pub type BlockCheck = (bool, f64, f64);
 pub struct FileProduct {
     /// (m, k, n).
     pub shape: (usize, usize, usize),
-    /// The blocking.
+    /// The blocking of C in host memory (on a GPU one block, the whole
+    /// of C, which the GPU streams in tiles of its own).
     pub plan: Blocking,
     /// Blocks of C computed and written.
     pub blocks: usize,
@@ -553,12 +557,23 @@ pub struct FileProduct {
     /// The worst verification of a block, when asked: (ok, relative
     /// error, fraction of the bound).
     pub check: Option<BlockCheck>,
+    /// What each product ran: the whole product's plan (the one whose
+    /// allowance the blocks are verified against).
+    pub product: Plan,
+    /// On a GPU: how A, B and C streamed through it.
+    pub streamed: Option<Streamed>,
 }
 
-/// C = A·B in `ctx` for mapped A and B of type T, C computed block by block
-/// straight into the mapped output `c_path` (.npy or raw) within `budget`
-/// bytes, each block verified when `check` (with the error allowance
-/// `growth`); a failed check leaves no output.
+/// C = A·B on `ctx` for mapped A and B of type T, C written straight into
+/// the mapped output `c_path` (.npy or raw), verified when `check` with
+/// the whole product's allowance; a failed check leaves no output. On the
+/// CPU C is computed block by block within `budget` bytes of host memory;
+/// on a GPU the whole product streams through the GPU in tiles from the
+/// maps (neither input copied whole in host memory).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`] for operands that do not chain; the
+/// product's, the verification's and the files' errors.
 pub fn multiply<T: Element>(
     ctx: &Context,
     a: &MappedMatrix,
@@ -566,7 +581,7 @@ pub fn multiply<T: Element>(
     c_path: &Path,
     opts: &GemmOptions,
     budget: u64,
-    check: Option<f64>,
+    check: bool,
 ) -> Result<FileProduct, Error> {
     let start = Instant::now();
     let a_view = a.view::<T>()?;
@@ -578,7 +593,47 @@ pub fn multiply<T: Element>(
             b: (b.rows, b.cols),
         });
     }
-    let plan = Blocking::new((m, k, n), std::mem::size_of::<T>(), budget);
+    let elem = std::mem::size_of::<T>();
+    if ctx.device().kind() == DeviceKind::Cuda {
+        // Mapped inputs stream through the GPU in tiles whatever their
+        // size, so that neither is copied whole in host memory.
+        let opts = GemmOptions {
+            gpu: GpuOptions {
+                out_of_core: true,
+                ..opts.gpu
+            },
+            ..*opts
+        };
+        let plan = ctx.plan(Problem::of::<T>((m, k, n)), &opts)?;
+        let (report, worst) = write_through_map::<T, _>(c_path, (m, n), |mut c| {
+            let product = Gemm::new(a_view, b_view, c.rb_mut());
+            let report = ctx.execute_clocked(&plan, product, Clock::Benchmark)?;
+            let worst = match check {
+                true => {
+                    let growth = report.plan.error_growth;
+                    let v = crate::verify::verify_with_growth(a_view, b_view, c.rb(), growth)?;
+                    Some((v.ok, v.rel_error, v.bound_ratio))
+                }
+                false => None,
+            };
+            let keep = worst.is_none_or(|w| w.0);
+            Ok(((report, worst), keep))
+        })?;
+        let whole = Blocking::new((m, k, n), elem, u64::MAX);
+        return Ok(FileProduct {
+            shape: (m, k, n),
+            plan: whole,
+            blocks: 1,
+            seconds: start.elapsed().as_secs_f64(),
+            multiply_seconds: report.timing.compute_ms / 1e3,
+            check: worst,
+            product: report.plan,
+            streamed: report.timing.streamed,
+        });
+    }
+    let product = ctx.plan(Problem::of::<T>((m, k, n)), opts)?;
+    let growth = check.then_some(product.error_growth);
+    let plan = Blocking::new((m, k, n), elem, budget);
     let (multiply_seconds, worst) = write_through_map::<T, _>(c_path, (m, n), |mut c| {
         let mut multiply_seconds = 0.0;
         let mut worst: Option<BlockCheck> = None;
@@ -592,7 +647,7 @@ pub fn multiply<T: Element>(
                 let t = Instant::now();
                 ctx.gemm(T::ONE, a_block, b_block, T::ZERO, c_block.rb_mut(), opts)?;
                 multiply_seconds += t.elapsed().as_secs_f64();
-                if let Some(growth) = check {
+                if let Some(growth) = growth {
                     let v =
                         crate::verify::verify_with_growth(a_block, b_block, c_block.rb(), growth)?;
                     let entry = (v.ok, v.rel_error, v.bound_ratio);
@@ -616,6 +671,8 @@ pub fn multiply<T: Element>(
         seconds: start.elapsed().as_secs_f64(),
         multiply_seconds,
         check: worst,
+        product,
+        streamed: None,
     })
 }
 
