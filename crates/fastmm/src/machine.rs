@@ -198,10 +198,14 @@ impl Machine {
         opts: &GemmOptions,
     ) -> Result<Plan, Error> {
         match self {
+            #[cfg(feature = "cuda")]
             Machine::Device(ctx) if count > 1 && ctx.device().kind() == DeviceKind::Cuda => {
                 ctx.plan_gpu_batch(problem, count, opts)
             }
-            _ => self.plan(problem, opts),
+            _ => {
+                let _ = count;
+                self.plan(problem, opts)
+            }
         }
     }
 

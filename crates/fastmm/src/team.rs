@@ -34,7 +34,9 @@ use crate::distributed::schedule::{self, Layout, Schedule};
 use crate::element::for_dtype;
 use crate::element::Element;
 use crate::error::Error;
-use crate::executor::{Communication, Executor, GpuShare, Report, Timing};
+#[cfg(feature = "cuda")]
+use crate::executor::GpuShare;
+use crate::executor::{Communication, Executor, Report, Timing};
 use crate::gemm::{Gemm, Problem};
 use crate::matrix::{MatMut, MatRef, Matrix};
 use crate::options::{Device, DeviceList, GemmOptions};
