@@ -37,6 +37,8 @@ const LIBRARY: &[&[&str]] = &[
     &["info", "io", "selftest", "dev"],
     // Products across MPI ranks read and write files (`io`).
     &["cluster"],
+    // The executor value over a device, a team and a cluster.
+    &["machine"],
 ];
 
 /// The CUDA backend's layers: the runtime (the only code that calls the
