@@ -1,0 +1,200 @@
+//! A legal call's product: the stored operands as strided views (the
+//! layout normalised here, at the boundary), run on the settings'
+//! executor.
+
+use fastmm::complex::{ComplexForm, SplitMut, SplitRef};
+use fastmm::{Element, Error, Executor, Gemm, MatMut, MatRef, Matrix};
+
+use crate::args::{Call, Op};
+use crate::settings::Settings;
+
+/// A column-major operand of `rows`×`cols` at `ptr` with leading
+/// dimension `ld`, as op(X) asks for it.
+///
+/// # Safety
+/// `ptr` addresses `ld·(cols − 1) + rows` readable elements of T for
+/// `'a` (the BLAS's contract for a legal call), none written meanwhile.
+unsafe fn operand<'a, T: Element>(
+    ptr: *const T,
+    (rows, cols): (usize, usize),
+    ld: usize,
+    op: Op,
+) -> MatRef<'a, T> {
+    // SAFETY: element (i, j) is at ptr + i + j·ld, inside the caller's
+    // storage (see the function's contract).
+    let stored = unsafe { MatRef::from_raw_parts(ptr, rows, cols, 1, ld) };
+    match op {
+        Op::None => stored,
+        Op::Transpose | Op::ConjTranspose => stored.t(),
+    }
+}
+
+/// C ← α·op(A)·op(B) + β·C of real T for a legal `call`, as the reference
+/// defines it: nothing for an empty C, or α = 0 or k = 0 with β = 1; C ←
+/// β·C (zeros when β = 0, NaN in C ignored) for α = 0 or k = 0.
+///
+/// # Safety
+/// `a`, `b` and `c` address the storage a legal `call` names (A, B read
+/// only; C read and written, apart from A and B), as the BLAS's caller
+/// guarantees.
+///
+/// # Errors
+/// The executor's errors (memory, a device that failed); C is then
+/// unspecified, as a BLAS that cannot finish leaves it.
+pub unsafe fn real<T: Element>(
+    settings: &Settings,
+    call: Call,
+    alpha: T,
+    a: *const T,
+    b: *const T,
+    beta: T,
+    c: *mut T,
+) -> Result<(), Error> {
+    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
+    if m == 0 || n == 0 || ((alpha == T::ZERO || k == 0) && beta == T::ONE) {
+        return Ok(());
+    }
+    // SAFETY: C is m×n column-major with leading dimension ldc ≥ m, the
+    // caller's storage, written by this product alone.
+    let mut c = unsafe { MatMut::from_raw_parts(c, m, n, 1, call.ldc as usize) };
+    if alpha == T::ZERO || k == 0 {
+        c.scale_by(beta);
+        return Ok(());
+    }
+    let (shape_a, shape_b) = call.stored_shapes();
+    // SAFETY: A and B are the caller's stored operands of these shapes and
+    // leading dimensions (checked legal), read only.
+    let (a, b) = unsafe {
+        (
+            operand(a, shape_a, call.lda as usize, call.op_a),
+            operand(b, shape_b, call.ldb as usize, call.op_b),
+        )
+    };
+    let product = Gemm {
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+    };
+    settings.machine.run(product, &settings.opts).map(|_| ())
+}
+
+/// A complex scalar as (re, im).
+pub type Complex<T> = [T; 2];
+
+/// x·y of complex scalars.
+fn times<T: Element>(x: Complex<T>, y: Complex<T>) -> Complex<T> {
+    [
+        x[0].mul(y[0]).sub(x[1].mul(y[1])),
+        x[0].mul(y[1]).add(x[1].mul(y[0])),
+    ]
+}
+
+/// [`real`] for interleaved complex T (re, im pairs): op may conjugate.
+/// The product A·B runs on the executor as real products of the parts
+/// (the accuracy level's complex form); α and β are applied once,
+/// elementwise, as the reference applies them.
+///
+/// # Safety
+/// As [`real`], counting elements as complex pairs.
+///
+/// # Errors
+/// As [`real`].
+pub unsafe fn complex<T: Element>(
+    settings: &Settings,
+    call: Call,
+    alpha: Complex<T>,
+    a: *const T,
+    b: *const T,
+    beta: Complex<T>,
+    c: *mut T,
+) -> Result<(), Error> {
+    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
+    let zero = [T::ZERO, T::ZERO];
+    let one = [T::ONE, T::ZERO];
+    if m == 0 || n == 0 || ((alpha == zero || k == 0) && beta == one) {
+        return Ok(());
+    }
+    let ldc = 2 * call.ldc as usize;
+    // SAFETY: C's real and imaginary parts are the even and odd T of the
+    // caller's m×n column-major storage: two views of disjoint elements,
+    // written by this product alone.
+    let (mut c_re, mut c_im) = unsafe {
+        (
+            MatMut::from_raw_parts(c, m, n, 2, ldc),
+            MatMut::from_raw_parts(c.add(1), m, n, 2, ldc),
+        )
+    };
+    let scale_c = |c_re: &mut MatMut<'_, T>, c_im: &mut MatMut<'_, T>| {
+        for j in 0..n {
+            for i in 0..m {
+                let y = match beta == zero {
+                    true => zero,
+                    false => times(beta, [c_re.get(i, j), c_im.get(i, j)]),
+                };
+                c_re.set(i, j, y[0]);
+                c_im.set(i, j, y[1]);
+            }
+        }
+    };
+    if alpha == zero || k == 0 {
+        scale_c(&mut c_re, &mut c_im);
+        return Ok(());
+    }
+    let (shape_a, shape_b) = call.stored_shapes();
+    // SAFETY: the stored A and B of these shapes and leading dimensions
+    // (checked legal), as complex pairs: the parts are every other T.
+    let parts = |ptr: *const T, shape: (usize, usize), ld: usize, op: Op| unsafe {
+        let ld = 2 * ld;
+        let re = MatRef::from_raw_parts(ptr, shape.0, shape.1, 2, ld);
+        let im = MatRef::from_raw_parts(ptr.add(1), shape.0, shape.1, 2, ld);
+        match op {
+            Op::None => (re, im),
+            Op::Transpose | Op::ConjTranspose => (re.t(), im.t()),
+        }
+    };
+    let (a_re, a_im) = parts(a, shape_a, call.lda as usize, call.op_a);
+    let (b_re, b_im) = parts(b, shape_b, call.ldb as usize, call.op_b);
+    // A conjugated operand's imaginary part, negated once.
+    let conjugated = |im: MatRef<'_, T>, op: Op| -> Result<Option<Matrix<T>>, Error> {
+        match op {
+            Op::ConjTranspose => Ok(Some(Matrix::try_from_fn(im.rows(), im.cols(), |i, j| {
+                T::ZERO.sub(im.get(i, j))
+            })?)),
+            _ => Ok(None),
+        }
+    };
+    let (a_conj, b_conj) = (conjugated(a_im, call.op_a)?, conjugated(b_im, call.op_b)?);
+    let a = SplitRef {
+        re: a_re,
+        im: a_conj.as_ref().map_or(a_im, Matrix::as_ref),
+    };
+    let b = SplitRef {
+        re: b_re,
+        im: b_conj.as_ref().map_or(b_im, Matrix::as_ref),
+    };
+    let mut t_re = Matrix::try_zeros(m, n)?;
+    let mut t_im = Matrix::try_zeros(m, n)?;
+    let form = ComplexForm::for_level(settings.opts.accuracy);
+    let t = SplitMut {
+        re: t_re.as_mut(),
+        im: t_im.as_mut(),
+    };
+    fastmm::complex::multiply(&settings.machine, a, b, t, form, &settings.opts)?;
+    for j in 0..n {
+        for i in 0..m {
+            let ab = times(alpha, [t_re.get(i, j), t_im.get(i, j)]);
+            let y = match beta == zero {
+                true => ab,
+                false => {
+                    let old = times(beta, [c_re.get(i, j), c_im.get(i, j)]);
+                    [ab[0].add(old[0]), ab[1].add(old[1])]
+                }
+            };
+            c_re.set(i, j, y[0]);
+            c_im.set(i, j, y[1]);
+        }
+    }
+    Ok(())
+}

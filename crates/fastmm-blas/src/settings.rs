@@ -1,0 +1,71 @@
+//! What the library's products run with, read once from the environment:
+//!
+//! * `FASTMM_ACCURACY`: the accuracy level (default `native`: the
+//!   digits of the product it replaces);
+//! * `FASTMM_BLAS_ALGO`: the algorithm (default `auto`);
+//! * `FASTMM_BLAS_DEVICE`: where the products run (default `cpu`: host
+//!   operands, the CPU's executor).
+//!
+//! A value that does not parse is reported once on stderr and its default
+//! used: a program that links a BLAS expects products, not a failure to
+//! start.
+
+use std::sync::OnceLock;
+
+use fastmm::{Accuracy, Algorithm, Context, GemmOptions, Machine};
+
+/// The machine and options every product of this process runs with.
+pub struct Settings {
+    /// Where the products run.
+    pub machine: Machine,
+    /// The options they run with.
+    pub opts: GemmOptions,
+}
+
+/// The settings, read from the environment on the first product.
+pub fn get() -> &'static Settings {
+    static SETTINGS: OnceLock<Settings> = OnceLock::new();
+    SETTINGS.get_or_init(|| from_values(&|name| std::env::var(name).ok()))
+}
+
+/// The settings from `var` (the environment, or a test's table).
+pub fn from_values(var: &dyn Fn(&str) -> Option<String>) -> Settings {
+    let accuracy = parsed(var, "FASTMM_ACCURACY", Accuracy::Native);
+    let algorithm = parsed(var, "FASTMM_BLAS_ALGO", Algorithm::Auto);
+    let machine = match var("FASTMM_BLAS_DEVICE") {
+        None => Context::cpu().into(),
+        Some(text) => Machine::open(&text).unwrap_or_else(|e| {
+            warn(&format!("FASTMM_BLAS_DEVICE={text}: {e}; using the CPU"));
+            Context::cpu().into()
+        }),
+    };
+    let opts = GemmOptions::new(algorithm).accuracy(accuracy);
+    let opts = match opts.validate() {
+        Ok(()) => opts,
+        Err(e) => {
+            warn(&format!("{e}; using auto at native accuracy"));
+            GemmOptions::default()
+        }
+    };
+    Settings { machine, opts }
+}
+
+/// `name`'s value parsed, else (absent or unparsable, the latter
+/// reported) `default`.
+fn parsed<V: std::str::FromStr>(var: &dyn Fn(&str) -> Option<String>, name: &str, default: V) -> V
+where
+    V::Err: std::fmt::Display,
+{
+    match var(name) {
+        None => default,
+        Some(text) => text.trim().parse().unwrap_or_else(|e| {
+            warn(&format!("{name}={text}: {e}; using the default"));
+            default
+        }),
+    }
+}
+
+/// One line on stderr, as a BLAS reports what it cannot do.
+pub(crate) fn warn(text: &str) {
+    eprintln!("fastmm BLAS: {text}");
+}
