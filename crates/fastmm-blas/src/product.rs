@@ -77,6 +77,7 @@ pub unsafe fn real<T: Element>(
         beta,
         c,
     };
+    crate::settings::count_product();
     settings.machine.run(product, &settings.opts).map(|_| ())
 }
 
@@ -181,6 +182,7 @@ pub unsafe fn complex<T: Element>(
         re: t_re.as_mut(),
         im: t_im.as_mut(),
     };
+    crate::settings::count_product();
     fastmm::complex::multiply(&settings.machine, a, b, t, form, &settings.opts)?;
     for j in 0..n {
         for i in 0..m {

@@ -10,6 +10,7 @@
 //! used: a program that links a BLAS expects products, not a failure to
 //! start.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use fastmm::{Accuracy, Algorithm, Context, GemmOptions, Machine};
@@ -68,4 +69,21 @@ where
 /// One line on stderr, as a BLAS reports what it cannot do.
 pub(crate) fn warn(text: &str) {
     eprintln!("fastmm BLAS: {text}");
+}
+
+/// Products this library has run on fastmm (argument errors and quick
+/// returns not counted).
+static PRODUCTS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one product run on fastmm.
+pub(crate) fn count_product() {
+    PRODUCTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many products this library has run on fastmm in this process:
+/// what tells a program (`fastmm.blas_status()`, a test) that its BLAS
+/// calls arrive here.
+#[no_mangle]
+pub extern "C" fn fastmm_blas_products() -> u64 {
+    PRODUCTS.load(Ordering::Relaxed)
 }

@@ -1,0 +1,80 @@
+"""numpy's own products on libfastmm_blas, preloaded: numpy's wheels call
+their vendored OpenBLAS through prefixed CBLAS names, which the library
+defines, so `a @ b` runs on fastmm unchanged. Checked in a child process
+started with LD_PRELOAD: the library counts the products it ran, the
+results are numpy's within the native bound, and numpy's own TestMatmul
+passes under the preload."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def library():
+    """The built library: FASTMM_BLAS_LIB (set by the CI script, which
+    builds it), else the release build in this checkout."""
+    named = os.environ.get("FASTMM_BLAS_LIB")
+    if named:
+        assert pathlib.Path(named).is_file(), f"FASTMM_BLAS_LIB={named} does not exist"
+        return named
+    built = ROOT / "target" / "release" / "libfastmm_blas.so"
+    if not built.is_file():
+        pytest.skip("libfastmm_blas.so is not built (cargo build --release -p fastmm-blas)")
+    return str(built)
+
+
+def preloaded(code_or_args, **env):
+    args = code_or_args if isinstance(code_or_args, list) else ["-c", code_or_args]
+    return subprocess.run(
+        [sys.executable, *args],
+        env={**os.environ, "LD_PRELOAD": library(), **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+CHECK = """
+import ctypes, numpy as np
+count = ctypes.CDLL(None).fastmm_blas_products
+count.restype = ctypes.c_uint64
+rng = np.random.default_rng(7)
+before = count()
+for dtype in (np.float32, np.float64, np.complex64, np.complex128):
+    for (m, k, n) in ((1, 1, 1), (7, 5, 3), (130, 67, 129)):
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        if np.iscomplexobj(a):
+            a = a + 1j * rng.standard_normal((m, k)).astype(dtype)
+            b = b + 1j * rng.standard_normal((k, n)).astype(dtype)
+        for x, y in ((a, b), (b.T.copy().T, a.T.copy().T) if m == n else (a, b), (a[:, ::-1], b[::-1, :])):
+            c = x @ y
+            ref = np.einsum("ij,jk->ik", x.astype(np.clongdouble), y.astype(np.clongdouble), optimize=False)
+            mag = np.einsum("ij,jk->ik", abs(x).astype(np.longdouble), abs(y).astype(np.longdouble), optimize=False)
+            u = np.finfo(dtype).eps
+            assert (abs(c - ref) <= 4 * (k + 2) * u * mag).all(), (dtype, m, k, n)
+print(count() - before)
+"""
+
+
+def test_numpy_products_run_on_fastmm_under_the_preload():
+    out = preloaded(CHECK)
+    assert out.returncode == 0, out.stderr
+    ran = int(out.stdout.split()[-1])
+    # numpy hands 2-D products of more than one element to its BLAS.
+    assert ran >= 20, out.stdout
+
+
+def test_numpys_own_matmul_tests_pass_under_the_preload():
+    pytest.importorskip("numpy._core.tests.test_multiarray", reason="this numpy ships without its tests")
+    out = preloaded(
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
+         "numpy._core.tests.test_multiarray", "-k", "TestMatmul or TestDot"],
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout
