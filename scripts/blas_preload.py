@@ -1,0 +1,60 @@
+"""numpy's `a @ b` on its own OpenBLAS and on libfastmm_blas (preloaded),
+each in a fresh process, alternating, median of the runs: the drop-in
+library's speed as a numpy user sees it (docs/results.md).
+
+    python3 scripts/blas_preload.py [--lib target/release/libfastmm_blas.so]
+        [--sizes 1024,2048,4096] [--trials 3]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CHILD = """
+import json, sys, time, numpy as np
+out = {}
+for n in %(sizes)r:
+    for dtype in ("float64", "float32"):
+        rng = np.random.default_rng(n)
+        a = rng.standard_normal((n, n)).astype(dtype)
+        b = rng.standard_normal((n, n)).astype(dtype)
+        a @ b
+        times = []
+        for _ in range(%(reps)d):
+            t = time.perf_counter(); a @ b; times.append(time.perf_counter() - t)
+        times.sort()
+        out[f"{n} {dtype}"] = times[len(times) // 2]
+print(json.dumps(out))
+"""
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--lib", default="target/release/libfastmm_blas.so")
+    p.add_argument("--sizes", default="1024,2048,4096")
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
+    args = p.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    code = CHILD % {"sizes": sizes, "reps": args.reps}
+    runs = {"numpy": [], "fastmm": []}
+    for trial in range(args.trials):
+        order = ["numpy", "fastmm"] if trial % 2 == 0 else ["fastmm", "numpy"]
+        for who in order:
+            env = dict(os.environ)
+            if who == "fastmm":
+                env["LD_PRELOAD"] = os.path.abspath(args.lib)
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            runs[who].append(json.loads(out.stdout))
+    print("size dtype   numpy ms  fastmm ms  fastmm/numpy speed")
+    for key in runs["numpy"][0]:
+        mine = statistics.median(r[key] for r in runs["fastmm"]) * 1e3
+        theirs = statistics.median(r[key] for r in runs["numpy"]) * 1e3
+        print(f"{key:13} {theirs:9.2f} {mine:10.2f}  {theirs / mine:6.3f}x")
+
+
+if __name__ == "__main__":
+    main()
