@@ -92,20 +92,15 @@ impl Call {
             ldc,
         };
         let (rows_a, rows_b) = call.stored_rows();
-        let position = [
+        first_illegal([
             (m < 0, 3),
             (n < 0, 4),
             (k < 0, 5),
             (lda < rows_a.max(1), 8),
             (ldb < rows_b.max(1), 10),
             (ldc < m.max(1), 13),
-        ]
-        .into_iter()
-        .find_map(|(bad, position)| bad.then_some(position));
-        match position {
-            Some(position) => Err(position),
-            None => Ok(call),
-        }
+        ])?;
+        Ok(call)
     }
 
     /// CBLAS's check for `order` (101 row-major, 102 column-major):
@@ -147,19 +142,14 @@ impl Call {
                 m,
             ),
         };
-        let position = [
+        first_illegal([
             (m < 0, 4),
             (n < 0, 5),
             (k < 0, 6),
             (lda < need_a.max(1), 9),
             (ldb < need_b.max(1), 11),
             (ldc < need_c.max(1), 14),
-        ]
-        .into_iter()
-        .find_map(|(bad, position)| bad.then_some(position));
-        if let Some(position) = position {
-            return Err(position);
-        }
+        ])?;
         let call = match row_major {
             true => Call {
                 op_a: op_b,
@@ -201,6 +191,15 @@ impl Call {
             if self.op_a.is_none() { (m, k) } else { (k, m) },
             if self.op_b.is_none() { (k, n) } else { (n, k) },
         )
+    }
+}
+
+/// The position of the first check that failed, in the order given (the
+/// reference reports only the first).
+fn first_illegal<const N: usize>(checks: [(bool, i64); N]) -> Result<(), i64> {
+    match checks.into_iter().find(|(illegal, _)| *illegal) {
+        Some((_, position)) => Err(position),
+        None => Ok(()),
     }
 }
 

@@ -10,6 +10,23 @@ use crate::fortran::entry;
 use crate::product::{self, Complex};
 use crate::settings;
 
+/// CBLAS's check of `order`, the ops and `[m, n, k, lda, ldb, ldc]`, and
+/// the operands in the order the column-major call takes them: row-major
+/// is the column-major product of the transposes, A and B trading places.
+fn checked<P>(
+    order: c_int,
+    transa: c_int,
+    transb: c_int,
+    [m, n, k, lda, ldb, ldc]: [i64; 6],
+    (a, b): (P, P),
+) -> (Result<Call, i64>, (P, P)) {
+    match Call::cblas(order, transa, transb, m, n, k, lda, ldb, ldc) {
+        Ok((call, true)) => (Ok(call), (b, a)),
+        Ok((call, false)) => (Ok(call), (a, b)),
+        Err(position) => (Err(position), (a, b)),
+    }
+}
+
 macro_rules! cblas_gemm {
     ($name:ident, $routine:literal, $t:ty, $int:ty, real) => {
         #[doc = concat!("CBLAS's `", $routine, "`: C ← α·op(A)·op(B) + β·C, row- or column-major.")]
@@ -36,24 +53,9 @@ macro_rules! cblas_gemm {
             c: *mut $t,
             ldc: $int,
         ) {
-            let checked = Call::cblas(
-                order,
-                transa,
-                transb,
-                i64::from(m),
-                i64::from(n),
-                i64::from(k),
-                i64::from(lda),
-                i64::from(ldb),
-                i64::from(ldc),
-            );
-            // Row-major: the column-major product of the transposes, A and
-            // B trading places.
-            let (a, b) = match checked {
-                Ok((_, true)) => (b, a),
-                _ => (a, b),
-            };
-            entry($routine, checked.map(|(call, _)| call), |call| {
+            let sizes = [m, n, k, lda, ldb, ldc].map(i64::from);
+            let (checked, (a, b)) = checked(order, transa, transb, sizes, (a, b));
+            entry($routine, checked, |call| {
                 // SAFETY: a legal call's storage, as the caller guarantees.
                 unsafe { product::real(settings::get(), call, alpha, a, b, beta, c) }
             });
@@ -84,22 +86,9 @@ macro_rules! cblas_gemm {
             c: *mut c_void,
             ldc: $int,
         ) {
-            let checked = Call::cblas(
-                order,
-                transa,
-                transb,
-                i64::from(m),
-                i64::from(n),
-                i64::from(k),
-                i64::from(lda),
-                i64::from(ldb),
-                i64::from(ldc),
-            );
-            let (a, b) = match checked {
-                Ok((_, true)) => (b, a),
-                _ => (a, b),
-            };
-            entry($routine, checked.map(|(call, _)| call), |call| {
+            let sizes = [m, n, k, lda, ldb, ldc].map(i64::from);
+            let (checked, (a, b)) = checked(order, transa, transb, sizes, (a, b));
+            entry($routine, checked, |call| {
                 // SAFETY: α and β each address one complex number; the
                 // operands are a legal call's storage of complex pairs.
                 unsafe {
