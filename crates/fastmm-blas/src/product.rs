@@ -3,7 +3,7 @@
 //! executor.
 
 use fastmm::complex::{ComplexForm, SplitMut, SplitRef};
-use fastmm::{Element, Error, Executor, Gemm, MatMut, MatRef, Matrix};
+use fastmm::{Element, Error, Gemm, MatMut, MatRef, Matrix};
 
 use crate::args::{Call, Op};
 use crate::settings::Settings;
@@ -78,7 +78,7 @@ pub unsafe fn real<T: Element>(
         c,
     };
     crate::settings::count_product();
-    settings.machine.run(product, &settings.opts).map(|_| ())
+    settings.machine.multiply(product, &settings.opts)
 }
 
 /// A complex scalar as (re, im).

@@ -176,6 +176,34 @@ impl Machine {
         }
     }
 
+    /// C ← α·A·B + β·C without a report: on one device the convenience
+    /// path of [`Context::gemm`] (options resolved, no plan labels built:
+    /// a small product costs a microsecond less), elsewhere
+    /// [`Executor::run`]. For front ends that answer nothing but C (a
+    /// BLAS).
+    ///
+    /// # Errors
+    /// As [`Executor::run`].
+    pub fn multiply<T: Element>(
+        &self,
+        product: Gemm<'_, T>,
+        opts: &GemmOptions,
+    ) -> Result<(), Error> {
+        match self {
+            Machine::Device(ctx) => {
+                let Gemm {
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    c,
+                } = product;
+                ctx.gemm(alpha, a, b, beta, c, opts)
+            }
+            _ => self.run(product, opts).map(|_| ()),
+        }
+    }
+
     /// The one device's context, for what only one device does (its GPU's
     /// stream, arrays already on it); `None` for a team or cluster.
     pub fn context(&self) -> Option<&Context> {
