@@ -388,58 +388,35 @@ fn cblas_dgemm_and_zgemm_in_both_orders() {
 fn illegal_arguments_leave_c_untouched() {
     let a = [1.0f64; 16];
     let mut c = [5.0f64; 16];
-    let (two, four, one) = (2i32, 4i32, 1i32);
-    let minus = -1i32;
-    let n = b'N';
-    let x = b'X';
-    // SAFETY: the arrays are larger than any legal reading of these
-    // arguments; the illegal ones are refused before any is read.
+    // (TRANSA, M, LDA) of a 4×2×2-or-smaller dgemm_ whose other arguments
+    // are legal.
+    let dgemm = |c: &mut [f64; 16], transa: u8, m: i32, lda: i32| {
+        let (n, two, four) = (b'N', 2i32, 4i32);
+        // SAFETY: the arrays are larger than any legal reading of these
+        // arguments; the illegal ones are refused before any is read.
+        unsafe {
+            fortran::dgemm_(
+                (&transa as *const u8).cast(),
+                (&n as *const u8).cast(),
+                &m,
+                &two,
+                &two,
+                &1.0,
+                a.as_ptr(),
+                &lda,
+                a.as_ptr(),
+                &four,
+                &0.0,
+                c.as_mut_ptr(),
+                &four,
+            )
+        }
+    };
+    dgemm(&mut c, b'X', 2, 4);
+    dgemm(&mut c, b'N', -1, 4);
+    dgemm(&mut c, b'N', 4, 1);
+    // SAFETY: as above.
     unsafe {
-        fortran::dgemm_(
-            (&x as *const u8).cast(),
-            (&n as *const u8).cast(),
-            &two,
-            &two,
-            &two,
-            &1.0,
-            a.as_ptr(),
-            &four,
-            a.as_ptr(),
-            &four,
-            &0.0,
-            c.as_mut_ptr(),
-            &four,
-        );
-        fortran::dgemm_(
-            (&n as *const u8).cast(),
-            (&n as *const u8).cast(),
-            &minus,
-            &two,
-            &two,
-            &1.0,
-            a.as_ptr(),
-            &four,
-            a.as_ptr(),
-            &four,
-            &0.0,
-            c.as_mut_ptr(),
-            &four,
-        );
-        fortran::dgemm_(
-            (&n as *const u8).cast(),
-            (&n as *const u8).cast(),
-            &four,
-            &two,
-            &two,
-            &1.0,
-            a.as_ptr(),
-            &one,
-            a.as_ptr(),
-            &four,
-            &0.0,
-            c.as_mut_ptr(),
-            &four,
-        );
         cblas::cblas_dgemm(
             101,
             111,
