@@ -4,6 +4,7 @@ mod accuracy;
 mod bench;
 mod common;
 mod demo;
+mod exec;
 mod info;
 mod interrupt;
 mod measurement;
@@ -52,6 +53,9 @@ enum Command {
     /// Search block sizes, tiles, thread counts and Strassen thresholds
     /// for this machine and save them where `auto` reads them.
     Tune(tune::TuneArgs),
+    /// Run an unchanged program with libfastmm_blas preloaded, so that its
+    /// BLAS matrix products (numpy's `a @ b`, `dgemm_`) run on fastmm.
+    Exec(exec::ExecArgs),
 }
 
 /// One line from clap's rendering of a usage error: its message, with the
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune::run(&args),
         Command::Accuracy(args) => accuracy::run(&args),
         Command::Multiply(args) => multiply::run(&args),
+        Command::Exec(args) => exec::run(&args),
         Command::Selftest(args) => match selftest::run(&args) {
             Ok(true) => Ok(Outcome::AllCorrect),
             Ok(false) => Ok(Outcome::Failures(1)),

@@ -1463,3 +1463,59 @@ fn complex_types_run_as_real_products_and_are_verified() {
     assert!(!out.status.success());
     assert!(stdout(&out).contains("WRONG"), "{}", stdout(&out));
 }
+
+/// `fastmm exec` runs the command with the library first in LD_PRELOAD
+/// (the caller's entries after it) and the accuracy level set; it
+/// refuses a missing library and an unknown level before running
+/// anything. (libm stands in for libfastmm_blas: preloading it changes
+/// nothing.)
+#[test]
+fn exec_preloads_the_library_for_an_unchanged_command() {
+    let Some(lib) = [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib64/libm.so.6",
+        "/lib64/libm.so.6",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).is_file()) else {
+        eprintln!("no libm found where expected: the preload itself is not exercised");
+        return;
+    };
+    let canonical = std::fs::canonicalize(lib).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fastmm"))
+        .args(["exec", "--library", lib, "--accuracy", "bits:30", "--"])
+        .args([
+            "sh",
+            "-c",
+            "printf '%s|%s' \"$LD_PRELOAD\" \"$FASTMM_ACCURACY\"; exit 3",
+        ])
+        .env("LD_PRELOAD", "")
+        .output()
+        .unwrap();
+    // The command's own exit status.
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{}|bits:30", canonical.display()));
+    let missing = fastmm(&[
+        "exec",
+        "--library",
+        "/nonexistent/libfastmm_blas.so",
+        "--",
+        "true",
+    ]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("/nonexistent/libfastmm_blas.so does not exist"),
+        "{}",
+        stderr(&missing)
+    );
+    let level = fastmm(&[
+        "exec",
+        "--library",
+        lib,
+        "--accuracy",
+        "perfect",
+        "--",
+        "true",
+    ]);
+    assert_eq!(level.status.code(), Some(2), "{}", stderr(&level));
+}

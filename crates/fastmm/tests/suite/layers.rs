@@ -50,7 +50,7 @@ const CUDA: &[&[&str]] = &[&["tunables"], &["runtime"], &["kernels"], &["product
 const CLI: &[&[&str]] = &[
     &["common", "interrupt"],
     &["measurement"],
-    &["run", "info", "selftest", "multiply", "accuracy"],
+    &["run", "info", "selftest", "multiply", "accuracy", "exec"],
     &["tune", "bench", "demo"],
 ];
 
