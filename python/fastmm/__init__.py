@@ -173,3 +173,34 @@ def multiply_files(
             )
     save(out_path, c, format=out_format)
     return report
+
+
+def blas_status() -> Dict[str, Any]:
+    """Whether this process's BLAS matrix products run on fastmm.
+
+    They do when ``libfastmm_blas`` is preloaded (``fastmm exec -- python
+    script.py``, or ``LD_PRELOAD``) or linked: numpy's ``a @ b`` then calls
+    it instead of numpy's own OpenBLAS. Returns ``{"numpy": bool,
+    "library": path or None, "products": int}`` — ``products`` counts the
+    products the library has run in this process. torch's CPU products
+    use the MKL or OpenBLAS built into torch's own libraries and are not
+    reached this way; ``fastmm.torch`` is the way there.
+    """
+    import ctypes
+
+    try:
+        products = ctypes.CDLL(None).fastmm_blas_products
+    except (AttributeError, OSError):
+        return {"numpy": False, "library": None, "products": 0}
+    products.restype = ctypes.c_uint64
+    library = None
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if path.endswith("libfastmm_blas.so"):
+                    library = path
+                    break
+    except OSError:
+        pass
+    return {"numpy": True, "library": library, "products": int(products())}

@@ -133,3 +133,6 @@ def multiply_files(
     accuracy: str = "native",
 ) -> Dict[str, Any]:
     """C = A·B from matrix files into a matrix file, out of core when large."""
+
+def blas_status() -> Dict[str, Any]:
+    """Whether this process's BLAS matrix products run on fastmm (libfastmm_blas preloaded or linked)."""

@@ -70,6 +70,24 @@ def test_numpy_products_run_on_fastmm_under_the_preload():
     assert ran >= 20, out.stdout
 
 
+def test_blas_status_tells_whether_numpy_runs_on_fastmm():
+    code = (
+        "import json, numpy as np, fastmm; a, b = np.ones((40, 30)), np.ones((30, 20)); "
+        "before = fastmm.blas_status(); a @ b; print(json.dumps([before, fastmm.blas_status()]))"
+    )
+    out = preloaded(code)
+    assert out.returncode == 0, out.stderr
+    before, after = __import__("json").loads(out.stdout.split("\n")[-2])
+    assert before["numpy"] and after["library"].endswith("libfastmm_blas.so")
+    assert after["products"] == before["products"] + 1
+    plain = subprocess.run(
+        [sys.executable, "-c", "import fastmm; print(fastmm.blas_status())"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert "'numpy': False" in plain.stdout
+
+
 def test_numpys_own_matmul_tests_pass_under_the_preload():
     pytest.importorskip("numpy._core.tests.test_multiarray", reason="this numpy ships without its tests")
     out = preloaded(
