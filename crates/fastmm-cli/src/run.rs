@@ -218,9 +218,32 @@ fn shape_of(args: &RunArgs) -> Result<Shape> {
     Ok(shape)
 }
 
+/// An error where floats of `decades` decades each way would overflow
+/// `dtype` in a product of depth k: entries reach 10^D, so sums of k
+/// products reach k·10^(2D), and every product of them, native or not,
+/// would give infinities that no verification can judge.
+fn decades_fit(dtype: DType, decades: f64, k: usize) -> Result<()> {
+    if dtype.is_integer() || decades <= 0.0 {
+        return Ok(());
+    }
+    let limit = dtype.largest().log10();
+    let reach = 2.0 * decades + (k as f64).log10();
+    if reach >= limit {
+        bail!(
+            "--decades {decades} overflows {}: sums of {k} products of entries up to 10^{decades} \
+             reach 10^{reach:.1}, beyond its largest value 10^{limit:.1} (at this depth use \
+             --decades below {:.1})",
+            dtype.name(),
+            (limit - (k as f64).log10()) / 2.0
+        );
+    }
+    Ok(())
+}
+
 /// A and B of `shape`, seeded: the same on every run (and every rank) with
 /// the same arguments.
 fn operands<T: Element>(args: &RunArgs, (m, k, n): Shape) -> Result<(Matrix<T>, Matrix<T>)> {
+    decades_fit(T::DTYPE, args.decades, k)?;
     let mut rng = seeded_rng(args.seed);
     let a = try_seeded_matrix_wide(m, k, args.decades, &mut rng)?;
     let b = try_seeded_matrix_wide(k, n, args.decades, &mut rng)?;
@@ -291,6 +314,7 @@ fn run_complex<T: Element>(
     base_opts: GemmOptions,
     devices: &mut Devices,
 ) -> Result<Vec<Record>> {
+    decades_fit(T::DTYPE, args.decades, k)?;
     let mut rng = seeded_rng(args.seed);
     let mut random = |rows, cols| try_seeded_matrix_wide::<T>(rows, cols, args.decades, &mut rng);
     let a = ComplexMatrix::new(random(m, k)?, random(m, k)?)?;

@@ -221,6 +221,16 @@ fn bad_input_is_one_line_and_a_nonzero_exit() {
             "thread count must be at least 1",
         ),
         (&["run", "--reps", "0"], "--reps must be at least 1"),
+        // Entries of 10^±30 overflow f32's products: no verdict could be
+        // trusted, so nothing runs.
+        (
+            &["run", "-s", "64", "-d", "f32", "--decades", "30"],
+            "--decades 30 overflows f32",
+        ),
+        (
+            &["run", "-s", "64", "-d", "c64", "--decades", "19"],
+            "overflows f32",
+        ),
         (
             &["run", "--algo", "strassen", "--threshold", "1"],
             "threshold must be at least 2",

@@ -52,6 +52,16 @@ impl DType {
         matches!(self, DType::I32 | DType::I64)
     }
 
+    /// The largest finite value, as an f64.
+    pub fn largest(self) -> f64 {
+        match self {
+            DType::F32 => f32::MAX as f64,
+            DType::F64 => f64::MAX,
+            DType::I32 => i32::MAX as f64,
+            DType::I64 => i64::MAX as f64,
+        }
+    }
+
     /// Unit roundoff u = 2^-p of the float type, 0 for integers.
     pub fn unit_roundoff(self) -> f64 {
         match self {

@@ -208,8 +208,7 @@ fn alloc<V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     len: usize,
     what: &str,
 ) -> Result<CudaSlice<V>, Error> {
-    gpu.stream
-        .alloc_zeros::<V>(len.max(1))
+    gpu.retrying(|| gpu.stream.alloc_zeros::<V>(len.max(1)))
         .map_err(|e| cuda_err(&format!("cannot allocate the emulated product's {what}"), e))
 }
 

@@ -166,11 +166,42 @@ impl Gpu {
         format!("cuda:{}", self.info.ordinal)
     }
 
-    /// Free and total device memory in bytes, now.
+    /// The device memory a product may take now, and the total, in bytes:
+    /// the driver's free memory and what the stream-ordered pool holds
+    /// unused. The pool keeps freed memory (see `keep_pool_memory`), which
+    /// the driver counts as taken; an allocation that finds the driver
+    /// short gets it back ([`Gpu::retrying`]).
     pub fn memory_info(&self) -> Result<(usize, usize), Error> {
-        self.ctx
+        let (free, total) = self
+            .ctx
             .mem_get_info()
-            .map_err(|e| cuda_err("cannot read free memory", e))
+            .map_err(|e| cuda_err("cannot read free memory", e))?;
+        let pool = device_pool(&self.ctx)?;
+        let reserved = pool_attribute(pool, PoolBytes::Reserved)?;
+        let used = pool_attribute(pool, PoolBytes::Used)?;
+        let idle = usize::try_from(reserved.saturating_sub(used)).unwrap_or(usize::MAX);
+        Ok((free.saturating_add(idle).min(total), total))
+    }
+
+    /// `alloc`, tried again once after the pool's unused memory goes back
+    /// to the driver where the first try ran out of memory: memory freed
+    /// in blocks smaller than the request is not reusable for it.
+    pub(crate) fn retrying<R>(
+        &self,
+        mut alloc: impl FnMut() -> Result<R, cudarc::driver::DriverError>,
+    ) -> Result<R, cudarc::driver::DriverError> {
+        use cudarc::driver::sys::CUresult;
+        match alloc() {
+            Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                self.stream.synchronize()?;
+                let pool = device_pool(&self.ctx).map_err(|_| e)?;
+                // SAFETY: the device's own pool; trimming frees only
+                // memory no allocation holds, after the stream's frees.
+                unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool, 0) }.result()?;
+                alloc()
+            }
+            other => other,
+        }
     }
 
     /// The NVRTC architecture of this GPU.
@@ -402,9 +433,10 @@ impl Workspace<'_> {
             };
             // SAFETY: scratch that its users write before they read, but
             // for the kept prefix, copied below in stream order.
-            let mut grown = unsafe { self.gpu.stream.alloc::<u8>(size) }.map_err(|e| {
-                cuda_err(&format!("cannot allocate {size} bytes of GPU scratch"), e)
-            })?;
+            let mut grown = unsafe { self.gpu.retrying(|| self.gpu.stream.alloc::<u8>(size)) }
+                .map_err(|e| {
+                    cuda_err(&format!("cannot allocate {size} bytes of GPU scratch"), e)
+                })?;
             if let Some(old) = old {
                 let keep = keep.min(old.len());
                 if keep > 0 {
@@ -443,11 +475,7 @@ impl Drop for Workspace<'_> {
 /// reuses what it holds; the memory goes back when the process ends.
 fn keep_pool_memory(ctx: &CudaContext) -> Result<(), Error> {
     use cudarc::driver::sys;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: an out-pointer to a local, and a device of this driver.
-    unsafe { sys::cuDeviceGetMemPool(&mut pool, ctx.cu_device()) }
-        .result()
-        .map_err(|e| cuda_err("cannot read the device's memory pool", e))?;
+    let pool = device_pool(ctx)?;
     let mut threshold = CUDA_POOL_RELEASE_THRESHOLD;
     // SAFETY: the attribute takes a cuuint64_t, which `threshold` is.
     unsafe {
@@ -459,4 +487,42 @@ fn keep_pool_memory(ctx: &CudaContext) -> Result<(), Error> {
     }
     .result()
     .map_err(|e| cuda_err("cannot set the memory pool's release threshold", e))
+}
+
+/// The device's default stream-ordered memory pool, where cudarc's slices
+/// come from.
+fn device_pool(ctx: &CudaContext) -> Result<cudarc::driver::sys::CUmemoryPool, Error> {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: an out-pointer to a local, and a device of this driver.
+    unsafe { sys::cuDeviceGetMemPool(&mut pool, ctx.cu_device()) }
+        .result()
+        .map_err(|e| cuda_err("cannot read the device's memory pool", e))?;
+    Ok(pool)
+}
+
+/// Which of a pool's byte counts [`pool_attribute`] reads.
+#[derive(Clone, Copy)]
+enum PoolBytes {
+    /// Mapped by the pool, in use or not.
+    Reserved,
+    /// Held by live allocations.
+    Used,
+}
+
+/// One of `pool`'s byte counts, now.
+fn pool_attribute(pool: cudarc::driver::sys::CUmemoryPool, which: PoolBytes) -> Result<u64, Error> {
+    use cudarc::driver::sys::CUmemPool_attribute as A;
+    let attribute = match which {
+        PoolBytes::Reserved => A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+        PoolBytes::Used => A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+    };
+    let mut value: u64 = 0;
+    // SAFETY: both attributes are a cuuint64_t, which `value` is.
+    unsafe {
+        cudarc::driver::sys::cuMemPoolGetAttribute(pool, attribute, (&mut value as *mut u64).cast())
+    }
+    .result()
+    .map_err(|e| cuda_err("cannot read the memory pool's size", e))?;
+    Ok(value)
 }

@@ -325,14 +325,15 @@ impl<T: Element> DeviceMatrix<T> {
         };
         let (ptr, ld, storage) = match memory {
             GpuMemory::Device => {
-                let slice = match staged {
-                    Some(HostBuffer::Pinned(pinned)) => gpu.stream.clone_htod(pinned),
-                    Some(HostBuffer::Pageable(v)) => gpu.stream.clone_htod(v),
-                    // SAFETY: an output buffer; the kernel writes every
-                    // element before anything reads it.
-                    None => unsafe { gpu.stream.alloc::<T>(len.max(1)) },
-                }
-                .map_err(|e| cuda_err("cannot copy to the GPU", e))?;
+                let slice = gpu
+                    .retrying(|| match staged {
+                        Some(HostBuffer::Pinned(pinned)) => gpu.stream.clone_htod(pinned),
+                        Some(HostBuffer::Pageable(v)) => gpu.stream.clone_htod(v),
+                        // SAFETY: an output buffer; the kernel writes every
+                        // element before anything reads it.
+                        None => unsafe { gpu.stream.alloc::<T>(len.max(1)) },
+                    })
+                    .map_err(|e| cuda_err("cannot copy to the GPU", e))?;
                 // One stream runs everything, so the pointer needs no
                 // further synchronisation than the stream's own order.
                 let ptr = slice.device_ptr(&gpu.stream).0;
