@@ -554,50 +554,117 @@ fn sampled_subset(lines: &[usize], rng: &mut impl Rng) -> Vec<usize> {
         .collect()
 }
 
-/// x·B in double-f64 (Dot2, element by element along B's rows) into
-/// `out`, where its plain f64 sums were finite (elsewhere IEEE's answer
-/// stands).
-fn compensated_row<T: Element>(x: &[f64], b: MatRef<'_, T>, out: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU runs FMA instructions, checked just above.
-        unsafe { compensated_row_fma(x, b, out) };
+/// x·B in double-f64 (Dot2) for every x of `xs`, into the rows of `out`
+/// where their plain f64 sums were finite (elsewhere IEEE's answer
+/// stands). Blocks of [`VERIFY_ROWS_PER_TASK`] columns of B run in
+/// parallel, each reading B along its storage: a stripe of every row, or
+/// whole contiguous columns. (One line at a time, element by element
+/// along B's rows, took most of a 32768 product's check: a transposed
+/// view was read across its storage, on one thread per line.)
+fn compensated_lines<T: Element>(xs: &[Vec<f64>], b: MatRef<'_, T>, out: &mut [Vec<f64>]) {
+    let lines = xs.len();
+    let n = b.cols();
+    if lines == 0 || n == 0 {
         return;
     }
-    compensated_row_any(x, b, out);
+    let width = VERIFY_ROWS_PER_TASK;
+    // Per block: its columns' sums, column by column, every line's side
+    // by side.
+    let mut sums = vec![0.0f64; n * lines];
+    let task = |(chunk, block): (usize, &mut [f64])| {
+        let first = chunk * width;
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU runs FMA instructions, checked just above.
+            unsafe { compensated_block_fma(xs, b, first, block) };
+            return;
+        }
+        compensated_block_any(xs, b, first, block);
+    };
+    if b.rows() * n < VERIFY_PARALLEL_MIN_ELEMENTS {
+        sums.chunks_mut(width * lines).enumerate().for_each(task);
+    } else {
+        sums.par_chunks_mut(width * lines)
+            .enumerate()
+            .for_each(task);
+    }
+    for (l, row) in out.iter_mut().enumerate() {
+        for (j, o) in row.iter_mut().enumerate() {
+            let sum = sums[j * lines + l];
+            if o.is_finite() && sum.is_finite() {
+                *o = sum;
+            }
+        }
+    }
 }
 
-/// [`compensated_row_any`] compiled with FMA, so that its `mul_add` is
+/// [`compensated_block_any`] compiled with FMA, so that its `mul_add` is
 /// one instruction rather than a call into the math library (which made
 /// the reference take a third of a small f64 product's check).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
-unsafe fn compensated_row_fma<T: Element>(x: &[f64], b: MatRef<'_, T>, out: &mut [f64]) {
-    compensated_row_any(x, b, out);
+unsafe fn compensated_block_fma<T: Element>(
+    xs: &[Vec<f64>],
+    b: MatRef<'_, T>,
+    first: usize,
+    block: &mut [f64],
+) {
+    compensated_block_any(xs, b, first, block);
 }
 
-/// The same operations as [`compensated_row`] on any CPU: `mul_add` is
-/// exact-product-then-round everywhere, so the sums have the same bits.
+/// The double-f64 sums Σ_p x_p·B[p][j] of every x of `xs` for the columns
+/// j of B from `first` that `block` holds (column-major over the lines),
+/// hi + lo rounded once at the end: error-free products by the fused
+/// multiply-add, error-free sums by TwoSum. `mul_add` is
+/// exact-product-then-round on every CPU, so the sums have the same bits
+/// whichever way it is compiled.
 #[inline(always)]
-fn compensated_row_any<T: Element>(x: &[f64], b: MatRef<'_, T>, out: &mut [f64]) {
-    let mut hi = vec![0.0f64; b.cols()];
-    let mut lo = vec![0.0f64; b.cols()];
-    for (p, &xp) in x.iter().enumerate() {
-        for (j, (h, l)) in hi.iter_mut().zip(lo.iter_mut()).enumerate() {
-            let y = b.get(p, j).to_f64();
-            let prod = xp * y;
-            let err = xp.mul_add(y, -prod);
-            let s = *h + prod;
-            let v = s - *h;
-            *l += (*h - (s - v)) + (prod - v) + err;
-            *h = s;
+fn compensated_block_any<T: Element>(
+    xs: &[Vec<f64>],
+    b: MatRef<'_, T>,
+    first: usize,
+    block: &mut [f64],
+) {
+    let lines = xs.len();
+    let cols = block.len() / lines;
+    let mut lo = vec![0.0f64; block.len()];
+    block.fill(0.0);
+    let step = |h: &mut f64, l: &mut f64, xp: f64, y: f64| {
+        let prod = xp * y;
+        let err = xp.mul_add(y, -prod);
+        let s = *h + prod;
+        let v = s - *h;
+        *l += (*h - (s - v)) + (prod - v) + err;
+        *h = s;
+    };
+    if b.col_stride() == 1 || b.row_stride() != 1 {
+        // Rows contiguous (or neither): a stripe of each row in turn.
+        for p in 0..b.rows() {
+            for c in 0..cols {
+                let y = b.get(p, first + c).to_f64();
+                for (l, x) in xs.iter().enumerate() {
+                    let at = c * lines + l;
+                    step(&mut block[at], &mut lo[at], x[p], y);
+                }
+            }
+        }
+    } else {
+        // Columns contiguous: each column read once, down its length.
+        for c in 0..cols {
+            let (h, l) = (
+                &mut block[c * lines..][..lines],
+                &mut lo[c * lines..][..lines],
+            );
+            for p in 0..b.rows() {
+                let y = b.get(p, first + c).to_f64();
+                for (li, x) in xs.iter().enumerate() {
+                    step(&mut h[li], &mut l[li], x[p], y);
+                }
+            }
         }
     }
-    for ((o, h), l) in out.iter_mut().zip(hi).zip(lo) {
-        let sum = h + l;
-        if o.is_finite() && sum.is_finite() {
-            *o = sum;
-        }
+    for (h, l) in block.iter_mut().zip(lo) {
+        *h += l;
     }
 }
 
@@ -635,10 +702,7 @@ fn reference_lines<T: Element>(
         // An f64 sum's own rounding errors are of the size of an f64
         // product's: the reference is compensated (double-f64), so that
         // the reported error is the product's and not the reference's.
-        exact
-            .par_iter_mut()
-            .zip(&xs)
-            .for_each(|(row, x)| compensated_row(x, b, row));
+        compensated_lines(&xs, b, &mut exact);
     }
     (exact, magnitude)
 }
@@ -820,4 +884,39 @@ fn mat_vecs<T: Element>(
 
 fn square(x: f64) -> f64 {
     x * x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::element::dot2;
+    use crate::matrix::Matrix;
+
+    /// The blocked double-f64 lines equal the plain Dot2 of each line and
+    /// column (same terms, same order) on B stored either way, across
+    /// block edges and on wide exponents.
+    #[test]
+    fn compensated_lines_equal_dot2_along_either_storage() {
+        let (k, n) = (37, VERIFY_ROWS_PER_TASK + 3);
+        let wide = |i: usize, j: usize| {
+            let e = ((i * 7 + j * 13) % 61) as i32 - 30;
+            let sign = if (i + 2 * j) % 3 == 0 { -1.0 } else { 1.0 };
+            sign * (1.0 + ((i * 31 + j * 17) % 97) as f64 / 97.0) * 2f64.powi(e)
+        };
+        let b = Matrix::<f64>::from_fn(k, n, wide);
+        let bt = Matrix::<f64>::from_fn(n, k, |i, j| wide(j, i));
+        let xs: Vec<Vec<f64>> = (0..3)
+            .map(|l| (0..k).map(|p| wide(p + 5 * l, l)).collect())
+            .collect();
+        for view in [b.as_ref(), bt.as_ref().t()] {
+            let mut out = vec![vec![0.0; n]; xs.len()];
+            compensated_lines(&xs, view, &mut out);
+            for (l, x) in xs.iter().enumerate() {
+                for (j, &got) in out[l].iter().enumerate() {
+                    let (hi, lo) = dot2((0..k).map(|p| (x[p], view.get(p, j))));
+                    assert_eq!(got.to_bits(), (hi + lo).to_bits(), "line {l} column {j}");
+                }
+            }
+        }
+    }
 }
