@@ -4,6 +4,7 @@
 
 use crate::config::{Config, StreamK};
 use crate::element::DType;
+use crate::emulation::certify::Prices;
 use crate::error::Error;
 
 /// Default tile edge of `cuda-tiled`: 32×32 = 1024 threads, the most a
@@ -288,6 +289,32 @@ pub(crate) const CUDA_HOSTED_STAGING_BUFFERS: usize = 4;
 /// of C are processed in blocks that fit.
 pub(crate) const CUDA_EMULATION_MEMORY_FRACTION: f64 = 0.8;
 
+/// What an emulated product's parts cost on a GPU against cuBLAS's native
+/// product of the same shape and type (see
+/// [`crate::emulation::certify::priced`]). Measured on the lent H100 at
+/// 16384³ (2026-12-07, docs/results.md, issue 77): f64 certificate 11.9 ms,
+/// split and CRT 13.0 ms and 6.0 ms a modulus of dgemm's 157 ms; f32 9.3,
+/// 5.8 and 6.2 of sgemm's 162 ms; a native fix-up about 530 ns at k =
+/// 16384 (f64, 900× an element's share of dgemm) and 71–215 ns at k =
+/// 4096–8192 (f32, 450–680× sgemm's). The fix-up prices are rounded up,
+/// so that a doubtful route goes native: as accurate, and no slower.
+pub(crate) fn emulation_prices(dtype: DType) -> Prices {
+    match dtype {
+        DType::F64 => Prices {
+            certificate: 0.076,
+            fixed: 0.083,
+            modulus: 0.038,
+            fixup: 900.0,
+        },
+        _ => Prices {
+            certificate: 0.057,
+            fixed: 0.036,
+            modulus: 0.038,
+            fixup: 600.0,
+        },
+    }
+}
+
 /// The largest extent, in rows and in columns of C, of one INT8 product
 /// call of the emulated product: larger products are issued as tiles of at
 /// most this size. On an H100 (cuBLAS 13.0, random bytes) the default
@@ -358,3 +385,43 @@ pub(crate) const CUDA_WORKSPACE_KEEP_FRACTION: f64 = 0.25;
 /// torch itself (21.20 against 20.99 ms, `CUBLAS_WORKSPACE_CONFIG=:0:0`,
 /// H200).
 pub(crate) const CUDA_CUBLAS_WORKSPACE_BYTES: usize = 32 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::emulation_prices;
+    use crate::element::DType;
+    use crate::emulation::certify::{priced, EmulationRoute};
+
+    /// The H100's prices against the rows they were measured from
+    /// (docs/results.md, issue 77, `auto` against cuBLAS): the routes that
+    /// ran slower than the native product price at or above it, those
+    /// that ran faster below it.
+    #[test]
+    fn the_measured_prices_send_the_measured_losses_native() {
+        // (type, n, moduli, native fix-ups, emulation ran faster).
+        let rows = [
+            (DType::F64, 16384, 14, 0, true),
+            (DType::F64, 16384, 16, 117_210, false),
+            (DType::F32, 16384, 7, 42, true),
+            (DType::F32, 4096, 8, 632, true),
+            (DType::F32, 8192, 8, 0, true),
+            (DType::F32, 16384, 8, 0, true),
+            (DType::F32, 4096, 8, 35_389, false),
+            (DType::F32, 8192, 8, 7_003, true),
+            (DType::F32, 16384, 8, 364, true),
+        ];
+        for (dtype, n, moduli, fixups, faster) in rows {
+            let route = EmulationRoute::Emulated {
+                bits: 20,
+                moduli,
+                fixups,
+            };
+            let elements = (n * n) as u64;
+            let kept = priced(route, elements, &emulation_prices(dtype), true) == route;
+            assert_eq!(
+                kept, faster,
+                "{dtype} n = {n}, {moduli} moduli, {fixups} fix-ups"
+            );
+        }
+    }
+}

@@ -32,6 +32,13 @@
 //! whole product runs natively. N moduli are then the fewest with M/2
 //! above a bound of every |Σ_p a′_ip·b′_pj| ([`Sums`]): k·2^{2b}, or from
 //! the largest 1-norms, about half that on evenly spread magnitudes.
+//!
+//! **The price.** A certified route can still be slower than the native
+//! product: each native fix-up costs hundreds of times an element's share
+//! of the native product, and wide ranges take more moduli. Where a
+//! device has measured its [`Prices`], [`priced`] turns such a route into
+//! [`EmulationRoute::Slower`]: the native product runs instead, as
+//! accurate, and no slower.
 
 use super::moduli::{moduli_for, modulus, MODULI};
 use super::scaling::{ldexp, VectorStats, MAGNITUDE_BITS};
@@ -412,7 +419,7 @@ pub fn wants_full_depth(route: EmulationRoute, sums: impl Into<Sums>, target: Ta
     let sums = sums.into();
     let parts = EMULATION_CERTIFICATE_SAMPLE;
     match route {
-        EmulationRoute::Native { .. } => true,
+        EmulationRoute::Native { .. } | EmulationRoute::Slower { .. } => true,
         EmulationRoute::Emulated { bits, moduli, .. } => {
             let q = certificate_share(sums, target);
             let saved = (parts as f64 / q as f64).log2().ceil() as u32;
@@ -443,6 +450,66 @@ pub enum EmulationRoute {
         /// Elements that no allowed number of bits certifies.
         uncertified: u64,
     },
+    /// The whole product natively: emulation would certify it with
+    /// `moduli` INT8 products and `fixups` native elements, but at the
+    /// device's [`Prices`] that takes longer than the native product.
+    Slower {
+        /// The INT8 products the certified route would take.
+        moduli: usize,
+        /// The elements it would recompute natively.
+        fixups: u64,
+    },
+}
+
+/// A device's measured cost of an emulated product's parts, each in units
+/// of the native product of the same shape and type (its whole time, or
+/// for a fix-up its time per element of C).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prices {
+    /// The certificate: statistics, magnitudes, their INT8 product and
+    /// the needs.
+    pub certificate: f64,
+    /// The split and the CRT's fixed part, whatever the moduli.
+    pub fixed: f64,
+    /// One modulus: its INT8 product and its share of the split and CRT.
+    pub modulus: f64,
+    /// One native fix-up, against one element's share of the native
+    /// product.
+    pub fixup: f64,
+}
+
+impl Prices {
+    /// The time of `moduli` INT8 products and `fixups` fix-ups among
+    /// `elements` elements of C after the certificate, in native
+    /// products.
+    pub fn after_certificate(&self, moduli: usize, fixups: u64, elements: u64) -> f64 {
+        let share = fixups as f64 / elements.max(1) as f64;
+        self.fixed + moduli as f64 * self.modulus + share * self.fixup
+    }
+}
+
+/// `route` as priced: a certified route whose remaining work (with the
+/// certificate, where `with_certificate`, as before it has run) costs at
+/// least the native product on `elements` elements of C becomes
+/// [`EmulationRoute::Slower`]; any other route stays.
+pub fn priced(
+    route: EmulationRoute,
+    elements: u64,
+    prices: &Prices,
+    with_certificate: bool,
+) -> EmulationRoute {
+    let EmulationRoute::Emulated { moduli, fixups, .. } = route else {
+        return route;
+    };
+    let certificate = if with_certificate {
+        prices.certificate
+    } else {
+        0.0
+    };
+    match certificate + prices.after_certificate(moduli, fixups, elements) {
+        cost if cost >= 1.0 => EmulationRoute::Slower { moduli, fixups },
+        _ => route,
+    }
 }
 
 impl EmulationRoute {
@@ -455,7 +522,7 @@ impl EmulationRoute {
                 moduli,
                 fixups,
             } => Some((bits, moduli, fixups)),
-            EmulationRoute::Native { .. } => None,
+            EmulationRoute::Native { .. } | EmulationRoute::Slower { .. } => None,
         }
     }
 }
@@ -889,6 +956,61 @@ mod tests {
         assert_eq!(
             route(&h, 32, k, 32, Target::Bits(17)),
             EmulationRoute::Native { uncertified: 1004 }
+        );
+    }
+
+    /// A priced route: native stays native; a cheap emulated route stays;
+    /// one whose moduli or fix-ups cost the native product's time becomes
+    /// `Slower`, with the certificate counted only before it has run.
+    #[test]
+    fn a_route_dearer_than_native_goes_native() {
+        let prices = Prices {
+            certificate: 0.1,
+            fixed: 0.1,
+            modulus: 0.05,
+            fixup: 1000.0,
+        };
+        let elements = 1 << 20;
+        let emulated = |moduli, fixups| EmulationRoute::Emulated {
+            bits: 40,
+            moduli,
+            fixups,
+        };
+        let native = EmulationRoute::Native { uncertified: 9 };
+        assert_eq!(priced(native, elements, &prices, true), native);
+        // 0.1 + 0.1 + 14·0.05 = 0.9.
+        assert_eq!(
+            priced(emulated(14, 0), elements, &prices, true),
+            emulated(14, 0)
+        );
+        // 0.9 + 200/2^20·1000 ≈ 1.09 before the certificate; 0.99 after.
+        assert_eq!(
+            priced(emulated(14, 200), elements, &prices, true),
+            EmulationRoute::Slower {
+                moduli: 14,
+                fixups: 200
+            }
+        );
+        assert_eq!(
+            priced(emulated(14, 200), elements, &prices, false),
+            emulated(14, 200)
+        );
+        // Moduli alone: 0.1 + 17·0.05 = 0.95 after, 1.05 before.
+        assert!(matches!(
+            priced(emulated(17, 0), elements, &prices, true),
+            EmulationRoute::Slower { .. }
+        ));
+        assert_eq!(
+            priced(emulated(17, 0), elements, &prices, false),
+            emulated(17, 0)
+        );
+        assert_eq!(
+            EmulationRoute::Slower {
+                moduli: 3,
+                fixups: 1
+            }
+            .emulated(),
+            None
         );
     }
 }

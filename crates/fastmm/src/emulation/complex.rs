@@ -162,7 +162,7 @@ pub(crate) fn gemm_complex<T: Element>(
     };
     let (bits, moduli) = match chosen {
         EmulationRoute::Emulated { bits, moduli, .. } => (bits, moduli),
-        EmulationRoute::Native { .. } => {
+        EmulationRoute::Native { .. } | EmulationRoute::Slower { .. } => {
             for i in 0..m {
                 for j in 0..n {
                     store(i, j, native(i, j));

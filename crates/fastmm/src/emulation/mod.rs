@@ -115,8 +115,13 @@ pub fn auto_emulates_batch(
 pub struct Tally {
     /// Pieces emulated.
     pub emulated: u32,
-    /// Pieces that ran natively, their accuracy not certifiable.
+    /// Pieces that ran natively: their accuracy not certifiable, or
+    /// (counted again in `slower`) emulation priced above the native
+    /// product.
     pub native: u32,
+    /// Of the native pieces, those that emulation would have certified
+    /// but at the device's prices would have been slower.
+    pub slower: u32,
     /// The most moduli (INT8 products) an emulated piece used.
     pub moduli: usize,
     /// The most bits per scaled entry an emulated piece used.
@@ -182,6 +187,10 @@ impl Tally {
                 self.fixups += fixups;
             }
             EmulationRoute::Native { .. } => self.native += 1,
+            EmulationRoute::Slower { .. } => {
+                self.native += 1;
+                self.slower += 1;
+            }
         }
     }
 
@@ -191,6 +200,7 @@ impl Tally {
             (Some(x), Some(y)) => Some(Tally {
                 emulated: x.emulated + y.emulated,
                 native: x.native + y.native,
+                slower: x.slower + y.slower,
                 moduli: x.moduli.max(y.moduli),
                 bits: x.bits.max(y.bits),
                 fixups: x.fixups + y.fixups,
@@ -207,6 +217,8 @@ impl Tally {
         if self.emulated == 0 {
             return if pieces == 0 {
                 "nothing to emulate".into()
+            } else if self.slower == self.native {
+                "native: emulation certified but slower here".into()
             } else {
                 "native: accuracy not certifiable by emulation".into()
             };

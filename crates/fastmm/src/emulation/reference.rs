@@ -151,7 +151,7 @@ fn slice<T: Element>(
     let route = settle(route, &histogram, sums, target);
     let (bits, moduli) = match route {
         EmulationRoute::Emulated { bits, moduli, .. } => (bits, moduli),
-        EmulationRoute::Native { .. } => {
+        EmulationRoute::Native { .. } | EmulationRoute::Slower { .. } => {
             for i in 0..m {
                 for j in 0..n {
                     store(&mut c, i, j, native(i, j));

@@ -38,11 +38,13 @@ use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::runtime::compile::{KernelKey, KernelSource};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::{Gpu, Workspace};
-use crate::cuda::tunables::{CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION};
+use crate::cuda::tunables::{
+    emulation_prices, CUDA_EMULATION_INT8_TILE, CUDA_EMULATION_MEMORY_FRACTION,
+};
 use crate::element::Element;
 use crate::emulation::certify::{
-    certificate_depth, fixup_allowance, route, settle, wants_full_depth, EmulationRoute, Goal,
-    Sums, Target, NORM_SLACK,
+    certificate_depth, fixup_allowance, priced, route, settle, wants_full_depth, EmulationRoute,
+    Goal, Sums, Target, NORM_SLACK,
 };
 use crate::emulation::moduli::MODULI;
 use crate::emulation::{Phase, Tally};
@@ -637,14 +639,24 @@ impl EmulatedGemm {
         )?;
         let counts = read_histograms(gpu, &histogram, 1)?[0];
         let sums = Sums::with_norms(k, rows.widest(gpu)?[0], cols.widest(gpu)?[0]);
-        Ok(match route(&counts, SAMPLE, sums, SAMPLE, target) {
-            EmulationRoute::Native { uncertified }
-                if uncertified > SAMPLE_NATIVE * fixup_allowance(SAMPLE, SAMPLE) =>
-            {
-                Some(EmulationRoute::Native { uncertified })
-            }
-            _ => None,
-        })
+        let found = settle(
+            route(&counts, SAMPLE, sums, SAMPLE, target),
+            &counts,
+            sums,
+            target,
+        );
+        let elements = (SAMPLE * SAMPLE) as u64;
+        Ok(
+            match priced(found, elements, &emulation_prices(T::DTYPE), true) {
+                EmulationRoute::Native { uncertified }
+                    if uncertified > SAMPLE_NATIVE * fixup_allowance(SAMPLE, SAMPLE) =>
+                {
+                    Some(EmulationRoute::Native { uncertified })
+                }
+                slower @ EmulationRoute::Slower { .. } => Some(slower),
+                _ => None,
+            },
+        )
     }
 
     /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route and the
@@ -743,7 +755,8 @@ impl EmulatedGemm {
                 let histogram_host = read_histograms(gpu, &histogram, 1)?[0];
                 let found = route(&histogram_host, m, sums, n, target);
                 if span.1 == kp || !wants_full_depth(found, sums, target) {
-                    break settle(found, &histogram_host, sums, target);
+                    let settled = settle(found, &histogram_host, sums, target);
+                    break priced(settled, (m * n) as u64, &emulation_prices(T::DTYPE), false);
                 }
                 gpu.stream
                     .memset_zeros(&mut histogram)
@@ -1167,7 +1180,11 @@ impl EmulatedGemm {
             for (&i, h) in again.iter().zip(&second_counts) {
                 routes[i] = settle(route(h, m, sums[i], n, target), h, sums[i], target);
             }
+            let prices = emulation_prices(T::DTYPE);
             routes
+                .into_iter()
+                .map(|r| priced(r, (m * n) as u64, &prices, false))
+                .collect::<Vec<EmulationRoute>>()
         };
         drop(histograms);
 
@@ -1175,7 +1192,7 @@ impl EmulatedGemm {
         // route: residues, INT8 products, CRT; the native ones by cuBLAS.
         let fixups_of = |r: &EmulationRoute| match r {
             EmulationRoute::Emulated { fixups, .. } => *fixups,
-            EmulationRoute::Native { .. } => 0,
+            EmulationRoute::Native { .. } | EmulationRoute::Slower { .. } => 0,
         };
         let cap = routes.iter().map(fixups_of).max().unwrap_or(0);
         let cap = usize::try_from(cap).unwrap_or(usize::MAX).max(1);
