@@ -75,7 +75,10 @@ fi
 # Rust computes (no fast-math, no contraction into FMAs); these tests check
 # the bindings (conversions, dtypes, errors, threads), and the optimised
 # build took three of CI's ten minutes on two cores.
-CARGO_PROFILE_RELEASE_OPT_LEVEL=0 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
+# With MPI (installed above), so that device="mpi" runs under mpirun in
+# python/tests/test_mpi.py; the package builds the same without it.
+CARGO_PROFILE_RELEASE_OPT_LEVEL=0 MATURIN_PEP517_ARGS="--features mpi" \
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
 # libfastmm_blas, which the preload tests put under numpy's own products.
 cargo build --release --quiet -p fastmm-blas
 FASTMM_BLAS_LIB="$PWD/target/release/libfastmm_blas.so" \

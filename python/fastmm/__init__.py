@@ -15,6 +15,7 @@ Every product runs with the GIL released, and Ctrl-C stops a long one.
 
 from __future__ import annotations
 
+import atexit
 import os
 import time
 from typing import Any, Dict, Optional, Union
@@ -37,7 +38,12 @@ from ._native import (
     set_num_threads,
     verify,
 )
+from ._native import close_machines as _close_machines
 from . import _threadpool
+
+# Teams and the MPI job (device="mpi") close at exit, on the main thread:
+# a rank that leaves without ending MPI fails the whole mpirun.
+atexit.register(_close_machines)
 
 # threadpoolctl's limits apply to fastmm where threadpoolctl is installed.
 _threadpool.register()

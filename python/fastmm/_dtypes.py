@@ -42,10 +42,12 @@ def _complex(a, b, result, algo, device, threads, accuracy):
         return np.ascontiguousarray(x)
 
     c = np.empty(shape, dtype=result)
-    _native.complex_matmul(
+    form = _native.complex_matmul(
         ready(a), ready(b), c, algo=algo, device=device or "cpu", threads=threads,
         accuracy=accuracy,
     )
+    if form is None:
+        return None  # an MPI job's other ranks: the product is rank 0's
     return c[()] if c.ndim == 0 else c
 
 
@@ -76,6 +78,8 @@ def other_types(a, b, out, algo, device, threads, accuracy):
             as_route(a), as_route(b), algo=algo, device=device, threads=threads,
             accuracy=accuracy,
         )
+        if c is None:
+            return None  # an MPI job's other ranks: the product is rank 0's
         c = np.asarray(c)
         c = (c != 0) if result.kind == "b" else (c.view(result) if view else c.astype(result))
         c = c[()] if c.ndim == 0 else c
@@ -94,7 +98,7 @@ def other_types(a, b, out, algo, device, threads, accuracy):
                 "float32, float64, int32 and int64, and the narrower integers and bool)"
             )
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    if out is None:
+    if out is None or c is None:
         return c
     if not np.can_cast(result, out.dtype, casting="same_kind"):
         raise TypeError(

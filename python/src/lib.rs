@@ -92,8 +92,11 @@ fn request<'py>(
 ///   (tensor-core precision), or "bits:N" (the emulated product at N
 ///   bits); fastmm.plan says what a product gives.
 /// device: "cpu", "cuda" or "cuda:N"; or several GPUs, "cuda:0,1" or
-///   "cuda:all", over which host arrays stream together; default: the CPU
-///   for host arrays, their GPU for GPU arrays.
+///   "cuda:all", over which host arrays stream together; or "mpi" (a
+///   package built with MPI, under `mpirun -np P python ...`): every rank
+///   calls with the same arrays, the ranks share the product, and rank 0
+///   gets it while the others get None; default: the CPU for host
+///   arrays, their GPU for GPU arrays.
 /// threads: CPU threads, at most the hardware's (default: all).
 /// out: an array of the result's shape to write, returned (positional
 ///   too, as numpy's); another type is cast into it by numpy's
@@ -507,6 +510,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(options::close_machines, m)?)?;
     m.add_function(wrap_pyfunction!(matmul_timed, m)?)?;
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
@@ -519,5 +523,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::GpuArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ALGORITHMS", Algorithm::names())?;
+    // Whether device="mpi" is there: the package built with feature mpi.
+    m.add("MPI", cfg!(feature = "mpi"))?;
     Ok(())
 }

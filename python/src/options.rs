@@ -66,23 +66,53 @@ pub(crate) fn machine(py: Python<'_>, device: &str) -> PyResult<Machine> {
     if device == "cpu" {
         return Ok(Context::cpu().into());
     }
-    let list: DeviceList = device.parse().map_err(to_py)?;
-    if !list.is_team() {
+    let mpi = device.trim().eq_ignore_ascii_case("mpi");
+    if mpi && !cfg!(feature = "mpi") {
+        return Err(value_error(
+            "device=\"mpi\" needs a fastmm built with MPI (maturin build --features mpi, \
+             against an MPI library)",
+        ));
+    }
+    let list: Option<DeviceList> = match mpi {
+        true => None,
+        false => Some(device.parse().map_err(to_py)?),
+    };
+    if list.as_ref().is_some_and(|list| !list.is_team()) {
         return context(py, device).map(Machine::from);
     }
-    static OPENED: OnceLock<Mutex<HashMap<String, Machine>>> = OnceLock::new();
-    let opened = OPENED.get_or_init(Default::default);
-    let lock = || {
-        opened
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    };
-    let key = list.to_string();
-    if let Some(machine) = lock().get(&key) {
+    let key = list.as_ref().map_or("mpi".into(), DeviceList::to_string);
+    if let Some(machine) = opened().get(&key) {
         return Ok(machine.clone());
     }
-    let machine = py.detach(|| Machine::open_list(&list)).map_err(to_py)?;
-    Ok(lock().entry(key).or_insert(machine).clone())
+    // The job's communicators stay on the thread that joined it, this one
+    // (detaching from the interpreter does not change threads).
+    let machine = py
+        .detach(|| match &list {
+            Some(list) => Machine::open_list(list),
+            None => Machine::open("mpi"),
+        })
+        .map_err(to_py)?;
+    Ok(opened().entry(key).or_insert(machine).clone())
+}
+
+/// The teams and the MPI job opened so far, by name: opened once per
+/// process (MPI may be started only once), then shared.
+fn opened() -> std::sync::MutexGuard<'static, HashMap<String, Machine>> {
+    static OPENED: OnceLock<Mutex<HashMap<String, Machine>>> = OnceLock::new();
+    OPENED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Closes the teams and the MPI job opened so far: registered with
+/// `atexit`, so that the interpreter's main thread, which joined the job,
+/// ends MPI as its rules ask (a rank that exits without it fails the
+/// whole `mpirun`).
+#[pyfunction]
+pub(crate) fn close_machines() {
+    let machines: Vec<Machine> = opened().drain().map(|(_, m)| m).collect();
+    drop(machines);
 }
 
 /// The options of `algo`, `threads` and `accuracy`, checked: at least one

@@ -304,7 +304,9 @@ fn run_jobs<T: Element>(
 /// How the caller waits for a product of `work` multiply-adds on `ctx`.
 fn wait_for(ctx: &Machine, work: u128) -> Wait {
     let on_cpu = ctx.cpu_only();
-    if work > LONG_PRODUCT_MNK {
+    if ctx.bound_to_its_thread() {
+        Wait::Released
+    } else if work > LONG_PRODUCT_MNK {
         Wait::Interruptible
     } else if on_cpu && work <= GIL_HELD_MNK {
         Wait::Holding
@@ -511,6 +513,11 @@ fn matmul_typed<'py, T: Scalar>(
         };
         run_jobs::<T>(&ctx, &opts, (T::ONE, T::ZERO), &jobs, timed)
     })?;
+    if !ctx.holds_results() {
+        // An MPI job's product comes back on rank 0; the other ranks'
+        // arrays were not written.
+        return Ok((py.None().into_bound(py), timing));
+    }
     if !target.is(&result) {
         assign(result.as_any(), target.as_any())?;
     }
@@ -579,7 +586,7 @@ fn gemm_typed<'py, T: Scalar>(
         };
         run_jobs::<T>(&ctx, &opts, (alpha, beta), &jobs, false)
     })?;
-    if !target.is(&c) {
+    if !target.is(&c) && ctx.holds_results() {
         assign(c.as_any(), target.as_any())?;
     }
     Ok(())

@@ -258,6 +258,17 @@ impl Machine {
         }
     }
 
+    /// Whether its products must run on the thread that made it (an MPI
+    /// job's communicators): a front end then neither hands them to a
+    /// helper thread nor stops one rank of a collective half-way.
+    pub fn bound_to_its_thread(&self) -> bool {
+        match self {
+            Machine::Device(_) | Machine::Team(_) => false,
+            #[cfg(feature = "mpi")]
+            Machine::Cluster(_) => true,
+        }
+    }
+
     /// Whether the products run on this process's CPU alone (no GPU, no
     /// other process): a caller may then wait by polling rather than by
     /// sleeping, the product being as short as a few microseconds.

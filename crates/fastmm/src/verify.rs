@@ -900,7 +900,11 @@ mod tests {
         let (k, n) = (37, VERIFY_ROWS_PER_TASK + 3);
         let wide = |i: usize, j: usize| {
             let e = ((i * 7 + j * 13) % 61) as i32 - 30;
-            let sign = if (i + 2 * j).is_multiple_of(3) { -1.0 } else { 1.0 };
+            let sign = if (i + 2 * j).is_multiple_of(3) {
+                -1.0
+            } else {
+                1.0
+            };
             sign * (1.0 + ((i * 31 + j * 17) % 97) as f64 / 97.0) * 2f64.powi(e)
         };
         let b = Matrix::<f64>::from_fn(k, n, wide);
