@@ -464,6 +464,8 @@ pub enum EmulationRoute {
 /// A device's measured cost of an emulated product's parts, each in units
 /// of the native product of the same shape and type (its whole time, or
 /// for a fix-up its time per element of C).
+// Only the GPU prices its routes: the CPU twin has no measured prices.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Prices {
     /// The certificate: statistics, magnitudes, their INT8 product and
@@ -478,6 +480,7 @@ pub struct Prices {
     pub fixup: f64,
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl Prices {
     /// The time of `moduli` INT8 products and `fixups` fix-ups among
     /// `elements` elements of C after the certificate, in native
@@ -492,6 +495,7 @@ impl Prices {
 /// certificate, where `with_certificate`, as before it has run) costs at
 /// least the native product on `elements` elements of C becomes
 /// [`EmulationRoute::Slower`]; any other route stays.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub fn priced(
     route: EmulationRoute,
     elements: u64,
