@@ -187,8 +187,10 @@ def blas_status() -> Dict[str, Any]:
     They do when ``libfastmm_blas`` is preloaded (``fastmm exec -- python
     script.py``, or ``LD_PRELOAD``) or linked: numpy's ``a @ b`` then calls
     it instead of numpy's own OpenBLAS. Returns ``{"numpy": bool,
-    "library": path or None, "products": int}`` — ``products`` counts the
-    products the library has run in this process. torch's CPU products
+    "library": path or None, "products": int, "forwarded": int}`` —
+    ``products`` counts the products the library has run in this process,
+    ``forwarded`` the other BLAS routines it hands to the BLAS it stands in
+    for (found when it was loaded). torch's CPU products
     use the MKL or OpenBLAS built into torch's own libraries and are not
     reached this way; ``fastmm.torch`` is the way there.
     """
@@ -197,8 +199,14 @@ def blas_status() -> Dict[str, Any]:
     try:
         products = ctypes.CDLL(None).fastmm_blas_products
     except (AttributeError, OSError):
-        return {"numpy": False, "library": None, "products": 0}
+        return {"numpy": False, "library": None, "products": 0, "forwarded": 0}
     products.restype = ctypes.c_uint64
+    try:
+        forwarded = ctypes.CDLL(None).fastmm_blas_forwarded
+        forwarded.restype = ctypes.c_size_t
+        forwarded = int(forwarded())
+    except AttributeError:
+        forwarded = 0
     library = None
     try:
         with open("/proc/self/maps") as maps:
@@ -209,4 +217,4 @@ def blas_status() -> Dict[str, Any]:
                     break
     except OSError:
         pass
-    return {"numpy": True, "library": library, "products": int(products())}
+    return {"numpy": True, "library": library, "products": int(products()), "forwarded": forwarded}

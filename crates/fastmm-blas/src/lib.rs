@@ -14,10 +14,13 @@
 //! Layers: [`settings`] (read once from the environment) and [`args`]
 //! (the reference's checks) at the bottom; [`product`] (views and the
 //! executor's call) above them; the exported symbols ([`fortran`],
-//! [`cblas`]) on top.
+//! [`cblas`]) on top, beside [`forward`], which hands every other BLAS
+//! symbol to the library this one stands in for.
 
 pub mod args;
 pub mod cblas;
 pub mod fortran;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub mod forward;
 pub mod product;
 pub mod settings;

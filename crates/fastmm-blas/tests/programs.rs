@@ -21,9 +21,10 @@ fn library_dir() -> PathBuf {
     dir
 }
 
-/// Compiles `source` with `compiler` against the library and runs it;
+/// Compiles `source` with `compiler` against the library (or, with
+/// `-shared` among `extra`, into a library of its own) at a fresh path;
 /// `None` where the compiler is missing.
-fn build_and_run(compiler: &str, source: &str, extra: &[&str]) -> Option<String> {
+fn build(compiler: &str, source: &str, extra: &[&str]) -> Option<PathBuf> {
     if Command::new(compiler).arg("--version").output().is_err() {
         eprintln!("{compiler} is not installed: {source} skipped");
         return None;
@@ -32,22 +33,29 @@ fn build_and_run(compiler: &str, source: &str, extra: &[&str]) -> Option<String>
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/programs")
         .join(source);
-    let out = std::env::temp_dir().join(format!("fastmm-blas-{source}-{}", std::process::id()));
-    let built = Command::new(compiler)
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lfastmm_blas")
-        .args(extra)
-        .output()
-        .expect("the compiler runs");
+    let out = std::env::temp_dir().join(format!("fastmm-blas-{}-{source}", std::process::id()));
+    let mut command = Command::new(compiler);
+    command.arg(&src).arg("-o").arg(&out);
+    if !extra.contains(&"-shared") {
+        command
+            .arg(format!("-L{}", lib.display()))
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-lfastmm_blas");
+    }
+    let built = command.args(extra).output().expect("the compiler runs");
     assert!(
         built.status.success(),
         "{compiler} {source}: {}",
         String::from_utf8_lossy(&built.stderr)
     );
+    Some(out)
+}
+
+/// Compiles `source` with `compiler` against the library and runs it,
+/// which must succeed: its standard output; `None` where the compiler is
+/// missing.
+fn build_and_run(compiler: &str, source: &str, extra: &[&str]) -> Option<String> {
+    let out = build(compiler, source, extra)?;
     let ran = Command::new(&out).output().expect("the program runs");
     let _ = std::fs::remove_file(&out);
     let text = String::from_utf8_lossy(&ran.stdout).to_string();
@@ -57,6 +65,64 @@ fn build_and_run(compiler: &str, source: &str, extra: &[&str]) -> Option<String>
         String::from_utf8_lossy(&ran.stderr)
     );
     Some(text)
+}
+
+/// The BLAS routines the library does not compute reach the library it
+/// forwards them to (`FASTMM_BLAS_FALLBACK`, here a stand-in BLAS) with
+/// their arguments intact — pointers, integers and floats by value, float
+/// and complex returns; one that no library defines ends the program with
+/// its name.
+#[test]
+fn other_routines_are_forwarded_to_the_fallback() {
+    let Some(fallback) = build("cc", "fallback.c", &["-shared", "-fPIC"]) else {
+        return;
+    };
+    let Some(program) = build("cc", "forward.c", &["-lm"]) else {
+        return;
+    };
+    let run = |args: &[&str], fallback: &Path| {
+        Command::new(&program)
+            .args(args)
+            .env("FASTMM_BLAS_FALLBACK", fallback)
+            .output()
+            .expect("the program runs")
+    };
+    let ran = run(&[], &fallback);
+    let text = String::from_utf8_lossy(&ran.stdout).to_string();
+    assert!(
+        ran.status.success() && text.starts_with("ok"),
+        "{text}{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    // With no BLAS on the default paths, exactly the stand-in's five
+    // routines are found; with one, at least they.
+    let count: usize = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    assert!(count >= 5, "{text}");
+    // dscal_ is in no library when the fallback lacks it and no BLAS is
+    // installed where Debian puts one: the process ends naming it.
+    let installed = fastmm_blas::forward::DEFAULT_FALLBACKS
+        .iter()
+        .any(|path| Path::new(path).exists());
+    if !installed {
+        let ran = run(&["missing"], &fallback);
+        let err = String::from_utf8_lossy(&ran.stderr);
+        assert!(!ran.status.success(), "{err}");
+        assert!(
+            err.contains("dscal_") && err.contains("FASTMM_BLAS_FALLBACK"),
+            "{err}"
+        );
+        assert!(!String::from_utf8_lossy(&ran.stdout).contains("returned"));
+    }
+    // A fallback that cannot be opened is reported, not fatal by itself.
+    let ran = run(&[], Path::new("/nonexistent/libblas.so.3"));
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(err.contains("cannot be opened"), "{err}");
+    let _ = std::fs::remove_file(&program);
+    let _ = std::fs::remove_file(&fallback);
 }
 
 #[test]
