@@ -34,6 +34,16 @@ if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1 \
   $sudo apt-get update -q
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q openmpi-bin libopenmpi-dev libclang-dev
 fi
+# Debian's reference BLAS and python3-numpy, which links it: the BLAS
+# library's smoke test puts libfastmm_blas in libblas.so.3's place under
+# the system's numpy, and forwards the other routines to the reference.
+if [ ! -e /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 ] \
+  || ! /usr/bin/python3 -c "import numpy" >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libblas3 python3-numpy \
+    || { $sudo apt-get update -q && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libblas3 python3-numpy; }
+fi
 # Open MPI refuses to start as root (CI containers) unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The release profile compiles each crate as one codegen unit (the

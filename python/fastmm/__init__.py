@@ -196,17 +196,10 @@ def blas_status() -> Dict[str, Any]:
     """
     import ctypes
 
-    try:
-        products = ctypes.CDLL(None).fastmm_blas_products
-    except (AttributeError, OSError):
-        return {"numpy": False, "library": None, "products": 0, "forwarded": 0}
-    products.restype = ctypes.c_uint64
-    try:
-        forwarded = ctypes.CDLL(None).fastmm_blas_forwarded
-        forwarded.restype = ctypes.c_size_t
-        forwarded = int(forwarded())
-    except AttributeError:
-        forwarded = 0
+    # The library among this process's mappings: preloaded, linked, or
+    # loaded as the system's libblas.so.3 by an extension module (whose
+    # libraries stay out of the global scope, so it is opened by path;
+    # an open of a loaded library returns that library).
     library = None
     try:
         with open("/proc/self/maps") as maps:
@@ -217,4 +210,14 @@ def blas_status() -> Dict[str, Any]:
                     break
     except OSError:
         pass
-    return {"numpy": True, "library": library, "products": int(products()), "forwarded": forwarded}
+    none = {"numpy": False, "library": None, "products": 0, "forwarded": 0}
+    if library is None:
+        return none
+    try:
+        loaded = ctypes.CDLL(library)
+        products, forwarded = loaded.fastmm_blas_products, loaded.fastmm_blas_forwarded
+    except (AttributeError, OSError):
+        return none
+    products.restype = ctypes.c_uint64
+    forwarded.restype = ctypes.c_size_t
+    return {"numpy": True, "library": library, "products": int(products()), "forwarded": int(forwarded())}

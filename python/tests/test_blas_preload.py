@@ -99,3 +99,37 @@ def test_numpys_own_matmul_tests_pass_under_the_preload():
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert " passed" in out.stdout
+
+
+def test_debians_numpy_runs_on_the_library_as_its_libblas(tmp_path):
+    """Debian's python3-numpy links the system's libblas.so.3: with the
+    library in its place (what the alternative does, here through a
+    directory on LD_LIBRARY_PATH), numpy's products run on fastmm and its
+    other BLAS calls (a dot product) on the reference BLAS the library
+    forwards them to; both exact to the native bound."""
+    system = pathlib.Path("/usr/bin/python3")
+    probe = "import numpy.core._multiarray_umath as m; print(m.__file__)"
+    found = subprocess.run([str(system), "-c", probe], capture_output=True, text=True) if system.exists() else None
+    if found is None or found.returncode != 0:
+        pytest.skip("no Debian python3-numpy (apt-get install python3-numpy)")
+    linked = subprocess.run(["ldd", found.stdout.strip()], capture_output=True, text=True).stdout
+    if "libblas.so.3" not in linked:
+        pytest.skip("this numpy does not link libblas.so.3")
+    (tmp_path / "libblas.so.3").symlink_to(library())
+    code = (
+        "import ctypes, json, numpy as np;"
+        "rng = np.random.default_rng(3); a = rng.random((130, 70)); b = rng.random((70, 90));"
+        "c = a @ b; d = a[0] @ a[1];"
+        "want = np.einsum('ik,kj->ij', a, b);"
+        "lib = ctypes.CDLL('libblas.so.3'); lib.fastmm_blas_forwarded.restype = ctypes.c_size_t;"
+        "bound = 70 * np.finfo(float).eps * (np.abs(a) @ np.abs(b)).max();"
+        "print(json.dumps([lib.fastmm_blas_products(), lib.fastmm_blas_forwarded(),"
+        " float(abs(c - want).max() / bound), float(abs(d - (a[0] * a[1]).sum()))]))"
+    )
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path))
+    env.pop("LD_PRELOAD", None)
+    out = subprocess.run([str(system), "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    products, forwarded, scaled, dot_error = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    assert products >= 1 and forwarded > 100, out.stdout
+    assert scaled <= 1.0 and dot_error < 1e-12

@@ -248,6 +248,10 @@ forwards! {
     strmm_ dtrmm_ ctrmm_ ztrmm_ strsm_ dtrsm_ ctrsm_ ztrsm_
     // The reference BLAS's helpers, which LAPACK calls too.
     lsame_ xerbla_ xerbla_array_
+    // The subroutine forms of the functions, which reference CBLAS calls.
+    sdotsub_ ddotsub_ dsdotsub_ sdsdotsub_ cdotusub_ cdotcsub_ zdotusub_ zdotcsub_
+    snrm2sub_ dnrm2sub_ scnrm2sub_ dznrm2sub_ sasumsub_ dasumsub_ scasumsub_ dzasumsub_
+    isamaxsub_ idamaxsub_ icamaxsub_ izamaxsub_ scabs1sub_ dcabs1sub_
     // CBLAS, level 1.
     cblas_sdsdot cblas_dsdot cblas_sdot cblas_ddot
     cblas_cdotu_sub cblas_cdotc_sub cblas_zdotu_sub cblas_zdotc_sub
@@ -258,6 +262,7 @@ forwards! {
     cblas_srotg cblas_srotmg cblas_srot cblas_srotm cblas_drotg cblas_drotmg cblas_drot cblas_drotm
     cblas_crotg cblas_zrotg cblas_csrot cblas_zdrot
     cblas_sscal cblas_dscal cblas_cscal cblas_zscal cblas_csscal cblas_zdscal
+    cblas_scabs1 cblas_dcabs1
     // CBLAS, level 2.
     cblas_sgemv cblas_sgbmv cblas_strmv cblas_stbmv cblas_stpmv cblas_strsv cblas_stbsv cblas_stpsv
     cblas_dgemv cblas_dgbmv cblas_dtrmv cblas_dtbmv cblas_dtpmv cblas_dtrsv cblas_dtbsv cblas_dtpsv
