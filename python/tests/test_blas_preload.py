@@ -133,3 +133,19 @@ def test_debians_numpy_runs_on_the_library_as_its_libblas(tmp_path):
     products, forwarded, scaled, dot_error = __import__("json").loads(out.stdout.strip().splitlines()[-1])
     assert products >= 1 and forwarded > 100, out.stdout
     assert scaled <= 1.0 and dot_error < 1e-12
+
+
+def test_numpy_and_fastmm_share_one_team_under_the_preload():
+    """The preloaded library offers its team to the package's own copy of
+    fastmm: after products of both, each team size has one set of helper
+    threads (two copies would each start a `fastmm-team-1`)."""
+    code = (
+        "import glob, numpy as np, fastmm; a = np.ones((512, 512));"
+        "[(a @ a, fastmm.matmul(a, a, threads=2)) for _ in range(3)];"
+        "names = [open(t + '/comm').read().strip() for t in glob.glob('/proc/self/task/*')];"
+        "print(sorted(n for n in names if n.startswith('fastmm-team')))"
+    )
+    out = preloaded(code)
+    assert out.returncode == 0, out.stderr
+    names = __import__("ast").literal_eval(out.stdout.strip().splitlines()[-1])
+    assert names and len(names) == len(set(names)), names

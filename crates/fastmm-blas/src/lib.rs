@@ -24,3 +24,4 @@ pub mod fortran;
 pub mod forward;
 pub mod product;
 pub mod settings;
+pub mod team;

@@ -133,4 +133,8 @@ pub use options::{
 pub use plan::{FastPlan, OutOfCorePlan, Plan, Route, Spread};
 pub use system::GpuInfo;
 pub use team::{DistMatrix, Role, Team, TeamReport};
+/// One team of threads for the copies of fastmm in a process (see
+/// [`shared_team::SYMBOL`]), and running on this copy's own team, for the
+/// library that exports it.
+pub use threads::{run_on_own_team, shared as shared_team};
 pub use verify::{verify, CheckMethod, Verdict};

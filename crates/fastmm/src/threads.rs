@@ -109,6 +109,9 @@ pub(crate) fn for_each_member(members: usize, f: &(dyn Fn(usize) + Sync)) {
         return;
     }
     if rayon::current_thread_index().is_none() {
+        if shared::run(members, f) {
+            return;
+        }
         if let Some(team) = Team::of(members) {
             if let Some(ran) = team.try_run(f) {
                 if let Err(panic) = ran {
@@ -130,6 +133,103 @@ pub(crate) fn for_each_member(members: usize, f: &(dyn Fn(usize) + Sync)) {
         // this is the one unrecoverable case; it needs a machine that
         // cannot spawn a thread.
         panic!("cannot start {members} threads");
+    }
+}
+
+/// Runs `f` on every member on this copy's own [`Team`] of `members`:
+/// `Some` with any member's panic, `None` where that team is busy or its
+/// threads cannot be started. For a library that offers its team to the
+/// other copies of fastmm in the process ([`shared`]).
+pub fn run_on_own_team(
+    members: usize,
+    f: &(dyn Fn(usize) + Sync),
+) -> Option<Result<(), Box<dyn Any + Send>>> {
+    Team::of(members)?.try_run(f)
+}
+
+/// One team for the copies of fastmm in a process. A program may hold
+/// several: the Python module carries one and `libfastmm_blas`, which
+/// numpy's products reach, another. Each keeps its helpers spinning for
+/// [`TEAM_SPIN`] after a product, so a product of one copy right after
+/// one of the other shared the CPUs with the other's spinning helpers
+/// (a 256³ product took up to 1.6× its time). A copy whose symbols are
+/// global (`libfastmm_blas`, preloaded or linked) exports
+/// [`shared::SYMBOL`]; every copy looks it up once and runs its parallel
+/// regions there, on one set of threads.
+pub mod shared {
+    use std::any::Any;
+    use std::ffi::{c_int, c_void};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::{Mutex, OnceLock};
+
+    /// The exported C function: `int fastmm_shared_team_v1(size_t members,
+    /// void (*job)(void *data, size_t member), void *data)` runs
+    /// `job(data, m)` for every member m on the exporter's team and
+    /// returns 1, or returns 0 without running any where that team is busy
+    /// or cannot start.
+    pub const SYMBOL: &str = "fastmm_shared_team_v1";
+
+    /// The exported function's type.
+    pub type Runner =
+        unsafe extern "C" fn(usize, extern "C" fn(*mut c_void, usize), *mut c_void) -> c_int;
+
+    unsafe extern "C" {
+        fn dlsym(handle: *mut c_void, symbol: *const std::ffi::c_char) -> *mut c_void;
+    }
+
+    /// The process's shared team, looked up once (glibc's RTLD_DEFAULT:
+    /// the global scope).
+    fn runner() -> Option<Runner> {
+        static FOUND: OnceLock<Option<Runner>> = OnceLock::new();
+        *FOUND.get_or_init(|| {
+            if !cfg!(target_os = "linux") {
+                return None;
+            }
+            let name = std::ffi::CString::new(SYMBOL).ok()?;
+            // SAFETY: RTLD_DEFAULT (null) and a NUL-terminated name.
+            let address = unsafe { dlsym(std::ptr::null_mut(), name.as_ptr()) };
+            // SAFETY: a symbol of this name is the function of `Runner`'s
+            // type (the protocol's version is in its name).
+            (!address.is_null())
+                .then(|| unsafe { std::mem::transmute::<*mut c_void, Runner>(address) })
+        })
+    }
+
+    /// What a member call needs across the C boundary: the members' work
+    /// and the first panic, kept here rather than unwound through C.
+    struct Job<'a> {
+        f: &'a (dyn Fn(usize) + Sync),
+        panic: Mutex<Option<Box<dyn Any + Send>>>,
+    }
+
+    extern "C" fn member(data: *mut c_void, m: usize) {
+        // SAFETY: `data` is the `Job` of the `run` call that is waiting
+        // for this member, alive until every member has returned.
+        let job = unsafe { &*(data as *const Job<'_>) };
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| (job.f)(m))) {
+            super::lock(&job.panic).get_or_insert(panic);
+        }
+    }
+
+    /// Runs `f` on every member on the process's shared team: `true` when
+    /// it ran (a member's panic re-raised here), `false` where there is
+    /// none or it is busy.
+    pub(crate) fn run(members: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
+        let Some(runner) = runner() else {
+            return false;
+        };
+        let job = Job {
+            f,
+            panic: Mutex::new(None),
+        };
+        let data = &job as *const Job<'_> as *mut c_void;
+        // SAFETY: the protocol's function, with a callback that never
+        // unwinds and data that outlives the call.
+        let ran = unsafe { runner(members, member, data) } != 0;
+        if let Some(panic) = super::lock(&job.panic).take() {
+            std::panic::resume_unwind(panic);
+        }
+        ran
     }
 }
 

@@ -1,0 +1,49 @@
+//! The process's one team of threads. Preloaded or linked, this library's
+//! symbols are global, so it offers its team to the other copies of
+//! fastmm in the process (the Python module carries one), which find it
+//! by name ([`fastmm::shared_team::SYMBOL`]) and run their parallel
+//! regions on it: numpy's products and `fastmm.matmul`'s then share one
+//! set of threads instead of two teams spinning against each other.
+
+use std::ffi::{c_int, c_void};
+
+/// Runs `job(data, m)` for every member m of `members` on this library's
+/// team; 1 when it ran, 0 (nothing run) where the team is busy or its
+/// threads cannot start. The job must not unwind (the callers' callbacks
+/// catch their panics).
+#[unsafe(no_mangle)]
+pub extern "C" fn fastmm_shared_team_v1(
+    members: usize,
+    job: extern "C" fn(*mut c_void, usize),
+    data: *mut c_void,
+) -> c_int {
+    /// The caller's data, shared by the members as the caller shares it.
+    struct Data(*mut c_void);
+    // SAFETY: the protocol hands `data` to every member at once, as the
+    // caller's own team would; the caller's job is what synchronises it.
+    unsafe impl Sync for Data {}
+    impl Data {
+        fn get(&self) -> *mut c_void {
+            self.0
+        }
+    }
+    let data = Data(data);
+    // Through `get`, so that the closure holds the Sync wrapper rather
+    // than the raw pointer.
+    let each = |m: usize| job(data.get(), m);
+    match fastmm::run_on_own_team(members, &each) {
+        Some(_) => 1,
+        None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The export has the name and type the other copies look up.
+    #[test]
+    fn the_export_is_the_protocols() {
+        let runner: fastmm::shared_team::Runner = super::fastmm_shared_team_v1;
+        let _ = runner;
+        assert_eq!(fastmm::shared_team::SYMBOL, "fastmm_shared_team_v1");
+    }
+}
