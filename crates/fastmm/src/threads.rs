@@ -150,7 +150,7 @@ pub fn run_on_own_team(
 /// One team for the copies of fastmm in a process. A program may hold
 /// several: the Python module carries one and `libfastmm_blas`, which
 /// numpy's products reach, another. Each keeps its helpers spinning for
-/// [`TEAM_SPIN`] after a product, so a product of one copy right after
+/// `TEAM_SPIN` (200 µs) after a product, so a product of one copy right after
 /// one of the other shared the CPUs with the other's spinning helpers
 /// (a 256³ product took up to 1.6× its time). A copy whose symbols are
 /// global (`libfastmm_blas`, preloaded or linked) exports
