@@ -136,7 +136,7 @@ pub(crate) fn for_each_member(members: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
-/// Runs `f` on every member on this copy's own [`Team`] of `members`:
+/// Runs `f` on every member on this copy's own team of `members` threads:
 /// `Some` with any member's panic, `None` where that team is busy or its
 /// threads cannot be started. For a library that offers its team to the
 /// other copies of fastmm in the process ([`shared`]).
