@@ -108,8 +108,14 @@ def test_debians_numpy_runs_on_the_library_as_its_libblas(tmp_path):
     other BLAS calls (a dot product) on the reference BLAS the library
     forwards them to; both exact to the native bound."""
     system = pathlib.Path("/usr/bin/python3")
+    # The system interpreter with its own packages: not the numpy a
+    # PYTHONPATH of this run points at.
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "LD_PRELOAD")}
     probe = "import numpy.core._multiarray_umath as m; print(m.__file__)"
-    found = subprocess.run([str(system), "-c", probe], capture_output=True, text=True) if system.exists() else None
+    found = (
+        subprocess.run([str(system), "-c", probe], capture_output=True, text=True, env=clean)
+        if system.exists() else None
+    )
     if found is None or found.returncode != 0:
         pytest.skip("no Debian python3-numpy (apt-get install python3-numpy)")
     linked = subprocess.run(["ldd", found.stdout.strip()], capture_output=True, text=True).stdout
@@ -126,8 +132,7 @@ def test_debians_numpy_runs_on_the_library_as_its_libblas(tmp_path):
         "print(json.dumps([lib.fastmm_blas_products(), lib.fastmm_blas_forwarded(),"
         " float(abs(c - want).max() / bound), float(abs(d - (a[0] * a[1]).sum()))]))"
     )
-    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path))
-    env.pop("LD_PRELOAD", None)
+    env = dict(clean, LD_LIBRARY_PATH=str(tmp_path))
     out = subprocess.run([str(system), "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     products, forwarded, scaled, dot_error = __import__("json").loads(out.stdout.strip().splitlines()[-1])
