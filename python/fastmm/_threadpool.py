@@ -7,8 +7,10 @@ benchmark's ``threadpool_limits``) treats fastmm the same way. fastmm
 reports itself as ``user_api="blas"``, ``internal_api="fastmm"``.
 
 threadpoolctl finds a library by the shared objects loaded in the
-process: this one is the native module, recognised by the two C symbols
-it exports (``fastmm_get_num_threads``, ``fastmm_set_num_threads``).
+process: the native module, and ``libfastmm_blas`` where it is loaded
+(preloaded, linked, or as the system's ``libblas.so.3``), each recognised
+by the two C symbols it exports (``fastmm_get_num_threads``,
+``fastmm_set_num_threads``); each is listed, and a limit reaches both.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def register() -> bool:
     class FastmmController(threadpoolctl.LibController):
         user_api = "blas"
         internal_api = "fastmm"
-        filename_prefixes = ("_native",)
+        filename_prefixes = ("_native", "libfastmm_blas", "libblas")
         check_symbols = ("fastmm_get_num_threads", "fastmm_set_num_threads")
 
         def get_num_threads(self):

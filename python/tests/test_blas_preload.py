@@ -154,3 +154,24 @@ def test_numpy_and_fastmm_share_one_team_under_the_preload():
     assert out.returncode == 0, out.stderr
     names = __import__("ast").literal_eval(out.stdout.strip().splitlines()[-1])
     assert names and len(names) == len(set(names)), names
+
+
+def test_threadpoolctl_sees_and_limits_the_library():
+    """With the package imported, threadpoolctl lists the preloaded
+    library beside the package's module, and its limits reach both."""
+    pytest.importorskip("threadpoolctl")
+    code = (
+        "import ctypes, json, fastmm, threadpoolctl;"
+        "names = [i['filepath'].split('/')[-1] for i in threadpoolctl.threadpool_info()"
+        " if i['internal_api'] == 'fastmm'];"
+        "blas = ctypes.CDLL(fastmm.blas_status()['library']);"
+        "before = blas.fastmm_get_num_threads();"
+        "limits = threadpoolctl.threadpool_limits(1); inside = blas.fastmm_get_num_threads();"
+        "limits.restore_original_limits();"
+        "print(json.dumps([names, before, inside, blas.fastmm_get_num_threads()]))"
+    )
+    out = preloaded(code)
+    assert out.returncode == 0, out.stderr
+    names, before, inside, after = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    assert "libfastmm_blas.so" in names, names
+    assert inside == 1 and after == before, (before, inside, after)

@@ -37,6 +37,24 @@ pub extern "C" fn fastmm_shared_team_v1(
     }
 }
 
+/// The library's thread count, for threadpoolctl: the controller the
+/// `fastmm` Python package registers finds this library among the
+/// process's (preloaded, linked, or as `libblas.so.3`) by this symbol and
+/// its twin, as it finds the package's own module.
+#[unsafe(no_mangle)]
+pub extern "C" fn fastmm_get_num_threads() -> c_int {
+    c_int::try_from(fastmm::num_threads()).unwrap_or(c_int::MAX)
+}
+
+/// Sets the library's thread count (a count below 1 clears it); 0.
+#[unsafe(no_mangle)]
+pub extern "C" fn fastmm_set_num_threads(threads: c_int) -> c_int {
+    let threads = usize::try_from(threads).ok().filter(|&t| t >= 1);
+    // Only a count of 0 is refused, and it became None.
+    let _ = fastmm::set_num_threads(threads);
+    0
+}
+
 #[cfg(test)]
 mod tests {
     /// The export has the name and type the other copies look up.
