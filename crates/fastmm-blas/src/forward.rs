@@ -50,6 +50,13 @@ macro_rules! forwards {
         /// The forwarded symbols, in slot order.
         pub const FORWARDED: &[&str] = &[$(stringify!($name)),*];
 
+        /// This library's own trampolines, in slot order: a fallback that
+        /// resolves a name to one of them is this library again (a copy
+        /// installed over the fallback's path) and must not be used.
+        fn own_addresses() -> Vec<usize> {
+            vec![$($name as extern "C" fn() as usize),*]
+        }
+
         $(
             #[doc = concat!("`", stringify!($name), "`, forwarded (see the module's documentation).")]
             #[unsafe(no_mangle)]
@@ -149,11 +156,12 @@ fn resolve() {
     }
     handles.push(("the shadowed BLAS".into(), RTLD_NEXT));
     let mut defaults_opened = false;
+    let own = own_addresses();
     for (i, name) in FORWARDED.iter().enumerate() {
         let Ok(symbol) = CString::new(*name) else {
             continue;
         };
-        let mut found = find(&handles, &symbol);
+        let mut found = find(&handles, &symbol, own[i]);
         if found.is_none() && !defaults_opened {
             defaults_opened = true;
             handles.extend(
@@ -161,7 +169,7 @@ fn resolve() {
                     .iter()
                     .filter_map(|path| open(path).map(|h| (path.to_string(), h))),
             );
-            found = find(&handles, &symbol);
+            found = find(&handles, &symbol, own[i]);
         }
         if let Some((address, from)) = found {
             SLOTS[i].store(address, Ordering::Release);
@@ -173,13 +181,14 @@ fn resolve() {
     let _ = SOURCE.set(sources.join(", "));
 }
 
-/// The first of `handles` that defines `symbol`: its address and index.
-fn find(handles: &[(String, *mut c_void)], symbol: &CStr) -> Option<(usize, usize)> {
+/// The first of `handles` that defines `symbol` other than at `own`
+/// (this library's trampoline): its address and index.
+fn find(handles: &[(String, *mut c_void)], symbol: &CStr, own: usize) -> Option<(usize, usize)> {
     handles.iter().enumerate().find_map(|(i, (_, handle))| {
         // SAFETY: a handle from dlopen (kept open for the process) or
         // RTLD_NEXT, and a NUL-terminated name.
-        let address = unsafe { dlsym(*handle, symbol.as_ptr()) };
-        (!address.is_null()).then_some((address as usize, i))
+        let address = unsafe { dlsym(*handle, symbol.as_ptr()) } as usize;
+        (address != 0 && address != own).then_some((address, i))
     })
 }
 

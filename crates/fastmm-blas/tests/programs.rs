@@ -117,6 +117,23 @@ fn other_routines_are_forwarded_to_the_fallback() {
         );
         assert!(!String::from_utf8_lossy(&ran.stdout).contains("returned"));
     }
+    // A fallback that is this library itself (a copy installed over the
+    // fallback's path) is passed over rather than jumped into forever:
+    // the program ends, on the next library or naming the routine.
+    let own = library_dir().join("libfastmm_blas.so");
+    let ran = Command::new("timeout")
+        .arg("60")
+        .arg(&program)
+        .env("FASTMM_BLAS_FALLBACK", &own)
+        .output()
+        .expect("the program runs");
+    assert_ne!(ran.status.code(), Some(124), "the program hung");
+    let text = String::from_utf8_lossy(&ran.stdout);
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        text.starts_with("ok") || err.contains("ddot_"),
+        "{text}{err}"
+    );
     // A fallback that cannot be opened is reported, not fatal by itself.
     let ran = run(&[], Path::new("/nonexistent/libblas.so.3"));
     let err = String::from_utf8_lossy(&ran.stderr);
