@@ -5,30 +5,38 @@
 //! first, still leave a program's other BLAS calls to the library it
 //! would have used.
 //!
-//! Each symbol is a two-instruction trampoline that jumps through a slot
-//! of a table: no argument register (integer, vector or stack) is
-//! touched, so one trampoline serves every signature, complex returns
-//! included. The slots are filled once, when the library is loaded (an
-//! `.init_array` constructor, before any call), from the first that
-//! defines the symbol of:
+//! Each symbol is a trampoline that jumps through a slot of a table: no
+//! argument register (integer, vector or stack) is touched, so one
+//! trampoline serves every signature, complex returns included. A slot
+//! is filled at the symbol's first call, by a stub that saves the
+//! argument registers, finds the definition and jumps to it — nothing is
+//! opened in a process that never calls a forwarded routine (a library
+//! opened at load would start, say, OpenBLAS's threads in every preloaded
+//! process). The definition is the first found in:
 //! 1. `FASTMM_BLAS_FALLBACK`, a library path (opened `RTLD_LOCAL`);
 //! 2. the definition this library shadows (`dlsym(RTLD_NEXT)`): the BLAS
 //!    a preloaded or first-linked copy sits in front of;
 //! 3. the BLAS libraries Debian installs behind the alternative
-//!    ([`DEFAULT_FALLBACKS`]).
+//!    ([`DEFAULT_FALLBACKS`], OpenBLAS first, as the alternative's
+//!    priorities rank them), opened one at a time while a name is
+//!    missing.
 //!
-//! A symbol none of them defines reaches a handler that names it and
-//! ends the process: a BLAS routine cannot report an error to its caller.
+//! A definition in any copy of this library (this one, or another build
+//! preloaded, linked or installed over a fallback's path) is passed over,
+//! so that two copies never forward to each other. A symbol none of them defines
+//! reaches a handler that names it and ends the process: a BLAS routine
+//! cannot report an error to its caller.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Libraries tried after the shadowed definition: the reference BLAS and
-/// OpenBLAS where Debian's `libblas3` and `libopenblas0-*` put them.
+/// Libraries tried after the shadowed definition: OpenBLAS and the
+/// reference BLAS where Debian's `libopenblas0-*` and `libblas3` put
+/// them, in the alternative's order of priority.
 pub const DEFAULT_FALLBACKS: [&str; 4] = [
-    "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3",
     "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3",
     "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3",
+    "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3",
     "/usr/lib/x86_64-linux-gnu/atlas/libblas.so.3",
 ];
 
@@ -37,10 +45,48 @@ const RTLD_LOCAL: c_int = 0;
 /// glibc's `RTLD_NEXT`: the definitions after the calling object's.
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 
+const RTLD_NOLOAD: c_int = 4;
+
+/// glibc's `Dl_info`: the object an address lies in.
+#[repr(C)]
+struct DlInfo {
+    fname: *const c_char,
+    fbase: *mut c_void,
+    sname: *const c_char,
+    saddr: *mut c_void,
+}
+
 unsafe extern "C" {
     fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
     fn dlerror() -> *mut c_char;
+    fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
+}
+
+/// Whether `address` lies in a copy of this library (this one or another
+/// build, preloaded, linked or installed as a fallback): its object
+/// exports [`fastmm_blas_forwarded`]. Two copies forwarding to each
+/// other would jump back and forth forever.
+fn in_a_copy_of_this_library(address: usize) -> bool {
+    let mut info = DlInfo {
+        fname: std::ptr::null(),
+        fbase: std::ptr::null_mut(),
+        sname: std::ptr::null(),
+        saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: an out-pointer to a local of glibc's layout.
+    if unsafe { dladdr(address as *const c_void, &mut info) } == 0 || info.fname.is_null() {
+        return false;
+    }
+    // SAFETY: the object is loaded (its address was just resolved), so
+    // RTLD_NOLOAD returns its handle without loading anything; the name
+    // is dladdr's NUL-terminated string.
+    let handle = unsafe { dlopen(info.fname, RTLD_NOW | RTLD_NOLOAD) };
+    if handle.is_null() {
+        return false;
+    }
+    // SAFETY: a live handle and a NUL-terminated name.
+    !unsafe { dlsym(handle, c"fastmm_blas_forwarded".as_ptr()) }.is_null()
 }
 
 /// Defines the trampolines of `names`, [`FORWARDED`] (their names, in
@@ -64,20 +110,20 @@ macro_rules! forwards {
             pub extern "C" fn $name() {
                 // Loads the slot into r11 (scratch in the System V ABI,
                 // never an argument) and jumps there with every argument
-                // as the caller left it; an empty slot goes to `missing`
-                // with the slot's index.
+                // as the caller left it; an empty slot goes to the
+                // resolving stub with the slot's index in r11.
                 core::arch::naked_asm!(
                     "mov r11, qword ptr [rip + {slots} + {offset}]",
                     "test r11, r11",
                     "jz 2f",
                     "jmp r11",
                     "2:",
-                    "mov edi, {index}",
-                    "jmp {missing}",
+                    "mov r11d, {index}",
+                    "jmp {first_call}",
                     slots = sym SLOTS,
                     offset = const 8 * slot(stringify!($name)),
                     index = const slot(stringify!($name)),
-                    missing = sym missing,
+                    first_call = sym first_call,
                 )
             }
         )*
@@ -110,85 +156,162 @@ const fn same(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
-/// The address each trampoline jumps to (0 until found).
+/// The address each trampoline jumps to (0 until its first call).
 static SLOTS: [AtomicUsize; FORWARDED.len()] = [const { AtomicUsize::new(0) }; FORWARDED.len()];
-
-/// The libraries the slots' definitions came from, for [`sources`].
-static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// A forwarded symbol that no library defines: named, then the process
 /// ends (the routine's caller has no error to receive).
-extern "C" fn missing(index: u32) -> ! {
-    let name = FORWARDED.get(index as usize).copied().unwrap_or("?");
+fn missing(index: usize) -> ! {
+    let name = FORWARDED.get(index).copied().unwrap_or("?");
     eprintln!(
         "libfastmm_blas: {name} is not in fastmm and no BLAS to forward it to was found \
          (set FASTMM_BLAS_FALLBACK to a BLAS library, e.g. {})",
-        DEFAULT_FALLBACKS[0]
+        DEFAULT_FALLBACKS[2]
     );
     std::process::abort()
 }
 
-/// Runs [`resolve`] when the library is loaded, before any call.
-#[used]
-#[unsafe(link_section = ".init_array")]
-static RESOLVE_AT_LOAD: extern "C" fn() = resolve_at_load;
-
-extern "C" fn resolve_at_load() {
-    // A panic must not unwind into the loader.
-    let _ = std::panic::catch_unwind(resolve);
+/// The first call of a forwarded symbol whose slot is empty: r11 holds the
+/// slot's index, every argument register and the stack are the caller's.
+/// Saves the integer argument registers, rax (a variadic call's vector
+/// count) and xmm0–7, asks [`resolve_slot`] for the definition, restores
+/// them and jumps there, so the definition sees the call as made.
+#[unsafe(naked)]
+extern "C" fn first_call() {
+    core::arch::naked_asm!(
+        // Entry: rsp ≡ 8 (mod 16). Seven pushes make it ≡ 0, and the
+        // 128 bytes of vector registers keep it so for the call.
+        "push rdi",
+        "push rsi",
+        "push rdx",
+        "push rcx",
+        "push r8",
+        "push r9",
+        "push rax",
+        "sub rsp, 128",
+        "movdqu xmmword ptr [rsp], xmm0",
+        "movdqu xmmword ptr [rsp + 16], xmm1",
+        "movdqu xmmword ptr [rsp + 32], xmm2",
+        "movdqu xmmword ptr [rsp + 48], xmm3",
+        "movdqu xmmword ptr [rsp + 64], xmm4",
+        "movdqu xmmword ptr [rsp + 80], xmm5",
+        "movdqu xmmword ptr [rsp + 96], xmm6",
+        "movdqu xmmword ptr [rsp + 112], xmm7",
+        "mov rdi, r11",
+        "call {resolve}",
+        "mov r11, rax",
+        "movdqu xmm0, xmmword ptr [rsp]",
+        "movdqu xmm1, xmmword ptr [rsp + 16]",
+        "movdqu xmm2, xmmword ptr [rsp + 32]",
+        "movdqu xmm3, xmmword ptr [rsp + 48]",
+        "movdqu xmm4, xmmword ptr [rsp + 64]",
+        "movdqu xmm5, xmmword ptr [rsp + 80]",
+        "movdqu xmm6, xmmword ptr [rsp + 96]",
+        "movdqu xmm7, xmmword ptr [rsp + 112]",
+        "add rsp, 128",
+        "pop rax",
+        "pop r9",
+        "pop r8",
+        "pop rcx",
+        "pop rdx",
+        "pop rsi",
+        "pop rdi",
+        "jmp r11",
+        resolve = sym resolve_slot,
+    )
 }
 
-/// Fills [`SLOTS`] from the fallbacks, in the module's order.
-fn resolve() {
-    let mut sources: Vec<String> = Vec::new();
-    let named = std::env::var("FASTMM_BLAS_FALLBACK")
-        .ok()
-        .filter(|p| !p.is_empty());
-    let mut handles: Vec<(String, *mut c_void)> = Vec::new();
-    if let Some(path) = &named {
-        match open(path) {
-            Some(handle) => handles.push((path.clone(), handle)),
-            None => eprintln!(
-                "libfastmm_blas: FASTMM_BLAS_FALLBACK={path} cannot be opened: {}",
-                last_error()
-            ),
+/// The definition of slot `index`, found and kept (see the module's
+/// order); a name no library defines ends the process.
+extern "C" fn resolve_slot(index: usize) -> usize {
+    // A panic must not unwind into the assembly; a failure to resolve is
+    // `missing` either way.
+    let found = std::panic::catch_unwind(|| {
+        let mut fallbacks = locked(fallbacks());
+        fallbacks.find(index)
+    });
+    match found {
+        Ok(Some(address)) => {
+            SLOTS[index].store(address, Ordering::Release);
+            address
         }
+        _ => missing(index),
     }
-    handles.push(("the shadowed BLAS".into(), RTLD_NEXT));
-    let mut defaults_opened = false;
-    let own = own_addresses();
-    for (i, name) in FORWARDED.iter().enumerate() {
-        let Ok(symbol) = CString::new(*name) else {
-            continue;
-        };
-        let mut found = find(&handles, &symbol, own[i]);
-        if found.is_none() && !defaults_opened {
-            defaults_opened = true;
-            handles.extend(
-                DEFAULT_FALLBACKS
-                    .iter()
-                    .filter_map(|path| open(path).map(|h| (path.to_string(), h))),
-            );
-            found = find(&handles, &symbol, own[i]);
+}
+
+/// The libraries searched so far, opened on demand and kept for the
+/// process.
+struct Fallbacks {
+    /// (what it is, its handle); `RTLD_NEXT` stands for the shadowed BLAS.
+    handles: Vec<(String, *mut c_void)>,
+    /// The next of [`DEFAULT_FALLBACKS`] to open.
+    next_default: usize,
+    /// This library's trampolines, by slot.
+    own: Vec<usize>,
+}
+
+// SAFETY: the handles are dlopen's, valid on any thread for the process's
+// life (never closed); the structure is reached under its mutex only.
+unsafe impl Send for Fallbacks {}
+
+fn fallbacks() -> &'static std::sync::Mutex<Fallbacks> {
+    static FALLBACKS: std::sync::OnceLock<std::sync::Mutex<Fallbacks>> = std::sync::OnceLock::new();
+    FALLBACKS.get_or_init(|| {
+        let mut handles = Vec::new();
+        let named = std::env::var("FASTMM_BLAS_FALLBACK")
+            .ok()
+            .filter(|p| !p.is_empty());
+        if let Some(path) = named {
+            match open(&path) {
+                Some(handle) => handles.push((path, handle)),
+                None => eprintln!(
+                    "libfastmm_blas: FASTMM_BLAS_FALLBACK={path} cannot be opened: {}",
+                    last_error()
+                ),
+            }
         }
-        if let Some((address, from)) = found {
-            SLOTS[i].store(address, Ordering::Release);
-            if !sources.contains(&handles[from].0) {
-                sources.push(handles[from].0.clone());
+        handles.push(("the shadowed BLAS".into(), RTLD_NEXT));
+        std::sync::Mutex::new(Fallbacks {
+            handles,
+            next_default: 0,
+            own: own_addresses(),
+        })
+    })
+}
+
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Fallbacks {
+    /// Slot `index`'s definition: from the libraries opened so far, else
+    /// from the next defaults, opened one at a time.
+    fn find(&mut self, index: usize) -> Option<usize> {
+        let symbol = CString::new(*FORWARDED.get(index)?).ok()?;
+        loop {
+            if let Some((address, _)) = find(&self.handles, &symbol, self.own[index]) {
+                return Some(address);
+            }
+            let path = DEFAULT_FALLBACKS.get(self.next_default)?;
+            self.next_default += 1;
+            if let Some(handle) = open(path) {
+                self.handles.push((path.to_string(), handle));
             }
         }
     }
-    let _ = SOURCE.set(sources.join(", "));
 }
 
-/// The first of `handles` that defines `symbol` other than at `own`
-/// (this library's trampoline): its address and index.
+/// The first of `handles` that defines `symbol` outside every copy of
+/// this library (`own` is this copy's trampoline): its address and index.
 fn find(handles: &[(String, *mut c_void)], symbol: &CStr, own: usize) -> Option<(usize, usize)> {
     handles.iter().enumerate().find_map(|(i, (_, handle))| {
         // SAFETY: a handle from dlopen (kept open for the process) or
         // RTLD_NEXT, and a NUL-terminated name.
         let address = unsafe { dlsym(*handle, symbol.as_ptr()) } as usize;
-        (address != 0 && address != own).then_some((address, i))
+        (address != 0 && address != own && !in_a_copy_of_this_library(address))
+            .then_some((address, i))
     })
 }
 
@@ -215,18 +338,37 @@ fn last_error() -> String {
         .into_owned()
 }
 
-/// Where the forwarded symbols were found, comma-separated ("" where none
-/// was): for `fastmm.blas_status()` and the tests.
-pub fn sources() -> &'static str {
-    SOURCE.get().map_or("", String::as_str)
+/// How many forwarded symbols have a definition, finding every one that
+/// is not yet (so the fallback libraries are opened here if no call has
+/// opened them).
+pub fn resolved() -> usize {
+    let mut fallbacks = locked(fallbacks());
+    (0..FORWARDED.len())
+        .filter(|&i| {
+            if SLOTS[i].load(Ordering::Acquire) != 0 {
+                return true;
+            }
+            match fallbacks.find(i) {
+                Some(address) => {
+                    SLOTS[i].store(address, Ordering::Release);
+                    true
+                }
+                None => false,
+            }
+        })
+        .count()
 }
 
-/// How many forwarded symbols have a definition.
-pub fn resolved() -> usize {
-    SLOTS
+/// The libraries opened to forward to, by path, comma-separated ("" where
+/// none was): for the tests.
+pub fn sources() -> String {
+    locked(fallbacks())
+        .handles
         .iter()
-        .filter(|slot| slot.load(Ordering::Acquire) != 0)
-        .count()
+        .filter(|(_, handle)| *handle != RTLD_NEXT)
+        .map(|(what, _)| what.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// For programs and `fastmm.blas_status()`: how many of the other BLAS

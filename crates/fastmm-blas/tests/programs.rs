@@ -117,9 +117,11 @@ fn other_routines_are_forwarded_to_the_fallback() {
         );
         assert!(!String::from_utf8_lossy(&ran.stdout).contains("returned"));
     }
-    // A fallback that is this library itself (a copy installed over the
-    // fallback's path) is passed over rather than jumped into forever:
-    // the program ends, on the next library or naming the routine.
+    // A fallback that is this library, or another copy of it (under
+    // cargo's LD_LIBRARY_PATH the program loads target/release's copy
+    // while this path names deps's), is passed over rather than jumped
+    // into forever: the program ends, on the next library or naming the
+    // routine.
     let own = library_dir().join("libfastmm_blas.so");
     let ran = Command::new("timeout")
         .arg("60")
