@@ -190,7 +190,8 @@ def blas_status() -> Dict[str, Any]:
     "library": path or None, "products": int, "forwarded": int}`` —
     ``products`` counts the products the library has run in this process,
     ``forwarded`` the other BLAS routines it hands to the BLAS it stands in
-    for (found when it was loaded). torch's CPU products
+    for (each is resolved at its first call; asking finds them all, which
+    opens that BLAS if no call has). torch's CPU products
     use the MKL or OpenBLAS built into torch's own libraries and are not
     reached this way; ``fastmm.torch`` is the way there.
     """
