@@ -8,10 +8,10 @@ For each type, on CUDA tensors with uniform parts in [−1, 1):
 * **cuBLAS** `cgemm`/`zgemm` (as `torch.matmul` calls them, TF32 off) and
   `cgemm3m`/`zgemm3m` (Gauss's three real products inside cuBLAS, called
   through ctypes on torch's stream);
-* **fastmm** `native` (four real products of the parts, split on the
-  device, each fastmm's fastest product of native accuracy: the emulated
-  one at this size) and `bound` (3M: three real products at the `bound`
-  level); and `algo="cublas"`, cuBLAS's own
+* **fastmm** `native` (the parts split on the device and, where the
+  emulated product serves at this size, multiplied by Karatsuba on their
+  residues: three INT8 products per modulus) and `bound` (3M: three real
+  products at the `bound` level); and `algo="cublas"`, cuBLAS's own
   complex products through fastmm (the same kernels as the peers' rows, to
   show what the operator's call costs beside them).
 
@@ -117,7 +117,7 @@ def run(dtype, n, rounds, sample_rows, gemm3m):
     runs = {
         f"cuBLAS {name[1]}": lambda: torch.matmul(a, b),
         f"cuBLAS {name[1]}3m": lambda: gemm3m(a, b),
-        "fastmm native (4 products)": lambda: ft.matmul(a, b),
+        "fastmm native (Karatsuba)": lambda: ft.matmul(a, b),
         "fastmm bound (3M)": lambda: ft.matmul(a, b, accuracy="bound"),
         f"fastmm cublas native ({name[1]})": lambda: ft.matmul(a, b, algo="cublas"),
         f"fastmm cublas bound ({name[1]}3m)": lambda: ft.matmul(a, b, algo="cublas", accuracy="bound"),

@@ -1026,7 +1026,9 @@ impl Context {
     ///   fastmm's real products of them at the options' level, and C
     ///   interleaved from their results ([`crate::complex::multiply`]'s
     ///   steps, with GPU memory for the planes: two or three per operand,
-    ///   two or three per product);
+    ///   two or three per product); the emulated product at the classical
+    ///   form multiplies the planes by Karatsuba on the residues, three
+    ///   INT8 products per modulus;
     /// * `auto`: the split parts where `auto` would give the real products
     ///   to anything but cuBLAS in the parts' own type (the emulated
     ///   product on large shapes, TF32 at `tf32`), else cuBLAS's complex
@@ -1077,16 +1079,20 @@ impl Context {
         // (A transposed C needs no conjugation: the transpose of a product
         // of complex matrices is the product of their transposes.)
         let device = device_batch(products, T::ONE, T::ZERO);
-        let ms = match split {
+        let (ms, emulation) = match split {
             true => crate::cuda::products::complex::multiply_resident_split(
                 gpu, form, &device, &real, completion,
             )?,
-            false => crate::cuda::products::in_core::multiply_complex_resident(
-                gpu, form, &device, opts, completion,
-            )?,
+            false => (
+                crate::cuda::products::in_core::multiply_complex_resident(
+                    gpu, form, &device, opts, completion,
+                )?,
+                None,
+            ),
         };
         Ok(Timing {
             compute_ms: ms,
+            emulation,
             ..Timing::default()
         })
     }

@@ -516,6 +516,51 @@ pub fn priced(
     }
 }
 
+/// The cheapest emulated route that the needs counted in `histogram`
+/// allow for `target` (any number of bits, each taking the fewest moduli
+/// that hold it and fixing up every element that needs more), with its
+/// cost at `prices` in native products (the certificate counted where
+/// `with_certificate`), or None where no number of bits has moduli.
+/// Unlike [`route`] it knows no fix-up allowance: it answers whether
+/// emulation of any kind can beat the native product, which a route
+/// over the allowance may still do and one under it may not.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub fn cheapest(
+    histogram: &[u64; 256],
+    sums: impl Into<Sums>,
+    target: Target,
+    prices: &Prices,
+    with_certificate: bool,
+) -> Option<(EmulationRoute, f64)> {
+    let sums = sums.into();
+    let elements = histogram.iter().sum::<u64>();
+    let certificate = if with_certificate {
+        prices.certificate
+    } else {
+        0.0
+    };
+    let top = max_bits(sums);
+    let bits = match target {
+        Target::Bits(bits) => {
+            let bits = bits.min(top).max(1);
+            bits..=bits
+        }
+        Target::Tau(_) => 1..=top,
+    };
+    bits.filter_map(|b| {
+        let moduli = moduli_for_bits(sums, b)?;
+        let fixups = histogram[b as usize + 1..].iter().sum::<u64>();
+        let cost = certificate + prices.after_certificate(moduli, fixups, elements);
+        let route = EmulationRoute::Emulated {
+            bits: b,
+            moduli,
+            fixups,
+        };
+        Some((route, cost))
+    })
+    .min_by(|x, y| x.1.total_cmp(&y.1))
+}
+
 impl EmulationRoute {
     /// An emulated route's bits, moduli and native fix-ups (None for the
     /// native route).
@@ -1015,6 +1060,68 @@ mod tests {
             }
             .emulated(),
             None
+        );
+    }
+
+    /// The cheapest route weighs moduli against fix-ups over every number
+    /// of bits, past the allowance; a fixed number of bits is the only
+    /// choice.
+    #[test]
+    fn the_cheapest_route_weighs_moduli_against_fixups() {
+        let prices = Prices {
+            certificate: 0.1,
+            fixed: 0.1,
+            modulus: 0.05,
+            fixup: 1000.0,
+        };
+        let k = 4096;
+        let top = max_bits(k);
+        // 2^20 elements: most need 10 bits, 300 need 20, 100 no bits.
+        let mut h = [0u64; 256];
+        h[10] = (1 << 20) - 400;
+        h[20] = 300;
+        h[UNCERTIFIED as usize] = 100;
+        let (route, cost) = cheapest(&h, k, bound(k, 1e-8), &prices, false).unwrap();
+        let EmulationRoute::Emulated {
+            bits,
+            moduli,
+            fixups,
+        } = route
+        else {
+            panic!("{route:?}");
+        };
+        // 20 bits (100 fix-ups) beats 10 bits (400) by 300/2^20·1000 ≈
+        // 0.29 native products, more than its extra moduli.
+        assert_eq!((bits, fixups), (20, 100));
+        assert_eq!(moduli, moduli_for_bits(k, 20).unwrap());
+        let expect = 0.1 + moduli as f64 * 0.05 + 100.0 / f64::from(1 << 20) * 1000.0;
+        assert!((cost - expect).abs() < 1e-12);
+        let (with, _) = cheapest(&h, k, bound(k, 1e-8), &prices, true).unwrap();
+        assert_eq!(with, route);
+        assert!(cheapest(&h, k, bound(k, 1e-8), &prices, true).unwrap().1 > cost);
+        // A fixed number of bits: that one, all above it fixed up.
+        let (fixed, _) = cheapest(&h, k, Target::Bits(12), &prices, false).unwrap();
+        assert_eq!(
+            fixed,
+            EmulationRoute::Emulated {
+                bits: 12,
+                moduli: moduli_for_bits(k, 12).unwrap(),
+                fixups: 400
+            }
+        );
+        assert!(
+            cheapest(&h, k, Target::Bits(99), &prices, false).is_some_and(
+                |(r, _)| matches!(r, EmulationRoute::Emulated { bits, .. } if bits == top)
+            )
+        );
+        // All elements beyond every number of bits: fix-ups everywhere.
+        let mut wide = [0u64; 256];
+        wide[UNCERTIFIED as usize] = 1000;
+        assert!(
+            cheapest(&wide, k, bound(k, 1e-8), &prices, false)
+                .unwrap()
+                .1
+                > 1.0
         );
     }
 }

@@ -12,6 +12,7 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::cuda::kernels::complex::{self as complex_kernels, Planes};
+use crate::cuda::kernels::emulated::{ComplexGemm, EmulatedGemm};
 use crate::cuda::kernels::gemm::{DeviceGemm, Operand};
 use crate::cuda::products::in_core::{finish, multiply_resident_batch};
 use crate::cuda::runtime::cuda_err;
@@ -20,7 +21,7 @@ use crate::cuda::runtime::memory::{DeviceMatrix, HostBuffer};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::options::{ComplexForm, GemmOptions, GpuCompletion, GpuMemory};
+use crate::options::{Algorithm, ComplexForm, GemmOptions, GpuCompletion, GpuMemory};
 
 /// Milliseconds of the three phases of one product.
 pub(crate) struct ComplexTimes {
@@ -121,16 +122,20 @@ pub(crate) fn multiply_host<T: Element>(
 /// `form` ([`crate::complex::multiply`]'s steps), and each C interleaved
 /// from their planes; queued on `gpu`'s stream after the caller's (with
 /// [`GpuCompletion::OnStream`]) and then waited for or ordered before it.
-/// Returns the host milliseconds from the first split to that point.
+/// The classical form of the emulated product runs as Karatsuba on the
+/// residues ([`EmulatedGemm::run_complex`], three INT8 products per
+/// modulus where four real products take four each) on the planes.
+/// Returns the host milliseconds from the first split to that point, and
+/// the emulated products' routes.
 pub(crate) fn multiply_resident_split<T: Element>(
     gpu: &Gpu,
     form: ComplexForm,
     products: &[DeviceGemm<T>],
     real: &GemmOptions,
     completion: GpuCompletion,
-) -> Result<f64, Error> {
+) -> Result<(f64, Option<crate::emulation::Tally>), Error> {
     let Some(first) = products.first() else {
-        return Ok(0.0);
+        return Ok((0.0, None));
     };
     let start = Instant::now();
     if let GpuCompletion::OnStream(stream) = completion {
@@ -140,12 +145,11 @@ pub(crate) fn multiply_resident_split<T: Element>(
     // What was queued is waited for, or ordered before the caller's
     // stream, on a failure too: the caller may free the operands next.
     // The planes are freed in stream order as they drop, after it.
-    let finished = match queued {
-        Ok(_planes) => finish(gpu, completion),
+    let tally = match queued {
+        Ok((_planes, tally)) => finish(gpu, completion).map(|()| tally),
         Err(e) => gpu.synchronize().and(Err(e)),
-    };
-    finished?;
-    Ok(start.elapsed().as_secs_f64() * 1e3)
+    }?;
+    Ok((start.elapsed().as_secs_f64() * 1e3, tally))
 }
 
 /// The distinct operands of one side of a batch (a broadcast operand once)
@@ -235,14 +239,16 @@ impl<T: Element> SideParts<T> {
 
 /// The splits, real products and combinations of
 /// [`multiply_resident_split`], queued; the planes they use, to be kept
-/// until the stream has passed them.
+/// until the stream has passed them, and the emulated products' routes.
+type Queued<T> = (Vec<CudaSlice<T>>, Option<crate::emulation::Tally>);
+
 fn queue_split<T: Element>(
     gpu: &Gpu,
     form: ComplexForm,
     (m, k, n): (usize, usize, usize),
     products: &[DeviceGemm<T>],
     real: &GemmOptions,
-) -> Result<Vec<CudaSlice<T>>, Error> {
+) -> Result<Queued<T>, Error> {
     let parts = match form {
         ComplexForm::Classical => 2,
         ComplexForm::Gauss => 3,
@@ -285,8 +291,38 @@ fn queue_split<T: Element>(
             })
             .collect()
     };
-    let own = GpuCompletion::OnStream(gpu.stream.cu_stream() as usize);
     let (re, im, sum) = (0, 1, 2);
+    let mut tally = None;
+    if form == ComplexForm::Classical && real.algorithm == Algorithm::Emulated {
+        let emulated = EmulatedGemm::resolve::<T>(gpu, real.accuracy)?;
+        for (i, p) in products.iter().enumerate() {
+            real.check_interrupt()?;
+            let part = |sides: &SideParts<T>, x: usize, index: &[usize], o: Operand| {
+                sides.operand(gpu, x, index[i], o)
+            };
+            emulated.run_complex(
+                gpu,
+                ComplexGemm {
+                    shape: (m, k, n),
+                    a: (
+                        part(&a_parts, re, &a_index, p.a),
+                        part(&a_parts, im, &a_index, p.a),
+                    ),
+                    b: (
+                        part(&b_parts, re, &b_index, p.b),
+                        part(&b_parts, im, &b_index, p.b),
+                    ),
+                    beta: T::ZERO,
+                    c: (
+                        Operand::row_major(c_plane(0, i), n),
+                        Operand::row_major(c_plane(1, i), n),
+                    ),
+                },
+            )?;
+        }
+        tally = Some(emulated.take_tally());
+    }
+    let own = GpuCompletion::OnStream(gpu.stream.cu_stream() as usize);
     let steps: Vec<((usize, usize, usize), T, T)> = match form {
         // Cᵣ = AᵣBᵣ − AᵢBᵢ, Cᵢ = AᵣBᵢ + AᵢBᵣ, as the CPU twin sums them.
         ComplexForm::Classical => vec![
@@ -302,9 +338,15 @@ fn queue_split<T: Element>(
             ((im, im, 2), T::ONE, T::ZERO),
         ],
     };
+    // The Karatsuba products above have already written C's planes.
+    let steps = match tally {
+        Some(_) => Vec::new(),
+        None => steps,
+    };
     for (which, alpha, beta) in steps {
         real.check_interrupt()?;
-        multiply_resident_batch(gpu, &batch(which, alpha, beta), real, own)?;
+        let (_, routes) = multiply_resident_batch(gpu, &batch(which, alpha, beta), real, own)?;
+        tally = crate::emulation::Tally::merged(tally, routes);
     }
     let p2 = |i: usize| match form {
         ComplexForm::Classical => 0,
@@ -318,7 +360,7 @@ fn queue_split<T: Element>(
             (p.c.ptr, p.c.ld),
         )?;
     }
-    Ok(vec![a_parts.buffer, b_parts.buffer, c_buffer])
+    Ok((vec![a_parts.buffer, b_parts.buffer, c_buffer], tally))
 }
 
 /// C ← A·B for complex A (m×k) and B (k×n) given as split parts on the
@@ -334,7 +376,6 @@ pub(crate) fn multiply_host_emulated<T: Element>(
     c: (MatMut<'_, T>, MatMut<'_, T>),
     opts: &GemmOptions,
 ) -> Result<(ComplexTimes, crate::emulation::Tally), Error> {
-    use crate::cuda::kernels::emulated::{ComplexGemm, EmulatedGemm};
     let ((m, k), n) = (a.0.shape(), b.0.cols());
     let pinned = opts.gpu.pinned;
     let emulated = EmulatedGemm::resolve::<T>(gpu, opts.accuracy)?;

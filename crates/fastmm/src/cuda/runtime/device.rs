@@ -421,15 +421,26 @@ impl Workspace<'_> {
     pub(crate) fn reserve(&mut self, bytes: usize, keep: usize) -> Result<CUdeviceptr, Error> {
         if self.capacity() < bytes {
             let size = bytes.next_multiple_of(CUDA_WORKSPACE_GRANULE);
-            // Without a prefix to keep, the old memory goes back first (in
-            // stream order, after the work that used it) so that the pool
-            // may hand it out again.
-            let old = match keep {
-                0 => {
-                    *self.held = None;
-                    None
+            // The kept prefix waits in a buffer of its own while the old
+            // memory goes back (in stream order, after the work that used
+            // it) so that the pool may hand it out again: old and new
+            // scratch are never held together, which the budgets that
+            // count the held bytes as available assume.
+            let keep = keep.min(self.capacity());
+            let staged = match (keep, self.held.take()) {
+                (0, _) | (_, None) => None,
+                (keep, Some(old)) => {
+                    // SAFETY: written in full by the copy below before any
+                    // read.
+                    let mut stage =
+                        unsafe { self.gpu.retrying(|| self.gpu.stream.alloc::<u8>(keep)) }
+                            .map_err(|e| cuda_err("cannot stage the kept GPU scratch", e))?;
+                    self.gpu
+                        .stream
+                        .memcpy_dtod(&old.slice(..keep), &mut stage)
+                        .map_err(|e| cuda_err("cannot copy GPU scratch", e))?;
+                    Some(stage)
                 }
-                _ => self.held.take(),
             };
             // SAFETY: scratch that its users write before they read, but
             // for the kept prefix, copied below in stream order.
@@ -437,14 +448,11 @@ impl Workspace<'_> {
                 .map_err(|e| {
                     cuda_err(&format!("cannot allocate {size} bytes of GPU scratch"), e)
                 })?;
-            if let Some(old) = old {
-                let keep = keep.min(old.len());
-                if keep > 0 {
-                    self.gpu
-                        .stream
-                        .memcpy_dtod(&old.slice(..keep), &mut grown.slice_mut(..keep))
-                        .map_err(|e| cuda_err("cannot copy GPU scratch", e))?;
-                }
+            if let Some(stage) = staged {
+                self.gpu
+                    .stream
+                    .memcpy_dtod(&stage, &mut grown.slice_mut(..keep))
+                    .map_err(|e| cuda_err("cannot copy GPU scratch", e))?;
             }
             *self.held = Some(grown);
         }
