@@ -839,6 +839,47 @@ impl std::fmt::Debug for GpuBuffer {
 
 #[cfg(feature = "cuda")]
 impl Context {
+    /// The ordinal of the GPU whose CUDA context is current on the calling
+    /// thread, as a CUDA program left it (the device of the cuBLAS handles
+    /// and streams it uses now); None where CUDA is missing or no context
+    /// is current. A front end that takes over calls made for another
+    /// library opens this GPU's context.
+    pub fn current_gpu() -> Option<usize> {
+        crate::cuda::runtime::device::current_ordinal()
+    }
+
+    /// Whether the caller's raw CUDA stream is capturing work into a
+    /// graph (where products that wait on the host cannot run).
+    ///
+    /// # Safety
+    /// `stream` is a live `CUstream` of this context's GPU, or 0.
+    pub unsafe fn gpu_stream_is_capturing(&self, stream: usize) -> Result<bool, Error> {
+        self.gpu()?;
+        // SAFETY: the caller's contract.
+        unsafe { crate::cuda::runtime::device::is_capturing(stream) }
+    }
+
+    /// Reads `out.len()` 64-bit words of this GPU's memory at `src` (a
+    /// batch's array of device pointers, say) after the work queued on the
+    /// caller's raw stream, waiting for it.
+    ///
+    /// # Safety
+    /// `stream` is a live `CUstream` of this context's GPU, or 0; `src`
+    /// holds `out.len()` words of its memory.
+    pub unsafe fn read_gpu_words(
+        &self,
+        src: u64,
+        out: &mut [u64],
+        stream: usize,
+    ) -> Result<(), Error> {
+        self.gpu()?
+            .ctx
+            .bind_to_thread()
+            .map_err(|e| crate::cuda::runtime::cuda_err("cannot bind the GPU's context", e))?;
+        // SAFETY: the caller's contract.
+        unsafe { crate::cuda::runtime::device::read_words(src, out, stream) }
+    }
+
     /// The raw handle of the CUDA stream this context's products run on
     /// (0 for the legacy default stream), for exchanging data with other
     /// libraries (DLPack's `stream` argument).

@@ -38,14 +38,19 @@ pub struct Gpu {
 
 /// The CUDA libraries the backend loads, and whether each one loads here.
 pub fn libraries() -> [(&'static str, bool); 3] {
-    // SAFETY: each call only tries to dlopen the library by its names.
-    unsafe {
+    // Looked for once per process: each look tries to dlopen every
+    // candidate name of each library, a search of the loader's path per
+    // missing name (milliseconds, which a front end that asks on every
+    // call, as the cuBLAS interposer does, would pay each time).
+    static FOUND: std::sync::OnceLock<[(&'static str, bool); 3]> = std::sync::OnceLock::new();
+    // SAFETY: each look only tries to dlopen the library by its names.
+    *FOUND.get_or_init(|| unsafe {
         [
             ("libcuda (driver)", cudarc::driver::sys::is_culib_present()),
             ("libnvrtc", cudarc::nvrtc::sys::is_culib_present()),
             ("libcublas", cudarc::cublas::sys::is_culib_present()),
         ]
-    }
+    })
 }
 
 /// How many GPUs the driver reports, or what is missing for any.
@@ -64,6 +69,64 @@ pub(crate) fn device_count() -> Result<usize, Error> {
     CudaContext::device_count()
         .map(|count| count.max(0) as usize)
         .map_err(|e| Error::CudaUnavailable(format!("no usable CUDA driver or GPU ({e:?})")))
+}
+
+/// The ordinal of the GPU whose context is current on the calling thread
+/// (as a CUDA program's runtime left it: the device its cuBLAS handles
+/// and streams belong to); None where CUDA is missing or no context is
+/// current.
+pub(crate) fn current_ordinal() -> Option<usize> {
+    use cudarc::driver::sys;
+    if !libraries().iter().all(|&(_, present)| present) {
+        return None;
+    }
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes one handle through a valid pointer.
+    unsafe { sys::cuCtxGetCurrent(&mut ctx) }.result().ok()?;
+    if ctx.is_null() {
+        return None;
+    }
+    let mut device: sys::CUdevice = 0;
+    // SAFETY: writes one int through a valid pointer; a context is current.
+    unsafe { sys::cuCtxGetDevice(&mut device) }.result().ok()?;
+    usize::try_from(device).ok()
+}
+
+/// Whether the caller's `stream` (a raw `CUstream`, 0 the legacy default
+/// stream) is capturing work into a CUDA graph.
+///
+/// # Safety
+/// `stream` is a live stream of the current context, or 0.
+pub(crate) unsafe fn is_capturing(stream: usize) -> Result<bool, Error> {
+    use cudarc::driver::sys;
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: the caller's stream (contract); one status written.
+    unsafe { sys::cuStreamIsCapturing(stream as sys::CUstream, &mut status) }
+        .result()
+        .map_err(|e| cuda_err("cannot ask whether a stream is capturing", e))?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
+/// Copies `out.len()` words from device address `src`, after the work
+/// queued on the caller's `stream`, and waits for them.
+///
+/// # Safety
+/// `stream` is a live stream of the current context, or 0; `src` holds
+/// `out.len()` words of device memory that work on it may read.
+pub(crate) unsafe fn read_words(src: u64, out: &mut [u64], stream: usize) -> Result<(), Error> {
+    use cudarc::driver::sys;
+    let bytes = std::mem::size_of_val(out);
+    let stream = stream as sys::CUstream;
+    // SAFETY: `out` holds `bytes` writable bytes, the source as many
+    // (contract); pageable memory, so the copy completes before the
+    // stream's synchronisation returns.
+    unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), src, bytes, stream) }
+        .result()
+        .map_err(|e| cuda_err("cannot read device words", e))?;
+    // SAFETY: the caller's stream (contract).
+    unsafe { sys::cuStreamSynchronize(stream) }
+        .result()
+        .map_err(|e| cuda_err("cannot wait for the caller's stream", e))
 }
 
 impl Gpu {

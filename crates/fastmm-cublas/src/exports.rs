@@ -1,0 +1,604 @@
+//! The exported cuBLAS names: each reads its arguments into a
+//! [`RawShape`] and a batch, offers the call to [`crate::takeover`], and hands
+//! it to the real cuBLAS unchanged where it is declined. Every name in
+//! both API widths (`int` and the `_64` names' `int64_t`).
+
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::{Mutex, OnceLock};
+
+use crate::call::{Batch, RawShape};
+use crate::settings;
+use crate::takeover::{real_fn, take_over, Offer, Outcome, Source};
+use crate::types::{self, Handle, Kind, Status};
+
+/// Calls per (name, what ran): the summary printed at exit.
+static SUMMARY: Mutex<Vec<(&'static str, String, u64)>> = Mutex::new(Vec::new());
+
+/// Prints the summary to the log.
+extern "C" fn print_summary() {
+    let summary = SUMMARY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let total: u64 = summary.iter().map(|(_, _, n)| n).sum();
+    settings::get().log(&format!("summary: {total} GEMM calls"));
+    for (name, what, count) in summary.iter() {
+        settings::get().log(&format!("  {count:>8} × {name}: {what}"));
+    }
+}
+
+unsafe extern "C" {
+    fn atexit(f: extern "C" fn()) -> c_int;
+}
+
+/// Logs a call and counts it for the summary (registered at exit on the
+/// first call), where a log was asked for.
+fn record(name: &'static str, shape: &RawShape, what: &str, key: &str) {
+    let settings = settings::get();
+    if !settings.logs() {
+        return;
+    }
+    let (m, n, k) = shape.mnk;
+    settings.log(&format!(
+        "{name} {}{} m={m} n={n} k={k}: {what}",
+        op(shape.ops.0),
+        op(shape.ops.1)
+    ));
+    let mut summary = SUMMARY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if summary.is_empty() {
+        // SAFETY: registers a plain function with no arguments.
+        unsafe { atexit(print_summary) };
+    }
+    match summary.iter_mut().find(|(n, w, _)| *n == name && w == key) {
+        Some(entry) => entry.2 += 1,
+        None => summary.push((name, key.to_string(), 1)),
+    }
+}
+
+fn op(raw: c_int) -> char {
+    match raw {
+        0 => 'N',
+        1 => 'T',
+        2 => 'C',
+        _ => '?',
+    }
+}
+
+/// The call offered, then passed to `real` where declined.
+///
+/// # Safety
+/// As [`take_over`]'s; `real` makes the same call to the real cuBLAS.
+unsafe fn dispatch(
+    name: &'static str,
+    offer: Offer,
+    real: impl FnOnce() -> Option<Status>,
+) -> Status {
+    let shape = offer.shape;
+    // SAFETY: the caller's contract.
+    match unsafe { take_over(offer) } {
+        Outcome::Ran(status, line) => {
+            let key = line
+                .split([':', ';'])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            record(name, &shape, &line, &key);
+            status
+        }
+        Outcome::Declined(reason) => {
+            record(name, &shape, &format!("cuBLAS: {reason}"), "cuBLAS");
+            real().unwrap_or_else(|| {
+                settings::warn(&format!("{name}: no cuBLAS found to run it"));
+                types::NOT_INITIALIZED
+            })
+        }
+    }
+}
+
+/// `?gemm`: the typed GEMMs, one product.
+macro_rules! gemm {
+    ($name:ident, $int:ty, $elem:ty, $kind:expr) => {
+        /// cuBLAS's GEMM of this type, taken over where fastmm is faster
+        /// at the same accuracy, else cuBLAS's own.
+        ///
+        /// # Safety
+        /// cuBLAS's contract for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            handle: Handle,
+            transa: c_int,
+            transb: c_int,
+            m: $int,
+            n: $int,
+            k: $int,
+            alpha: *const $elem,
+            a: *const $elem,
+            lda: $int,
+            b: *const $elem,
+            ldb: $int,
+            beta: *const $elem,
+            c: *mut $elem,
+            ldc: $int,
+        ) -> Status {
+            type F = unsafe extern "C" fn(
+                Handle,
+                c_int,
+                c_int,
+                $int,
+                $int,
+                $int,
+                *const $elem,
+                *const $elem,
+                $int,
+                *const $elem,
+                $int,
+                *const $elem,
+                *mut $elem,
+                $int,
+            ) -> Status;
+            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
+            const NAME: &CStr =
+                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a name without NUL"),
+                };
+            let shape = RawShape {
+                ops: (transa, transb),
+                mnk: (m as i64, n as i64, k as i64),
+                lds: (lda as i64, ldb as i64, ldc as i64),
+            };
+            let args = Offer {
+                handle,
+                kind: $kind,
+                shape,
+                ptrs: (a as u64, b as u64, c as u64),
+                source: Source::Given(Batch::One),
+                scalars: (alpha.cast(), beta.cast()),
+            };
+            // SAFETY: the program's call, passed on to the real cuBLAS as
+            // it was made (F is that name's signature).
+            let pass = || unsafe {
+                real_fn::<F>(&SLOT, NAME).map(|f| {
+                    f(
+                        handle, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                    )
+                })
+            };
+            // SAFETY: the program's call, offered and else passed on.
+            unsafe { dispatch(stringify!($name), args, pass) }
+        }
+    };
+}
+
+/// `?gemmStridedBatched`.
+macro_rules! gemm_strided {
+    ($name:ident, $int:ty, $elem:ty, $kind:expr) => {
+        /// cuBLAS's strided-batch GEMM of this type, taken over where
+        /// fastmm is faster at the same accuracy, else cuBLAS's own.
+        ///
+        /// # Safety
+        /// cuBLAS's contract for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            handle: Handle,
+            transa: c_int,
+            transb: c_int,
+            m: $int,
+            n: $int,
+            k: $int,
+            alpha: *const $elem,
+            a: *const $elem,
+            lda: $int,
+            stride_a: i64,
+            b: *const $elem,
+            ldb: $int,
+            stride_b: i64,
+            beta: *const $elem,
+            c: *mut $elem,
+            ldc: $int,
+            stride_c: i64,
+            count: $int,
+        ) -> Status {
+            type F = unsafe extern "C" fn(
+                Handle,
+                c_int,
+                c_int,
+                $int,
+                $int,
+                $int,
+                *const $elem,
+                *const $elem,
+                $int,
+                i64,
+                *const $elem,
+                $int,
+                i64,
+                *const $elem,
+                *mut $elem,
+                $int,
+                i64,
+                $int,
+            ) -> Status;
+            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
+            const NAME: &CStr =
+                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a name without NUL"),
+                };
+            let shape = RawShape {
+                ops: (transa, transb),
+                mnk: (m as i64, n as i64, k as i64),
+                lds: (lda as i64, ldb as i64, ldc as i64),
+            };
+            let batch = match usize::try_from(count) {
+                Ok(count) => Batch::Strided {
+                    count,
+                    strides: (stride_a, stride_b, stride_c),
+                },
+                Err(_) => Batch::Strided {
+                    count: 0,
+                    strides: (0, 0, 0),
+                },
+            };
+            let args = Offer {
+                handle,
+                kind: $kind,
+                shape,
+                ptrs: (a as u64, b as u64, c as u64),
+                source: Source::Given(batch),
+                scalars: (alpha.cast(), beta.cast()),
+            };
+            // SAFETY: the program's call, passed on to the real cuBLAS as
+            // it was made (F is that name's signature).
+            let pass = || unsafe {
+                real_fn::<F>(&SLOT, NAME).map(|f| {
+                    f(
+                        handle, transa, transb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
+                        beta, c, ldc, stride_c, count,
+                    )
+                })
+            };
+            // SAFETY: the program's call, offered and else passed on.
+            unsafe { dispatch(stringify!($name), args, pass) }
+        }
+    };
+}
+
+gemm!(cublasSgemm_v2, c_int, f32, Kind::S);
+gemm!(cublasDgemm_v2, c_int, f64, Kind::D);
+gemm!(cublasCgemm_v2, c_int, [f32; 2], Kind::C);
+gemm!(cublasZgemm_v2, c_int, [f64; 2], Kind::Z);
+gemm!(cublasSgemm_v2_64, i64, f32, Kind::S);
+gemm!(cublasDgemm_v2_64, i64, f64, Kind::D);
+gemm!(cublasCgemm_v2_64, i64, [f32; 2], Kind::C);
+gemm!(cublasZgemm_v2_64, i64, [f64; 2], Kind::Z);
+gemm_strided!(cublasSgemmStridedBatched, c_int, f32, Kind::S);
+gemm_strided!(cublasDgemmStridedBatched, c_int, f64, Kind::D);
+gemm_strided!(cublasCgemmStridedBatched, c_int, [f32; 2], Kind::C);
+gemm_strided!(cublasZgemmStridedBatched, c_int, [f64; 2], Kind::Z);
+gemm_strided!(cublasSgemmStridedBatched_64, i64, f32, Kind::S);
+gemm_strided!(cublasDgemmStridedBatched_64, i64, f64, Kind::D);
+gemm_strided!(cublasCgemmStridedBatched_64, i64, [f32; 2], Kind::C);
+gemm_strided!(cublasZgemmStridedBatched_64, i64, [f64; 2], Kind::Z);
+
+/// `cublasGemmEx`, `cublasGemmStridedBatchedEx`, `cublasGemmBatchedEx`:
+/// taken over where the three types and the compute type are one type's
+/// own product ([`Kind::of_ex`]).
+macro_rules! gemm_ex {
+    ($name:ident, $int:ty) => {
+        /// cuBLAS's typed-by-argument GEMM, taken over for a type's own
+        /// product where fastmm is faster at the same accuracy, else
+        /// cuBLAS's own.
+        ///
+        /// # Safety
+        /// cuBLAS's contract for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            handle: Handle,
+            transa: c_int,
+            transb: c_int,
+            m: $int,
+            n: $int,
+            k: $int,
+            alpha: *const c_void,
+            a: *const c_void,
+            a_type: c_int,
+            lda: $int,
+            b: *const c_void,
+            b_type: c_int,
+            ldb: $int,
+            beta: *const c_void,
+            c: *mut c_void,
+            c_type: c_int,
+            ldc: $int,
+            compute: c_int,
+            algo: c_int,
+        ) -> Status {
+            type F = unsafe extern "C" fn(
+                Handle,
+                c_int,
+                c_int,
+                $int,
+                $int,
+                $int,
+                *const c_void,
+                *const c_void,
+                c_int,
+                $int,
+                *const c_void,
+                c_int,
+                $int,
+                *const c_void,
+                *mut c_void,
+                c_int,
+                $int,
+                c_int,
+                c_int,
+            ) -> Status;
+            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
+            const NAME: &CStr =
+                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a name without NUL"),
+                };
+            // SAFETY: the program's call, passed on to the real cuBLAS as
+            // it was made (F is that name's signature).
+            let pass = || unsafe {
+                real_fn::<F>(&SLOT, NAME).map(|f| {
+                    f(
+                        handle, transa, transb, m, n, k, alpha, a, a_type, lda, b, b_type, ldb,
+                        beta, c, c_type, ldc, compute, algo,
+                    )
+                })
+            };
+            let shape = RawShape {
+                ops: (transa, transb),
+                mnk: (m as i64, n as i64, k as i64),
+                lds: (lda as i64, ldb as i64, ldc as i64),
+            };
+            let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
+                record(
+                    stringify!($name),
+                    &shape,
+                    "cuBLAS: mixed, reduced or fast-compute types",
+                    "cuBLAS",
+                );
+                return pass().unwrap_or(types::NOT_INITIALIZED);
+            };
+            let args = Offer {
+                handle,
+                kind,
+                shape,
+                ptrs: (a as u64, b as u64, c as u64),
+                source: Source::Given(Batch::One),
+                scalars: (alpha, beta),
+            };
+            // SAFETY: the program's call, offered and else passed on.
+            unsafe { dispatch(stringify!($name), args, pass) }
+        }
+    };
+}
+
+macro_rules! gemm_strided_ex {
+    ($name:ident, $int:ty) => {
+        /// cuBLAS's typed-by-argument strided-batch GEMM, taken over for a
+        /// type's own product where fastmm is faster at the same
+        /// accuracy, else cuBLAS's own.
+        ///
+        /// # Safety
+        /// cuBLAS's contract for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            handle: Handle,
+            transa: c_int,
+            transb: c_int,
+            m: $int,
+            n: $int,
+            k: $int,
+            alpha: *const c_void,
+            a: *const c_void,
+            a_type: c_int,
+            lda: $int,
+            stride_a: i64,
+            b: *const c_void,
+            b_type: c_int,
+            ldb: $int,
+            stride_b: i64,
+            beta: *const c_void,
+            c: *mut c_void,
+            c_type: c_int,
+            ldc: $int,
+            stride_c: i64,
+            count: $int,
+            compute: c_int,
+            algo: c_int,
+        ) -> Status {
+            type F = unsafe extern "C" fn(
+                Handle,
+                c_int,
+                c_int,
+                $int,
+                $int,
+                $int,
+                *const c_void,
+                *const c_void,
+                c_int,
+                $int,
+                i64,
+                *const c_void,
+                c_int,
+                $int,
+                i64,
+                *const c_void,
+                *mut c_void,
+                c_int,
+                $int,
+                i64,
+                $int,
+                c_int,
+                c_int,
+            ) -> Status;
+            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
+            const NAME: &CStr =
+                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a name without NUL"),
+                };
+            // SAFETY: the program's call, passed on to the real cuBLAS as
+            // it was made (F is that name's signature).
+            let pass = || unsafe {
+                real_fn::<F>(&SLOT, NAME).map(|f| {
+                    f(
+                        handle, transa, transb, m, n, k, alpha, a, a_type, lda, stride_a, b,
+                        b_type, ldb, stride_b, beta, c, c_type, ldc, stride_c, count, compute,
+                        algo,
+                    )
+                })
+            };
+            let shape = RawShape {
+                ops: (transa, transb),
+                mnk: (m as i64, n as i64, k as i64),
+                lds: (lda as i64, ldb as i64, ldc as i64),
+            };
+            let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
+                record(
+                    stringify!($name),
+                    &shape,
+                    "cuBLAS: mixed, reduced or fast-compute types",
+                    "cuBLAS",
+                );
+                return pass().unwrap_or(types::NOT_INITIALIZED);
+            };
+            let batch = match usize::try_from(count) {
+                Ok(count) => Batch::Strided {
+                    count,
+                    strides: (stride_a, stride_b, stride_c),
+                },
+                Err(_) => Batch::Strided {
+                    count: 0,
+                    strides: (0, 0, 0),
+                },
+            };
+            let args = Offer {
+                handle,
+                kind,
+                shape,
+                ptrs: (a as u64, b as u64, c as u64),
+                source: Source::Given(batch),
+                scalars: (alpha, beta),
+            };
+            // SAFETY: the program's call, offered and else passed on.
+            unsafe { dispatch(stringify!($name), args, pass) }
+        }
+    };
+}
+
+macro_rules! gemm_batched_ex {
+    ($name:ident, $int:ty) => {
+        /// cuBLAS's typed-by-argument GEMM over arrays of device
+        /// pointers, taken over for a type's own product where fastmm is
+        /// faster at the same accuracy (the arrays read on the caller's
+        /// stream), else cuBLAS's own.
+        ///
+        /// # Safety
+        /// cuBLAS's contract for this function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            handle: Handle,
+            transa: c_int,
+            transb: c_int,
+            m: $int,
+            n: $int,
+            k: $int,
+            alpha: *const c_void,
+            a: *const *const c_void,
+            a_type: c_int,
+            lda: $int,
+            b: *const *const c_void,
+            b_type: c_int,
+            ldb: $int,
+            beta: *const c_void,
+            c: *const *mut c_void,
+            c_type: c_int,
+            ldc: $int,
+            count: $int,
+            compute: c_int,
+            algo: c_int,
+        ) -> Status {
+            type F = unsafe extern "C" fn(
+                Handle,
+                c_int,
+                c_int,
+                $int,
+                $int,
+                $int,
+                *const c_void,
+                *const *const c_void,
+                c_int,
+                $int,
+                *const *const c_void,
+                c_int,
+                $int,
+                *const c_void,
+                *const *mut c_void,
+                c_int,
+                $int,
+                $int,
+                c_int,
+                c_int,
+            ) -> Status;
+            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
+            const NAME: &CStr =
+                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a name without NUL"),
+                };
+            // SAFETY: the program's call, passed on to the real cuBLAS as
+            // it was made (F is that name's signature).
+            let pass = || unsafe {
+                real_fn::<F>(&SLOT, NAME).map(|f| {
+                    f(
+                        handle, transa, transb, m, n, k, alpha, a, a_type, lda, b, b_type, ldb,
+                        beta, c, c_type, ldc, count, compute, algo,
+                    )
+                })
+            };
+            let shape = RawShape {
+                ops: (transa, transb),
+                mnk: (m as i64, n as i64, k as i64),
+                lds: (lda as i64, ldb as i64, ldc as i64),
+            };
+            let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
+                record(
+                    stringify!($name),
+                    &shape,
+                    "cuBLAS: mixed, reduced or fast-compute types",
+                    "cuBLAS",
+                );
+                return pass().unwrap_or(types::NOT_INITIALIZED);
+            };
+            let source = Source::Arrays {
+                arrays: (a as u64, b as u64, c as u64),
+                count: count as i64,
+            };
+            let args = Offer {
+                handle,
+                kind,
+                shape,
+                ptrs: (0, 0, 0),
+                source,
+                scalars: (alpha, beta),
+            };
+            // SAFETY: the program's call, offered and else passed on.
+            unsafe { dispatch(stringify!($name), args, pass) }
+        }
+    };
+}
+
+gemm_ex!(cublasGemmEx, c_int);
+gemm_ex!(cublasGemmEx_64, i64);
+gemm_strided_ex!(cublasGemmStridedBatchedEx, c_int);
+gemm_strided_ex!(cublasGemmStridedBatchedEx_64, i64);
+gemm_batched_ex!(cublasGemmBatchedEx, c_int);
+gemm_batched_ex!(cublasGemmBatchedEx_64, i64);
