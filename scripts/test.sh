@@ -90,6 +90,6 @@ fi
 CARGO_PROFILE_RELEASE_OPT_LEVEL=0 MATURIN_PEP517_ARGS="--features mpi" \
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
 # libfastmm_blas, which the preload tests put under numpy's own products.
-cargo build --release --quiet -p fastmm-blas
-FASTMM_BLAS_LIB="$PWD/target/release/libfastmm_blas.so" \
+cargo build --release --quiet -p fastmm-blas -p fastmm-cublas
+FASTMM_BLAS_LIB="$PWD/target/release/libfastmm_blas.so" FASTMM_CUBLAS_LIB="$PWD/target/release/libfastmm_cublas.so" \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

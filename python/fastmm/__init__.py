@@ -181,6 +181,47 @@ def multiply_files(
     return report
 
 
+def _mapped(name: str) -> Optional[str]:
+    """The path of the first object mapped into this process whose file
+    name is ``name``, or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if path.endswith("/" + name):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def cublas_status() -> Dict[str, Any]:
+    """Whether this process's cuBLAS matrix products run on fastmm.
+
+    They do where ``libfastmm_cublas`` is preloaded (``fastmm exec --cublas
+    -- python script.py``, or ``LD_PRELOAD``): torch's and CuPy's GEMM
+    calls then reach it, and it runs each on fastmm where fastmm's plan is
+    faster at the accuracy level (``FASTMM_ACCURACY``, default ``native``),
+    else hands it to cuBLAS unchanged. Returns ``{"interposed": bool,
+    "library": path or None, "taken": int, "declined": int}`` — the GEMM
+    calls of this process that fastmm ran, and those that went to cuBLAS
+    (``FASTMM_CUBLAS_LOG=1`` says why, call by call).
+    """
+    import ctypes
+
+    library = _mapped("libfastmm_cublas.so")
+    none = {"interposed": False, "library": None, "taken": 0, "declined": 0}
+    if library is None:
+        return none
+    try:
+        loaded = ctypes.CDLL(library)
+        taken, declined = loaded.fastmm_cublas_taken, loaded.fastmm_cublas_declined
+    except (AttributeError, OSError):
+        return none
+    taken.restype = declined.restype = ctypes.c_uint64
+    return {"interposed": True, "library": library, "taken": int(taken()), "declined": int(declined())}
+
+
 def blas_status() -> Dict[str, Any]:
     """Whether this process's BLAS matrix products run on fastmm.
 
@@ -201,16 +242,7 @@ def blas_status() -> Dict[str, Any]:
     # loaded as the system's libblas.so.3 by an extension module (whose
     # libraries stay out of the global scope, so it is opened by path;
     # an open of a loaded library returns that library).
-    library = None
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                path = line.split()[-1]
-                if path.endswith("libfastmm_blas.so"):
-                    library = path
-                    break
-    except OSError:
-        pass
+    library = _mapped("libfastmm_blas.so")
     none = {"numpy": False, "library": None, "products": 0, "forwarded": 0}
     if library is None:
         return none

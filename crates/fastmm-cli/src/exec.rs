@@ -1,7 +1,10 @@
 //! `fastmm exec -- COMMAND [ARGS…]`: runs an unchanged program with
 //! libfastmm_blas preloaded, so that its BLAS matrix products (numpy's
-//! `a @ b`, a C or Fortran program's `dgemm_`) run on fastmm. The
-//! command replaces this process: its exit status is the command's.
+//! `a @ b`, a C or Fortran program's `dgemm_`) run on fastmm; with
+//! `--cublas`, libfastmm_cublas too, so that its cuBLAS GEMM calls
+//! (torch's, CuPy's) run on fastmm where that is faster at the same
+//! accuracy. The command replaces this process: its exit status is the
+//! command's.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -11,8 +14,10 @@ use clap::Args;
 
 use crate::common::Outcome;
 
-/// The library's file name.
+/// The BLAS library's file name.
 const LIBRARY: &str = "libfastmm_blas.so";
+/// The cuBLAS interposer's file name.
+const INTERPOSER: &str = "libfastmm_cublas.so";
 
 #[derive(Args, Debug)]
 pub struct ExecArgs {
@@ -21,6 +26,19 @@ pub struct ExecArgs {
     /// --release -p fastmm-blas` puts it).
     #[arg(long, value_name = "PATH")]
     library: Option<PathBuf>,
+    /// Also preload the cuBLAS interposer, so that the program's cuBLAS
+    /// GEMM calls run on fastmm where its plan is faster.
+    #[arg(long)]
+    cublas: bool,
+    /// The interposer to preload with --cublas (default:
+    /// FASTMM_CUBLAS_LIB, else libfastmm_cublas.so beside this
+    /// executable, as `cargo build --release -p fastmm-cublas` puts it).
+    #[arg(long, value_name = "PATH")]
+    cublas_library: Option<PathBuf>,
+    /// Leave the program's BLAS as it is (with --cublas: the GPU's
+    /// products only).
+    #[arg(long)]
+    no_blas: bool,
     /// The accuracy level of the products (FASTMM_ACCURACY for the
     /// library; default: native).
     #[arg(long, value_name = "LEVEL")]
@@ -35,18 +53,19 @@ pub struct ExecArgs {
     command: Vec<OsString>,
 }
 
-/// The library `args` name, checked to exist.
-fn library(args: &ExecArgs) -> Result<PathBuf> {
-    let path = match (&args.library, std::env::var_os("FASTMM_BLAS_LIB")) {
+/// The library `named` (else the environment's `variable`, else `file`
+/// beside this executable), checked to exist; `package` builds it.
+fn library(named: Option<&PathBuf>, variable: &str, file: &str, package: &str) -> Result<PathBuf> {
+    let path = match (named, std::env::var_os(variable)) {
         (Some(path), _) => path.clone(),
         (None, Some(path)) => PathBuf::from(path),
         (None, None) => std::env::current_exe()
             .context("cannot find this executable's directory")?
-            .with_file_name(LIBRARY),
+            .with_file_name(file),
     };
     if !path.is_file() {
         bail!(
-            "{} does not exist: build it with `cargo build --release -p fastmm-blas`, or name it with --library",
+            "{} does not exist: build it with `cargo build --release -p {package}`, or name it",
             path.display()
         );
     }
@@ -55,9 +74,41 @@ fn library(args: &ExecArgs) -> Result<PathBuf> {
     Ok(std::fs::canonicalize(&path).unwrap_or(path))
 }
 
-/// LD_PRELOAD with `library` first, the caller's entries kept after it.
-fn preload(library: &Path, existing: Option<OsString>) -> OsString {
-    let mut value = OsString::from(library);
+/// The libraries `args` preload, in order.
+fn libraries(args: &ExecArgs) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    if !args.no_blas {
+        found.push(library(
+            args.library.as_ref(),
+            "FASTMM_BLAS_LIB",
+            LIBRARY,
+            "fastmm-blas",
+        )?);
+    }
+    if args.cublas {
+        found.push(library(
+            args.cublas_library.as_ref(),
+            "FASTMM_CUBLAS_LIB",
+            INTERPOSER,
+            "fastmm-cublas",
+        )?);
+    }
+    if found.is_empty() {
+        bail!("--no-blas without --cublas preloads nothing");
+    }
+    Ok(found)
+}
+
+/// LD_PRELOAD with `libraries` first, the caller's entries kept after
+/// them.
+fn preload(libraries: &[PathBuf], existing: Option<OsString>) -> OsString {
+    let mut value = OsString::new();
+    for (i, library) in libraries.iter().enumerate() {
+        if i > 0 {
+            value.push(":");
+        }
+        value.push(library);
+    }
     if let Some(existing) = existing.filter(|e| !e.is_empty()) {
         value.push(":");
         value.push(existing);
@@ -66,7 +117,7 @@ fn preload(library: &Path, existing: Option<OsString>) -> OsString {
 }
 
 pub fn run(args: &ExecArgs) -> Result<Outcome> {
-    let library = library(args)?;
+    let libraries = libraries(args)?;
     if let Some(level) = &args.accuracy {
         level.parse::<fastmm::Accuracy>()?;
     }
@@ -74,7 +125,7 @@ pub fn run(args: &ExecArgs) -> Result<Outcome> {
     let mut command = std::process::Command::new(program);
     command.args(rest).env(
         "LD_PRELOAD",
-        preload(&library, std::env::var_os("LD_PRELOAD")),
+        preload(&libraries, std::env::var_os("LD_PRELOAD")),
     );
     if let Some(level) = &args.accuracy {
         command.env("FASTMM_ACCURACY", level);
@@ -90,16 +141,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_library_goes_first_and_the_callers_entries_stay() {
-        let lib = Path::new("/x/libfastmm_blas.so");
-        assert_eq!(preload(lib, None), OsString::from("/x/libfastmm_blas.so"));
+    fn the_libraries_go_first_and_the_callers_entries_stay() {
+        let lib = [PathBuf::from("/x/libfastmm_blas.so")];
+        assert_eq!(preload(&lib, None), OsString::from("/x/libfastmm_blas.so"));
         assert_eq!(
-            preload(lib, Some("".into())),
+            preload(&lib, Some("".into())),
             OsString::from("/x/libfastmm_blas.so")
         );
         assert_eq!(
-            preload(lib, Some("/y/a.so".into())),
+            preload(&lib, Some("/y/a.so".into())),
             OsString::from("/x/libfastmm_blas.so:/y/a.so")
+        );
+        let both = [lib[0].clone(), PathBuf::from("/x/libfastmm_cublas.so")];
+        assert_eq!(
+            preload(&both, Some("/y/a.so".into())),
+            OsString::from("/x/libfastmm_blas.so:/x/libfastmm_cublas.so:/y/a.so")
         );
     }
 }

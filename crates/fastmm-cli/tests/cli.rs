@@ -1528,4 +1528,62 @@ fn exec_preloads_the_library_for_an_unchanged_command() {
         "true",
     ]);
     assert_eq!(level.status.code(), Some(2), "{}", stderr(&level));
+    // With --cublas the interposer follows the BLAS library; --no-blas
+    // leaves the interposer alone; neither preloads nothing and says so.
+    let both = Command::new(env!("CARGO_BIN_EXE_fastmm"))
+        .args([
+            "exec",
+            "--library",
+            lib,
+            "--cublas",
+            "--cublas-library",
+            lib,
+            "--",
+        ])
+        .args(["sh", "-c", "printf '%s' \"$LD_PRELOAD\""])
+        .env("LD_PRELOAD", "/y/a.so")
+        .output()
+        .unwrap();
+    let c = canonical.display();
+    assert_eq!(
+        stdout(&both),
+        format!("{c}:{c}:/y/a.so"),
+        "{}",
+        stderr(&both)
+    );
+    let only = Command::new(env!("CARGO_BIN_EXE_fastmm"))
+        .args([
+            "exec",
+            "--no-blas",
+            "--cublas",
+            "--cublas-library",
+            lib,
+            "--",
+        ])
+        .args(["sh", "-c", "printf '%s' \"$LD_PRELOAD\""])
+        .env("LD_PRELOAD", "")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&only), format!("{c}"), "{}", stderr(&only));
+    let nothing = fastmm(&["exec", "--no-blas", "--", "true"]);
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(
+        stderr(&nothing).contains("preloads nothing"),
+        "{}",
+        stderr(&nothing)
+    );
+    let missing = fastmm(&[
+        "exec",
+        "--no-blas",
+        "--cublas",
+        "--cublas-library",
+        "/nonexistent/libfastmm_cublas.so",
+        "--",
+        "true",
+    ]);
+    assert!(
+        stderr(&missing).contains("cargo build --release -p fastmm-cublas"),
+        "{}",
+        stderr(&missing)
+    );
 }

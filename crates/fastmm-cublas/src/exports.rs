@@ -4,12 +4,31 @@
 //! both API widths (`int` and the `_64` names' `int64_t`).
 
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::call::{Batch, RawShape};
 use crate::settings;
 use crate::takeover::{real_fn, take_over, Offer, Outcome, Source};
 use crate::types::{self, Handle, Kind, Status};
+
+/// GEMM calls fastmm ran, and calls handed to cuBLAS.
+static TAKEN: AtomicU64 = AtomicU64::new(0);
+static DECLINED: AtomicU64 = AtomicU64::new(0);
+
+/// The GEMM calls of this process that fastmm has run (for
+/// `fastmm.cublas_status()` and other front ends that ask whether a
+/// program's products reach fastmm).
+#[no_mangle]
+pub extern "C" fn fastmm_cublas_taken() -> u64 {
+    TAKEN.load(Ordering::Relaxed)
+}
+
+/// The GEMM calls of this process that went to cuBLAS unchanged.
+#[no_mangle]
+pub extern "C" fn fastmm_cublas_declined() -> u64 {
+    DECLINED.load(Ordering::Relaxed)
+}
 
 /// Calls per (name, what ran): the summary printed at exit.
 static SUMMARY: Mutex<Vec<(&'static str, String, u64)>> = Mutex::new(Vec::new());
@@ -56,6 +75,12 @@ fn record(name: &'static str, shape: &RawShape, what: &str, key: &str) {
     }
 }
 
+/// A call handed to cuBLAS before it was offered, counted and logged.
+fn declined(name: &'static str, shape: &RawShape, reason: &str) {
+    DECLINED.fetch_add(1, Ordering::Relaxed);
+    record(name, shape, &format!("cuBLAS: {reason}"), "cuBLAS");
+}
+
 fn op(raw: c_int) -> char {
     match raw {
         0 => 'N',
@@ -78,6 +103,7 @@ unsafe fn dispatch(
     // SAFETY: the caller's contract.
     match unsafe { take_over(offer) } {
         Outcome::Ran(status, line) => {
+            TAKEN.fetch_add(1, Ordering::Relaxed);
             let key = line
                 .split([':', ';'])
                 .next()
@@ -87,6 +113,7 @@ unsafe fn dispatch(
             status
         }
         Outcome::Declined(reason) => {
+            DECLINED.fetch_add(1, Ordering::Relaxed);
             record(name, &shape, &format!("cuBLAS: {reason}"), "cuBLAS");
             real().unwrap_or_else(|| {
                 settings::warn(&format!("{name}: no cuBLAS found to run it"));
@@ -358,11 +385,10 @@ macro_rules! gemm_ex {
                 lds: (lda as i64, ldb as i64, ldc as i64),
             };
             let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
-                record(
+                declined(
                     stringify!($name),
                     &shape,
-                    "cuBLAS: mixed, reduced or fast-compute types",
-                    "cuBLAS",
+                    "mixed, reduced or fast-compute types",
                 );
                 return pass().unwrap_or(types::NOT_INITIALIZED);
             };
@@ -462,11 +488,10 @@ macro_rules! gemm_strided_ex {
                 lds: (lda as i64, ldb as i64, ldc as i64),
             };
             let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
-                record(
+                declined(
                     stringify!($name),
                     &shape,
-                    "cuBLAS: mixed, reduced or fast-compute types",
-                    "cuBLAS",
+                    "mixed, reduced or fast-compute types",
                 );
                 return pass().unwrap_or(types::NOT_INITIALIZED);
             };
@@ -570,11 +595,10 @@ macro_rules! gemm_batched_ex {
                 lds: (lda as i64, ldb as i64, ldc as i64),
             };
             let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
-                record(
+                declined(
                     stringify!($name),
                     &shape,
-                    "cuBLAS: mixed, reduced or fast-compute types",
-                    "cuBLAS",
+                    "mixed, reduced or fast-compute types",
                 );
                 return pass().unwrap_or(types::NOT_INITIALIZED);
             };

@@ -139,6 +139,7 @@ fn calls_reach_cublas_intact_where_none_is_taken_over() {
         "cublasDgemmStridedBatched NN m=7 n=5 k=3: cuBLAS: outputs that overlap",
         "cublasGemmEx NN m=7 n=5 k=3: cuBLAS: mixed, reduced or fast-compute types",
         "summary: 17 GEMM calls",
+        "counts: taken 0 declined 17",
     ] {
         assert!(log.contains(reason), "{reason:?} not in the log:\n{log}");
     }

@@ -4,6 +4,8 @@
  * pointer-array calls, and ones cuBLAS refuses. Run with and without the
  * interposer preloaded, the output must be the same where no GPU takes a
  * call over. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -59,5 +61,12 @@ int main(void) {
     const void *as[2] = {A, A + 100}, *bs[2] = {B, B + 100};
     void *cs[2] = {C, C + 100};
     SHOW(cublasGemmBatchedEx(h, 0, 0, 7, 5, 3, &da, as, 1, 7, bs, 1, 3, &db, cs, 1, 7, 2, 70, -1));
+    /* The interposer's counts, where it is preloaded (on stderr: the
+     * output is the same either way). */
+    uint64_t (*taken)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "fastmm_cublas_taken");
+    uint64_t (*declined)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "fastmm_cublas_declined");
+    if (taken && declined)
+        fprintf(stderr, "counts: taken %llu declined %llu\n", (unsigned long long)taken(),
+                (unsigned long long)declined());
     return 0;
 }
