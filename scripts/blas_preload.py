@@ -49,11 +49,11 @@ def main():
                 env["LD_PRELOAD"] = os.path.abspath(args.lib)
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
             runs[who].append(json.loads(out.stdout))
-    print("size dtype   numpy ms  fastmm ms  fastmm/numpy speed")
+    print("size dtype   numpy µs  fastmm µs  fastmm/numpy speed")
     for key in runs["numpy"][0]:
-        mine = statistics.median(r[key] for r in runs["fastmm"]) * 1e3
-        theirs = statistics.median(r[key] for r in runs["numpy"]) * 1e3
-        print(f"{key:13} {theirs:9.2f} {mine:10.2f}  {theirs / mine:6.3f}x")
+        mine = statistics.median(r[key] for r in runs["fastmm"]) * 1e6
+        theirs = statistics.median(r[key] for r in runs["numpy"]) * 1e6
+        print(f"{key:13} {theirs:9.3f} {mine:10.3f}  {theirs / mine:6.3f}x")
 
 
 if __name__ == "__main__":

@@ -503,10 +503,70 @@ impl Context {
         timed: bool,
     ) -> Result<Timing, Error> {
         product.check_shapes()?;
+        let product = match self.direct_on_cpu(product, opts)? {
+            None => return Ok(Timing::default()),
+            Some(product) => product,
+        };
         let problem = product.problem();
         let opts = self.resolve_for::<T>(opts, problem.shape(), !problem.reads_c)?;
         let (timing, _) = self.run_resolved(product, &opts, None, timed)?;
         Ok(timing)
+    }
+
+    /// A small product that `opts` resolve to `packed` on this CPU and
+    /// that `packed` runs on its direct path, run there at once with the
+    /// choices resolved once per type (`cpu::packed::plain`): the same
+    /// kernel, KC and layout as the full path, without resolving them
+    /// again. Returns the product untouched for anything else.
+    fn direct_on_cpu<'a, T: Element>(
+        &self,
+        product: Gemm<'a, T>,
+        opts: &GemmOptions,
+    ) -> Result<Option<Gemm<'a, T>>, Error> {
+        let (m, k, n) = product.shape();
+        // What `resolve_for` resolves to `packed` without a plan: `packed`
+        // asked for, or `auto` at `native` on floats or below the fast
+        // algorithms' smallest edge; default CPU choices.
+        let packed = match opts.algorithm {
+            Algorithm::Packed => true,
+            Algorithm::Auto => {
+                opts.accuracy == Accuracy::Native
+                    && (!T::DTYPE.is_integer() || m.min(k).min(n) < AUTO_FAST_MIN_DIM)
+            }
+            _ => false,
+        };
+        if self.device != Device::Cpu
+            || !packed
+            || opts.cpu != crate::options::CpuOptions::default()
+            || m == 0
+            || n == 0
+            || k == 0
+            || product.alpha == T::ZERO
+        {
+            return Ok(Some(product));
+        }
+        // The layout `run_resolved` normalises to: a column-major C is the
+        // transposed product of a row-major one.
+        let flip = product.c.col_stride() != 1 && product.c.row_stride() == 1;
+        let (a, b) = match flip {
+            true => (product.b.t(), product.a.t()),
+            false => (product.a, product.b),
+        };
+        let Some((direct, kc)) = crate::cpu::packed::plain::direct_for(&a, &b) else {
+            return Ok(Some(product));
+        };
+        opts.validate()?;
+        opts.check_interrupt()?;
+        let product = if flip { product.t() } else { product };
+        let Gemm {
+            alpha,
+            a,
+            b,
+            beta,
+            c,
+        } = product;
+        direct(alpha, a, b, beta, c, kc);
+        Ok(None)
     }
 
     /// A product whose shapes are checked and whose options are resolved

@@ -4,6 +4,7 @@
 
 mod accuracy;
 mod algorithms;
+mod direct_path;
 mod executor;
 mod interop;
 mod interrupt;

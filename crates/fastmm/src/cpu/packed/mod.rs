@@ -17,6 +17,7 @@ pub(crate) mod kernel;
 pub(crate) mod kernels;
 pub(crate) mod packing;
 pub(crate) mod panels;
+pub(crate) mod plain;
 pub(crate) mod workspace;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
