@@ -195,6 +195,31 @@ def _mapped(name: str) -> Optional[str]:
     return None
 
 
+def _counts(name: str, counters) -> Optional[tuple]:
+    """The path of the library ``name`` among this process's mappings
+    (preloaded, linked, or loaded as the system's libblas.so.3 by an
+    extension module, whose libraries stay out of the global scope: it is
+    opened by path, and an open of a loaded library returns that library)
+    and the values of its C counters ``counters``; None where it is not
+    loaded or lacks them."""
+    import ctypes
+
+    library = _mapped(name)
+    if library is None:
+        return None
+    try:
+        loaded = ctypes.CDLL(library)
+        functions = [getattr(loaded, counter) for counter in counters]
+    except (AttributeError, OSError):
+        return None
+    values = []
+    for function in functions:
+        # size_t and uint64_t alike on the platforms the libraries build for.
+        function.restype = ctypes.c_uint64
+        values.append(int(function()))
+    return library, tuple(values)
+
+
 def cublas_status() -> Dict[str, Any]:
     """Whether this process's cuBLAS matrix products run on fastmm.
 
@@ -207,19 +232,11 @@ def cublas_status() -> Dict[str, Any]:
     calls of this process that fastmm ran, and those that went to cuBLAS
     (``FASTMM_CUBLAS_LOG=1`` says why, call by call).
     """
-    import ctypes
-
-    library = _mapped("libfastmm_cublas.so")
-    none = {"interposed": False, "library": None, "taken": 0, "declined": 0}
-    if library is None:
-        return none
-    try:
-        loaded = ctypes.CDLL(library)
-        taken, declined = loaded.fastmm_cublas_taken, loaded.fastmm_cublas_declined
-    except (AttributeError, OSError):
-        return none
-    taken.restype = declined.restype = ctypes.c_uint64
-    return {"interposed": True, "library": library, "taken": int(taken()), "declined": int(declined())}
+    counts = _counts("libfastmm_cublas.so", ("fastmm_cublas_taken", "fastmm_cublas_declined"))
+    if counts is None:
+        return {"interposed": False, "library": None, "taken": 0, "declined": 0}
+    library, (taken, declined) = counts
+    return {"interposed": True, "library": library, "taken": taken, "declined": declined}
 
 
 def blas_status() -> Dict[str, Any]:
@@ -236,21 +253,8 @@ def blas_status() -> Dict[str, Any]:
     use the MKL or OpenBLAS built into torch's own libraries and are not
     reached this way; ``fastmm.torch`` is the way there.
     """
-    import ctypes
-
-    # The library among this process's mappings: preloaded, linked, or
-    # loaded as the system's libblas.so.3 by an extension module (whose
-    # libraries stay out of the global scope, so it is opened by path;
-    # an open of a loaded library returns that library).
-    library = _mapped("libfastmm_blas.so")
-    none = {"numpy": False, "library": None, "products": 0, "forwarded": 0}
-    if library is None:
-        return none
-    try:
-        loaded = ctypes.CDLL(library)
-        products, forwarded = loaded.fastmm_blas_products, loaded.fastmm_blas_forwarded
-    except (AttributeError, OSError):
-        return none
-    products.restype = ctypes.c_uint64
-    forwarded.restype = ctypes.c_size_t
-    return {"numpy": True, "library": library, "products": int(products()), "forwarded": int(forwarded())}
+    counts = _counts("libfastmm_blas.so", ("fastmm_blas_products", "fastmm_blas_forwarded"))
+    if counts is None:
+        return {"numpy": False, "library": None, "products": 0, "forwarded": 0}
+    library, (products, forwarded) = counts
+    return {"numpy": True, "library": library, "products": products, "forwarded": forwarded}

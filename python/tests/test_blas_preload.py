@@ -11,21 +11,10 @@ import subprocess
 import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
+from _built import built
 
 def library():
-    """The built library: FASTMM_BLAS_LIB (set by the CI script, which
-    builds it), else the release build in this checkout."""
-    named = os.environ.get("FASTMM_BLAS_LIB")
-    if named:
-        assert pathlib.Path(named).is_file(), f"FASTMM_BLAS_LIB={named} does not exist"
-        return named
-    built = ROOT / "target" / "release" / "libfastmm_blas.so"
-    if not built.is_file():
-        pytest.skip("libfastmm_blas.so is not built (cargo build --release -p fastmm-blas)")
-    return str(built)
+    return built("libfastmm_blas.so", "FASTMM_BLAS_LIB", "fastmm-blas")
 
 
 def preloaded(code_or_args, **env):

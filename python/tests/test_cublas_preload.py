@@ -5,26 +5,14 @@ products run under the interposer within the native product's bound."""
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
+from _built import built
 
 def library():
-    """The built interposer: FASTMM_CUBLAS_LIB (set by the CI script, which
-    builds it), else the release build in this checkout."""
-    named = os.environ.get("FASTMM_CUBLAS_LIB")
-    if named:
-        assert pathlib.Path(named).is_file(), f"FASTMM_CUBLAS_LIB={named} does not exist"
-        return named
-    built = ROOT / "target" / "release" / "libfastmm_cublas.so"
-    if not built.is_file():
-        pytest.skip("libfastmm_cublas.so is not built (cargo build --release -p fastmm-cublas)")
-    return str(built)
+    return built("libfastmm_cublas.so", "FASTMM_CUBLAS_LIB", "fastmm-cublas")
 
 
 def run(code, preload=True, **env):

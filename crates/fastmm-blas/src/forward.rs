@@ -47,20 +47,10 @@ const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 
 const RTLD_NOLOAD: c_int = 4;
 
-/// glibc's `Dl_info`: the object an address lies in.
-#[repr(C)]
-struct DlInfo {
-    fname: *const c_char,
-    fbase: *mut c_void,
-    sname: *const c_char,
-    saddr: *mut c_void,
-}
-
 unsafe extern "C" {
     fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
     fn dlerror() -> *mut c_char;
-    fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
 }
 
 /// Whether `address` lies in a copy of this library (this one or another
@@ -68,20 +58,13 @@ unsafe extern "C" {
 /// exports [`fastmm_blas_forwarded`]. Two copies forwarding to each
 /// other would jump back and forth forever.
 fn in_a_copy_of_this_library(address: usize) -> bool {
-    let mut info = DlInfo {
-        fname: std::ptr::null(),
-        fbase: std::ptr::null_mut(),
-        sname: std::ptr::null(),
-        saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: an out-pointer to a local of glibc's layout.
-    if unsafe { dladdr(address as *const c_void, &mut info) } == 0 || info.fname.is_null() {
+    let Some(object) = fastmm::system::loaded_object(address) else {
         return false;
-    }
+    };
     // SAFETY: the object is loaded (its address was just resolved), so
     // RTLD_NOLOAD returns its handle without loading anything; the name
-    // is dladdr's NUL-terminated string.
-    let handle = unsafe { dlopen(info.fname, RTLD_NOW | RTLD_NOLOAD) };
+    // is NUL-terminated.
+    let handle = unsafe { dlopen(object.path.as_ptr(), RTLD_NOW | RTLD_NOLOAD) };
     if handle.is_null() {
         return false;
     }

@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use fastmm::{Accuracy, Algorithm, Context, GemmOptions, Machine};
+use fastmm::{Context, GemmOptions, Machine};
 
 /// The machine and options every product of this process runs with.
 pub struct Settings {
@@ -31,8 +31,7 @@ pub fn get() -> &'static Settings {
 
 /// The settings from `var` (the environment, or a test's table).
 pub fn from_values(var: &dyn Fn(&str) -> Option<String>) -> Settings {
-    let accuracy = parsed(var, "FASTMM_ACCURACY", Accuracy::Native);
-    let algorithm = parsed(var, "FASTMM_BLAS_ALGO", Algorithm::Auto);
+    let opts = fastmm::config::front_end_options(var, "FASTMM_BLAS_ALGO", &warn);
     let machine = match var("FASTMM_BLAS_DEVICE") {
         None => Context::cpu().into(),
         Some(text) => Machine::open(&text).unwrap_or_else(|e| {
@@ -40,30 +39,7 @@ pub fn from_values(var: &dyn Fn(&str) -> Option<String>) -> Settings {
             Context::cpu().into()
         }),
     };
-    let opts = GemmOptions::new(algorithm).accuracy(accuracy);
-    let opts = match opts.validate() {
-        Ok(()) => opts,
-        Err(e) => {
-            warn(&format!("{e}; using auto at native accuracy"));
-            GemmOptions::default()
-        }
-    };
     Settings { machine, opts }
-}
-
-/// `name`'s value parsed, else (absent or unparsable, the latter
-/// reported) `default`.
-fn parsed<V: std::str::FromStr>(var: &dyn Fn(&str) -> Option<String>, name: &str, default: V) -> V
-where
-    V::Err: std::fmt::Display,
-{
-    match var(name) {
-        None => default,
-        Some(text) => text.trim().parse().unwrap_or_else(|e| {
-            warn(&format!("{name}={text}: {e}; using the default"));
-            default
-        }),
-    }
 }
 
 /// One line on stderr, as a BLAS reports what it cannot do.

@@ -75,12 +75,6 @@ fn record(name: &'static str, shape: &RawShape, what: &str, key: &str) {
     }
 }
 
-/// A call handed to cuBLAS before it was offered, counted and logged.
-fn declined(name: &'static str, shape: &RawShape, reason: &str) {
-    DECLINED.fetch_add(1, Ordering::Relaxed);
-    record(name, shape, &format!("cuBLAS: {reason}"), "cuBLAS");
-}
-
 fn op(raw: c_int) -> char {
     match raw {
         0 => 'N',
@@ -90,18 +84,22 @@ fn op(raw: c_int) -> char {
     }
 }
 
-/// The call offered, then passed to `real` where declined.
+/// The call offered (where there is an offer: an `Ex` call of mixed or
+/// reduced types has none), then passed to `real` where declined.
 ///
 /// # Safety
 /// As [`take_over`]'s; `real` makes the same call to the real cuBLAS.
 unsafe fn dispatch(
     name: &'static str,
-    offer: Offer,
+    (shape, offer): (RawShape, Option<Offer>),
     real: impl FnOnce() -> Option<Status>,
 ) -> Status {
-    let shape = offer.shape;
-    // SAFETY: the caller's contract.
-    match unsafe { take_over(offer) } {
+    let outcome = match offer {
+        // SAFETY: the caller's contract.
+        Some(offer) => unsafe { take_over(offer) },
+        None => Outcome::Declined("mixed, reduced or fast-compute types".into()),
+    };
+    match outcome {
         Outcome::Ran(status, line) => {
             TAKEN.fetch_add(1, Ordering::Relaxed);
             let key = line
@@ -123,171 +121,194 @@ unsafe fn dispatch(
     }
 }
 
-/// `?gemm`: the typed GEMMs, one product.
-macro_rules! gemm {
-    ($name:ident, $int:ty, $elem:ty, $kind:expr) => {
-        /// cuBLAS's GEMM of this type, taken over where fastmm is faster
-        /// at the same accuracy, else cuBLAS's own.
+/// A call's integer arguments, in either API width.
+fn raw<I: Into<i64>>(ops: (c_int, c_int), [m, n, k, lda, ldb, ldc]: [I; 6]) -> RawShape {
+    RawShape {
+        ops,
+        mnk: (m.into(), n.into(), k.into()),
+        lds: (lda.into(), ldb.into(), ldc.into()),
+    }
+}
+
+/// A strided batch of `count` products (none where the count is negative,
+/// which the check then declines).
+fn strided<I: TryInto<usize>>(count: I, strides: (i64, i64, i64)) -> Batch {
+    Batch::Strided {
+        count: count.try_into().unwrap_or(0),
+        strides,
+    }
+}
+
+/// An offer of a call of `kind`, its shape kept apart for the log.
+fn offer(
+    handle: Handle,
+    kind: Option<Kind>,
+    shape: RawShape,
+    (ptrs, source): ((u64, u64, u64), Source),
+    scalars: (*const c_void, *const c_void),
+) -> (RawShape, Option<Offer>) {
+    let offer = kind.map(|kind| Offer {
+        handle,
+        kind,
+        shape,
+        ptrs,
+        source,
+        scalars,
+    });
+    (shape, offer)
+}
+
+/// One exported name: its signature, its description and how its
+/// arguments become an offer; the real cuBLAS's definition of the same
+/// name gets the call, unchanged, where it is declined.
+macro_rules! interpose {
+    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),* $(,)?) => $offer:expr) => {
+        $(#[$doc])*
         ///
         /// # Safety
         /// cuBLAS's contract for this function.
         #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            handle: Handle,
-            transa: c_int,
-            transb: c_int,
-            m: $int,
-            n: $int,
-            k: $int,
-            alpha: *const $elem,
-            a: *const $elem,
-            lda: $int,
-            b: *const $elem,
-            ldb: $int,
-            beta: *const $elem,
-            c: *mut $elem,
-            ldc: $int,
-        ) -> Status {
-            type F = unsafe extern "C" fn(
-                Handle,
-                c_int,
-                c_int,
-                $int,
-                $int,
-                $int,
-                *const $elem,
-                *const $elem,
-                $int,
-                *const $elem,
-                $int,
-                *const $elem,
-                *mut $elem,
-                $int,
-            ) -> Status;
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> Status {
+            type F = unsafe extern "C" fn($($ty),*) -> Status;
             static SLOT: OnceLock<Option<usize>> = OnceLock::new();
             const NAME: &CStr =
                 match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
                     Ok(name) => name,
                     Err(_) => panic!("a name without NUL"),
                 };
-            let shape = RawShape {
-                ops: (transa, transb),
-                mnk: (m as i64, n as i64, k as i64),
-                lds: (lda as i64, ldb as i64, ldc as i64),
-            };
-            let args = Offer {
-                handle,
-                kind: $kind,
-                shape,
-                ptrs: (a as u64, b as u64, c as u64),
-                source: Source::Given(Batch::One),
-                scalars: (alpha.cast(), beta.cast()),
-            };
             // SAFETY: the program's call, passed on to the real cuBLAS as
             // it was made (F is that name's signature).
-            let pass = || unsafe {
-                real_fn::<F>(&SLOT, NAME).map(|f| {
-                    f(
-                        handle, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                    )
-                })
-            };
+            let pass = || unsafe { real_fn::<F>(&SLOT, NAME).map(|f| f($($arg),*)) };
             // SAFETY: the program's call, offered and else passed on.
-            unsafe { dispatch(stringify!($name), args, pass) }
+            unsafe { dispatch(stringify!($name), $offer, pass) }
         }
     };
 }
 
-/// `?gemmStridedBatched`.
+/// `cublas?gemm_v2`: one product of a type.
+macro_rules! gemm {
+    ($name:ident, $int:ty, $elem:ty, $kind:expr) => {
+        interpose! {
+            /// cuBLAS's GEMM of this type, taken over where fastmm is
+            /// faster at the same accuracy, else cuBLAS's own.
+            $name(
+                handle: Handle, transa: c_int, transb: c_int, m: $int, n: $int, k: $int,
+                alpha: *const $elem, a: *const $elem, lda: $int, b: *const $elem, ldb: $int,
+                beta: *const $elem, c: *mut $elem, ldc: $int,
+            ) => offer(
+                handle,
+                Some($kind),
+                raw((transa, transb), [m, n, k, lda, ldb, ldc]),
+                ((a as u64, b as u64, c as u64), Source::Given(Batch::One)),
+                (alpha.cast(), beta.cast()),
+            )
+        }
+    };
+}
+
+/// `cublas?gemmStridedBatched`.
 macro_rules! gemm_strided {
     ($name:ident, $int:ty, $elem:ty, $kind:expr) => {
-        /// cuBLAS's strided-batch GEMM of this type, taken over where
-        /// fastmm is faster at the same accuracy, else cuBLAS's own.
-        ///
-        /// # Safety
-        /// cuBLAS's contract for this function.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            handle: Handle,
-            transa: c_int,
-            transb: c_int,
-            m: $int,
-            n: $int,
-            k: $int,
-            alpha: *const $elem,
-            a: *const $elem,
-            lda: $int,
-            stride_a: i64,
-            b: *const $elem,
-            ldb: $int,
-            stride_b: i64,
-            beta: *const $elem,
-            c: *mut $elem,
-            ldc: $int,
-            stride_c: i64,
-            count: $int,
-        ) -> Status {
-            type F = unsafe extern "C" fn(
-                Handle,
-                c_int,
-                c_int,
-                $int,
-                $int,
-                $int,
-                *const $elem,
-                *const $elem,
-                $int,
-                i64,
-                *const $elem,
-                $int,
-                i64,
-                *const $elem,
-                *mut $elem,
-                $int,
-                i64,
-                $int,
-            ) -> Status;
-            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
-            const NAME: &CStr =
-                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
-                    Ok(name) => name,
-                    Err(_) => panic!("a name without NUL"),
-                };
-            let shape = RawShape {
-                ops: (transa, transb),
-                mnk: (m as i64, n as i64, k as i64),
-                lds: (lda as i64, ldb as i64, ldc as i64),
-            };
-            let batch = match usize::try_from(count) {
-                Ok(count) => Batch::Strided {
-                    count,
-                    strides: (stride_a, stride_b, stride_c),
-                },
-                Err(_) => Batch::Strided {
-                    count: 0,
-                    strides: (0, 0, 0),
-                },
-            };
-            let args = Offer {
+        interpose! {
+            /// cuBLAS's strided-batch GEMM of this type, taken over where
+            /// fastmm is faster at the same accuracy, else cuBLAS's own.
+            $name(
+                handle: Handle, transa: c_int, transb: c_int, m: $int, n: $int, k: $int,
+                alpha: *const $elem, a: *const $elem, lda: $int, stride_a: i64,
+                b: *const $elem, ldb: $int, stride_b: i64, beta: *const $elem, c: *mut $elem,
+                ldc: $int, stride_c: i64, count: $int,
+            ) => offer(
                 handle,
-                kind: $kind,
-                shape,
-                ptrs: (a as u64, b as u64, c as u64),
-                source: Source::Given(batch),
-                scalars: (alpha.cast(), beta.cast()),
-            };
-            // SAFETY: the program's call, passed on to the real cuBLAS as
-            // it was made (F is that name's signature).
-            let pass = || unsafe {
-                real_fn::<F>(&SLOT, NAME).map(|f| {
-                    f(
-                        handle, transa, transb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
-                        beta, c, ldc, stride_c, count,
-                    )
-                })
-            };
-            // SAFETY: the program's call, offered and else passed on.
-            unsafe { dispatch(stringify!($name), args, pass) }
+                Some($kind),
+                raw((transa, transb), [m, n, k, lda, ldb, ldc]),
+                (
+                    (a as u64, b as u64, c as u64),
+                    Source::Given(strided(count, (stride_a, stride_b, stride_c))),
+                ),
+                (alpha.cast(), beta.cast()),
+            )
+        }
+    };
+}
+
+/// `cublasGemmEx`: taken over where the three types and the compute type
+/// are one type's own product ([`Kind::of_ex`]).
+macro_rules! gemm_ex {
+    ($name:ident, $int:ty) => {
+        interpose! {
+            /// cuBLAS's typed-by-argument GEMM, taken over for a type's
+            /// own product where fastmm is faster at the same accuracy,
+            /// else cuBLAS's own.
+            $name(
+                handle: Handle, transa: c_int, transb: c_int, m: $int, n: $int, k: $int,
+                alpha: *const c_void, a: *const c_void, a_type: c_int, lda: $int,
+                b: *const c_void, b_type: c_int, ldb: $int, beta: *const c_void,
+                c: *mut c_void, c_type: c_int, ldc: $int, compute: c_int, algo: c_int,
+            ) => offer(
+                handle,
+                Kind::of_ex([a_type, b_type, c_type], compute),
+                raw((transa, transb), [m, n, k, lda, ldb, ldc]),
+                ((a as u64, b as u64, c as u64), Source::Given(Batch::One)),
+                (alpha, beta),
+            )
+        }
+    };
+}
+
+/// `cublasGemmStridedBatchedEx`.
+macro_rules! gemm_strided_ex {
+    ($name:ident, $int:ty) => {
+        interpose! {
+            /// cuBLAS's typed-by-argument strided-batch GEMM, taken over
+            /// for a type's own product where fastmm is faster at the
+            /// same accuracy, else cuBLAS's own.
+            $name(
+                handle: Handle, transa: c_int, transb: c_int, m: $int, n: $int, k: $int,
+                alpha: *const c_void, a: *const c_void, a_type: c_int, lda: $int,
+                stride_a: i64, b: *const c_void, b_type: c_int, ldb: $int, stride_b: i64,
+                beta: *const c_void, c: *mut c_void, c_type: c_int, ldc: $int, stride_c: i64,
+                count: $int, compute: c_int, algo: c_int,
+            ) => offer(
+                handle,
+                Kind::of_ex([a_type, b_type, c_type], compute),
+                raw((transa, transb), [m, n, k, lda, ldb, ldc]),
+                (
+                    (a as u64, b as u64, c as u64),
+                    Source::Given(strided(count, (stride_a, stride_b, stride_c))),
+                ),
+                (alpha, beta),
+            )
+        }
+    };
+}
+
+/// `cublasGemmBatchedEx`: the operands' addresses in device arrays, read
+/// on the caller's stream once the call is otherwise taken.
+macro_rules! gemm_batched_ex {
+    ($name:ident, $int:ty) => {
+        interpose! {
+            /// cuBLAS's typed-by-argument GEMM over arrays of device
+            /// pointers, taken over for a type's own product where
+            /// fastmm is faster at the same accuracy, else cuBLAS's own.
+            $name(
+                handle: Handle, transa: c_int, transb: c_int, m: $int, n: $int, k: $int,
+                alpha: *const c_void, a: *const *const c_void, a_type: c_int, lda: $int,
+                b: *const *const c_void, b_type: c_int, ldb: $int, beta: *const c_void,
+                c: *const *mut c_void, c_type: c_int, ldc: $int, count: $int, compute: c_int,
+                algo: c_int,
+            ) => offer(
+                handle,
+                Kind::of_ex([a_type, b_type, c_type], compute),
+                raw((transa, transb), [m, n, k, lda, ldb, ldc]),
+                (
+                    (0, 0, 0),
+                    Source::Arrays {
+                        arrays: (a as u64, b as u64, c as u64),
+                        count: count.into(),
+                    },
+                ),
+                (alpha, beta),
+            )
         }
     };
 }
@@ -308,318 +329,6 @@ gemm_strided!(cublasSgemmStridedBatched_64, i64, f32, Kind::S);
 gemm_strided!(cublasDgemmStridedBatched_64, i64, f64, Kind::D);
 gemm_strided!(cublasCgemmStridedBatched_64, i64, [f32; 2], Kind::C);
 gemm_strided!(cublasZgemmStridedBatched_64, i64, [f64; 2], Kind::Z);
-
-/// `cublasGemmEx`, `cublasGemmStridedBatchedEx`, `cublasGemmBatchedEx`:
-/// taken over where the three types and the compute type are one type's
-/// own product ([`Kind::of_ex`]).
-macro_rules! gemm_ex {
-    ($name:ident, $int:ty) => {
-        /// cuBLAS's typed-by-argument GEMM, taken over for a type's own
-        /// product where fastmm is faster at the same accuracy, else
-        /// cuBLAS's own.
-        ///
-        /// # Safety
-        /// cuBLAS's contract for this function.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            handle: Handle,
-            transa: c_int,
-            transb: c_int,
-            m: $int,
-            n: $int,
-            k: $int,
-            alpha: *const c_void,
-            a: *const c_void,
-            a_type: c_int,
-            lda: $int,
-            b: *const c_void,
-            b_type: c_int,
-            ldb: $int,
-            beta: *const c_void,
-            c: *mut c_void,
-            c_type: c_int,
-            ldc: $int,
-            compute: c_int,
-            algo: c_int,
-        ) -> Status {
-            type F = unsafe extern "C" fn(
-                Handle,
-                c_int,
-                c_int,
-                $int,
-                $int,
-                $int,
-                *const c_void,
-                *const c_void,
-                c_int,
-                $int,
-                *const c_void,
-                c_int,
-                $int,
-                *const c_void,
-                *mut c_void,
-                c_int,
-                $int,
-                c_int,
-                c_int,
-            ) -> Status;
-            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
-            const NAME: &CStr =
-                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
-                    Ok(name) => name,
-                    Err(_) => panic!("a name without NUL"),
-                };
-            // SAFETY: the program's call, passed on to the real cuBLAS as
-            // it was made (F is that name's signature).
-            let pass = || unsafe {
-                real_fn::<F>(&SLOT, NAME).map(|f| {
-                    f(
-                        handle, transa, transb, m, n, k, alpha, a, a_type, lda, b, b_type, ldb,
-                        beta, c, c_type, ldc, compute, algo,
-                    )
-                })
-            };
-            let shape = RawShape {
-                ops: (transa, transb),
-                mnk: (m as i64, n as i64, k as i64),
-                lds: (lda as i64, ldb as i64, ldc as i64),
-            };
-            let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
-                declined(
-                    stringify!($name),
-                    &shape,
-                    "mixed, reduced or fast-compute types",
-                );
-                return pass().unwrap_or(types::NOT_INITIALIZED);
-            };
-            let args = Offer {
-                handle,
-                kind,
-                shape,
-                ptrs: (a as u64, b as u64, c as u64),
-                source: Source::Given(Batch::One),
-                scalars: (alpha, beta),
-            };
-            // SAFETY: the program's call, offered and else passed on.
-            unsafe { dispatch(stringify!($name), args, pass) }
-        }
-    };
-}
-
-macro_rules! gemm_strided_ex {
-    ($name:ident, $int:ty) => {
-        /// cuBLAS's typed-by-argument strided-batch GEMM, taken over for a
-        /// type's own product where fastmm is faster at the same
-        /// accuracy, else cuBLAS's own.
-        ///
-        /// # Safety
-        /// cuBLAS's contract for this function.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            handle: Handle,
-            transa: c_int,
-            transb: c_int,
-            m: $int,
-            n: $int,
-            k: $int,
-            alpha: *const c_void,
-            a: *const c_void,
-            a_type: c_int,
-            lda: $int,
-            stride_a: i64,
-            b: *const c_void,
-            b_type: c_int,
-            ldb: $int,
-            stride_b: i64,
-            beta: *const c_void,
-            c: *mut c_void,
-            c_type: c_int,
-            ldc: $int,
-            stride_c: i64,
-            count: $int,
-            compute: c_int,
-            algo: c_int,
-        ) -> Status {
-            type F = unsafe extern "C" fn(
-                Handle,
-                c_int,
-                c_int,
-                $int,
-                $int,
-                $int,
-                *const c_void,
-                *const c_void,
-                c_int,
-                $int,
-                i64,
-                *const c_void,
-                c_int,
-                $int,
-                i64,
-                *const c_void,
-                *mut c_void,
-                c_int,
-                $int,
-                i64,
-                $int,
-                c_int,
-                c_int,
-            ) -> Status;
-            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
-            const NAME: &CStr =
-                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
-                    Ok(name) => name,
-                    Err(_) => panic!("a name without NUL"),
-                };
-            // SAFETY: the program's call, passed on to the real cuBLAS as
-            // it was made (F is that name's signature).
-            let pass = || unsafe {
-                real_fn::<F>(&SLOT, NAME).map(|f| {
-                    f(
-                        handle, transa, transb, m, n, k, alpha, a, a_type, lda, stride_a, b,
-                        b_type, ldb, stride_b, beta, c, c_type, ldc, stride_c, count, compute,
-                        algo,
-                    )
-                })
-            };
-            let shape = RawShape {
-                ops: (transa, transb),
-                mnk: (m as i64, n as i64, k as i64),
-                lds: (lda as i64, ldb as i64, ldc as i64),
-            };
-            let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
-                declined(
-                    stringify!($name),
-                    &shape,
-                    "mixed, reduced or fast-compute types",
-                );
-                return pass().unwrap_or(types::NOT_INITIALIZED);
-            };
-            let batch = match usize::try_from(count) {
-                Ok(count) => Batch::Strided {
-                    count,
-                    strides: (stride_a, stride_b, stride_c),
-                },
-                Err(_) => Batch::Strided {
-                    count: 0,
-                    strides: (0, 0, 0),
-                },
-            };
-            let args = Offer {
-                handle,
-                kind,
-                shape,
-                ptrs: (a as u64, b as u64, c as u64),
-                source: Source::Given(batch),
-                scalars: (alpha, beta),
-            };
-            // SAFETY: the program's call, offered and else passed on.
-            unsafe { dispatch(stringify!($name), args, pass) }
-        }
-    };
-}
-
-macro_rules! gemm_batched_ex {
-    ($name:ident, $int:ty) => {
-        /// cuBLAS's typed-by-argument GEMM over arrays of device
-        /// pointers, taken over for a type's own product where fastmm is
-        /// faster at the same accuracy (the arrays read on the caller's
-        /// stream), else cuBLAS's own.
-        ///
-        /// # Safety
-        /// cuBLAS's contract for this function.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            handle: Handle,
-            transa: c_int,
-            transb: c_int,
-            m: $int,
-            n: $int,
-            k: $int,
-            alpha: *const c_void,
-            a: *const *const c_void,
-            a_type: c_int,
-            lda: $int,
-            b: *const *const c_void,
-            b_type: c_int,
-            ldb: $int,
-            beta: *const c_void,
-            c: *const *mut c_void,
-            c_type: c_int,
-            ldc: $int,
-            count: $int,
-            compute: c_int,
-            algo: c_int,
-        ) -> Status {
-            type F = unsafe extern "C" fn(
-                Handle,
-                c_int,
-                c_int,
-                $int,
-                $int,
-                $int,
-                *const c_void,
-                *const *const c_void,
-                c_int,
-                $int,
-                *const *const c_void,
-                c_int,
-                $int,
-                *const c_void,
-                *const *mut c_void,
-                c_int,
-                $int,
-                $int,
-                c_int,
-                c_int,
-            ) -> Status;
-            static SLOT: OnceLock<Option<usize>> = OnceLock::new();
-            const NAME: &CStr =
-                match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
-                    Ok(name) => name,
-                    Err(_) => panic!("a name without NUL"),
-                };
-            // SAFETY: the program's call, passed on to the real cuBLAS as
-            // it was made (F is that name's signature).
-            let pass = || unsafe {
-                real_fn::<F>(&SLOT, NAME).map(|f| {
-                    f(
-                        handle, transa, transb, m, n, k, alpha, a, a_type, lda, b, b_type, ldb,
-                        beta, c, c_type, ldc, count, compute, algo,
-                    )
-                })
-            };
-            let shape = RawShape {
-                ops: (transa, transb),
-                mnk: (m as i64, n as i64, k as i64),
-                lds: (lda as i64, ldb as i64, ldc as i64),
-            };
-            let Some(kind) = Kind::of_ex([a_type, b_type, c_type], compute) else {
-                declined(
-                    stringify!($name),
-                    &shape,
-                    "mixed, reduced or fast-compute types",
-                );
-                return pass().unwrap_or(types::NOT_INITIALIZED);
-            };
-            let source = Source::Arrays {
-                arrays: (a as u64, b as u64, c as u64),
-                count: count as i64,
-            };
-            let args = Offer {
-                handle,
-                kind,
-                shape,
-                ptrs: (0, 0, 0),
-                source,
-                scalars: (alpha, beta),
-            };
-            // SAFETY: the program's call, offered and else passed on.
-            unsafe { dispatch(stringify!($name), args, pass) }
-        }
-    };
-}
-
 gemm_ex!(cublasGemmEx, c_int);
 gemm_ex!(cublasGemmEx_64, i64);
 gemm_strided_ex!(cublasGemmStridedBatchedEx, c_int);

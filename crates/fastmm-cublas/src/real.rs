@@ -23,19 +23,9 @@ struct PhdrInfo {
     name: *const c_char,
 }
 
-/// glibc's `Dl_info`.
-#[repr(C)]
-struct DlInfo {
-    fname: *const c_char,
-    fbase: *mut c_void,
-    sname: *const c_char,
-    saddr: *mut c_void,
-}
-
 unsafe extern "C" {
     fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-    fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
     fn dl_iterate_phdr(
         callback: unsafe extern "C" fn(*mut PhdrInfo, usize, *mut c_void) -> c_int,
         data: *mut c_void,
@@ -44,17 +34,7 @@ unsafe extern "C" {
 
 /// The base address of the object `address` lies in.
 fn object_of(address: usize) -> Option<usize> {
-    let mut info = DlInfo {
-        fname: std::ptr::null(),
-        fbase: std::ptr::null_mut(),
-        sname: std::ptr::null(),
-        saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: an out-pointer to a local of glibc's layout.
-    match unsafe { dladdr(address as *const c_void, &mut info) } {
-        0 => None,
-        _ => Some(info.fbase as usize),
-    }
+    fastmm::system::loaded_object(address).map(|object| object.base)
 }
 
 /// Whether `address` lies in this library.

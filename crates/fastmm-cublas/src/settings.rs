@@ -17,7 +17,7 @@
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
-use fastmm::{Accuracy, Algorithm, GemmOptions};
+use fastmm::GemmOptions;
 
 /// The settings of this process.
 pub struct Settings {
@@ -41,16 +41,7 @@ pub fn from_values(var: &dyn Fn(&str) -> Option<String>) -> Settings {
         var("FASTMM_CUBLAS").as_deref().map(str::trim),
         Some("off" | "0" | "false" | "no")
     );
-    let accuracy = parsed(var, "FASTMM_ACCURACY", Accuracy::Native);
-    let algorithm = parsed(var, "FASTMM_CUBLAS_ALGO", Algorithm::Auto);
-    let opts = GemmOptions::new(algorithm).accuracy(accuracy);
-    let opts = match opts.validate() {
-        Ok(()) => opts,
-        Err(e) => {
-            warn(&format!("{e}; using auto at native accuracy"));
-            GemmOptions::default()
-        }
-    };
+    let opts = fastmm::config::front_end_options(var, "FASTMM_CUBLAS_ALGO", &warn);
     let log: Option<Box<dyn Write + Send>> = match var("FASTMM_CUBLAS_LOG").as_deref() {
         None | Some("" | "0") => None,
         Some("1" | "stderr") => Some(Box::new(std::io::stderr())),
@@ -90,21 +81,6 @@ impl Settings {
     }
 }
 
-/// `name`'s value parsed, else (absent or unparsable, the latter
-/// reported) `default`.
-fn parsed<V: std::str::FromStr>(var: &dyn Fn(&str) -> Option<String>, name: &str, default: V) -> V
-where
-    V::Err: std::fmt::Display,
-{
-    match var(name) {
-        None => default,
-        Some(text) => text.trim().parse().unwrap_or_else(|e| {
-            warn(&format!("{name}={text}: {e}; using the default"));
-            default
-        }),
-    }
-}
-
 /// One line on stderr.
 pub(crate) fn warn(text: &str) {
     eprintln!("fastmm cublas: {text}");
@@ -113,6 +89,7 @@ pub(crate) fn warn(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fastmm::{Accuracy, Algorithm};
 
     #[test]
     fn defaults_switches_and_bad_values() {

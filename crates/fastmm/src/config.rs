@@ -106,6 +106,47 @@ const REPLACED: &[(&str, &str)] = &[
 ];
 
 /// Why a `FASTMM_*` variable that fastmm does not read is ignored.
+/// The options a drop-in front end's environment asks for: the accuracy
+/// level `FASTMM_ACCURACY` (default `native`) and the algorithm named by
+/// `algorithm_var` (default `auto`). A value that does not parse, or
+/// options that do not validate, are reported through `warn` and the
+/// default used: a program given a drop-in library expects products,
+/// not a failure to start. `var` is the environment, or a test's table.
+pub fn front_end_options(
+    var: &dyn Fn(&str) -> Option<String>,
+    algorithm_var: &str,
+    warn: &dyn Fn(&str),
+) -> crate::options::GemmOptions {
+    use crate::options::{Accuracy, Algorithm, GemmOptions};
+    fn read<V: std::str::FromStr>(
+        var: &dyn Fn(&str) -> Option<String>,
+        name: &str,
+        default: V,
+        warn: &dyn Fn(&str),
+    ) -> V
+    where
+        V::Err: std::fmt::Display,
+    {
+        match var(name) {
+            None => default,
+            Some(text) => text.trim().parse().unwrap_or_else(|e| {
+                warn(&format!("{name}={text}: {e}; using the default"));
+                default
+            }),
+        }
+    }
+    let accuracy = read(var, "FASTMM_ACCURACY", Accuracy::Native, warn);
+    let algorithm = read(var, algorithm_var, Algorithm::Auto, warn);
+    let opts = GemmOptions::new(algorithm).accuracy(accuracy);
+    match opts.validate() {
+        Ok(()) => opts,
+        Err(e) => {
+            warn(&format!("{e}; using auto at native accuracy"));
+            GemmOptions::default()
+        }
+    }
+}
+
 fn unread(name: &str) -> String {
     match REPLACED.iter().find(|(old, _)| *old == name) {
         Some((_, new)) => format!("{name} (replaced by {new})"),

@@ -191,6 +191,50 @@ pub struct GpuInfo {
     pub driver_version: i32,
 }
 
+/// A loaded shared object (or the executable), as the dynamic loader
+/// knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedObject {
+    /// The address it is loaded at.
+    pub base: usize,
+    /// Its path, as the loader opened it.
+    pub path: std::ffi::CString,
+}
+
+/// The object that `address` (of code or data) lies in: for a drop-in
+/// library that must tell its own definitions, or another copy's, from
+/// the library it stands in for. None where the loader knows none.
+#[cfg(target_os = "linux")]
+pub fn loaded_object(address: usize) -> Option<LoadedObject> {
+    use std::ffi::{c_char, c_int, c_void, CStr};
+    /// glibc's `Dl_info`.
+    #[repr(C)]
+    struct DlInfo {
+        fname: *const c_char,
+        fbase: *mut c_void,
+        sname: *const c_char,
+        saddr: *mut c_void,
+    }
+    unsafe extern "C" {
+        fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
+    }
+    let mut info = DlInfo {
+        fname: std::ptr::null(),
+        fbase: std::ptr::null_mut(),
+        sname: std::ptr::null(),
+        saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: an out-pointer to a local of glibc's layout.
+    if unsafe { dladdr(address as *const c_void, &mut info) } == 0 || info.fname.is_null() {
+        return None;
+    }
+    Some(LoadedObject {
+        base: info.fbase as usize,
+        // SAFETY: dladdr's NUL-terminated path, owned by the loader.
+        path: unsafe { CStr::from_ptr(info.fname) }.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
