@@ -31,7 +31,7 @@ use crate::gemm::Gemm;
 use crate::matrix::{MatMut, MatRef, Matrix};
 pub use crate::options::ComplexForm;
 use crate::options::GemmOptions;
-use crate::tunables::COMPLEX_PLANAR_OUTPUT_PART_BYTES;
+use crate::tunables::{COMPLEX_PARALLEL_MIN_ELEMENTS, COMPLEX_PLANAR_OUTPUT_PART_BYTES};
 
 /// A complex matrix read as two real views of one shape.
 #[derive(Debug, Clone, Copy)]
@@ -363,9 +363,11 @@ pub fn multiply<E: Executor, T: Element>(
 /// `re` and `im` (contiguous) written into `out`'s parts, over bands of
 /// rows on the thread pool.
 fn store<T: Element>(re: MatRef<'_, T>, im: MatRef<'_, T>, out: SplitMut<'_, T>) {
-    row_bands(out.re, out.im)
-        .into_par_iter()
-        .for_each(|(start, mut to_re, mut to_im)| {
+    let elements = out.re.rows() * out.re.cols();
+    on_bands(
+        row_bands(out.re, out.im),
+        elements,
+        |(start, mut to_re, mut to_im)| {
             for i in 0..to_re.rows() {
                 let (Some(from_re), Some(from_im)) = (re.row(start + i), im.row(start + i)) else {
                     unreachable!("the planes are contiguous");
@@ -379,7 +381,8 @@ fn store<T: Element>(re: MatRef<'_, T>, im: MatRef<'_, T>, out: SplitMut<'_, T>)
                     }
                 }
             }
-        });
+        },
+    );
 }
 
 /// Whether both parts of `x` have contiguous rows.
@@ -401,7 +404,36 @@ fn normalised<'r, T: Element>(
     with_sum: bool,
 ) -> Result<(SplitRef<'r, T>, Option<MatRef<'r, T>>), Error> {
     let (rows, cols) = x.re.shape();
-    if cols > 0 {
+    let copy_row = |i: usize, r: &mut [T], m: &mut [T]| {
+        for (j, (r, m)) in r.iter_mut().zip(m.iter_mut()).enumerate() {
+            // SAFETY: i < rows and j < cols, the parts' shape.
+            unsafe { (*r, *m) = (x.re.get_unchecked(i, j), x.im.get_unchecked(i, j)) };
+        }
+    };
+    if cols > 0 && rows * cols < COMPLEX_PARALLEL_MIN_ELEMENTS {
+        // The same passes on this thread: waking the pool costs more.
+        for i in 0..rows {
+            let line = i * cols..(i + 1) * cols;
+            let sum_row = with_sum.then(|| &mut sum[line.clone()]);
+            match copy {
+                true => {
+                    let (r, m) = (&mut re[line.clone()], &mut im[line]);
+                    copy_row(i, r, m);
+                    if let Some(s) = sum_row {
+                        add_rows(s, r, m);
+                    }
+                }
+                false => {
+                    if let Some(s) = sum_row {
+                        let (Some(p), Some(q)) = (x.re.row(i), x.im.row(i)) else {
+                            unreachable!("the rows were found contiguous");
+                        };
+                        add_rows(s, p, q);
+                    }
+                }
+            }
+        }
+    } else if cols > 0 {
         let sums = with_sum.then(|| sum.par_chunks_mut(cols));
         match copy {
             false => {
@@ -419,12 +451,6 @@ fn normalised<'r, T: Element>(
                     .par_chunks_mut(cols)
                     .zip(im.par_chunks_mut(cols))
                     .enumerate();
-                let copy_row = |i: usize, r: &mut [T], m: &mut [T]| {
-                    for (j, (r, m)) in r.iter_mut().zip(m.iter_mut()).enumerate() {
-                        // SAFETY: i < rows and j < cols, the parts' shape.
-                        unsafe { (*r, *m) = (x.re.get_unchecked(i, j), x.im.get_unchecked(i, j)) };
-                    }
-                };
                 match sums {
                     Some(sums) => lines.zip(sums).for_each(|((i, (r, m)), s)| {
                         copy_row(i, r, m);
@@ -456,6 +482,15 @@ fn add_rows<T: Element>(out: &mut [T], p: &[T], q: &[T]) {
     }
 }
 
+/// `job` over `bands` of an output of `elements` elements: on the thread
+/// pool from [`COMPLEX_PARALLEL_MIN_ELEMENTS`], else on this thread.
+fn on_bands<B: Send>(bands: Vec<B>, elements: usize, job: impl Fn(B) + Sync + Send) {
+    match elements >= COMPLEX_PARALLEL_MIN_ELEMENTS {
+        true => bands.into_par_iter().for_each(job),
+        false => bands.into_iter().for_each(job),
+    }
+}
+
 /// The two parts of a complex output cut into bands of rows for the
 /// thread pool (four per thread, to even out uneven threads): each band's
 /// first row, and its rows of either part.
@@ -482,35 +517,34 @@ fn row_bands<'a, T: Element>(
 /// Cᵢ ← P₃ − P₁ − P₂, with P₁ in `re` and P₃ in `im` (of P₂'s shape).
 fn combine<T: Element>(re: MatMut<'_, T>, im: MatMut<'_, T>, p2: MatRef<'_, T>) {
     let cols = re.cols();
-    row_bands(re, im)
-        .into_par_iter()
-        .for_each(|(start, mut re, mut im)| {
-            for i in 0..re.rows() {
-                let two = p2.row(start + i);
-                if let (Some(re_row), Some(two)) = (re.row_mut(i), two) {
-                    if let Some(im_row) = im.row_mut(i) {
-                        for ((r, c), &q) in re_row.iter_mut().zip(im_row).zip(two) {
-                            let p1 = *r;
-                            (*r, *c) = (p1.sub(q), c.sub(p1).sub(q));
-                        }
-                        continue;
-                    }
-                }
-                for j in 0..cols {
-                    // SAFETY: i < re.rows() = im.rows(), start + i < p2.rows()
-                    // and j < cols, the shapes of the band and of P₂; re and
-                    // im are distinct views that share no element.
-                    unsafe {
-                        let q = p2.get_unchecked(start + i, j);
-                        let r = re.get_unchecked_mut(i, j);
+    let elements = re.rows() * cols;
+    on_bands(row_bands(re, im), elements, |(start, mut re, mut im)| {
+        for i in 0..re.rows() {
+            let two = p2.row(start + i);
+            if let (Some(re_row), Some(two)) = (re.row_mut(i), two) {
+                if let Some(im_row) = im.row_mut(i) {
+                    for ((r, c), &q) in re_row.iter_mut().zip(im_row).zip(two) {
                         let p1 = *r;
-                        *r = p1.sub(q);
-                        let c = im.get_unchecked_mut(i, j);
-                        *c = c.sub(p1).sub(q);
+                        (*r, *c) = (p1.sub(q), c.sub(p1).sub(q));
                     }
+                    continue;
                 }
             }
-        });
+            for j in 0..cols {
+                // SAFETY: i < re.rows() = im.rows(), start + i < p2.rows()
+                // and j < cols, the shapes of the band and of P₂; re and
+                // im are distinct views that share no element.
+                unsafe {
+                    let q = p2.get_unchecked(start + i, j);
+                    let r = re.get_unchecked_mut(i, j);
+                    let p1 = *r;
+                    *r = p1.sub(q);
+                    let c = im.get_unchecked_mut(i, j);
+                    *c = c.sub(p1).sub(q);
+                }
+            }
+        }
+    });
 }
 
 /// That each operand's parts share a shape and the operands multiply.

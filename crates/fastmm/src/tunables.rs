@@ -513,3 +513,12 @@ pub const CLUSTER_MESSAGE_BYTES: usize = 1 << 30;
 /// product took 1.64 s instead of 1.82 s, while complex128's took 3.78 s
 /// instead of 3.50 s, so only 4-byte parts go through planes.
 pub const COMPLEX_PLANAR_OUTPUT_PART_BYTES: &[usize] = &[4];
+
+/// Complex products: the element passes around the real products
+/// (splitting interleaved parts, storing, 3M's combination) run on the
+/// thread pool from this many elements of the operand or output; below
+/// it on the caller's thread. Waking the pool costs tens of
+/// microseconds on a VM (a 2³ zgemm through libfastmm_blas took 37 µs,
+/// OpenBLAS's 67 ns), while a pass over 64 K elements takes about as
+/// long on one core.
+pub const COMPLEX_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
