@@ -1,34 +1,45 @@
-/* A C loop over dgemm_ on n×n matrices, the best of 7 runs of `reps`
- * calls, in ns per call: the cost of the BLAS call itself at small sizes.
- * Built and run by scripts/blas_small.sh against a BLAS and against
+/* A C loop over dgemm_ (or zgemm_) on n×n matrices, the best of 7 runs of
+ * `reps` calls, in ns per call: the cost of the BLAS call itself at small
+ * sizes. Built and run by scripts/blas_small.sh against a BLAS and against
  * libfastmm_blas preloaded. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 void dgemm_(const char *, const char *, const int *, const int *, const int *, const double *,
             const double *, const int *, const double *, const int *, const double *, double *,
             const int *);
+/* Complex operands as interleaved (re, im) pairs of doubles. */
+void zgemm_(const char *, const char *, const int *, const int *, const int *, const double *,
+            const double *, const int *, const double *, const int *, const double *, double *,
+            const int *);
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s N REPS\n", argv[0]);
+        fprintf(stderr, "usage: %s N REPS [d|z]\n", argv[0]);
         return 2;
     }
     int n = atoi(argv[1]), reps = atoi(argv[2]);
-    double *a = malloc(sizeof(double) * n * n), *b = malloc(sizeof(double) * n * n),
-           *c = malloc(sizeof(double) * n * n);
-    for (int i = 0; i < n * n; i++) {
+    int complex = argc > 3 && strcmp(argv[3], "z") == 0;
+    int len = n * n * (complex ? 2 : 1);
+    double *a = malloc(sizeof(double) * len), *b = malloc(sizeof(double) * len),
+           *c = malloc(sizeof(double) * len);
+    for (int i = 0; i < len; i++) {
         a[i] = i % 7 - 3;
         b[i] = i % 5 - 2;
         c[i] = 0;
     }
-    double one = 1, zero = 0, best = 1e30;
+    double one[2] = {1, 0}, zero[2] = {0, 0}, best = 1e30;
     for (int r = 0; r < 7; r++) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (int i = 0; i < reps; i++)
-            dgemm_("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
+        if (complex)
+            for (int i = 0; i < reps; i++)
+                zgemm_("N", "N", &n, &n, &n, one, a, &n, b, &n, zero, c, &n);
+        else
+            for (int i = 0; i < reps; i++)
+                dgemm_("N", "N", &n, &n, &n, one, a, &n, b, &n, zero, c, &n);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ns = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / reps;
         if (ns < best)

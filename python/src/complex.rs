@@ -121,6 +121,8 @@ fn product<T: Element>(
             },
         )
     };
-    fastmm::complex::multiply(ctx, a, b, c, form, opts)?;
-    Ok(())
+    // Through `gemm` (α = 1, β = 0): small products take the executor's
+    // one-pass path, the others `multiply`'s real products.
+    let (zero, one) = ([T::ZERO; 2], [T::ONE, T::ZERO]);
+    fastmm::complex::gemm(ctx, one, a, b, zero, c, form, opts)
 }

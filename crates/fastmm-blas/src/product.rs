@@ -84,18 +84,11 @@ pub unsafe fn real<T: Element>(
 /// A complex scalar as (re, im).
 pub type Complex<T> = [T; 2];
 
-/// x·y of complex scalars.
-fn times<T: Element>(x: Complex<T>, y: Complex<T>) -> Complex<T> {
-    [
-        x[0].mul(y[0]).sub(x[1].mul(y[1])),
-        x[0].mul(y[1]).add(x[1].mul(y[0])),
-    ]
-}
-
 /// [`real`] for interleaved complex T (re, im pairs): op may conjugate.
-/// The product A·B runs on the executor as real products of the parts
-/// (the accuracy level's complex form); α and β are applied once,
-/// elementwise, as the reference applies them.
+/// The product runs on the executor's complex product
+/// ([`fastmm::complex::gemm`]: small ones in one pass, others as real
+/// products of the parts in the accuracy level's complex form), which
+/// applies α and β as the reference applies them.
 ///
 /// # Safety
 /// As [`real`], counting elements as complex pairs.
@@ -111,38 +104,17 @@ pub unsafe fn complex<T: Element>(
     beta: Complex<T>,
     c: *mut T,
 ) -> Result<(), Error> {
-    let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
-    let zero = [T::ZERO, T::ZERO];
-    let one = [T::ONE, T::ZERO];
-    if m == 0 || n == 0 || ((alpha == zero || k == 0) && beta == one) {
-        return Ok(());
-    }
+    let (m, n) = (call.m as usize, call.n as usize);
     let ldc = 2 * call.ldc as usize;
     // SAFETY: C's real and imaginary parts are the even and odd T of the
     // caller's m×n column-major storage: two views of disjoint elements,
     // written by this product alone.
-    let (mut c_re, mut c_im) = unsafe {
-        (
-            MatMut::from_raw_parts(c, m, n, 2, ldc),
-            MatMut::from_raw_parts(c.add(1), m, n, 2, ldc),
-        )
-    };
-    let scale_c = |c_re: &mut MatMut<'_, T>, c_im: &mut MatMut<'_, T>| {
-        for j in 0..n {
-            for i in 0..m {
-                let y = match beta == zero {
-                    true => zero,
-                    false => times(beta, [c_re.get(i, j), c_im.get(i, j)]),
-                };
-                c_re.set(i, j, y[0]);
-                c_im.set(i, j, y[1]);
-            }
+    let c = unsafe {
+        SplitMut {
+            re: MatMut::from_raw_parts(c, m, n, 2, ldc),
+            im: MatMut::from_raw_parts(c.add(1), m, n, 2, ldc),
         }
     };
-    if alpha == zero || k == 0 {
-        scale_c(&mut c_re, &mut c_im);
-        return Ok(());
-    }
     let (shape_a, shape_b) = call.stored_shapes();
     // SAFETY: the stored A and B of these shapes and leading dimensions
     // (checked legal), as complex pairs: the parts are every other T.
@@ -175,28 +147,19 @@ pub unsafe fn complex<T: Element>(
         re: b_re,
         im: b_conj.as_ref().map_or(b_im, Matrix::as_ref),
     };
-    let mut t_re = Matrix::try_zeros(m, n)?;
-    let mut t_im = Matrix::try_zeros(m, n)?;
     let form = ComplexForm::for_level(settings.opts.accuracy);
-    let t = SplitMut {
-        re: t_re.as_mut(),
-        im: t_im.as_mut(),
-    };
-    crate::settings::count_product();
-    fastmm::complex::multiply(&settings.machine, a, b, t, form, &settings.opts)?;
-    for j in 0..n {
-        for i in 0..m {
-            let ab = times(alpha, [t_re.get(i, j), t_im.get(i, j)]);
-            let y = match beta == zero {
-                true => ab,
-                false => {
-                    let old = times(beta, [c_re.get(i, j), c_im.get(i, j)]);
-                    [ab[0].add(old[0]), ab[1].add(old[1])]
-                }
-            };
-            c_re.set(i, j, y[0]);
-            c_im.set(i, j, y[1]);
-        }
+    // Counted as `real` counts: products that multiply.
+    if m > 0 && n > 0 && call.k > 0 && alpha != [T::ZERO; 2] {
+        crate::settings::count_product();
     }
-    Ok(())
+    fastmm::complex::gemm(
+        &settings.machine,
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+        form,
+        &settings.opts,
+    )
 }

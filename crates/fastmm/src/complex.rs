@@ -205,6 +205,73 @@ pub fn verify<T: Element>(
     )
 }
 
+/// C ← α·A·B + β·C for complex A (m×k), B (k×n) and C (m×n) as split
+/// planes, α and β as (re, im), with no reports: for front ends that
+/// answer nothing but C (a BLAS's zgemm). As the reference BLAS: nothing
+/// for an empty C, or for α = 0 or k = 0 with β = 1; C ← β·C for α = 0 or
+/// k = 0; β = 0 never reads C (NaN there is ignored). A product the
+/// executor runs at once ([`Executor::complex_direct`]: small ones on the
+/// CPU) runs there; any other is [`multiply`]'s, into C itself where α = 1
+/// and β = 0, else into planes that α and β then combine with C.
+///
+/// # Errors
+/// As [`multiply`]; on an error C's contents are unspecified.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm<E: Executor, T: Element>(
+    executor: &E,
+    alpha: [T; 2],
+    a: SplitRef<'_, T>,
+    b: SplitRef<'_, T>,
+    beta: [T; 2],
+    mut c: SplitMut<'_, T>,
+    form: ComplexForm,
+    opts: &GemmOptions,
+) -> Result<(), Error> {
+    check_parts(&a, &b, &c)?;
+    let ((m, k), n) = (a.re.shape(), b.re.cols());
+    let (zero, one) = ([T::ZERO; 2], [T::ONE, T::ZERO]);
+    if m == 0 || n == 0 || ((alpha == zero || k == 0) && beta == one) {
+        return Ok(());
+    }
+    let scaled = |t: [T; 2], c: &SplitMut<'_, T>, (i, j): (usize, usize)| {
+        crate::cpu::complex_direct::scaled(alpha, t, beta, || [c.re.get(i, j), c.im.get(i, j)])
+    };
+    if alpha == zero || k == 0 {
+        for i in 0..m {
+            for j in 0..n {
+                let z = scaled(zero, &c, (i, j));
+                c.re.set(i, j, z[0]);
+                c.im.set(i, j, z[1]);
+            }
+        }
+        return Ok(());
+    }
+    if let Some(done) = executor.complex_direct(
+        alpha,
+        (a.re, a.im),
+        (b.re, b.im),
+        beta,
+        (c.re.rb_mut(), c.im.rb_mut()),
+        form,
+        opts,
+    ) {
+        return done;
+    }
+    if alpha == one && beta == zero {
+        return multiply(executor, a, b, c, form, opts).map(|_| ());
+    }
+    let mut t = ComplexMatrix::try_zeros(m, n)?;
+    multiply(executor, a, b, t.as_split_mut(), form, opts)?;
+    for i in 0..m {
+        for j in 0..n {
+            let z = scaled(t.get(i, j).into(), &c, (i, j));
+            c.re.set(i, j, z[0]);
+            c.im.set(i, j, z[1]);
+        }
+    }
+    Ok(())
+}
+
 /// C ← A·B for complex A (m×k) and B (k×n) as split planes, on `executor`
 /// with the real products `opts` asks for; returns the real products'
 /// reports, in order.

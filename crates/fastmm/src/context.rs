@@ -703,6 +703,40 @@ impl Executor for Context {
         #[cfg(not(feature = "cuda"))]
         None
     }
+
+    fn complex_direct<T: Element>(
+        &self,
+        alpha: [T; 2],
+        a: (MatRef<'_, T>, MatRef<'_, T>),
+        b: (MatRef<'_, T>, MatRef<'_, T>),
+        beta: [T; 2],
+        c: (MatMut<'_, T>, MatMut<'_, T>),
+        form: ComplexForm,
+        opts: &GemmOptions,
+    ) -> Option<Result<(), Error>> {
+        // Where the four real products would be `packed`'s, as in
+        // `direct_on_cpu`, and at the classical form.
+        let packed = match opts.algorithm {
+            Algorithm::Packed => true,
+            Algorithm::Auto => opts.accuracy == Accuracy::Native,
+            _ => false,
+        };
+        if self.device != Device::Cpu
+            || T::DTYPE.is_integer()
+            || form != ComplexForm::Classical
+            || !packed
+            || opts.cpu != crate::options::CpuOptions::default()
+        {
+            return None;
+        }
+        let route = crate::cpu::complex_direct::route(a, b)?;
+        let run = || -> Result<(), Error> {
+            opts.validate()?;
+            opts.check_interrupt()?;
+            crate::cpu::complex_direct::classical(route, alpha, a, b, beta, c)
+        };
+        Some(run())
+    }
 }
 
 #[cfg(feature = "cuda")]

@@ -359,4 +359,26 @@ pub trait Executor {
         let _ = (a, b, c, form, opts);
         None
     }
+
+    /// A complex product C ← α·A·B + β·C (α, β as (re, im); β = 0 never
+    /// reads C) small enough that this executor runs it at once, with no
+    /// plan and no report: on the CPU, at the classical form where the
+    /// real products would be `packed`'s and small (`packed`'s direct path
+    /// for interleaved A, else
+    /// `COMPLEX_DIRECT_LOOP_MAX_VOLUME` in the tunables). `None` where it has
+    /// no such path ([`crate::complex::gemm`] asks this first).
+    #[allow(clippy::too_many_arguments)]
+    fn complex_direct<T: Element>(
+        &self,
+        alpha: [T; 2],
+        a: (MatRef<'_, T>, MatRef<'_, T>),
+        b: (MatRef<'_, T>, MatRef<'_, T>),
+        beta: [T; 2],
+        c: (MatMut<'_, T>, MatMut<'_, T>),
+        form: ComplexForm,
+        opts: &GemmOptions,
+    ) -> Option<Result<(), Error>> {
+        let _ = (alpha, a, b, beta, c, form, opts);
+        None
+    }
 }

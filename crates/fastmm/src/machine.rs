@@ -370,6 +370,22 @@ impl Executor for Machine {
             },
         }
     }
+
+    fn complex_direct<T: Element>(
+        &self,
+        alpha: [T; 2],
+        a: (MatRef<'_, T>, MatRef<'_, T>),
+        b: (MatRef<'_, T>, MatRef<'_, T>),
+        beta: [T; 2],
+        c: (MatMut<'_, T>, MatMut<'_, T>),
+        form: ComplexForm,
+        opts: &GemmOptions,
+    ) -> Option<Result<(), Error>> {
+        match self {
+            Machine::Device(ctx) => ctx.complex_direct(alpha, a, b, beta, c, form, opts),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

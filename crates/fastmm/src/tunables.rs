@@ -522,3 +522,15 @@ pub const COMPLEX_PLANAR_OUTPUT_PART_BYTES: &[usize] = &[4];
 /// OpenBLAS's 67 ns), while a pass over 64 K elements takes about as
 /// long on one core.
 pub const COMPLEX_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
+
+/// Complex products on the CPU at the classical form whose A is not
+/// interleaved (or too large for `packed`'s direct path) run in one loop
+/// ([`crate::cpu::complex_direct`]) up to this many multiply-adds (m·k·n),
+/// instead of as four planned real products: below it the plans, planes
+/// and reports cost more than the loop.
+pub const COMPLEX_DIRECT_LOOP_MAX_VOLUME: usize = 8 * 8 * 8;
+
+/// Complex products of at most this many multiply-adds take that loop
+/// even where A is interleaved: a 2³ zgemm took 48 ns through it and 119
+/// through the two real products on the direct path (OpenBLAS 39).
+pub const COMPLEX_DIRECT_TINY_VOLUME: usize = 4 * 4 * 4;

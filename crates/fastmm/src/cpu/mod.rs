@@ -1,7 +1,8 @@
 //! The CPU backend: the seeds' ladder ([`naive`], [`ikj`], [`tiled`],
 //! [`parallel`]), the BLIS-style [`packed`] GEMM, and the CPU backend of
 //! the fast algorithms ([`strassen`]), and a distributed schedule run
-//! with the CPU standing in for every processor ([`distributed`]).
+//! with the CPU standing in for every processor ([`distributed`]); small
+//! complex products in one pass ([`complex_direct`]).
 //!
 //! [`multiply`] hands each algorithm one contract: **C ← α·A·B + β·C** for
 //! views of matching shape with m, n, k ≥ 1 and α ≠ 0, where β = 0 never
@@ -10,6 +11,7 @@
 //! them. The simple algorithms apply β in a first pass and then accumulate
 //! C += α·A·B.
 
+pub(crate) mod complex_direct;
 pub(crate) mod distributed;
 pub(crate) mod ikj;
 pub(crate) mod naive;

@@ -4,6 +4,7 @@
 
 mod accuracy;
 mod algorithms;
+mod complex_direct;
 mod direct_path;
 mod executor;
 mod interop;
