@@ -561,6 +561,63 @@ pub fn cheapest(
     .min_by(|x, y| x.1.total_cmp(&y.1))
 }
 
+/// What the certificate of a central sample block says before the rest
+/// of the certificate runs (`histogram`: the sample's needs over the whole
+/// depth, `sample` its rows and columns, `sums` the whole product's, each
+/// of its fix-ups standing for `scale` of the whole's): the native route
+/// where more than `native_share` times the sample's fix-up allowance is
+/// uncertified (wide exponent ranges, NaN or ∞ in many rows);
+/// [`EmulationRoute::Slower`] where emulation cannot beat the native
+/// product once the certificate is paid — no route of any bits does
+/// ([`cheapest`]), or the route the whole certificate would settle on,
+/// priced as [`priced`] prices it there, with the certificate still to
+/// pay. None where the whole certificate should decide.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub fn sample_verdict(
+    histogram: &[u64; 256],
+    (rows, cols): (usize, usize),
+    sums: impl Into<Sums>,
+    target: Target,
+    prices: &Prices,
+    (native_share, scale): (u64, u64),
+) -> Option<EmulationRoute> {
+    let sums = sums.into();
+    let found = settle(
+        route(histogram, rows, sums, cols, target),
+        histogram,
+        sums,
+        target,
+    );
+    if let EmulationRoute::Native { uncertified } = found {
+        if uncertified > native_share * fixup_allowance(rows, cols) {
+            return Some(found);
+        }
+    }
+    let slower = |moduli, fixups: u64| EmulationRoute::Slower {
+        moduli,
+        fixups: fixups.saturating_mul(scale),
+    };
+    // Emulation of any kind (past the fix-up allowance too) dearer than
+    // native on the sample: at a share of fix-ups that the whole product
+    // would show as well, the whole certificate would only find a route
+    // that loses.
+    if let Some((EmulationRoute::Emulated { moduli, fixups, .. }, cost)) =
+        cheapest(histogram, sums, target, prices, true)
+    {
+        if cost >= 1.0 {
+            return Some(slower(moduli, fixups));
+        }
+    }
+    // The route the whole certificate would take from the same needs,
+    // dearer than native with the certificate still to run: the whole
+    // would find it too, after paying for it.
+    let elements = rows as u64 * cols as u64;
+    match priced(found, elements, prices, true) {
+        EmulationRoute::Slower { moduli, fixups } => Some(slower(moduli, fixups)),
+        _ => None,
+    }
+}
+
 impl EmulationRoute {
     /// An emulated route's bits, moduli and native fix-ups (None for the
     /// native route).
@@ -671,6 +728,52 @@ mod tests {
             norm,
             finite: true,
         }
+    }
+
+    /// The sample condemns a product whose settled route loses once the
+    /// certificate is paid even where a route of more moduli would not
+    /// (the whole certificate would go native all the same), keeps one
+    /// whose needs emulation serves, and sends a mostly uncertified one
+    /// native.
+    #[test]
+    fn the_sample_decides_as_the_whole_certificate_would() {
+        let prices = Prices {
+            certificate: 0.057,
+            fixed: 0.036,
+            modulus: 0.038,
+            fixup: 600.0,
+        };
+        let (k, side) = (4096usize, 256usize);
+        let target = bound(k, f64::from(f32::EPSILON) / 2.0);
+        let elements = (side * side) as u64;
+        let verdict = |h: &[u64; 256]| sample_verdict(h, (side, side), k, target, &prices, (4, 16));
+        // 0.2% of the elements need 30 bits, the rest 20: the fewest bits
+        // within the allowance (1/256) fix up 131 elements, 1.2 native
+        // products' worth at these prices, while 30 bits for all would
+        // cost about half a native product.
+        let mut h = [0u64; 256];
+        h[20] = elements - 131;
+        h[30] = 131;
+        let (cheap, cost) = cheapest(&h, k, target, &prices, true).expect("some route");
+        assert!(cost < 1.0, "{cheap:?} {cost}");
+        match verdict(&h) {
+            Some(EmulationRoute::Slower { fixups, .. }) => assert_eq!(fixups, 131 * 16),
+            other => panic!("{other:?}"),
+        }
+        // Every element at 20 bits: the whole certificate decides.
+        let mut h = [0u64; 256];
+        h[20] = elements;
+        assert_eq!(verdict(&h), None);
+        // A tenth uncertified: native at once.
+        let mut h = [0u64; 256];
+        h[20] = elements - elements / 10;
+        h[UNCERTIFIED as usize] = elements / 10;
+        assert_eq!(
+            verdict(&h),
+            Some(EmulationRoute::Native {
+                uncertified: elements / 10
+            })
+        );
     }
 
     /// The need is the exact minimum of the condition, for any data.

@@ -43,7 +43,7 @@ use crate::cuda::tunables::{
 };
 use crate::element::Element;
 use crate::emulation::certify::{
-    certificate_depth, cheapest, fixup_allowance, priced, route, settle, wants_full_depth,
+    certificate_depth, fixup_allowance, priced, route, sample_verdict, settle, wants_full_depth,
     EmulationRoute, Goal, Sums, Target, NORM_SLACK,
 };
 use crate::emulation::moduli::MODULI;
@@ -586,10 +586,9 @@ impl EmulatedGemm {
     /// so that such a product costs about its native one (the rest of
     /// the certificate would read A and B three times more and run an
     /// INT8 product to reach the same route); [`EmulationRoute::Slower`]
-    /// where the sample's cheapest emulation, its certificate counted,
-    /// costs the native product's time at the device's prices. None
-    /// otherwise: a product the sample cannot condemn takes the whole
-    /// certificate.
+    /// where emulation cannot pay once the certificate is counted
+    /// ([`sample_verdict`]). None otherwise: a product the sample cannot
+    /// condemn takes the whole certificate.
     fn sample_goes_native<T: Element>(
         &self,
         gpu: &Gpu,
@@ -642,32 +641,15 @@ impl EmulatedGemm {
         )?;
         let counts = read_histograms(gpu, &histogram, 1)?[0];
         let sums = Sums::with_norms(k, rows.widest(gpu)?[0], cols.widest(gpu)?[0]);
-        let found = settle(
-            route(&counts, SAMPLE, sums, SAMPLE, target),
+        let scale = (m as u64 * n as u64) / (SAMPLE * SAMPLE) as u64;
+        Ok(sample_verdict(
             &counts,
+            (SAMPLE, SAMPLE),
             sums,
             target,
-        );
-        let prices = emulation_prices(T::DTYPE);
-        if let EmulationRoute::Native { uncertified } = found {
-            if uncertified > SAMPLE_NATIVE * fixup_allowance(SAMPLE, SAMPLE) {
-                return Ok(Some(found));
-            }
-        }
-        // Emulation of any kind (past the fix-up allowance too) dearer
-        // than native on the sample: at a share of fix-ups that the whole
-        // product would show as well, the whole certificate would only
-        // find a route that loses.
-        Ok(match cheapest(&counts, sums, target, &prices, true) {
-            Some((EmulationRoute::Emulated { moduli, fixups, .. }, cost)) if cost >= 1.0 => {
-                let scale = (m as u64 * n as u64) / (SAMPLE * SAMPLE) as u64;
-                Some(EmulationRoute::Slower {
-                    moduli,
-                    fixups: fixups.saturating_mul(scale),
-                })
-            }
-            _ => None,
-        })
+            &emulation_prices(T::DTYPE),
+            (SAMPLE_NATIVE, scale),
+        ))
     }
 
     /// One slice of depth k ≤ [`EMULATION_K_CHUNK`]; its route and the
