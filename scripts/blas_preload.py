@@ -4,6 +4,7 @@ library's speed as a numpy user sees it (docs/results.md).
 
     python3 scripts/blas_preload.py [--lib target/release/libfastmm_blas.so]
         [--sizes 1024,2048,4096] [--trials 3]
+        [--dtypes float64,float32]    (complex128 and complex64 as well)
 """
 
 import argparse
@@ -17,10 +18,12 @@ CHILD = """
 import json, sys, time, numpy as np
 out = {}
 for n in %(sizes)r:
-    for dtype in ("float64", "float32"):
+    for dtype in %(dtypes)r:
         rng = np.random.default_rng(n)
-        a = rng.standard_normal((n, n)).astype(dtype)
-        b = rng.standard_normal((n, n)).astype(dtype)
+        draw = lambda: rng.standard_normal((n, n)) + (
+            1j * rng.standard_normal((n, n)) if dtype.startswith("complex") else 0)
+        a = draw().astype(dtype)
+        b = draw().astype(dtype)
         a @ b
         times = []
         for _ in range(%(reps)d):
@@ -37,9 +40,10 @@ def main():
     p.add_argument("--sizes", default="1024,2048,4096")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--dtypes", default="float64,float32")
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    code = CHILD % {"sizes": sizes, "reps": args.reps}
+    code = CHILD % {"sizes": sizes, "reps": args.reps, "dtypes": args.dtypes.split(",")}
     runs = {"numpy": [], "fastmm": []}
     for trial in range(args.trials):
         order = ["numpy", "fastmm"] if trial % 2 == 0 else ["fastmm", "numpy"]
@@ -49,11 +53,11 @@ def main():
                 env["LD_PRELOAD"] = os.path.abspath(args.lib)
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
             runs[who].append(json.loads(out.stdout))
-    print("size dtype   numpy µs  fastmm µs  fastmm/numpy speed")
+    print("size dtype      numpy µs  fastmm µs  fastmm/numpy speed")
     for key in runs["numpy"][0]:
         mine = statistics.median(r[key] for r in runs["fastmm"]) * 1e6
         theirs = statistics.median(r[key] for r in runs["numpy"]) * 1e6
-        print(f"{key:13} {theirs:9.3f} {mine:10.3f}  {theirs / mine:6.3f}x")
+        print(f"{key:16} {theirs:9.3f} {mine:10.3f}  {theirs / mine:6.3f}x")
 
 
 if __name__ == "__main__":
