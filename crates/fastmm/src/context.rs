@@ -733,7 +733,7 @@ impl Executor for Context {
         let run = || -> Result<(), Error> {
             opts.validate()?;
             opts.check_interrupt()?;
-            crate::cpu::complex_direct::classical(route, alpha, a, b, beta, c)
+            crate::cpu::complex_direct::classical(route, opts, alpha, a, b, beta, c)
         };
         Some(run())
     }

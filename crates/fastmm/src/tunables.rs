@@ -534,3 +534,10 @@ pub const COMPLEX_DIRECT_LOOP_MAX_VOLUME: usize = 8 * 8 * 8;
 /// even where A is interleaved: a 2³ zgemm took 48 ns through it and 119
 /// through the two real products on the direct path (OpenBLAS 39).
 pub const COMPLEX_DIRECT_TINY_VOLUME: usize = 4 * 4 * 4;
+
+/// Complex products on the CPU at the classical form with an interleaved
+/// operand (numpy's and the BLAS's storage) run as one real product of
+/// the interleaved storage ([`crate::cpu::complex_direct`]) up to this
+/// many multiply-adds (m·k·n), instead of four planned real products over
+/// copied planes.
+pub const COMPLEX_STACKED_MAX_VOLUME: usize = 512 * 512 * 512;

@@ -1,5 +1,5 @@
-//! Small complex products in one pass: C ← α·A·B + β·C at the classical
-//! form, with no planes, plans or real products around it.
+//! Complex products in one pass: C ← α·A·B + β·C at the classical form,
+//! with no planes, plans or four real products around it.
 //!
 //! Each element keeps the four real sums of the classical form apart,
 //! Σ AᵣBᵣ, Σ AᵢBᵢ, Σ AᵣBᵢ and Σ AᵢBᵣ, each in the order of the depth, and
@@ -13,35 +13,51 @@
 //! - **Interleaved A** (numpy's and the BLAS's storage, A not transposed):
 //!   A read as one real 2m×k matrix Â whose rows alternate real and
 //!   imaginary parts. Â·Bᵣ holds Σ AᵣBᵣ and Σ AᵢBᵣ, Â·Bᵢ holds Σ AᵣBᵢ and
-//!   Σ AᵢBᵢ: two real products on `packed`'s direct path (its AVX-512
-//!   kernels, computed as (Bᵣᵀ·Âᵀ)ᵀ so that the kernel streams Â's
-//!   columns), then one pass that combines them with α, β and C. Where B
-//!   is the interleaved one as its transpose (row-major storage, numpy's
-//!   arrays), the same for Cᵀ = Bᵀ·Aᵀ.
+//!   Σ AᵢBᵢ, so R = [Bᵣᵀ; Bᵢᵀ]·Âᵀ holds all four sums: two real products
+//!   on `packed`'s direct path where they are small, else one on `packed`
+//!   with its threads (B's parts copied into one 2n×k matrix); then one
+//!   pass combines them with α, β and C. Where B is the interleaved one as its
+//!   transpose (row-major storage, numpy's arrays), the same for
+//!   Cᵀ = Bᵀ·Aᵀ.
 //! - **Otherwise**, up to `COMPLEX_DIRECT_LOOP_MAX_VOLUME` multiply-adds,
-//!   and for any A up to `COMPLEX_DIRECT_TINY_VOLUME` (where the two calls
-//!   and the combining pass cost more than the product), a loop over C's
-//!   columns.
+//!   and for any A up to `COMPLEX_DIRECT_TINY_VOLUME` (where the copy, the
+//!   call and the combining pass cost more than the product), a loop over
+//!   C's columns.
 //!
-//! Either costs less than planning the four real products it replaces (a
-//! 2³ zgemm: ~1.4 µs through them, against OpenBLAS's 40–55 ns).
+//! Either costs less than planning the four real products over copied
+//! planes that it replaces (a 2³ zgemm: ~1.4 µs through them, against
+//! OpenBLAS's 40–55 ns), and the one real product reads A where it lies.
 
 use super::packed::dispatch::DirectFn;
-use super::packed::plain::direct_for;
+use super::packed::plain::direct_for_shape;
 use super::packed::workspace::{Pool, Workspace};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
-use crate::tunables::{COMPLEX_DIRECT_LOOP_MAX_VOLUME, COMPLEX_DIRECT_TINY_VOLUME};
+use crate::options::GemmOptions;
+use crate::tunables::{
+    COMPLEX_DIRECT_LOOP_MAX_VOLUME, COMPLEX_DIRECT_TINY_VOLUME, COMPLEX_STACKED_MAX_VOLUME,
+};
 
-/// How a small complex product runs in one pass.
+/// How the one real product of [`Route::Stacked`] runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Real<T: Element> {
+    /// `packed`'s direct path, with its KC.
+    Direct(DirectFn<T>, usize),
+    /// `packed`, packing and threads as its options resolve them.
+    Packed,
+}
+
+/// How a complex product runs here.
 #[derive(Clone, Copy)]
 pub(crate) enum Route<T: Element> {
-    /// Two real products of interleaved Â on the direct path, with its KC.
-    Interleaved(DirectFn<T>, usize),
-    /// The same for Cᵀ = Bᵀ·Aᵀ, whose left factor is interleaved (row-major
-    /// storage, numpy's).
-    Transposed(DirectFn<T>, usize),
+    /// One real product of interleaved Â; for Cᵀ = Bᵀ·Aᵀ where `transposed`.
+    Stacked {
+        /// The real product's path.
+        real: Real<T>,
+        /// Whether Bᵀ is the interleaved operand.
+        transposed: bool,
+    },
     /// The loop over C's columns.
     Loop,
 }
@@ -62,9 +78,10 @@ fn a_hat_t<'a, T: Element>(ar: MatRef<'a, T>) -> MatRef<'a, T> {
     unsafe { MatRef::from_raw_parts(ar.as_ptr(), 2 * ar.rows(), ar.cols(), 1, ar.col_stride()) }.t()
 }
 
-/// The way this product runs in one pass, or None where it is too large
-/// for either (the caller then plans real products). Shapes as
-/// [`classical`] takes them, checked there.
+/// The way this product runs here, or None where it should be planned as
+/// real products (another layout past the loop's sizes, or past
+/// `COMPLEX_STACKED_MAX_VOLUME`). Shapes as [`classical`] takes them,
+/// checked there.
 pub(crate) fn route<T: Element>(
     a: (MatRef<'_, T>, MatRef<'_, T>),
     b: (MatRef<'_, T>, MatRef<'_, T>),
@@ -75,16 +92,23 @@ pub(crate) fn route<T: Element>(
     if up_to(COMPLEX_DIRECT_TINY_VOLUME) {
         return Some(Route::Loop);
     }
-    if m > 0 && k > 0 && n > 0 {
-        if interleaved(a) {
-            if let Some((direct, kc)) = direct_for(&b.0.t(), &a_hat_t(a.0)) {
-                return Some(Route::Interleaved(direct, kc));
-            }
+    let transposed = match (interleaved(a), interleaved((b.0.t(), b.1.t()))) {
+        _ if m == 0 || k == 0 || n == 0 => None,
+        (true, _) => Some(false),
+        (false, true) => Some(true),
+        (false, false) => None,
+    };
+    if let Some(transposed) = transposed {
+        // R = S·Âᵀ: 2n×k by k×2m (m and n trading places for Cᵀ), Âᵀ's
+        // rows contiguous.
+        let (rows, cols) = if transposed { (m, n) } else { (n, m) };
+        if let Some((direct, kc)) = direct_for_shape::<T>((2 * rows, k, 2 * cols), true) {
+            let real = Real::Direct(direct, kc);
+            return Some(Route::Stacked { real, transposed });
         }
-        if interleaved((b.0.t(), b.1.t())) {
-            if let Some((direct, kc)) = direct_for(&a.0, &a_hat_t(b.0.t())) {
-                return Some(Route::Transposed(direct, kc));
-            }
+        if up_to(COMPLEX_STACKED_MAX_VOLUME) {
+            let real = Real::Packed;
+            return Some(Route::Stacked { real, transposed });
         }
     }
     up_to(COMPLEX_DIRECT_LOOP_MAX_VOLUME).then_some(Route::Loop)
@@ -125,6 +149,7 @@ pub(crate) fn scaled<T: Element>(
 /// route that does not fit them; C is then untouched.
 pub(crate) fn classical<T: Element>(
     route: Route<T>,
+    opts: &GemmOptions,
     alpha: [T; 2],
     (ar, ai): (MatRef<'_, T>, MatRef<'_, T>),
     (br, bi): (MatRef<'_, T>, MatRef<'_, T>),
@@ -146,47 +171,57 @@ pub(crate) fn classical<T: Element>(
             });
         }
     }
-    if let Route::Transposed(direct, kc) = route {
-        return classical(
-            Route::Interleaved(direct, kc),
-            alpha,
-            (br.t(), bi.t()),
-            (ar.t(), ai.t()),
-            beta,
-            (cr.t(), ci.t()),
-        );
-    }
-    if let Route::Interleaved(direct, kc) = route {
+    if let Route::Stacked { real, transposed } = route {
+        if transposed {
+            let route = Route::Stacked {
+                real,
+                transposed: false,
+            };
+            let (a, b, c) = ((br.t(), bi.t()), (ar.t(), ai.t()), (cr.t(), ci.t()));
+            return classical(route, opts, alpha, a, b, beta, c);
+        }
         if !interleaved((ar, ai)) || m == 0 || k == 0 || n == 0 {
             return Err(Error::InvalidOption(
                 "a complex product routed as interleaved whose A is not".into(),
             ));
         }
-        // Pᵀ = Bᵣᵀ·Âᵀ and Qᵀ = Bᵢᵀ·Âᵀ, n×2m each: row j of Pᵀ holds
-        // (Σ AᵣBᵣ, Σ AᵢBᵣ) of column j's elements in turn, Qᵀ's
-        // (Σ AᵣBᵢ, Σ AᵢBᵢ).
-        let len = n * 2 * m;
-        let mut workspace = Workspace::take_from::<T>(Pool::Complex, &[len, len]);
-        let Ok([p, q]) = <[&mut [T]; 2]>::try_from(workspace.split::<T>(&[len, len])) else {
+        // R = [Bᵣᵀ; Bᵢᵀ]·Âᵀ (2n×2m): row j of R holds (Σ AᵣBᵣ, Σ AᵢBᵣ) of
+        // column j's elements in turn, row n + j (Σ AᵣBᵢ, Σ AᵢBᵢ). On the
+        // direct path as two products of B's parts where they lie; on
+        // `packed` as one, B's parts copied into one 2n×k matrix S, so that
+        // Âᵀ is packed once and the threads share one product.
+        let a_hat = a_hat_t(ar);
+        let r_len = 4 * n * m;
+        let s_len = match real {
+            Real::Direct(..) => 0,
+            Real::Packed => 2 * n * k,
+        };
+        let mut workspace = Workspace::take_from::<T>(Pool::Complex, &[r_len, s_len]);
+        let Ok([r, s]) = <[&mut [T]; 2]>::try_from(workspace.split::<T>(&[r_len, s_len])) else {
             unreachable!("split returns one buffer per length");
         };
-        let a_hat = a_hat_t(ar);
-        direct(
-            T::ONE,
-            br.t(),
-            a_hat,
-            T::ZERO,
-            MatMut::from_slice(p, n, 2 * m)?,
-            kc,
-        );
-        direct(
-            T::ONE,
-            bi.t(),
-            a_hat,
-            T::ZERO,
-            MatMut::from_slice(q, n, 2 * m)?,
-            kc,
-        );
+        match real {
+            Real::Direct(direct, kc) => {
+                for (part, rows) in [br, bi].into_iter().zip(r.chunks_exact_mut(2 * n * m)) {
+                    let rows = MatMut::from_slice(rows, n, 2 * m)?;
+                    direct(T::ONE, part.t(), a_hat, T::ZERO, rows, kc);
+                }
+            }
+            Real::Packed => {
+                for (part, rows) in [br, bi].into_iter().zip(s.chunks_exact_mut(n * k)) {
+                    for (j, row) in rows.chunks_exact_mut(k).enumerate() {
+                        for (p, x) in row.iter_mut().enumerate() {
+                            // SAFETY: p < k and j < n: inside B's views.
+                            *x = unsafe { part.get_unchecked(p, j) };
+                        }
+                    }
+                }
+                let s = MatRef::from_slice(s, 2 * n, k)?;
+                let rows = MatMut::from_slice(&mut *r, 2 * n, 2 * m)?;
+                super::packed::multiply(T::ONE, s, a_hat, T::ZERO, rows, opts)?;
+            }
+        }
+        let (p, q) = r.split_at(2 * n * m);
         for (j, (pj, qj)) in p.chunks_exact(2 * m).zip(q.chunks_exact(2 * m)).enumerate() {
             for (i, (pp, qq)) in pj.chunks_exact(2).zip(qj.chunks_exact(2)).enumerate() {
                 let sum = [pp[0].sub(qq[1]), qq[0].add(pp[1])];

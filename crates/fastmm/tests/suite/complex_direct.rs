@@ -3,8 +3,8 @@
 //! product as four planned real products (options that skip the one-pass
 //! path), for f32 and f64, interleaved storage as a BLAS passes it (odd
 //! leading dimensions), transposed views, split planes, complex α and β,
-//! β = 0 over a NaN-filled C, and shapes from empty to past the one-pass
-//! sizes; and exactly on Gaussian integers.
+//! β = 0 over a NaN-filled C, and shapes from empty to past the direct
+//! path; and exactly on Gaussian integers.
 
 use fastmm::complex::{gemm, ComplexForm, SplitMut, SplitRef};
 use fastmm::random::seeded_rng;
@@ -112,6 +112,10 @@ fn check<T: Element>(unit: f64) {
         (64, 64, 64),
         (1, 300, 1),
         (100, 3, 7),
+        // Past the direct path: the one real product on `packed`'s
+        // threads.
+        (128, 128, 128),
+        (150, 200, 97),
     ];
     let nan = T::from_f64(f64::NAN);
     let scalars = [

@@ -73,12 +73,23 @@ pub(crate) fn direct_for<T: Element>(
     a: &MatRef<'_, T>,
     b: &MatRef<'_, T>,
 ) -> Option<(DirectFn<T>, usize)> {
+    direct_for_shape::<T>(
+        (a.rows(), a.cols(), b.cols()),
+        b.col_stride() == 1 || b.cols() == 1,
+    )
+}
+
+/// [`direct_for`] of an m×k×n product whose B has its rows contiguous
+/// (or one column) where `b_rows`, before its operands exist.
+pub(crate) fn direct_for_shape<T: Element>(
+    (m, k, n): (usize, usize, usize),
+    b_rows: bool,
+) -> Option<(DirectFn<T>, usize)> {
     let resolved = (*RESOLVED[slot(T::DTYPE)].get_or_init(resolve::<T>))?;
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let mnk = m as u128 * k as u128 * n as u128;
     let fits = mnk <= PACKED_DIRECT_MAX_MNK
         && mnk < resolved.one_thread_below
-        && (b.col_stride() == 1 || n == 1)
+        && b_rows
         && m.saturating_mul(n).saturating_mul(std::mem::size_of::<T>()) <= resolved.l2
         && k_slices::<T>((m, k, n), resolved.kc) == 1;
     // SAFETY: `direct` was made from a `DirectFn<T>` by `resolve::<T>`
