@@ -539,8 +539,10 @@ pub const COMPLEX_DIRECT_TINY_VOLUME: usize = 4 * 4 * 4;
 /// operand (numpy's and the BLAS's storage) run as one real product of
 /// the interleaved storage ([`crate::cpu::complex_direct`]) up to this
 /// many multiply-adds (m·k·n), instead of four planned real products over
-/// copied planes: numpy's complex128 `a @ b` under the preload on the
-/// 2-core Zen 5 guest ran 1.16× numpy at 1024 through the planes and 1.72×
-/// this way (2048: 1.86×, 4096: 1.53×). The bound keeps its two buffers
-/// (4·m·n and 2·k·n elements, kept per thread) to ~0.8 GB in complex128.
-pub const COMPLEX_STACKED_MAX_VOLUME: usize = 4096 * 4096 * 4096;
+/// copied planes. On the 2-core Zen 5 guest, `fastmm.matmul` on numpy's
+/// complex128 arrays: 2048³ 0.340 s this way against 0.373 s through the
+/// planes, 4096³ 3.06 s against 2.50 s (its copy of B and its combining
+/// pass run on one thread, ~0.5 s there); numpy's `a @ b` under the
+/// preload, through `complex::gemm` either way, 1.72× numpy at 1024 and
+/// 1.86× at 2048 this way, 1.12× and 1.19× through the planes.
+pub const COMPLEX_STACKED_MAX_VOLUME: usize = 2048 * 2048 * 2048;
