@@ -150,30 +150,14 @@ fn check<T: Element>(unit: f64) {
                             }
                             c
                         };
-                        let (mut one_pass, mut four) = (start(), start());
-                        let form = ComplexForm::Classical;
-                        gemm(
-                            &ctx,
-                            alpha,
-                            a.split(ta),
-                            b.split(tb),
-                            beta,
-                            one_pass.split_mut(),
-                            form,
-                            &fast,
-                        )
-                        .expect("one pass");
-                        gemm(
-                            &ctx,
-                            alpha,
-                            a.split(ta),
-                            b.split(tb),
-                            beta,
-                            four.split_mut(),
-                            form,
-                            &planned,
-                        )
-                        .expect("planned");
+                        let run = |opts: &GemmOptions| {
+                            let mut c = start();
+                            let (a, b) = (a.split(ta), b.split(tb));
+                            let form = ComplexForm::Classical;
+                            gemm(&ctx, alpha, a, b, beta, c.split_mut(), form, opts).map(|()| c)
+                        };
+                        let one_pass = run(&fast).expect("one pass");
+                        let four = run(&planned).expect("planned");
                         let what = format!(
                             "{:?} {m}×{k}×{n} t=({ta},{tb}) ld+{extra} ints={ints} α={:?} β={:?}",
                             T::DTYPE,
