@@ -222,15 +222,29 @@ pub(crate) fn classical<T: Element>(
             }
         }
         let (p, q) = r.split_at(2 * n * m);
+        let zero = beta == [T::ZERO; 2];
+        let (rs_r, cs_r, rs_i, cs_i) = (
+            cr.row_stride(),
+            cr.col_stride(),
+            ci.row_stride(),
+            ci.col_stride(),
+        );
+        let (re, im) = (cr.as_mut_ptr(), ci.as_mut_ptr());
         for (j, (pj, qj)) in p.chunks_exact(2 * m).zip(q.chunks_exact(2 * m)).enumerate() {
             for (i, (pp, qq)) in pj.chunks_exact(2).zip(qj.chunks_exact(2)).enumerate() {
                 let sum = [pp[0].sub(qq[1]), qq[0].add(pp[1])];
-                let z = scaled(alpha, sum, beta, || [cr.get(i, j), ci.get(i, j)]);
-                // SAFETY: i < m and j < n, C's shape; the two parts are
-                // distinct views that share no element.
+                // SAFETY: i < m and j < n, the shape of both of C's views
+                // (checked above): element (i, j) of each lies at its
+                // strides from its start, inside the view; the two views
+                // share no element.
                 unsafe {
-                    *cr.get_unchecked_mut(i, j) = z[0];
-                    *ci.get_unchecked_mut(i, j) = z[1];
+                    let to_re = re.add(i * rs_r + j * cs_r);
+                    let to_im = im.add(i * rs_i + j * cs_i);
+                    let z = match zero {
+                        true => times(alpha, sum),
+                        false => scaled(alpha, sum, beta, || [*to_re, *to_im]),
+                    };
+                    (*to_re, *to_im) = (z[0], z[1]);
                 }
             }
         }
