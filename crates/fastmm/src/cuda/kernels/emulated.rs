@@ -605,12 +605,23 @@ impl EmulatedGemm {
         let (kp, np) = padded(k, SAMPLE);
         let rows = self.stats(gpu, (SAMPLE, k), (a, !a.trans), Batch::ONE)?;
         let cols = self.stats(gpu, (SAMPLE, k), (b, b.trans), Batch::ONE)?;
-        let mag_a: CudaSlice<i8> = alloc(gpu, SAMPLE * kp, "sample magnitudes")?;
-        let mag_b: CudaSlice<i8> = alloc(gpu, SAMPLE * kp, "sample magnitudes")?;
-        let g: CudaSlice<i32> = alloc(gpu, SAMPLE * np, "sample magnitude product")?;
-        let need: CudaSlice<u8> = alloc(gpu, SAMPLE * SAMPLE, "sample needs")?;
-        let histogram: CudaSlice<u64> = alloc(gpu, 256, "sample histogram")?;
-        let (ma, mb) = (ptr(gpu, &mag_a), ptr(gpu, &mag_b));
+        // One zeroed region holds the two magnitude planes (their padding
+        // must read as zero), their product and the needs; the histogram
+        // has two words more, where the largest norms are copied, so that
+        // what the host decides on comes back in one read: the sample
+        // stands before every emulated product, and each allocation and
+        // wait is paid where emulation may not.
+        let mut carve = Carve::default();
+        let at = [
+            carve.take(SAMPLE * kp),
+            carve.take(SAMPLE * kp),
+            carve.take(4 * SAMPLE * np),
+            carve.take(SAMPLE * SAMPLE),
+        ];
+        let region: CudaSlice<u8> = alloc(gpu, carve.end(), "sample")?;
+        let mut words: CudaSlice<u64> = alloc(gpu, 256 + 2, "sample histogram")?;
+        let base = ptr(gpu, &region);
+        let [ma, mb, g, need] = at.map(|offset| base + offset as u64);
         self.split(
             gpu,
             (SAMPLE, k, kp),
@@ -627,20 +638,30 @@ impl EmulatedGemm {
             (0, 1),
             (mb, SAMPLE * kp),
         )?;
-        int8_product(gpu, (SAMPLE, SAMPLE, kp, np), ma, mb, ptr(gpu, &g))?;
+        int8_product(gpu, (SAMPLE, SAMPLE, kp, np), ma, mb, g)?;
         let target = Target::of(self.goal, (m, k, n), T::DTYPE);
         self.needs(
             gpu,
             (0, SAMPLE, SAMPLE, k),
-            (ptr(gpu, &g), 0, np, 0),
+            (g, 0, np, 0),
             (rows.at(gpu), 0),
             (cols.at(gpu), 0),
             target.tau(),
-            (ptr(gpu, &need), 0, ptr(gpu, &histogram)),
+            (need, 0, ptr(gpu, &words)),
             1,
         )?;
-        let counts = read_histograms(gpu, &histogram, 1)?[0];
-        let sums = Sums::with_norms(k, rows.widest(gpu)?[0], cols.widest(gpu)?[0]);
+        for (top, slot) in [(&rows.tops, 256), (&cols.tops, 257)] {
+            gpu.stream
+                .memcpy_dtod(top, &mut words.slice_mut(slot..slot + 1))
+                .map_err(|e| cuda_err("cannot gather the sample's largest norms", e))?;
+        }
+        let mut read = [0u64; 256 + 2];
+        gpu.stream
+            .memcpy_dtoh(&words, &mut read[..])
+            .map_err(|e| cuda_err("cannot read the sample's certificate", e))?;
+        gpu.synchronize()?;
+        let counts: [u64; 256] = read[..256].try_into().expect("256 bins");
+        let sums = Sums::with_norms(k, f64::from_bits(read[256]), f64::from_bits(read[257]));
         let scale = (m as u64 * n as u64) / (SAMPLE * SAMPLE) as u64;
         Ok(sample_verdict(
             &counts,
