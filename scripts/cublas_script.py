@@ -3,15 +3,22 @@ and f32 (TF32 off), complex128 at n/2, torch.bmm (a strided batch) and
 CuPy's dot; kernel time (CUDA events on torch's stream, median of reps) and
 error against long double on sampled rows, one JSON line per call.
 
-    python3 scripts/cublas_script.py N REPS LABEL
+    python3 scripts/cublas_script.py N REPS LABEL [CASES]
 
-Run plainly and under LD_PRELOAD=libfastmm_cublas.so by
-scripts/cublas-interposer.sh; nothing in it names fastmm."""
-import json, statistics, sys
+CASES is a comma list of f64, f32, c128, bmm, cupy and small (default:
+all). "small" times 64³, 128³ and 256³ f32/f64 products as a program sees
+them: the wall time of 200 back-to-back calls and one synchronisation,
+per call, median of 7, so a preloaded library's per-call cost shows.
+
+Run plainly and under LD_PRELOAD=libfastmm_cublas.so (or another
+library's hook) by scripts/cublas-interposer.sh; nothing in it names
+fastmm."""
+import json, statistics, sys, time
 import numpy as np
 import torch
 
 n, reps, label = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+cases = set((sys.argv[4] if len(sys.argv) > 4 else "f64,f32,c128,bmm,cupy,small").split(","))
 torch.backends.cuda.matmul.allow_tf32 = False
 gen = torch.Generator(device="cuda").manual_seed(5)
 
@@ -26,8 +33,13 @@ def timed(f):
     return statistics.median(times), out
 
 def errors(a, b, c, rows):
-    """Largest |C - ref| / (|A||B|) and relative Frobenius, on rows, in long double."""
-    to = lambda x: x.cpu().numpy().astype(np.clongdouble if x.is_complex() else np.longdouble)
+    """Largest |C - ref| / (|A||B|) and relative Frobenius, on rows, in long
+    double (in double for single-precision operands, whose products are
+    exact there and whose sums' error is far below theirs: long double's
+    matmul has no BLAS and takes most of a case's time at 16384)."""
+    wide = {True: (np.complex128, np.clongdouble), False: (np.float64, np.longdouble)}
+    single = a.dtype in (torch.float32, torch.complex64)
+    to = lambda x: x.cpu().numpy().astype(wide[x.is_complex()][0 if single else 1])
     ar, bb, cr = to(a[rows]), to(b), to(c[rows])
     ref = ar @ bb
     scale = np.abs(ar) @ np.abs(bb)
@@ -36,31 +48,51 @@ def errors(a, b, c, rows):
     return worst, fro
 
 def report(case, ms, err):
-    print(json.dumps({"label": label, "case": case, "ms": round(ms, 3), "max_scaled": err[0], "rel_fro": err[1]}), flush=True)
+    print(json.dumps({"label": label, "case": case, "ms": round(ms, 5), "max_scaled": err[0], "rel_fro": err[1]}), flush=True)
 
 rows = [0, n // 3, n - 1]
 for dtype, name in [(torch.float64, "f64"), (torch.float32, "f32")]:
+    if name not in cases:
+        continue
     a = torch.rand(n, n, dtype=dtype, device="cuda", generator=gen) * 2 - 1
     b = torch.rand(n, n, dtype=dtype, device="cuda", generator=gen) * 2 - 1
     ms, c = timed(lambda: torch.matmul(a, b))
     report(f"torch.matmul {name} {n}", ms, errors(a, b, c, rows))
     del a, b, c
-m = n // 2
-a = torch.complex(*(torch.rand(2, m, m, dtype=torch.float64, device="cuda", generator=gen) * 2 - 1))
-b = torch.complex(*(torch.rand(2, m, m, dtype=torch.float64, device="cuda", generator=gen) * 2 - 1))
-ms, c = timed(lambda: torch.matmul(a, b))
-report(f"torch.matmul c128 {m}", ms, errors(a, b, c, rows[:2]))
-del a, b, c
-a = torch.rand(64, 2048, 2048, device="cuda", generator=gen) * 2 - 1
-b = torch.rand(64, 2048, 2048, device="cuda", generator=gen) * 2 - 1
-ms, c = timed(lambda: torch.bmm(a, b))
-report("torch.bmm f32 64x2048", ms, errors(a[5], b[5], c[5], rows[:1]))
-del a, b, c
-try:
-    import cupy
-    x = cupy.random.default_rng(3).random((n, n)) * 2 - 1
-    y = cupy.random.default_rng(4).random((n, n)) * 2 - 1
-    ms, z = timed(lambda: torch.as_tensor(cupy.dot(x, y), device="cuda"))
-    report(f"cupy.dot f64 {n}", ms, errors(torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda"), z, rows))
-except ImportError:
-    print("no cupy")
+if "c128" in cases:
+    m = n // 2
+    a = torch.complex(*(torch.rand(2, m, m, dtype=torch.float64, device="cuda", generator=gen) * 2 - 1))
+    b = torch.complex(*(torch.rand(2, m, m, dtype=torch.float64, device="cuda", generator=gen) * 2 - 1))
+    ms, c = timed(lambda: torch.matmul(a, b))
+    report(f"torch.matmul c128 {m}", ms, errors(a, b, c, rows[:2]))
+    del a, b, c
+if "bmm" in cases:
+    a = torch.rand(64, 2048, 2048, device="cuda", generator=gen) * 2 - 1
+    b = torch.rand(64, 2048, 2048, device="cuda", generator=gen) * 2 - 1
+    ms, c = timed(lambda: torch.bmm(a, b))
+    report("torch.bmm f32 64x2048", ms, errors(a[5], b[5], c[5], rows[:1]))
+    del a, b, c
+if "cupy" in cases:
+    try:
+        import cupy
+        x = cupy.random.default_rng(3).random((n, n)) * 2 - 1
+        y = cupy.random.default_rng(4).random((n, n)) * 2 - 1
+        ms, z = timed(lambda: torch.as_tensor(cupy.dot(x, y), device="cuda"))
+        report(f"cupy.dot f64 {n}", ms, errors(torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda"), z, rows))
+    except ImportError:
+        print("no cupy")
+if "small" in cases:
+    for dtype, name in [(torch.float64, "f64"), (torch.float32, "f32")]:
+        for s in (64, 128, 256):
+            a = torch.rand(s, s, dtype=dtype, device="cuda", generator=gen) * 2 - 1
+            b = torch.rand(s, s, dtype=dtype, device="cuda", generator=gen) * 2 - 1
+            c = torch.matmul(a, b)
+            torch.cuda.synchronize()
+            per_call = []
+            for _ in range(7):
+                t0 = time.perf_counter()
+                for _ in range(200):
+                    c = torch.matmul(a, b)
+                torch.cuda.synchronize()
+                per_call.append((time.perf_counter() - t0) / 200 * 1e3)
+            report(f"small torch.matmul {name} {s} (wall per call)", statistics.median(per_call), errors(a, b, c, [0, s - 1]))
