@@ -530,6 +530,23 @@ pub const COMPLEX_PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 /// and reports cost more than the loop.
 pub const COMPLEX_DIRECT_LOOP_MAX_VOLUME: usize = 8 * 8 * 8;
 
+/// Complex products of at most this many multiply-adds whose B has
+/// interleaved rows (numpy's row-major arrays), or whose A has
+/// interleaved columns (the BLAS's column-major storage, as Cᵀ = Bᵀ·Aᵀ),
+/// run in AVX-512 registers row by row of C where the CPU has them
+/// ([`crate::cpu::complex_direct`]): no copy, no second product, no
+/// combining pass over a buffer. zgemm_ in a C loop on the Zen 5 guest
+/// (OpenBLAS, one thread, beside it): 4³ 80 ns this way against 101
+/// through the loop (59), 8³ 135–152 against 166–170 through the one
+/// real product (140), 16³ 482–493 against 486–504 (724); past 16³ the
+/// real product's packed kernel wins.
+pub const COMPLEX_ROWS_MAX_VOLUME: usize = 16 * 16 * 16;
+
+/// Smaller complex products take the loop even where the registers'
+/// path could run: a 2³ zgemm_ took 52 ns through the loop and 70 this
+/// way.
+pub const COMPLEX_ROWS_MIN_VOLUME: usize = 3 * 3 * 3;
+
 /// Complex products of at most this many multiply-adds take that loop
 /// even where A is interleaved: a 2³ zgemm took 48 ns through it and 119
 /// through the two real products on the direct path (OpenBLAS 39).

@@ -28,6 +28,8 @@
 //! planes that it replaces (a 2³ zgemm: ~1.4 µs through them, against
 //! OpenBLAS's 40–55 ns), and the one real product reads A where it lies.
 
+mod rows;
+
 use super::packed::dispatch::DirectFn;
 use super::packed::plain::direct_for_shape;
 use super::packed::workspace::{Pool, Workspace};
@@ -36,7 +38,8 @@ use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::GemmOptions;
 use crate::tunables::{
-    COMPLEX_DIRECT_LOOP_MAX_VOLUME, COMPLEX_DIRECT_TINY_VOLUME, COMPLEX_STACKED_MAX_VOLUME,
+    COMPLEX_DIRECT_LOOP_MAX_VOLUME, COMPLEX_DIRECT_TINY_VOLUME, COMPLEX_ROWS_MAX_VOLUME,
+    COMPLEX_ROWS_MIN_VOLUME, COMPLEX_STACKED_MAX_VOLUME,
 };
 
 /// How the one real product of [`Route::Stacked`] runs.
@@ -58,6 +61,13 @@ pub(crate) enum Route<T: Element> {
         /// Whether Bᵀ is the interleaved operand.
         transposed: bool,
     },
+    /// Rows of C from rows of an interleaved B in vector registers
+    /// ([`rows`]); for Cᵀ = Bᵀ·Aᵀ where `transposed` (A's columns
+    /// interleaved then).
+    Rows {
+        /// Whether Aᵀ is the operand read by rows.
+        transposed: bool,
+    },
     /// The loop over C's columns.
     Loop,
 }
@@ -69,6 +79,16 @@ fn interleaved<T: Element>((ar, ai): (MatRef<'_, T>, MatRef<'_, T>)) -> bool {
         && ai.row_stride() == 2
         && ar.col_stride() == ai.col_stride()
         && ai.as_ptr() == ar.as_ptr().wrapping_add(1)
+}
+
+/// B's parts as the views of storage whose rows are interleaved: the
+/// imaginary part one element after the real, each element of a row two
+/// after the previous (numpy's row-major complex arrays).
+fn rows_interleaved<T: Element>((br, bi): (MatRef<'_, T>, MatRef<'_, T>)) -> bool {
+    br.col_stride() == 2
+        && bi.col_stride() == 2
+        && br.row_stride() == bi.row_stride()
+        && bi.as_ptr() == br.as_ptr().wrapping_add(1)
 }
 
 /// Â, the real 2m×k matrix of interleaved A's storage, transposed.
@@ -89,6 +109,15 @@ pub(crate) fn route<T: Element>(
     let ((m, k), n) = (a.0.shape(), b.0.cols());
     let volume = m.checked_mul(k).and_then(|mk| mk.checked_mul(n));
     let up_to = |most: usize| volume.is_some_and(|v| v <= most);
+    let rows_fit = volume.is_some_and(|v| v >= COMPLEX_ROWS_MIN_VOLUME);
+    if rows_fit && up_to(COMPLEX_ROWS_MAX_VOLUME) && rows::available::<T>() {
+        if rows_interleaved(b) {
+            return Some(Route::Rows { transposed: false });
+        }
+        if rows_interleaved((a.0.t(), a.1.t())) {
+            return Some(Route::Rows { transposed: true });
+        }
+    }
     if up_to(COMPLEX_DIRECT_TINY_VOLUME) {
         return Some(Route::Loop);
     }
@@ -170,6 +199,20 @@ pub(crate) fn classical<T: Element>(
                 got,
             });
         }
+    }
+    if let Route::Rows { transposed } = route {
+        if transposed {
+            let route = Route::Rows { transposed: false };
+            let (a, b, c) = ((br.t(), bi.t()), (ar.t(), ai.t()), (cr.t(), ci.t()));
+            return classical(route, opts, alpha, a, b, beta, c);
+        }
+        if !rows_interleaved((br, bi)) || !rows::product(alpha, (ar, ai), br, beta, (cr, ci)) {
+            return Err(Error::InvalidOption(
+                "a complex product routed by interleaved rows whose B is not, or where it cannot run"
+                    .into(),
+            ));
+        }
+        return Ok(());
     }
     if let Route::Stacked { real, transposed } = route {
         if transposed {
