@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The BLAS call's own cost at small sizes: a C loop over dgemm_ (or zgemm_)
+# The BLAS call's own cost at small sizes: a C loop over dgemm_ (zgemm_, cgemm_)
 # against a BLAS (default Debian's OpenBLAS, one thread) and against
 # libfastmm_blas preloaded over it.
 #
-#   bash scripts/blas_small.sh [BLAS_DIR] [SIZES] [d|z]
+#   bash scripts/blas_small.sh [BLAS_DIR] [SIZES] [d|z|c]
 #     BLAS_DIR: holds the libblas.so.3 to link (default
 #               /usr/lib/x86_64-linux-gnu/openblas-pthread)
 #     SIZES:    default "2 4 8 16 32"
-#     d|z:      dgemm_ (default) or zgemm_
+#     d|z|c:    dgemm_ (default), zgemm_ or cgemm_
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-/usr/lib/x86_64-linux-gnu/openblas-pthread}
