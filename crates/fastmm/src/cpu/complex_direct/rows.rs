@@ -166,6 +166,23 @@ mod avx512 {
                 const HALF: usize = $lanes / 2;
                 let (_, k, _) = args.shape;
                 let [(ar, (ar_i, ar_p)), (ai, (ai_i, ai_p))] = args.a;
+                let [(cr, (cr_i, cr_j)), (ci, (ci_i, ci_j))] = args.c;
+                // C's rows interleaved as B's are (numpy's row-major
+                // arrays; the BLAS's columns for Cᵀ): α and β applied in
+                // the registers, as `times` and `scaled` apply them element
+                // by element (each product and sum one rounding, so the
+                // same digits). Decided here, once: C's stores through raw
+                // addresses would have the arguments read again per row.
+                let fused = cr_j == 2 && ci_j == 2 && cr_i == ci_i && ci == cr.wrapping_add(1);
+                let (alpha, beta) = (args.alpha, args.beta);
+                let keep_c = beta != [0.0; 2];
+                let times = |s: $v, [re, im]: [$t; 2]| {
+                    $fmaddsub(
+                        $set1(1.0),
+                        $mul($set1(re), s),
+                        $mul($set1(im), $swap::<$pairs>(s)),
+                    )
+                };
                 let mut j0 = 0;
                 while j0 < n {
                     let count = (n - j0).min(HALF);
@@ -193,22 +210,6 @@ mod avx512 {
                             y[r] = $fma($set1(v), row, y[r]);
                         }
                     }
-                    let [(cr, (cr_i, cr_j)), (ci, (ci_i, ci_j))] = args.c;
-                    // C's rows interleaved as B's are (numpy's row-major
-                    // arrays; the BLAS's columns for Cᵀ): α and β applied
-                    // in the registers, as `times` and `scaled` apply them
-                    // element by element (each product and sum one
-                    // rounding, so the same digits).
-                    let fused = cr_j == 2 && ci_j == 2 && cr_i == ci_i && ci == cr.wrapping_add(1);
-                    let [ar_s, ai_s] = args.alpha;
-                    let [br_s, bi_s] = args.beta;
-                    let times = |s: $v, re: $t, im: $t| {
-                        $fmaddsub(
-                            $set1(1.0),
-                            $mul($set1(re), s),
-                            $mul($set1(im), $swap::<$pairs>(s)),
-                        )
-                    };
                     for r in 0..R {
                         // Even lanes x − swap(y): ΣAᵣBᵣ − ΣAᵢBᵢ; odd
                         // lanes x + swap(y): ΣAᵣBᵢ + ΣAᵢBᵣ; one rounding.
@@ -222,10 +223,10 @@ mod avx512 {
                             // touches those alone.
                             unsafe {
                                 let to = cr.offset(at * cr_i + 2 * j0 as isize);
-                                let mut z = times(sum, ar_s, ai_s);
-                                if args.beta != [0.0; 2] {
+                                let mut z = times(sum, alpha);
+                                if keep_c {
                                     let c = $load(mask, to);
-                                    z = $add(z, times(c, br_s, bi_s));
+                                    z = $add(z, times(c, beta));
                                 }
                                 $mask_store(to, mask, z);
                             }
@@ -241,12 +242,9 @@ mod avx512 {
                             unsafe {
                                 let re = cr.offset(at * cr_i + j * cr_j);
                                 let im = ci.offset(at * ci_i + j * ci_j);
-                                let z = scaled(
-                                    args.alpha,
-                                    [out[2 * e], out[2 * e + 1]],
-                                    args.beta,
-                                    || [*re, *im],
-                                );
+                                let z = scaled(alpha, [out[2 * e], out[2 * e + 1]], beta, || {
+                                    [*re, *im]
+                                });
                                 (*re, *im) = (z[0], z[1]);
                             }
                         }
