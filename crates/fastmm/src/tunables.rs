@@ -558,8 +558,10 @@ pub const COMPLEX_DIRECT_TINY_VOLUME: usize = 4 * 4 * 4;
 /// many multiply-adds (m·k·n), instead of four planned real products over
 /// copied planes. On the 2-core Zen 5 guest, `fastmm.matmul` on numpy's
 /// complex128 arrays: 2048³ 0.340 s this way against 0.373 s through the
-/// planes, 4096³ 3.06 s against 2.50 s (its copy of B and its combining
-/// pass run on one thread, ~0.5 s there); numpy's `a @ b` under the
-/// preload, through `complex::gemm` either way, 1.72× numpy at 1024 and
-/// 1.86× at 2048 this way, 1.12× and 1.19× through the planes.
+/// planes, 4096³ 3.06 s against 2.50 s (its combining pass runs on one
+/// thread; without the copy of B's parts, 3.10 s); numpy's `a @ b` under
+/// the preload, through `complex::gemm` either way, 1.72× numpy at 1024
+/// and 1.86× at 2048 this way, 1.12× and 1.19× through the planes (at
+/// 4096 there, 2.90–2.95 s this way against 3.53–3.73 s: that path's
+/// planes cost more than `fastmm.matmul`'s).
 pub const COMPLEX_STACKED_MAX_VOLUME: usize = 2048 * 2048 * 2048;
