@@ -26,7 +26,8 @@
 //!
 //! Either costs less than planning the four real products over copied
 //! planes that it replaces (a 2³ zgemm: ~1.4 µs through them, against
-//! OpenBLAS's 40–55 ns), and the one real product reads A where it lies.
+//! OpenBLAS's 40–55 ns), and the real products read A and B where they
+//! lie.
 
 mod rows;
 
@@ -42,7 +43,7 @@ use crate::tunables::{
     COMPLEX_ROWS_MIN_VOLUME, COMPLEX_STACKED_MAX_VOLUME,
 };
 
-/// How the one real product of [`Route::Stacked`] runs.
+/// How the two real products of [`Route::Stacked`] run.
 #[derive(Clone, Copy)]
 pub(crate) enum Real<T: Element> {
     /// `packed`'s direct path, with its KC.
@@ -54,7 +55,8 @@ pub(crate) enum Real<T: Element> {
 /// How a complex product runs here.
 #[derive(Clone, Copy)]
 pub(crate) enum Route<T: Element> {
-    /// One real product of interleaved Â; for Cᵀ = Bᵀ·Aᵀ where `transposed`.
+    /// Real products of B's parts by interleaved Â; for Cᵀ = Bᵀ·Aᵀ where
+    /// `transposed`.
     Stacked {
         /// The real product's path.
         real: Real<T>,
