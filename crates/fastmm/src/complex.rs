@@ -308,7 +308,9 @@ pub fn multiply<E: Executor, T: Element>(
     let gauss = form == ComplexForm::Gauss;
     let ((m, k), n) = (a.re.shape(), b.re.cols());
     let (copy_a, copy_b) = (!rows_contiguous(a), !rows_contiguous(b));
-    let copy_c = COMPLEX_PLANAR_OUTPUT_PART_BYTES.contains(&std::mem::size_of::<T>())
+    let planar_output =
+        !gauss || COMPLEX_PLANAR_OUTPUT_PART_BYTES.contains(&std::mem::size_of::<T>());
+    let copy_c = planar_output
         && !rows_contiguous(SplitRef {
             re: c.re.rb(),
             im: c.im.rb(),

@@ -505,13 +505,17 @@ pub const CLUSTER_GPU_RELEASE_PATIENCE: std::time::Duration = std::time::Duratio
 pub const CLUSTER_MESSAGE_BYTES: usize = 1 << 30;
 
 /// The sizes, in bytes, of the real parts of the complex types whose
-/// strided output (numpy's interleaved storage) a complex product computes
-/// in contiguous pooled planes and stores once at the end, rather than
-/// having its real products write the strided parts in place. Measured on
-/// the 2-core Zen 4 guest at 4096², interleaved with numpy
-/// (`python/benchmarks/complex_cpu.py`): through planes, complex64's 3M
-/// product took 1.64 s instead of 1.82 s, while complex128's took 3.78 s
-/// instead of 3.50 s, so only 4-byte parts go through planes.
+/// strided output (numpy's interleaved storage) a 3M complex product
+/// computes in contiguous pooled planes and stores once at the end,
+/// rather than having its real products write the strided parts in
+/// place. Measured on the 2-core Zen 4 guest at 4096², interleaved with
+/// numpy (`python/benchmarks/complex_cpu.py`): through planes, complex64's
+/// 3M product took 1.64 s instead of 1.82 s, while complex128's took 3.78
+/// s instead of 3.50 s, so only 4-byte parts go through planes (on the
+/// Zen 5 guest through the BLAS, 4096² c128: 2.24–2.28 s against
+/// 2.14–2.26). The classical form, whose four products write each part
+/// of C twice, always goes through planes: 4096² c128 through the BLAS
+/// on the Zen 5 guest took 2.87–2.90 s so against 3.56–3.65 s in place.
 pub const COMPLEX_PLANAR_OUTPUT_PART_BYTES: &[usize] = &[4];
 
 /// Complex products: the element passes around the real products
