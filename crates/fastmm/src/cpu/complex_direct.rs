@@ -203,12 +203,13 @@ pub(crate) fn classical<T: Element>(
         }
     }
     if let Route::Rows { transposed } = route {
-        if transposed {
-            let route = Route::Rows { transposed: false };
-            let (a, b, c) = ((br.t(), bi.t()), (ar.t(), ai.t()), (cr.t(), ci.t()));
-            return classical(route, opts, alpha, a, b, beta, c);
-        }
-        if !rows_interleaved((br, bi)) || !rows::product(alpha, (ar, ai), br, beta, (cr, ci)) {
+        // Cᵀ = Bᵀ·Aᵀ where A's columns are interleaved; the shapes were
+        // checked above, so the views go to the kernel at once.
+        let (a, b, c) = match transposed {
+            true => ((br.t(), bi.t()), (ar.t(), ai.t()), (cr.t(), ci.t())),
+            false => ((ar, ai), (br, bi), (cr, ci)),
+        };
+        if !rows_interleaved(b) || !rows::product(alpha, a, b.0, beta, c) {
             return Err(Error::InvalidOption(
                 "a complex product routed by interleaved rows whose B is not, or where it cannot run"
                     .into(),

@@ -210,19 +210,21 @@ mod avx512 {
                             y[r] = $fma($set1(v), row, y[r]);
                         }
                     }
-                    for r in 0..R {
-                        // Even lanes x − swap(y): ΣAᵣBᵣ − ΣAᵢBᵢ; odd
-                        // lanes x + swap(y): ΣAᵣBᵢ + ΣAᵢBᵣ; one rounding.
-                        let sum = $fmaddsub($set1(1.0), x[r], $swap::<$pairs>(y[r]));
-                        let at = (i + r) as isize;
-                        if fused {
+                    // Even lanes x − swap(y): ΣAᵣBᵣ − ΣAᵢBᵢ; odd lanes
+                    // x + swap(y): ΣAᵣBᵢ + ΣAᵢBᵣ; one rounding.
+                    let sums: [$v; R] =
+                        std::array::from_fn(|r| $fmaddsub($set1(1.0), x[r], $swap::<$pairs>(y[r])));
+                    if fused {
+                        // Apart from the element path, so that this short
+                        // loop unrolls and the sums stay in registers.
+                        for (r, &sum) in sums.iter().enumerate() {
                             // SAFETY: row i + r of C holds its elements
                             // j0..j0 + count as 2·count interleaved values
                             // from this address (its column stride 2, the
                             // imaginary part after the real); the mask
                             // touches those alone.
                             unsafe {
-                                let to = cr.offset(at * cr_i + 2 * j0 as isize);
+                                let to = cr.offset((i + r) as isize * cr_i + 2 * j0 as isize);
                                 let mut z = times(sum, alpha);
                                 if keep_c {
                                     let c = $load(mask, to);
@@ -230,22 +232,26 @@ mod avx512 {
                                 }
                                 $mask_store(to, mask, z);
                             }
-                            continue;
                         }
-                        let mut out = [0.0 as $t; $lanes];
-                        // SAFETY: `out` holds $lanes values.
-                        unsafe { $store(out.as_mut_ptr(), sum) };
-                        for e in 0..count {
-                            let j = (j0 + e) as isize;
-                            // SAFETY: element (i + r, j) of C's two
-                            // disjoint views, inside them.
-                            unsafe {
-                                let re = cr.offset(at * cr_i + j * cr_j);
-                                let im = ci.offset(at * ci_i + j * ci_j);
-                                let z = scaled(alpha, [out[2 * e], out[2 * e + 1]], beta, || {
-                                    [*re, *im]
-                                });
-                                (*re, *im) = (z[0], z[1]);
+                    } else {
+                        for (r, &sum) in sums.iter().enumerate() {
+                            let at = (i + r) as isize;
+                            let mut out = [0.0 as $t; $lanes];
+                            // SAFETY: `out` holds $lanes values.
+                            unsafe { $store(out.as_mut_ptr(), sum) };
+                            for e in 0..count {
+                                let j = (j0 + e) as isize;
+                                // SAFETY: element (i + r, j) of C's two
+                                // disjoint views, inside them.
+                                unsafe {
+                                    let re = cr.offset(at * cr_i + j * cr_j);
+                                    let im = ci.offset(at * ci_i + j * ci_j);
+                                    let z =
+                                        scaled(alpha, [out[2 * e], out[2 * e + 1]], beta, || {
+                                            [*re, *im]
+                                        });
+                                    (*re, *im) = (z[0], z[1]);
+                                }
                             }
                         }
                     }
