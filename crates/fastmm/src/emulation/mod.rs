@@ -134,11 +134,23 @@ pub struct Tally {
     pub phase_us: [u64; Phase::COUNT],
 }
 
-/// A step of an emulated product whose GPU time is reported.
+/// A step of an emulated product whose GPU time is reported. The first
+/// five are the decision (the sample, the statistics and the
+/// certificate); a host wait counts in the step it ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
-    /// Statistics, magnitudes, their INT8 product and each element's need.
-    Certificate,
+    /// The sample's certificate of a central block, before anything
+    /// reads the operands whole.
+    Sample,
+    /// Each row's and column's exponent and norm, and the largest norms'
+    /// read-back.
+    Statistics,
+    /// The magnitude planes.
+    Magnitudes,
+    /// The magnitudes' INT8 product.
+    MagnitudeProduct,
+    /// Each element's need and the histogram's read-back.
+    Needs,
     /// Scaling and splitting into residue planes.
     Split,
     /// The INT8 products of the residues.
@@ -149,10 +161,14 @@ pub enum Phase {
 
 impl Phase {
     /// How many phases there are.
-    pub const COUNT: usize = 4;
+    pub const COUNT: usize = 8;
     /// Every phase, in the order of [`Tally::phase_us`].
     pub const ALL: [Phase; Phase::COUNT] = [
-        Phase::Certificate,
+        Phase::Sample,
+        Phase::Statistics,
+        Phase::Magnitudes,
+        Phase::MagnitudeProduct,
+        Phase::Needs,
         Phase::Split,
         Phase::Products,
         Phase::Accumulate,
@@ -161,7 +177,11 @@ impl Phase {
     /// A short name for reports.
     pub fn name(self) -> &'static str {
         match self {
-            Phase::Certificate => "certificate",
+            Phase::Sample => "sample",
+            Phase::Statistics => "statistics",
+            Phase::Magnitudes => "magnitudes",
+            Phase::MagnitudeProduct => "magnitude product",
+            Phase::Needs => "needs",
             Phase::Split => "split",
             Phase::Products => "INT8 products",
             Phase::Accumulate => "CRT",
@@ -235,6 +255,7 @@ impl Tally {
             let shares: Vec<String> = Phase::ALL
                 .iter()
                 .zip(self.phase_us)
+                .filter(|&(_, t)| t > 0)
                 .map(|(p, t)| format!("{} {:.0}%", p.name(), 100.0 * t as f64 / total as f64))
                 .collect();
             s += &format!(" ({})", shares.join(", "));

@@ -287,6 +287,9 @@ __device__ __forceinline__ void emu_residues_x4_wide(const long long* x, signed 
     }
 }
 
+// How many of a lane's entries the statistics load before taking them.
+#define EMU_STATS_AHEAD 8
+
 // |x| <= DBL_MAX, false for NaN and inf.
 __device__ __forceinline__ bool emu_finite(double x)
 {
@@ -338,8 +341,20 @@ extern "C" __global__ void emu_stats_rows(int count, int len, const ELEM* __rest
     // row instead of two.
     double top = 0.0, sum = 0.0, above = 0.0;
     int el = 0, bad = 0;
-    for (int p = threadIdx.x; p < len; p += 32)
-        emu_norm_step(fabs((double)row[p]), top, sum, above, el, bad);
+    // EMU_STATS_AHEAD of a lane's entries are loaded before any is taken,
+    // so that a warp has that many loads in flight instead of one (the
+    // step's branches kept each load waiting on the last): a row's
+    // statistics were a chain of len/32 memory latencies. The entries are
+    // taken in the same order, so the norm is the same.
+    int p = threadIdx.x;
+    for (; p + 32 * (EMU_STATS_AHEAD - 1) < len; p += 32 * EMU_STATS_AHEAD) {
+        double v[EMU_STATS_AHEAD];
+#pragma unroll
+        for (int u = 0; u < EMU_STATS_AHEAD; ++u) v[u] = fabs((double)row[p + 32 * u]);
+#pragma unroll
+        for (int u = 0; u < EMU_STATS_AHEAD; ++u) emu_norm_step(v[u], top, sum, above, el, bad);
+    }
+    for (; p < len; p += 32) emu_norm_step(fabs((double)row[p]), top, sum, above, el, bad);
     double row_top = top;
     for (int o = 16; o > 0; o >>= 1)
         row_top = fmax(row_top, __shfl_xor_sync(0xffffffffu, row_top, o));
@@ -396,9 +411,20 @@ extern "C" __global__ void emu_cols_max(int count, int len, int chunk,
     const int p0 = blockIdx.y * chunk, p1 = min(len, p0 + chunk);
     double top = 0.0, sum = 0.0, above = 0.0;
     int el = 0, b = 0;
-    if (v < count)
-        for (int p = p0 + ty; p < p1; p += 8)
+    if (v < count) {
+        // Loads ahead of the steps, in the same order (as emu_stats_rows).
+        int p = p0 + ty;
+        for (; p + 8 * (EMU_STATS_AHEAD - 1) < p1; p += 8 * EMU_STATS_AHEAD) {
+            double w[EMU_STATS_AHEAD];
+#pragma unroll
+            for (int u = 0; u < EMU_STATS_AHEAD; ++u)
+                w[u] = fabs((double)x[(long long)(p + 8 * u) * ld + v]);
+#pragma unroll
+            for (int u = 0; u < EMU_STATS_AHEAD; ++u) emu_norm_step(w[u], top, sum, above, el, b);
+        }
+        for (; p < p1; p += 8)
             emu_norm_step(fabs((double)x[(long long)p * ld + v]), top, sum, above, el, b);
+    }
     part[ty][tx] = top;
     psum[ty][tx] = sum;
     pe[ty][tx] = el;

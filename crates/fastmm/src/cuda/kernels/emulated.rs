@@ -319,10 +319,15 @@ impl EmulatedGemm {
         batch: Batch,
     ) -> Result<Stats, Error> {
         let entries = count * batch.products;
+        // Every vector's exponent, norm and state is written by the
+        // statistics' last kernel (a thread per vector of each product), so
+        // only the largest norms, kept by atomic maxima, start zeroed: each
+        // memset is a launch before every emulated product, the sample's
+        // included.
         let stats = Stats {
-            exps: alloc(gpu, entries, "exponents")?,
-            norms: alloc(gpu, entries, "norms")?,
-            states: alloc(gpu, entries, "states")?,
+            exps: alloc_written(gpu, entries, "exponents")?,
+            norms: alloc_written(gpu, entries, "norms")?,
+            states: alloc_written(gpu, entries, "states")?,
             tops: alloc(gpu, batch.products, "largest norms")?,
         };
         if !rows {
@@ -690,11 +695,12 @@ impl EmulatedGemm {
             c,
         } = product;
         let mut clock = Clock::new();
-        clock.mark(gpu, Phase::Certificate)?;
+        clock.mark(gpu, Phase::Sample)?;
         if let Some(route) = self.sample_goes_native::<T>(gpu, product)? {
             cublas::gemm(gpu, GpuPrecision::Fp32, product)?;
             return Ok((route, [0; Phase::COUNT]));
         }
+        clock.mark(gpu, Phase::Statistics)?;
         let (kp, np) = padded(k, n);
         // A's rows and B's columns are vectors of their storage's rows or
         // columns, by whether each is a transposed view.
@@ -721,6 +727,7 @@ impl EmulatedGemm {
             let block = block_rows(budget, (fixed, per_row), m, "certificate")?;
             let (need, [mag_b, mag_a, g]) =
                 carve.place(scratch, [n * kp, block * kp, 4 * block * np], 0)?;
+            clock.mark(gpu, Phase::Magnitudes)?;
             self.split(
                 gpu,
                 (n, k, kp),
@@ -744,6 +751,7 @@ impl EmulatedGemm {
                 while i0 < m {
                     let r = block.min(m - i0);
                     if span.0 == 0 {
+                        clock.mark(gpu, Phase::Magnitudes)?;
                         self.split(
                             gpu,
                             (r, k, kp),
@@ -753,7 +761,9 @@ impl EmulatedGemm {
                             (mag_a, r * kp),
                         )?;
                     }
+                    clock.mark(gpu, Phase::MagnitudeProduct)?;
                     int8_product_part(gpu, (r, n, kp, np), span, span.0 > 0, mag_a, mag_b, g)?;
+                    clock.mark(gpu, Phase::Needs)?;
                     self.needs(
                         gpu,
                         (i0, r, n, k),
@@ -1054,7 +1064,7 @@ impl EmulatedGemm {
         } = first;
         let (sa, sb, _) = strides;
         let mut clock = Clock::new();
-        clock.mark(gpu, Phase::Certificate)?;
+        clock.mark(gpu, Phase::Statistics)?;
         let (kp, np) = padded(k, n);
         // A repeated operand's statistics and planes are made once; `rs`
         // and `cs` are how far one product's row and column statistics lie
@@ -1104,6 +1114,7 @@ impl EmulatedGemm {
         let routes = {
             let (need_at, [mb, ma, gp]) =
                 carve.place(scratch, [nb * n * kp, na * m * kp, 4 * count * m * np], 0)?;
+            clock.mark(gpu, Phase::Magnitudes)?;
             self.split(
                 gpu,
                 (n, k, kp),
@@ -1126,6 +1137,7 @@ impl EmulatedGemm {
                 _ => kp,
             };
             let plane_strides = (rs * kp, cs * kp, m * np);
+            clock.mark(gpu, Phase::MagnitudeProduct)?;
             int8_product_batch(
                 gpu,
                 (m, n, kp, np),
@@ -1134,6 +1146,7 @@ impl EmulatedGemm {
                 (ma, mb, gp),
                 (count, plane_strides),
             )?;
+            clock.mark(gpu, Phase::Needs)?;
             self.needs(
                 gpu,
                 (0, m, n, k),
@@ -1158,6 +1171,7 @@ impl EmulatedGemm {
             let second: CudaSlice<u64> = alloc(gpu, again.len() * 256, "histograms")?;
             for (slot, &i) in again.iter().enumerate() {
                 let gi = gp + (4 * i * m * np) as u64;
+                clock.mark(gpu, Phase::MagnitudeProduct)?;
                 int8_product_batch(
                     gpu,
                     (m, n, kp, np),
@@ -1166,6 +1180,7 @@ impl EmulatedGemm {
                     (ma + (i * rs * kp) as u64, mb + (i * cs * kp) as u64, gi),
                     (1, (0, 0, 0)),
                 )?;
+                clock.mark(gpu, Phase::Needs)?;
                 self.needs(
                     gpu,
                     (0, m, n, k),

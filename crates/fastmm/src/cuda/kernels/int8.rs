@@ -28,7 +28,8 @@ pub(crate) fn alloc_written<V: cudarc::driver::DeviceRepr>(
 ) -> Result<CudaSlice<V>, Error> {
     // SAFETY: every caller's buffer is written in full (the split writes
     // every column of its planes, padding included; cuBLAS every element
-    // of C it is given; the need kernel every element) before any read.
+    // of C it is given; the need kernel every element; the statistics'
+    // last kernel every vector's exponent, norm and state) before any read.
     unsafe { gpu.retrying(|| gpu.stream.alloc::<V>(len.max(1))) }
         .map_err(|e| cuda_err(&format!("cannot allocate the emulated product's {what}"), e))
 }

@@ -212,7 +212,7 @@ impl EmulatedGemm {
         } = product;
         let depth = 2 * k;
         let mut clock = Clock::new();
-        clock.mark(gpu, Phase::Certificate)?;
+        clock.mark(gpu, Phase::Statistics)?;
         let (kp, np) = padded(k, n);
         let row_parts = [
             self.stats(gpu, (m, k), (ar, !ar.trans), Batch::ONE)?,
@@ -251,6 +251,7 @@ impl EmulatedGemm {
                 ],
                 0,
             )?;
+            clock.mark(gpu, Phase::Magnitudes)?;
             for (part, out) in [(br, mbr), (bi, mbi)] {
                 self.split(
                     gpu,
@@ -264,6 +265,7 @@ impl EmulatedGemm {
             let mut i0 = 0;
             while i0 < m {
                 let r = block.min(m - i0);
+                clock.mark(gpu, Phase::Magnitudes)?;
                 for (part, out) in [(ar, mar), (ai, mai)] {
                     self.split(
                         gpu,
@@ -275,10 +277,12 @@ impl EmulatedGemm {
                     )?;
                 }
                 let dims = (r, n, kp, np);
+                clock.mark(gpu, Phase::MagnitudeProduct)?;
                 int8_product(gpu, dims, mar, mbr, g_re)?;
                 int8_product_part(gpu, dims, (0, kp), true, mai, mbi, g_re)?;
                 int8_product(gpu, dims, mar, mbi, g_im)?;
                 int8_product_part(gpu, dims, (0, kp), true, mai, mbr, g_im)?;
+                clock.mark(gpu, Phase::Needs)?;
                 self.needs(
                     gpu,
                     (i0, r, n, depth),
