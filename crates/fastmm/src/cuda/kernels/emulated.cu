@@ -614,6 +614,21 @@ extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __r
     }
 }
 
+// 2^e for a normal power (-1022 <= e <= 1023): a multiplication by it is
+// ldexp's result, which emu_scale gives after its range check.
+__device__ __forceinline__ double emu_pow2(int e)
+{
+    return __longlong_as_double((long long)(e + 1023) << 52);
+}
+
+// The exponent field of a positive finite double: ilogb for a normal one,
+// lower for a subnormal; only a walk's start, which any value gives the
+// same end.
+__device__ __forceinline__ int emu_exponent_field(double x)
+{
+    return (int)((unsigned long long)__double_as_longlong(x) >> 52) - 1023;
+}
+
 // The fewest bits that certify an element (fastmm::emulation::certify::
 // bits_needed, operation for operation).
 __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, double k,
@@ -627,15 +642,18 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
     // The fewest b with p*2^-b + k*2^-2b <= allowed: the test only grows
     // truer as b grows, so the two walks below end on that b from any
     // start; a start one or two off log2(p / allowed), from the two
-    // exponents, spares a logarithm and a division. A non-finite p or an
-    // allowance of 0 or inf starts at an end.
+    // exponent fields, spares a logarithm and a division. A non-finite p
+    // or an allowance of 0 or inf starts at an end. Within the walks b is
+    // 1..EMU_MAX_BITS + 1, so 2^-b and 2^-2b are normal powers: a
+    // multiplication by each is ldexp's result, without emu_scale's
+    // out-of-range path in the loop.
     int b;
     if (!emu_finite(p) || !emu_finite(allowed) || allowed == 0.0)
         b = !emu_finite(p) || allowed == 0.0 ? EMU_MAX_BITS : 1;
     else
-        b = min(max(ilogb(p) - ilogb(allowed) + 1, 1), EMU_MAX_BITS);
-    while (b > 1 && __dadd_rn(emu_scale(p, -(b - 1)), emu_scale(k, -2 * (b - 1))) <= allowed) --b;
-    while (b <= EMU_MAX_BITS && !(__dadd_rn(emu_scale(p, -b), emu_scale(k, -2 * b)) <= allowed)) ++b;
+        b = min(max(emu_exponent_field(p) - emu_exponent_field(allowed) + 1, 1), EMU_MAX_BITS);
+    while (b > 1 && __dadd_rn(__dmul_rn(p, emu_pow2(-(b - 1))), __dmul_rn(k, emu_pow2(-2 * (b - 1)))) <= allowed) --b;
+    while (b <= EMU_MAX_BITS && !(__dadd_rn(__dmul_rn(p, emu_pow2(-b)), __dmul_rn(k, emu_pow2(-2 * b))) <= allowed)) ++b;
     return b > EMU_MAX_BITS ? EMU_UNCERTIFIED : b;
 }
 
