@@ -659,9 +659,11 @@ __device__ int emu_bits_needed(int rs, double rn, int cs, double cn, double g, d
 
 // Rows i0..i0+rows of the need of every element, from the magnitude
 // product g (rows x n, ld ldg), and their histogram (256 bins, added to).
-// Block 256 threads, each taking 4 elements 256 apart, so that a block's
-// fixed work (its bins, two barriers) and each element's latency spread
-// over more elements; grid (ceil(n/1024), rows, products): product z's g gs
+// Block 256 threads, each taking 4 elements 256 apart per step of 1024
+// columns, the block's steps gridDim.x * 1024 apart, so that a block's
+// fixed work (its bins, two barriers, the flush) and each element's
+// latency spread over more elements; grid (at most ceil(n/1024), rows,
+// products): product z's g gs
 // entries on, its row and column statistics rs and cs entries on, its
 // needs ns bytes on and its own histogram. A second magnitude product g2
 // (a complex product's imaginary part's, at g's ld and strides; null
@@ -690,36 +692,38 @@ extern "C" __global__ void emu_need(int i0, int n, int k, const int* __restrict_
     const int r = blockIdx.y, i = i0 + r;
     const int rs_ = row_states[i];
     const double rn = row_norms[i];
-    // The four elements' inputs are read first, so that their loads are in
-    // flight together.
-    int cst[4], gv[4], gv2[4];
-    double cnv[4];
+    for (int jb = blockIdx.x * 1024; jb < n; jb += gridDim.x * 1024) {
+        // The four elements' inputs are read first, so that their loads are
+        // in flight together.
+        int cst[4], gv[4], gv2[4];
+        double cnv[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int j = blockIdx.x * 1024 + q * 256 + threadIdx.x;
-        cst[q] = j < n ? col_states[j] : 0;
-        cnv[q] = j < n ? col_norms[j] : 0.0;
-        gv[q] = j < n ? g[(long long)r * ldg + j] : 0;
-        gv2[q] = (j < n && g2 != nullptr) ? g2[(long long)r * ldg + j] : 0;
-    }
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int j = blockIdx.x * 1024 + q * 256 + threadIdx.x;
-        int b = -1;
-        if (j < n) {
-            b = emu_bits_needed(rs_, rn, cst[q], cnv[q], (double)gv[q], (double)k, tau, slack);
-            if (g2 != nullptr)
-                b = max(b, emu_bits_needed(rs_, rn, cst[q], cnv[q], (double)gv2[q], (double)k,
-                                           tau, slack));
-            need[(long long)i * n + j] = (unsigned char)b;
+        for (int q = 0; q < 4; ++q) {
+            const int j = jb + q * 256 + threadIdx.x;
+            cst[q] = j < n ? col_states[j] : 0;
+            cnv[q] = j < n ? col_norms[j] : 0.0;
+            gv[q] = j < n ? g[(long long)r * ldg + j] : 0;
+            gv2[q] = (j < n && g2 != nullptr) ? g2[(long long)r * ldg + j] : 0;
         }
-        // The lanes that need the same bits count together, one atomic
-        // per distinct need in the warp: a lane per element contended on
-        // the few bins that uniform data fills (ncu had the kernel
-        // SM-bound at 92% with 2.2 ms at n = 16384).
-        const unsigned int peers = __match_any_sync(0xffffffffu, b);
-        if (b >= 0 && (int)(threadIdx.x % 32) == __ffs(peers) - 1)
-            atomicAdd(&bins[b], (unsigned int)__popc(peers));
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int j = jb + q * 256 + threadIdx.x;
+            int b = -1;
+            if (j < n) {
+                b = emu_bits_needed(rs_, rn, cst[q], cnv[q], (double)gv[q], (double)k, tau, slack);
+                if (g2 != nullptr)
+                    b = max(b, emu_bits_needed(rs_, rn, cst[q], cnv[q], (double)gv2[q],
+                                               (double)k, tau, slack));
+                need[(long long)i * n + j] = (unsigned char)b;
+            }
+            // The lanes that need the same bits count together, one
+            // atomic per distinct need in the warp: a lane per element
+            // contended on the few bins that uniform data fills (ncu had
+            // the kernel SM-bound at 92% with 2.2 ms at n = 16384).
+            const unsigned int peers = __match_any_sync(0xffffffffu, b);
+            if (b >= 0 && (int)(threadIdx.x % 32) == __ffs(peers) - 1)
+                atomicAdd(&bins[b], (unsigned int)__popc(peers));
+        }
     }
     __syncthreads();
     for (int t = threadIdx.x; t < 256; t += blockDim.x)

@@ -224,6 +224,23 @@ fn per_element((rows, n): (usize, usize), products: u32) -> LaunchConfig {
     }
 }
 
+/// The steps of 1024 columns one block of `emu_need` takes: its bins'
+/// clearing and flush, two barriers, are paid once per this many.
+const NEED_STEPS: usize = 4;
+
+/// [`per_element`] for `emu_need`, whose blocks loop over [`NEED_STEPS`]
+/// steps of the columns.
+fn per_need((rows, n): (usize, usize), products: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            n.div_ceil(1024).div_ceil(NEED_STEPS).max(1) as u32,
+            rows as u32,
+            products,
+        ),
+        ..per_element((rows, n), products)
+    }
+}
+
 /// A distinct operand per product, or one repeated (stride 0): how many
 /// there are, and how far apart `unit` entries of their derived arrays
 /// lie.
@@ -549,7 +566,7 @@ impl EmulatedGemm {
             cs as i64,
             ns as i64,
         );
-        let config = per_element((r, n), products_grid(products)?);
+        let config = per_need((r, n), products_grid(products)?);
         let mut launch = gpu.stream.launch_builder(&self.need);
         launch
             .arg(&i0i)
