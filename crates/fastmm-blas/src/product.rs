@@ -129,13 +129,21 @@ pub unsafe fn complex<T: Element>(
     };
     let (a_re, a_im) = parts(a, shape_a, call.lda as usize, call.op_a);
     let (b_re, b_im) = parts(b, shape_b, call.ldb as usize, call.op_b);
+    let conjugates = |op: Op| op == Op::ConjTranspose;
+    if !conjugates(call.op_a) && !conjugates(call.op_b) {
+        // No conjugated operand (numpy's calls, most others): nothing to
+        // own, and no owned temporaries in this frame.
+        let a = SplitRef { re: a_re, im: a_im };
+        let b = SplitRef { re: b_re, im: b_im };
+        return run(settings, call, alpha, a, b, beta, c);
+    }
     // A conjugated operand's imaginary part, negated once.
     let conjugated = |im: MatRef<'_, T>, op: Op| -> Result<Option<Matrix<T>>, Error> {
-        match op {
-            Op::ConjTranspose => Ok(Some(Matrix::try_from_fn(im.rows(), im.cols(), |i, j| {
+        match conjugates(op) {
+            true => Ok(Some(Matrix::try_from_fn(im.rows(), im.cols(), |i, j| {
                 T::ZERO.sub(im.get(i, j))
             })?)),
-            _ => Ok(None),
+            false => Ok(None),
         }
     };
     let (a_conj, b_conj) = (conjugated(a_im, call.op_a)?, conjugated(b_im, call.op_b)?);
@@ -147,9 +155,22 @@ pub unsafe fn complex<T: Element>(
         re: b_re,
         im: b_conj.as_ref().map_or(b_im, Matrix::as_ref),
     };
+    run(settings, call, alpha, a, b, beta, c)
+}
+
+/// The complex product of the parts' views on the settings' executor.
+fn run<T: Element>(
+    settings: &Settings,
+    call: Call,
+    alpha: Complex<T>,
+    a: SplitRef<'_, T>,
+    b: SplitRef<'_, T>,
+    beta: Complex<T>,
+    c: SplitMut<'_, T>,
+) -> Result<(), Error> {
     let form = ComplexForm::for_level(settings.opts.accuracy);
     // Counted as `real` counts: products that multiply.
-    if m > 0 && n > 0 && call.k > 0 && alpha != [T::ZERO; 2] {
+    if call.m > 0 && call.n > 0 && call.k > 0 && alpha != [T::ZERO; 2] {
         crate::settings::count_product();
     }
     fastmm::complex::gemm(
