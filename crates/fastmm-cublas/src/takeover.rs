@@ -371,16 +371,11 @@ fn run(
     };
     match ran {
         Ok(timing) => {
+            // The route as `run` reports it, with the steps' shares of the
+            // GPU time.
             let routes = timing
                 .emulation
-                .map(|t| {
-                    format!(
-                        ": {} moduli, {} fix-ups, {} native",
-                        t.moduli,
-                        t.fixups,
-                        t.native + t.slower
-                    )
-                })
+                .map(|t| format!(": {}", t.label()))
                 .unwrap_or_default();
             Outcome::Ran(
                 types::SUCCESS,
