@@ -47,6 +47,13 @@ def errors(a, b, c, rows):
     fro = float(np.sqrt(np.sum(np.abs(cr - ref) ** 2) / np.sum(np.abs(ref) ** 2)))
     return worst, fro
 
+start = time.time()
+
+def timed_note(case, ms):
+    """The time at once, on stderr, with the seconds since the start: a
+    process cut short while its long-double errors run still gives it."""
+    print(f"# {label}: {case} {ms:.3f} ms ({time.time() - start:.0f} s in)", file=sys.stderr, flush=True)
+
 def report(case, ms, err):
     print(json.dumps({"label": label, "case": case, "ms": round(ms, 5), "max_scaled": err[0], "rel_fro": err[1]}), flush=True)
 
@@ -57,6 +64,7 @@ for dtype, name in [(torch.float64, "f64"), (torch.float32, "f32")]:
     a = torch.rand(n, n, dtype=dtype, device="cuda", generator=gen) * 2 - 1
     b = torch.rand(n, n, dtype=dtype, device="cuda", generator=gen) * 2 - 1
     ms, c = timed(lambda: torch.matmul(a, b))
+    timed_note(f"torch.matmul {name} {n}", ms)
     report(f"torch.matmul {name} {n}", ms, errors(a, b, c, rows))
     del a, b, c
 if "c128" in cases:
@@ -64,12 +72,14 @@ if "c128" in cases:
     a = torch.complex(*(torch.rand(2, m, m, dtype=torch.float64, device="cuda", generator=gen) * 2 - 1))
     b = torch.complex(*(torch.rand(2, m, m, dtype=torch.float64, device="cuda", generator=gen) * 2 - 1))
     ms, c = timed(lambda: torch.matmul(a, b))
+    timed_note(f"torch.matmul c128 {m}", ms)
     report(f"torch.matmul c128 {m}", ms, errors(a, b, c, rows[:2]))
     del a, b, c
 if "bmm" in cases:
     a = torch.rand(64, 2048, 2048, device="cuda", generator=gen) * 2 - 1
     b = torch.rand(64, 2048, 2048, device="cuda", generator=gen) * 2 - 1
     ms, c = timed(lambda: torch.bmm(a, b))
+    timed_note("torch.bmm f32 64x2048", ms)
     report("torch.bmm f32 64x2048", ms, errors(a[5], b[5], c[5], rows[:1]))
     del a, b, c
 if "cupy" in cases:
@@ -78,6 +88,7 @@ if "cupy" in cases:
         x = cupy.random.default_rng(3).random((n, n)) * 2 - 1
         y = cupy.random.default_rng(4).random((n, n)) * 2 - 1
         ms, z = timed(lambda: torch.as_tensor(cupy.dot(x, y), device="cuda"))
+        timed_note(f"cupy.dot f64 {n}", ms)
         report(f"cupy.dot f64 {n}", ms, errors(torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda"), z, rows))
     except ImportError:
         print("no cupy")
