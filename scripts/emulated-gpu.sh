@@ -11,8 +11,9 @@
 #                                     # (fastmm's native route and GEMMul8's
 #                                     # fastest configurations)
 #   scripts/emulated-gpu.sh large     # 32768 (an H200's memory)
-#   scripts/emulated-gpu.sh phases    # run's kernel column: certificate,
-#                                     # split, INT8 products, CRT at 16384
+#   scripts/emulated-gpu.sh phases    # run's kernel column: the decision's
+#                                     # steps, split, INT8 products, CRT
+#                                     # at 16384
 #   scripts/emulated-gpu.sh ncu       # each emulated kernel's time and
 #                                     # DRAM / SM throughput at 8192
 #   scripts/emulated-gpu.sh complex   # c128 and c64 beside zgemm and cgemm
