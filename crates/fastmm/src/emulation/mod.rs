@@ -265,6 +265,37 @@ impl Tally {
 }
 
 #[cfg(test)]
+mod tally_tests {
+    use super::{EmulationRoute, Phase, Tally};
+
+    /// The label names the steps that took time, in the phases' order,
+    /// each with its share; a step of no time is left out.
+    #[test]
+    fn the_label_gives_each_timed_step_its_share() {
+        let mut tally = Tally::default();
+        let mut us = [0u64; Phase::COUNT];
+        for (phase, t) in [
+            (Phase::Statistics, 10),
+            (Phase::MagnitudeProduct, 30),
+            (Phase::Products, 50),
+            (Phase::Accumulate, 10),
+        ] {
+            us[Phase::ALL.iter().position(|&p| p == phase).unwrap()] = t;
+        }
+        let route = EmulationRoute::Emulated {
+            bits: 48,
+            moduli: 14,
+            fixups: 0,
+        };
+        tally.add(route, us);
+        assert_eq!(
+            tally.label(),
+            "14 moduli, 48 bits (statistics 10%, magnitude product 30%, INT8 products 50%, CRT 10%)"
+        );
+    }
+}
+
+#[cfg(test)]
 mod auto_tests {
     use crate::element::DType;
     use crate::options::Accuracy;
