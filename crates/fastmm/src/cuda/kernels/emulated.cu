@@ -179,12 +179,19 @@ __device__ __forceinline__ double emu_crt(const int* p)
     return N <= 8 ? emu_crt_narrow<(N <= 8 ? N : 8)>(p) : emu_crt_wide<(N > 8 ? N : 9)>(p);
 }
 
+// 2^e for a normal power (-1022 <= e <= 1023): a multiplication by it is
+// ldexp's result.
+__device__ __forceinline__ double emu_pow2(int e)
+{
+    return __longlong_as_double((long long)(e + 1023) << 52);
+}
+
 // x * 2^e, the same double as ldexp(x, e) (the exact product, rounded once
 // where it is subnormal), by one multiplication where 2^e is a normal
 // double: ldexp's general code costs more than the rest of a split.
 __device__ __forceinline__ double emu_scale(double x, int e)
 {
-    if (e >= -1022 && e <= 1023) return __dmul_rn(x, __longlong_as_double((long long)(e + 1023) << 52));
+    if (e >= -1022 && e <= 1023) return __dmul_rn(x, emu_pow2(e));
     return ldexp(x, e);
 }
 
@@ -612,13 +619,6 @@ extern "C" __global__ void emu_split(int count, int len, int kp, const ELEM* __r
     case 15: emu_residues_x4_wide<15>(xl, o, plane); break;
     default: emu_residues_x4_wide<16>(xl, o, plane); break;
     }
-}
-
-// 2^e for a normal power (-1022 <= e <= 1023): a multiplication by it is
-// ldexp's result, which emu_scale gives after its range check.
-__device__ __forceinline__ double emu_pow2(int e)
-{
-    return __longlong_as_double((long long)(e + 1023) << 52);
 }
 
 // The exponent field of a positive finite double: ilogb for a normal one,
