@@ -445,12 +445,14 @@ fn helper(shared: &Shared, index: usize) {
             std::thread::park_timeout(Duration::from_secs(1));
         }
         seen = shared.generation.load(Ordering::Acquire);
-        let mut stepped_aside = false;
+        // Off the caller's CPU before looking for a member, not only after
+        // taking one: a helper that shares the caller's CPU runs only when
+        // the caller pauses, so it would find every member taken, never
+        // move, and go on taking half of the caller's time while it waits
+        // for the next job (a two-member product ran at one thread's speed
+        // for thousands of calls that way).
+        placement::step_aside(shared.caller_cpu.load(Ordering::SeqCst), index);
         while let Some(member) = shared.take(seen) {
-            if !stepped_aside {
-                placement::step_aside(shared.caller_cpu.load(Ordering::SeqCst), index);
-                stepped_aside = true;
-            }
             let job = *lock(&shared.job);
             if let Some(JobPtr(job)) = job {
                 // SAFETY: this helper took a member of the current job, so
