@@ -729,7 +729,7 @@ impl Executor for Context {
         {
             return None;
         }
-        let route = crate::cpu::complex_direct::route(a, b)?;
+        let route = crate::cpu::complex_direct::route(a, b, opts)?;
         let run = || -> Result<(), Error> {
             opts.validate()?;
             opts.check_interrupt()?;

@@ -556,6 +556,29 @@ pub const COMPLEX_ROWS_MIN_VOLUME: usize = 3 * 3 * 3;
 /// through the two real products on the direct path (OpenBLAS 39).
 pub const COMPLEX_DIRECT_TINY_VOLUME: usize = 4 * 4 * 4;
 
+/// Complex products on the CPU that run as stacked real products on
+/// `packed`'s direct path share their columns of C among threads from
+/// this edge cubed (m·k·n), by element size (4-byte, 8-byte parts), each
+/// thread its band whole (its columns of both real products and of the
+/// combining pass, nothing to wait for), and each share may then be past
+/// `packed`'s own parallel edge: far below that edge, since nothing is
+/// packed or shared. On the 2-vCPU Zen 5 guest a second thread costs
+/// 0.4 µs a call when the two vCPUs exchange a cache line in ~90 ns, and
+/// 1–3 µs when the host makes that 350–440 ns (both states came and went
+/// within minutes). zgemm_ in a C loop, one thread against two in the
+/// first state: 24³ 1.34 against 1.44 µs, 28³ 2.17 against 1.72, 32³
+/// 2.78 against 2.02; cgemm_ 28³ 1.25 against 1.28, 32³ 1.44 against
+/// 1.35–1.94, 40³ 2.60 against 2.17. numpy's `a @ b` under the preload
+/// in the second state, one thread against two (numpy's own OpenBLAS):
+/// c64 40³ 3.5–3.6 against 3.3–5.0 (5.5), 48³ 5.2 against 4.0–6.6
+/// (6.1–12.9), 64³ 10.6 against 6.9–9.7 (11.3–20.9); c128 32³ 3.7
+/// against 3.1–5.7 (5.6), 48³ 9.4 against 6.1–10.4 (10.2–18.9).
+pub const COMPLEX_STACKED_PARALLEL_FROM: (usize, usize) = (40, 32);
+
+/// Each thread that shares a stacked complex product takes at least this
+/// many of C's columns (rows of the real products' result).
+pub const COMPLEX_STACKED_MIN_SHARE_ROWS: usize = 8;
+
 /// Complex products on the CPU at the classical form with an interleaved
 /// operand (numpy's and the BLAS's storage) run as real products of the
 /// interleaved storage ([`crate::cpu::complex_direct`]) up to this

@@ -16,9 +16,11 @@
 //!   Σ AᵢBᵢ, so R = [Bᵣᵀ; Bᵢᵀ]·Âᵀ holds all four sums: two real products
 //!   of B's parts where they lie, on `packed`'s direct path where they are
 //!   small, else on `packed` with its threads; then one pass combines them
-//!   with α, β and C. Where B is the interleaved one as its
-//!   transpose (row-major storage, numpy's arrays), the same for
-//!   Cᵀ = Bᵀ·Aᵀ.
+//!   with α, β and C. From `COMPLEX_STACKED_PARALLEL_FROM` on, threads
+//!   share the direct path's product by bands of C's columns, each band
+//!   its two real products and its combining pass. Where B is the
+//!   interleaved one as its transpose (row-major storage, numpy's arrays),
+//!   the same for Cᵀ = Bᵀ·Aᵀ.
 //! - **Otherwise**, up to `COMPLEX_DIRECT_LOOP_MAX_VOLUME` multiply-adds,
 //!   and for any A up to `COMPLEX_DIRECT_TINY_VOLUME` (where the copy, the
 //!   call and the combining pass cost more than the product), a loop over
@@ -31,16 +33,20 @@
 
 mod rows;
 
+use std::sync::Mutex;
+
 use super::packed::dispatch::DirectFn;
-use super::packed::plain::direct_for_shape;
+use super::packed::plain::{direct_for_shape, direct_for_share};
 use super::packed::workspace::{Pool, Workspace};
 use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::GemmOptions;
+use crate::threads::{for_each_member, lock, Shares};
 use crate::tunables::{
     COMPLEX_DIRECT_LOOP_MAX_VOLUME, COMPLEX_DIRECT_TINY_VOLUME, COMPLEX_ROWS_MAX_VOLUME,
-    COMPLEX_ROWS_MIN_VOLUME, COMPLEX_STACKED_MAX_VOLUME,
+    COMPLEX_ROWS_MIN_VOLUME, COMPLEX_STACKED_MAX_VOLUME, COMPLEX_STACKED_MIN_SHARE_ROWS,
+    COMPLEX_STACKED_PARALLEL_FROM,
 };
 
 /// How the two real products of [`Route::Stacked`] run.
@@ -62,6 +68,9 @@ pub(crate) enum Route<T: Element> {
         real: Real<T>,
         /// Whether Bᵀ is the interleaved operand.
         transposed: bool,
+        /// The threads that share it, each a band of C's columns (of
+        /// its rows for Cᵀ) on the direct path; 1 for `Real::Packed`.
+        members: usize,
     },
     /// Rows of C from rows of an interleaved B in vector registers
     /// ([`rows`]); for Cᵀ = Bᵀ·Aᵀ where `transposed` (A's columns
@@ -107,6 +116,7 @@ fn a_hat_t<'a, T: Element>(ar: MatRef<'a, T>) -> MatRef<'a, T> {
 pub(crate) fn route<T: Element>(
     a: (MatRef<'_, T>, MatRef<'_, T>),
     b: (MatRef<'_, T>, MatRef<'_, T>),
+    opts: &GemmOptions,
 ) -> Option<Route<T>> {
     let ((m, k), n) = (a.0.shape(), b.0.cols());
     let volume = m.checked_mul(k).and_then(|mk| mk.checked_mul(n));
@@ -133,16 +143,158 @@ pub(crate) fn route<T: Element>(
         // R's halves Bᵣᵀ·Âᵀ and Bᵢᵀ·Âᵀ: 2n×k by k×2m in all (m and n
         // trading places for Cᵀ), Âᵀ's rows contiguous.
         let (rows, cols) = if transposed { (m, n) } else { (n, m) };
+        let threads = super::threads(opts);
+        let members = volume.map_or(1, |v| stacked_members::<T>(threads, v, rows));
+        if members > 1 {
+            // Each member's share on the direct path, the shares being
+            // the threads already.
+            let share = rows.div_ceil(members);
+            if let Some((direct, kc)) = direct_for_share::<T>((2 * share, k, 2 * cols), true) {
+                let real = Real::Direct(direct, kc);
+                return Some(Route::Stacked {
+                    real,
+                    transposed,
+                    members,
+                });
+            }
+        }
         if let Some((direct, kc)) = direct_for_shape::<T>((2 * rows, k, 2 * cols), true) {
             let real = Real::Direct(direct, kc);
-            return Some(Route::Stacked { real, transposed });
+            let members = 1;
+            return Some(Route::Stacked {
+                real,
+                transposed,
+                members,
+            });
         }
         if up_to(COMPLEX_STACKED_MAX_VOLUME) {
-            let real = Real::Packed;
-            return Some(Route::Stacked { real, transposed });
+            let (real, members) = (Real::Packed, 1);
+            return Some(Route::Stacked {
+                real,
+                transposed,
+                members,
+            });
         }
     }
     up_to(COMPLEX_DIRECT_LOOP_MAX_VOLUME).then_some(Route::Loop)
+}
+
+/// One band of C's columns for [`stacked`]: B's columns and C's for it,
+/// and R's rows for them (4·m values per column).
+struct Part<'a, T: Element> {
+    b: (MatRef<'a, T>, MatRef<'a, T>),
+    c: (MatMut<'a, T>, MatMut<'a, T>),
+    r: &'a mut [T],
+}
+
+/// The members that share a stacked product of m·k·n = `volume` complex
+/// multiply-adds whose R has `rows` rows (C's columns, or its rows for
+/// Cᵀ): one below `COMPLEX_STACKED_PARALLEL_FROM`'s edge cubed, else as
+/// many of the `threads` as keep each member's share at half that volume
+/// or more and at least `COMPLEX_STACKED_MIN_SHARE_ROWS` rows of R.
+fn stacked_members<T: Element>(threads: usize, volume: usize, rows: usize) -> usize {
+    let edge = match std::mem::size_of::<T>() {
+        ..=4 => COMPLEX_STACKED_PARALLEL_FROM.0,
+        _ => COMPLEX_STACKED_PARALLEL_FROM.1,
+    };
+    let least = edge * edge * edge;
+    if volume < least {
+        return 1;
+    }
+    let by_volume = volume / least * 2;
+    threads
+        .min(by_volume)
+        .min(rows / COMPLEX_STACKED_MIN_SHARE_ROWS)
+        .max(1)
+}
+
+/// The stacked product's band: R = [Bᵣᵀ; Bᵢᵀ]·Âᵀ for B's columns in
+/// `part` (`a_hat` is Âᵀ, k×2m), then C ← α·(combined R) + β·C there.
+fn stacked<T: Element>(
+    real: Real<T>,
+    opts: &GemmOptions,
+    alpha: [T; 2],
+    a_hat: MatRef<'_, T>,
+    beta: [T; 2],
+    part: Part<'_, T>,
+) -> Result<(), Error> {
+    let Part {
+        b: (br, bi),
+        c: (mut cr, mut ci),
+        r,
+    } = part;
+    let (m, n) = cr.shape();
+    // R's halves: row j of R holds (Σ AᵣBᵣ, Σ AᵢBᵣ) of column j's
+    // elements in turn, row n + j (Σ AᵣBᵢ, Σ AᵢBᵢ): two real products of
+    // B's parts where they lie, on `packed`'s direct path or on `packed`
+    // with its threads. (Copying B's parts into one 2n×k matrix, so that
+    // Âᵀ is packed once, measured 2–5% slower at 128–512 and no faster at
+    // 1024–2048: the copy ran on one thread.)
+    for (b_part, rows) in [br, bi].into_iter().zip(r.chunks_exact_mut(2 * n * m)) {
+        let rows = MatMut::from_slice(rows, n, 2 * m)?;
+        match real {
+            Real::Direct(direct, kc) => direct(T::ONE, b_part.t(), a_hat, T::ZERO, rows, kc),
+            Real::Packed => {
+                super::packed::multiply(T::ONE, b_part.t(), a_hat, T::ZERO, rows, opts)?;
+            }
+        }
+    }
+    let (p, q) = r.split_at(2 * n * m);
+    let zero = beta == [T::ZERO; 2];
+    if interleaved((cr.rb(), ci.rb())) {
+        // C interleaved as A is (the BLAS's and numpy's storage): each
+        // column a run of 2m values, combined as slices, so the pass
+        // streams instead of addressing each part from its strides.
+        let (ld, base) = (cr.col_stride(), cr.as_mut_ptr());
+        for (j, (pj, qj)) in p.chunks_exact(2 * m).zip(q.chunks_exact(2 * m)).enumerate() {
+            // SAFETY: C is interleaved (checked): column j < n holds
+            // its m elements' parts in the 2m consecutive T from
+            // base + j·ld, all inside C's two views, and nothing else
+            // reads or writes them during this pass.
+            let out = unsafe { std::slice::from_raw_parts_mut(base.add(j * ld), 2 * m) };
+            let cells = out
+                .chunks_exact_mut(2)
+                .zip(pj.chunks_exact(2).zip(qj.chunks_exact(2)));
+            match zero {
+                true => cells.for_each(|(o, (pp, qq))| {
+                    let z = times(alpha, [pp[0].sub(qq[1]), qq[0].add(pp[1])]);
+                    (o[0], o[1]) = (z[0], z[1]);
+                }),
+                false => cells.for_each(|(o, (pp, qq))| {
+                    let sum = [pp[0].sub(qq[1]), qq[0].add(pp[1])];
+                    let z = scaled(alpha, sum, beta, || [o[0], o[1]]);
+                    (o[0], o[1]) = (z[0], z[1]);
+                }),
+            }
+        }
+        return Ok(());
+    }
+    let (rs_r, cs_r, rs_i, cs_i) = (
+        cr.row_stride(),
+        cr.col_stride(),
+        ci.row_stride(),
+        ci.col_stride(),
+    );
+    let (re, im) = (cr.as_mut_ptr(), ci.as_mut_ptr());
+    for (j, (pj, qj)) in p.chunks_exact(2 * m).zip(q.chunks_exact(2 * m)).enumerate() {
+        for (i, (pp, qq)) in pj.chunks_exact(2).zip(qj.chunks_exact(2)).enumerate() {
+            let sum = [pp[0].sub(qq[1]), qq[0].add(pp[1])];
+            // SAFETY: i < m and j < n, the shape of both of C's views
+            // (checked above): element (i, j) of each lies at its
+            // strides from its start, inside the view; the two views
+            // share no element.
+            unsafe {
+                let to_re = re.add(i * rs_r + j * cs_r);
+                let to_im = im.add(i * rs_i + j * cs_i);
+                let z = match zero {
+                    true => times(alpha, sum),
+                    false => scaled(alpha, sum, beta, || [*to_re, *to_im]),
+                };
+                (*to_re, *to_im) = (z[0], z[1]);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// x·y of complex scalars (re, im).
@@ -217,11 +369,17 @@ pub(crate) fn classical<T: Element>(
         }
         return Ok(());
     }
-    if let Route::Stacked { real, transposed } = route {
+    if let Route::Stacked {
+        real,
+        transposed,
+        members,
+    } = route
+    {
         if transposed {
             let route = Route::Stacked {
                 real,
                 transposed: false,
+                members,
             };
             let (a, b, c) = ((br.t(), bi.t()), (ar.t(), ai.t()), (cr.t(), ci.t()));
             return classical(route, opts, alpha, a, b, beta, c);
@@ -231,84 +389,67 @@ pub(crate) fn classical<T: Element>(
                 "a complex product routed as interleaved whose A is not".into(),
             ));
         }
-        // R = [Bᵣᵀ; Bᵢᵀ]·Âᵀ (2n×2m): row j of R holds (Σ AᵣBᵣ, Σ AᵢBᵣ) of
-        // column j's elements in turn, row n + j (Σ AᵣBᵢ, Σ AᵢBᵢ): two
-        // real products of B's parts where they lie, on `packed`'s direct
-        // path or on `packed` with its threads. (Copying B's parts into
-        // one 2n×k matrix, so that Âᵀ is packed once, measured 2–5%
-        // slower at 128–512 and no faster at 1024–2048: the copy ran on
-        // one thread.)
+        // R = [Bᵣᵀ; Bᵢᵀ]·Âᵀ (2n×2m), computed and combined by `stacked`.
         let a_hat = a_hat_t(ar);
+        let members = match real {
+            Real::Direct(..) => members.clamp(1, n),
+            Real::Packed => 1,
+        };
         let r_len = 4 * n * m;
         let mut workspace = Workspace::take_from::<T>(Pool::Complex, &[r_len]);
         let Ok([r]) = <[&mut [T]; 1]>::try_from(workspace.split::<T>(&[r_len])) else {
             unreachable!("split returns one buffer per length");
         };
-        for (part, rows) in [br, bi].into_iter().zip(r.chunks_exact_mut(2 * n * m)) {
-            let rows = MatMut::from_slice(rows, n, 2 * m)?;
-            match real {
-                Real::Direct(direct, kc) => direct(T::ONE, part.t(), a_hat, T::ZERO, rows, kc),
-                Real::Packed => {
-                    super::packed::multiply(T::ONE, part.t(), a_hat, T::ZERO, rows, opts)?;
-                }
-            }
+        if members <= 1 {
+            let part = Part {
+                b: (br, bi),
+                c: (cr, ci),
+                r,
+            };
+            return stacked(real, opts, alpha, a_hat, beta, part);
         }
-        let (p, q) = r.split_at(2 * n * m);
-        let zero = beta == [T::ZERO; 2];
-        if interleaved((cr.rb(), ci.rb())) {
-            // C interleaved as A is (the BLAS's and numpy's storage): each
-            // column a run of 2m values, combined as slices, so the pass
-            // streams instead of addressing each part from its strides.
-            let (ld, base) = (cr.col_stride(), cr.as_mut_ptr());
-            for (j, (pj, qj)) in p.chunks_exact(2 * m).zip(q.chunks_exact(2 * m)).enumerate() {
-                // SAFETY: C is interleaved (checked): column j < n holds
-                // its m elements' parts in the 2m consecutive T from
-                // base + j·ld, all inside C's two views, and nothing else
-                // reads or writes them during this pass.
-                let out = unsafe { std::slice::from_raw_parts_mut(base.add(j * ld), 2 * m) };
-                let cells = out
-                    .chunks_exact_mut(2)
-                    .zip(pj.chunks_exact(2).zip(qj.chunks_exact(2)));
-                match zero {
-                    true => cells.for_each(|(o, (pp, qq))| {
-                        let z = times(alpha, [pp[0].sub(qq[1]), qq[0].add(pp[1])]);
-                        (o[0], o[1]) = (z[0], z[1]);
-                    }),
-                    false => cells.for_each(|(o, (pp, qq))| {
-                        let sum = [pp[0].sub(qq[1]), qq[0].add(pp[1])];
-                        let z = scaled(alpha, sum, beta, || [o[0], o[1]]);
-                        (o[0], o[1]) = (z[0], z[1]);
-                    }),
-                }
-            }
-            return Ok(());
+        // Each member takes a band of C's columns whole: B's columns, R's
+        // rows and the combining pass for them, with nothing to wait for
+        // (a member no helper has started, the caller takes). Every
+        // element is the same kernel's sum in the same order, so the bits
+        // do not depend on the members. (Four bands a member, taken in
+        // turn, measured 5–25% slower at 32³–64³ on the 2-vCPU guest.)
+        let mut parts = Vec::with_capacity(members);
+        let (mut b_rest, mut c_rest, mut r_rest) = ((br, bi), (cr, ci), r);
+        for t in 0..members {
+            let (left, cols) = (b_rest.0.cols(), b_rest.0.cols() / (members - t));
+            let (b_here, b_next) = (
+                (
+                    b_rest.0.submatrix(0, 0, k, cols),
+                    b_rest.1.submatrix(0, 0, k, cols),
+                ),
+                (
+                    b_rest.0.submatrix(0, cols, k, left - cols),
+                    b_rest.1.submatrix(0, cols, k, left - cols),
+                ),
+            );
+            let ((cr_here, cr_next), (ci_here, ci_next)) =
+                (c_rest.0.split_at_col(cols), c_rest.1.split_at_col(cols));
+            let (r_here, r_next) = r_rest.split_at_mut(4 * cols * m);
+            parts.push(Part {
+                b: b_here,
+                c: (cr_here, ci_here),
+                r: r_here,
+            });
+            (b_rest, c_rest, r_rest) = (b_next, (cr_next, ci_next), r_next);
         }
-        let (rs_r, cs_r, rs_i, cs_i) = (
-            cr.row_stride(),
-            cr.col_stride(),
-            ci.row_stride(),
-            ci.col_stride(),
-        );
-        let (re, im) = (cr.as_mut_ptr(), ci.as_mut_ptr());
-        for (j, (pj, qj)) in p.chunks_exact(2 * m).zip(q.chunks_exact(2 * m)).enumerate() {
-            for (i, (pp, qq)) in pj.chunks_exact(2).zip(qj.chunks_exact(2)).enumerate() {
-                let sum = [pp[0].sub(qq[1]), qq[0].add(pp[1])];
-                // SAFETY: i < m and j < n, the shape of both of C's views
-                // (checked above): element (i, j) of each lies at its
-                // strides from its start, inside the view; the two views
-                // share no element.
-                unsafe {
-                    let to_re = re.add(i * rs_r + j * cs_r);
-                    let to_im = im.add(i * rs_i + j * cs_i);
-                    let z = match zero {
-                        true => times(alpha, sum),
-                        false => scaled(alpha, sum, beta, || [*to_re, *to_im]),
-                    };
-                    (*to_re, *to_im) = (z[0], z[1]);
-                }
+        let shares = Shares::new(parts);
+        let failed = Mutex::new(None);
+        for_each_member(members, &|t| {
+            let Some(part) = shares.take(t) else {
+                return;
+            };
+            if let Err(e) = stacked(real, opts, alpha, a_hat, beta, part) {
+                *lock(&failed) = Some(e);
             }
-        }
-        return Ok(());
+        });
+        let failed = lock(&failed).take();
+        return failed.map_or(Ok(()), Err);
     }
     for i in 0..m {
         for j in 0..n {

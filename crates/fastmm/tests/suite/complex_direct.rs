@@ -208,3 +208,69 @@ fn one_pass_complex_products_match_the_planned_ones_f64() {
 fn one_pass_complex_products_match_the_planned_ones_f32() {
     check::<f32>(f32::EPSILON as f64 / 2.0);
 }
+
+/// The one-pass path shares larger products among threads, each a band of
+/// C's columns: every count gives the same bits (each element is the same
+/// sum in the same order), for both layouts, α and β.
+fn same_bits_on_any_threads<T: Element>() {
+    let ctx = Context::cpu();
+    let mut rng = seeded_rng(77);
+    let shapes = [
+        (40, 40, 40),
+        (33, 50, 71),
+        (64, 64, 64),
+        (96, 17, 130),
+        (130, 96, 9),
+    ];
+    let scalars = [
+        ([T::ONE, T::ZERO], [T::ZERO, T::ZERO]),
+        (
+            [T::from_f64(0.75), T::from_f64(-1.25)],
+            [T::from_f64(-0.5), T::from_f64(2.0)],
+        ),
+    ];
+    for (m, k, n) in shapes {
+        for (ta, tb) in [(false, false), (true, true)] {
+            let sa = if ta { (k, m) } else { (m, k) };
+            let sb = if tb { (n, k) } else { (k, n) };
+            let a = Interleaved::<T>::random(sa.0, sa.1, 1, &mut rng, false);
+            let b = Interleaved::<T>::random(sb.0, sb.1, 2, &mut rng, false);
+            let c0 = Interleaved::<T>::random(m, n, 3, &mut rng, false);
+            for (alpha, beta) in scalars {
+                let run = |threads: usize| {
+                    let mut c = Interleaved {
+                        data: c0.data.clone(),
+                        ..c0
+                    };
+                    let mut opts = GemmOptions::default();
+                    opts.threads = Some(threads);
+                    let form = ComplexForm::Classical;
+                    let (a, b) = (a.split(ta), b.split(tb));
+                    gemm(&ctx, alpha, a, b, beta, c.split_mut(), form, &opts).expect("product");
+                    c.data
+                        .iter()
+                        .map(|x| x.to_f64().to_bits())
+                        .collect::<Vec<_>>()
+                };
+                let one = run(1);
+                for threads in [2, 3, 5] {
+                    assert!(
+                        run(threads) == one,
+                        "{:?} {m}×{k}×{n} t=({ta},{tb}) on {threads} threads",
+                        T::DTYPE
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shared_complex_products_give_the_same_bits_f64() {
+    same_bits_on_any_threads::<f64>();
+}
+
+#[test]
+fn shared_complex_products_give_the_same_bits_f32() {
+    same_bits_on_any_threads::<f32>();
+}

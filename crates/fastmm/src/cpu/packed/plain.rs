@@ -85,10 +85,28 @@ pub(crate) fn direct_for_shape<T: Element>(
     (m, k, n): (usize, usize, usize),
     b_rows: bool,
 ) -> Option<(DirectFn<T>, usize)> {
+    direct_resolved::<T>((m, k, n), b_rows, true)
+}
+
+/// [`direct_for_shape`] of one share of a product that its caller splits
+/// over threads itself: the parallel edge does not apply to the share
+/// (it is already one thread's), the rest does.
+pub(crate) fn direct_for_share<T: Element>(
+    (m, k, n): (usize, usize, usize),
+    b_rows: bool,
+) -> Option<(DirectFn<T>, usize)> {
+    direct_resolved::<T>((m, k, n), b_rows, false)
+}
+
+fn direct_resolved<T: Element>(
+    (m, k, n): (usize, usize, usize),
+    b_rows: bool,
+    below_edge: bool,
+) -> Option<(DirectFn<T>, usize)> {
     let resolved = (*RESOLVED[slot(T::DTYPE)].get_or_init(resolve::<T>))?;
     let mnk = m as u128 * k as u128 * n as u128;
     let fits = mnk <= PACKED_DIRECT_MAX_MNK
-        && mnk < resolved.one_thread_below
+        && (!below_edge || mnk < resolved.one_thread_below)
         && b_rows
         && m.saturating_mul(n).saturating_mul(std::mem::size_of::<T>()) <= resolved.l2
         && k_slices::<T>((m, k, n), resolved.kc) == 1;
