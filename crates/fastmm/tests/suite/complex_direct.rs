@@ -242,8 +242,7 @@ fn same_bits_on_any_threads<T: Element>() {
                         data: c0.data.clone(),
                         ..c0
                     };
-                    let mut opts = GemmOptions::default();
-                    opts.threads = Some(threads);
+                    let opts = GemmOptions::default().threads(threads);
                     let form = ComplexForm::Classical;
                     let (a, b) = (a.split(ta), b.split(tb));
                     gemm(&ctx, alpha, a, b, beta, c.split_mut(), form, &opts).expect("product");
