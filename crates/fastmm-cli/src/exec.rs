@@ -4,7 +4,9 @@
 //! `--cublas`, libfastmm_cublas too, so that its cuBLAS GEMM calls
 //! (torch's, CuPy's) run on fastmm where that is faster at the same
 //! accuracy. The command replaces this process: its exit status is the
-//! command's.
+//! command's. The BLAS it shadows (numpy's OpenBLAS, which still serves
+//! LAPACK and the other routines) is told to let its idle threads sleep,
+//! unless the caller says otherwise (`OPENBLAS_THREAD_TIMEOUT`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,16 @@ use crate::common::Outcome;
 const LIBRARY: &str = "libfastmm_blas.so";
 /// The cuBLAS interposer's file name.
 const INTERPOSER: &str = "libfastmm_cublas.so";
+
+/// What the shadowed OpenBLAS is told where the library is preloaded and
+/// the caller has not set it: its idle threads sleep at once instead of
+/// spinning for 2^28 cycles after they start and after each routine of
+/// theirs. Those spinning threads took the CPU that fastmm's team needs:
+/// numpy's wheel starts them at import (a 64³ complex128 `a @ b` took
+/// 21 µs in the first 50 ms, 12 µs after), and after each LAPACK routine
+/// (a 1000² `a @ b` right after `np.linalg.solve` 11.4–13.0 ms, 9.0–9.3
+/// with them asleep; the solve itself took as long either way).
+const OPENBLAS_QUIET: (&str, &str) = ("OPENBLAS_THREAD_TIMEOUT", "4");
 
 #[derive(Args, Debug)]
 pub struct ExecArgs {
@@ -116,6 +128,15 @@ fn preload(libraries: &[PathBuf], existing: Option<OsString>) -> OsString {
     value
 }
 
+/// [`OPENBLAS_QUIET`] where the BLAS library is preloaded and the
+/// caller's environment (`existing`) does not set it.
+fn quiet_openblas(
+    args: &ExecArgs,
+    existing: Option<OsString>,
+) -> Option<(&'static str, &'static str)> {
+    (!args.no_blas && existing.is_none()).then_some(OPENBLAS_QUIET)
+}
+
 pub fn run(args: &ExecArgs) -> Result<Outcome> {
     let libraries = libraries(args)?;
     if let Some(level) = &args.accuracy {
@@ -130,6 +151,9 @@ pub fn run(args: &ExecArgs) -> Result<Outcome> {
     if let Some(level) = &args.accuracy {
         command.env("FASTMM_ACCURACY", level);
     }
+    if let Some((name, value)) = quiet_openblas(args, std::env::var_os(OPENBLAS_QUIET.0)) {
+        command.env(name, value);
+    }
     use std::os::unix::process::CommandExt as _;
     // Returns only when the command could not be started.
     let e = command.exec();
@@ -139,6 +163,25 @@ pub fn run(args: &ExecArgs) -> Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shadowed_openblas_is_quieted_unless_the_caller_chose() {
+        let args = |extra: &[&str]| {
+            use clap::Parser as _;
+            #[derive(clap::Parser)]
+            struct Cli {
+                #[command(flatten)]
+                exec: ExecArgs,
+            }
+            let words = ["fastmm"].iter().chain(extra).chain(&["--", "true"]);
+            Cli::parse_from(words).exec
+        };
+        let plain = args(&[]);
+        assert_eq!(quiet_openblas(&plain, None), Some(OPENBLAS_QUIET));
+        assert_eq!(quiet_openblas(&plain, Some("30".into())), None);
+        let gpu_only = args(&["--cublas", "--no-blas"]);
+        assert_eq!(quiet_openblas(&gpu_only, None), None);
+    }
 
     #[test]
     fn the_libraries_go_first_and_the_callers_entries_stay() {
