@@ -35,14 +35,25 @@ def timed(f):
 def errors(a, b, c, rows):
     """Largest |C - ref| / (|A||B|) and relative Frobenius, on rows, in long
     double (in double for single-precision operands, whose products are
-    exact there and whose sums' error is far below theirs: long double's
-    matmul has no BLAS and takes most of a case's time at 16384)."""
+    exact there and whose sums' error is far below theirs). Long double's
+    matmul has no BLAS: B's columns go through it in bands on every core
+    (numpy releases the GIL there), or a case's errors at 16384 would take
+    minutes."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
     wide = {True: (np.complex128, np.clongdouble), False: (np.float64, np.longdouble)}
     single = a.dtype in (torch.float32, torch.complex64)
-    to = lambda x: x.cpu().numpy().astype(wide[x.is_complex()][0 if single else 1])
-    ar, bb, cr = to(a[rows]), to(b), to(c[rows])
-    ref = ar @ bb
-    scale = np.abs(ar) @ np.abs(bb)
+    kind = wide[a.is_complex()][0 if single else 1]
+    ar, cr = a[rows].cpu().numpy().astype(kind), c[rows].cpu().numpy().astype(kind)
+    bh = b.cpu().numpy()
+    bands = np.array_split(np.arange(bh.shape[1]), max(1, min(64, os.cpu_count() or 1)))
+    def band(cols):
+        bb = bh[:, cols[0]:cols[-1] + 1].astype(kind)
+        return ar @ bb, np.abs(ar) @ np.abs(bb)
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+        parts = list(pool.map(band, [x for x in bands if len(x)]))
+    ref = np.concatenate([p[0] for p in parts], axis=1)
+    scale = np.concatenate([p[1] for p in parts], axis=1)
     worst = float(np.max(np.abs(cr - ref) / scale))
     fro = float(np.sqrt(np.sum(np.abs(cr - ref) ** 2) / np.sum(np.abs(ref) ** 2)))
     return worst, fro
