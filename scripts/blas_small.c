@@ -1,4 +1,4 @@
-/* A C loop over dgemm_ (or zgemm_, or cgemm_) on n×n matrices, the best of 7 runs of
+/* A C loop over dgemm_ (or sgemm_, zgemm_, cgemm_) on n×n matrices, the best of 7 runs of
  * `reps` calls, in ns per call: the cost of the BLAS call itself at small
  * sizes. Built and run by scripts/blas_small.sh against a BLAS and against
  * libfastmm_blas preloaded. */
@@ -9,6 +9,9 @@
 
 void dgemm_(const char *, const char *, const int *, const int *, const int *, const double *,
             const double *, const int *, const double *, const int *, const double *, double *,
+            const int *);
+void sgemm_(const char *, const char *, const int *, const int *, const int *, const float *,
+            const float *, const int *, const float *, const int *, const float *, float *,
             const int *);
 /* Complex operands as interleaved (re, im) pairs of doubles. */
 void zgemm_(const char *, const char *, const int *, const int *, const int *, const double *,
@@ -21,7 +24,7 @@ void cgemm_(const char *, const char *, const int *, const int *, const int *, c
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s N REPS [d|z|c]\n", argv[0]);
+        fprintf(stderr, "usage: %s N REPS [d|s|z|c]\n", argv[0]);
         return 2;
     }
     int n = atoi(argv[1]), reps = atoi(argv[2]);
@@ -45,6 +48,9 @@ int main(int argc, char **argv) {
         if (type == 'c')
             for (int i = 0; i < reps; i++)
                 cgemm_("N", "N", &n, &n, &n, onef, af, &n, bf, &n, zerof, cf, &n);
+        else if (type == 's')
+            for (int i = 0; i < reps; i++)
+                sgemm_("N", "N", &n, &n, &n, onef, af, &n, bf, &n, zerof, cf, &n);
         else if (complex)
             for (int i = 0; i < reps; i++)
                 zgemm_("N", "N", &n, &n, &n, one, a, &n, b, &n, zero, c, &n);

@@ -3,11 +3,11 @@
 # against a BLAS (default Debian's OpenBLAS, one thread) and against
 # libfastmm_blas preloaded over it.
 #
-#   bash scripts/blas_small.sh [BLAS_DIR] [SIZES] [d|z|c]
+#   bash scripts/blas_small.sh [BLAS_DIR] [SIZES] [d|s|z|c]
 #     BLAS_DIR: holds the libblas.so.3 to link (default
 #               /usr/lib/x86_64-linux-gnu/openblas-pthread)
 #     SIZES:    default "2 4 8 16 32"
-#     d|z|c:    dgemm_ (default), zgemm_ or cgemm_
+#     d|s|z|c:  dgemm_ (default), sgemm_, zgemm_ or cgemm_
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-/usr/lib/x86_64-linux-gnu/openblas-pthread}

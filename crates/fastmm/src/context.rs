@@ -552,7 +552,10 @@ impl Context {
             true => (product.b.t(), product.a.t()),
             false => (product.a, product.b),
         };
-        let Some((direct, kc)) = crate::cpu::packed::plain::direct_for(&a, &b) else {
+        let rows = b.col_stride() == 1 || b.cols() == 1;
+        let banded = crate::cpu::packed::bands::<T>(opts, (a.rows(), a.cols(), b.cols()), rows);
+        let one = || crate::cpu::packed::plain::direct_for(&a, &b).map(|run| (1, run.0, run.1));
+        let Some((members, direct, kc)) = banded.or_else(one) else {
             return Ok(Some(product));
         };
         opts.validate()?;
@@ -565,7 +568,10 @@ impl Context {
             beta,
             c,
         } = product;
-        direct(alpha, a, b, beta, c, kc);
+        match members {
+            1 => direct(alpha, a, b, beta, c, kc),
+            _ => crate::cpu::packed::on_bands(members, (direct, kc), (alpha, a, b, beta, c)),
+        }
         Ok(None)
     }
 

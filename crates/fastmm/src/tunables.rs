@@ -161,6 +161,25 @@ pub const INTERRUPT_K_PANEL: usize = 2048;
 /// also never waits for a thread that a neighbour keeps off its CPU.
 pub const PACKED_PARALLEL_FROM: (usize, usize) = (160, 128);
 
+/// `packed` runs products of at least this edge cubed (by element size:
+/// 4-byte, 8-byte; the options' parallel edge where they name one) as
+/// bands of C's columns on the threads, each band on the direct path,
+/// where every band fits that path: far below `PACKED_PARALLEL_FROM`,
+/// since nothing is packed or shared. On the 2-vCPU Zen 5 guest, dgemm_
+/// and sgemm_ in a C loop (`scripts/blas_small.sh`), the path before
+/// against the bands, two runs, µs: d48 1.84–1.86 / 1.48–1.75, d64
+/// 4.20–4.25 / 2.72–2.97, d80 8.0–8.7 / 4.6–4.8, d96 13.7–14.5 / 7.5–7.9,
+/// d128 21.8–22.2 / 17.1–17.2, d256 145–146 / 136; s48 0.90 / 1.20–1.23,
+/// s64 2.04–2.07 / 1.63–1.74, s80 3.93–3.95 / 2.93–3.07, s96 6.66–6.71 /
+/// 3.97–3.98, s128 16.1–16.2 / 9.1–11.0, s256 74.8–74.9 / 67.3–67.7.
+/// The edges are past the fast state's crossovers (about 48 and 56),
+/// since the hand-off between the two vCPUs costs 1–3 µs more in the
+/// host's slow state (see `COMPLEX_STACKED_PARALLEL_FROM`).
+pub const PACKED_BANDS_FROM: (usize, usize) = (80, 72);
+
+/// Each band of that path holds at least this many of C's columns.
+pub const PACKED_BAND_MIN_COLS: usize = 16;
+
 /// `packed` on several threads cuts each block of C it splits by rows into
 /// about this many row tasks per thread (each at least 32 micro-panels of Ã
 /// and at most MC rows, a multiple of the threads in all, of equal panel

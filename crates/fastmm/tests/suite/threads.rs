@@ -42,7 +42,8 @@ fn bitwise<T: Element>(x: &Matrix<T>, y: &Matrix<T>) -> bool {
 /// on 1 to 4 threads, run after run, alone or beside a busy neighbour.
 fn same_bits_on_any_team<T: Element>() {
     let mut rng = seeded_rng(55);
-    // Squares through the row pipeline and the column split, a prime
+    // Squares through the row pipeline and the column split, bands of
+    // C's columns on the direct path (uneven ones included), a prime
     // rectangle with edges in every direction, a short wide one, and
     // small C with long k, whose k runs in slices (one thread takes the
     // direct path on each, a team the slices side by side).
@@ -50,6 +51,8 @@ fn same_bits_on_any_team<T: Element>() {
         (1000, 1000, 1000),
         (517, 1031, 263),
         (256, 256, 256),
+        (96, 200, 130),
+        (300, 50, 81),
         (37, 700, 1100),
         (64, 8192, 48),
         (7, 12011, 5),

@@ -23,6 +23,7 @@ pub(crate) mod workspace;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+pub(crate) use dispatch::DirectFn;
 pub(crate) use dispatch::{select_kernel, PackedKernel};
 
 use crate::config::Config;
@@ -33,9 +34,9 @@ use crate::matrix::{MatMut, MatRef};
 use crate::options::{BlockSizes, GemmOptions};
 use crate::threads::{for_each_member, lock, run_in_pool, Shares};
 use crate::tunables::{
-    DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK,
-    PACKED_PARALLEL_FROM, SPLIT_K_MAX_C_BYTES, SPLIT_K_MAX_C_ELEMENTS, SPLIT_K_MAX_SLICES,
-    SPLIT_K_MIN_STEPS_PER_SLICE,
+    DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_BANDS_FROM, PACKED_BAND_MIN_COLS,
+    PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK, PACKED_PARALLEL_FROM, SPLIT_K_MAX_C_BYTES,
+    SPLIT_K_MAX_C_ELEMENTS, SPLIT_K_MAX_SLICES, SPLIT_K_MIN_STEPS_PER_SLICE,
 };
 
 /// The cache blocks `packed` runs an m×n C with: the option, else
@@ -153,6 +154,10 @@ pub(crate) fn multiply<T: Element>(
     let kernel = select_kernel::<T>(opts.cpu.kernel)?;
     let shape = (a.rows(), a.cols(), b.cols());
     let rows_contiguous = b.col_stride() == 1 || b.cols() == 1;
+    if let Some((members, direct, kc)) = bands::<T>(opts, shape, rows_contiguous) {
+        on_bands(members, (direct, kc), (alpha, a, b, beta, c));
+        return Ok(());
+    }
     let threads = threads_for::<T>(opts, shape.0 as u128 * shape.1 as u128 * shape.2 as u128);
     let path = Path::on_threads(kernel, opts, shape, rows_contiguous, threads)?;
     if path != Path::Tiny {
@@ -170,8 +175,81 @@ pub(crate) fn multiply<T: Element>(
     multiply_on(kernel, (alpha, a, b, beta, c), opts, path)
 }
 
+/// The threads that run an m×k×n product as bands of C's columns, each
+/// band on the direct path, with that path's driver and KC; None where
+/// this product does not run so. From the parallel edge cubed (the
+/// options', else [`PACKED_BANDS_FROM`]'s) on, under the default kernel
+/// and blocks, where every band fits the direct path (B's rows
+/// contiguous, the band's C within L2, k unsliced): each thread then
+/// reads A and its columns of B where they lie and writes its columns of
+/// C, with nothing packed, shared or waited for, where `packed`'s own
+/// threads would pack B̃ and A's panels and meet at every block. Each
+/// element is the direct path's sum, the one `packed` takes on any
+/// thread count, so the bits do not depend on the bands.
+pub(crate) fn bands<T: Element>(
+    opts: &GemmOptions,
+    (m, k, n): (usize, usize, usize),
+    rows_contiguous: bool,
+) -> Option<(usize, DirectFn<T>, usize)> {
+    if opts.cpu.kernel.is_some() || opts.cpu.block_sizes.is_some() {
+        return None;
+    }
+    let threads = crate::cpu::threads(opts);
+    if threads < 2 {
+        return None;
+    }
+    let edge = opts
+        .cpu
+        .parallel_from
+        .unwrap_or(if std::mem::size_of::<T>() <= 4 {
+            PACKED_BANDS_FROM.0
+        } else {
+            PACKED_BANDS_FROM.1
+        }) as u128;
+    let least = (edge * edge * edge).max(1);
+    let volume = m as u128 * k as u128 * n as u128;
+    if volume < least.max(PACKED_MIN_MNK) {
+        return None;
+    }
+    let by_volume = usize::try_from(volume * 2 / least).unwrap_or(usize::MAX);
+    let members = threads.min(n / PACKED_BAND_MIN_COLS).min(by_volume);
+    if members < 2 {
+        return None;
+    }
+    let (direct, kc) = plain::direct_for_share::<T>((m, k, n.div_ceil(members)), rows_contiguous)?;
+    Some((members, direct, kc))
+}
+
+/// C ← α·A·B + β·C in `members` bands of C's columns, each on the direct
+/// path (see [`bands`]).
+pub(crate) fn on_bands<T: Element>(
+    members: usize,
+    (direct, kc): (DirectFn<T>, usize),
+    (alpha, a, b, beta, c): Operands<'_, T>,
+) {
+    let k = a.cols();
+    let mut parts = Vec::with_capacity(members);
+    let (mut b_rest, mut c_rest) = (b, c);
+    for t in 0..members {
+        let (left, cols) = (b_rest.cols(), b_rest.cols() / (members - t));
+        let (b_here, b_next) = (
+            b_rest.submatrix(0, 0, k, cols),
+            b_rest.submatrix(0, cols, k, left - cols),
+        );
+        let (c_here, c_next) = c_rest.split_at_col(cols);
+        parts.push((b_here, c_here));
+        (b_rest, c_rest) = (b_next, c_next);
+    }
+    let shares = Shares::new(parts);
+    for_each_member(members, &|t| {
+        if let Some((b, c)) = shares.take(t) {
+            direct(alpha, a, b, beta, c, kc);
+        }
+    });
+}
+
 /// The operands of one product C ← α·A·B + β·C.
-type Operands<'a, T> = (T, MatRef<'a, T>, MatRef<'a, T>, T, MatMut<'a, T>);
+pub(crate) type Operands<'a, T> = (T, MatRef<'a, T>, MatRef<'a, T>, T, MatMut<'a, T>);
 
 /// How many slices of k an m×k×n product of T runs as, with KC = `kc`
 /// (1: k is not sliced): where C is small and k long, splitting C would
