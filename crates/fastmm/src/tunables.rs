@@ -177,8 +177,13 @@ pub const PACKED_PARALLEL_FROM: (usize, usize) = (160, 128);
 /// host's slow state (see `COMPLEX_STACKED_PARALLEL_FROM`).
 pub const PACKED_BANDS_FROM: (usize, usize) = (80, 72);
 
-/// Each band of that path holds at least this many of C's columns.
-pub const PACKED_BAND_MIN_COLS: usize = 16;
+/// Each band of that path holds at least this many of C's columns: more
+/// than one of the AVX-512 kernels' column panels (24 for f64, 48 for
+/// f32 are a panel's columns, and a narrower band runs a partial one), so
+/// that a machine with many threads does not cut a small product into
+/// bands that mostly run partial panels (a guard: no machine with more
+/// than two CPUs was at hand to measure it on).
+pub const PACKED_BAND_MIN_COLS: usize = 32;
 
 /// `packed` on several threads cuts each block of C it splits by rows into
 /// about this many row tasks per thread (each at least 32 micro-panels of Ã
