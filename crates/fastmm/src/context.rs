@@ -552,11 +552,22 @@ impl Context {
             true => (product.b.t(), product.a.t()),
             false => (product.a, product.b),
         };
-        let rows = b.col_stride() == 1 || b.cols() == 1;
-        let banded = crate::cpu::packed::bands::<T>(opts, (a.rows(), a.cols(), b.cols()), rows);
-        let one = || crate::cpu::packed::plain::direct_for(&a, &b).map(|run| (1, run.0, run.1));
-        let Some((members, direct, kc)) = banded.or_else(one) else {
-            return Ok(Some(product));
+        // Bands of C's columns on the threads where the product is large
+        // enough to share, else the direct path on this thread; the size
+        // is asked first, so that a small product pays nothing more.
+        let shape = (a.rows(), a.cols(), b.cols());
+        let banded = match crate::cpu::packed::may_band::<T>(shape) {
+            true => {
+                crate::cpu::packed::bands::<T>(opts, shape, b.col_stride() == 1 || b.cols() == 1)
+            }
+            false => None,
+        };
+        let (members, direct, kc) = match banded {
+            Some(banded) => banded,
+            None => match crate::cpu::packed::plain::direct_for(&a, &b) {
+                Some((direct, kc)) => (1, direct, kc),
+                None => return Ok(Some(product)),
+            },
         };
         opts.validate()?;
         opts.check_interrupt()?;

@@ -175,6 +175,18 @@ pub(crate) fn multiply<T: Element>(
     multiply_on(kernel, (alpha, a, b, beta, c), opts, path)
 }
 
+/// Whether an m×k×n product of T under default options is large enough
+/// for [`bands`]: one comparison, for the small products' path.
+#[inline]
+pub(crate) fn may_band<T: Element>((m, k, n): (usize, usize, usize)) -> bool {
+    let edge = if std::mem::size_of::<T>() <= 4 {
+        PACKED_BANDS_FROM.0
+    } else {
+        PACKED_BANDS_FROM.1
+    };
+    m.saturating_mul(k).saturating_mul(n) >= edge * edge * edge
+}
+
 /// The threads that run an m×k×n product as bands of C's columns, each
 /// band on the direct path, with that path's driver and KC; None where
 /// this product does not run so. From the parallel edge cubed (the
@@ -194,10 +206,6 @@ pub(crate) fn bands<T: Element>(
     if opts.cpu.kernel.is_some() || opts.cpu.block_sizes.is_some() {
         return None;
     }
-    let threads = crate::cpu::threads(opts);
-    if threads < 2 {
-        return None;
-    }
     let edge = opts
         .cpu
         .parallel_from
@@ -208,7 +216,13 @@ pub(crate) fn bands<T: Element>(
         }) as u128;
     let least = (edge * edge * edge).max(1);
     let volume = m as u128 * k as u128 * n as u128;
+    // The size first: the small products that never band pay no look-up
+    // of the thread count.
     if volume < least.max(PACKED_MIN_MNK) {
+        return None;
+    }
+    let threads = crate::cpu::threads(opts);
+    if threads < 2 {
         return None;
     }
     let by_volume = usize::try_from(volume * 2 / least).unwrap_or(usize::MAX);
