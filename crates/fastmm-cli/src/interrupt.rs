@@ -1,6 +1,7 @@
 //! SIGINT and SIGTERM (Ctrl-C, `kill`): by default the process removes
 //! every temporary file it is writing (`fastmm::partial::remove_all`) and
-//! exits with 130, leaving earlier outputs as they were. A command that
+//! ends at once with 130 (no atexit handlers or destructors under the
+//! threads still working), leaving earlier outputs as they were. A command that
 //! can stop cleanly (`bench`) asks for a flag instead: the first signal
 //! raises it, and a second ends the process as above.
 
@@ -33,7 +34,18 @@ pub fn install() {
                 n => format!(": removed {n} unfinished file(s); earlier outputs are as they were"),
             }
         );
-        std::process::exit(EXIT_INTERRUPTED);
+        // The handler runs on its own thread while the command's threads
+        // go on inside the CUDA, cuBLAS and NVRTC libraries: `exit` would
+        // run the process's atexit handlers and static destructors under
+        // them (a GPU self-test stopped by SIGTERM once died in glibc's
+        // "corrupted double-linked list" that way). So the process ends
+        // at once, its unfinished files removed and standard output
+        // flushed first.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        // SAFETY: `_exit` takes a status and returns never; it runs no
+        // handler or destructor, so nothing else in the process is
+        // touched.
+        unsafe { libc::_exit(EXIT_INTERRUPTED) }
     });
 }
 
