@@ -233,6 +233,17 @@ pub mod shared {
     }
 }
 
+/// `members` bands of `total` items as (start, length), in order, as even
+/// as they go (the later bands the longer by one): each member's share of
+/// a [`for_each_member`] call that cuts its work by columns.
+pub(crate) fn even_bands(total: usize, members: usize) -> impl Iterator<Item = (usize, usize)> {
+    let members = members.max(1);
+    (0..members).map(move |t| {
+        let start = total * t / members;
+        (start, total * (t + 1) / members - start)
+    })
+}
+
 /// Values handed out one per member of a [`for_each_member`] call: member
 /// t takes the t-th, once (a team's members share the job by reference,
 /// so each member's exclusive part of the work travels through here).
@@ -567,6 +578,21 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn even_bands_cover_the_items_once_in_order() {
+        for (total, members) in [(0, 3), (1, 2), (7, 2), (96, 2), (130, 4), (5, 8), (64, 1)] {
+            let bands: Vec<_> = even_bands(total, members).collect();
+            assert_eq!(bands.len(), members);
+            let mut next = 0;
+            for &(start, len) in &bands {
+                assert_eq!(start, next);
+                assert!(len >= total / members && len <= total.div_ceil(members));
+                next += len;
+            }
+            assert_eq!(next, total);
+        }
+    }
 
     #[test]
     fn every_member_runs_once_and_members_can_wait_for_each_other() {

@@ -32,7 +32,7 @@ use crate::element::Element;
 use crate::error::Error;
 use crate::matrix::{MatMut, MatRef};
 use crate::options::{BlockSizes, GemmOptions};
-use crate::threads::{for_each_member, lock, run_in_pool, Shares};
+use crate::threads::{even_bands, for_each_member, lock, run_in_pool, Shares};
 use crate::tunables::{
     DEFAULT_TILE, INTERRUPTIBLE_MNK, INTERRUPT_K_PANEL, PACKED_BANDS_FROM, PACKED_BAND_MIN_COLS,
     PACKED_DIRECT_MAX_MNK, PACKED_MIN_MNK, PACKED_PARALLEL_FROM, SPLIT_K_MAX_C_BYTES,
@@ -243,16 +243,11 @@ pub(crate) fn on_bands<T: Element>(
 ) {
     let k = a.cols();
     let mut parts = Vec::with_capacity(members);
-    let (mut b_rest, mut c_rest) = (b, c);
-    for t in 0..members {
-        let (left, cols) = (b_rest.cols(), b_rest.cols() / (members - t));
-        let (b_here, b_next) = (
-            b_rest.submatrix(0, 0, k, cols),
-            b_rest.submatrix(0, cols, k, left - cols),
-        );
+    let mut c_rest = c;
+    for (j0, cols) in even_bands(b.cols(), members) {
         let (c_here, c_next) = c_rest.split_at_col(cols);
-        parts.push((b_here, c_here));
-        (b_rest, c_rest) = (b_next, c_next);
+        parts.push((b.submatrix(0, j0, k, cols), c_here));
+        c_rest = c_next;
     }
     let shares = Shares::new(parts);
     for_each_member(members, &|t| {
