@@ -25,7 +25,9 @@
 //! `FASTMM_DEV_CUDA_STREAM_K` (`off`, `on` or a number of whole waves),
 //! `FASTMM_DEV_CUDA_WAVE_TAIL` (`on`/`off`), `FASTMM_DEV_CUDA_MBAR`
 //! (`on`/`off`) and `FASTMM_DEV_CUDA_RING_STAGES` (2–8): the schedules and
-//! kernel variants of `cuda-fast` that experiments compare. Other builds
+//! kernel variants of `cuda-fast` that experiments compare; and
+//! `FASTMM_DEV_CUDA_INT8` (`cublas`/`wgmma`): which kernels multiply the
+//! emulated product's INT8 planes. Other builds
 //! ignore them and name them in [`Config::ignored`].
 
 use std::path::PathBuf;
@@ -58,6 +60,8 @@ pub const DEV_WAVE_TAIL_ENV: &str = "FASTMM_DEV_CUDA_WAVE_TAIL";
 pub const DEV_MBAR_ENV: &str = "FASTMM_DEV_CUDA_MBAR";
 /// Developer switch: stages of `cuda-fast`'s cp.async ring.
 pub const DEV_RING_STAGES_ENV: &str = "FASTMM_DEV_CUDA_RING_STAGES";
+/// Developer switch: the emulated product's INT8 kernels.
+pub const DEV_INT8_ENV: &str = "FASTMM_DEV_CUDA_INT8";
 /// Read by the test suite only: fail, rather than skip, the NVRTC tests.
 pub const REQUIRE_NVRTC_ENV: &str = "FASTMM_REQUIRE_NVRTC";
 /// Read by the test suite only: fail, rather than skip, the checks that
@@ -77,6 +81,7 @@ pub const VARIABLES: &[&str] = &[
     DEV_WAVE_TAIL_ENV,
     DEV_MBAR_ENV,
     DEV_RING_STAGES_ENV,
+    DEV_INT8_ENV,
     REQUIRE_NVRTC_ENV,
     REQUIRE_NUMPY_ENV,
 ];
@@ -166,6 +171,17 @@ pub struct DevSwitches {
     pub mbarriers: Option<bool>,
     /// Shared-memory stages of the cp.async ring.
     pub ring_stages: Option<usize>,
+    /// The emulated product's INT8 kernels.
+    pub int8: Option<Int8Kernels>,
+}
+
+/// Which kernels multiply the emulated product's INT8 planes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Int8Kernels {
+    /// cuBLAS's integer GEMMs, in tiles.
+    Cublas,
+    /// fastmm's own warpgroup-MMA kernel (sm_90 only).
+    Wgmma,
 }
 
 /// The stream-K developer switch.
@@ -291,6 +307,15 @@ fn dev_switches(lookup: &dyn Fn(&str) -> Option<String>) -> Result<DevSwitches, 
                 "'{text}' is not 2 to 8 stages"
             ))),
         })?,
+        int8: parsed(lookup, DEV_INT8_ENV, |text| {
+            match text.to_ascii_lowercase().as_str() {
+                "cublas" => Ok(Int8Kernels::Cublas),
+                "wgmma" => Ok(Int8Kernels::Wgmma),
+                other => Err(Error::InvalidOption(format!(
+                    "'{other}' is not cublas or wgmma"
+                ))),
+            }
+        })?,
     })
 }
 
@@ -369,6 +394,7 @@ impl Config {
                     DEV_WAVE_TAIL_ENV,
                     DEV_MBAR_ENV,
                     DEV_RING_STAGES_ENV,
+                    DEV_INT8_ENV,
                 ]
                 .into_iter()
                 .filter(|name| set(lookup, name).is_some())
@@ -570,6 +596,7 @@ mod tests {
                     DEV_WAVE_TAIL_ENV => "off",
                     DEV_MBAR_ENV => "ON",
                     DEV_RING_STAGES_ENV => "4",
+                    DEV_INT8_ENV => "WGMMA",
                     _ => return None,
                 }
                 .to_string(),
@@ -583,6 +610,7 @@ mod tests {
                 wave_tail: Some(false),
                 mbarriers: Some(true),
                 ring_stages: Some(4),
+                int8: Some(Int8Kernels::Wgmma),
             }
         );
         let c = Config::from_lookup(&lookup);
@@ -590,12 +618,13 @@ mod tests {
             assert_eq!(c.dev().unwrap(), parsed);
         } else {
             assert_eq!(c.dev().unwrap(), DevSwitches::default());
-            assert_eq!(c.ignored().len(), 4, "{:?}", c.ignored());
+            assert_eq!(c.ignored().len(), 5, "{:?}", c.ignored());
         }
         for (name, bad) in [
             (DEV_STREAM_K_ENV, "lots"),
             (DEV_WAVE_TAIL_ENV, "maybe"),
             (DEV_RING_STAGES_ENV, "9"),
+            (DEV_INT8_ENV, "cutlass"),
         ] {
             let err = dev_switches(&|n: &str| (n == name).then(|| bad.to_string()))
                 .unwrap_err()

@@ -138,6 +138,7 @@ pub fn run_reporting(
     }
     #[cfg(feature = "cuda")]
     if kind == DeviceKind::Cuda && emulated {
+        rows.push(gpu::int8_kernel_checks(ctx));
         rows.push(gpu::emulation_twin_checks::<f32>(ctx));
         rows.push(gpu::emulation_twin_checks::<f64>(ctx));
         rows.push(gpu::strided_batch_checks::<f32>(ctx));
@@ -1552,6 +1553,135 @@ mod gpu {
             read_back(gpu, &c_batched, false)?,
             read_back(gpu, &c_single, false)?,
         ))
+    }
+
+    /// The emulated product's INT8 products on its own kernel against
+    /// cuBLAS's on the same planes (sm_90, where the own kernel runs):
+    /// INT32 sums equal, at shapes one off its 128 × 256 × 128 tiles,
+    /// depths that are not a stage's, a later part of the depth added to
+    /// C, random bytes past the depth in every row (neither may read
+    /// them) and columns of C past n (neither may write them); and its
+    /// residue bytes (modulo 256 and 251, the whole depth) congruent to
+    /// cuBLAS's sums and within a byte's range.
+    pub(super) fn int8_kernel_checks(ctx: &Context) -> Check {
+        let mut row = Check::new("INT8 products: own kernel = cuBLAS's".into());
+        let outcome = ctx.gpu().and_then(|gpu| {
+            if gpu.arch() != "sm_90" {
+                return Ok(());
+            }
+            let mut rng = seeded_rng(71);
+            for &(rows, n, depth, p0) in &[
+                (1, 1, 4, 0),
+                (127, 255, 124, 0),
+                (128, 256, 128, 0),
+                (129, 257, 132, 0),
+                (300, 520, 1028, 0),
+                (3, 700, 4100, 0),
+                (257, 129, 2000, 512),
+                (64, 64, 64, 32),
+            ] {
+                let label = format!("{rows}×{n}×{depth} from {p0}");
+                match int8_kernels_agree(gpu, (rows, n, depth, p0), &mut rng) {
+                    Ok(None) => row.passed += 1,
+                    Ok(Some(at)) => row.failures.push(format!("{label}: {at}")),
+                    Err(e) => row.failures.push(format!("{label}: {e}")),
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = outcome {
+            row.failures.push(e.to_string());
+        }
+        row
+    }
+
+    /// One case of [`int8_kernel_checks`]: where the two kernels' C
+    /// differ first, or None.
+    fn int8_kernels_agree(
+        gpu: &Gpu,
+        (rows, n, depth, p0): (usize, usize, usize, usize),
+        rng: &mut SeededRng,
+    ) -> Result<Option<String>, Error> {
+        use crate::config::Int8Kernels;
+        use crate::cuda::kernels::int8::int8_product_on;
+        use crate::cuda::runtime::cuda_err;
+        use cudarc::driver::DevicePtr;
+        let kp = (depth + 20).next_multiple_of(16);
+        let np = n.next_multiple_of(16) + 2;
+        let mut bytes = |len: usize| -> Vec<i8> {
+            (0..len)
+                .map(|_| rand::Rng::random_range(rng, -128i32..128) as i8)
+                .collect()
+        };
+        let (a, bt) = (bytes(rows * kp), bytes(n * kp));
+        let c0: Vec<i32> = bytes(rows * np).into_iter().map(i32::from).collect();
+        let up_err = |e| cuda_err("cannot copy the INT8 check's operands", e);
+        let a = gpu.stream.clone_htod(&a).map_err(up_err)?;
+        let bt = gpu.stream.clone_htod(&bt).map_err(up_err)?;
+        let mut results = Vec::new();
+        for kernels in [Int8Kernels::Wgmma, Int8Kernels::Cublas] {
+            let c = gpu.stream.clone_htod(&c0).map_err(up_err)?;
+            let ptrs = (
+                a.device_ptr(&gpu.stream).0,
+                bt.device_ptr(&gpu.stream).0,
+                c.device_ptr(&gpu.stream).0,
+            );
+            int8_product_on(gpu, kernels, (rows, n, kp, np), (p0, depth), p0 > 0, ptrs)?;
+            results.push(
+                gpu.stream
+                    .clone_dtoh(&c)
+                    .map_err(|e| cuda_err("cannot read the INT8 check's C", e))?,
+            );
+        }
+        if let Some(x) = (0..rows * np).find(|&x| results[0][x] != results[1][x]) {
+            return Ok(Some(format!(
+                "C({}, {}) = {} on the own kernel, {} on cuBLAS's",
+                x / np,
+                x % np,
+                results[0][x],
+                results[1][x]
+            )));
+        }
+        if p0 > 0 {
+            return Ok(None);
+        }
+        // Over the whole depth C was overwritten: cuBLAS's C is the sums.
+        let sums: Vec<i64> = results[1].iter().map(|&x| i64::from(x)).collect();
+        for modulus in [256u32, 251] {
+            let junk: Vec<i8> = vec![0x5a; rows * np];
+            let out = gpu.stream.clone_htod(&junk).map_err(up_err)?;
+            crate::cuda::kernels::int8::int8_residues(
+                gpu,
+                (rows, n, kp, np),
+                modulus,
+                (
+                    a.device_ptr(&gpu.stream).0,
+                    bt.device_ptr(&gpu.stream).0,
+                    out.device_ptr(&gpu.stream).0,
+                ),
+            )?;
+            let got = gpu
+                .stream
+                .clone_dtoh(&out)
+                .map_err(|e| cuda_err("cannot read the INT8 check's residues", e))?;
+            let bad = (0..rows * np).find(|&x| {
+                let (i, j) = (x / np, x % np);
+                match j < n {
+                    true => (sums[i * np + j] - i64::from(got[x])) % i64::from(modulus) != 0,
+                    false => got[x] != 0x5a,
+                }
+            });
+            if let Some(x) = bad {
+                return Ok(Some(format!(
+                    "residue ({}, {}) modulo {modulus} = {}, the sum {}",
+                    x / np,
+                    x % np,
+                    got[x],
+                    sums[x]
+                )));
+            }
+        }
+        Ok(None)
     }
 
     /// The GPU's emulated product against its CPU twin: where both took

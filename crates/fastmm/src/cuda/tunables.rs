@@ -127,6 +127,15 @@ pub(crate) const CUDA_MBAR_STAGES: usize = 4;
 /// use without opting in to more.
 pub(crate) const CUDA_MMA_STAGES: usize = 3;
 
+/// Shared-memory stages of `kernels/int8_wgmma.cu`'s ring: 48 KiB each
+/// (a 128 × 128-byte slice of A and a 256 × 128-byte one of B), four of
+/// them in the 227 KiB a Hopper block may take.
+pub(crate) const CUDA_WGMMA_STAGES: usize = 4;
+
+/// Rows and columns of C per block of `kernels/int8_wgmma.cu` (its BM,
+/// BN) and the bytes of depth per stage (BK).
+pub(crate) const WGMMA_TILE: (usize, usize, usize) = (128, 256, 128);
+
 /// Largest tile edge of C in a GPU out-of-core product: an 8192×k×8192
 /// product keeps cuBLAS at its large-size rate while a tile's transfers
 /// (one 8192-wide panel) take a fraction of its compute.
@@ -321,6 +330,12 @@ pub(crate) fn emulation_prices(dtype: DType) -> Prices {
 /// heuristic ran 16384³ at 773 TOPS as one call and at 1483 TOPS as four
 /// 8192 × 16384 × 8192 calls (8192³ as one call: 1367).
 pub(crate) const CUDA_EMULATION_INT8_TILE: usize = 8192;
+
+/// The kernels that multiply the emulated product's INT8 planes on an
+/// sm_90 GPU (others take cuBLAS's): cuBLAS's until the own kernel
+/// (`FASTMM_DEV_CUDA_INT8=wgmma`) is measured beside them.
+pub(crate) const CUDA_EMULATION_INT8_KERNELS: crate::config::Int8Kernels =
+    crate::config::Int8Kernels::Cublas;
 
 /// Bytes per band of a whole matrix staged to or from the GPU through two
 /// page-locked buffers ([`crate::cuda::runtime::transfer`]): large enough that each

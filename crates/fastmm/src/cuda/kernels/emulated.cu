@@ -751,11 +751,12 @@ __device__ double emu_i128_to_double(__int128 x)
 }
 
 // One thread's share of a row of C in emu_accumulate: row i, columns j0,
-// j0 + 256, j0 + 512 and j0 + 768 (those below n), the row's INT32
-// products (plane l at planes + l * plane), needs, exponent and C.
-template <typename T> struct EmuRow {
+// j0 + 256, j0 + 512 and j0 + 768 (those below n), the row's products
+// (plane l at planes + l * plane: INT32 sums, or P = signed char residues
+// congruent to them, which the CRT takes alike), needs, exponent and C.
+template <typename T, typename P = int> struct EmuRow {
     int i, j0, n;
-    const int* __restrict__ planes;
+    const P* __restrict__ planes;
     long long plane;
     int bits;
     const unsigned char* __restrict__ need;
@@ -770,8 +771,8 @@ template <typename T> struct EmuRow {
 
 // One element of an EmuRow from its INT32 products v: its digits,
 // scaling and store, or its place on the fix-up list.
-template <int N, typename T>
-__device__ __forceinline__ void emu_accumulate_one(const EmuRow<T>& w, int j, int need, int col_e,
+template <int N, typename T, typename P>
+__device__ __forceinline__ void emu_accumulate_one(const EmuRow<T, P>& w, int j, int need, int col_e,
                                                    const int* v)
 {
     if (need > w.bits) {
@@ -790,7 +791,8 @@ __device__ __forceinline__ void emu_accumulate_one(const EmuRow<T>& w, int j, in
 // without them in flight, ncu saw the kernel at 47% of DRAM's bandwidth
 // and 71% of the SMs' issue rate, waiting on its loads (N <= 8), and at
 // 48% and 50% beyond 8 moduli.
-template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4_ahead(const EmuRow<T>& w)
+template <int N, typename T, typename P>
+__device__ __forceinline__ void emu_accumulate_x4_ahead(const EmuRow<T, P>& w)
 {
     if (w.j0 >= w.n) return;
     int v[N], ahead[N];
@@ -808,7 +810,7 @@ template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4_a
             need_ahead = w.need[next];
             col_ahead = w.col_exps[next];
         }
-        emu_accumulate_one<N, T>(w, j, need, col_e, v);
+        emu_accumulate_one<N, T, P>(w, j, need, col_e, v);
         if (!more) return;
 #pragma unroll
         for (int l = 0; l < N; ++l) v[l] = ahead[l];
@@ -826,25 +828,24 @@ template <int N, typename T> __device__ __forceinline__ void emu_accumulate_x4_a
 // elements, its count and list its own. emu_accumulate takes 1 to 8
 // moduli and emu_accumulate_wide 9 to 16: a kernel's registers are its
 // widest path's, and 16 moduli loaded ahead would set f32's occupancy.
-#define EMU_ACCUMULATE_ARGS                                                                    \
-    int i0, int n, const int* __restrict__ planes, long long plane, long long ldp, long long ps, \
+#define EMU_ACCUMULATE_ARGS(P)                                                                 \
+    int i0, int n, const P* __restrict__ planes, long long plane, long long ldp, long long ps,  \
         int nmod, int bits, const unsigned char* __restrict__ need, long long ns,               \
         const int* __restrict__ row_exps, long long rs, const int* __restrict__ col_exps,       \
         long long cs, double alpha, double beta, ELEM* __restrict__ c, long long ldc,           \
         long long cs_c, unsigned int* __restrict__ fix_count,                                   \
         unsigned long long* __restrict__ fix_list, unsigned int fix_cap
-#define EMU_ACCUMULATE_ROW                                                                        \
+#define EMU_ACCUMULATE_ROW(P)                                                                     \
     const long long z = blockIdx.z;                                                               \
     const int r = blockIdx.y, i = i0 + r;                                                         \
-    const EmuRow<ELEM> row = {i, blockIdx.x * 1024 + (int)threadIdx.x, n,                        \
-                              planes + z * ps + (long long)r * ldp, plane, bits,                  \
-                              need + z * ns + (long long)i * n, row_exps[z * rs + i],             \
-                              col_exps + z * cs, alpha, beta, c + z * cs_c + (long long)i * ldc, \
-                              fix_count + z, fix_list + z * (long long)fix_cap, fix_cap};
+    const EmuRow<ELEM, P> row = {i, blockIdx.x * 1024 + (int)threadIdx.x, n,                     \
+                                 planes + z * ps + (long long)r * ldp, plane, bits,               \
+                                 need + z * ns + (long long)i * n, row_exps[z * rs + i],          \
+                                 col_exps + z * cs, alpha, beta, c + z * cs_c + (long long)i * ldc, \
+                                 fix_count + z, fix_list + z * (long long)fix_cap, fix_cap};
 
-extern "C" __global__ void emu_accumulate(EMU_ACCUMULATE_ARGS)
+template <typename P> __device__ __forceinline__ void emu_accumulate_narrow(const EmuRow<ELEM, P>& row, int nmod)
 {
-    EMU_ACCUMULATE_ROW
     switch (nmod) {
     case 1: emu_accumulate_x4_ahead<1>(row); break;
     case 2: emu_accumulate_x4_ahead<2>(row); break;
@@ -854,14 +855,13 @@ extern "C" __global__ void emu_accumulate(EMU_ACCUMULATE_ARGS)
     case 6: emu_accumulate_x4_ahead<6>(row); break;
     case 7: emu_accumulate_x4_ahead<7>(row); break;
     case 8: emu_accumulate_x4_ahead<8>(row); break;
-    // The host sends wider routes to emu_accumulate_wide.
+    // The host sends wider routes to the wide kernels.
     default: __trap();
     }
 }
 
-extern "C" __global__ void emu_accumulate_wide(EMU_ACCUMULATE_ARGS)
+template <typename P> __device__ __forceinline__ void emu_accumulate_wider(const EmuRow<ELEM, P>& row, int nmod)
 {
-    EMU_ACCUMULATE_ROW
     switch (nmod) {
     case 9: emu_accumulate_x4_ahead<9>(row); break;
     case 10: emu_accumulate_x4_ahead<10>(row); break;
@@ -871,9 +871,34 @@ extern "C" __global__ void emu_accumulate_wide(EMU_ACCUMULATE_ARGS)
     case 14: emu_accumulate_x4_ahead<14>(row); break;
     case 15: emu_accumulate_x4_ahead<15>(row); break;
     case 16: emu_accumulate_x4_ahead<16>(row); break;
-    // The host sends narrower routes to emu_accumulate.
+    // The host sends narrower routes to the narrow kernels.
     default: __trap();
     }
+}
+
+extern "C" __global__ void emu_accumulate(EMU_ACCUMULATE_ARGS(int))
+{
+    EMU_ACCUMULATE_ROW(int)
+    emu_accumulate_narrow(row, nmod);
+}
+
+extern "C" __global__ void emu_accumulate_wide(EMU_ACCUMULATE_ARGS(int))
+{
+    EMU_ACCUMULATE_ROW(int)
+    emu_accumulate_wider(row, nmod);
+}
+
+// The same from residue planes (bytes), as the own INT8 kernel writes them.
+extern "C" __global__ void emu_accumulate_r8(EMU_ACCUMULATE_ARGS(signed char))
+{
+    EMU_ACCUMULATE_ROW(signed char)
+    emu_accumulate_narrow(row, nmod);
+}
+
+extern "C" __global__ void emu_accumulate_wide_r8(EMU_ACCUMULATE_ARGS(signed char))
+{
+    EMU_ACCUMULATE_ROW(signed char)
+    emu_accumulate_wider(row, nmod);
 }
 
 // The listed elements of C natively: alpha * sum_p a_ip b_pj (in f64) +

@@ -31,8 +31,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::cuda::kernels::cublas;
 use crate::cuda::kernels::int8::{
-    alloc_written, int8_product, int8_product_batch, int8_product_part, launch_err, ptr, Clock,
-    MAX_GRID_Y,
+    alloc_written, int8_kernels, int8_product, int8_product_batch, int8_product_part,
+    int8_residues, launch_err, ptr, Clock, Planes, MAX_GRID_Y,
 };
 use crate::cuda::kernels::operand::{to_i32, DeviceGemm, Operand};
 use crate::cuda::runtime::compile::{KernelKey, KernelSource};
@@ -66,8 +66,9 @@ pub(crate) struct EmulatedGemm {
     stats_cols: [CudaFunction; 2],
     split: CudaFunction,
     need: CudaFunction,
-    /// The CRT accumulation for 1 to 8 moduli, and for 9 to 16.
-    accumulate: [CudaFunction; 2],
+    /// The CRT accumulation for 1 to 8 moduli, and for 9 to 16, from
+    /// INT32 sums; then the same from residue bytes.
+    accumulate: [CudaFunction; 4],
     fixup: CudaFunction,
     /// Complex products: the parts' statistics merged, residues of the
     /// parts' sums, and the CRT of both parts from three products.
@@ -260,7 +261,7 @@ impl EmulatedGemm {
             dtype: T::DTYPE,
             tile: 0,
         };
-        let [stats_rows, cols_max, cols_finish, split, need, accumulate, accumulate_wide, fixup, merge, add, complex] =
+        let [stats_rows, cols_max, cols_finish, split, need, accumulate, accumulate_wide, fixup, merge, add, complex, accumulate_r8, accumulate_wide_r8] =
             KernelSource::EMULATED_ENTRIES;
         Ok(EmulatedGemm {
             stats_rows: gpu.entry_function(key, stats_rows)?,
@@ -273,6 +274,8 @@ impl EmulatedGemm {
             accumulate: [
                 gpu.entry_function(key, accumulate)?,
                 gpu.entry_function(key, accumulate_wide)?,
+                gpu.entry_function(key, accumulate_r8)?,
+                gpu.entry_function(key, accumulate_wide_r8)?,
             ],
             fixup: gpu.entry_function(key, fixup)?,
             complex: [
@@ -812,12 +815,14 @@ impl EmulatedGemm {
 
         // Phase 2: residues, INT8 products, CRT.
         clock.mark(gpu, Phase::Split)?;
+        let kind = Planes::of(int8_kernels(gpu)?);
+        let unit = kind.bytes();
         let fixed = m * n + nmod * n * kp;
-        let per_row = nmod * (kp + 4 * np);
+        let per_row = nmod * (kp + unit * np);
         let block = block_rows(budget, (fixed, per_row), m, "residues")?;
         let (need, [res_b, res_a, planes]) = carve.place(
             scratch,
-            [nmod * n * kp, nmod * block * kp, 4 * nmod * block * np],
+            [nmod * n * kp, nmod * block * kp, unit * nmod * block * np],
             kept,
         )?;
         self.split(
@@ -844,20 +849,22 @@ impl EmulatedGemm {
                 (res_a, block * kp),
             )?;
             clock.mark(gpu, Phase::Products)?;
-            for l in 0..nmod {
-                int8_product(
-                    gpu,
-                    (r, n, kp, np),
+            for (l, &modulus) in MODULI.iter().enumerate().take(nmod) {
+                let (a_l, b_l, out) = (
                     res_a + (l * block * kp) as u64,
                     res_b + (l * n * kp) as u64,
-                    planes + (4 * l * block * np) as u64,
-                )?;
+                    planes + (unit * l * block * np) as u64,
+                );
+                match kind {
+                    Planes::Sums => int8_product(gpu, (r, n, kp, np), a_l, b_l, out)?,
+                    Planes::Bytes => int8_residues(gpu, (r, n, kp, np), modulus, (a_l, b_l, out))?,
+                }
             }
             clock.mark(gpu, Phase::Accumulate)?;
             self.accumulate(
                 gpu,
                 (i0, r, n),
-                (planes, block * np, np, 0),
+                (planes, block * np, np, 0, kind),
                 (bits, nmod),
                 (need, (rows.exps, 0), (cols.exps, 0), 0),
                 (alpha, beta, c, 0),
@@ -878,16 +885,16 @@ impl EmulatedGemm {
     }
 
     /// The CRT accumulation of rows i0..i0+r of each of `products`, at its
-    /// strides: INT32 planes `plane` apart (ld ldp, the next product's
-    /// `ps` entries on), its needs (`ns` bytes on) and exponents (`rs`,
-    /// `cs` on), C (`cs_c` elements on) and its fix-up count and list
-    /// (`cap` entries each).
+    /// strides: planes (INT32 sums, or residue bytes where `Planes::Bytes`)
+    /// `plane` entries apart (ld ldp, the next product's `ps` entries on),
+    /// its needs (`ns` bytes on) and exponents (`rs`, `cs` on), C (`cs_c`
+    /// elements on) and its fix-up count and list (`cap` entries each).
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn accumulate<T: Element>(
         &self,
         gpu: &Gpu,
         (i0, r, n): (usize, usize, usize),
-        (planes, plane, ldp, ps): (CUdeviceptr, usize, usize, usize),
+        (planes, plane, ldp, ps, kind): (CUdeviceptr, usize, usize, usize, Planes),
         (bits, nmod): (u32, usize),
         (need, (row_e, rs), (col_e, cs), ns): (
             CUdeviceptr,
@@ -918,9 +925,9 @@ impl EmulatedGemm {
         );
         let (alpha64, beta64) = (alpha.to_f64(), beta.to_f64());
         let config = per_element((r, n), products_grid(products)?);
-        let mut launch = gpu
-            .stream
-            .launch_builder(&self.accumulate[usize::from(nmod > 8)]);
+        let mut launch = gpu.stream.launch_builder(
+            &self.accumulate[usize::from(nmod > 8) + 2 * usize::from(kind == Planes::Bytes)],
+        );
         launch
             .arg(&i0i)
             .arg(&ni)
@@ -944,12 +951,13 @@ impl EmulatedGemm {
             .arg(&fix_count)
             .arg(&fix_list)
             .arg(&capi);
-        // SAFETY: (int, int, const int*, long long, long long, long long,
+        // SAFETY: (int, int, const int* or const signed char* by `kind`,
+        // long long, long long, long long,
         // int, int, const unsigned char*, long long, const int*, long long,
         // const int*, long long, double, double, ELEM*, long long, long
         // long, unsigned int*, unsigned long long*, unsigned int): per
         // product at its strides, planes holds nmod planes of r rows of ldp
-        // INT32 `plane` apart; need, the exponents and C cover rows
+        // entries of `kind` `plane` apart; need, the exponents and C cover rows
         // i0..i0+r and n columns (no product's C another's); each product
         // has one count and a list of `cap` entries.
         unsafe { launch.launch(config) }
@@ -1322,7 +1330,7 @@ impl EmulatedGemm {
             self.accumulate(
                 gpu,
                 (0, m, n),
-                (pp, run * m * np, np, m * np),
+                (pp, run * m * np, np, m * np, Planes::Sums),
                 (bits, nmod),
                 (
                     need_at + (i * m * n) as u64,

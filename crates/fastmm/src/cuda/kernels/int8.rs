@@ -5,13 +5,19 @@
 
 use cudarc::cublas::sys::{cublasComputeType_t, cudaDataType};
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
-use cudarc::driver::{CudaEvent, CudaSlice, DevicePtr};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 
+use crate::config::{Config, Int8Kernels};
 use crate::cuda::kernels::operand::to_i32;
 use crate::cuda::runtime::blas::{gemm_ex, BlasMatrix, GemmEx, StridedBatch};
+use crate::cuda::runtime::compile::{KernelKey, KernelSource};
 use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::device::Gpu;
-use crate::cuda::tunables::CUDA_EMULATION_INT8_TILE;
+use crate::cuda::runtime::tensor_map::TensorMap;
+use crate::cuda::tunables::{
+    CUDA_EMULATION_INT8_KERNELS, CUDA_EMULATION_INT8_TILE, CUDA_WGMMA_STAGES, WGMMA_TILE,
+};
+use crate::element::DType;
 use crate::emulation::Phase;
 use crate::error::Error;
 
@@ -106,6 +112,46 @@ pub(crate) fn int8_product_part(
     bt: CUdeviceptr,
     c: CUdeviceptr,
 ) -> Result<(), Error> {
+    int8_product_on(
+        gpu,
+        int8_kernels(gpu)?,
+        (rows, n, kp, np),
+        (p0, p1),
+        accumulate,
+        (a, bt, c),
+    )
+}
+
+/// [`int8_product_part`] on the kernels named, whatever the configuration
+/// chooses (the self-test compares them); operands the own kernel cannot
+/// address (rows not 16-byte aligned, C's not 8-byte aligned) go to
+/// cuBLAS's.
+pub(crate) fn int8_product_on(
+    gpu: &Gpu,
+    kernels: Int8Kernels,
+    (rows, n, kp, np): (usize, usize, usize, usize),
+    (p0, p1): (usize, usize),
+    accumulate: bool,
+    (a, bt, c): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+) -> Result<(), Error> {
+    if kernels == Int8Kernels::Wgmma {
+        let (a, bt) = (a + p0 as u64, bt + p0 as u64);
+        if a.is_multiple_of(16)
+            && bt.is_multiple_of(16)
+            && kp.is_multiple_of(16)
+            && c.is_multiple_of(8)
+            && np.is_multiple_of(2)
+        {
+            let kernel = wgmma_function(gpu)?;
+            return wgmma_product(
+                gpu,
+                &kernel,
+                (rows, n, p1 - p0, kp, np),
+                (accumulate, 0),
+                (a, bt, c),
+            );
+        }
+    }
     let tile = CUDA_EMULATION_INT8_TILE;
     for i0 in (0..rows).step_by(tile) {
         for j0 in (0..n).step_by(tile) {
@@ -201,4 +247,167 @@ fn int8_tile(
     // caller's contract: no product's C another's); α and β are host i32
     // scalars of the compute type that outlive the call.
     unsafe { gemm_ex(gpu, &call, "cublasGemmEx (INT8) failed") }
+}
+
+/// What the INT8 products leave for the CRT: their INT32 sums, or (the
+/// own kernel's) one residue byte per sum, congruent to it modulo the
+/// product's modulus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Planes {
+    /// INT32 sums.
+    Sums,
+    /// Residue bytes.
+    Bytes,
+}
+
+impl Planes {
+    /// What the kernels named leave.
+    pub(crate) fn of(kernels: Int8Kernels) -> Planes {
+        match kernels {
+            Int8Kernels::Cublas => Planes::Sums,
+            Int8Kernels::Wgmma => Planes::Bytes,
+        }
+    }
+
+    /// Bytes an entry.
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            Planes::Sums => 4,
+            Planes::Bytes => 1,
+        }
+    }
+}
+
+/// The residues modulo `modulus` (at most 256) of the sums of A·Bᵀ (A
+/// rows×kp, Bᵀ n×kp INT8, k-contiguous), one byte each in [−128, 127], into
+/// rows rows of ld np bytes at `out`, on the own kernel (which
+/// [`Planes::of`] names for them).
+pub(crate) fn int8_residues(
+    gpu: &Gpu,
+    (rows, n, kp, np): (usize, usize, usize, usize),
+    modulus: u32,
+    (a, bt, out): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+) -> Result<(), Error> {
+    if !(a.is_multiple_of(16)
+        && bt.is_multiple_of(16)
+        && kp.is_multiple_of(16)
+        && out.is_multiple_of(2)
+        && np.is_multiple_of(2))
+    {
+        return Err(Error::Cuda(
+            "INT8 residues: planes not aligned for the own kernel".into(),
+        ));
+    }
+    if !(2..=256).contains(&modulus) {
+        return Err(Error::Cuda(format!("INT8 residues: modulus {modulus}")));
+    }
+    let kernel = wgmma_function(gpu)?;
+    wgmma_product(
+        gpu,
+        &kernel,
+        (rows, n, kp, kp, np),
+        (false, modulus as i32),
+        (a, bt, out),
+    )
+}
+
+/// Dynamic shared memory of `kernels/int8_wgmma.cu`: its ring, a KiB to
+/// align it to the swizzle's atoms, and two mbarriers a stage.
+fn wgmma_shared_bytes() -> usize {
+    let (bm, bn, bk) = WGMMA_TILE;
+    CUDA_WGMMA_STAGES * ((bm + bn) * bk + 16) + 1024
+}
+
+/// The kernels that multiply INT8 planes on this GPU: the own kernel on
+/// sm_90, cuBLAS's elsewhere ([`CUDA_EMULATION_INT8_KERNELS`]; the
+/// developer switch `FASTMM_DEV_CUDA_INT8` forces either, the own kernel
+/// on another GPU being an error). It follows from the configuration and
+/// the device alone.
+pub(crate) fn int8_kernels(gpu: &Gpu) -> Result<Int8Kernels, Error> {
+    let hopper = gpu.arch() == "sm_90";
+    let (chosen, forced) = match Config::get().dev()?.int8 {
+        Some(kernels) => (kernels, true),
+        None => (CUDA_EMULATION_INT8_KERNELS, false),
+    };
+    match (chosen, hopper, forced) {
+        (Int8Kernels::Wgmma, false, true) => Err(Error::Unsupported {
+            algorithm: "emulated",
+            what: format!(
+                "{} (the warpgroup-MMA INT8 kernel needs an sm_90 GPU)",
+                gpu.info().name
+            ),
+        }),
+        (Int8Kernels::Wgmma, false, false) => Ok(Int8Kernels::Cublas),
+        (kernels, _, _) => Ok(kernels),
+    }
+}
+
+/// `kernels/int8_wgmma.cu`, compiled once per context and allowed its
+/// shared memory.
+fn wgmma_function(gpu: &Gpu) -> Result<CudaFunction, Error> {
+    let key = KernelKey {
+        source: KernelSource::Int8Wgmma,
+        dtype: DType::I32,
+        tile: CUDA_WGMMA_STAGES,
+    };
+    gpu.function_with_shared(key, wgmma_shared_bytes(), "emulated")
+}
+
+/// C (rows×n INT32 of ld np) = A·Bᵀ (+ C where `accumulate`) over
+/// `depth` bytes, A's and Bᵀ's rows `ld` bytes apart, in one launch of
+/// `kernels/int8_wgmma.cu` (blocks of 128 × 256 of C); with a modulus
+/// m > 0 (and no accumulation) C is instead rows×n bytes of ld np, the
+/// sums' residues modulo m in [−128, 127].
+fn wgmma_product(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    (rows, n, depth, ld, np): (usize, usize, usize, usize, usize),
+    (accumulate, modulus): (bool, i32),
+    (a, bt, c): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+) -> Result<(), Error> {
+    debug_assert!(modulus == 0 || !accumulate);
+    if rows == 0 || n == 0 {
+        return Ok(());
+    }
+    let (bm, bn, _) = WGMMA_TILE;
+    let map_a = TensorMap::bytes_128b_swizzled(a, (rows, depth, ld), bm as u32)?;
+    let map_b = TensorMap::bytes_128b_swizzled(bt, (n, depth, ld), bn as u32)?;
+    let (ri, ni, ki) = (to_i32("rows", rows)?, to_i32("n", n)?, to_i32("k", depth)?);
+    let (ldc, acc) = (np as i64, i32::from(accumulate));
+    let config = LaunchConfig {
+        grid_dim: (
+            u32::try_from(n.div_ceil(bn)).map_err(|_| Error::Cuda("n beyond a grid".into()))?,
+            u32::try_from(rows.div_ceil(bm).min(MAX_GRID_Y))
+                .map_err(|_| Error::Cuda("rows beyond a grid".into()))?,
+            1,
+        ),
+        block_dim: (384, 1, 1),
+        shared_mem_bytes: wgmma_shared_bytes() as u32,
+    };
+    if rows.div_ceil(bm) > MAX_GRID_Y {
+        return Err(Error::Cuda(format!(
+            "{rows} rows are beyond one INT8 launch's grid"
+        )));
+    }
+    let mut launch = gpu.stream.launch_builder(kernel);
+    launch
+        .arg(&map_a)
+        .arg(&map_b)
+        .arg(&ri)
+        .arg(&ni)
+        .arg(&ki)
+        .arg(&c)
+        .arg(&ldc)
+        .arg(&acc)
+        .arg(&modulus);
+    // SAFETY: (TensorMap, TensorMap, int, int, int, int*, long long, int,
+    // int):
+    // the maps describe rows (n) rows of `depth` bytes, `ld` apart, at a
+    // (bt), which the caller's planes hold; c has rows rows of ld np ≥ n
+    // INT32 (bytes where a modulus is given), 8-byte (2-byte) aligned with
+    // np even (checked by the callers), read only where accumulating; the
+    // kernel stores inside rows×n only.
+    unsafe { launch.launch(config) }
+        .map(|_| ())
+        .map_err(launch_err("INT8 product"))
 }

@@ -66,12 +66,17 @@ pub enum KernelSource {
     /// and combined back from the real products
     /// ([`KernelSource::COMPLEX_ENTRIES`]; tile unused, 0).
     Complex,
+    /// `int8_wgmma.cu`: the emulated product's INT8 products (INT32 sums)
+    /// on Hopper's warpgroup MMA with tensor-memory copies, built for
+    /// sm_90a (tile = STAGES, the ring's depth; the key's type is I32,
+    /// the sums').
+    Int8Wgmma,
 }
 
 impl KernelSource {
     /// Every kernel source, for the compile test.
     #[cfg(any(test, feature = "dev"))]
-    pub const ALL: [KernelSource; 15] = [
+    pub const ALL: [KernelSource; 16] = [
         KernelSource::Naive,
         KernelSource::Tiled,
         KernelSource::Combine,
@@ -87,10 +92,11 @@ impl KernelSource {
         KernelSource::Bytes,
         KernelSource::Transpose,
         KernelSource::Complex,
+        KernelSource::Int8Wgmma,
     ];
 
     /// The entry points of `emulated.cu`.
-    pub const EMULATED_ENTRIES: [&'static str; 11] = [
+    pub const EMULATED_ENTRIES: [&'static str; 13] = [
         "emu_stats_rows",
         "emu_cols_max",
         "emu_cols_finish",
@@ -102,6 +108,8 @@ impl KernelSource {
         "emu_stats_merge",
         "emu_add_residues",
         "emu_accumulate_complex",
+        "emu_accumulate_r8",
+        "emu_accumulate_wide_r8",
     ];
 
     /// The entry points of `complex.cu`.
@@ -135,6 +143,7 @@ impl KernelSource {
             KernelSource::Emulated => !dtype.is_integer(),
             KernelSource::Bytes => dtype.is_integer(),
             KernelSource::Complex => !dtype.is_integer(),
+            KernelSource::Int8Wgmma => dtype == DType::I32,
             _ => true,
         }
     }
@@ -147,6 +156,7 @@ impl KernelSource {
         use crate::cuda::tunables::simt_micro_tiles;
         use crate::cuda::tunables::{
             CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
+            CUDA_WGMMA_STAGES,
         };
         match self {
             KernelSource::Naive => vec![CUDA_NAIVE_BLOCK],
@@ -160,6 +170,7 @@ impl KernelSource {
             | KernelSource::Transpose
             | KernelSource::Complex => vec![0],
             KernelSource::FastMma => vec![CUDA_MMA_STAGES],
+            KernelSource::Int8Wgmma => vec![CUDA_WGMMA_STAGES],
             KernelSource::FastMbar => vec![MBAR_MICRO_TILE.0],
             _ => simt_micro_tiles(dtype).to_vec(),
         }
@@ -176,6 +187,7 @@ impl KernelSource {
                     | KernelSource::Convert
                     | KernelSource::FastMbar
                     | KernelSource::Emulated
+                    | KernelSource::Int8Wgmma
             )
         };
         let mut keys = Vec::new();
@@ -232,6 +244,20 @@ impl KernelSource {
             KernelSource::Bytes => include_str!("../kernels/bytes.cu"),
             KernelSource::Transpose => include_str!("../kernels/transpose.cu"),
             KernelSource::Complex => include_str!("../kernels/complex.cu"),
+            KernelSource::Int8Wgmma => concat!(
+                include_str!("../kernels/block_common.cuh"),
+                include_str!("../kernels/int8_wgmma.cu")
+            ),
+        }
+    }
+
+    /// The architecture NVRTC builds this source for on a GPU of `arch`:
+    /// the warpgroup MMA exists only in sm_90's architecture-specific
+    /// target, sm_90a (whose PTX runs on sm_90 GPUs alone).
+    pub fn target(self, arch: &'static str) -> &'static str {
+        match (self, arch) {
+            (KernelSource::Int8Wgmma, "sm_90") => "sm_90a",
+            _ => arch,
         }
     }
 
@@ -252,6 +278,7 @@ impl KernelSource {
             KernelSource::Bytes => "bytes_combine",
             KernelSource::Transpose => "transpose",
             KernelSource::Complex => "cx_combine",
+            KernelSource::Int8Wgmma => "int8_wgmma",
         }
     }
 
@@ -267,7 +294,7 @@ impl KernelSource {
             | KernelSource::FastStream
             | KernelSource::FastMbar
             | KernelSource::Fused => "TM",
-            KernelSource::FastMma => "STAGES",
+            KernelSource::FastMma | KernelSource::Int8Wgmma => "STAGES",
             KernelSource::Emulated => "EMU_TILE",
             KernelSource::Bytes => "BYTES_TILE",
             KernelSource::Transpose => "TRANSPOSE_TILE",
@@ -320,7 +347,8 @@ fn defines(key: KernelKey, arch: &str) -> Result<Vec<String>, Error> {
         let (_, columns) = simt_micro_tile(key.dtype, key.tile);
         defines.push(format!("-DTN={columns}"));
     }
-    if key.source.is_simt() || key.source == KernelSource::FastMma {
+    if key.source.is_simt() || matches!(key.source, KernelSource::FastMma | KernelSource::Int8Wgmma)
+    {
         defines.push(format!("-DRASTER_GROUP={}", CUDA_RASTER_GROUP));
     }
     if key.source == KernelSource::Emulated {
@@ -431,6 +459,7 @@ fn compile_at(key: KernelKey, arch: &'static str, level: Optimisation) -> Result
             "the NVRTC library (libnvrtc) was not found on the loader path".into(),
         ));
     }
+    let arch = key.source.target(arch);
     let mut flags = defines(key, arch)?;
     if level == Optimisation::Quick {
         flags.push("--Ofast-compile=max".to_string());
@@ -593,6 +622,7 @@ mod tests {
                 // Every TM of some type; each type builds its own.
                 source if source.is_simt() => &[4, 8, 16],
                 KernelSource::FastMma => &[2, 3],
+                KernelSource::Int8Wgmma => &[3, 4],
                 KernelSource::FastMbar => &[crate::cuda::tunables::MBAR_MICRO_TILE.0],
                 _ => unreachable!("every SIMT source is matched above"),
             };

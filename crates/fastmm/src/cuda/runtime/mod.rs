@@ -9,6 +9,7 @@ pub(crate) mod device;
 pub(crate) mod host_copy;
 pub(crate) mod memory;
 pub(crate) mod nccl;
+pub(crate) mod tensor_map;
 pub(crate) mod transfer;
 
 /// A failed CUDA driver, cuBLAS or NVRTC call, as the library's typed error.
