@@ -26,8 +26,8 @@
 //! `FASTMM_DEV_CUDA_WAVE_TAIL` (`on`/`off`), `FASTMM_DEV_CUDA_MBAR`
 //! (`on`/`off`) and `FASTMM_DEV_CUDA_RING_STAGES` (2–8): the schedules and
 //! kernel variants of `cuda-fast` that experiments compare; and
-//! `FASTMM_DEV_CUDA_INT8` (`cublas`/`wgmma`): which kernels multiply the
-//! emulated product's INT8 planes. Other builds
+//! `FASTMM_DEV_CUDA_INT8` (`cublas`, `wgmma` or `wgmma-pairs`): which
+//! kernels multiply the emulated product's INT8 planes. Other builds
 //! ignore them and name them in [`Config::ignored`].
 
 use std::path::PathBuf;
@@ -182,6 +182,8 @@ pub enum Int8Kernels {
     Cublas,
     /// fastmm's own warpgroup-MMA kernel (sm_90 only).
     Wgmma,
+    /// The same in clusters of two blocks that share B's copies.
+    WgmmaPairs,
 }
 
 /// The stream-K developer switch.
@@ -311,8 +313,9 @@ fn dev_switches(lookup: &dyn Fn(&str) -> Option<String>) -> Result<DevSwitches, 
             match text.to_ascii_lowercase().as_str() {
                 "cublas" => Ok(Int8Kernels::Cublas),
                 "wgmma" => Ok(Int8Kernels::Wgmma),
+                "wgmma-pairs" => Ok(Int8Kernels::WgmmaPairs),
                 other => Err(Error::InvalidOption(format!(
-                    "'{other}' is not cublas or wgmma"
+                    "'{other}' is not cublas, wgmma or wgmma-pairs"
                 ))),
             }
         })?,

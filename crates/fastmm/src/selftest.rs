@@ -1560,9 +1560,10 @@ mod gpu {
     /// INT32 sums equal, at shapes one off its 128 × 256 × 128 tiles,
     /// depths that are not a stage's, a later part of the depth added to
     /// C, random bytes past the depth in every row (neither may read
-    /// them) and columns of C past n (neither may write them); and its
-    /// residue bytes (modulo 256 and 251, the whole depth) congruent to
-    /// cuBLAS's sums and within a byte's range.
+    /// them) and columns of C past n (neither may write them), alone and
+    /// in clusters of two; and its residue bytes (modulo 256 alone, 251
+    /// in pairs, the whole depth) congruent to cuBLAS's sums and within
+    /// a byte's range.
     pub(super) fn int8_kernel_checks(ctx: &Context) -> Check {
         let mut row = Check::new("INT8 products: own kernel = cuBLAS's".into());
         let outcome = ctx.gpu().and_then(|gpu| {
@@ -1619,7 +1620,11 @@ mod gpu {
         let a = gpu.stream.clone_htod(&a).map_err(up_err)?;
         let bt = gpu.stream.clone_htod(&bt).map_err(up_err)?;
         let mut results = Vec::new();
-        for kernels in [Int8Kernels::Wgmma, Int8Kernels::Cublas] {
+        for kernels in [
+            Int8Kernels::Wgmma,
+            Int8Kernels::WgmmaPairs,
+            Int8Kernels::Cublas,
+        ] {
             let c = gpu.stream.clone_htod(&c0).map_err(up_err)?;
             let ptrs = (
                 a.device_ptr(&gpu.stream).0,
@@ -1633,25 +1638,28 @@ mod gpu {
                     .map_err(|e| cuda_err("cannot read the INT8 check's C", e))?,
             );
         }
-        if let Some(x) = (0..rows * np).find(|&x| results[0][x] != results[1][x]) {
-            return Ok(Some(format!(
-                "C({}, {}) = {} on the own kernel, {} on cuBLAS's",
-                x / np,
-                x % np,
-                results[0][x],
-                results[1][x]
-            )));
+        for (own, name) in [(0, "the own kernel"), (1, "the own kernel in pairs")] {
+            if let Some(x) = (0..rows * np).find(|&x| results[own][x] != results[2][x]) {
+                return Ok(Some(format!(
+                    "C({}, {}) = {} on {name}, {} on cuBLAS's",
+                    x / np,
+                    x % np,
+                    results[own][x],
+                    results[2][x]
+                )));
+            }
         }
         if p0 > 0 {
             return Ok(None);
         }
         // Over the whole depth C was overwritten: cuBLAS's C is the sums.
-        let sums: Vec<i64> = results[1].iter().map(|&x| i64::from(x)).collect();
-        for modulus in [256u32, 251] {
+        let sums: Vec<i64> = results[2].iter().map(|&x| i64::from(x)).collect();
+        for (kernels, modulus) in [(Int8Kernels::Wgmma, 256u32), (Int8Kernels::WgmmaPairs, 251)] {
             let junk: Vec<i8> = vec![0x5a; rows * np];
             let out = gpu.stream.clone_htod(&junk).map_err(up_err)?;
             crate::cuda::kernels::int8::int8_residues(
                 gpu,
+                kernels,
                 (rows, n, kp, np),
                 modulus,
                 (
@@ -1673,7 +1681,7 @@ mod gpu {
             });
             if let Some(x) = bad {
                 return Ok(Some(format!(
-                    "residue ({}, {}) modulo {modulus} = {}, the sum {}",
+                    "{kernels:?}: residue ({}, {}) modulo {modulus} = {}, the sum {}",
                     x / np,
                     x % np,
                     got[x],

@@ -815,7 +815,8 @@ impl EmulatedGemm {
 
         // Phase 2: residues, INT8 products, CRT.
         clock.mark(gpu, Phase::Split)?;
-        let kind = Planes::of(int8_kernels(gpu)?);
+        let kernels = int8_kernels(gpu)?;
+        let kind = Planes::of(kernels);
         let unit = kind.bytes();
         let fixed = m * n + nmod * n * kp;
         let per_row = nmod * (kp + unit * np);
@@ -857,7 +858,9 @@ impl EmulatedGemm {
                 );
                 match kind {
                     Planes::Sums => int8_product(gpu, (r, n, kp, np), a_l, b_l, out)?,
-                    Planes::Bytes => int8_residues(gpu, (r, n, kp, np), modulus, (a_l, b_l, out))?,
+                    Planes::Bytes => {
+                        int8_residues(gpu, kernels, (r, n, kp, np), modulus, (a_l, b_l, out))?
+                    }
                 }
             }
             clock.mark(gpu, Phase::Accumulate)?;

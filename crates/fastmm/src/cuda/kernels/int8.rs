@@ -17,6 +17,17 @@ use crate::cuda::runtime::tensor_map::TensorMap;
 use crate::cuda::tunables::{
     CUDA_EMULATION_INT8_KERNELS, CUDA_EMULATION_INT8_TILE, CUDA_WGMMA_STAGES, WGMMA_TILE,
 };
+
+impl Int8Kernels {
+    /// The own kernel's blocks per cluster, or None for cuBLAS's.
+    pub(crate) fn cluster(self) -> Option<usize> {
+        match self {
+            Int8Kernels::Cublas => None,
+            Int8Kernels::Wgmma => Some(1),
+            Int8Kernels::WgmmaPairs => Some(2),
+        }
+    }
+}
 use crate::element::DType;
 use crate::emulation::Phase;
 use crate::error::Error;
@@ -134,7 +145,7 @@ pub(crate) fn int8_product_on(
     accumulate: bool,
     (a, bt, c): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
 ) -> Result<(), Error> {
-    if kernels == Int8Kernels::Wgmma {
+    if let Some(cluster) = kernels.cluster() {
         let (a, bt) = (a + p0 as u64, bt + p0 as u64);
         if a.is_multiple_of(16)
             && bt.is_multiple_of(16)
@@ -142,10 +153,10 @@ pub(crate) fn int8_product_on(
             && c.is_multiple_of(8)
             && np.is_multiple_of(2)
         {
-            let kernel = wgmma_function(gpu)?;
+            let kernel = wgmma_function(gpu, cluster)?;
             return wgmma_product(
                 gpu,
-                &kernel,
+                (&kernel, cluster),
                 (rows, n, p1 - p0, kp, np),
                 (accumulate, 0),
                 (a, bt, c),
@@ -265,7 +276,7 @@ impl Planes {
     pub(crate) fn of(kernels: Int8Kernels) -> Planes {
         match kernels {
             Int8Kernels::Cublas => Planes::Sums,
-            Int8Kernels::Wgmma => Planes::Bytes,
+            Int8Kernels::Wgmma | Int8Kernels::WgmmaPairs => Planes::Bytes,
         }
     }
 
@@ -280,14 +291,20 @@ impl Planes {
 
 /// The residues modulo `modulus` (at most 256) of the sums of A·Bᵀ (A
 /// rows×kp, Bᵀ n×kp INT8, k-contiguous), one byte each in [−128, 127], into
-/// rows rows of ld np bytes at `out`, on the own kernel (which
-/// [`Planes::of`] names for them).
+/// rows rows of ld np bytes at `out`, on the own kernel named (which
+/// [`Planes::of`] names for them; cuBLAS's cannot).
 pub(crate) fn int8_residues(
     gpu: &Gpu,
+    kernels: Int8Kernels,
     (rows, n, kp, np): (usize, usize, usize, usize),
     modulus: u32,
     (a, bt, out): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
 ) -> Result<(), Error> {
+    let Some(cluster) = kernels.cluster() else {
+        return Err(Error::Cuda(
+            "INT8 residues: cuBLAS's kernels sum only".into(),
+        ));
+    };
     if !(a.is_multiple_of(16)
         && bt.is_multiple_of(16)
         && kp.is_multiple_of(16)
@@ -301,10 +318,10 @@ pub(crate) fn int8_residues(
     if !(2..=256).contains(&modulus) {
         return Err(Error::Cuda(format!("INT8 residues: modulus {modulus}")));
     }
-    let kernel = wgmma_function(gpu)?;
+    let kernel = wgmma_function(gpu, cluster)?;
     wgmma_product(
         gpu,
-        &kernel,
+        (&kernel, cluster),
         (rows, n, kp, kp, np),
         (false, modulus as i32),
         (a, bt, out),
@@ -330,25 +347,25 @@ pub(crate) fn int8_kernels(gpu: &Gpu) -> Result<Int8Kernels, Error> {
         None => (CUDA_EMULATION_INT8_KERNELS, false),
     };
     match (chosen, hopper, forced) {
-        (Int8Kernels::Wgmma, false, true) => Err(Error::Unsupported {
+        (Int8Kernels::Wgmma | Int8Kernels::WgmmaPairs, false, true) => Err(Error::Unsupported {
             algorithm: "emulated",
             what: format!(
                 "{} (the warpgroup-MMA INT8 kernel needs an sm_90 GPU)",
                 gpu.info().name
             ),
         }),
-        (Int8Kernels::Wgmma, false, false) => Ok(Int8Kernels::Cublas),
+        (Int8Kernels::Wgmma | Int8Kernels::WgmmaPairs, false, false) => Ok(Int8Kernels::Cublas),
         (kernels, _, _) => Ok(kernels),
     }
 }
 
-/// `kernels/int8_wgmma.cu`, compiled once per context and allowed its
-/// shared memory.
-fn wgmma_function(gpu: &Gpu) -> Result<CudaFunction, Error> {
+/// `kernels/int8_wgmma.cu` in clusters of `cluster` blocks, compiled once
+/// per context and allowed its shared memory.
+fn wgmma_function(gpu: &Gpu, cluster: usize) -> Result<CudaFunction, Error> {
     let key = KernelKey {
         source: KernelSource::Int8Wgmma,
         dtype: DType::I32,
-        tile: CUDA_WGMMA_STAGES,
+        tile: cluster,
     };
     gpu.function_with_shared(key, wgmma_shared_bytes(), "emulated")
 }
@@ -360,7 +377,7 @@ fn wgmma_function(gpu: &Gpu) -> Result<CudaFunction, Error> {
 /// sums' residues modulo m in [−128, 127].
 fn wgmma_product(
     gpu: &Gpu,
-    kernel: &CudaFunction,
+    (kernel, cluster): (&CudaFunction, usize),
     (rows, n, depth, ld, np): (usize, usize, usize, usize, usize),
     (accumulate, modulus): (bool, i32),
     (a, bt, c): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
@@ -374,21 +391,21 @@ fn wgmma_product(
     let map_b = TensorMap::bytes_128b_swizzled(bt, (n, depth, ld), bn as u32)?;
     let (ri, ni, ki) = (to_i32("rows", rows)?, to_i32("n", n)?, to_i32("k", depth)?);
     let (ldc, acc) = (np as i64, i32::from(accumulate));
+    // One block (a cluster's blocks) per tile (per `cluster` tiles down
+    // a column of tiles), along x.
+    let blocks = rows.div_ceil(bm).div_ceil(cluster) * cluster * n.div_ceil(bn);
     let config = LaunchConfig {
         grid_dim: (
-            u32::try_from(n.div_ceil(bn)).map_err(|_| Error::Cuda("n beyond a grid".into()))?,
-            u32::try_from(rows.div_ceil(bm).min(MAX_GRID_Y))
-                .map_err(|_| Error::Cuda("rows beyond a grid".into()))?,
+            u32::try_from(blocks)
+                .ok()
+                .filter(|&b| b < 1 << 31)
+                .ok_or_else(|| Error::Cuda(format!("{rows}×{n} is beyond one INT8 launch")))?,
+            1,
             1,
         ),
         block_dim: (384, 1, 1),
         shared_mem_bytes: wgmma_shared_bytes() as u32,
     };
-    if rows.div_ceil(bm) > MAX_GRID_Y {
-        return Err(Error::Cuda(format!(
-            "{rows} rows are beyond one INT8 launch's grid"
-        )));
-    }
     let mut launch = gpu.stream.launch_builder(kernel);
     launch
         .arg(&map_a)

@@ -27,18 +27,33 @@
 // the wgmma descriptors name; a k step of 32 moves the descriptors' start
 // by 32 bytes within the atom.
 //
+// Pairs (CLUSTER = 2): the blocks of a cluster of two take vertically
+// adjacent tiles, which need the same slices of B; each block's producer
+// copies half of B's box and multicasts it to both blocks, so each block
+// reads 32 KiB a slice from L2 instead of 48. A buffer is then overwritten
+// in both blocks by either producer, so its "empty" barrier counts the
+// consumers of both blocks (each arrives on both), and the pair meets at a
+// cluster barrier after initialising its barriers and before exiting.
+//
 // Edges: the tensor maps' extents are rows x depth and n x depth, so
 // copies past them fill zeros (any depth, any rows and n); the epilogue
-// stores only elements inside C. Tiles are visited in block_common.cuh's
-// grouped order.
+// stores only elements inside C. Tiles (pairs of tiles) are visited in
+// block_common.cuh's grouped order, one block (pair) per grid index.
 //
-// Built by NVRTC for sm_90a with -DSTAGES and -DRASTER_GROUP.
+// Built by NVRTC for sm_90a with -DSTAGES, -DCLUSTER and -DRASTER_GROUP.
 #define BM 128
 #define BN 256
 #define BK 128
 #define THREADS 384
 #define A_BYTES (BM * BK)
 #define B_BYTES (BN * BK)
+#if CLUSTER == 2
+#define KERNEL_CLUSTER __cluster_dims__(2, 1, 1)
+#elif CLUSTER == 1
+#define KERNEL_CLUSTER
+#else
+#error "CLUSTER is 1 or 2"
+#endif
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 // The driver's opaque CUtensorMap (64-byte aligned, 128 bytes), encoded by
@@ -78,6 +93,29 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar)
                  : "memory");
 }
 
+// One arrival on the barrier at the same offset as `bar` in block `rank`
+// of the cluster.
+__device__ __forceinline__ void mbar_arrive_in(unsigned bar, unsigned rank)
+{
+    asm volatile("{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 " mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+
+// Every thread of the cluster's blocks arrives, then waits for the rest.
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive;\n barrier.cluster.wait;\n" ::: "memory");
+}
+
 __device__ __forceinline__ void mbar_expect_bytes(unsigned bar, unsigned bytes)
 {
     asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(bar),
@@ -92,6 +130,17 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
                  "l"(reinterpret_cast<unsigned long long>(map)), "r"(inner), "r"(outer), "r"(bar)
+                 : "memory");
+}
+
+// As tma_load, the box written at `dst` and completing on `bar` in every
+// block of the cluster that `mask` names.
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, int inner, int outer,
+                                                   unsigned bar, unsigned short mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(inner), "r"(outer), "r"(bar), "h"(mask)
                  : "memory");
 }
 
@@ -157,75 +206,11 @@ __device__ __forceinline__ void wgmma_wait(int* d)
                  : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-int8_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, int rows, int n,
-           int depth, int* __restrict__ c, long long ldc, int accumulate, int modulus)
+// Stores a consumer's 64 x 256 accumulators d: INT32 sums (added to C
+// where `accumulate`), or with a modulus their residue bytes.
+__device__ __forceinline__ void epilogue(const int* d, int tid, int group, int row0, int col0, int rows, int n,
+                                         int* __restrict__ c, long long ldc, int accumulate, int modulus)
 {
-    // The ring, aligned to the swizzle's 1024-byte atoms (the host asks for
-    // 1 KiB more than the buffers), then the barriers.
-    extern __shared__ unsigned char shared_raw[];
-    const unsigned raw = (unsigned)__cvta_generic_to_shared(shared_raw);
-    const unsigned ring = (raw + 1023u) & ~1023u;
-    const unsigned bars = ring + STAGES * (A_BYTES + B_BYTES);
-    // full[s] at bars + 8s, empty[s] at bars + 8(STAGES + s).
-#define FULL(s) (bars + 8u * (unsigned)(s))
-#define EMPTY(s) (bars + 8u * (unsigned)(STAGES + (s)))
-#define A_AT(s) (ring + (unsigned)(s) * (A_BYTES + B_BYTES))
-#define B_AT(s) (A_AT(s) + A_BYTES)
-
-    const int tid = threadIdx.x;
-    const int group = tid / 128;
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(FULL(s), 1);
-            mbar_init(EMPTY(s), 2);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-
-    const TileCoord tile = raster_tile();
-    const int row0 = tile.row * BM, col0 = tile.col * BN;
-    const int slices = (depth + BK - 1) / BK;
-
-    if (group == 0) {
-        // The producer: one thread; the rest of its warpgroup has nothing to do.
-        if (tid == 0) {
-            for (int it = 0; it < slices; ++it) {
-                const int s = it % STAGES;
-                const unsigned round = (unsigned)(it / STAGES);
-                // Round 0 finds every buffer empty (the parity before the first phase).
-                mbar_wait_bounded(EMPTY(s), (round & 1u) ^ 1u);
-                mbar_expect_bytes(FULL(s), A_BYTES + B_BYTES);
-                tma_load(A_AT(s), &map_a, it * BK, row0, FULL(s));
-                tma_load(B_AT(s), &map_b, it * BK, col0, FULL(s));
-            }
-        }
-        return;
-    }
-
-    // A consumer: rows 64 (group - 1) .. + 64 of the tile.
-    const unsigned a_rows = 64u * BK * (unsigned)(group - 1);
-    int d[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0;
-    for (int it = 0; it < slices; ++it) {
-        const int s = it % STAGES;
-        mbar_wait_bounded(FULL(s), (unsigned)(it / STAGES) & 1u);
-        const unsigned long long da = wgmma_desc(A_AT(s) + a_rows), db = wgmma_desc(B_AT(s));
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 32; ++kk) {
-            // 32 bytes on in the atom: 2 in the descriptor's address field.
-            wgmma_64x256x32(d, da + 2 * kk, db + 2 * kk);
-        }
-        wgmma_commit();
-        // The previous slice's MMAs have retired: its buffer is free.
-        wgmma_wait<1>(d);
-        if (it > 0 && tid % 128 == 0) mbar_arrive(EMPTY((it - 1) % STAGES));
-    }
-    wgmma_wait<0>(d);
-
     // Accumulator j of a thread: row 16 w + lane / 4 (+ 8 for the odd
     // pairs), columns 8 (j / 4) + 2 (lane % 4) and the next.
     const int lane = tid % 32, warp = (tid % 128) / 32;
@@ -270,4 +255,103 @@ int8_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ Tens
         }
     }
 }
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_CLUSTER
+int8_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, int rows, int n,
+           int depth, int* __restrict__ c, long long ldc, int accumulate, int modulus)
+{
+    // The ring, aligned to the swizzle's 1024-byte atoms (the host asks for
+    // 1 KiB more than the buffers), then the barriers.
+    extern __shared__ unsigned char shared_raw[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(shared_raw);
+    const unsigned ring = (raw + 1023u) & ~1023u;
+    const unsigned bars = ring + STAGES * (A_BYTES + B_BYTES);
+    // full[s] at bars + 8s, empty[s] at bars + 8(STAGES + s).
+#define FULL(s) (bars + 8u * (unsigned)(s))
+#define EMPTY(s) (bars + 8u * (unsigned)(STAGES + (s)))
+#define A_AT(s) (ring + (unsigned)(s) * (A_BYTES + B_BYTES))
+#define B_AT(s) (A_AT(s) + A_BYTES)
+
+    const int tid = threadIdx.x;
+    const int group = tid / 128;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(FULL(s), 1);
+            mbar_init(EMPTY(s), 2 * CLUSTER);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+#if CLUSTER == 2
+    cluster_sync();
+    const unsigned rank = cluster_rank();
+    const int tiles_n = (n + BN - 1) / BN, pairs_m = ((rows + BM - 1) / BM + 1) / 2;
+    const TileCoord pair = raster_tile_of((int)(blockIdx.x / 2), pairs_m, tiles_n);
+    const int row0 = (2 * pair.row + (int)rank) * BM, col0 = pair.col * BN;
+#else
+    __syncthreads();
+    const TileCoord tile = raster_tile_of((int)blockIdx.x, (rows + BM - 1) / BM, (n + BN - 1) / BN);
+    const int row0 = tile.row * BM, col0 = tile.col * BN;
+#endif
+    const int slices = (depth + BK - 1) / BK;
+
+    if (group == 0) {
+        // The producer: one thread; the rest of its warpgroup has nothing to do.
+        if (tid == 0) {
+            for (int it = 0; it < slices; ++it) {
+                const int s = it % STAGES;
+                const unsigned round = (unsigned)(it / STAGES);
+                // Round 0 finds every buffer empty (the parity before the first phase).
+                mbar_wait_bounded(EMPTY(s), (round & 1u) ^ 1u);
+                mbar_expect_bytes(FULL(s), A_BYTES + B_BYTES);
+                tma_load(A_AT(s), &map_a, it * BK, row0, FULL(s));
+#if CLUSTER == 2
+                // This block's half of B's rows, into both blocks.
+                tma_load_multicast(B_AT(s) + rank * (B_BYTES / 2), &map_b, it * BK, col0 + (int)rank * (BN / 2),
+                                   FULL(s), (unsigned short)3);
+#else
+                tma_load(B_AT(s), &map_b, it * BK, col0, FULL(s));
+#endif
+            }
+        }
+#if CLUSTER == 2
+        cluster_sync();
+#endif
+        return;
+    }
+
+    // A consumer: rows 64 (group - 1) .. + 64 of the tile.
+    const unsigned a_rows = 64u * BK * (unsigned)(group - 1);
+    int d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0;
+    for (int it = 0; it < slices; ++it) {
+        const int s = it % STAGES;
+        mbar_wait_bounded(FULL(s), (unsigned)(it / STAGES) & 1u);
+        const unsigned long long da = wgmma_desc(A_AT(s) + a_rows), db = wgmma_desc(B_AT(s));
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; ++kk) {
+            // 32 bytes on in the atom: 2 in the descriptor's address field.
+            wgmma_64x256x32(d, da + 2 * kk, db + 2 * kk);
+        }
+        wgmma_commit();
+        // The previous slice's MMAs have retired: its buffer is free.
+        wgmma_wait<1>(d);
+        if (it > 0 && tid % 128 == 0) {
+#if CLUSTER == 2
+            mbar_arrive_in(EMPTY((it - 1) % STAGES), 0);
+            mbar_arrive_in(EMPTY((it - 1) % STAGES), 1);
+#else
+            mbar_arrive(EMPTY((it - 1) % STAGES));
+#endif
+        }
+    }
+    wgmma_wait<0>(d);
+    epilogue(d, tid, group, row0, col0, rows, n, c, ldc, accumulate, modulus);
+#if CLUSTER == 2
+    // The peer may still arrive on this block's barriers.
+    cluster_sync();
+#endif
+}
+
 #endif

@@ -68,8 +68,8 @@ pub enum KernelSource {
     Complex,
     /// `int8_wgmma.cu`: the emulated product's INT8 products (INT32 sums)
     /// on Hopper's warpgroup MMA with tensor-memory copies, built for
-    /// sm_90a (tile = STAGES, the ring's depth; the key's type is I32,
-    /// the sums').
+    /// sm_90a (tile = CLUSTER, blocks that share B's copies: 1 or 2; the
+    /// key's type is I32, the sums').
     Int8Wgmma,
 }
 
@@ -156,7 +156,6 @@ impl KernelSource {
         use crate::cuda::tunables::simt_micro_tiles;
         use crate::cuda::tunables::{
             CUDA_COMBINE_ROWS_PER_BLOCK, CUDA_DEFAULT_TILE, CUDA_MMA_STAGES, CUDA_NAIVE_BLOCK,
-            CUDA_WGMMA_STAGES,
         };
         match self {
             KernelSource::Naive => vec![CUDA_NAIVE_BLOCK],
@@ -170,7 +169,7 @@ impl KernelSource {
             | KernelSource::Transpose
             | KernelSource::Complex => vec![0],
             KernelSource::FastMma => vec![CUDA_MMA_STAGES],
-            KernelSource::Int8Wgmma => vec![CUDA_WGMMA_STAGES],
+            KernelSource::Int8Wgmma => vec![1, 2],
             KernelSource::FastMbar => vec![MBAR_MICRO_TILE.0],
             _ => simt_micro_tiles(dtype).to_vec(),
         }
@@ -294,7 +293,8 @@ impl KernelSource {
             | KernelSource::FastStream
             | KernelSource::FastMbar
             | KernelSource::Fused => "TM",
-            KernelSource::FastMma | KernelSource::Int8Wgmma => "STAGES",
+            KernelSource::FastMma => "STAGES",
+            KernelSource::Int8Wgmma => "CLUSTER",
             KernelSource::Emulated => "EMU_TILE",
             KernelSource::Bytes => "BYTES_TILE",
             KernelSource::Transpose => "TRANSPOSE_TILE",
@@ -357,6 +357,9 @@ fn defines(key: KernelKey, arch: &str) -> Result<Vec<String>, Error> {
     }
     if key.source == KernelSource::FastRing {
         defines.push(format!("-DSTAGES={}", ring_stages(arch)?));
+    }
+    if key.source == KernelSource::Int8Wgmma {
+        defines.push(format!("-DSTAGES={}", tunables::CUDA_WGMMA_STAGES));
     }
     if key.source == KernelSource::FastMbar {
         let (_, columns) = MBAR_MICRO_TILE;
@@ -622,7 +625,7 @@ mod tests {
                 // Every TM of some type; each type builds its own.
                 source if source.is_simt() => &[4, 8, 16],
                 KernelSource::FastMma => &[2, 3],
-                KernelSource::Int8Wgmma => &[3, 4],
+                KernelSource::Int8Wgmma => &[1, 2],
                 KernelSource::FastMbar => &[crate::cuda::tunables::MBAR_MICRO_TILE.0],
                 _ => unreachable!("every SIMT source is matched above"),
             };
