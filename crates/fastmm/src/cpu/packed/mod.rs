@@ -231,6 +231,13 @@ pub(crate) fn bands<T: Element>(
         return None;
     }
     let (direct, kc) = plain::direct_for_share::<T>((m, k, n.div_ceil(members)), rows_contiguous)?;
+    // One thread runs the whole product with its own C's KC, which a C
+    // beyond L2 (or a tuning file) makes another than a band's: the
+    // bands then would sum in other steps, so they run only where the
+    // two agree.
+    if select_kernel::<T>(None).ok()?.default_blocks_for(m, n).kc != kc {
+        return None;
+    }
     Some((members, direct, kc))
 }
 
