@@ -19,6 +19,13 @@
 #   scripts/emulated-gpu.sh complex   # c128 and c64 beside zgemm and cgemm
 #                                     # (SIZE, default 16384)
 #   scripts/emulated-gpu.sh selftest  # selftest --device cuda --algo emulated
+#   scripts/emulated-gpu.sh int8      # the INT8 products' kernels A/B/C
+#                                     # (cuBLAS's, the own wgmma, wgmma in
+#                                     # pairs; FASTMM_DEV_CUDA_INT8, so BIN
+#                                     # is built with --features fastmm/dev):
+#                                     # a smoke run of each, the self-test
+#                                     # with the own kernel, then run's
+#                                     # phases at 16384 and 8192, alternated
 #
 # GEMMUL8_DIR names a copy of GEMMul8's sources (default .peers/GEMMul8);
 # BIN (default target/release/fastmm) is the binary built on the
@@ -72,6 +79,19 @@ for part in "$@"; do
       --algo cublas,emulated -r 3
     ;;
   selftest) SHOW=12 step selftest 500 "$bin" selftest --device cuda --algo emulated ;;
+  int8)
+    for kernels in wgmma wgmma-pairs; do
+      FASTMM_DEV_CUDA_INT8=$kernels SHOW=4 step "int8-smoke-$kernels" 60 \
+        "$bin" run --device cuda -s 1000 -d f64,f32 --algo cublas,emulated -r 1
+    done
+    FASTMM_DEV_CUDA_INT8=wgmma SHOW=12 step int8-selftest 200 "$bin" selftest --device cuda --algo emulated
+    for size in 16384 8192; do
+      for kernels in cublas wgmma wgmma-pairs cublas wgmma wgmma-pairs; do
+        FASTMM_DEV_CUDA_INT8=$kernels SHOW=4 step "int8-$size-$kernels" 120 \
+          "$bin" run --device cuda -s "$size" -d f64,f32 --algo cublas,emulated -r 3
+      done
+    done
+    ;;
   *)
     echo "unknown part $part" >&2
     status=2
