@@ -388,7 +388,8 @@ fn wgmma_product(
     }
     let (bm, bn, _) = WGMMA_TILE;
     let map_a = TensorMap::bytes_128b_swizzled(a, (rows, depth, ld), bm as u32)?;
-    let map_b = TensorMap::bytes_128b_swizzled(bt, (n, depth, ld), bn as u32)?;
+    // In pairs each block copies half of B's rows (and multicasts them).
+    let map_b = TensorMap::bytes_128b_swizzled(bt, (n, depth, ld), (bn / cluster) as u32)?;
     let (ri, ni, ki) = (to_i32("rows", rows)?, to_i32("n", n)?, to_i32("k", depth)?);
     let (ldc, acc) = (np as i64, i32::from(accumulate));
     // One block (a cluster's blocks) per tile (per `cluster` tiles down
