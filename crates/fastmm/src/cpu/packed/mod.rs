@@ -188,7 +188,8 @@ pub(crate) fn may_band<T: Element>((m, k, n): (usize, usize, usize)) -> bool {
 }
 
 /// The threads that run an m×k×n product as bands of C's columns, each
-/// band on the direct path, with that path's driver and KC; None where
+/// band on the direct path, with its driver and the KC one thread takes
+/// for the whole product; None where
 /// this product does not run so. From the parallel edge cubed (the
 /// options', else [`PACKED_BANDS_FROM`]'s) on, under the default kernel
 /// and blocks, where every band fits the direct path (B's rows
@@ -230,14 +231,11 @@ pub(crate) fn bands<T: Element>(
     if members < 2 {
         return None;
     }
-    let (direct, kc) = plain::direct_for_share::<T>((m, k, n.div_ceil(members)), rows_contiguous)?;
-    // One thread runs the whole product with its own C's KC, which a C
-    // beyond L2 (or a tuning file) makes another than a band's: the
-    // bands then would sum in other steps, so they run only where the
-    // two agree.
-    if select_kernel::<T>(None).ok()?.default_blocks_for(m, n).kc != kc {
-        return None;
-    }
+    let (direct, _) = plain::direct_for_share::<T>((m, k, n.div_ceil(members)), rows_contiguous)?;
+    // The bands step through k with the whole product's KC, which one
+    // thread would take for it: a C beyond L2 (or a tuning file) gives
+    // it another than a band's own, and the bands' sums must be its.
+    let kc = select_kernel::<T>(None).ok()?.default_blocks_for(m, n).kc;
     Some((members, direct, kc))
 }
 
