@@ -89,7 +89,12 @@ fi
 # python/tests/test_mpi.py; the package builds the same without it.
 CARGO_PROFILE_RELEASE_OPT_LEVEL=0 MATURIN_PEP517_ARGS="--features mpi" \
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check ./python
-# libfastmm_blas, which the preload tests put under numpy's own products.
-cargo build --release --quiet -p fastmm-blas -p fastmm-cublas
-FASTMM_BLAS_LIB="$PWD/target/release/libfastmm_blas.so" FASTMM_CUBLAS_LIB="$PWD/target/release/libfastmm_cublas.so" \
+# libfastmm_blas, which the preload tests put under numpy's own products,
+# and libfastmm_cublas: the shared libraries the test build above linked
+# its integration tests beside (target/release/deps), the ones those tests
+# ran. A `cargo build -p` of the two would resolve fastmm's features
+# afresh (without the interop and MPI ones) and compile fastmm once more,
+# a minute of CI on two cores.
+deps=target/release/deps
+FASTMM_BLAS_LIB="$PWD/$deps/libfastmm_blas.so" FASTMM_CUBLAS_LIB="$PWD/$deps/libfastmm_cublas.so" \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

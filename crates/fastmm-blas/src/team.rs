@@ -54,14 +54,3 @@ pub extern "C" fn fastmm_set_num_threads(threads: c_int) -> c_int {
     let _ = fastmm::set_num_threads(threads);
     0
 }
-
-#[cfg(test)]
-mod tests {
-    /// The export has the name and type the other copies look up.
-    #[test]
-    fn the_export_is_the_protocols() {
-        let runner: fastmm::shared_team::Runner = super::fastmm_shared_team_v1;
-        let _ = runner;
-        assert_eq!(fastmm::shared_team::SYMBOL, "fastmm_shared_team_v1");
-    }
-}

@@ -452,3 +452,71 @@ fn illegal_arguments_leave_c_untouched() {
     }
     assert_eq!(c, [5.0; 16]);
 }
+
+/// The reference's argument rules as plain values ([`fastmm_blas::args`]):
+/// which position `xerbla` names, and the call a legal CBLAS call is.
+mod arguments {
+    use fastmm_blas::args::{illegal, Call, Op};
+
+    #[test]
+    fn the_reference_positions() {
+        let ok = Call::fortran(b'N', b't', 3, 4, 5, 3, 4, 3).unwrap();
+        assert_eq!((ok.op_a, ok.op_b), (Op::None, Op::Transpose));
+        assert_eq!(Call::fortran(b'X', b'N', 1, 1, 1, 1, 1, 1), Err(1));
+        assert_eq!(Call::fortran(b'N', b'Y', 1, 1, 1, 1, 1, 1), Err(2));
+        assert_eq!(Call::fortran(b'N', b'N', -1, 1, 1, 1, 1, 1), Err(3));
+        assert_eq!(Call::fortran(b'N', b'N', 1, -1, 1, 1, 1, 1), Err(4));
+        assert_eq!(Call::fortran(b'N', b'N', 1, 1, -1, 1, 1, 1), Err(5));
+        // A is m×k: lda ≥ m; Aᵀ stored k×m: lda ≥ k.
+        assert_eq!(Call::fortran(b'N', b'N', 4, 1, 2, 3, 2, 4), Err(8));
+        assert_eq!(
+            Call::fortran(b'T', b'N', 4, 1, 2, 2, 2, 4).map(|_| ()),
+            Ok(())
+        );
+        assert_eq!(Call::fortran(b'N', b'N', 4, 1, 2, 4, 1, 4), Err(10));
+        assert_eq!(Call::fortran(b'N', b'N', 4, 1, 2, 4, 2, 3), Err(13));
+        // Empty products still need leading dimensions of at least 1.
+        assert_eq!(Call::fortran(b'N', b'N', 0, 0, 0, 0, 1, 1), Err(8));
+        assert!(Call::fortran(b'N', b'N', 0, 0, 0, 1, 1, 1).is_ok());
+    }
+
+    #[test]
+    fn cblas_row_major_is_the_transposed_column_major_call() {
+        let (call, row_major) = Call::cblas(101, 111, 112, 3, 4, 5, 5, 5, 4).unwrap();
+        assert!(row_major);
+        assert_eq!((call.m, call.n, call.k), (4, 3, 5));
+        assert_eq!((call.op_a, call.op_b), (Op::Transpose, Op::None));
+        assert_eq!((call.lda, call.ldb), (5, 5));
+        assert_eq!(Call::cblas(100, 111, 111, 1, 1, 1, 1, 1, 1), Err(1));
+        assert_eq!(Call::cblas(101, 1, 111, 1, 1, 1, 1, 1, 1), Err(2));
+        assert_eq!(Call::cblas(101, 111, 1, 1, 1, 1, 1, 1, 1), Err(3));
+        // Row-major A (m×k) needs lda ≥ k.
+        assert_eq!(Call::cblas(101, 111, 111, 3, 4, 5, 4, 4, 4), Err(9));
+        assert_eq!(Call::cblas(101, 111, 111, 3, 4, 5, 5, 3, 4), Err(11));
+        assert_eq!(Call::cblas(101, 111, 111, 3, 4, 5, 5, 4, 3), Err(14));
+        assert_eq!(Call::cblas(102, 111, 111, 3, 4, 5, 2, 5, 3), Err(9));
+    }
+
+    #[test]
+    fn messages_read_as_the_references() {
+        assert_eq!(
+            illegal("DGEMM", 8),
+            " ** On entry to DGEMM  parameter number  8 had an illegal value"
+        );
+        assert_eq!(
+            illegal("cblas_zgemm", 14),
+            "Parameter 14 to routine cblas_zgemm was incorrect"
+        );
+    }
+}
+
+/// The team this library offers the process's other copies of fastmm.
+mod team {
+    /// The export has the name and type the other copies look up.
+    #[test]
+    fn the_export_is_the_protocols() {
+        let runner: fastmm::shared_team::Runner = fastmm_blas::team::fastmm_shared_team_v1;
+        let _ = runner;
+        assert_eq!(fastmm::shared_team::SYMBOL, "fastmm_shared_team_v1");
+    }
+}

@@ -85,38 +85,3 @@ impl Settings {
 pub(crate) fn warn(text: &str) {
     eprintln!("fastmm cublas: {text}");
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use fastmm::{Accuracy, Algorithm};
-
-    #[test]
-    fn defaults_switches_and_bad_values() {
-        let table = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        let s = from_values(&table(&[]));
-        assert!(s.enabled && !s.logs());
-        assert_eq!(s.opts.accuracy, Accuracy::Native);
-        assert_eq!(s.opts.algorithm, Algorithm::Auto);
-        let s = from_values(&table(&[
-            ("FASTMM_CUBLAS", "off"),
-            ("FASTMM_CUBLAS_LOG", "1"),
-        ]));
-        assert!(!s.enabled && s.logs());
-        let s = from_values(&table(&[
-            ("FASTMM_ACCURACY", "bound"),
-            ("FASTMM_CUBLAS_ALGO", "emulated"),
-        ]));
-        assert_eq!(s.opts.accuracy, Accuracy::Bound);
-        assert_eq!(s.opts.algorithm, Algorithm::Emulated);
-        let s = from_values(&table(&[("FASTMM_ACCURACY", "nonsense")]));
-        assert_eq!(s.opts.accuracy, Accuracy::Native);
-    }
-}

@@ -138,26 +138,3 @@ impl Kind {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn math_modes_and_ex_types() {
-        assert!(math_is_default(0));
-        assert!(math_is_default(16));
-        // TF32, tensor-op, pedantic, and TF32 with the flag.
-        for mode in [1, 2, 3, 19, 8] {
-            assert!(!math_is_default(mode), "{mode}");
-        }
-        assert_eq!(Kind::of_ex([R_32F; 3], COMPUTE_32F), Some(Kind::S));
-        assert_eq!(Kind::of_ex([C_64F; 3], COMPUTE_64F), Some(Kind::Z));
-        // Fast TF32 compute, mixed types, f32 at 64-bit compute.
-        assert_eq!(Kind::of_ex([R_32F; 3], 77), None);
-        assert_eq!(Kind::of_ex([R_32F, R_32F, R_64F], COMPUTE_32F), None);
-        assert_eq!(Kind::of_ex([R_32F; 3], COMPUTE_64F), None);
-        assert_eq!(Op::from_raw(3), None);
-        assert!(Op::from_raw(2).unwrap().transposes());
-    }
-}
