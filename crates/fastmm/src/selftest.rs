@@ -298,8 +298,17 @@ pub fn run_team_reporting(
     only: Option<&[Algorithm]>,
     each: &mut dyn FnMut(&Check),
 ) -> Result<Vec<Check>, Error> {
+    run_team_over(team, only, &team_shapes(), each)
+}
+
+/// [`run_team_reporting`] over `shapes`.
+pub(crate) fn run_team_over(
+    team: &Team,
+    only: Option<&[Algorithm]>,
+    shapes: &[(usize, usize, usize)],
+    each: &mut dyn FnMut(&Check),
+) -> Result<Vec<Check>, Error> {
     let kind = team.devices()[0].kind();
-    let shapes = team_shapes();
     let mut rows = Rows::new(each);
     let selected = |a: Algorithm| only.is_none_or(|list| list.contains(&a));
     for algorithm in Algorithm::all_on(kind).filter(|&a| selected(a)) {
@@ -312,10 +321,10 @@ pub fn run_team_reporting(
         };
         for &dtype in &DType::ALL {
             let row = match dtype {
-                DType::F32 => check_team::<f32>(team, &opts, &shapes),
-                DType::F64 => check_team::<f64>(team, &opts, &shapes),
-                DType::I32 => check_team::<i32>(team, &opts, &shapes),
-                DType::I64 => check_team::<i64>(team, &opts, &shapes),
+                DType::F32 => check_team::<f32>(team, &opts, shapes),
+                DType::F64 => check_team::<f64>(team, &opts, shapes),
+                DType::I32 => check_team::<i32>(team, &opts, shapes),
+                DType::I64 => check_team::<i64>(team, &opts, shapes),
             };
             rows.extend(row);
         }
@@ -323,7 +332,7 @@ pub fn run_team_reporting(
     if only.is_some() {
         return Ok(rows.rows);
     }
-    rows.push(check_team_words(team, &shapes));
+    rows.push(check_team_words(team, shapes));
     Ok(rows.rows)
 }
 

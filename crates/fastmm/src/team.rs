@@ -1187,7 +1187,8 @@ mod tests {
     }
 
     /// The team self-test with the CPU as 3 processors (a grid that cuts
-    /// unevenly): every CPU algorithm, every type, every shape.
+    /// unevenly): every CPU algorithm, every type, every shape but the
+    /// largest.
     #[cfg(feature = "selftest")]
     #[test]
     fn simulated_team_selftest_passes() {
@@ -1201,12 +1202,18 @@ mod tests {
             Algorithm::Strassen,
             Algorithm::Winograd,
         ];
+        // Without 264×2056×264, cuda-fast's split-K interior shape: two
+        // thirds of the shapes' multiply-adds, which made this the
+        // library's longest unit test by far on two cores, while the
+        // team's grids, gathers and peeled edges are the other shapes'
+        // too. The CLI's team self-test keeps every shape.
+        let shapes: Vec<_> = crate::selftest::team_shapes()
+            .into_iter()
+            .filter(|&(m, k, n)| m * k * n < 100_000_000)
+            .collect();
         let mut rows =
-            crate::selftest::run_team_reporting(&team, Some(&local), &mut |_| {}).unwrap();
-        rows.push(crate::selftest::check_team_words(
-            &team,
-            &crate::selftest::team_shapes(),
-        ));
+            crate::selftest::run_team_over(&team, Some(&local), &shapes, &mut |_| {}).unwrap();
+        rows.push(crate::selftest::check_team_words(&team, &shapes));
         assert!(rows.len() > 10);
         for row in &rows {
             assert!(row.ok(), "{}: {:?}", row.what, row.failures);
